@@ -1,0 +1,1 @@
+"""Generated validators; see handrail.schemas."""

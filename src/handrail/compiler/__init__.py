@@ -1,0 +1,101 @@
+"""Workflow JSON in; an immutable compiled workflow, or every problem located, out.
+
+Stages: decode -> parse JSON -> schema (a generated validator; jsonschema only
+when it fails, for the full list) -> semantic checks and closures -> positions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from handrail.compiler.build import build_workflow
+from handrail.compiler.schema_errors import schema_diagnostics
+from handrail.compiler.source import SourceMap, parse_json
+from handrail.errors import Diagnostic
+from handrail.model import Workflow
+from handrail.schemas import check_workflow
+
+DEFAULT_MAX_BYTES = 1_000_000
+
+__all__ = ["DEFAULT_MAX_BYTES", "Compiled", "compile_path", "compile_text"]
+
+
+@dataclass(frozen=True, slots=True)
+class Compiled:
+    file: str
+    workflow: Workflow | None  # None when there is any error
+    diagnostics: tuple[Diagnostic, ...]
+
+    @property
+    def errors(self) -> tuple[Diagnostic, ...]:
+        return tuple(d for d in self.diagnostics if d.severity == "error")
+
+    @property
+    def warnings(self) -> tuple[Diagnostic, ...]:
+        return tuple(d for d in self.diagnostics if d.severity == "warning")
+
+
+def _failure(file: str, code: str, message: str, line: int = 1, column: int = 1,
+             hint: str | None = None) -> Compiled:
+    return Compiled(file, None, (Diagnostic(code, "error", message, "", line, column, hint, file),))
+
+
+def compile_path(path: str | Path, *, max_bytes: int = DEFAULT_MAX_BYTES, display: str | None = None) -> Compiled:
+    file = display or str(path)
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(max_bytes + 1)
+    except OSError as exc:
+        return _failure(file, "H002", f"cannot read the file: {exc.strerror or exc}")
+    if len(data) > max_bytes:
+        return _failure(file, "H002", f"the file is larger than {max_bytes} bytes",
+                        hint="raise the limit with --max-file-size, or split the workflow")
+    return compile_text(data, file)
+
+
+def compile_text(data: str | bytes, file: str = "<memory>") -> Compiled:
+    if isinstance(data, bytes):
+        try:
+            text = data.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            return _failure(file, "H002", f"the file is not UTF-8 (byte {exc.start})")
+    else:
+        text = data
+    if not text.strip():
+        return _failure(file, "H001", "the file is empty", hint="a workflow is a JSON object")
+    document, problem = parse_json(text)
+    if problem is not None:
+        return _failure(file, "H001", problem.message, problem.line, problem.column)
+    raw: list[tuple[str, str, str, str, str | None, int | None]] = []
+
+    def report(code: str, severity: str, message: str, pointer: str,
+               hint: str | None = None, offset: int | None = None) -> None:
+        raw.append((code, severity, message, pointer, hint, offset))
+
+    workflow = None
+    if check_workflow(document):
+        try:
+            workflow = build_workflow(document, text, file, report)
+        except RecursionError:
+            report("H001", "error", "the workflow is nested too deeply", "")
+    else:
+        raw.extend(schema_diagnostics(document))
+        if not raw:  # the two validators disagree; never let a bad file through silently
+            report("H103", "error", "the workflow does not satisfy the schema", "")
+    if not raw:
+        return Compiled(file, workflow, ())
+    where = SourceMap(text)
+    diagnostics = []
+    for code, severity, message, pointer, hint, offset in raw:
+        line, column = where.locate(pointer, offset)
+        diagnostics.append(Diagnostic(code, "error" if severity == "error" else "warning",
+                                      message, pointer, line, column, hint, file))
+    diagnostics.sort(key=lambda d: (d.line, d.column, d.code))
+    result = tuple(diagnostics)
+    if any(d.severity == "error" for d in result):
+        return Compiled(file, None, result)
+    assert workflow is not None
+    from dataclasses import replace
+
+    return Compiled(file, replace(workflow, warnings=result), result)

@@ -1,0 +1,334 @@
+"""Semantic checks and construction of the compiled workflow.
+
+Runs on documents that satisfy the schema, so shapes are known; every problem is
+reported, none stops the others from being found.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from handrail.compiler.source import KEY
+from handrail.expr import Report, compile_condition, did_you_mean
+from handrail.model import Condition, Loop, Node, Step, Workflow
+from handrail.rules import compile_criteria
+
+TEMPLATE = re.compile(r"\{\{\s*([^{}]*?)\s*\}\}")
+DOTTED = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]*(?:\.[A-Za-z0-9_$]+)*$")
+LOOP_DEFAULTS = {"iterationVar": "currentIteration", "itemVar": "currentItem", "indexVar": "currentIndex"}
+MAX_ITERATIONS = 1000
+# WorkRail convention: metaGuidance may define a function as a line "name(): what it does"
+GUIDANCE_FUNCTION = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\(\)")
+
+
+@dataclass
+class _Entry:
+    raw: Mapping[str, Any]
+    pointer: str
+    parent: str | None  # enclosing loop id
+    functions: tuple[str, ...]  # functions visible from here (loop scopes)
+
+
+@dataclass
+class _Build:
+    document: Mapping[str, Any]
+    report: Report
+    entries: dict[str, _Entry] = field(default_factory=dict)
+    order: list[str] = field(default_factory=list)
+    owner: dict[str, str] = field(default_factory=dict)  # body step id -> loop id
+    known_vars: set[str] = field(default_factory=set)
+
+    def collect(self, steps: list[Any], at: str, parent: str | None, functions: tuple[str, ...]) -> None:
+        for index, raw in enumerate(steps):
+            pointer = f"{at}/{index}"
+            sid = raw["id"]
+            if sid in self.entries:
+                first = self.entries[sid].pointer
+                self.report("H200", "error", f"duplicate step id `{sid}`", f"{pointer}/id",
+                            f"the first `{sid}` is at {first}; ids must be unique, loop bodies included")
+                continue
+            self.entries[sid] = _Entry(raw, pointer, parent, functions)
+            self.order.append(sid)
+            if raw.get("type") == "loop":
+                own = functions + _function_names(raw.get("functionDefinitions"))
+                body = raw["body"]
+                if isinstance(body, list):
+                    self.collect(body, f"{pointer}/body", sid, own)
+
+    def link_bodies(self) -> None:
+        for sid in list(self.order):
+            entry = self.entries[sid]
+            raw = entry.raw
+            if raw.get("type") != "loop":
+                continue
+            body = raw["body"]
+            if isinstance(body, list):
+                for step in body:
+                    if step["id"] in self.entries and self.entries[step["id"]].parent == sid:
+                        self.owner.setdefault(step["id"], sid)
+                continue
+            where = f"{entry.pointer}/body"
+            if body not in self.entries:
+                self.report("H201", "error", f"loop body `{body}` names no step of this workflow",
+                            where, did_you_mean(body, self.order))
+            elif body == sid:
+                self.report("H208", "error", f"loop `{sid}` names itself as its body", where)
+            elif body in self.owner:
+                self.report("H202", "error",
+                            f"step `{body}` is already the body of loop `{self.owner[body]}`",
+                            where, "a step can be the body of one loop; copy it under a new id")
+            elif self.entries[body].parent is not None:
+                self.report("H202", "error",
+                            f"step `{body}` is already inside loop `{self.entries[body].parent}`", where)
+            else:
+                self.owner[body] = sid
+                target = self.entries[body]
+                target.parent = sid
+                target.functions = entry.functions + _function_names(raw.get("functionDefinitions"))
+        # a loop that contains itself through bodies would never end
+        for sid in self.owner:
+            seen, cursor = {sid}, self.owner.get(sid)
+            while cursor is not None:
+                if cursor in seen:
+                    self.report("H208", "error", f"loops `{sid}` and `{cursor}` contain each other",
+                                self.entries[sid].pointer)
+                    break
+                seen.add(cursor)
+                cursor = self.owner.get(cursor)
+
+    def gather_variables(self) -> None:
+        """Names a template may use: loop variables and anything a condition tests."""
+        for entry in self.entries.values():
+            raw = entry.raw
+            for key in ("runCondition", "requireConfirmation"):
+                _names_in(raw.get(key), self.known_vars)
+            for rule in _walk_rules(raw.get("validationCriteria")):
+                _names_in(rule.get("condition"), self.known_vars)
+            if raw.get("type") == "loop":
+                cfg = raw["loop"]
+                _names_in(cfg.get("condition"), self.known_vars)
+                for key, default in LOOP_DEFAULTS.items():
+                    self.known_vars.add(cfg.get(key, default))
+                if isinstance(cfg.get("items"), str):
+                    self.known_vars.add(cfg["items"].split(".")[0])
+                if isinstance(cfg.get("count"), str):
+                    self.known_vars.add(cfg["count"].split(".")[0])
+
+    def check_templates(self, text: Any, at: str) -> None:
+        if not isinstance(text, str) or "{{" not in text:
+            return
+        for match in TEMPLATE.finditer(text):
+            name = match.group(1)
+            if not DOTTED.match(name):
+                continue  # an expression; shown as written
+            root = name.split(".")[0]
+            if root not in self.known_vars:
+                self.report("H500", "warning",
+                            f"template `{{{{{name}}}}}` names `{root}`, which no condition tests and no loop sets",
+                            at, did_you_mean(root, sorted(self.known_vars))
+                            or "the agent must set it in the context, or it renders as [unset]",
+                            match.start(1))
+
+    def check_functions(self, entry: _Entry, workflow_functions: tuple[str, ...]) -> tuple[str, ...]:
+        raw = entry.raw
+        visible = workflow_functions + entry.functions + _function_names(raw.get("functionDefinitions"))
+        refs = tuple(raw.get("functionReferences", ()))
+        for index, ref in enumerate(refs):
+            name = ref[:-2] if ref.endswith("()") else ref
+            if name not in visible:
+                self.report("H206", "error", f"function `{name}` is not defined",
+                            f"{entry.pointer}/functionReferences/{index}",
+                            did_you_mean(name, list(visible)) or "define it in functionDefinitions")
+        return refs
+
+    def condition(self, raw: Mapping[str, Any], key: str, at: str, what: str) -> Condition | None:
+        if key not in raw:
+            return None
+        return compile_condition(raw[key], f"{at}/{key}", self.report, what=what)
+
+    def confirmation(self, raw: Mapping[str, Any], at: str) -> bool | Condition:
+        value = raw.get("requireConfirmation", False)
+        if isinstance(value, bool):
+            return value
+        return compile_condition(value, f"{at}/requireConfirmation", self.report,
+                                 what="confirmation condition")
+
+
+def _function_names(defs: Any) -> tuple[str, ...]:
+    return tuple(d["name"] for d in defs or () if isinstance(d, Mapping) and "name" in d)
+
+
+def _names_in(condition: Any, out: set[str]) -> None:
+    if isinstance(condition, Mapping):
+        if isinstance(condition.get("var"), str):
+            out.add(condition["var"].split(".")[0])
+        for key in ("and", "or"):
+            for item in condition.get(key, ()) or ():
+                _names_in(item, out)
+        _names_in(condition.get("not"), out)
+    elif isinstance(condition, str):
+        for word in re.findall(r"(?<!['\"\w.])([A-Za-z_$][A-Za-z0-9_$]*)", _strip_strings(condition)):
+            out.add(word)
+
+
+def _strip_strings(text: str) -> str:
+    return re.sub(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"", "''", text)
+
+
+def _walk_rules(criteria: Any) -> list[Mapping[str, Any]]:
+    out: list[Mapping[str, Any]] = []
+    stack = [criteria]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, Mapping):
+            if "type" in item:
+                out.append(item)
+            else:
+                stack.extend(v for k, v in item.items() if k in ("and", "or", "not"))
+    return out
+
+
+def build_workflow(document: Mapping[str, Any], text: str, file: str, report: Report) -> Workflow:
+    b = _Build(document, report)
+    b.collect(document["steps"], "/steps", None, ())
+    b.link_bodies()
+    b.gather_variables()
+    workflow_functions = _function_names(document.get("functionDefinitions")) + tuple(
+        m.group(1) for line in document.get("metaGuidance", ()) if (m := GUIDANCE_FUNCTION.match(line))
+    )
+    nodes: dict[str, Node] = {}
+    for sid in b.order:
+        entry = b.entries[sid]
+        raw, at = entry.raw, entry.pointer
+        for key in ("title", "prompt", "agentRole"):
+            b.check_templates(raw.get(key), f"{at}/{key}")
+        for index, line in enumerate(raw.get("guidance", ()) or ()):
+            b.check_templates(line, f"{at}/guidance/{index}")
+        run_condition = b.condition(raw, "runCondition", at, "runCondition")
+        if run_condition is not None and run_condition.constant is False:
+            report("H203", "warning", f"step `{sid}` can never run", f"{at}/runCondition",
+                   "its runCondition never holds")
+        confirmation = b.confirmation(raw, at)
+        if raw.get("type") == "loop":
+            nodes[sid] = _loop(b, entry, sid, run_condition, confirmation)
+            continue
+        refs = b.check_functions(entry, workflow_functions)
+        rules = ()
+        if "validationCriteria" in raw:
+            rules = compile_criteria(raw["validationCriteria"], f"{at}/validationCriteria", report)
+        nodes[sid] = Step(
+            id=sid,
+            title=raw["title"],
+            prompt=raw["prompt"],
+            agent_role=raw.get("agentRole"),
+            guidance=tuple(raw.get("guidance", ())),
+            model_hint=raw.get("modelHint"),
+            ask_for_files=bool(raw.get("askForFiles", False)),
+            confirmation=confirmation,
+            run_condition=run_condition,
+            rules=rules,
+            function_references=refs,
+            loop=b.owner.get(sid),
+            pointer=at,
+        )
+    sequence = tuple(sid for sid in b.order if b.entries[sid].parent is None and sid not in b.owner)
+    _check_file_name(document["id"], file, report)
+    import orjson
+
+    return Workflow(
+        id=document["id"],
+        name=document["name"],
+        description=document["description"],
+        version=document["version"],
+        category=document.get("category", "general"),
+        model_hint=document.get("modelHint"),
+        preconditions=tuple(document.get("preconditions", ())),
+        clarification_prompts=tuple(document.get("clarificationPrompts", ())),
+        meta_guidance=tuple(document.get("metaGuidance", ())),
+        sequence=sequence,
+        nodes=nodes,
+        document=orjson.dumps(document),
+        file=file,
+        revision=hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16],
+    )
+
+
+def _loop(b: _Build, entry: _Entry, sid: str, run_condition: Condition | None,
+          confirmation: bool | Condition) -> Loop:
+    raw, at = entry.raw, entry.pointer
+    cfg = raw["loop"]
+    kind = cfg["type"]
+    where = f"{at}/loop"
+    max_iterations = cfg["maxIterations"]
+    if not (isinstance(max_iterations, int) or float(max_iterations).is_integer()) or not (
+        1 <= max_iterations <= MAX_ITERATIONS
+    ):
+        b.report("H204", "error", f"maxIterations is {max_iterations}; it must be a whole number "
+                 f"from 1 to {MAX_ITERATIONS}", f"{where}/maxIterations")
+        max_iterations = max(1, min(MAX_ITERATIONS, int(max_iterations)))
+    condition = None
+    if kind in ("while", "until"):
+        if "condition" not in cfg:
+            b.report("H205", "error", f"a `{kind}` loop needs a `condition`", where,
+                     'add "condition": {"var": "...", "equals": ...}')
+        else:
+            condition = b.condition(cfg, "condition", where, "loop condition")
+    count = cfg.get("count")
+    if kind == "for":
+        if count is None:
+            b.report("H205", "error", "a `for` loop needs a `count`: a number or a context variable",
+                     where, 'add "count": 3')
+        elif not isinstance(count, str):
+            if not float(count).is_integer():
+                b.report("H204", "error", f"count {count} is not a whole number", f"{where}/count")
+            count = int(count)
+            if count > max_iterations:
+                b.report("H209", "warning", f"count {count} exceeds maxIterations {max_iterations}; "
+                         f"the loop stops after {max_iterations}", f"{where}/count")
+            if count == 0:
+                b.report("H203", "warning", f"loop `{sid}` runs zero times, so its body never runs",
+                         f"{where}/count")
+    if kind == "forEach" and not cfg.get("items"):
+        b.report("H205", "error", "a `forEach` loop needs `items`: the context variable holding the list",
+                 where, 'add "items": "<variable>"')
+    if kind in ("forEach",) and "count" in cfg or kind != "forEach" and "items" in cfg:
+        b.report("H405", "warning", f"a `{kind}` loop ignores " + ("`count`" if "count" in cfg and
+                 kind == "forEach" else "`items`"), where)
+    body = raw["body"]
+    body_ids = (body,) if isinstance(body, str) else tuple(s["id"] for s in body)
+    return Loop(
+        id=sid,
+        title=raw["title"],
+        kind=kind,
+        condition=condition,
+        items=cfg.get("items"),
+        count=count if isinstance(count, int | str) else None,
+        max_iterations=int(max_iterations),
+        iteration_var=cfg.get("iterationVar", LOOP_DEFAULTS["iterationVar"]),
+        item_var=cfg.get("itemVar", LOOP_DEFAULTS["itemVar"]),
+        index_var=cfg.get("indexVar", LOOP_DEFAULTS["indexVar"]),
+        body=tuple(i for i in body_ids if i in b.entries),
+        confirmation=confirmation,
+        run_condition=run_condition,
+        loop=entry.parent,
+        pointer=at,
+    )
+
+
+def _check_file_name(workflow_id: str, file: str, report: Report) -> None:
+    if file.startswith("<"):
+        return
+    name = file.replace("\\", "/").rsplit("/", 1)[-1]
+    stem = name[:-5] if name.endswith(".json") else name
+    if stem != workflow_id:
+        report("H207", "warning", f"workflow id `{workflow_id}` differs from the file name `{name}`",
+               "/id", f"rename the file to `{workflow_id}.json`", None)
+
+
+__all__ = ["KEY", "build_workflow"]

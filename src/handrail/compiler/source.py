@@ -1,0 +1,80 @@
+"""Reading a workflow file and locating JSON pointers in it (line, column).
+
+Positions are computed only when there is something to report: a file that
+compiles cleanly never pays for its source map.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+from dataclasses import dataclass
+from typing import Any
+
+KEY = -1  # an `offset` that asks for the position of the object key, not its value
+
+
+@dataclass(frozen=True, slots=True)
+class SyntaxProblem:
+    message: str
+    line: int
+    column: int
+
+
+def parse_json(text: str) -> tuple[Any, SyntaxProblem | None]:
+    import orjson
+
+    try:
+        return orjson.loads(text), None
+    except orjson.JSONDecodeError:
+        pass
+    try:  # the standard library says where the problem is, in lines and columns
+        return json.loads(text), None
+    except json.JSONDecodeError as exc:
+        return None, SyntaxProblem(f"invalid JSON: {exc.msg}", exc.lineno, exc.colno)
+    except RecursionError:
+        return None, SyntaxProblem("invalid JSON: nested too deeply", 1, 1)
+
+
+class SourceMap:
+    def __init__(self, text: str) -> None:
+        import json_source_map
+
+        self._text = text
+        try:
+            self._entries: dict[str, Any] = json_source_map.calculate(text)
+        except Exception:  # noqa: BLE001 - positions are a courtesy; never fail for them
+            self._entries = {}
+        self._line_starts = [0] + [i + 1 for i, ch in enumerate(text) if ch == "\n"]
+
+    def _line_col(self, position: int) -> tuple[int, int]:
+        line = bisect.bisect_right(self._line_starts, position) - 1
+        return line + 1, position - self._line_starts[line] + 1
+
+    def locate(self, pointer: str, offset: int | None = None) -> tuple[int, int]:
+        """1-based (line, column) of the value at `pointer`, of its key, or of a
+        character `offset` inside its string value."""
+        probe = pointer
+        while probe not in self._entries and probe:
+            probe = probe.rsplit("/", 1)[0]
+        entry = self._entries.get(probe)
+        if entry is None:
+            return 1, 1
+        if offset == KEY and probe == pointer and entry.key_start is not None:
+            return entry.key_start.line + 1, entry.key_start.column + 1
+        start = entry.value_start.position
+        if offset is not None and offset >= 0 and probe == pointer and self._text[start] == '"':
+            return self._line_col(_raw_position(self._text, start, offset))
+        return entry.value_start.line + 1, entry.value_start.column + 1
+
+
+def _raw_position(text: str, quote: int, decoded_offset: int) -> int:
+    """Where the `decoded_offset`-th character of the JSON string at `quote` sits in the file."""
+    i, seen = quote + 1, 0
+    while seen < decoded_offset and i < len(text) and text[i] != '"':
+        if text[i] == "\\":
+            i += 6 if text[i + 1 : i + 2] == "u" else 2
+        else:
+            i += 1
+        seen += 1
+    return i

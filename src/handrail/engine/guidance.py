@@ -1,0 +1,65 @@
+"""What an agent is shown for a step: the step itself and the composed guidance."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from handrail.engine.state import Frame
+from handrail.engine.templates import render
+from handrail.model import Condition, Context, Step, Workflow
+from handrail.rules import criteria_text
+
+
+def confirmation(value: bool | Condition, scope: Context) -> bool:
+    return value if isinstance(value, bool) else value.holds(scope)
+
+
+def step_view(step: Step, scope: Context) -> dict[str, Any]:
+    view: dict[str, Any] = {"id": step.id, "title": render(step.title, scope),
+                            "prompt": render(step.prompt, scope)}
+    if step.agent_role:
+        view["agentRole"] = render(step.agent_role, scope)
+    if step.guidance:
+        view["guidance"] = [render(g, scope) for g in step.guidance]
+    view["askForFiles"] = step.ask_for_files
+    view["requireConfirmation"] = confirmation(step.confirmation, scope)
+    if step.run_condition is not None:
+        view["runCondition"] = step.run_condition.text
+    if step.function_references:
+        view["functionReferences"] = list(step.function_references)
+    return view
+
+
+def compose(workflow: Workflow, step: Step, scope: Context, frames: Sequence[Frame], *,
+            first: bool, notes: Sequence[str] = ()) -> dict[str, Any]:
+    parts: list[str] = []
+    if first:
+        parts.append(f"Workflow: {workflow.name} — {workflow.description}")
+        if workflow.meta_guidance:
+            parts.append("Throughout this workflow:\n" + "\n".join(f"- {g}" for g in workflow.meta_guidance))
+    if step.agent_role:
+        parts.append(render(step.agent_role, scope))
+    parts.append(f"## {render(step.title, scope)}\n{render(step.prompt, scope)}")
+    if step.guidance:
+        parts.append("Guidance:\n" + "\n".join(f"- {render(g, scope)}" for g in step.guidance))
+    for frame in frames:
+        loop = frame.loop
+        line = f"Loop `{loop.title}`: iteration {frame.iteration} (at most {loop.max_iterations})"
+        if loop.kind == "forEach":
+            items = scope.get(loop.item_var)
+            line += f"; {loop.item_var} = {json.dumps(items, ensure_ascii=False, default=str)}"
+            line += f" ({loop.index_var} = {frame.iteration - 1})"
+        parts.append(line)
+    criteria = [criteria_text(rule) for rule in step.rules]
+    if criteria:
+        parts.append("Your output must meet:\n" + "\n".join(f"- {c}" for c in criteria))
+    parts.extend(notes)
+    guidance: dict[str, Any] = {"prompt": "\n\n".join(parts)}
+    hint = step.model_hint or workflow.model_hint
+    if hint:
+        guidance["modelHint"] = hint
+    guidance["requiresConfirmation"] = confirmation(step.confirmation, scope)
+    guidance["validationCriteria"] = criteria
+    return guidance

@@ -1,0 +1,70 @@
+"""Loop progress, carried by the client between calls: the server keeps no memory.
+
+The wire form is `{"loops": [{"id": "<loop id>", "iteration": <n>}, ...]}`, the
+running loops from outermost to innermost. Anything inconsistent with the
+workflow is a StateError (-32005) that says what is wrong.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from handrail.errors import StateError
+from handrail.model import Loop, Workflow
+
+
+@dataclass(slots=True)
+class Frame:
+    loop: Loop
+    iteration: int  # 1-based
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"id": self.loop.id, "iteration": self.iteration}
+
+
+def read_state(workflow: Workflow, state: Mapping[str, Any] | None, completed: set[str]) -> list[Frame]:
+    if state is None:
+        return []
+    if not isinstance(state, Mapping):
+        raise StateError("state must be an object: send back the `state` of the previous result")
+    extra = set(state) - {"loops"}
+    if extra:
+        raise StateError(f"state has unknown fields: {', '.join(sorted(extra))}",
+                         {"fields": sorted(extra)})
+    loops = state.get("loops", [])
+    if not isinstance(loops, Sequence) or isinstance(loops, str):
+        raise StateError("state.loops must be a list")
+    frames: list[Frame] = []
+    for index, item in enumerate(loops):
+        where = f"state.loops[{index}]"
+        if not isinstance(item, Mapping) or set(item) != {"id", "iteration"}:
+            raise StateError(f"{where} must be an object with exactly `id` and `iteration`")
+        loop_id, iteration = item["id"], item["iteration"]
+        node = workflow.nodes.get(loop_id) if isinstance(loop_id, str) else None
+        if not isinstance(node, Loop):
+            raise StateError(f"{where} names `{loop_id}`, which is no loop of workflow `{workflow.id}`",
+                             {"loopId": loop_id})
+        if not isinstance(iteration, int) or isinstance(iteration, bool) or not (
+            1 <= iteration <= node.max_iterations
+        ):
+            raise StateError(f"{where}: iteration {iteration!r} is outside 1..{node.max_iterations} "
+                             f"for loop `{loop_id}`", {"loopId": loop_id})
+        expected_parent = frames[-1].loop.id if frames else None
+        if node.loop != expected_parent:
+            raise StateError(f"{where}: loop `{loop_id}` cannot run "
+                             + (f"inside `{expected_parent}`" if expected_parent else "at the top level"),
+                             {"loopId": loop_id})
+        if loop_id in completed:
+            raise StateError(f"loop `{loop_id}` is both running (in state) and in completedSteps",
+                             {"loopId": loop_id})
+        frames.append(Frame(node, iteration))
+    running = {f.loop.id for f in frames}
+    for sid in completed:
+        node = workflow.nodes[sid]
+        if node.loop is not None and node.loop not in running:
+            raise StateError(f"step `{sid}` belongs to loop `{node.loop}`, which is not running; "
+                             "send back the `state` and `completedSteps` of the previous result",
+                             {"stepId": sid, "loopId": node.loop})
+    return frames

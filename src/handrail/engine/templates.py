@@ -1,0 +1,36 @@
+"""`{{name}}` and `{{a.b}}` in prompts, filled from the context.
+
+An unset name renders visibly as `[unset: name]`; anything that is not a plain
+(dotted) name, such as `{{index + 1}}`, is left as written.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from handrail.expr import MISSING, lookup
+
+_TEMPLATE = re.compile(r"\{\{\s*([A-Za-z_$][A-Za-z0-9_$]*(?:\.[A-Za-z0-9_$]+)*)\s*\}\}")
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return "null"
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def render(text: str, context: Mapping[str, Any]) -> str:
+    if "{{" not in text:
+        return text
+
+    def fill(match: re.Match[str]) -> str:
+        name = match.group(1)
+        value = lookup(context, name)
+        return f"[unset: {name}]" if value is MISSING else _show(value)
+
+    return _TEMPLATE.sub(fill, text)

@@ -1,0 +1,35 @@
+"""workflow_validate: a step's compiled rules, run against an output and a context."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from handrail.errors import InvalidParams, StepNotFound
+from handrail.model import Output, Step, Workflow
+from handrail.rules import run_rules
+
+GENERIC_SUGGESTION = "Review the step's validation criteria and revise the output."
+
+
+def validate_output(
+    workflow: Workflow, step_id: str, output: str, context: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    step = workflow.nodes.get(step_id)
+    if step is None:
+        raise StepNotFound(data={"stepId": step_id, "workflowId": workflow.id})
+    if not isinstance(step, Step):
+        raise StepNotFound(f"`{step_id}` is a loop; validate the steps of its body",
+                           {"stepId": step_id, "workflowId": workflow.id})
+    if not isinstance(output, str):
+        raise InvalidParams(data={"details": "output must be a string"})
+    if not step.rules:
+        valid = output.strip() != ""
+        return {"valid": valid, "issues": [] if valid else ["The output is empty."],
+                "suggestions": [] if valid else ["Describe what you did in this step."]}
+    failures = run_rules(step.rules, Output(output), context or {})
+    issues = [issue for issue, _ in failures]
+    suggestions = list(dict.fromkeys(s for _, s in failures if s))
+    if failures and not suggestions:
+        suggestions = [GENERIC_SUGGESTION]
+    return {"valid": not failures, "issues": issues, "suggestions": suggestions}

@@ -1,0 +1,107 @@
+"""Errors that cross the library boundary, and the diagnostics the compiler reports.
+
+Every request-time error carries its JSON-RPC code and a `data` object, so the
+protocol layer maps it to the wire without knowing what went wrong.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Severity = Literal["error", "warning"]
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnostic:
+    """One problem in a workflow file, located by JSON pointer and by line and column."""
+
+    code: str
+    severity: Severity
+    message: str
+    pointer: str = ""
+    line: int = 1
+    column: int = 1
+    hint: str | None = None
+    file: str = "<memory>"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "file": self.file,
+            "line": self.line,
+            "column": self.column,
+            "pointer": self.pointer,
+            "severity": self.severity,
+            "code": self.code,
+            "message": self.message,
+            "hint": self.hint,
+        }
+
+    def render(self) -> str:
+        text = f"{self.file}:{self.line}:{self.column}: {self.severity} {self.code} {self.message}"
+        if self.hint:
+            text += f" (hint: {self.hint})"
+        return text
+
+
+class HandrailError(Exception):
+    """An error a caller can act on; `code` is its JSON-RPC error code."""
+
+    code = -32000
+    title = "Server error"
+
+    def __init__(self, message: str | None = None, data: dict[str, Any] | None = None) -> None:
+        self.message = message or self.title
+        self.data: dict[str, Any] = data or {}
+        super().__init__(self.message)
+
+
+class InvalidParams(HandrailError):
+    code = -32602
+    title = "Invalid params"
+
+
+class WorkflowNotFound(HandrailError):
+    code = -32001
+    title = "Workflow not found"
+
+
+class InvalidWorkflow(HandrailError):
+    code = -32002
+    title = "Invalid workflow"
+
+
+class StepNotFound(HandrailError):
+    code = -32003
+    title = "Step not found"
+
+
+class ValidationEngineError(HandrailError):
+    code = -32004
+    title = "Validation error"
+
+
+class StateError(HandrailError):
+    code = -32005
+    title = "State error"
+
+
+class StorageError(HandrailError):
+    code = -32006
+    title = "Storage error"
+
+
+class SecurityError(HandrailError):
+    code = -32007
+    title = "Security error"
+
+
+@dataclass(slots=True)
+class DiagnosticSink:
+    """Collects diagnostics during one compilation (every problem, not the first)."""
+
+    items: list[Diagnostic] = field(default_factory=list)
+
+    @property
+    def has_errors(self) -> bool:
+        return any(d.severity == "error" for d in self.items)

@@ -1,0 +1,83 @@
+"""Conditions: source (JSON or text) -> tree -> folded tree -> closure."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from handrail.expr.ast import Const, Node, literals_for, to_text, variables
+from handrail.expr.fold import fold
+from handrail.expr.parse import Report, did_you_mean, parse_condition
+from handrail.expr.semantics import MISSING, compile_node, lenient_equals, lookup, truthy
+from handrail.model import Condition
+
+__all__ = [
+    "MISSING",
+    "Report",
+    "compile_condition",
+    "condition_from_tree",
+    "did_you_mean",
+    "lenient_equals",
+    "lookup",
+    "truthy",
+]
+
+
+def compile_condition(source: Any, at: str, report: Report, *, what: str = "condition") -> Condition:
+    failed = False
+
+    def checked(
+        code: str,
+        severity: str,
+        message: str,
+        pointer: str,
+        hint: str | None = None,
+        offset: int | None = None,
+    ) -> None:
+        nonlocal failed
+        failed = failed or severity == "error"
+        report(code, severity, message, pointer, hint, offset)
+
+    tree = parse_condition(source, at, checked)
+    # a condition that failed to parse is already reported; its stand-in is not folded
+    return condition_from_tree(tree, at, report if not failed else _silent, what=what)
+
+
+def _silent(
+    code: str,
+    severity: str,
+    message: str,
+    pointer: str,
+    hint: str | None = None,
+    offset: int | None = None,
+) -> None:
+    return None
+
+
+def condition_from_tree(tree: Node, at: str, report: Report, *, what: str = "condition") -> Condition:
+    warned = False
+
+    def warn(reason: str, always: bool, node: Node) -> None:
+        nonlocal warned
+        warned = True
+        verdict = "always holds" if always else "never holds"
+        report("H302" if always else "H303", "warning", f"this {what} {verdict}: {reason}", node.at or at)
+
+    folded = fold(tree, warn)
+    constant = folded.value if isinstance(folded, Const) else None
+    if constant is not None and not warned:
+        verdict = "always holds" if constant else "never holds"
+        report(
+            "H302" if constant else "H303",
+            "warning",
+            f"this {what} {verdict}: it reads no variable that can change it",
+            at,
+            "remove it" if constant else None,
+        )
+    names = variables(tree)
+    return Condition(
+        text=to_text(tree),
+        holds=compile_node(folded),
+        variables=tuple(names),
+        looks_for=tuple((n, tuple(literals_for(tree, n))) for n in names),
+        constant=constant,
+    )

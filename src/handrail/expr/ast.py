@@ -1,0 +1,162 @@
+"""The condition tree that both the JSON form and the text form parse into.
+
+One tree, one compiler: the two forms cannot drift apart.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+COMPARISONS = (
+    "equals",
+    "not_equals",
+    "gt",
+    "gte",
+    "lt",
+    "lte",
+    "contains",
+    "startsWith",
+    "endsWith",
+    "matches",
+    "in",
+)
+NUMERIC = frozenset({"gt", "gte", "lt", "lte"})
+STRING_ONLY = frozenset({"startsWith", "endsWith", "matches"})
+
+TEXT_OPERATORS = {
+    "==": "equals",
+    "!=": "not_equals",
+    ">": "gt",
+    ">=": "gte",
+    "<": "lt",
+    "<=": "lte",
+    "contains": "contains",
+    "startsWith": "startsWith",
+    "endsWith": "endsWith",
+    "matches": "matches",
+    "in": "in",
+}
+OPERATOR_TEXT = {v: k for k, v in TEXT_OPERATORS.items()}
+
+
+@dataclass(frozen=True, slots=True)
+class Compare:
+    var: str
+    op: str
+    value: Any  # JSON value; lists are tuples so the tree stays hashable
+    at: str = field(default="", compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Truthy:
+    var: str
+    at: str = field(default="", compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class All:
+    items: tuple[Node, ...]
+    at: str = field(default="", compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Any_:
+    items: tuple[Node, ...]
+    at: str = field(default="", compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Not:
+    item: Node
+    at: str = field(default="", compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Const:
+    value: bool
+    at: str = field(default="", compare=False)
+
+
+Node = Compare | Truthy | All | Any_ | Not | Const
+
+
+def freeze(value: Any) -> Any:
+    """JSON value -> hashable, immutable equivalent (lists become tuples)."""
+    if isinstance(value, list | tuple):
+        return tuple(freeze(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted((k, freeze(v)) for k, v in value.items()))
+    return value
+
+
+def literal_text(value: Any) -> str:
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, str):
+        return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    if isinstance(value, tuple):
+        return "[" + ", ".join(literal_text(v) for v in value) + "]"
+    return repr(value)
+
+
+def to_text(node: Node, parent: str = "") -> str:
+    """The text form of a tree: how conditions are shown to people and models."""
+    if isinstance(node, Compare):
+        return f"{node.var} {OPERATOR_TEXT[node.op]} {literal_text(node.value)}"
+    if isinstance(node, Truthy):
+        return node.var
+    if isinstance(node, Const):
+        return "true" if node.value else "false"
+    if isinstance(node, Not):
+        inner = to_text(node.item, "not")
+        return f"not {inner}"
+    word = "and" if isinstance(node, All) else "or"
+    text = f" {word} ".join(to_text(i, word) for i in node.items)
+    if parent in ("and", "not") and word == "or" or parent == "not":
+        return f"({text})"
+    return text
+
+
+def variables(node: Node) -> list[str]:
+    """Every variable path the tree reads, in order of first use."""
+    out: list[str] = []
+
+    def visit(n: Node) -> None:
+        if isinstance(n, Compare | Truthy):
+            if n.var not in out:
+                out.append(n.var)
+        elif isinstance(n, All | Any_):
+            for i in n.items:
+                visit(i)
+        elif isinstance(n, Not):
+            visit(n.item)
+
+    visit(node)
+    return out
+
+
+def literals_for(node: Node, var: str) -> list[Any]:
+    """The literal values the tree compares `var` against (for 'set X to one of ...')."""
+    out: list[Any] = []
+
+    def visit(n: Node) -> None:
+        if isinstance(n, Compare) and n.var == var:
+            values = n.value if n.op == "in" and isinstance(n.value, tuple) else (n.value,)
+            for v in values:
+                if v not in out:
+                    out.append(v)
+        elif isinstance(n, Truthy) and n.var == var and True not in out:
+            out.append(True)
+        elif isinstance(n, All | Any_):
+            for i in n.items:
+                visit(i)
+        elif isinstance(n, Not):
+            visit(n.item)
+
+    visit(node)
+    return out

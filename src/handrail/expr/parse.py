@@ -1,0 +1,284 @@
+"""Condition source (JSON object or text) -> condition tree, reporting every problem.
+
+The text form is parsed by lark from grammar/condition.lark; the parser is built
+once per process, on first use, and the grammar's parse table is cached on disk.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping
+from functools import cache
+from typing import TYPE_CHECKING, Any, Protocol
+
+from handrail._resources import resource
+from handrail.expr.ast import (
+    COMPARISONS,
+    NUMERIC,
+    TEXT_OPERATORS,
+    All,
+    Any_,
+    Compare,
+    Const,
+    Node,
+    Not,
+    Truthy,
+    freeze,
+)
+from handrail.patterns import PatternError, compile_pattern
+
+if TYPE_CHECKING:
+    from lark import Lark
+
+COMPOSITES = ("and", "or", "not")
+KNOWN_KEYS = ("var", *COMPARISONS, *COMPOSITES)
+
+
+class Report(Protocol):
+    def __call__(
+        self,
+        code: str,
+        severity: str,
+        message: str,
+        pointer: str,
+        hint: str | None = None,
+        offset: int | None = None,
+    ) -> None: ...
+
+
+def did_you_mean(word: str, options: tuple[str, ...] | list[str]) -> str | None:
+    close = difflib.get_close_matches(word, options, n=1, cutoff=0.6)
+    if not close:
+        lowered = {o.lower(): o for o in options}
+        if word.lower() in lowered:
+            close = [lowered[word.lower()]]
+    return f"did you mean `{close[0]}`?" if close else None
+
+
+def parse_condition(source: Any, at: str, report: Report) -> Node:
+    if isinstance(source, str):
+        return parse_text(source, at, report)
+    if isinstance(source, Mapping):
+        return _parse_object(source, at, report)
+    report("H301", "error", "a condition is an object or a text expression", at)
+    return Const(False, at)
+
+
+def _parse_object(obj: Mapping[str, Any], at: str, report: Report) -> Node:
+    ok = True
+    for key in obj:
+        if key not in KNOWN_KEYS:
+            ok = False
+            report(
+                "H301",
+                "error",
+                f"unknown condition operator `{key}`",
+                f"{at}/{_escape(key)}",
+                did_you_mean(key, KNOWN_KEYS),
+            )
+    composites = [k for k in COMPOSITES if k in obj]
+    comparisons = [k for k in COMPARISONS if k in obj]
+    if composites and ("var" in obj or comparisons or len(composites) > 1):
+        report(
+            "H305",
+            "error",
+            f"a condition holds one operator, this one mixes {', '.join(sorted(obj))}",
+            at,
+            "wrap the parts in {\"and\": [...]}",
+        )
+        return Const(False, at)
+    if not ok:
+        return Const(False, at)
+    if composites:
+        key = composites[0]
+        value = obj[key]
+        if key == "not":
+            return Not(parse_condition(value, f"{at}/not", report), at)
+        if not isinstance(value, list):
+            report("H301", "error", f"`{key}` takes a list of conditions", f"{at}/{key}")
+            return Const(False, at)
+        items = tuple(parse_condition(v, f"{at}/{key}/{i}", report) for i, v in enumerate(value))
+        return All(items, at) if key == "and" else Any_(items, at)
+    if "var" not in obj:
+        if comparisons:
+            report(
+                "H306",
+                "error",
+                f"`{comparisons[0]}` compares a variable, but the condition names none",
+                at,
+                'add "var": "<context variable>"',
+            )
+            return Const(False, at)
+        return Const(True, at)  # the empty condition holds
+    var = obj["var"]
+    if not isinstance(var, str) or not var:
+        report("H301", "error", "`var` names a context variable (a non-empty string)", f"{at}/var")
+        return Const(False, at)
+    if not comparisons:
+        return Truthy(var, at)
+    if len(comparisons) > 1:
+        report(
+            "H305",
+            "error",
+            f"a condition holds one comparison, this one has {', '.join(comparisons)}",
+            at,
+            "split it into {\"and\": [...]}",
+        )
+        return Const(False, at)
+    op = comparisons[0]
+    return _comparison(var, op, obj[op], at, f"{at}/{op}", report)
+
+
+def _comparison(var: str, op: str, value: Any, at: str, where: str, report: Report) -> Node:
+    if op in NUMERIC and (not isinstance(value, int | float) or isinstance(value, bool)):
+        report("H304", "error", f"`{op}` compares numbers, not {_kind(value)}", where)
+        return Const(False, at)
+    if op in ("startsWith", "endsWith", "matches") and not isinstance(value, str):
+        report("H304", "error", f"`{op}` takes a string, not {_kind(value)}", where)
+        return Const(False, at)
+    if op == "in" and not isinstance(value, list | tuple):
+        report("H304", "error", f"`in` takes a list of values, not {_kind(value)}", where)
+        return Const(False, at)
+    if op == "matches":
+        try:
+            compile_pattern(value)
+        except PatternError as exc:
+            report("H400", "error", f"invalid regex in `matches`: {exc.message}", where)
+            return Const(False, at)
+    return Compare(var, op, freeze(value), at)
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list | tuple):
+        return "a list"
+    return "an object"
+
+
+def _escape(key: str) -> str:
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+@cache
+def _parser() -> Lark:
+    from lark import Lark
+
+    grammar = resource("grammar", "condition.lark").read_text(encoding="utf-8")
+    return Lark(grammar, parser="lalr", maybe_placeholders=False, cache=True)
+
+
+def parse_text(text: str, at: str, report: Report) -> Node:
+    from lark import Token, Tree
+    from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
+
+    try:
+        tree = _parser().parse(text)
+    except UnexpectedInput as exc:
+        offset = exc.pos_in_stream if exc.pos_in_stream is not None else len(text)
+        if isinstance(exc, UnexpectedEOF):
+            message = "the condition ends too early"
+        elif isinstance(exc, UnexpectedCharacters):
+            message = f"unexpected character {text[offset]!r}"
+        else:
+            token = getattr(exc, "token", None)
+            if token is None or token.type == "$END":
+                message, offset = "the condition ends too early", len(text)
+            else:
+                message = f"unexpected {str(token)!r}"
+                offset = token.start_pos if token.start_pos is not None else offset
+        expected = sorted(_readable(t) for t in (getattr(exc, "expected", None) or ()))
+        hint = f"expected {', '.join(expected[:6])}" if expected else None
+        report("H300", "error", f"condition syntax: {message}", at, hint, offset)
+        return Const(False, at)
+
+    def literal(node: Any) -> Any:
+        if isinstance(node, Tree):
+            kind = node.data
+            if kind == "list":
+                return [literal(c) for c in node.children]
+            token = node.children[0] if node.children else None
+            if kind == "string":
+                return _unquote(str(token))
+            if kind == "number":
+                number = float(str(token))
+                return int(number) if number.is_integer() and "." not in str(token) else number
+            return {"true": True, "false": False, "null": None}[str(kind)]
+        raise ValueError(node)
+
+    def build(node: Any) -> Node:
+        kind = node.data
+        if kind == "or_expr":
+            return Any_(tuple(build(c) for c in node.children), at)
+        if kind == "and_expr":
+            return All(tuple(build(c) for c in node.children), at)
+        if kind == "negation":
+            return Not(build(node.children[0]), at)
+        if kind == "truthy":
+            return Truthy(_name(node.children[0]), at)
+        if kind == "constant":
+            value = literal(node.children[0])
+            if isinstance(value, bool):
+                return Const(value, at)
+            report("H304", "error", f"{value!r} alone is not a condition", at)
+            return Const(False, at)
+        if kind == "comparison":
+            name, op_token, value_node = node.children
+            assert isinstance(op_token, Token)
+            return _comparison(
+                _name(name), TEXT_OPERATORS[str(op_token)], literal(value_node), at, at, report
+            )
+        raise ValueError(kind)
+
+    return build(tree)
+
+
+def _name(tree: Any) -> str:
+    return ".".join(str(t) for t in tree.children)
+
+
+def _unquote(token: str) -> str:
+    body = token[1:-1]
+    out: list[str] = []
+    i = 0
+    while i < len(body):
+        ch = body[i]
+        if ch == "\\" and i + 1 < len(body):
+            nxt = body[i + 1]
+            out.append({"n": "\n", "t": "\t", "r": "\r"}.get(nxt, nxt))
+            i += 2
+            continue
+        out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+_TERMINALS = {
+    "COMPARATOR": "a comparison (==, !=, <, <=, >, >=, in, contains, ...)",
+    "NAME": "a variable name",
+    "STRING": "a string",
+    "NUMBER": "a number",
+    "LPAR": "'('",
+    "RPAR": "')'",
+    "LSQB": "'['",
+    "RSQB": "']'",
+    "COMMA": "','",
+    "DOT": "'.'",
+    "_AND": "and",
+    "_OR": "or",
+    "_NOT": "not",
+    "TRUE": "true",
+    "FALSE": "false",
+    "NULL": "null",
+    "$END": "the end",
+}
+
+
+def _readable(terminal: str) -> str:
+    return _TERMINALS.get(terminal, terminal)

@@ -1,0 +1,190 @@
+"""What conditions mean at run time: variable lookup, lenient equality, comparisons.
+
+Compatible with WorkRail's classic evaluator: strings compare without regard to case
+or surrounding spaces, numeric strings equal their numbers, "true"/"yes"/"1" equal
+true, and a missing variable fails every comparison except `not_equals` and
+`equals: null`. Nothing here raises: a type mismatch is simply false.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+from handrail.expr.ast import All, Any_, Compare, Const, Node, Not, Truthy
+from handrail.patterns import compile_pattern
+
+
+class _Missing:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+MISSING: Final = _Missing()
+Predicate = Callable[[Mapping[str, Any]], bool]
+
+_TRUE_WORDS = frozenset({"true", "yes", "1"})
+_FALSE_WORDS = frozenset({"false", "no", "0"})
+
+
+def lookup(context: Mapping[str, Any], path: str) -> Any:
+    """Read a dotted path; lists take numeric parts, and `length` of a list or string."""
+    if "." not in path:
+        return context.get(path, MISSING) if isinstance(context, Mapping) else MISSING
+    value: Any = context
+    for part in path.split("."):
+        if isinstance(value, Mapping):
+            value = value.get(part, MISSING)
+        elif isinstance(value, list | tuple | str) and part == "length":
+            value = len(value)
+        elif isinstance(value, list | tuple) and part.isdigit() and int(part) < len(value):
+            value = value[int(part)]
+        else:
+            return MISSING
+        if value is MISSING:
+            return MISSING
+    return value
+
+
+def is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _as_number(text: str) -> float | None:
+    try:
+        number = float(text.strip())
+    except ValueError:
+        return None
+    return number if number == number else None  # NaN is no number here
+
+
+def lenient_equals(actual: Any, expected: Any) -> bool:
+    if actual is MISSING or actual is None:
+        return expected is None
+    if expected is None:
+        return False
+    if isinstance(actual, bool) or isinstance(expected, bool):
+        if isinstance(actual, bool) and isinstance(expected, bool):
+            return actual is expected
+        other, flag = (expected, actual) if isinstance(actual, bool) else (actual, expected)
+        if isinstance(other, str):
+            word = other.strip().casefold()
+            return word in (_TRUE_WORDS if flag else _FALSE_WORDS)
+        return False
+    if isinstance(actual, str) and isinstance(expected, str):
+        return actual.strip().casefold() == expected.strip().casefold()
+    if isinstance(actual, str) and is_number(expected):
+        return _as_number(actual) == expected
+    if is_number(actual) and isinstance(expected, str):
+        return _as_number(expected) == actual
+    if isinstance(actual, list | tuple) and isinstance(expected, list | tuple):
+        return len(actual) == len(expected) and all(
+            lenient_equals(a, e) for a, e in zip(actual, expected, strict=True)
+        )
+    try:
+        return bool(actual == expected)
+    except Exception:  # noqa: BLE001 - exotic values never make evaluation raise
+        return False
+
+
+def truthy(value: Any) -> bool:
+    if value is MISSING or value is None or value is False:
+        return False
+    if isinstance(value, str):
+        word = value.strip().casefold()
+        return word != "" and word not in _FALSE_WORDS
+    if is_number(value):
+        return bool(value)
+    if isinstance(value, list | tuple | dict):
+        return len(value) > 0
+    return True
+
+
+def _fold_text(value: Any) -> str | None:
+    return value.strip().casefold() if isinstance(value, str) else None
+
+
+def _compare(op: str, expected: Any) -> Callable[[Any], bool]:
+    """A one-argument test for `actual <op> expected`, with the literal prepared once."""
+    if op == "equals":
+        if isinstance(expected, str):
+            folded = expected.strip().casefold()
+            return lambda a: (a.strip().casefold() == folded) if type(a) is str else (
+                lenient_equals(a, expected)
+            )
+        return lambda a: lenient_equals(a, expected)
+    if op == "not_equals":
+        equals = _compare("equals", expected)
+        return lambda a: not equals(a)
+    if op in ("gt", "gte", "lt", "lte"):
+        if not is_number(expected):
+            return lambda a: False
+        bound = expected
+        if op == "gt":
+            return lambda a: is_number(a) and a > bound
+        if op == "gte":
+            return lambda a: is_number(a) and a >= bound
+        if op == "lt":
+            return lambda a: is_number(a) and a < bound
+        return lambda a: is_number(a) and a <= bound
+    if op == "contains":
+        needle = _fold_text(expected)
+
+        def contains(a: Any) -> bool:
+            if isinstance(a, str):
+                return needle is not None and needle in a.casefold()
+            if isinstance(a, list | tuple):
+                return any(lenient_equals(item, expected) for item in a)
+            if isinstance(a, Mapping) and isinstance(expected, str):
+                return expected in a
+            return False
+
+        return contains
+    if op in ("startsWith", "endsWith"):
+        affix = _fold_text(expected)
+        if affix is None:
+            return lambda a: False
+        if op == "startsWith":
+            return lambda a: isinstance(a, str) and a.strip().casefold().startswith(affix)
+        return lambda a: isinstance(a, str) and a.strip().casefold().endswith(affix)
+    if op == "matches":
+        if not isinstance(expected, str):
+            return lambda a: False
+        search = compile_pattern(expected).search
+        return lambda a: isinstance(a, str) and search(a) is not None
+    if op == "in":
+        options = expected if isinstance(expected, tuple) else ()
+        return lambda a: a is not MISSING and any(lenient_equals(a, o) for o in options)
+    raise ValueError(f"unknown operator {op}")
+
+
+def compile_node(node: Node) -> Predicate:
+    """Tree -> closure. Called once per condition at load time."""
+    if isinstance(node, Const):
+        value = node.value
+        return lambda ctx: value
+    if isinstance(node, Truthy):
+        path = node.var
+        return lambda ctx: truthy(lookup(ctx, path))
+    if isinstance(node, Compare):
+        path, test = node.var, _compare(node.op, node.value)
+        if node.op == "not_equals" or (node.op == "equals" and node.value is None):
+            return lambda ctx: test(lookup(ctx, path))
+        # every other comparison is false on a missing variable
+        return lambda ctx: (v := lookup(ctx, path)) is not MISSING and test(v)
+    if isinstance(node, Not):
+        inner = compile_node(node.item)
+        return lambda ctx: not inner(ctx)
+    parts = tuple(compile_node(i) for i in node.items)
+    if isinstance(node, All):
+        if len(parts) == 2:
+            first, second = parts
+            return lambda ctx: first(ctx) and second(ctx)
+        return lambda ctx: all(p(ctx) for p in parts)
+    assert isinstance(node, Any_)
+    if len(parts) == 2:
+        first, second = parts
+        return lambda ctx: first(ctx) or second(ctx)
+    return lambda ctx: any(p(ctx) for p in parts)

@@ -1,0 +1,130 @@
+"""The compiled workflow: frozen, slotted types that hold closures, never raw dicts.
+
+Each condition and rule keeps a readable form of its source for display; the
+closures inside are what `next` and `validate` call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Literal
+
+from handrail.errors import Diagnostic
+
+Context = Mapping[str, Any]
+LoopKind = Literal["while", "until", "for", "forEach"]
+
+
+@dataclass(frozen=True, slots=True)
+class Condition:
+    """A compiled condition: `holds(context)` plus what it reads, for guidance."""
+
+    text: str  # the condition in text form, for people and models
+    holds: Callable[[Context], bool]
+    variables: tuple[str, ...]
+    looks_for: tuple[tuple[str, tuple[Any, ...]], ...]  # variable -> literals compared with
+    constant: bool | None = None  # set when the condition can never vary
+
+
+class Output:
+    """An output under validation; parsed as JSON at most once per call."""
+
+    __slots__ = ("_json", "_parsed", "text")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._parsed = False
+        self._json: Any = None
+
+    def json(self) -> tuple[bool, Any]:
+        """(is JSON, value)."""
+        if not self._parsed:
+            self._parsed = True
+            try:
+                import orjson
+
+                self._json = (True, orjson.loads(self.text))
+            except ValueError:
+                self._json = (False, None)
+        result: tuple[bool, Any] = self._json
+        return result
+
+
+# A rule check returns its failures: (issue, suggestion) pairs; empty means it passed.
+Check = Callable[[Output, Context], list[tuple[str, str]]]
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    kind: str  # contains | regex | length | schema | and | or | not
+    description: str  # what it checks, in words
+    check: Check
+    condition: Condition | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    id: str
+    title: str
+    prompt: str
+    agent_role: str | None
+    guidance: tuple[str, ...]
+    model_hint: str | None
+    ask_for_files: bool
+    confirmation: bool | Condition
+    run_condition: Condition | None
+    rules: tuple[Rule, ...]  # every one must pass
+    function_references: tuple[str, ...]
+    loop: str | None  # the loop this step is the body of, if any
+    pointer: str
+
+
+@dataclass(frozen=True, slots=True)
+class Loop:
+    id: str
+    title: str
+    kind: LoopKind
+    condition: Condition | None
+    items: str | None
+    count: int | str | None
+    max_iterations: int
+    iteration_var: str
+    item_var: str
+    index_var: str
+    body: tuple[str, ...]
+    confirmation: bool | Condition
+    run_condition: Condition | None
+    loop: str | None  # the enclosing loop, for nested loops
+    pointer: str
+
+
+Node = Step | Loop
+
+
+@dataclass(frozen=True, slots=True)
+class Workflow:
+    id: str
+    name: str
+    description: str
+    version: str
+    category: str
+    model_hint: str | None
+    preconditions: tuple[str, ...]
+    clarification_prompts: tuple[str, ...]
+    meta_guidance: tuple[str, ...]
+    sequence: tuple[str, ...]  # top-level ids in order, loop bodies left out
+    nodes: Mapping[str, Node]  # every step and loop by id (read-only)
+    document: bytes  # the source JSON, re-parsed per workflow_get so no caller shares it
+    file: str
+    revision: str  # digest of the source; changes whenever the file does
+    warnings: tuple[Diagnostic, ...] = field(default=())
+
+    @property
+    def step_count(self) -> int:
+        return len(self.nodes)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.nodes, MappingProxyType):
+            object.__setattr__(self, "nodes", MappingProxyType(dict(self.nodes)))

@@ -1,0 +1,282 @@
+"""Validation rules -> closures: contains, regex, length, schema, and/or/not.
+
+Every regex and JSON Schema is compiled here once, at load time, and shared
+between identical rules; a check only calls what was compiled.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from handrail.expr import Report, compile_condition
+from handrail.model import Check, Condition, Context, Output, Rule
+from handrail.patterns import PatternError, compile_pattern
+
+Failures = list[tuple[str, str]]
+RULE_FIELDS = {
+    "contains": ("value",),
+    "regex": ("pattern", "flags"),
+    "length": ("min", "max"),
+    "schema": ("schema",),
+}
+COMMON_FIELDS = ("type", "message", "condition")
+
+_validators: dict[str, Callable[[Any], Any]] = {}
+
+
+def compile_criteria(criteria: Any, at: str, report: Report) -> tuple[Rule, ...]:
+    """`validationCriteria` (a list, all must pass, or one composition) -> rules."""
+    if isinstance(criteria, list):
+        return tuple(_compile(item, f"{at}/{i}", report) for i, item in enumerate(criteria))
+    return (_compile(criteria, at, report),)
+
+
+def run_rules(rules: tuple[Rule, ...], output: Output, context: Context) -> Failures:
+    failures: Failures = []
+    for rule in rules:
+        found = rule.check(output, context)
+        if found:
+            failures.extend(found)
+    return failures
+
+
+def criteria_text(rule: Rule) -> str:
+    text = rule.description
+    if rule.condition is not None:
+        text += f" (when {rule.condition.text})"
+    return text
+
+
+def _compile(raw: Any, at: str, report: Report) -> Rule:
+    if not isinstance(raw, Mapping):
+        report("H403", "error", "a validation rule is an object", at)
+        return _broken()
+    if "type" not in raw:
+        return _composition(raw, at, report)
+    kind = raw.get("type")
+    message = str(raw.get("message") or f"output fails the {kind} rule")
+    for key in raw:
+        if key not in COMMON_FIELDS and key not in RULE_FIELDS.get(str(kind), ()):
+            report(
+                "H405",
+                "warning",
+                f"`{key}` has no effect on a `{kind}` rule",
+                f"{at}/{key}",
+                f"a `{kind}` rule reads {', '.join(RULE_FIELDS.get(str(kind), ()))}",
+            )
+    condition = None
+    if "condition" in raw:
+        condition = compile_condition(raw["condition"], f"{at}/condition", report, what="rule condition")
+    if kind == "contains":
+        built = _contains(raw, message, at, report)
+    elif kind == "regex":
+        built = _regex(raw, message, at, report)
+    elif kind == "length":
+        built = _length(raw, message, at, report)
+    elif kind == "schema":
+        built = _schema(raw, message, at, report)
+    else:
+        report("H403", "error", f"unknown rule type `{kind}`", f"{at}/type")
+        return _broken()
+    if built is None:
+        return _broken()
+    description, check = built
+    return Rule(str(kind), f"{message} ({description})", _when(condition, check), condition)
+
+
+def _broken() -> Rule:
+    return Rule("broken", "broken rule", lambda out, ctx: [])
+
+
+def _when(condition: Condition | None, check: Check) -> Check:
+    if condition is None:
+        return check
+    holds = condition.holds
+    # a rule whose condition does not hold is skipped, and so passes
+    return lambda out, ctx: check(out, ctx) if holds(ctx) else []
+
+
+def _contains(raw: Mapping[str, Any], message: str, at: str, report: Report) -> tuple[str, Check] | None:
+    value = raw.get("value")
+    if not isinstance(value, str) or value == "":
+        report("H403", "error", "a `contains` rule needs a non-empty `value`", at, 'add "value": "<text>"')
+        return None
+    failure = [(message, f"Include the exact text {value!r} (case matters).")]
+    return f'contains "{value}"', lambda out, ctx: [] if value in out.text else failure
+
+
+def _regex(raw: Mapping[str, Any], message: str, at: str, report: Report) -> tuple[str, Check] | None:
+    pattern, flags = raw.get("pattern"), raw.get("flags", "")
+    if not isinstance(pattern, str):
+        report("H403", "error", "a `regex` rule needs a `pattern`", at, 'add "pattern": "<regex>"')
+        return None
+    try:
+        search = compile_pattern(pattern, flags if isinstance(flags, str) else "").search
+    except PatternError as exc:
+        if "flag" in exc.message:
+            report("H401", "error", f"invalid regex flags: {exc.message}", f"{at}/flags")
+        else:
+            report(
+                "H400",
+                "error",
+                f"invalid regex: {exc.message}",
+                f"{at}/pattern",
+                None,
+                exc.offset,
+            )
+        return None
+    shown = f"/{pattern}/{flags}"
+    failure = [(message, f"Make the output match the pattern {shown}.")]
+    return f"matches {shown}", lambda out, ctx: [] if search(out.text) else failure
+
+
+def _length(raw: Mapping[str, Any], message: str, at: str, report: Report) -> tuple[str, Check] | None:
+    low, high = raw.get("min"), raw.get("max")
+    if low is None and high is None:
+        report("H403", "error", "a `length` rule needs `min`, `max` or both", at)
+        return None
+    if low is not None and high is not None and low > high:
+        report("H404", "error", f"`min` ({low}) is greater than `max` ({high})", f"{at}/min")
+        return None
+    if low is not None and high is not None:
+        description = f"between {low} and {high} characters"
+    elif low is not None:
+        description = f"at least {low} characters"
+    else:
+        description = f"at most {high} characters"
+
+    def check(out: Output, ctx: Context) -> Failures:
+        n = len(out.text)  # characters (code points), not bytes
+        if low is not None and n < low:
+            return [(message, f"The output has {n} characters; write at least {low}.")]
+        if high is not None and n > high:
+            return [(message, f"The output has {n} characters; cut it to at most {high}.")]
+        return []
+
+    return description, check
+
+
+def _schema(raw: Mapping[str, Any], message: str, at: str, report: Report) -> tuple[str, Check] | None:
+    schema = raw.get("schema")
+    if not isinstance(schema, Mapping):
+        report("H403", "error", "a `schema` rule needs a `schema` object", at)
+        return None
+    problem = schema_problem(schema)
+    if problem is not None:
+        where, text = problem
+        report("H402", "error", f"invalid JSON Schema: {text}", f"{at}/schema{where}")
+        return None
+    validate = shared_validator(schema)
+    required = schema.get("required")
+    description = "JSON matching the schema"
+    if isinstance(required, list) and required:
+        description += " (required: " + ", ".join(map(str, required)) + ")"
+
+    def check(out: Output, ctx: Context) -> Failures:
+        is_json, value = out.json()
+        if not is_json:
+            return [(f"{message}: the output is not JSON", "Reply with one JSON value and nothing else.")]
+        error = validate(value)
+        if error is None:
+            return []
+        where, text = error
+        return [(f"{message}: {where}: {text}", f"Fix {where} so that it {text}.")]
+
+    return description, check
+
+
+def _composition(raw: Mapping[str, Any], at: str, report: Report) -> Rule:
+    keys = [k for k in ("and", "or", "not") if k in raw]
+    if len(keys) != 1 or len(raw) != 1:
+        report("H403", "error", "a composition holds exactly one of `and`, `or`, `not`", at)
+        return _broken()
+    key = keys[0]
+    if key == "not":
+        inner = _compile(raw["not"], f"{at}/not", report)
+        inner_check = inner.check
+        failure = [
+            (f"The output must not satisfy: {inner.description}", f"Remove what makes it {inner.description}.")
+        ]
+
+        def negate(out: Output, ctx: Context) -> Failures:
+            if inner.condition is not None and not inner.condition.holds(ctx):
+                return []  # a skipped rule stays skipped under `not`
+            return [] if inner_check(out, ctx) else failure
+
+        return Rule("not", f"not ({inner.description})", negate)
+    items = raw[key]
+    if not isinstance(items, list) or not items:
+        report("H403", "error", f"`{key}` takes a non-empty list of rules", f"{at}/{key}")
+        return _broken()
+    parts = tuple(_compile(item, f"{at}/{key}/{i}", report) for i, item in enumerate(items))
+    checks = tuple(p.check for p in parts)
+    if key == "and":
+
+        def every(out: Output, ctx: Context) -> Failures:
+            failures: Failures = []
+            for check in checks:
+                failures.extend(check(out, ctx))
+            return failures
+
+        return Rule("and", "all of: " + "; ".join(p.description for p in parts), every)
+
+    def some(out: Output, ctx: Context) -> Failures:
+        failures: Failures = []
+        for check in checks:
+            found = check(out, ctx)
+            if not found:
+                return []
+            failures.extend(found)
+        issue = "None of these alternatives holds: " + " | ".join(f for f, _ in failures)
+        return [(issue, failures[0][1] + " (any one alternative is enough)")]
+
+    return Rule("or", "any of: " + "; ".join(p.description for p in parts), some)
+
+
+def _canonical(schema: Mapping[str, Any]) -> str:
+    return json.dumps(schema, sort_keys=True, separators=(",", ":"))
+
+
+def schema_problem(schema: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(pointer inside the schema, what is wrong) when `schema` is no valid draft-07 schema."""
+    from handrail.schemas import check_schema
+
+    return check_schema(schema)
+
+
+def shared_validator(schema: Mapping[str, Any]) -> Callable[[Any], tuple[str, str] | None]:
+    """A compiled validator returning None or (JSON path, what is wrong); shared by equal schemas."""
+    key = _canonical(schema)
+    found = _validators.get(key)
+    if found is not None:
+        return found
+    import fastjsonschema
+
+    compiled = fastjsonschema.compile(json.loads(key), use_default=False)
+
+    def validate(value: Any) -> tuple[str, str] | None:
+        try:
+            compiled(value)
+        except fastjsonschema.JsonSchemaValueException as exc:
+            return _json_path(exc.path), _reason(exc)
+        return None
+
+    _validators[key] = validate
+    return validate
+
+
+def _json_path(path: list[Any] | None) -> str:
+    out = "$"
+    for part in (path or ["data"])[1:]:
+        out += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return out
+
+
+def _reason(exc: Any) -> str:
+    text = str(exc.message)
+    name = str(getattr(exc, "name", "") or "")
+    if name and text.startswith(name):
+        text = text[len(name) :].strip()
+    return text
