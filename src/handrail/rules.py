@@ -101,7 +101,13 @@ def _when(condition: Condition | None, check: Check) -> Check:
 def _contains(raw: Mapping[str, Any], message: str, at: str, report: Report) -> tuple[str, Check] | None:
     value = raw.get("value")
     if not isinstance(value, str) or value == "":
-        report("H403", "error", "a `contains` rule needs a non-empty `value`", at, 'add "value": "<text>"')
+        report(
+            "H403",
+            "error",
+            "a `contains` rule needs a non-empty `value`",
+            at,
+            'add "value": "<text>"',
+        )
         return None
     failure = [(message, f"Include the exact text {value!r} (case matters).")]
     return f'contains "{value}"', lambda out, ctx: [] if value in out.text else failure
@@ -177,7 +183,12 @@ def _schema(raw: Mapping[str, Any], message: str, at: str, report: Report) -> tu
     def check(out: Output, ctx: Context) -> Failures:
         is_json, value = out.json()
         if not is_json:
-            return [(f"{message}: the output is not JSON", "Reply with one JSON value and nothing else.")]
+            return [
+                (
+                    f"{message}: the output is not JSON",
+                    "Reply with one JSON value and nothing else.",
+                )
+            ]
         error = validate(value)
         if error is None:
             return []
@@ -197,7 +208,10 @@ def _composition(raw: Mapping[str, Any], at: str, report: Report) -> Rule:
         inner = _compile(raw["not"], f"{at}/not", report)
         inner_check = inner.check
         failure = [
-            (f"The output must not satisfy: {inner.description}", f"Remove what makes it {inner.description}.")
+            (
+                f"The output must not satisfy: {inner.description}",
+                f"Remove what makes it {inner.description}.",
+            )
         ]
 
         def negate(out: Output, ctx: Context) -> Failures:

@@ -30,9 +30,9 @@ def source_schema(name: str) -> dict[str, Any]:
 
 
 def generated_code(name: str) -> str:
-    import fastjsonschema
-
     import re
+
+    import fastjsonschema
 
     code: str = fastjsonschema.compile_to_code(source_schema(name), use_default=False)
     match = re.search(r"^def (\w+)\(", code, re.MULTILINE)

@@ -36,12 +36,15 @@ class Compiled:
         return tuple(d for d in self.diagnostics if d.severity == "warning")
 
 
-def _failure(file: str, code: str, message: str, line: int = 1, column: int = 1,
-             hint: str | None = None) -> Compiled:
+def _failure(
+    file: str, code: str, message: str, line: int = 1, column: int = 1, hint: str | None = None
+) -> Compiled:
     return Compiled(file, None, (Diagnostic(code, "error", message, "", line, column, hint, file),))
 
 
-def compile_path(path: str | Path, *, max_bytes: int = DEFAULT_MAX_BYTES, display: str | None = None) -> Compiled:
+def compile_path(
+    path: str | Path, *, max_bytes: int = DEFAULT_MAX_BYTES, display: str | None = None
+) -> Compiled:
     file = display or str(path)
     try:
         with open(path, "rb") as handle:
@@ -49,8 +52,12 @@ def compile_path(path: str | Path, *, max_bytes: int = DEFAULT_MAX_BYTES, displa
     except OSError as exc:
         return _failure(file, "H002", f"cannot read the file: {exc.strerror or exc}")
     if len(data) > max_bytes:
-        return _failure(file, "H002", f"the file is larger than {max_bytes} bytes",
-                        hint="raise the limit with --max-file-size, or split the workflow")
+        return _failure(
+            file,
+            "H002",
+            f"the file is larger than {max_bytes} bytes",
+            hint="raise the limit with --max-file-size, or split the workflow",
+        )
     return compile_text(data, file)
 
 
@@ -69,8 +76,14 @@ def compile_text(data: str | bytes, file: str = "<memory>") -> Compiled:
         return _failure(file, "H001", problem.message, problem.line, problem.column)
     raw: list[tuple[str, str, str, str, str | None, int | None]] = []
 
-    def report(code: str, severity: str, message: str, pointer: str,
-               hint: str | None = None, offset: int | None = None) -> None:
+    def report(
+        code: str,
+        severity: str,
+        message: str,
+        pointer: str,
+        hint: str | None = None,
+        offset: int | None = None,
+    ) -> None:
         raw.append((code, severity, message, pointer, hint, offset))
 
     workflow = None
@@ -89,8 +102,18 @@ def compile_text(data: str | bytes, file: str = "<memory>") -> Compiled:
     diagnostics = []
     for code, severity, message, pointer, hint, offset in raw:
         line, column = where.locate(pointer, offset)
-        diagnostics.append(Diagnostic(code, "error" if severity == "error" else "warning",
-                                      message, pointer, line, column, hint, file))
+        diagnostics.append(
+            Diagnostic(
+                code,
+                "error" if severity == "error" else "warning",
+                message,
+                pointer,
+                line,
+                column,
+                hint,
+                file,
+            )
+        )
     diagnostics.sort(key=lambda d: (d.line, d.column, d.code))
     result = tuple(diagnostics)
     if any(d.severity == "error" for d in result):

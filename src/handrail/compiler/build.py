@@ -14,12 +14,16 @@ from typing import Any
 
 from handrail.compiler.source import KEY
 from handrail.expr import Report, compile_condition, did_you_mean
-from handrail.model import Condition, Loop, Node, Step, Workflow
+from handrail.model import Condition, Loop, Node, Rule, Step, Workflow
 from handrail.rules import compile_criteria
 
 TEMPLATE = re.compile(r"\{\{\s*([^{}]*?)\s*\}\}")
 DOTTED = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]*(?:\.[A-Za-z0-9_$]+)*$")
-LOOP_DEFAULTS = {"iterationVar": "currentIteration", "itemVar": "currentItem", "indexVar": "currentIndex"}
+LOOP_DEFAULTS = {
+    "iterationVar": "currentIteration",
+    "itemVar": "currentItem",
+    "indexVar": "currentIndex",
+}
 MAX_ITERATIONS = 1000
 # WorkRail convention: metaGuidance may define a function as a line "name(): what it does"
 GUIDANCE_FUNCTION = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\(\)")
@@ -48,8 +52,13 @@ class _Build:
             sid = raw["id"]
             if sid in self.entries:
                 first = self.entries[sid].pointer
-                self.report("H200", "error", f"duplicate step id `{sid}`", f"{pointer}/id",
-                            f"the first `{sid}` is at {first}; ids must be unique, loop bodies included")
+                self.report(
+                    "H200",
+                    "error",
+                    f"duplicate step id `{sid}`",
+                    f"{pointer}/id",
+                    f"the first `{sid}` is at {first}; ids must be unique, loop bodies included",
+                )
                 continue
             self.entries[sid] = _Entry(raw, pointer, parent, functions)
             self.order.append(sid)
@@ -73,17 +82,30 @@ class _Build:
                 continue
             where = f"{entry.pointer}/body"
             if body not in self.entries:
-                self.report("H201", "error", f"loop body `{body}` names no step of this workflow",
-                            where, did_you_mean(body, self.order))
+                self.report(
+                    "H201",
+                    "error",
+                    f"loop body `{body}` names no step of this workflow",
+                    where,
+                    did_you_mean(body, self.order),
+                )
             elif body == sid:
                 self.report("H208", "error", f"loop `{sid}` names itself as its body", where)
             elif body in self.owner:
-                self.report("H202", "error",
-                            f"step `{body}` is already the body of loop `{self.owner[body]}`",
-                            where, "a step can be the body of one loop; copy it under a new id")
+                self.report(
+                    "H202",
+                    "error",
+                    f"step `{body}` is already the body of loop `{self.owner[body]}`",
+                    where,
+                    "a step can be the body of one loop; copy it under a new id",
+                )
             elif self.entries[body].parent is not None:
-                self.report("H202", "error",
-                            f"step `{body}` is already inside loop `{self.entries[body].parent}`", where)
+                self.report(
+                    "H202",
+                    "error",
+                    f"step `{body}` is already inside loop `{self.entries[body].parent}`",
+                    where,
+                )
             else:
                 self.owner[body] = sid
                 target = self.entries[body]
@@ -94,8 +116,12 @@ class _Build:
             seen, cursor = {sid}, self.owner.get(sid)
             while cursor is not None:
                 if cursor in seen:
-                    self.report("H208", "error", f"loops `{sid}` and `{cursor}` contain each other",
-                                self.entries[sid].pointer)
+                    self.report(
+                        "H208",
+                        "error",
+                        f"loops `{sid}` and `{cursor}` contain each other",
+                        self.entries[sid].pointer,
+                    )
                     break
                 seen.add(cursor)
                 cursor = self.owner.get(cursor)
@@ -127,11 +153,15 @@ class _Build:
                 continue  # an expression; shown as written
             root = name.split(".")[0]
             if root not in self.known_vars:
-                self.report("H500", "warning",
-                            f"template `{{{{{name}}}}}` names `{root}`, which no condition tests and no loop sets",
-                            at, did_you_mean(root, sorted(self.known_vars))
-                            or "the agent must set it in the context, or it renders as [unset]",
-                            match.start(1))
+                self.report(
+                    "H500",
+                    "warning",
+                    f"template `{{{{{name}}}}}` names `{root}`, which no condition tests and no loop sets",
+                    at,
+                    did_you_mean(root, sorted(self.known_vars))
+                    or "the agent must set it in the context, or it renders as [unset]",
+                    match.start(1),
+                )
 
     def check_functions(self, entry: _Entry, workflow_functions: tuple[str, ...]) -> tuple[str, ...]:
         raw = entry.raw
@@ -140,9 +170,13 @@ class _Build:
         for index, ref in enumerate(refs):
             name = ref[:-2] if ref.endswith("()") else ref
             if name not in visible:
-                self.report("H206", "error", f"function `{name}` is not defined",
-                            f"{entry.pointer}/functionReferences/{index}",
-                            did_you_mean(name, list(visible)) or "define it in functionDefinitions")
+                self.report(
+                    "H206",
+                    "error",
+                    f"function `{name}` is not defined",
+                    f"{entry.pointer}/functionReferences/{index}",
+                    did_you_mean(name, list(visible)) or "define it in functionDefinitions",
+                )
         return refs
 
     def condition(self, raw: Mapping[str, Any], key: str, at: str, what: str) -> Condition | None:
@@ -154,8 +188,9 @@ class _Build:
         value = raw.get("requireConfirmation", False)
         if isinstance(value, bool):
             return value
-        return compile_condition(value, f"{at}/requireConfirmation", self.report,
-                                 what="confirmation condition")
+        return compile_condition(
+            value, f"{at}/requireConfirmation", self.report, what="confirmation condition"
+        )
 
 
 def _function_names(defs: Any) -> tuple[str, ...]:
@@ -212,14 +247,19 @@ def build_workflow(document: Mapping[str, Any], text: str, file: str, report: Re
             b.check_templates(line, f"{at}/guidance/{index}")
         run_condition = b.condition(raw, "runCondition", at, "runCondition")
         if run_condition is not None and run_condition.constant is False:
-            report("H203", "warning", f"step `{sid}` can never run", f"{at}/runCondition",
-                   "its runCondition never holds")
+            report(
+                "H203",
+                "warning",
+                f"step `{sid}` can never run",
+                f"{at}/runCondition",
+                "its runCondition never holds",
+            )
         confirmation = b.confirmation(raw, at)
         if raw.get("type") == "loop":
             nodes[sid] = _loop(b, entry, sid, run_condition, confirmation)
             continue
         refs = b.check_functions(entry, workflow_functions)
-        rules = ()
+        rules: tuple[Rule, ...] = ()
         if "validationCriteria" in raw:
             rules = compile_criteria(raw["validationCriteria"], f"{at}/validationCriteria", report)
         nodes[sid] = Step(
@@ -259,8 +299,13 @@ def build_workflow(document: Mapping[str, Any], text: str, file: str, report: Re
     )
 
 
-def _loop(b: _Build, entry: _Entry, sid: str, run_condition: Condition | None,
-          confirmation: bool | Condition) -> Loop:
+def _loop(
+    b: _Build,
+    entry: _Entry,
+    sid: str,
+    run_condition: Condition | None,
+    confirmation: bool | Condition,
+) -> Loop:
     raw, at = entry.raw, entry.pointer
     cfg = raw["loop"]
     kind = cfg["type"]
@@ -269,37 +314,69 @@ def _loop(b: _Build, entry: _Entry, sid: str, run_condition: Condition | None,
     if not (isinstance(max_iterations, int) or float(max_iterations).is_integer()) or not (
         1 <= max_iterations <= MAX_ITERATIONS
     ):
-        b.report("H204", "error", f"maxIterations is {max_iterations}; it must be a whole number "
-                 f"from 1 to {MAX_ITERATIONS}", f"{where}/maxIterations")
+        b.report(
+            "H204",
+            "error",
+            f"maxIterations is {max_iterations}; it must be a whole number from 1 to {MAX_ITERATIONS}",
+            f"{where}/maxIterations",
+        )
         max_iterations = max(1, min(MAX_ITERATIONS, int(max_iterations)))
     condition = None
     if kind in ("while", "until"):
         if "condition" not in cfg:
-            b.report("H205", "error", f"a `{kind}` loop needs a `condition`", where,
-                     'add "condition": {"var": "...", "equals": ...}')
+            b.report(
+                "H205",
+                "error",
+                f"a `{kind}` loop needs a `condition`",
+                where,
+                'add "condition": {"var": "...", "equals": ...}',
+            )
         else:
             condition = b.condition(cfg, "condition", where, "loop condition")
     count = cfg.get("count")
     if kind == "for":
         if count is None:
-            b.report("H205", "error", "a `for` loop needs a `count`: a number or a context variable",
-                     where, 'add "count": 3')
+            b.report(
+                "H205",
+                "error",
+                "a `for` loop needs a `count`: a number or a context variable",
+                where,
+                'add "count": 3',
+            )
         elif not isinstance(count, str):
             if not float(count).is_integer():
                 b.report("H204", "error", f"count {count} is not a whole number", f"{where}/count")
             count = int(count)
             if count > max_iterations:
-                b.report("H209", "warning", f"count {count} exceeds maxIterations {max_iterations}; "
-                         f"the loop stops after {max_iterations}", f"{where}/count")
+                b.report(
+                    "H209",
+                    "warning",
+                    f"count {count} exceeds maxIterations {max_iterations}; "
+                    f"the loop stops after {max_iterations}",
+                    f"{where}/count",
+                )
             if count == 0:
-                b.report("H203", "warning", f"loop `{sid}` runs zero times, so its body never runs",
-                         f"{where}/count")
+                b.report(
+                    "H203",
+                    "warning",
+                    f"loop `{sid}` runs zero times, so its body never runs",
+                    f"{where}/count",
+                )
     if kind == "forEach" and not cfg.get("items"):
-        b.report("H205", "error", "a `forEach` loop needs `items`: the context variable holding the list",
-                 where, 'add "items": "<variable>"')
-    if kind in ("forEach",) and "count" in cfg or kind != "forEach" and "items" in cfg:
-        b.report("H405", "warning", f"a `{kind}` loop ignores " + ("`count`" if "count" in cfg and
-                 kind == "forEach" else "`items`"), where)
+        b.report(
+            "H205",
+            "error",
+            "a `forEach` loop needs `items`: the context variable holding the list",
+            where,
+            'add "items": "<variable>"',
+        )
+    if (kind in ("forEach",) and "count" in cfg) or (kind != "forEach" and "items" in cfg):
+        b.report(
+            "H405",
+            "warning",
+            f"a `{kind}` loop ignores " + ("`count`" if "count" in cfg and kind == "forEach" else "`items`"),
+            where,
+        )
     body = raw["body"]
     body_ids = (body,) if isinstance(body, str) else tuple(s["id"] for s in body)
     return Loop(
@@ -327,8 +404,14 @@ def _check_file_name(workflow_id: str, file: str, report: Report) -> None:
     name = file.replace("\\", "/").rsplit("/", 1)[-1]
     stem = name[:-5] if name.endswith(".json") else name
     if stem != workflow_id:
-        report("H207", "warning", f"workflow id `{workflow_id}` differs from the file name `{name}`",
-               "/id", f"rename the file to `{workflow_id}.json`", None)
+        report(
+            "H207",
+            "warning",
+            f"workflow id `{workflow_id}` differs from the file name `{name}`",
+            "/id",
+            f"rename the file to `{workflow_id}.json`",
+            None,
+        )
 
 
 __all__ = ["KEY", "build_workflow"]

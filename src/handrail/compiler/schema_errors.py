@@ -49,45 +49,93 @@ def _explain(error: Any) -> Iterator[Raw]:
         is_condition = "var" in allowed and "and" in allowed
         for key in sorted(set(instance) - set(allowed)):
             if is_condition:
-                yield ("H301", "error", f"unknown condition operator `{key}`", f"{at}/{key}",
-                       did_you_mean(key, allowed), KEY)
+                yield (
+                    "H301",
+                    "error",
+                    f"unknown condition operator `{key}`",
+                    f"{at}/{key}",
+                    did_you_mean(key, allowed),
+                    KEY,
+                )
             else:
                 hint = did_you_mean(key, allowed) or "remove it; known fields: " + ", ".join(allowed)
                 yield ("H101", "error", f"unknown field `{key}`", f"{at}/{key}", hint, KEY)
     elif kind == "required":
         for name in error.validator_value:
             if name not in instance:
-                yield ("H100", "error", f"missing required field `{name}`", at, _add_hint(name), None)
+                yield (
+                    "H100",
+                    "error",
+                    f"missing required field `{name}`",
+                    at,
+                    _add_hint(name),
+                    None,
+                )
     elif kind == "type":
-        yield ("H102", "error", f"expected {_types(error.validator_value)}, found {_kind(instance)}",
-               at, None, None)
+        yield (
+            "H102",
+            "error",
+            f"expected {_types(error.validator_value)}, found {_kind(instance)}",
+            at,
+            None,
+            None,
+        )
     elif kind == "uniqueItems":
         seen: list[Any] = []
         for index, item in enumerate(instance):
             if item in seen:
-                yield ("H103", "error", f"duplicate entry {_short(item)}", f"{at}/{index}",
-                       "remove the repeated entry", None)
+                yield (
+                    "H103",
+                    "error",
+                    f"duplicate entry {_short(item)}",
+                    f"{at}/{index}",
+                    "remove the repeated entry",
+                    None,
+                )
             seen.append(item)
     elif kind == "pattern":
-        yield ("H103", "error", f"{_short(instance)} does not match {error.validator_value}", at,
-               _pattern_hint(error.validator_value, instance), None)
+        yield (
+            "H103",
+            "error",
+            f"{_short(instance)} does not match {error.validator_value}",
+            at,
+            _pattern_hint(error.validator_value, instance),
+            None,
+        )
     elif kind in ("enum", "const"):
         options = error.validator_value if kind == "enum" else [error.validator_value]
         words = [str(o) for o in options]
-        yield ("H103", "error", f"{_short(instance)} is not one of {', '.join(words)}", at,
-               did_you_mean(str(instance), words), None)
+        yield (
+            "H103",
+            "error",
+            f"{_short(instance)} is not one of {', '.join(words)}",
+            at,
+            did_you_mean(str(instance), words),
+            None,
+        )
     elif kind == "minItems" and error.validator_value == 1:
         yield ("H103", "error", "the list is empty; it needs at least one entry", at, None, None)
     elif kind == "minLength" and error.validator_value == 1:
         yield ("H103", "error", "the text is empty", at, None, None)
     elif kind in ("minProperties", "maxProperties"):
-        yield ("H103", "error", "a composition holds exactly one of `and`, `or`, `not`", at, None, None)
+        yield (
+            "H103",
+            "error",
+            "a composition holds exactly one of `and`, `or`, `not`",
+            at,
+            None,
+            None,
+        )
     else:
         yield ("H103", "error", _clean(error.message), at, None, None)
 
 
 def _add_hint(name: str) -> str:
-    examples = {"version": '"version": "0.1.0"', "id": '"id": "my-workflow"', "steps": '"steps": [...]'}
+    examples = {
+        "version": '"version": "0.1.0"',
+        "id": '"id": "my-workflow"',
+        "steps": '"steps": [...]',
+    }
     return "add " + examples.get(name, f'"{name}": ...')
 
 

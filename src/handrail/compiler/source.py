@@ -43,7 +43,7 @@ class SourceMap:
         self._text = text
         try:
             self._entries: dict[str, Any] = json_source_map.calculate(text)
-        except Exception:  # noqa: BLE001 - positions are a courtesy; never fail for them
+        except Exception:
             self._entries = {}
         self._line_starts = [0] + [i + 1 for i, ch in enumerate(text) if ch == "\n"]
 

@@ -17,8 +17,11 @@ def confirmation(value: bool | Condition, scope: Context) -> bool:
 
 
 def step_view(step: Step, scope: Context) -> dict[str, Any]:
-    view: dict[str, Any] = {"id": step.id, "title": render(step.title, scope),
-                            "prompt": render(step.prompt, scope)}
+    view: dict[str, Any] = {
+        "id": step.id,
+        "title": render(step.title, scope),
+        "prompt": render(step.prompt, scope),
+    }
     if step.agent_role:
         view["agentRole"] = render(step.agent_role, scope)
     if step.guidance:
@@ -32,8 +35,15 @@ def step_view(step: Step, scope: Context) -> dict[str, Any]:
     return view
 
 
-def compose(workflow: Workflow, step: Step, scope: Context, frames: Sequence[Frame], *,
-            first: bool, notes: Sequence[str] = ()) -> dict[str, Any]:
+def compose(
+    workflow: Workflow,
+    step: Step,
+    scope: Context,
+    frames: Sequence[Frame],
+    *,
+    first: bool,
+    notes: Sequence[str] = (),
+) -> dict[str, Any]:
     parts: list[str] = []
     if first:
         parts.append(f"Workflow: {workflow.name} — {workflow.description}")

@@ -36,8 +36,8 @@ class _Walk:
             return self.context
         layers: dict[str, Any] = {}
         for frame in self.frames[:depth]:
-            layers.update(loop_variables(frame, ChainMap(layers, self.context)))
-        return ChainMap(layers, self.context)  # type: ignore[arg-type]
+            layers.update(loop_variables(frame, ChainMap(layers, self.context)))  # type: ignore[arg-type]
+        return ChainMap(layers, self.context)  # type: ignore[arg-type]  # read-only use
 
     def skipped(self, condition: Condition, scope: Context) -> None:
         for name, wanted in condition.looks_for:
@@ -98,7 +98,9 @@ class _Walk:
             frame.iteration += 1
             verdict = frame.iteration <= loop.max_iterations and self.may_iterate(depth)
             if frame.iteration > loop.max_iterations:
-                self.notes.append(f"Loop `{loop.id}` stopped at its limit of {loop.max_iterations} iterations.")
+                self.notes.append(
+                    f"Loop `{loop.id}` stopped at its limit of {loop.max_iterations} iterations."
+                )
             if not verdict:
                 self.frames.pop()
                 self.finish(loop.id)
@@ -124,13 +126,13 @@ class _Walk:
                 return None  # undecided until the context sets what the condition reads
             return False
         if loop.kind == "for":
-            count = loop.count if not isinstance(loop.count, str) else lookup(outer, loop.count)
+            count: Any = loop.count if not isinstance(loop.count, str) else lookup(outer, loop.count)
             if isinstance(count, str) and count.strip().isdigit():
                 count = int(count)
             if not is_number(count):
                 self.waiting.setdefault(str(loop.count), [])
                 return None
-            return frame.iteration <= count
+            return bool(frame.iteration <= count)
         items = lookup(outer, loop.items or "")
         if not isinstance(items, list):
             self.waiting.setdefault(str(loop.items), [])
@@ -163,9 +165,13 @@ def _descendants(workflow: Workflow, loop: Loop) -> set[str]:
 def check_completed(workflow: Workflow, completed: Sequence[str]) -> None:
     for sid in completed:
         if sid not in workflow.nodes:
-            raise StepNotFound(data={"stepId": sid, "workflowId": workflow.id,
-                                     "details": f"completedSteps names `{sid}`, which is no step of "
-                                                f"workflow `{workflow.id}`"})
+            raise StepNotFound(
+                data={
+                    "stepId": sid,
+                    "workflowId": workflow.id,
+                    "details": f"completedSteps names `{sid}`, which is no step of workflow `{workflow.id}`",
+                }
+            )
 
 
 def next_step(
@@ -194,13 +200,18 @@ def next_step(
     if step is not None:
         scope = walk.scope(len(walk.frames))
         result["step"] = step_view(step, scope)
-        result["guidance"] = compose(workflow, step, scope, walk.frames, first=not completed_steps,
-                                     notes=walk.notes)
+        result["guidance"] = compose(
+            workflow, step, scope, walk.frames, first=not completed_steps, notes=walk.notes
+        )
         result["isComplete"] = False
         if walk.frames:
             frame = walk.frames[-1]
-            result["loop"] = {"id": frame.loop.id, "title": frame.loop.title,
-                              "iteration": frame.iteration, **loop_variables(frame, walk.scope(len(walk.frames) - 1))}
+            result["loop"] = {
+                "id": frame.loop.id,
+                "title": frame.loop.title,
+                "iteration": frame.iteration,
+                **loop_variables(frame, walk.scope(len(walk.frames) - 1)),
+            }
         return result
     result["step"] = None
     if walk.waiting:
@@ -209,8 +220,11 @@ def next_step(
     else:
         result["isComplete"] = True
         text = f"Workflow `{workflow.name}` is complete: every step that applies is done."
-        result["guidance"] = {"prompt": " ".join([text, *walk.notes]), "requiresConfirmation": False,
-                              "validationCriteria": []}
+        result["guidance"] = {
+            "prompt": " ".join([text, *walk.notes]),
+            "requiresConfirmation": False,
+            "validationCriteria": [],
+        }
     return result
 
 
@@ -225,5 +239,9 @@ def _blocked(waiting: dict[str, list[Any]]) -> dict[str, Any]:
         "No remaining step can run yet: their conditions read context variables that are not set.\n"
         "Set these in `context` and call workflow_next again:\n" + "\n".join(lines)
     )
-    return {"prompt": prompt, "requiresConfirmation": False, "validationCriteria": [],
-            "missingContext": {name: list(values) for name, values in waiting.items()}}
+    return {
+        "prompt": prompt,
+        "requiresConfirmation": False,
+        "validationCriteria": [],
+        "missingContext": {name: list(values) for name, values in waiting.items()},
+    }

@@ -31,8 +31,7 @@ def read_state(workflow: Workflow, state: Mapping[str, Any] | None, completed: s
         raise StateError("state must be an object: send back the `state` of the previous result")
     extra = set(state) - {"loops"}
     if extra:
-        raise StateError(f"state has unknown fields: {', '.join(sorted(extra))}",
-                         {"fields": sorted(extra)})
+        raise StateError(f"state has unknown fields: {', '.join(sorted(extra))}", {"fields": sorted(extra)})
     loops = state.get("loops", [])
     if not isinstance(loops, Sequence) or isinstance(loops, str):
         raise StateError("state.loops must be a list")
@@ -44,27 +43,39 @@ def read_state(workflow: Workflow, state: Mapping[str, Any] | None, completed: s
         loop_id, iteration = item["id"], item["iteration"]
         node = workflow.nodes.get(loop_id) if isinstance(loop_id, str) else None
         if not isinstance(node, Loop):
-            raise StateError(f"{where} names `{loop_id}`, which is no loop of workflow `{workflow.id}`",
-                             {"loopId": loop_id})
-        if not isinstance(iteration, int) or isinstance(iteration, bool) or not (
-            1 <= iteration <= node.max_iterations
+            raise StateError(
+                f"{where} names `{loop_id}`, which is no loop of workflow `{workflow.id}`",
+                {"loopId": loop_id},
+            )
+        if (
+            not isinstance(iteration, int)
+            or isinstance(iteration, bool)
+            or not (1 <= iteration <= node.max_iterations)
         ):
-            raise StateError(f"{where}: iteration {iteration!r} is outside 1..{node.max_iterations} "
-                             f"for loop `{loop_id}`", {"loopId": loop_id})
+            raise StateError(
+                f"{where}: iteration {iteration!r} is outside 1..{node.max_iterations} for loop `{loop_id}`",
+                {"loopId": loop_id},
+            )
         expected_parent = frames[-1].loop.id if frames else None
         if node.loop != expected_parent:
-            raise StateError(f"{where}: loop `{loop_id}` cannot run "
-                             + (f"inside `{expected_parent}`" if expected_parent else "at the top level"),
-                             {"loopId": loop_id})
+            raise StateError(
+                f"{where}: loop `{loop_id}` cannot run "
+                + (f"inside `{expected_parent}`" if expected_parent else "at the top level"),
+                {"loopId": loop_id},
+            )
         if loop_id in completed:
-            raise StateError(f"loop `{loop_id}` is both running (in state) and in completedSteps",
-                             {"loopId": loop_id})
+            raise StateError(
+                f"loop `{loop_id}` is both running (in state) and in completedSteps",
+                {"loopId": loop_id},
+            )
         frames.append(Frame(node, iteration))
     running = {f.loop.id for f in frames}
     for sid in completed:
         node = workflow.nodes[sid]
         if node.loop is not None and node.loop not in running:
-            raise StateError(f"step `{sid}` belongs to loop `{node.loop}`, which is not running; "
-                             "send back the `state` and `completedSteps` of the previous result",
-                             {"stepId": sid, "loopId": node.loop})
+            raise StateError(
+                f"step `{sid}` belongs to loop `{node.loop}`, which is not running; "
+                "send back the `state` and `completedSteps` of the previous result",
+                {"stepId": sid, "loopId": node.loop},
+            )
     return frames

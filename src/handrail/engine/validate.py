@@ -19,14 +19,19 @@ def validate_output(
     if step is None:
         raise StepNotFound(data={"stepId": step_id, "workflowId": workflow.id})
     if not isinstance(step, Step):
-        raise StepNotFound(f"`{step_id}` is a loop; validate the steps of its body",
-                           {"stepId": step_id, "workflowId": workflow.id})
+        raise StepNotFound(
+            f"`{step_id}` is a loop; validate the steps of its body",
+            {"stepId": step_id, "workflowId": workflow.id},
+        )
     if not isinstance(output, str):
         raise InvalidParams(data={"details": "output must be a string"})
     if not step.rules:
         valid = output.strip() != ""
-        return {"valid": valid, "issues": [] if valid else ["The output is empty."],
-                "suggestions": [] if valid else ["Describe what you did in this step."]}
+        return {
+            "valid": valid,
+            "issues": [] if valid else ["The output is empty."],
+            "suggestions": [] if valid else ["Describe what you did in this step."],
+        }
     failures = run_rules(step.rules, Output(output), context or {})
     issues = [issue for issue, _ in failures]
     suggestions = list(dict.fromkeys(s for _, s in failures if s))

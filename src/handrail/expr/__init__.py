@@ -60,7 +60,12 @@ def condition_from_tree(tree: Node, at: str, report: Report, *, what: str = "con
         nonlocal warned
         warned = True
         verdict = "always holds" if always else "never holds"
-        report("H302" if always else "H303", "warning", f"this {what} {verdict}: {reason}", node.at or at)
+        report(
+            "H302" if always else "H303",
+            "warning",
+            f"this {what} {verdict}: {reason}",
+            node.at or at,
+        )
 
     folded = fold(tree, warn)
     constant = folded.value if isinstance(folded, Const) else None

@@ -117,7 +117,7 @@ def to_text(node: Node, parent: str = "") -> str:
         return f"not {inner}"
     word = "and" if isinstance(node, All) else "or"
     text = f" {word} ".join(to_text(i, word) for i in node.items)
-    if parent in ("and", "not") and word == "or" or parent == "not":
+    if (parent in ("and", "not") and word == "or") or parent == "not":
         return f"({text})"
     return text
 

@@ -54,7 +54,7 @@ def fold(node: Node, warn: Warn) -> Node:
 
 
 def _negation(a: Node, b: Node) -> bool:
-    if isinstance(a, Not) and a.item == b or isinstance(b, Not) and b.item == a:
+    if (isinstance(a, Not) and a.item == b) or (isinstance(b, Not) and b.item == a):
         return True
     if isinstance(a, Compare) and isinstance(b, Compare) and a.var == b.var:
         pair = {a.op, b.op}
@@ -90,4 +90,3 @@ def _contradicts(items: list[Node]) -> bool:
 
 def _exhaustive(items: list[Node]) -> bool:
     return any(_negation(a, b) for i, a in enumerate(items) for b in items[i + 1 :])
-

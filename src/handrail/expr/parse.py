@@ -84,7 +84,7 @@ def _parse_object(obj: Mapping[str, Any], at: str, report: Report) -> Node:
             "error",
             f"a condition holds one operator, this one mixes {', '.join(sorted(obj))}",
             at,
-            "wrap the parts in {\"and\": [...]}",
+            'wrap the parts in {"and": [...]}',
         )
         return Const(False, at)
     if not ok:
@@ -122,7 +122,7 @@ def _parse_object(obj: Mapping[str, Any], at: str, report: Report) -> Node:
             "error",
             f"a condition holds one comparison, this one has {', '.join(comparisons)}",
             at,
-            "split it into {\"and\": [...]}",
+            'split it into {"and": [...]}',
         )
         return Const(False, at)
     op = comparisons[0]

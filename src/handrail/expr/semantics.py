@@ -76,16 +76,16 @@ def lenient_equals(actual: Any, expected: Any) -> bool:
     if isinstance(actual, str) and isinstance(expected, str):
         return actual.strip().casefold() == expected.strip().casefold()
     if isinstance(actual, str) and is_number(expected):
-        return _as_number(actual) == expected
+        return bool(_as_number(actual) == expected)
     if is_number(actual) and isinstance(expected, str):
-        return _as_number(expected) == actual
+        return bool(_as_number(expected) == actual)
     if isinstance(actual, list | tuple) and isinstance(expected, list | tuple):
         return len(actual) == len(expected) and all(
             lenient_equals(a, e) for a, e in zip(actual, expected, strict=True)
         )
     try:
         return bool(actual == expected)
-    except Exception:  # noqa: BLE001 - exotic values never make evaluation raise
+    except Exception:
         return False
 
 
@@ -111,8 +111,8 @@ def _compare(op: str, expected: Any) -> Callable[[Any], bool]:
     if op == "equals":
         if isinstance(expected, str):
             folded = expected.strip().casefold()
-            return lambda a: (a.strip().casefold() == folded) if type(a) is str else (
-                lenient_equals(a, expected)
+            return lambda a: (
+                (a.strip().casefold() == folded) if type(a) is str else (lenient_equals(a, expected))
             )
         return lambda a: lenient_equals(a, expected)
     if op == "not_equals":

@@ -1,0 +1,3 @@
+from handrail.cli import main
+
+raise SystemExit(main())

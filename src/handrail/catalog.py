@@ -1,0 +1,260 @@
+"""Where workflows come from, and keeping them current while the server runs.
+
+Sources, in increasing precedence: the bundled set, the user folders, the
+project folder, the environment's paths, then every --workflows path. A later
+source's workflow replaces an earlier one with the same id.
+
+The catalog is an immutable Snapshot, swapped whole; a request never sees half a
+reload. A file that breaks keeps its last good version in service, and the break
+is reported beside it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+
+from handrail._resources import resource
+from handrail.compiler import DEFAULT_MAX_BYTES, Compiled, compile_path
+from handrail.errors import Diagnostic
+from handrail.model import Workflow
+
+log = logging.getLogger("handrail.catalog")
+
+FALSE_WORDS = {"0", "false", "no", "off"}
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    name: str  # bundled | user | project | env | cli
+    path: Path
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    workflow: Workflow
+    source: Source
+    stale: bool = False  # the file broke; this is its last good version
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    entries: Mapping[str, Entry]  # workflow id -> entry
+    problems: tuple[Diagnostic, ...]  # broken or refused files
+    overrides: tuple[tuple[str, Source, Source], ...]  # (id, winner, loser)
+    per_source: Mapping[Source, int]
+    generation: int = 0
+
+    @property
+    def workflows(self) -> list[Workflow]:
+        return [e.workflow for e in self.entries.values()]
+
+    def get(self, workflow_id: str) -> Workflow | None:
+        entry = self.entries.get(workflow_id)
+        return entry.workflow if entry is not None else None
+
+
+def default_sources(
+    extra: Iterable[str | Path] = (),
+    *,
+    bundled: bool | None = None,
+    environ: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+    home: Path | None = None,
+) -> list[Source]:
+    env = os.environ if environ is None else environ
+    if bundled is None:
+        bundled = env.get("WORKFLOW_INCLUDE_BUNDLED", "true").strip().lower() not in FALSE_WORDS
+    home = home or Path.home()
+    cwd = cwd or Path.cwd()
+    sources: list[Source] = []
+    if bundled:
+        sources.append(Source("bundled", resource("workflows")))
+    sources.append(Source("user", home / ".workrail" / "workflows"))
+    sources.append(Source("user", home / ".handrail" / "workflows"))
+    sources.append(Source("project", cwd / "workflows"))
+    for variable in ("WORKFLOW_STORAGE_PATH", "HANDRAIL_WORKFLOWS"):
+        for part in env.get(variable, "").split(os.pathsep):
+            if part.strip():
+                sources.append(Source(f"env:{variable}", Path(part.strip()).expanduser()))
+    for item in extra:
+        sources.append(Source("cli", Path(item).expanduser()))
+    unique: list[Source] = []
+    seen: set[Path] = set()
+    for source in reversed(sources):  # the same folder twice counts once, at its highest place
+        key = _resolved(source.path)
+        if key not in seen:
+            seen.add(key)
+            unique.append(source)
+    return list(reversed(unique))
+
+
+def _resolved(path: Path) -> Path:
+    try:
+        return path.resolve()
+    except OSError:
+        return path.absolute()
+
+
+def _refusal(path: Path, message: str) -> Diagnostic:
+    return Diagnostic("H002", "error", message, "", 1, 1, None, str(path))
+
+
+def discover(source: Source) -> tuple[list[Path], list[Diagnostic]]:
+    """The *.json files of a source (recursively), refusing links that leave it and
+    anything that is not a regular file."""
+    root = source.path
+    if not root.exists():
+        return [], []
+    if root.is_file():
+        return [root], []
+    found: list[Path] = []
+    refused: list[Diagnostic] = []
+    base = _resolved(root)
+    for directory, dirnames, filenames in os.walk(root, followlinks=False):
+        dirnames.sort()
+        for name in sorted(filenames):
+            if not name.endswith(".json"):
+                continue
+            path = Path(directory) / name
+            real = _resolved(path)
+            if path.is_symlink() and not real.is_relative_to(base):
+                refused.append(_refusal(path, f"refused: the link leads outside {root}"))
+                continue
+            if not real.is_file():
+                refused.append(_refusal(path, "refused: not a regular file"))
+                continue
+            found.append(path)
+    return found, refused
+
+
+@dataclass
+class Catalog:
+    """Compiles the sources, and recompiles what changed at most every `interval` seconds."""
+
+    sources: list[Source]
+    max_bytes: int = DEFAULT_MAX_BYTES
+    interval: float = 0.25
+    _snapshot: Snapshot | None = None
+    _stamps: dict[Path, tuple[int, int]] = field(default_factory=dict)
+    _compiled: dict[Path, Compiled] = field(default_factory=dict)
+    _last_good: dict[Path, Workflow] = field(default_factory=dict)
+    _checked_at: float = 0.0
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _generation: int = 0
+    _refused: tuple[tuple[str, str], ...] = ()
+
+    def snapshot(self) -> Snapshot:
+        """The current snapshot; looks for changed files when `interval` has passed."""
+        now = time.monotonic()
+        if self._snapshot is None or now - self._checked_at >= self.interval:
+            with self._lock:
+                if self._snapshot is None or now - self._checked_at >= self.interval:
+                    self._refresh()
+                    self._checked_at = time.monotonic()
+        assert self._snapshot is not None
+        return self._snapshot
+
+    def reload(self) -> Snapshot:
+        with self._lock:
+            self._refresh()
+            self._checked_at = time.monotonic()
+        assert self._snapshot is not None
+        return self._snapshot
+
+    def _refresh(self) -> None:
+        listing: list[tuple[Source, list[Path]]] = []
+        refused: list[Diagnostic] = []
+        stamps: dict[Path, tuple[int, int]] = {}
+        for source in self.sources:
+            files, problems = discover(source)
+            refused.extend(problems)
+            listing.append((source, files))
+            for path in files:
+                try:
+                    st = path.stat()
+                except OSError:
+                    continue
+                stamps[path] = (st.st_mtime_ns, st.st_size)
+        refused_key = tuple((d.file, d.message) for d in refused)
+        if self._snapshot is not None and stamps == self._stamps and refused_key == self._refused:
+            return  # nothing changed: no recompilation, no new snapshot
+        self._refused = refused_key
+        changed = {p for p, s in stamps.items() if self._stamps.get(p) != s}
+        for path in set(self._compiled) - set(stamps):
+            self._compiled.pop(path, None)
+            self._last_good.pop(path, None)
+        for path in changed:
+            self._compiled[path] = compile_path(path, max_bytes=self.max_bytes)
+        self._stamps = stamps
+        self._snapshot = self._assemble(listing, refused)
+
+    def _assemble(self, listing: list[tuple[Source, list[Path]]], refused: list[Diagnostic]) -> Snapshot:
+        entries: dict[str, Entry] = {}
+        problems = list(refused)
+        overrides: list[tuple[str, Source, Source]] = []
+        per_source: dict[Source, int] = {}
+        for source, files in listing:
+            count = 0
+            for path in files:
+                compiled = self._compiled.get(path)
+                if compiled is None:
+                    continue
+                workflow, stale = compiled.workflow, False
+                if workflow is None:
+                    problems.extend(compiled.errors)
+                    workflow = self._last_good.get(path)
+                    if workflow is None:
+                        continue
+                    stale = True
+                    log.warning("%s is broken; still serving its last good version", path)
+                else:
+                    self._last_good[path] = workflow
+                count += 1
+                previous = entries.get(workflow.id)
+                if previous is not None:
+                    if previous.source == source:
+                        problems.append(
+                            Diagnostic(
+                                "H210",
+                                "warning",
+                                f"workflow id `{workflow.id}` is also defined in {previous.workflow.file}; "
+                                "this file wins",
+                                "/id",
+                                1,
+                                1,
+                                None,
+                                str(path),
+                            )
+                        )
+                    else:
+                        overrides.append((workflow.id, source, previous.source))
+                entries[workflow.id] = Entry(workflow, source, stale)
+            per_source[source] = count
+        for problem in problems:
+            if problem.severity == "error":
+                log.warning("%s", problem.render())
+        self._generation += 1
+        return Snapshot(
+            MappingProxyType(dict(sorted(entries.items()))),
+            tuple(problems),
+            tuple(overrides),
+            MappingProxyType(per_source),
+            self._generation,
+        )
+
+
+def load_catalog(*paths: str | Path, bundled: bool = True, max_bytes: int = DEFAULT_MAX_BYTES) -> Catalog:
+    """A catalog of exactly the given files and folders (and the bundled set unless
+    bundled=False): the library entry point, free of user and environment sources."""
+    sources = [Source("bundled", resource("workflows"))] if bundled else []
+    sources += [Source("cli", Path(p)) for p in paths]
+    catalog = Catalog(sources, max_bytes=max_bytes)
+    catalog.reload()
+    return catalog

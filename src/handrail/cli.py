@@ -1,0 +1,298 @@
+"""The `handrail` command: check, start, list, sources, init."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from handrail import __version__
+
+EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
+
+
+def _add_source_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--workflows",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="a workflow file or folder (repeatable; highest precedence)",
+    )
+    parser.add_argument("--no-bundled", action="store_true", help="leave the bundled workflows out")
+    parser.add_argument(
+        "--max-file-size",
+        type=int,
+        default=1_000_000,
+        metavar="BYTES",
+        help="refuse workflow files larger than this (default 1000000)",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="handrail", description="Step-by-step workflows for AI agents, over MCP."
+    )
+    parser.add_argument("--version", action="version", version=f"handrail {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    start = sub.add_parser("start", help="serve the workflows over stdio (for MCP clients)")
+    _add_source_options(start)
+    start.add_argument(
+        "--log-level",
+        default="warning",
+        choices=["debug", "info", "warning", "error"],
+        help="stderr log level",
+    )
+    start.add_argument(
+        "--max-line",
+        type=int,
+        default=4 * 1024 * 1024,
+        metavar="BYTES",
+        help="longest accepted message line (default 4 MiB)",
+    )
+
+    check = sub.add_parser("check", help="report every problem in workflow files")
+    check.add_argument("paths", nargs="+", metavar="PATH", help="files or folders (recursive)")
+    check.add_argument("--format", choices=["text", "json", "sarif"], default="text")
+    check.add_argument("--max-file-size", type=int, default=1_000_000, metavar="BYTES")
+
+    listing = sub.add_parser("list", help="the workflows in service, and broken files")
+    _add_source_options(listing)
+    listing.add_argument("--format", choices=["text", "json"], default="text")
+
+    sources = sub.add_parser("sources", help="where workflows come from, in precedence order")
+    _add_source_options(sources)
+
+    init = sub.add_parser("init", help="create ~/.handrail/workflows with a sample workflow")
+    init.add_argument(
+        "--dir", type=Path, default=None, help="folder to create (default ~/.handrail/workflows)"
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0) if exc.code in (0, None) else EXIT_USAGE
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    handler = {"start": _start, "check": _check, "list": _list, "sources": _sources, "init": _init}[
+        args.command
+    ]
+    code: int = handler(args)
+    return code
+
+
+def _catalog(args: argparse.Namespace) -> Any:
+    from handrail.catalog import Catalog, default_sources
+
+    bundled = False if args.no_bundled else None
+    return Catalog(default_sources(args.workflows, bundled=bundled), max_bytes=args.max_file_size)
+
+
+def _start(args: argparse.Namespace) -> int:
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=args.log_level.upper(),
+        format="handrail %(levelname)s %(name)s: %(message)s",
+    )
+    from handrail.protocol import Protocol
+    from handrail.service import Service
+    from handrail.stdio import serve
+
+    catalog = _catalog(args)
+    catalog.snapshot()
+    return serve(Protocol(Service(catalog)), max_line=args.max_line)
+
+
+def _check_files(paths: Sequence[str]) -> tuple[list[Path], list[str]]:
+    files: list[Path] = []
+    missing: list[str] = []
+    for item in paths:
+        path = Path(item)
+        if path.is_dir():
+            files.extend(sorted(p for p in path.rglob("*.json") if p.is_file()))
+        elif path.is_file():
+            files.append(path)
+        else:
+            missing.append(item)
+    return files, missing
+
+
+def _check(args: argparse.Namespace) -> int:
+    from handrail.compiler import compile_path
+
+    files, missing = _check_files(args.paths)
+    for item in missing:
+        print(f"handrail check: no such file or folder: {item}", file=sys.stderr)
+    if missing:
+        return EXIT_USAGE
+    diagnostics: list[Any] = []
+    for path in files:
+        diagnostics.extend(compile_path(path, max_bytes=args.max_file_size).diagnostics)
+    errors = sum(d.severity == "error" for d in diagnostics)
+    warnings = len(diagnostics) - errors
+    if args.format == "json":
+        print(json.dumps([d.as_dict() for d in diagnostics], indent=2, ensure_ascii=False))
+    elif args.format == "sarif":
+        print(json.dumps(_sarif(diagnostics), indent=2, ensure_ascii=False))
+    else:
+        for d in diagnostics:
+            print(d.render())
+        noun = "file" if len(files) == 1 else "files"
+        print(
+            f"checked {len(files)} {noun}: {errors} error{'s' * (errors != 1)}, "
+            f"{warnings} warning{'s' * (warnings != 1)}"
+        )
+    return EXIT_ERRORS if errors else EXIT_OK
+
+
+def _sarif(diagnostics: Sequence[Any]) -> dict[str, Any]:
+    from handrail.compiler.codes import CODES
+
+    used = sorted({d.code for d in diagnostics})
+    rules = [{"id": code, "shortDescription": {"text": CODES.get(code, code)}} for code in used]
+    results = []
+    for d in diagnostics:
+        message = d.message + (f" ({d.hint})" if d.hint else "")
+        results.append(
+            {
+                "ruleId": d.code,
+                "level": "error" if d.severity == "error" else "warning",
+                "message": {"text": message},
+                "locations": [
+                    {
+                        "physicalLocation": {
+                            "artifactLocation": {"uri": Path(d.file).as_posix()},
+                            "region": {"startLine": d.line, "startColumn": d.column},
+                        },
+                        "logicalLocations": [{"fullyQualifiedName": d.pointer or "/", "kind": "element"}],
+                    }
+                ],
+            }
+        )
+    return {
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "handrail",
+                        "version": __version__,
+                        "informationUri": "https://handrail.dev",
+                        "rules": rules,
+                    }
+                },
+                "results": results,
+            }
+        ],
+    }
+
+
+def _list(args: argparse.Namespace) -> int:
+    snapshot = _catalog(args).snapshot()
+    rows = [
+        {
+            "id": e.workflow.id,
+            "name": e.workflow.name,
+            "version": e.workflow.version,
+            "source": e.source.name,
+            "file": e.workflow.file,
+            "steps": e.workflow.step_count,
+            "stale": e.stale,
+        }
+        for e in snapshot.entries.values()
+    ]
+    broken = [d.as_dict() for d in snapshot.problems]
+    if args.format == "json":
+        print(json.dumps({"workflows": rows, "diagnostics": broken}, indent=2, ensure_ascii=False))
+        return EXIT_OK
+    width = max([len(r["id"]) for r in rows] + [2])
+    for r in rows:
+        stale = "  (file broken: serving last good version)" if r["stale"] else ""
+        print(
+            f"{r['id']:<{width}}  {r['version']:<8} {r['steps']:>3} steps  {r['source']:<8} "
+            f"{r['name']}{stale}"
+        )
+    if broken:
+        print(f"\n{len(broken)} problem{'s' * (len(broken) != 1)} in workflow files:")
+        for d in snapshot.problems:
+            print("  " + d.render())
+    print(f"\n{len(rows)} workflow{'s' * (len(rows) != 1)}")
+    return EXIT_OK
+
+
+def _sources(args: argparse.Namespace) -> int:
+    catalog = _catalog(args)
+    snapshot = catalog.snapshot()
+    for rank, source in enumerate(catalog.sources, 1):
+        exists = source.path.exists()
+        count = snapshot.per_source.get(source, 0)
+        state = f"{count} workflow{'s' * (count != 1)}" if exists else "missing"
+        print(f"{rank}. {source.name:<28} {source.path}  [{state}]")
+        for workflow_id, winner, loser in snapshot.overrides:
+            if winner == source:
+                print(f"     overrides `{workflow_id}` from {loser.name} ({loser.path})")
+    print("\nLater sources take precedence over earlier ones.")
+    return EXIT_OK
+
+
+SAMPLE = {
+    "$schema": "https://handrail.dev/schemas/workflow/v1.json",
+    "id": "my-first-workflow",
+    "name": "My First Workflow",
+    "description": "A sample: understand a task, do it, and report, with a check on the report.",
+    "version": "0.1.0",
+    "steps": [
+        {
+            "id": "understand",
+            "title": "Understand the task",
+            "prompt": "Restate the task in your own words and list open questions.",
+        },
+        {
+            "id": "do-it",
+            "title": "Do the work",
+            "prompt": "Carry out the task.",
+            "runCondition": "ready == true",
+        },
+        {
+            "id": "report",
+            "title": "Report",
+            "prompt": "Summarise what you did and how you checked it.",
+            "validationCriteria": [
+                {"type": "length", "min": 40, "message": "The report needs a few sentences"}
+            ],
+        },
+    ],
+}
+
+
+def _init(args: argparse.Namespace) -> int:
+    folder: Path = args.dir or Path.home() / ".handrail" / "workflows"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        target = folder / "my-first-workflow.json"
+        if target.exists():
+            print(f"{target} already exists; left as it is.")
+        else:
+            target.write_text(json.dumps(SAMPLE, indent=2) + "\n", encoding="utf-8")
+            print(f"created {target}")
+    except OSError as exc:
+        print(f"handrail init: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    print(
+        "\nNext:\n"
+        f"  handrail check {folder}        # see that it compiles\n"
+        "  handrail list                   # see every workflow the server will offer\n"
+        "  handrail start                  # serve them to your MCP client over stdio"
+    )
+    return EXIT_OK

@@ -1,0 +1,136 @@
+"""The tools' meaning: argument checking, calling the engine, shaping results.
+
+Both ways in (MCP tools/call and the seed's direct methods) come through
+`Service.call`, so they cannot drift apart. Errors are raised as HandrailError.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable
+from typing import Any
+
+from handrail.catalog import Catalog, Snapshot
+from handrail.compiler import compile_text
+from handrail.engine import next_step, validate_output
+from handrail.errors import InvalidParams, WorkflowNotFound
+from handrail.model import Workflow
+from handrail.tooldefs import tool_names, tools, workflow_schema
+
+Validator = Callable[[Any], Any]
+
+
+class Service:
+    def __init__(self, catalog: Catalog) -> None:
+        self.catalog = catalog
+        self._validators: dict[str, Validator] = {}
+        self._handlers: dict[str, Callable[[Snapshot, dict[str, Any]], dict[str, Any]]] = {
+            "workflow_list": self.workflow_list,
+            "workflow_get": self.workflow_get,
+            "workflow_next": self.workflow_next,
+            "workflow_validate": self.workflow_validate,
+            "workflow_validate_json": self.workflow_validate_json,
+            "workflow_get_schema": self.workflow_get_schema,
+        }
+
+    @staticmethod
+    def knows(name: str) -> bool:
+        return name in tool_names()
+
+    def call(self, name: str, arguments: Any) -> dict[str, Any]:
+        if arguments is None:
+            arguments = {}
+        if not isinstance(arguments, dict):
+            raise InvalidParams(data={"details": "params must be an object"})
+        self._check(name, arguments)
+        return self._handlers[name](self.catalog.snapshot(), arguments)
+
+    def _check(self, name: str, arguments: dict[str, Any]) -> None:
+        validate = self._validators.get(name)
+        if validate is None:
+            import fastjsonschema
+
+            schema = next(t["inputSchema"] for t in tools() if t["name"] == name)
+            validate = self._validators[name] = fastjsonschema.compile(schema, use_default=False)
+        import fastjsonschema
+
+        try:
+            validate(arguments)
+        except fastjsonschema.JsonSchemaValueException as exc:
+            raise InvalidParams(data={"details": _details(exc, arguments)}) from None
+
+    def workflow(self, snapshot: Snapshot, workflow_id: str) -> Workflow:
+        found = snapshot.get(workflow_id)
+        if found is None:
+            close = difflib.get_close_matches(workflow_id, list(snapshot.entries), n=3, cutoff=0.5)
+            data: dict[str, Any] = {"workflowId": workflow_id}
+            if close:
+                data["didYouMean"] = close
+            raise WorkflowNotFound(data=data)
+        return found
+
+    def workflow_list(self, snapshot: Snapshot, args: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "workflows": [
+                {
+                    "id": w.id,
+                    "name": w.name,
+                    "description": w.description,
+                    "category": w.category,
+                    "version": w.version,
+                }
+                for w in snapshot.workflows
+            ],
+            "diagnostics": [d.as_dict() for d in snapshot.problems],
+        }
+
+    def workflow_get(self, snapshot: Snapshot, args: dict[str, Any]) -> dict[str, Any]:
+        import orjson
+
+        document: dict[str, Any] = orjson.loads(self.workflow(snapshot, args["id"]).document)
+        return document
+
+    def workflow_next(self, snapshot: Snapshot, args: dict[str, Any]) -> dict[str, Any]:
+        workflow = self.workflow(snapshot, args["workflowId"])
+        return next_step(
+            workflow,
+            args["completedSteps"],
+            args.get("context"),
+            current_step=args.get("currentStep"),
+            state=args.get("state"),
+        )
+
+    def workflow_validate(self, snapshot: Snapshot, args: dict[str, Any]) -> dict[str, Any]:
+        workflow = self.workflow(snapshot, args["workflowId"])
+        return validate_output(workflow, args["stepId"], args["output"], args.get("context"))
+
+    def workflow_validate_json(self, snapshot: Snapshot, args: dict[str, Any]) -> dict[str, Any]:
+        compiled = compile_text(args["workflow"], "<workflow>")
+        return {
+            "valid": compiled.workflow is not None,
+            "diagnostics": [d.as_dict() for d in compiled.diagnostics],
+        }
+
+    def workflow_get_schema(self, snapshot: Snapshot, args: dict[str, Any]) -> dict[str, Any]:
+        return dict(workflow_schema())
+
+
+def _details(exc: Any, arguments: dict[str, Any]) -> str:
+    """fastjsonschema's message, rephrased to name the parameter."""
+    rule = getattr(exc, "rule", None)
+    definition = getattr(exc, "rule_definition", None)
+    path = [str(p) for p in (exc.path or [])[1:]]
+    field = ".".join(path)
+    if rule == "required" and isinstance(definition, list):
+        missing = [name for name in definition if name not in arguments] or definition
+        prefix = f"{field}." if field else ""
+        return f"{prefix}{missing[0]} is required"
+    if rule == "additionalProperties":
+        extra = sorted(set(arguments) - set(getattr(exc, "definition", {}).get("properties", {})))
+        return f"unknown parameter {', '.join(extra)}" if extra else "unknown parameter"
+    message = str(exc.message)
+    if message.startswith("data."):
+        return message[len("data.") :]
+    if message.startswith("data"):
+        return "params" + message[len("data") :]
+    return message

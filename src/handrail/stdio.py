@@ -1,0 +1,91 @@
+"""The stdio transport: one JSON-RPC message per line in, one per line out.
+
+Only protocol messages reach stdout; anything else that tries to print while
+serving is sent to stderr.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import sys
+from types import FrameType
+from typing import BinaryIO
+
+from handrail.protocol import INVALID_REQUEST, Protocol, _error, encode
+
+DEFAULT_MAX_LINE = 4 * 1024 * 1024
+
+
+class _Stop(Exception):
+    pass
+
+
+def serve(
+    protocol: Protocol,
+    stdin: BinaryIO | None = None,
+    stdout: BinaryIO | None = None,
+    *,
+    max_line: int = DEFAULT_MAX_LINE,
+) -> int:
+    source = stdin or sys.stdin.buffer
+    sink = stdout or sys.stdout.buffer
+    sys.stdout = sys.stderr  # stray prints must not corrupt the protocol stream
+    busy = False
+    stop_requested = False
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        nonlocal stop_requested
+        if busy:
+            stop_requested = True  # finish the message in hand, then leave
+        else:
+            raise _Stop
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(ValueError):  # not the main thread (tests): signals stay
+            signal.signal(sig, on_signal)
+
+    def send(data: bytes) -> None:
+        sink.write(data + b"\n")
+        sink.flush()
+
+    try:
+        while True:
+            line = source.readline(max_line + 1)
+            if not line:
+                return 0
+            busy = True
+            if len(line) > max_line and not line.endswith(b"\n"):
+                while True:  # drop the rest of the oversized line
+                    rest = source.readline(max_line)
+                    if not rest or rest.endswith(b"\n"):
+                        break
+                send(
+                    encode(
+                        _error(
+                            None,
+                            INVALID_REQUEST,
+                            "Invalid Request",
+                            {
+                                "details": f"line longer than {max_line} bytes",
+                                "limit": "maxLineBytes",
+                                "value": max_line,
+                            },
+                        )
+                    )
+                )
+            elif line.strip():
+                reply = protocol.handle(line)
+                if reply is not None:
+                    send(reply)
+                for note in protocol.list_changed():
+                    send(note)
+                if protocol.shutdown_requested:
+                    return 0
+            busy = False
+            if stop_requested:
+                return 0
+    except _Stop:
+        return 0
+    except (BrokenPipeError, KeyboardInterrupt):
+        return 0
