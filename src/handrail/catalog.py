@@ -15,7 +15,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -28,6 +28,11 @@ from handrail.model import Workflow
 log = logging.getLogger("handrail.catalog")
 
 FALSE_WORDS = {"0", "false", "no", "off"}
+# A file changed this recently may change again without its stamp changing (timestamps
+# are coarse); its stamp is not trusted, so it is read again at the next look.
+RACY_NS = 2_000_000_000
+_UNSETTLED = (-1, -1, -1, -1)
+Stamp = tuple[int, int, int, int]  # mtime_ns, size, inode, ctime_ns
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,11 +119,17 @@ def discover(source: Source) -> tuple[list[Path], list[Diagnostic]]:
         return [], []
     if root.is_file():
         return [root], []
+    if not root.is_dir():
+        return [], [_refusal(root, "refused: not a regular file")]
     found: list[Path] = []
     refused: list[Diagnostic] = []
     base = _resolved(root)
     for directory, dirnames, filenames in os.walk(root, followlinks=False):
         dirnames.sort()
+        for name in dirnames:  # never followed; one that leads outside is refused
+            path = Path(directory) / name
+            if path.is_symlink() and not _resolved(path).is_relative_to(base):
+                refused.append(_refusal(path, f"refused: the link leads outside {root}"))
         for name in sorted(filenames):
             if not name.endswith(".json"):
                 continue
@@ -142,16 +153,52 @@ class Catalog:
     max_bytes: int = DEFAULT_MAX_BYTES
     interval: float = 0.25
     _snapshot: Snapshot | None = None
-    _stamps: dict[Path, tuple[int, int]] = field(default_factory=dict)
+    _stamps: dict[Path, Stamp] = field(default_factory=dict)
     _compiled: dict[Path, Compiled] = field(default_factory=dict)
     _last_good: dict[Path, Workflow] = field(default_factory=dict)
     _checked_at: float = 0.0
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _generation: int = 0
     _refused: tuple[tuple[str, str], ...] = ()
+    _watcher: threading.Thread | None = None
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _listeners: list[Callable[[Snapshot], None]] = field(default_factory=list)
+
+    def watch(self, interval: float | None = None) -> None:
+        """Poll the sources on a daemon thread, so that a request only reads the current
+        snapshot: no file system work on the request path."""
+        if self._watcher is not None:
+            return
+        if interval is not None:
+            self.interval = interval
+        self.snapshot()
+        self._watcher = threading.Thread(target=self._poll, name="handrail-watch", daemon=True)
+        self._watcher.start()
+
+    def on_change(self, listener: Callable[[Snapshot], None]) -> None:
+        """Call `listener(snapshot)` (from the watcher thread) whenever a new snapshot appears."""
+        self._listeners.append(listener)
+
+    def close(self) -> None:
+        self._stop.set()
+
+    def _poll(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                before = self._snapshot
+                with self._lock:
+                    self._refresh()
+                    self._checked_at = time.monotonic()
+                if self._snapshot is not before and self._snapshot is not None:
+                    for listener in self._listeners:
+                        listener(self._snapshot)
+            except Exception:  # the watcher must outlive any one bad refresh
+                log.exception("reloading workflows failed; keeping the previous catalog")
 
     def snapshot(self) -> Snapshot:
         """The current snapshot; looks for changed files when `interval` has passed."""
+        if self._watcher is not None and self._snapshot is not None:
+            return self._snapshot  # the watcher keeps it current
         now = time.monotonic()
         if self._snapshot is None or now - self._checked_at >= self.interval:
             with self._lock:
@@ -171,29 +218,34 @@ class Catalog:
     def _refresh(self) -> None:
         listing: list[tuple[Source, list[Path]]] = []
         refused: list[Diagnostic] = []
-        stamps: dict[Path, tuple[int, int]] = {}
+        stamps: dict[Path, Stamp] = {}
+        now = time.time_ns()
         for source in self.sources:
             files, problems = discover(source)
             refused.extend(problems)
             listing.append((source, files))
             for path in files:
                 try:
-                    st = path.stat()
+                    stamps[path] = _stamp(path)
                 except OSError:
                     continue
-                stamps[path] = (st.st_mtime_ns, st.st_size)
         refused_key = tuple((d.file, d.message) for d in refused)
         if self._snapshot is not None and stamps == self._stamps and refused_key == self._refused:
             return  # nothing changed: no recompilation, no new snapshot
-        self._refused = refused_key
         changed = {p for p, s in stamps.items() if self._stamps.get(p) != s}
+        dirty = self._snapshot is None or refused_key != self._refused or stamps.keys() != self._stamps.keys()
         for path in set(self._compiled) - set(stamps):
             self._compiled.pop(path, None)
             self._last_good.pop(path, None)
         for path in changed:
-            self._compiled[path] = compile_path(path, max_bytes=self.max_bytes)
-        self._stamps = stamps
-        self._snapshot = self._assemble(listing, refused)
+            compiled = _compile(path, self.max_bytes)
+            if not _same(self._compiled.get(path), compiled):
+                self._compiled[path] = compiled
+                dirty = True
+        self._refused = refused_key
+        self._stamps = {p: _UNSETTLED if now - max(s[0], s[3]) < RACY_NS else s for p, s in stamps.items()}
+        if dirty:  # a touch, or a look at an unsettled file, that changed nothing makes no new snapshot
+            self._snapshot = self._assemble(listing, refused)
 
     def _assemble(self, listing: list[tuple[Source, list[Path]]], refused: list[Diagnostic]) -> Snapshot:
         entries: dict[str, Entry] = {}
@@ -248,6 +300,26 @@ class Catalog:
             MappingProxyType(per_source),
             self._generation,
         )
+
+
+def _stamp(path: Path) -> Stamp:
+    st = path.stat()
+    return (st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns)
+
+
+def _compile(path: Path, max_bytes: int) -> Compiled:
+    try:
+        return compile_path(path, max_bytes=max_bytes)
+    except Exception as exc:  # a compiler bug in one file must not stop the others loading
+        log.exception("compiling %s failed", path)
+        return Compiled(str(path), None, (_refusal(path, f"the file could not be compiled ({exc!r})"),))
+
+
+def _same(old: Compiled | None, new: Compiled) -> bool:
+    if old is None:
+        return False
+    revisions = [c.workflow.revision if c.workflow is not None else None for c in (old, new)]
+    return revisions[0] == revisions[1] and old.diagnostics == new.diagnostics
 
 
 def load_catalog(*paths: str | Path, bundled: bool = True, max_bytes: int = DEFAULT_MAX_BYTES) -> Catalog:

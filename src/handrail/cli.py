@@ -55,6 +55,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="BYTES",
         help="longest accepted message line (default 4 MiB)",
     )
+    start.add_argument(
+        "--reload-interval",
+        type=float,
+        default=0.5,
+        metavar="SECONDS",
+        help="how often to look for changed workflow files (default 0.5)",
+    )
 
     check = sub.add_parser("check", help="report every problem in workflow files")
     check.add_argument("paths", nargs="+", metavar="PATH", help="files or folders (recursive)")
@@ -109,8 +116,11 @@ def _start(args: argparse.Namespace) -> int:
     from handrail.stdio import serve
 
     catalog = _catalog(args)
-    catalog.snapshot()
-    return serve(Protocol(Service(catalog)), max_line=args.max_line)
+    catalog.watch(interval=args.reload_interval)
+    try:
+        return serve(Protocol(Service(catalog)), max_line=args.max_line)
+    finally:
+        catalog.close()
 
 
 def _check_files(paths: Sequence[str]) -> tuple[list[Path], list[str]]:

@@ -34,6 +34,8 @@ PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR =
     -32603,
 )
 SERVER_ERROR = -32000
+_LONG_DIGITS = re.compile(r"\d{19}")  # 19 digits or more: maybe past 64 bits
+_LONG_DIGITS_B = re.compile(rb"\d{19}")
 _MISSING = object()
 
 
@@ -56,14 +58,33 @@ def decode(data: bytes | str) -> Any:
     import orjson
 
     try:
-        return orjson.loads(data)
+        message = orjson.loads(data)
     except orjson.JSONDecodeError as first:
-        try:  # the standard library takes what orjson refuses: integers past 64 bits
-            return json.loads(data)
+        try:  # the standard library takes what orjson refuses: escaped lone surrogates
+            return _strict_loads(data)
         except RecursionError:
             raise ValueError("nested too deeply") from None
         except (ValueError, UnicodeDecodeError):
             raise ValueError(str(first)) from None
+    found = _LONG_DIGITS_B.search(data) if isinstance(data, bytes) else _LONG_DIGITS.search(data)
+    if found:
+        # orjson reads an integer past 64 bits as a float (an id 2**70 would come back
+        # as 1.1805916207174113e+21); the standard library keeps it exact.
+        try:
+            return _strict_loads(data)
+        except RecursionError:
+            return message
+    return message
+
+
+def _strict_loads(data: bytes | str) -> Any:
+    """The standard library, held to what orjson accepts: UTF-8 only, no NaN or Infinity."""
+    text = data.decode("utf-8") if isinstance(data, bytes) else data
+    return json.loads(text, parse_constant=_no_constant)
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
 
 
 def negotiate(requested: str) -> str | None:
@@ -220,12 +241,18 @@ class Protocol:
         return None
 
     def _tools_call(self, params: dict[str, Any]) -> dict[str, Any]:
-        name = params.get("name")
+        name = params.get("name", _MISSING)
         if not isinstance(name, str) or not Service.knows(name):
+            # never echo a non-string name: it may be huge, or nested past repr's limit
+            details = (
+                "name is required"
+                if name is _MISSING
+                else "name must be a string"
+                if not isinstance(name, str)
+                else f"unknown tool {name[:100]!r}"
+            )
             raise RpcError(
-                INVALID_PARAMS,
-                "Invalid params",
-                {"details": f"unknown tool {name!r}", "tools": list(_tool_names())},
+                INVALID_PARAMS, "Invalid params", {"details": details, "tools": list(_tool_names())}
             )
         arguments = params.get("arguments", {})
         try:

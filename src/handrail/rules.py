@@ -7,12 +7,13 @@ between identical rules; a check only calls what was compiled.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from handrail.expr import Report, compile_condition
 from handrail.model import Check, Condition, Context, Output, Rule
-from handrail.patterns import PatternError, compile_pattern
+from handrail.patterns import PatternError, compile_pattern, flag_bits
 
 Failures = list[tuple[str, str]]
 RULE_FIELDS = {
@@ -118,20 +119,25 @@ def _regex(raw: Mapping[str, Any], message: str, at: str, report: Report) -> tup
     if not isinstance(pattern, str):
         report("H403", "error", "a `regex` rule needs a `pattern`", at, 'add "pattern": "<regex>"')
         return None
+    if not isinstance(flags, str):
+        report("H401", "error", 'invalid regex flags: `flags` is a string such as "im"', f"{at}/flags")
+        return None
     try:
-        search = compile_pattern(pattern, flags if isinstance(flags, str) else "").search
+        flag_bits(flags)  # first: a pattern's own error may mention flags, e.g. "(?i)" placement
     except PatternError as exc:
-        if "flag" in exc.message:
-            report("H401", "error", f"invalid regex flags: {exc.message}", f"{at}/flags")
-        else:
-            report(
-                "H400",
-                "error",
-                f"invalid regex: {exc.message}",
-                f"{at}/pattern",
-                None,
-                exc.offset,
-            )
+        report("H401", "error", f"invalid regex flags: {exc.message}", f"{at}/flags")
+        return None
+    try:
+        search = compile_pattern(pattern, flags).search
+    except PatternError as exc:
+        report(
+            "H400",
+            "error",
+            f"invalid regex: {exc.message}",
+            f"{at}/pattern",
+            None,
+            exc.offset,
+        )
         return None
     shown = f"/{pattern}/{flags}"
     failure = [(message, f"Make the output match the pattern {shown}.")]
@@ -143,6 +149,10 @@ def _length(raw: Mapping[str, Any], message: str, at: str, report: Report) -> tu
     if low is None and high is None:
         report("H403", "error", "a `length` rule needs `min`, `max` or both", at)
         return None
+    for key, bound in (("min", low), ("max", high)):
+        if bound is not None and (not isinstance(bound, int | float) or isinstance(bound, bool) or bound < 0):
+            report("H403", "error", f"`{key}` of a `length` rule is a number of characters", f"{at}/{key}")
+            return None
     if low is not None and high is not None and low > high:
         report("H404", "error", f"`min` ({low}) is greater than `max` ({high})", f"{at}/min")
         return None
@@ -174,7 +184,11 @@ def _schema(raw: Mapping[str, Any], message: str, at: str, report: Report) -> tu
         where, text = problem
         report("H402", "error", f"invalid JSON Schema: {text}", f"{at}/schema{where}")
         return None
-    validate = shared_validator(schema)
+    try:
+        validate = shared_validator(schema)
+    except Exception as exc:  # valid by the meta-schema, yet unusable, e.g. an unresolvable $ref
+        report("H402", "error", f"invalid JSON Schema: {exc}", f"{at}/schema")
+        return None
     required = schema.get("required")
     description = "JSON matching the schema"
     if isinstance(required, list) and required:
@@ -274,18 +288,29 @@ def shared_validator(schema: Mapping[str, Any]) -> Callable[[Any], tuple[str, st
         try:
             compiled(value)
         except fastjsonschema.JsonSchemaValueException as exc:
-            return _json_path(exc.path), _reason(exc)
+            return _json_path(exc.path, value), _reason(exc)
         return None
 
     _validators[key] = validate
     return validate
 
 
-def _json_path(path: list[Any] | None) -> str:
+def _json_path(path: list[Any] | None, value: Any) -> str:
+    """fastjsonschema's path (['data', 'items', '0', 'url']; indexes come as strings)
+    -> '$.items[0].url', read against the value so list indexes show as [n]."""
     out = "$"
     for part in (path or ["data"])[1:]:
-        out += f"[{part}]" if isinstance(part, int) else f".{part}"
+        key = str(part)
+        if isinstance(value, list) and key.isdecimal() and int(key) < len(value):
+            out += f"[{key}]"
+            value = value[int(key)]
+            continue
+        out += f".{key}" if _PLAIN_KEY.fullmatch(key) else "[" + json.dumps(key, ensure_ascii=False) + "]"
+        value = value.get(key) if isinstance(value, dict) else None
     return out
+
+
+_PLAIN_KEY = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")
 
 
 def _reason(exc: Any) -> str:

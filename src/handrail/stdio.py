@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import signal
+import threading
 import sys
 from types import FrameType
 from typing import BinaryIO
@@ -45,9 +46,19 @@ def serve(
         with contextlib.suppress(ValueError):  # not the main thread (tests): signals stay
             signal.signal(sig, on_signal)
 
+    writing = threading.Lock()  # the catalog watcher sends notifications from its own thread
+
     def send(data: bytes) -> None:
-        sink.write(data + b"\n")
-        sink.flush()
+        with writing:
+            sink.write(data + b"\n")
+            sink.flush()
+
+    def on_change(snapshot: object) -> None:
+        for note in protocol.list_changed():
+            with contextlib.suppress(OSError, ValueError):
+                send(note)
+
+    protocol.service.catalog.on_change(on_change)
 
     try:
         while True:

@@ -66,9 +66,19 @@ def compile_text(data: str | bytes, file: str = "<memory>") -> Compiled:
         try:
             text = data.decode("utf-8-sig")
         except UnicodeDecodeError as exc:
-            return _failure(file, "H002", f"the file is not UTF-8 (byte {exc.start})")
+            before = data[: exc.start].decode("utf-8-sig")  # valid up to the bad byte
+            line = before.count("\n") + 1
+            column = len(before) - (before.rfind("\n") + 1) + 1
+            return _failure(
+                file,
+                "H002",
+                f"the file is not UTF-8: byte {data[exc.start]:#04x} at offset {exc.start}",
+                line,
+                column,
+                "save the file as UTF-8",
+            )
     else:
-        text = data
+        text = data.removeprefix("\ufeff")  # as utf-8-sig does for bytes
     if not text.strip():
         return _failure(file, "H001", "the file is empty", hint="a workflow is a JSON object")
     document, problem = parse_json(text)
@@ -87,15 +97,15 @@ def compile_text(data: str | bytes, file: str = "<memory>") -> Compiled:
         raw.append((code, severity, message, pointer, hint, offset))
 
     workflow = None
-    if check_workflow(document):
-        try:
+    try:  # both validators and the builder recurse; no workflow nests hundreds deep
+        if check_workflow(document):
             workflow = build_workflow(document, text, file, report)
-        except RecursionError:
-            report("H001", "error", "the workflow is nested too deeply", "")
-    else:
-        raw.extend(schema_diagnostics(document))
-        if not raw:  # the two validators disagree; never let a bad file through silently
-            report("H103", "error", "the workflow does not satisfy the schema", "")
+        else:
+            raw.extend(schema_diagnostics(document))
+            if not raw:  # the two validators disagree; never let a bad file through silently
+                report("H103", "error", "the workflow does not satisfy the schema", "")
+    except RecursionError:
+        return _failure(file, "H001", "the workflow is nested too deeply")
     if not raw:
         return Compiled(file, workflow, ())
     where = SourceMap(text)

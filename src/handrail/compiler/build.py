@@ -111,20 +111,34 @@ class _Build:
                 target = self.entries[body]
                 target.parent = sid
                 target.functions = entry.functions + _function_names(raw.get("functionDefinitions"))
-        # a loop that contains itself through bodies would never end
-        for sid in self.owner:
-            seen, cursor = {sid}, self.owner.get(sid)
-            while cursor is not None:
-                if cursor in seen:
-                    self.report(
-                        "H208",
-                        "error",
-                        f"loops `{sid}` and `{cursor}` contain each other",
-                        self.entries[sid].pointer,
-                    )
-                    break
-                seen.add(cursor)
+        # loops that contain each other through their bodies would never end
+        reported: set[str] = set()
+        for sid in self.order:
+            chain: list[str] = []
+            cursor: str | None = sid
+            while cursor is not None and cursor not in chain and cursor not in reported:
+                chain.append(cursor)
                 cursor = self.owner.get(cursor)
+            if cursor is None or cursor in reported:
+                continue
+            cycle = chain[chain.index(cursor) :]
+            reported.update(cycle)
+            # start at a loop whose body is a reference: that is what closes the cycle
+            first = min(
+                (i for i in cycle if isinstance(self.entries[i].raw["body"], str)),
+                key=self.order.index,
+            )
+            start = cycle.index(first)
+            ring = cycle[start:] + cycle[:start]
+            # `ring` runs from a step to the loop whose body it is; say it from the outside in
+            path = " -> ".join(f"`{i}`" for i in [first, *reversed(ring[1:]), first])
+            self.report(
+                "H208",
+                "error",
+                f"loops contain each other: {path}",
+                f"{self.entries[first].pointer}/body",
+                "a loop's body cannot lead back to the loop; break the cycle",
+            )
 
     def gather_variables(self) -> None:
         """Names a template may use: loop variables and anything a condition tests."""
@@ -159,7 +173,7 @@ class _Build:
                     f"template `{{{{{name}}}}}` names `{root}`, which no condition tests and no loop sets",
                     at,
                     did_you_mean(root, sorted(self.known_vars))
-                    or "the agent must set it in the context, or it renders as [unset]",
+                    or f"the agent must set it in the context, or it shows as [unset: {name}]",
                     match.start(1),
                 )
 
@@ -180,9 +194,25 @@ class _Build:
         return refs
 
     def condition(self, raw: Mapping[str, Any], key: str, at: str, what: str) -> Condition | None:
+        """The compiled condition; None when there is none, or when it has errors (reported)."""
         if key not in raw:
             return None
-        return compile_condition(raw[key], f"{at}/{key}", self.report, what=what)
+        failed = False
+
+        def checked(
+            code: str,
+            severity: str,
+            message: str,
+            pointer: str,
+            hint: str | None = None,
+            offset: int | None = None,
+        ) -> None:
+            nonlocal failed
+            failed = failed or severity == "error"
+            self.report(code, severity, message, pointer, hint, offset)
+
+        compiled = compile_condition(raw[key], f"{at}/{key}", checked, what=what)
+        return None if failed else compiled
 
     def confirmation(self, raw: Mapping[str, Any], at: str) -> bool | Condition:
         value = raw.get("requireConfirmation", False)
@@ -281,6 +311,11 @@ def build_workflow(document: Mapping[str, Any], text: str, file: str, report: Re
     _check_file_name(document["id"], file, report)
     import orjson
 
+    try:
+        source = orjson.dumps(document)
+    except TypeError:  # orjson refuses to nest deeper than 254; no workflow needs to
+        report("H001", "error", "the workflow is nested too deeply", "")
+        source = b""
     return Workflow(
         id=document["id"],
         name=document["name"],
@@ -293,7 +328,7 @@ def build_workflow(document: Mapping[str, Any], text: str, file: str, report: Re
         meta_guidance=tuple(document.get("metaGuidance", ())),
         sequence=sequence,
         nodes=nodes,
-        document=orjson.dumps(document),
+        document=source,
         file=file,
         revision=hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16],
     )

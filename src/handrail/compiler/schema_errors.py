@@ -36,7 +36,8 @@ def schema_diagnostics(document: Any) -> list[Raw]:
     out: list[Raw] = []
     for error in _validator().iter_errors(document):
         out.extend(_explain(error))
-    return out
+    # jsonschema raises `required` once per missing name, and each names them all
+    return list(dict.fromkeys(out))
 
 
 def _explain(error: Any) -> Iterator[Raw]:
@@ -49,17 +50,20 @@ def _explain(error: Any) -> Iterator[Raw]:
         is_condition = "var" in allowed and "and" in allowed
         for key in sorted(set(instance) - set(allowed)):
             if is_condition:
+                alias = OPERATOR_ALIASES.get(key)
                 yield (
                     "H301",
                     "error",
                     f"unknown condition operator `{key}`",
-                    f"{at}/{key}",
-                    did_you_mean(key, allowed),
+                    f"{at}/{_escape(key)}",
+                    f"did you mean `{alias}`?"
+                    if alias
+                    else did_you_mean(key, allowed) or "operators: " + ", ".join(allowed),
                     KEY,
                 )
             else:
                 hint = did_you_mean(key, allowed) or "remove it; known fields: " + ", ".join(allowed)
-                yield ("H101", "error", f"unknown field `{key}`", f"{at}/{key}", hint, KEY)
+                yield ("H101", "error", f"unknown field `{key}`", f"{at}/{_escape(key)}", hint, KEY)
     elif kind == "required":
         for name in error.validator_value:
             if name not in instance:
@@ -93,6 +97,15 @@ def _explain(error: Any) -> Iterator[Raw]:
                     None,
                 )
             seen.append(item)
+    elif kind == "pattern" and at == "/version":
+        yield (
+            "H103",
+            "error",
+            f"{_short(instance)} is not a semantic version (MAJOR.MINOR.PATCH)",
+            at,
+            _version_hint(instance),
+            None,
+        )
     elif kind == "pattern":
         yield (
             "H103",
@@ -128,6 +141,32 @@ def _explain(error: Any) -> Iterator[Raw]:
         )
     else:
         yield ("H103", "error", _clean(error.message), at, None, None)
+
+
+# Operator names other condition languages use, and handrail's word for each.
+OPERATOR_ALIASES = {
+    "eq": "equals",
+    "ne": "not_equals",
+    "neq": "not_equals",
+    "notEquals": "not_equals",
+    "not_equal": "not_equals",
+    "greaterThan": "gt",
+    "greaterThanOrEqual": "gte",
+    "lessThan": "lt",
+    "lessThanOrEqual": "lte",
+    "includes": "contains",
+    "regex": "matches",
+}
+
+
+def _escape(key: str) -> str:
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+def _version_hint(value: Any) -> str:
+    parts = re.findall(r"\d+", value)[:3] if isinstance(value, str) else []
+    fixed = ".".join(str(int(p)) for p in [*parts, "0", "0", "0"][:3]) if parts else "1.0.0"
+    return f"write it as MAJOR.MINOR.PATCH, e.g. `{fixed}`"
 
 
 def _add_hint(name: str) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import bisect
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,14 +27,25 @@ def parse_json(text: str) -> tuple[Any, SyntaxProblem | None]:
 
     try:
         return orjson.loads(text), None
-    except orjson.JSONDecodeError:
-        pass
-    try:  # the standard library says where the problem is, in lines and columns
-        return json.loads(text), None
+    except orjson.JSONDecodeError as exc:
+        strict = exc
+    try:  # the standard library words syntax errors better, in lines and columns
+        json.loads(text)
     except json.JSONDecodeError as exc:
+        if not text[exc.pos :].strip():
+            return None, SyntaxProblem(
+                f"invalid JSON: the file ends before the JSON does ({exc.msg})", exc.lineno, exc.colno
+            )
         return None, SyntaxProblem(f"invalid JSON: {exc.msg}", exc.lineno, exc.colno)
     except RecursionError:
         return None, SyntaxProblem("invalid JSON: nested too deeply", 1, 1)
+    # The standard library is laxer: it takes NaN, Infinity, lone surrogates and numbers
+    # too large for a double, none of which a workflow can hold; orjson says where they are.
+    word = re.match(r"-?Infinity|NaN", text[strict.pos :]) if 0 <= strict.pos < len(text) else None
+    message = f"{word.group()} is not a JSON value" if word else strict.msg
+    if "is infinity" in message:
+        message = "the number is too large"
+    return None, SyntaxProblem(f"invalid JSON: {message}", strict.lineno, strict.colno)
 
 
 class SourceMap:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from handrail.engine.state import Frame
@@ -39,7 +39,7 @@ def compose(
     workflow: Workflow,
     step: Step,
     scope: Context,
-    frames: Sequence[Frame],
+    loops: Sequence[tuple[Frame, Mapping[str, Any]]],
     *,
     first: bool,
     notes: Sequence[str] = (),
@@ -54,12 +54,12 @@ def compose(
     parts.append(f"## {render(step.title, scope)}\n{render(step.prompt, scope)}")
     if step.guidance:
         parts.append("Guidance:\n" + "\n".join(f"- {render(g, scope)}" for g in step.guidance))
-    for frame in frames:
+    for frame, variables in loops:  # outermost first, each with its own loop variables
         loop = frame.loop
         line = f"Loop `{loop.title}`: iteration {frame.iteration} (at most {loop.max_iterations})"
         if loop.kind == "forEach":
-            items = scope.get(loop.item_var)
-            line += f"; {loop.item_var} = {json.dumps(items, ensure_ascii=False, default=str)}"
+            item = variables.get(loop.item_var)
+            line += f"; {loop.item_var} = {json.dumps(item, ensure_ascii=False, default=str)}"
             line += f" ({loop.index_var} = {frame.iteration - 1})"
         parts.append(line)
     criteria = [criteria_text(rule) for rule in step.rules]

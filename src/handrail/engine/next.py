@@ -7,6 +7,7 @@ client must send next time (loop bookkeeping applied).
 
 from __future__ import annotations
 
+import json
 from collections import ChainMap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -28,7 +29,11 @@ class _Walk:
     done: set[str]
     frames: list[Frame]
     waiting: dict[str, list[Any]] = field(default_factory=dict)  # missing variable -> wanted values
+    unusable: dict[str, str] = field(default_factory=dict)  # variable set to a value of the wrong kind
     notes: list[str] = field(default_factory=list)
+    waits: int = 0  # how many times something waited on the context; a loop compares before/after
+    stalled: bool = False  # a running loop waits on the context: nothing after it may run
+    depth: int = 0  # how many running loops enclose the step found
 
     def scope(self, depth: int) -> Context:
         """The context seen at `depth`: loop variables of the running frames over the caller's."""
@@ -36,14 +41,20 @@ class _Walk:
             return self.context
         layers: dict[str, Any] = {}
         for frame in self.frames[:depth]:
-            layers.update(loop_variables(frame, ChainMap(layers, self.context)))  # type: ignore[arg-type]
+            layers.update(frame.variables(ChainMap(layers, self.context)))  # type: ignore[arg-type]
         return ChainMap(layers, self.context)  # type: ignore[arg-type]  # read-only use
+
+    def wait(self, name: str, wanted: Sequence[Any] = (), unusable: str | None = None) -> None:
+        values = self.waiting.setdefault(name, [])
+        values.extend(v for v in wanted if v not in values)
+        if unusable:
+            self.unusable[name] = unusable
+        self.waits += 1
 
     def skipped(self, condition: Condition, scope: Context) -> None:
         for name, wanted in condition.looks_for:
             if lookup(scope, name) is MISSING:
-                values = self.waiting.setdefault(name, [])
-                values.extend(v for v in wanted if v not in values)
+                self.wait(name, wanted)
 
     def finish(self, sid: str) -> None:
         if sid not in self.done:
@@ -55,6 +66,11 @@ class _Walk:
         self.completed[:] = [s for s in self.completed if s not in inner]
         self.done -= inner
 
+    def end(self, loop: Loop) -> None:
+        self.forget_body(loop)
+        self.frames.pop()
+        self.finish(loop.id)
+
     def walk(self, sequence: Sequence[str], depth: int) -> Step | None:
         scope = self.scope(depth)
         for sid in sequence:
@@ -63,11 +79,12 @@ class _Walk:
             node = self.workflow.nodes[sid]
             if isinstance(node, Step):
                 if node.run_condition is None or node.run_condition.holds(scope):
+                    self.depth = depth
                     return node
                 self.skipped(node.run_condition, scope)
                 continue
             found = self.run_loop(node, depth, scope)
-            if found is not None:
+            if found is not None or self.stalled:
                 return found
         return None
 
@@ -85,29 +102,39 @@ class _Walk:
                 self.frames.pop()
                 return None
             if not verdict:
-                self.frames.pop()
-                self.finish(loop.id)
+                self.end(loop)
                 return None
         frame = self.frames[depth]
         for _ in range(loop.max_iterations + 1):  # bounded: every pass advances the iteration
+            waits = self.waits
             found = self.walk(loop.body, depth + 1)
-            if found is not None:
+            if found is not None or self.stalled:
                 return found
+            if self.waits != waits:
+                # a body step (or inner loop) waits on the context: this iteration is not over
+                self.stalled = True
+                return None
             del self.frames[depth + 1 :]
-            self.forget_body(loop)
             frame.iteration += 1
-            verdict = frame.iteration <= loop.max_iterations and self.may_iterate(depth)
             if frame.iteration > loop.max_iterations:
-                self.notes.append(
-                    f"Loop `{loop.id}` stopped at its limit of {loop.max_iterations} iterations."
-                )
+                if self.may_iterate(depth, record=False):
+                    self.notes.append(
+                        f"Loop `{loop.id}` stopped at its limit of {loop.max_iterations} iterations."
+                    )
+                self.end(loop)
+                return None
+            verdict = self.may_iterate(depth)
+            if verdict is None:  # the next iteration waits on the context: stay on this one
+                frame.iteration -= 1
+                self.stalled = True
+                return None
+            self.forget_body(loop)
             if not verdict:
-                self.frames.pop()
-                self.finish(loop.id)
+                self.end(loop)
                 return None
         raise AssertionError("unreachable: the iteration bound ends every loop")
 
-    def may_iterate(self, depth: int) -> bool | None:
+    def may_iterate(self, depth: int, *, record: bool = True) -> bool | None:
         """Whether the frame at `depth` runs its current iteration; None when undecidable."""
         frame = self.frames[depth]
         loop = frame.loop
@@ -117,12 +144,15 @@ class _Walk:
             if loop.condition is None:
                 return False
             holds = loop.condition.holds(scope)
-            if holds if loop.kind == "while" else not holds:
+            if loop.kind == "until":
+                return not holds  # checked before every iteration; unset means not yet
+            if holds:
                 return True
             if frame.iteration == 1 and any(
                 lookup(scope, name) is MISSING for name in loop.condition.variables
             ):
-                self.skipped(loop.condition, scope)
+                if record:
+                    self.skipped(loop.condition, scope)
                 return None  # undecided until the context sets what the condition reads
             return False
         if loop.kind == "for":
@@ -130,24 +160,35 @@ class _Walk:
             if isinstance(count, str) and count.strip().isdigit():
                 count = int(count)
             if not is_number(count):
-                self.waiting.setdefault(str(loop.count), [])
+                if record:
+                    self.wait(str(loop.count), (), _unusable(count, "a number"))
                 return None
             return bool(frame.iteration <= count)
         items = lookup(outer, loop.items or "")
         if not isinstance(items, list):
-            self.waiting.setdefault(str(loop.items), [])
+            if record:
+                self.wait(str(loop.items), (), _unusable(items, "a list"))
             return None
         return frame.iteration <= len(items)
 
 
-def loop_variables(frame: Frame, context: Context) -> dict[str, Any]:
-    loop = frame.loop
-    out: dict[str, Any] = {loop.iteration_var: frame.iteration, loop.index_var: frame.iteration - 1}
-    if loop.kind == "forEach":
-        items = lookup(context, loop.items or "")
-        if isinstance(items, list) and frame.iteration - 1 < len(items):
-            out[loop.item_var] = items[frame.iteration - 1]
-    return out
+def _unusable(value: Any, wanted: str) -> str | None:
+    """Why a variable that is set cannot drive a loop; None when it is simply not set."""
+    if value is MISSING:
+        return None
+    if value is None:
+        kind = "null"
+    elif isinstance(value, bool):
+        kind = "a boolean"
+    elif is_number(value):
+        kind = "a number"
+    elif isinstance(value, str):
+        kind = "a string"
+    elif isinstance(value, list):
+        kind = "a list"
+    else:
+        kind = "an object"
+    return f"it is {kind}, it must be {wanted}"
 
 
 def _descendants(workflow: Workflow, loop: Loop) -> set[str]:
@@ -183,7 +224,7 @@ def next_step(
     state: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The seed's {step, guidance, isComplete}, plus `completedSteps` and `state` to send back."""
-    context = context or {}
+    context = {} if context is None else context
     if not isinstance(context, Mapping):
         raise InvalidParams(data={"details": "context must be an object"})
     check_completed(workflow, completed_steps)
@@ -198,25 +239,27 @@ def next_step(
         "state": {"loops": [f.as_dict() for f in walk.frames]},
     }
     if step is not None:
-        scope = walk.scope(len(walk.frames))
+        depth = walk.depth  # the running loops that enclose the step (an earlier step may reappear)
+        scope = walk.scope(depth)
+        enclosing = [(f, f.variables(walk.scope(i))) for i, f in enumerate(walk.frames[:depth])]
         result["step"] = step_view(step, scope)
         result["guidance"] = compose(
-            workflow, step, scope, walk.frames, first=not completed_steps, notes=walk.notes
+            workflow, step, scope, enclosing, first=not completed_steps, notes=walk.notes
         )
         result["isComplete"] = False
-        if walk.frames:
-            frame = walk.frames[-1]
+        if enclosing:
+            frame, variables = enclosing[-1]
             result["loop"] = {
                 "id": frame.loop.id,
                 "title": frame.loop.title,
                 "iteration": frame.iteration,
-                **loop_variables(frame, walk.scope(len(walk.frames) - 1)),
+                **variables,
             }
         return result
     result["step"] = None
     if walk.waiting:
         result["isComplete"] = False
-        result["guidance"] = _blocked(walk.waiting)
+        result["guidance"] = _blocked(walk.waiting, walk.unusable, walk.notes)
     else:
         result["isComplete"] = True
         text = f"Workflow `{workflow.name}` is complete: every step that applies is done."
@@ -228,19 +271,22 @@ def next_step(
     return result
 
 
-def _blocked(waiting: dict[str, list[Any]]) -> dict[str, Any]:
-    import json
-
+def _blocked(waiting: dict[str, list[Any]], unusable: dict[str, str], notes: Sequence[str]) -> dict[str, Any]:
     lines = []
     for name, values in waiting.items():
-        wanted = ", ".join(json.dumps(v, ensure_ascii=False) for v in values)
-        lines.append(f"- `{name}`" + (f" (the conditions look for {wanted})" if wanted else ""))
+        line = f"- `{name}`"
+        if values:
+            wanted = ", ".join(json.dumps(v, ensure_ascii=False) for v in values)
+            line += f" (the conditions look for {wanted})"
+        if name in unusable:
+            line += f" ({unusable[name]})"
+        lines.append(line)
     prompt = (
         "No remaining step can run yet: their conditions read context variables that are not set.\n"
         "Set these in `context` and call workflow_next again:\n" + "\n".join(lines)
     )
     return {
-        "prompt": prompt,
+        "prompt": "\n\n".join([prompt, *notes]),
         "requiresConfirmation": False,
         "validationCriteria": [],
         "missingContext": {name: list(values) for name, values in waiting.items()},

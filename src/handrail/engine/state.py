@@ -7,12 +7,14 @@ workflow is a StateError (-32005) that says what is wrong.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from handrail.errors import StateError
-from handrail.model import Loop, Workflow
+from handrail.expr import lookup
+from handrail.model import Context, Loop, Workflow
 
 
 @dataclass(slots=True)
@@ -23,10 +25,40 @@ class Frame:
     def as_dict(self) -> dict[str, Any]:
         return {"id": self.loop.id, "iteration": self.iteration}
 
+    def variables(self, context: Context) -> dict[str, Any]:
+        """The loop variables this frame sets, given the context its loop reads `items` from."""
+        loop = self.loop
+        out: dict[str, Any] = {loop.iteration_var: self.iteration, loop.index_var: self.iteration - 1}
+        if loop.kind == "forEach":
+            items = lookup(context, loop.items or "")
+            if isinstance(items, list) and self.iteration - 1 < len(items):
+                out[loop.item_var] = items[self.iteration - 1]
+        return out
+
+
+def iteration_limit(loop: Loop) -> int:
+    """The highest iteration a loop can reach whatever the context: maxIterations, or a
+    literal `for` count below it."""
+    if loop.kind == "for" and isinstance(loop.count, int):
+        return max(0, min(loop.max_iterations, loop.count))
+    return loop.max_iterations
+
 
 def read_state(workflow: Workflow, state: Mapping[str, Any] | None, completed: set[str]) -> list[Frame]:
-    if state is None:
-        return []
+    frames = _frames(workflow, state, completed) if state is not None else []
+    running = {f.loop.id for f in frames}
+    for sid in completed:
+        node = workflow.nodes[sid]
+        if node.loop is not None and node.loop not in running:
+            raise StateError(
+                f"step `{sid}` belongs to loop `{node.loop}`, which is not running; "
+                "send back the `state` and `completedSteps` of the previous result",
+                {"stepId": sid, "loopId": node.loop},
+            )
+    return frames
+
+
+def _frames(workflow: Workflow, state: Any, completed: set[str]) -> list[Frame]:
     if not isinstance(state, Mapping):
         raise StateError("state must be an object: send back the `state` of the previous result")
     extra = set(state) - {"loops"}
@@ -47,13 +79,17 @@ def read_state(workflow: Workflow, state: Mapping[str, Any] | None, completed: s
                 f"{where} names `{loop_id}`, which is no loop of workflow `{workflow.id}`",
                 {"loopId": loop_id},
             )
-        if (
-            not isinstance(iteration, int)
-            or isinstance(iteration, bool)
-            or not (1 <= iteration <= node.max_iterations)
-        ):
+        if isinstance(iteration, float) and iteration.is_integer():
+            iteration = int(iteration)  # 2.0 from a client that writes every number as a float
+        if not isinstance(iteration, int) or isinstance(iteration, bool):
             raise StateError(
-                f"{where}: iteration {iteration!r} is outside 1..{node.max_iterations} for loop `{loop_id}`",
+                f"{where}: iteration {json.dumps(iteration, default=str)} is not a whole number",
+                {"loopId": loop_id},
+            )
+        limit = iteration_limit(node)
+        if not (1 <= iteration <= limit):
+            raise StateError(
+                f"{where}: iteration {iteration} is outside 1..{limit} for loop `{loop_id}`",
                 {"loopId": loop_id},
             )
         expected_parent = frames[-1].loop.id if frames else None
@@ -69,13 +105,4 @@ def read_state(workflow: Workflow, state: Mapping[str, Any] | None, completed: s
                 {"loopId": loop_id},
             )
         frames.append(Frame(node, iteration))
-    running = {f.loop.id for f in frames}
-    for sid in completed:
-        node = workflow.nodes[sid]
-        if node.loop is not None and node.loop not in running:
-            raise StateError(
-                f"step `{sid}` belongs to loop `{node.loop}`, which is not running; "
-                "send back the `state` and `completedSteps` of the previous result",
-                {"stepId": sid, "loopId": node.loop},
-            )
     return frames

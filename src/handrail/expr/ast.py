@@ -81,12 +81,23 @@ class Const:
 Node = Compare | Truthy | All | Any_ | Not | Const
 
 
+class FrozenDict(dict[str, Any]):
+    """An object literal in a condition: compares (and serialises) as the object it is,
+    hashes like a tuple so the tree stays hashable. Its values are frozen too."""
+
+    __slots__ = ()
+
+    def __hash__(self) -> int:  # type: ignore[override]
+        return hash(tuple(sorted(self.items())))
+
+
 def freeze(value: Any) -> Any:
-    """JSON value -> hashable, immutable equivalent (lists become tuples)."""
+    """JSON value -> hashable, immutable equivalent (lists become tuples, objects FrozenDicts)."""
     if isinstance(value, list | tuple):
         return tuple(freeze(v) for v in value)
     if isinstance(value, dict):
-        return tuple(sorted((k, freeze(v)) for k, v in value.items()))
+        # not a tuple of pairs: that would equal the list [[key, value], ...] and not the object
+        return FrozenDict((k, freeze(v)) for k, v in value.items())
     return value
 
 
@@ -101,6 +112,8 @@ def literal_text(value: Any) -> str:
         return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
     if isinstance(value, tuple):
         return "[" + ", ".join(literal_text(v) for v in value) + "]"
+    if isinstance(value, dict):  # shown for people; the text form has no object literals
+        return "{" + ", ".join(f"{literal_text(k)}: {literal_text(v)}" for k, v in value.items()) + "}"
     return repr(value)
 
 
@@ -116,6 +129,8 @@ def to_text(node: Node, parent: str = "") -> str:
         inner = to_text(node.item, "not")
         return f"not {inner}"
     word = "and" if isinstance(node, All) else "or"
+    if not node.items:  # an empty `and` holds, an empty `or` does not
+        return "true" if word == "and" else "false"
     text = f" {word} ".join(to_text(i, word) for i in node.items)
     if (parent in ("and", "not") and word == "or") or parent == "not":
         return f"({text})"

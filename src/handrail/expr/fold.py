@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from handrail.expr.ast import All, Any_, Compare, Const, Node, Not, Truthy
-from handrail.expr.semantics import is_number, lenient_equals
+from handrail.expr.semantics import as_number, is_number, lenient_equals
 
 Warn = Callable[[str, bool, Node], None]  # (reason, always_holds, node)
 
@@ -32,13 +32,16 @@ def fold(node: Node, warn: Warn) -> Node:
         return Not(inner, node.at)
     is_all = isinstance(node, All)
     items: list[Node] = []
+    seen: list[Any] = []
     for child in node.items:
         folded = fold(child, warn)
         if isinstance(folded, Const):
             if folded.value is not is_all:
                 return Const(not is_all, node.at)  # false in and / true in or decides
             continue  # neutral element
-        if folded not in items:
+        key = _key(folded)
+        if key not in seen:
+            seen.append(key)
             items.append(folded)
     if not items:
         return Const(is_all, node.at)
@@ -53,17 +56,73 @@ def fold(node: Node, warn: Warn) -> Node:
     return All(tuple(items), node.at) if is_all else Any_(tuple(items), node.at)
 
 
+def _key(node: Node) -> Any:
+    """Structural identity of a tree. Not `==` on nodes: Python has 1 == True and
+    0 == False, but `x == 1` and `x == true` are different conditions."""
+    if isinstance(node, Compare):
+        return ("compare", node.var, node.op, _tag(node.value))
+    if isinstance(node, Truthy):
+        return ("truthy", node.var)
+    if isinstance(node, Const):
+        return ("const", node.value)
+    if isinstance(node, Not):
+        return ("not", _key(node.item))
+    return ("and" if isinstance(node, All) else "or", tuple(_key(i) for i in node.items))
+
+
+def _tag(value: Any) -> Any:
+    if isinstance(value, bool):
+        return ("bool", value)
+    if is_number(value):
+        return ("number", value)
+    if isinstance(value, str):
+        return ("string", value)
+    if isinstance(value, tuple):
+        return ("list", tuple(_tag(v) for v in value))
+    if isinstance(value, dict):
+        return ("object", tuple(sorted((k, _tag(v)) for k, v in value.items())))
+    return ("null",)
+
+
+def _interchangeable(a: Any, b: Any) -> bool:
+    """Whether every value lenient-equals both literals or neither. Lenient equality is
+    not transitive ('1' and '1.0' differ, yet the number 1 equals both), so this is
+    stricter than lenient_equals(a, b)."""
+    if isinstance(a, str) and isinstance(b, str):
+        return a.strip().casefold() == b.strip().casefold()
+    if isinstance(a, tuple) and isinstance(b, tuple):
+        return len(a) == len(b) and all(_interchangeable(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_interchangeable(a[k], b[k]) for k in a)
+    return bool(_tag(a) == _tag(b))
+
+
+def _compatible(a: Any, b: Any) -> bool:
+    """Whether some value lenient-equals both literals (`x == a and x == b` can hold)."""
+    if isinstance(a, tuple) and isinstance(b, tuple):
+        return len(a) == len(b) and all(_compatible(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_compatible(a[k], b[k]) for k in a)
+    # a witness, if any, is one of the literals, a boolean, a yes/no word or a number
+    candidates: list[Any] = [a, b, True, False, *_WORDS]
+    candidates += [as_number(v) for v in (a, b) if isinstance(v, str) and as_number(v) is not None]
+    return any(lenient_equals(c, a) and lenient_equals(c, b) for c in candidates)
+
+
+_WORDS = ("true", "yes", "1", "false", "no", "0")
+
+
 def _negation(a: Node, b: Node) -> bool:
-    if (isinstance(a, Not) and a.item == b) or (isinstance(b, Not) and b.item == a):
+    if (isinstance(a, Not) and _key(a.item) == _key(b)) or (isinstance(b, Not) and _key(b.item) == _key(a)):
         return True
     if isinstance(a, Compare) and isinstance(b, Compare) and a.var == b.var:
         pair = {a.op, b.op}
-        return pair == {"equals", "not_equals"} and lenient_equals(a.value, b.value)
+        return pair == {"equals", "not_equals"} and _interchangeable(a.value, b.value)
     return False
 
 
 def _contradicts(items: list[Node]) -> bool:
-    equals: dict[str, Any] = {}
+    equals: dict[str, list[Any]] = {}
     low: dict[str, tuple[float, bool]] = {}
     high: dict[str, tuple[float, bool]] = {}
     for i, a in enumerate(items):
@@ -73,13 +132,18 @@ def _contradicts(items: list[Node]) -> bool:
         if not isinstance(a, Compare):
             continue
         if a.op == "equals":
-            if a.var in equals and not lenient_equals(equals[a.var], a.value):
+            found = equals.setdefault(a.var, [])
+            if any(not _compatible(v, a.value) for v in found):
                 return True
-            equals.setdefault(a.var, a.value)
+            found.append(a.value)
         elif a.op in ("gt", "gte") and is_number(a.value):
+            # the tighter lower bound; at equal values the strict one (gt) is tighter
             low[a.var] = max(low.get(a.var, (float("-inf"), False)), (a.value, a.op == "gt"))
         elif a.op in ("lt", "lte") and is_number(a.value):
-            high[a.var] = min(high.get(a.var, (float("inf"), False)), (a.value, a.op == "lt"))
+            # the tighter upper bound; at equal values the strict one (lt) is tighter
+            bound = (a.value, a.op == "lt")
+            old = high.get(a.var, (float("inf"), False))
+            high[a.var] = min(old, bound, key=lambda b: (b[0], not b[1]))
     for var, (lo, lo_strict) in low.items():
         if var in high:
             hi, hi_strict = high[var]

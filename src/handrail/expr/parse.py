@@ -207,8 +207,11 @@ def parse_text(text: str, at: str, report: Report) -> Node:
             if kind == "string":
                 return _unquote(str(token))
             if kind == "number":
-                number = float(str(token))
-                return int(number) if number.is_integer() and "." not in str(token) else number
+                spelled = str(token)
+                if len(spelled) <= 4000 and not any(c in spelled for c in ".eE"):
+                    return int(spelled)  # exact, as the JSON form reads it
+                number = float(spelled)
+                return int(number) if number.is_integer() and "." not in spelled else number
             return {"true": True, "false": False, "null": None}[str(kind)]
         raise ValueError(node)
 

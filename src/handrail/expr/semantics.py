@@ -8,6 +8,7 @@ true, and a missing variable fails every comparison except `not_equals` and
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
@@ -39,8 +40,8 @@ def lookup(context: Mapping[str, Any], path: str) -> Any:
             value = value.get(part, MISSING)
         elif isinstance(value, list | tuple | str) and part == "length":
             value = len(value)
-        elif isinstance(value, list | tuple) and part.isdigit() and int(part) < len(value):
-            value = value[int(part)]
+        elif isinstance(value, list | tuple) and (index := _index(part)) is not None and index < len(value):
+            value = value[index]
         else:
             return MISSING
         if value is MISSING:
@@ -48,16 +49,31 @@ def lookup(context: Mapping[str, Any], path: str) -> Any:
     return value
 
 
+def _index(part: str) -> int | None:
+    """A list index written in ASCII digits (int() would also take '²' or 5,000 digits)."""
+    return int(part) if _INDEX.fullmatch(part) else None
+
+
+_INDEX = re.compile(r"[0-9]{1,18}")
+_INTEGER = re.compile(r"[+-]?[0-9]{1,4000}")
+# what counts as a numeric string: decimal notation only (float() would also take
+# '1_000', 'inf', 'nan' and non-ASCII digits)
+_NUMERIC = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+
 def is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def _as_number(text: str) -> float | None:
-    try:
-        number = float(text.strip())
-    except ValueError:
+def as_number(text: str) -> int | float | None:
+    """The number a numeric string stands for (surrounding spaces allowed), else None."""
+    text = text.strip()
+    if not _NUMERIC.fullmatch(text):
         return None
-    return number if number == number else None  # NaN is no number here
+    if _INTEGER.fullmatch(text):
+        return int(text)  # exact, even beyond float precision
+    number = float(text)
+    return number if number not in (float("inf"), float("-inf")) else None
 
 
 def lenient_equals(actual: Any, expected: Any) -> bool:
@@ -76,12 +92,16 @@ def lenient_equals(actual: Any, expected: Any) -> bool:
     if isinstance(actual, str) and isinstance(expected, str):
         return actual.strip().casefold() == expected.strip().casefold()
     if isinstance(actual, str) and is_number(expected):
-        return bool(_as_number(actual) == expected)
+        return bool(as_number(actual) == expected)
     if is_number(actual) and isinstance(expected, str):
-        return bool(_as_number(expected) == actual)
+        return bool(as_number(expected) == actual)
     if isinstance(actual, list | tuple) and isinstance(expected, list | tuple):
         return len(actual) == len(expected) and all(
             lenient_equals(a, e) for a, e in zip(actual, expected, strict=True)
+        )
+    if isinstance(actual, Mapping) and isinstance(expected, Mapping):
+        return actual.keys() == expected.keys() and all(
+            lenient_equals(actual[k], expected[k]) for k in actual
         )
     try:
         return bool(actual == expected)

@@ -1,0 +1,142 @@
+"""The baseline: an interpreter of the raw workflow JSON, the way a per-request
+engine works (WorkRail's classic one does this): walk the dicts on every call,
+compile each regex and JSON Schema on every call.
+
+It exists to be measured against; it implements the same meaning as handrail for
+the cases the benchmarks run, and a test checks that both give the same answers.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+_FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL}
+_TRUE, _FALSE = {"true", "yes", "1"}, {"false", "no", "0"}
+MISSING = object()
+
+
+def _get(context: dict[str, Any], path: str) -> Any:
+    value: Any = context
+    for part in path.split("."):
+        if isinstance(value, dict) and part in value:
+            value = value[part]
+        else:
+            return MISSING
+    return value
+
+
+def _equals(a: Any, b: Any) -> bool:
+    if a is MISSING or a is None:
+        return b is None
+    if b is None:
+        return False
+    if isinstance(a, bool) or isinstance(b, bool):
+        if isinstance(a, bool) and isinstance(b, bool):
+            return a is b
+        other, flag = (b, a) if isinstance(a, bool) else (a, b)
+        return isinstance(other, str) and other.strip().lower() in (_TRUE if flag else _FALSE)
+    if isinstance(a, str) and isinstance(b, str):
+        return a.strip().lower() == b.strip().lower()
+    try:
+        if isinstance(a, str):
+            return float(a) == b
+        if isinstance(b, str):
+            return float(b) == a
+    except ValueError:
+        return False
+    return bool(a == b)
+
+
+def _num(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def holds(condition: Any, context: dict[str, Any]) -> bool:
+    if not condition:
+        return True
+    if "and" in condition:
+        return all(holds(c, context) for c in condition["and"])
+    if "or" in condition:
+        return any(holds(c, context) for c in condition["or"])
+    if "not" in condition:
+        return not holds(condition["not"], context)
+    value = _get(context, condition["var"])
+    if "equals" in condition:
+        return _equals(value, condition["equals"])
+    if "not_equals" in condition:
+        return not _equals(value, condition["not_equals"])
+    for op, test in (("gt", lambda a, b: a > b), ("gte", lambda a, b: a >= b),
+                     ("lt", lambda a, b: a < b), ("lte", lambda a, b: a <= b)):
+        if op in condition:
+            return _num(value) and bool(test(value, condition[op]))
+    return value not in (MISSING, None, False, 0, "")
+
+
+def _rule_failures(rule: dict[str, Any], output: str, context: dict[str, Any]) -> list[str]:
+    if "and" in rule:
+        return [m for r in rule["and"] for m in _rule_failures(r, output, context)]
+    if "or" in rule:
+        found = [_rule_failures(r, output, context) for r in rule["or"]]
+        return [] if any(not f for f in found) else [m for f in found for m in f]
+    if "not" in rule:
+        return [] if _rule_failures(rule["not"], output, context) else ["not"]
+    if "condition" in rule and not holds(rule["condition"], context):
+        return []
+    kind, message = rule["type"], rule["message"]
+    if kind == "contains":
+        return [] if rule["value"] in output else [message]
+    if kind == "regex":
+        flags = 0
+        for ch in rule.get("flags", ""):
+            flags |= _FLAGS.get(ch, 0)
+        compiled = re._compiler.compile(rule["pattern"], flags)  # type: ignore[attr-defined]  # no cache
+        return [] if compiled.search(output) else [message]
+    if kind == "length":
+        n = len(output)
+        low, high = rule.get("min"), rule.get("max")
+        return [message] if (low is not None and n < low) or (high is not None and n > high) else []
+    if kind == "schema":
+        import jsonschema
+
+        try:
+            value = json.loads(output)
+        except ValueError:
+            return [message]
+        errors = list(jsonschema.Draft7Validator(rule["schema"]).iter_errors(value))
+        return [message] if errors else []
+    return []
+
+
+def validate(document: dict[str, Any], step_id: str, output: str, context: dict[str, Any]) -> bool:
+    step = _find(document["steps"], step_id)
+    criteria = step.get("validationCriteria") if step else None
+    if not criteria:
+        return bool(output.strip())
+    rules = criteria if isinstance(criteria, list) else [criteria]
+    return not [m for r in rules for m in _rule_failures(r, output, context)]
+
+
+def _find(steps: list[dict[str, Any]], step_id: str) -> dict[str, Any] | None:
+    for step in steps:
+        if step["id"] == step_id:
+            return step
+        body = step.get("body")
+        if isinstance(body, list):
+            found = _find(body, step_id)
+            if found:
+                return found
+    return None
+
+
+def next_id(document: dict[str, Any], completed: list[str], context: dict[str, Any]) -> str | None:
+    """The first top-level standard step not done whose runCondition holds (no loops)."""
+    bodies = {s["body"] for s in document["steps"] if isinstance(s.get("body"), str)}
+    done = set(completed)
+    for step in document["steps"]:
+        if step["id"] in done or step["id"] in bodies or step.get("type") == "loop":
+            continue
+        if holds(step.get("runCondition"), context):
+            return str(step["id"])
+    return None

@@ -1,0 +1,162 @@
+"""End to end over stdio: spawn a server, handshake, then N sequential requests per
+tool and the same pipelined; the same client against the floor server."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from benchmarks.timing import percentile
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS = ROOT.parent / "shared" / "corpus" / "workrail-v0.8.6"
+INIT = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "bench", "version": "1"}}}
+
+
+def handrail_command() -> list[str]:
+    return [sys.executable, "-m", "handrail", "start", "--workflows", str(CORPUS)]
+
+
+def floor_command() -> list[str]:
+    return [sys.executable, str(ROOT / "benchmarks" / "floor_server.py")]
+
+
+def requests() -> dict[str, dict[str, Any]]:
+    """One request per tool, in the seed's direct form."""
+    return {
+        "list": {"method": "workflow_list", "params": {}},
+        "get": {"method": "workflow_get", "params": {"id": "coding-task-workflow-with-loops"}},
+        "next-start": {"method": "workflow_next",
+                       "params": {"workflowId": "coding-task-workflow-with-loops", "completedSteps": []}},
+        "next-midway": {"method": "workflow_next",
+                        "params": {"workflowId": "coding-task-workflow-with-loops",
+                                   "completedSteps": ["phase-0-intelligent-triage",
+                                                      "phase-0b-user-rules-identification"],
+                                   "context": {"taskComplexity": "Medium", "automationLevel": "High"}}},
+        "validate": {"method": "workflow_validate",
+                     "params": {"workflowId": "adaptive-development-workflow",
+                                "stepId": "comprehensive-testing",
+                                "output": "We wrote a unit test and an integration test; describe blocks "
+                                          "cover 90% coverage.",
+                                "context": {"complexity": 0.9}}},
+    }
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # measure as users run it: with cached bytecode
+    return env
+
+
+@dataclass
+class Server:
+    command: list[str]
+    process: subprocess.Popen[bytes] = field(init=False)
+    spawn_to_init_ms: float = field(init=False)
+    next_id: int = 1
+
+    def __post_init__(self) -> None:
+        start = time.perf_counter()
+        self.process = subprocess.Popen(self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        stderr=subprocess.DEVNULL, env=_env(), cwd=ROOT)
+        self.send(INIT)
+        reply = self.receive()
+        self.spawn_to_init_ms = (time.perf_counter() - start) * 1000
+        assert reply.get("id") == 0, reply
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def send(self, message: dict[str, Any]) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(json.dumps(message).encode() + b"\n")
+        self.process.stdin.flush()
+
+    def receive(self) -> dict[str, Any]:
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()
+        if not line:
+            raise RuntimeError("server closed its output")
+        reply: dict[str, Any] = json.loads(line)
+        return reply
+
+    def request(self, body: dict[str, Any]) -> dict[str, Any]:
+        self.next_id += 1
+        self.send({"jsonrpc": "2.0", "id": self.next_id, **body})
+        return self.receive()
+
+    def rss_kb(self) -> tuple[int, int]:
+        """(current RSS, peak RSS) in KiB, from /proc."""
+        status = Path(f"/proc/{self.process.pid}/status").read_text()
+        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+        return int(fields["VmRSS"].split()[0]), int(fields["VmHWM"].split()[0])
+
+    def close(self) -> None:
+        if self.process.stdin:
+            self.process.stdin.close()
+        self.process.wait(timeout=10)
+        if self.process.stdout:
+            self.process.stdout.close()
+
+
+def sequential(server: Server, body: dict[str, Any], n: int) -> list[float]:
+    latencies = []
+    for _ in range(n):
+        start = time.perf_counter()
+        reply = server.request(body)
+        latencies.append((time.perf_counter() - start) * 1e6)
+        assert "result" in reply, reply
+    return latencies
+
+
+def pipelined(server: Server, body: dict[str, Any], n: int) -> float:
+    """Requests per second with all n requests written without waiting for answers."""
+    lines = []
+    for _ in range(n):
+        server.next_id += 1
+        lines.append(json.dumps({"jsonrpc": "2.0", "id": server.next_id, **body}).encode() + b"\n")
+    payload = b"".join(lines)
+    assert server.process.stdin is not None
+    start = time.perf_counter()
+    writer = threading.Thread(target=lambda: (server.process.stdin.write(payload),  # type: ignore[union-attr]
+                                              server.process.stdin.flush()))  # type: ignore[union-attr]
+    writer.start()
+    for _ in range(n):
+        server.receive()
+    took = time.perf_counter() - start
+    writer.join()
+    return n / took
+
+
+def measure(command: list[str], n: int, spawns: int, soak: int) -> dict[str, Any]:
+    spawn_times = []
+    for _ in range(spawns - 1):
+        s = Server(command)
+        spawn_times.append(s.spawn_to_init_ms)
+        s.close()
+    server = Server(command)
+    spawn_times.append(server.spawn_to_init_ms)
+    out: dict[str, Any] = {"spawn_to_init_ms": percentile(spawn_times, 50), "tools": {}}
+    for name, body in requests().items():
+        lat = sequential(server, body, n)
+        out["tools"][name] = {"p50_us": percentile(lat, 50), "p99_us": percentile(lat, 99),
+                              "pipelined_rps": pipelined(server, body, n)}
+    rss_before, _ = server.rss_kb()
+    for i in range(soak):
+        server.request(list(requests().values())[i % 5])
+    rss_after, peak = server.rss_kb()
+    out["rss_kb"] = {"after_warmup": rss_before, f"after_{soak}_more": rss_after, "peak": peak}
+    server.close()
+    return out
+
+
+def run(n: int, spawns: int, soak: int) -> dict[str, Any]:
+    return {"handrail": measure(handrail_command(), n, spawns, soak),
+            "floor": measure(floor_command(), n, spawns, soak)}

@@ -1,0 +1,26 @@
+"""The generated validators are in step with the schemas they come from."""
+
+from __future__ import annotations
+
+import pytest
+
+from handrail.schemas import GENERATED, TARGETS, check_schema, check_workflow, generated_code
+
+
+@pytest.mark.parametrize("filename", sorted(TARGETS))
+def test_generated_validator_is_up_to_date(filename: str) -> None:
+    current = (GENERATED / filename).read_text(encoding="utf-8")
+    assert current == generated_code(TARGETS[filename]), "run `python -m handrail.schemas`"
+
+
+def test_numeric_keywords_in_rule_schemas_are_checked_without_crashing() -> None:
+    assert check_schema({"type": "string", "minLength": 1, "maximum": 3}) is None
+    assert check_schema({"minLength": -1}) == ("/minLength", "must be bigger than or equal to 0")
+
+
+def test_the_workflow_validator_accepts_a_minimal_workflow_and_rejects_garbage() -> None:
+    minimal = {"id": "abc", "name": "n", "description": "d", "version": "1.0.0",
+               "steps": [{"id": "one", "title": "t", "prompt": "p"}]}
+    assert check_workflow(minimal) is True
+    assert check_workflow({"id": "abc"}) is False
+    assert check_workflow([1, 2]) is False
