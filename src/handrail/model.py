@@ -7,11 +7,10 @@ closures inside are what `next` and `validate` call.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Literal
 
-from handrail.errors import Diagnostic
 
 Context = Mapping[str, Any]
 LoopKind = Literal["while", "until", "for", "forEach"]
@@ -119,7 +118,6 @@ class Workflow:
     document: bytes  # the source JSON, re-parsed per workflow_get so no caller shares it
     file: str
     revision: str  # digest of the source; changes whenever the file does
-    warnings: tuple[Diagnostic, ...] = field(default=())
 
     @property
     def step_count(self) -> int:

@@ -129,6 +129,7 @@ class Server:
         self.lines: list[bytes] = []  # every stdout line, as received
         self.violations: list[str] = []  # stdout lines that are no JSON-RPC message
         self.notifications: list[dict[str, Any]] = []  # skipped over by `request`
+        self.initialized: dict[str, Any] | None = None  # the initialize result, once initialized
         self._stderr = bytearray()
         self._queue: queue.Queue[Any] = queue.Queue()
         self._next_id = 1000
@@ -266,6 +267,7 @@ class Server:
         }
         result: dict[str, Any] = self.result("initialize", params)
         self.notify("notifications/initialized")
+        self.initialized = result
         return result
 
     def call(self, name: str, arguments: Any = None) -> dict[str, Any]:

@@ -6,11 +6,12 @@ when it fails, for the full list) -> semantic checks and closures -> positions.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from handrail.compiler.build import build_workflow
-from handrail.compiler.schema_errors import schema_diagnostics
+from handrail.compiler.schema_errors import Raw, schema_diagnostics
 from handrail.compiler.source import SourceMap, parse_json
 from handrail.errors import Diagnostic
 from handrail.model import Workflow
@@ -21,18 +22,31 @@ DEFAULT_MAX_BYTES = 1_000_000
 __all__ = ["DEFAULT_MAX_BYTES", "Compiled", "compile_path", "compile_text"]
 
 
+Located = tuple[Diagnostic, ...]
+
+
 @dataclass(frozen=True, slots=True)
 class Compiled:
+    """The outcome of compiling one file. Diagnostics are located (line, column) on
+    first use: a file served without complaint never pays for its source map."""
+
     file: str
     workflow: Workflow | None  # None when there is any error
-    diagnostics: tuple[Diagnostic, ...]
+    pending: Located | Callable[[], Located] = field(repr=False)
 
     @property
-    def errors(self) -> tuple[Diagnostic, ...]:
+    def diagnostics(self) -> Located:
+        if callable(self.pending):
+            object.__setattr__(self, "pending", self.pending())  # cached; the value never changes
+        assert not callable(self.pending)
+        return self.pending
+
+    @property
+    def errors(self) -> Located:
         return tuple(d for d in self.diagnostics if d.severity == "error")
 
     @property
-    def warnings(self) -> tuple[Diagnostic, ...]:
+    def warnings(self) -> Located:
         return tuple(d for d in self.diagnostics if d.severity == "warning")
 
 
@@ -84,7 +98,7 @@ def compile_text(data: str | bytes, file: str = "<memory>") -> Compiled:
     document, problem = parse_json(text)
     if problem is not None:
         return _failure(file, "H001", problem.message, problem.line, problem.column)
-    raw: list[tuple[str, str, str, str, str | None, int | None]] = []
+    raw: list[Raw] = []
 
     def report(
         code: str,
@@ -97,17 +111,33 @@ def compile_text(data: str | bytes, file: str = "<memory>") -> Compiled:
         raw.append((code, severity, message, pointer, hint, offset))
 
     workflow = None
+    schema_failed = False
     try:  # both validators and the builder recurse; no workflow nests hundreds deep
         if check_workflow(document):
             workflow = build_workflow(document, text, file, report)
         else:
-            raw.extend(schema_diagnostics(document))
-            if not raw:  # the two validators disagree; never let a bad file through silently
-                report("H103", "error", "the workflow does not satisfy the schema", "")
+            schema_failed = True
     except RecursionError:
         return _failure(file, "H001", "the workflow is nested too deeply")
-    if not raw:
+    if not raw and not schema_failed:
         return Compiled(file, workflow, ())
+    failed = schema_failed or any(severity == "error" for _, severity, *_ in raw)
+
+    def locate() -> Located:
+        found = list(raw)
+        if schema_failed:  # the full list comes from jsonschema, imported only now
+            try:
+                found.extend(schema_diagnostics(document))
+            except RecursionError:
+                found.append(("H001", "error", "the workflow is nested too deeply", "", None, None))
+            if not found:  # the two validators disagree; never let a bad file through silently
+                found.append(("H103", "error", "the workflow does not satisfy the schema", "", None, None))
+        return _located(found, text, file)
+
+    return Compiled(file, None if failed else workflow, locate)
+
+
+def _located(raw: list[Raw], text: str, file: str) -> Located:
     where = SourceMap(text)
     diagnostics = []
     for code, severity, message, pointer, hint, offset in raw:
@@ -125,10 +155,4 @@ def compile_text(data: str | bytes, file: str = "<memory>") -> Compiled:
             )
         )
     diagnostics.sort(key=lambda d: (d.line, d.column, d.code))
-    result = tuple(diagnostics)
-    if any(d.severity == "error" for d in result):
-        return Compiled(file, None, result)
-    assert workflow is not None
-    from dataclasses import replace
-
-    return Compiled(file, replace(workflow, warnings=result), result)
+    return tuple(diagnostics)

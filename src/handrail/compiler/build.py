@@ -14,6 +14,8 @@ from typing import Any
 
 from handrail.compiler.source import KEY
 from handrail.expr import Report, compile_condition, did_you_mean
+from handrail.expr.ast import variables
+from handrail.expr.parse import parse_condition
 from handrail.model import Condition, Loop, Node, Rule, Step, Workflow
 from handrail.rules import compile_criteria
 
@@ -228,20 +230,22 @@ def _function_names(defs: Any) -> tuple[str, ...]:
 
 
 def _names_in(condition: Any, out: set[str]) -> None:
-    if isinstance(condition, Mapping):
-        if isinstance(condition.get("var"), str):
-            out.add(condition["var"].split(".")[0])
-        for key in ("and", "or"):
-            for item in condition.get(key, ()) or ():
-                _names_in(item, out)
-        _names_in(condition.get("not"), out)
-    elif isinstance(condition, str):
-        for word in re.findall(r"(?<!['\"\w.])([A-Za-z_$][A-Za-z0-9_$]*)", _strip_strings(condition)):
-            out.add(word)
+    """The root names of the variables a condition reads, whatever its form."""
+    if condition is None:
+        return
+    tree = parse_condition(condition, "", _ignore)  # problems are reported when it is compiled
+    out.update(name.split(".")[0] for name in variables(tree))
 
 
-def _strip_strings(text: str) -> str:
-    return re.sub(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"", "''", text)
+def _ignore(
+    code: str,
+    severity: str,
+    message: str,
+    pointer: str,
+    hint: str | None = None,
+    offset: int | None = None,
+) -> None:
+    return None
 
 
 def _walk_rules(criteria: Any) -> list[Mapping[str, Any]]:
