@@ -56,6 +56,10 @@ def _num(v: Any) -> bool:
 def holds(condition: Any, context: dict[str, Any]) -> bool:
     if not condition:
         return True
+    if isinstance(condition, str):  # the text form, parsed on every call
+        from handrail.expr.parse import _parser
+
+        return _tree_holds(_parser().parse(condition), context)
     if "and" in condition:
         return all(holds(c, context) for c in condition["and"])
     if "or" in condition:
@@ -140,3 +144,50 @@ def next_id(document: dict[str, Any], completed: list[str], context: dict[str, A
         if holds(step.get("runCondition"), context):
             return str(step["id"])
     return None
+
+
+_TEXT_OPS = {"==": "equals", "!=": "not_equals", ">": "gt", ">=": "gte", "<": "lt", "<=": "lte"}
+
+
+def _literal(tree: Any) -> Any:
+    kind = tree.data
+    if kind == "list":
+        return [_literal(c) for c in tree.children]
+    if kind in ("true", "false", "null"):
+        return {"true": True, "false": False, "null": None}[kind]
+    token = str(tree.children[0])
+    if kind == "string":
+        return token[1:-1]
+    return json.loads(token)
+
+
+def _tree_holds(tree: Any, context: dict[str, Any]) -> bool:
+    kind = tree.data
+    if kind == "or_expr":
+        return any(_tree_holds(c, context) for c in tree.children)
+    if kind == "and_expr":
+        return all(_tree_holds(c, context) for c in tree.children)
+    if kind == "negation":
+        return not _tree_holds(tree.children[0], context)
+    if kind == "constant":
+        return bool(_literal(tree.children[0]))
+    name = ".".join(str(t) for t in tree.children[0].children)
+    if kind == "truthy":
+        return holds({"var": name}, context)
+    op, value = str(tree.children[1]), _literal(tree.children[2])
+    if op == "in":
+        return any(_equals(_get(context, name), v) for v in value)
+    if op == "contains":
+        actual = _get(context, name)
+        if isinstance(actual, str) and isinstance(value, str):
+            return value.lower() in actual.lower()
+        return isinstance(actual, list) and any(_equals(a, value) for a in actual)
+    if op in ("startsWith", "endsWith", "matches"):
+        actual = _get(context, name)
+        if not isinstance(actual, str):
+            return False
+        if op == "matches":
+            return re._compiler.compile(value, 0).search(actual) is not None  # type: ignore[attr-defined]
+        folded, affix = actual.strip().lower(), value.lower()
+        return folded.startswith(affix) if op == "startsWith" else folded.endswith(affix)
+    return holds({"var": name, _TEXT_OPS[op]: value}, context)

@@ -121,13 +121,15 @@ def _details(exc: Any, arguments: dict[str, Any]) -> str:
     definition = getattr(exc, "rule_definition", None)
     path = [str(p) for p in (exc.path or [])[1:]]
     field = ".".join(path)
+    target = exc.value if isinstance(getattr(exc, "value", None), dict) else arguments
     if rule == "required" and isinstance(definition, list):
-        missing = [name for name in definition if name not in arguments] or definition
+        missing = [name for name in definition if name not in target] or definition
         prefix = f"{field}." if field else ""
         return f"{prefix}{missing[0]} is required"
     if rule == "additionalProperties":
-        extra = sorted(set(arguments) - set(getattr(exc, "definition", {}).get("properties", {})))
-        return f"unknown parameter {', '.join(extra)}" if extra else "unknown parameter"
+        extra = sorted(set(target) - set(getattr(exc, "definition", {}).get("properties", {})))
+        where = f" in {field}" if field else ""
+        return f"unknown parameter {', '.join(extra)}{where}" if extra else "unknown parameter"
     message = str(exc.message)
     if message.startswith("data."):
         return message[len("data.") :]

@@ -290,9 +290,36 @@ def _tools() -> list[dict[str, Any]]:
     ]
 
 
+TOOL_ERROR = {
+    "type": "object",
+    "description": "A failed call (isError: true): the JSON-RPC code, message and data.",
+    "properties": {"code": {"type": "integer"}, "message": {"type": "string"}, "data": {"type": "object"}},
+    "required": ["code", "message"],
+    "additionalProperties": False,
+}
+
+
+def _or_error(schema: dict[str, Any]) -> dict[str, Any]:
+    """An output schema that also admits the structured error of a failed call, so clients
+    that check structuredContent even on isError results accept our errors."""
+    success = {k: v for k, v in schema.items() if k != "definitions"}
+    wrapped: dict[str, Any] = {"type": "object", "anyOf": [success, TOOL_ERROR]}
+    if "definitions" in schema:
+        wrapped["definitions"] = schema["definitions"]  # internal $refs still resolve from the root
+    return wrapped
+
+
+def _loose_state(tool: dict[str, Any]) -> dict[str, Any]:
+    """The engine checks `state` itself, so a tampered state is -32005 saying what is wrong."""
+    properties = tool["inputSchema"]["properties"]
+    if "state" in properties:
+        properties["state"] = {"type": "object", "description": STATE["description"]}
+    return tool
+
+
 @cache
 def tools() -> tuple[dict[str, Any], ...]:
-    return tuple(_tools())
+    return tuple(_loose_state({**t, "outputSchema": _or_error(t["outputSchema"])}) for t in _tools())
 
 
 @cache
