@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import threading
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -104,6 +105,8 @@ class Protocol:
         self.version: str | None = None
         self.shutdown_requested = False
         self._seen_generation = -1
+        self.client_ready = False  # set by notifications/initialized
+        self._notify_lock = threading.Lock()
         self._methods: dict[str, Callable[[dict[str, Any]], Any]] = {
             "initialize": self._initialize,
             "ping": lambda params: {},
@@ -130,15 +133,15 @@ class Protocol:
         return encode(reply) if reply is not None else None
 
     def list_changed(self) -> list[bytes]:
-        """Notifications owed to the client because the catalog changed since last asked."""
-        generation = self.service.catalog.snapshot().generation
-        if self._seen_generation == -1 or not self.initialized:
+        """Notifications owed to the client because the catalog changed since last asked.
+        Called from the stdio loop and from the catalog watcher's thread, hence the lock;
+        nothing is owed before the client has said `notifications/initialized`."""
+        with self._notify_lock:
+            generation = self.service.catalog.snapshot().generation
+            if not self.client_ready or generation == self._seen_generation:
+                return []
             self._seen_generation = generation
-            return []
-        if generation == self._seen_generation:
-            return []
-        self._seen_generation = generation
-        return [encode({"jsonrpc": "2.0", "method": "notifications/resources/list_changed"})]
+            return [encode({"jsonrpc": "2.0", "method": "notifications/resources/list_changed"})]
 
     def _one(self, message: Any) -> dict[str, Any] | None:
         if not isinstance(message, dict):
@@ -174,6 +177,8 @@ class Protocol:
                 reply_id, INVALID_REQUEST, "Invalid Request", {"details": "method must be a string"}
             )
         if is_notification:
+            if method == "notifications/initialized" and self.initialized:
+                self.client_ready = True
             return None  # notifications/initialized, cancelled, ...: no response, ever
         params = message.get("params", {})
         if params is None:

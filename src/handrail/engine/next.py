@@ -98,8 +98,11 @@ class _Walk:
                 return None
             self.frames.append(Frame(loop, 1))
             verdict = self.may_iterate(depth)
-            if verdict is None:  # cannot tell yet: the context lacks what the loop needs
+            if verdict is None:
+                # the loop is due (its runCondition holds) but the context lacks what it
+                # iterates over: later steps depend on its work, so nothing after it runs
                 self.frames.pop()
+                self.stalled = True
                 return None
             if not verdict:
                 self.end(loop)
