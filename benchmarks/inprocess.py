@@ -79,9 +79,13 @@ def _midway(workflow: Workflow) -> tuple[list[str], dict[str, Any]]:
 def workloads() -> Iterator[Workload]:
     for path in workflow_files():
         text = path.read_text("utf-8")
-        yield Workload(f"compile {_label(path)}", "compile", lambda t=text: compile_text(t),
-                       lambda t=text: json.loads(t),
-                       lambda t=text: [d.code for d in compile_text(t).diagnostics])
+        yield Workload(
+            f"compile {_label(path)}",
+            "compile",
+            lambda t=text: compile_text(t),
+            lambda t=text: json.loads(t),
+            lambda t=text: [d.code for d in compile_text(t).diagnostics],
+        )
     for label, document, workflow in compiled_workflows():
         has_loops = any(isinstance(n, Loop) for n in workflow.nodes.values())
         for where, (completed, context) in (("start", ([], {})), ("midway", _midway(workflow))):
@@ -89,16 +93,18 @@ def workloads() -> Iterator[Workload]:
             def ours(w: Workflow = workflow, c: list[str] = completed, x: dict[str, Any] = context) -> Any:
                 return next_step(w, c, x)
 
-            def base(d: dict[str, Any] = document, c: list[str] = completed,
-                     x: dict[str, Any] = context) -> Any:
+            def base(
+                d: dict[str, Any] = document, c: list[str] = completed, x: dict[str, Any] = context
+            ) -> Any:
                 return naive.next_id(d, c, x)
 
-            def same(o: Callable[[], Any] = ours, b: Callable[[], Any] = base, loops: bool = has_loops) -> bool:
+            def same(
+                o: Callable[[], Any] = ours, b: Callable[[], Any] = base, loops: bool = has_loops
+            ) -> bool:
                 step = o()["step"]
                 return loops or (step["id"] if step else None) == b()
 
-            yield Workload(f"next {where} {label}", "next", ours, base,
-                           lambda o=ours: _brief(o()), same)
+            yield Workload(f"next {where} {label}", "next", ours, base, lambda o=ours: _brief(o()), same)
         for node in workflow.nodes.values():
             if isinstance(node, Step) and node.rules:
 
@@ -108,17 +114,29 @@ def workloads() -> Iterator[Workload]:
                 def naive_check(d: dict[str, Any] = document, s: str = node.id) -> Any:
                     return naive.validate(d, s, SAMPLE_OUTPUT, {})
 
-                yield Workload(f"validate {label}#{node.id}", "validate", check, naive_check, check,
-                               lambda c=check, n=naive_check: c()["valid"] == n())
+                yield Workload(
+                    f"validate {label}#{node.id}",
+                    "validate",
+                    check,
+                    naive_check,
+                    check,
+                    lambda c=check, n=naive_check: c()["valid"] == n(),
+                )
     yield from _golden_rule_workloads()
 
 
 def _golden_rule_workloads() -> Iterator[Workload]:
     for file in sorted(SPEC_RULES.glob("*.json")) if SPEC_RULES.exists() else []:
         for case in json.loads(file.read_text("utf-8")).get("cases", []):
-            document = {"id": "bench", "name": "bench", "description": "bench", "version": "1.0.0",
-                        "steps": [{"id": "step", "title": "t", "prompt": "p",
-                                   "validationCriteria": case["criteria"]}]}
+            document = {
+                "id": "bench",
+                "name": "bench",
+                "description": "bench",
+                "version": "1.0.0",
+                "steps": [
+                    {"id": "step", "title": "t", "prompt": "p", "validationCriteria": case["criteria"]}
+                ],
+            }
             compiled = compile_text(json.dumps(document)).workflow
             if compiled is None:
                 continue
@@ -145,5 +163,8 @@ def _has_text_condition(value: Any) -> bool:
 
 def _brief(result: dict[str, Any]) -> dict[str, Any]:
     step = result["step"]
-    return {"step": step["id"] if step else None, "isComplete": result["isComplete"],
-            "state": result["state"]}
+    return {
+        "step": step["id"] if step else None,
+        "isComplete": result["isComplete"],
+        "state": result["state"],
+    }

@@ -71,8 +71,12 @@ def holds(condition: Any, context: dict[str, Any]) -> bool:
         return _equals(value, condition["equals"])
     if "not_equals" in condition:
         return not _equals(value, condition["not_equals"])
-    for op, test in (("gt", lambda a, b: a > b), ("gte", lambda a, b: a >= b),
-                     ("lt", lambda a, b: a < b), ("lte", lambda a, b: a <= b)):
+    for op, test in (
+        ("gt", lambda a, b: a > b),
+        ("gte", lambda a, b: a >= b),
+        ("lt", lambda a, b: a < b),
+        ("lte", lambda a, b: a <= b),
+    ):
         if op in condition:
             return _num(value) and bool(test(value, condition[op]))
     return value not in (MISSING, None, False, 0, "")

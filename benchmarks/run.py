@@ -32,9 +32,15 @@ def in_process(quick: bool) -> dict[str, Any]:
     for w in workloads():
         ours = per_call_ns(w.handrail, budget_s=budget, repeats=repeats)
         base = per_call_ns(w.baseline, budget_s=budget, repeats=repeats) if w.baseline else None
-        rows.append({"name": w.name, "kind": w.kind, "handrail_us": ours / 1000,
-                     "baseline_us": base / 1000 if base else None,
-                     "speedup": base / ours if base else None})
+        rows.append(
+            {
+                "name": w.name,
+                "kind": w.kind,
+                "handrail_us": ours / 1000,
+                "baseline_us": base / 1000 if base else None,
+                "speedup": base / ours if base else None,
+            }
+        )
     summary: dict[str, Any] = {}
     for kind in ("compile", "next", "validate"):
         selected = [r for r in rows if r["kind"] == kind]
@@ -68,20 +74,34 @@ def report(results: dict[str, Any]) -> str:
     for kind in ("next", "validate", "compile"):
         if kind in s:
             k = s[kind]
-            lines.append(f"| {kind} | {k['count']} | {k['median_us']:.1f} µs | {k['max_us']:.1f} µs | "
-                         f"{k['median_speedup']:.1f}x |")
-    lines += ["", f"Compiling the whole corpus: {s['compile']['corpus_total_ms']:.1f} ms "
-              "(the compile baseline is json.loads alone).", "",
-              "## Over stdio (handrail vs the floor: a Python process answering constants)", "",
-              "| tool | p50 | p99 | p50 / floor | pipelined rps | rps / floor |", "|---|---|---|---|---|---|"]
+            lines.append(
+                f"| {kind} | {k['count']} | {k['median_us']:.1f} µs | {k['max_us']:.1f} µs | "
+                f"{k['median_speedup']:.1f}x |"
+            )
+    lines += [
+        "",
+        f"Compiling the whole corpus: {s['compile']['corpus_total_ms']:.1f} ms "
+        "(the compile baseline is json.loads alone).",
+        "",
+        "## Over stdio (handrail vs the floor: a Python process answering constants)",
+        "",
+        "| tool | p50 | p99 | p50 / floor | pipelined rps | rps / floor |",
+        "|---|---|---|---|---|---|",
+    ]
     for tool, t in h["tools"].items():
         ft = f["tools"][tool]
-        lines.append(f"| {tool} | {t['p50_us']:.0f} µs | {t['p99_us']:.0f} µs | "
-                     f"{t['p50_us'] / ft['p50_us']:.2f}x | {t['pipelined_rps']:.0f} | "
-                     f"{t['pipelined_rps'] / ft['pipelined_rps']:.2f}x |")
-    lines += ["", f"Spawn to initialize response: handrail {h['spawn_to_init_ms']:.0f} ms "
-              f"(bundled + corpus loaded), floor {f['spawn_to_init_ms']:.0f} ms.",
-              f"Memory (RSS, KiB): handrail {h['rss_kb']}, floor {f['rss_kb']}.", ""]
+        lines.append(
+            f"| {tool} | {t['p50_us']:.0f} µs | {t['p99_us']:.0f} µs | "
+            f"{t['p50_us'] / ft['p50_us']:.2f}x | {t['pipelined_rps']:.0f} | "
+            f"{t['pipelined_rps'] / ft['pipelined_rps']:.2f}x |"
+        )
+    lines += [
+        "",
+        f"Spawn to initialize response: handrail {h['spawn_to_init_ms']:.0f} ms "
+        f"(bundled + corpus loaded), floor {f['spawn_to_init_ms']:.0f} ms.",
+        f"Memory (RSS, KiB): handrail {h['rss_kb']}, floor {f['rss_kb']}.",
+        "",
+    ]
     return "\n".join(lines)
 
 

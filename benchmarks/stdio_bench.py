@@ -17,9 +17,16 @@ from benchmarks.timing import percentile
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT.parent / "shared" / "corpus" / "workrail-v0.8.6"
-INIT = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
-        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                   "clientInfo": {"name": "bench", "version": "1"}}}
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 0,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "bench", "version": "1"},
+    },
+}
 
 
 def handrail_command() -> list[str]:
@@ -35,19 +42,27 @@ def requests() -> dict[str, dict[str, Any]]:
     return {
         "list": {"method": "workflow_list", "params": {}},
         "get": {"method": "workflow_get", "params": {"id": "coding-task-workflow-with-loops"}},
-        "next-start": {"method": "workflow_next",
-                       "params": {"workflowId": "coding-task-workflow-with-loops", "completedSteps": []}},
-        "next-midway": {"method": "workflow_next",
-                        "params": {"workflowId": "coding-task-workflow-with-loops",
-                                   "completedSteps": ["phase-0-intelligent-triage",
-                                                      "phase-0b-user-rules-identification"],
-                                   "context": {"taskComplexity": "Medium", "automationLevel": "High"}}},
-        "validate": {"method": "workflow_validate",
-                     "params": {"workflowId": "adaptive-development-workflow",
-                                "stepId": "comprehensive-testing",
-                                "output": "We wrote a unit test and an integration test; describe blocks "
-                                          "cover 90% coverage.",
-                                "context": {"complexity": 0.9}}},
+        "next-start": {
+            "method": "workflow_next",
+            "params": {"workflowId": "coding-task-workflow-with-loops", "completedSteps": []},
+        },
+        "next-midway": {
+            "method": "workflow_next",
+            "params": {
+                "workflowId": "coding-task-workflow-with-loops",
+                "completedSteps": ["phase-0-intelligent-triage", "phase-0b-user-rules-identification"],
+                "context": {"taskComplexity": "Medium", "automationLevel": "High"},
+            },
+        },
+        "validate": {
+            "method": "workflow_validate",
+            "params": {
+                "workflowId": "adaptive-development-workflow",
+                "stepId": "comprehensive-testing",
+                "output": "We wrote a unit test and an integration test; describe blocks cover 90% coverage.",
+                "context": {"complexity": 0.9},
+            },
+        },
     }
 
 
@@ -66,8 +81,14 @@ class Server:
 
     def __post_init__(self) -> None:
         start = time.perf_counter()
-        self.process = subprocess.Popen(self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                        stderr=subprocess.DEVNULL, env=_env(), cwd=ROOT)
+        self.process = subprocess.Popen(
+            self.command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=_env(),
+            cwd=ROOT,
+        )
         self.send(INIT)
         reply = self.receive()
         self.spawn_to_init_ms = (time.perf_counter() - start) * 1000
@@ -125,8 +146,12 @@ def pipelined(server: Server, body: dict[str, Any], n: int) -> float:
     payload = b"".join(lines)
     assert server.process.stdin is not None
     start = time.perf_counter()
-    writer = threading.Thread(target=lambda: (server.process.stdin.write(payload),  # type: ignore[union-attr]
-                                              server.process.stdin.flush()))  # type: ignore[union-attr]
+    writer = threading.Thread(
+        target=lambda: (
+            server.process.stdin.write(payload),  # type: ignore[union-attr]
+            server.process.stdin.flush(),
+        )
+    )  # type: ignore[union-attr]
     writer.start()
     for _ in range(n):
         server.receive()
@@ -146,8 +171,11 @@ def measure(command: list[str], n: int, spawns: int, soak: int) -> dict[str, Any
     out: dict[str, Any] = {"spawn_to_init_ms": percentile(spawn_times, 50), "tools": {}}
     for name, body in requests().items():
         lat = sequential(server, body, n)
-        out["tools"][name] = {"p50_us": percentile(lat, 50), "p99_us": percentile(lat, 99),
-                              "pipelined_rps": pipelined(server, body, n)}
+        out["tools"][name] = {
+            "p50_us": percentile(lat, 50),
+            "p99_us": percentile(lat, 99),
+            "pipelined_rps": pipelined(server, body, n),
+        }
     rss_before, _ = server.rss_kb()
     for i in range(soak):
         server.request(list(requests().values())[i % 5])
@@ -158,5 +186,7 @@ def measure(command: list[str], n: int, spawns: int, soak: int) -> dict[str, Any
 
 
 def run(n: int, spawns: int, soak: int) -> dict[str, Any]:
-    return {"handrail": measure(handrail_command(), n, spawns, soak),
-            "floor": measure(floor_command(), n, spawns, soak)}
+    return {
+        "handrail": measure(handrail_command(), n, spawns, soak),
+        "floor": measure(floor_command(), n, spawns, soak),
+    }

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from handrail import catalog as catalog_module
+from handrail import compiler as compiler_module
 from handrail._resources import resource
 from handrail.catalog import Catalog, Snapshot, Source, default_sources, discover, load_catalog
 
@@ -517,14 +518,14 @@ def test_a_compiler_crash_in_one_file_is_reported_and_hides_nothing(
 ) -> None:
     write(tmp_path / "a.json", "alpha")
     write(tmp_path / "b.json", "beta")
-    real = catalog_module.compile_path
+    real = compiler_module.compile_path
 
     def compile_path(path: Any, **kwargs: Any) -> Any:
         if Path(path).name == "a.json":
             raise RuntimeError("compiler bug")
         return real(path, **kwargs)
 
-    monkeypatch.setattr(catalog_module, "compile_path", compile_path)
+    monkeypatch.setattr(compiler_module, "compile_path", compile_path)
     snapshot = catalog_of(tmp_path).reload()
     assert list(snapshot.entries) == ["beta"]
     (problem,) = snapshot.problems

@@ -207,6 +207,9 @@ def server(tmp_path: Path, folder: Path) -> Iterator[Server]:
     running = Server(folder, home)
     try:
         running.initialize()
+        # the server compiles right after answering initialize; a first answer about the
+        # workflows means alpha 1.0.0 is loaded before any test edits it
+        assert running.versions() == {"alpha": "1.0.0"}
         yield running
         assert not running.bad_lines, f"stdout carried non-protocol lines: {running.bad_lines[:3]}"
     finally:

@@ -6,13 +6,39 @@ Library use, without MCP:
     catalog = load_catalog("my-workflows/")
     workflow = catalog.snapshot().get("coding-task")
     result = next_step(workflow, completed_steps=[], context={})
+
+The names below are imported on first use, so that `handrail start` can answer
+`initialize` before the compiler and the engine are loaded.
 """
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-from handrail.catalog import Catalog, load_catalog
-from handrail.compiler import Compiled, compile_path, compile_text
-from handrail.engine import next_step, validate_output
+_PUBLIC = {
+    "Catalog": "handrail.catalog",
+    "load_catalog": "handrail.catalog",
+    "Compiled": "handrail.compiler",
+    "compile_path": "handrail.compiler",
+    "compile_text": "handrail.compiler",
+    "next_step": "handrail.engine",
+    "validate_output": "handrail.engine",
+}
+
+if TYPE_CHECKING:
+    from handrail.catalog import Catalog, load_catalog
+    from handrail.compiler import Compiled, compile_path, compile_text
+    from handrail.engine import next_step, validate_output
+
+
+def __getattr__(name: str) -> Any:
+    if name in _PUBLIC:
+        return getattr(import_module(_PUBLIC[name]), name)
+    raise AttributeError(f"module 'handrail' has no attribute {name!r}")
+
 
 __all__ = [
     "Catalog",

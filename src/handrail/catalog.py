@@ -19,11 +19,15 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from handrail._resources import resource
-from handrail.compiler import DEFAULT_MAX_BYTES, Compiled, compile_path
 from handrail.errors import Diagnostic
-from handrail.model import Workflow
+from handrail.limits import MAX_FILE_BYTES as DEFAULT_MAX_BYTES
+
+if TYPE_CHECKING:  # the compiler is loaded on first compile, after `initialize` is answered
+    from handrail.compiler import Compiled
+    from handrail.model import Workflow
 
 log = logging.getLogger("handrail.catalog")
 
@@ -48,13 +52,29 @@ class Entry:
     stale: bool = False  # the file broke; this is its last good version
 
 
+Problem: TypeAlias = "Diagnostic | Compiled"  # a broken file's diagnostics are located on first look
+
+
 @dataclass(frozen=True, slots=True)
 class Snapshot:
     entries: Mapping[str, Entry]  # workflow id -> entry
-    problems: tuple[Diagnostic, ...]  # broken or refused files
+    found: tuple[Problem, ...]  # broken or refused files
     overrides: tuple[tuple[str, Source, Source], ...]  # (id, winner, loser)
     per_source: Mapping[Source, int]
     generation: int = 0
+    _problems: tuple[Diagnostic, ...] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def problems(self) -> tuple[Diagnostic, ...]:
+        """Every problem in the sources. Computed on first use (and cached), so that
+        start-up does not pay for explaining broken files nobody has asked about."""
+        if self._problems is None:
+            out: list[Diagnostic] = []
+            for item in self.found:
+                out.extend((item,) if isinstance(item, Diagnostic) else item.errors)
+            object.__setattr__(self, "_problems", tuple(out))
+        assert self._problems is not None
+        return self._problems
 
     @property
     def workflows(self) -> list[Workflow]:
@@ -63,6 +83,26 @@ class Snapshot:
     def get(self, workflow_id: str) -> Workflow | None:
         entry = self.entries.get(workflow_id)
         return entry.workflow if entry is not None else None
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    """What `initialize` lists about a workflow, read without compiling it."""
+
+    id: str
+    name: str
+    description: str
+    step_count: int
+
+
+def _count_steps(steps: list[Any]) -> int:
+    count = 0
+    for step in steps:
+        count += 1
+        body = step.get("body") if isinstance(step, dict) else None
+        if isinstance(body, list):
+            count += _count_steps(body)
+    return count
 
 
 def default_sources(
@@ -161,6 +201,8 @@ class Catalog:
     _generation: int = 0
     _refused: tuple[tuple[str, str], ...] = ()
     _watcher: threading.Thread | None = None
+    _logged: int = -1
+    _deferred: bool = False  # serving: problems are logged by the watcher, not on the start-up path
     _stop: threading.Event = field(default_factory=threading.Event)
     _listeners: list[Callable[[Snapshot], None]] = field(default_factory=list)
 
@@ -171,9 +213,41 @@ class Catalog:
             return
         if interval is not None:
             self.interval = interval
+        self._deferred = True
         self.snapshot()
         self._watcher = threading.Thread(target=self._poll, name="handrail-watch", daemon=True)
         self._watcher.start()
+
+    @property
+    def ready(self) -> Snapshot | None:
+        """The compiled snapshot if there is one yet; never compiles."""
+        return self._snapshot
+
+    def summaries(self) -> list[Summary]:
+        """The workflows as `initialize` lists them, from a quick read of the sources: parse
+        and schema-check each file, compile nothing. Precedence is as in a snapshot."""
+        import orjson
+
+        from handrail.schemas import check_workflow
+
+        found: dict[str, Summary] = {}
+        for source in self.sources:
+            files, _ = discover(source)
+            for path in files:
+                try:
+                    if path.stat().st_size > self.max_bytes:
+                        continue
+                    document = orjson.loads(path.read_bytes())
+                except (OSError, ValueError):
+                    continue
+                if check_workflow(document):
+                    found[document["id"]] = Summary(
+                        document["id"],
+                        document["name"],
+                        document["description"],
+                        _count_steps(document["steps"]),
+                    )
+        return [found[k] for k in sorted(found)]
 
     def on_change(self, listener: Callable[[Snapshot], None]) -> None:
         """Call `listener(snapshot)` (from the watcher thread) whenever a new snapshot appears."""
@@ -182,9 +256,24 @@ class Catalog:
     def close(self) -> None:
         self._stop.set()
 
+    def _log_problems(self) -> None:
+        """Log each new snapshot's problems once. The server does this from the watcher
+        thread, off the start-up path: explaining a broken file imports jsonschema."""
+        snapshot = self._snapshot
+        if snapshot is None or snapshot.generation == self._logged:
+            return
+        self._logged = snapshot.generation
+        for problem in snapshot.problems:
+            if problem.severity == "error":
+                log.warning("%s", problem.render())
+        for entry in snapshot.entries.values():
+            if entry.stale:
+                log.warning("%s is broken; still serving its last good version", entry.workflow.file)
+
     def _poll(self) -> None:
         while not self._stop.wait(self.interval):
             try:
+                self._log_problems()
                 before = self._snapshot
                 with self._lock:
                     self._refresh()
@@ -205,6 +294,8 @@ class Catalog:
                 if self._snapshot is None or now - self._checked_at >= self.interval:
                     self._refresh()
                     self._checked_at = time.monotonic()
+            if not self._deferred:
+                self._log_problems()
         assert self._snapshot is not None
         return self._snapshot
 
@@ -212,6 +303,7 @@ class Catalog:
         with self._lock:
             self._refresh()
             self._checked_at = time.monotonic()
+        self._log_problems()
         assert self._snapshot is not None
         return self._snapshot
 
@@ -249,7 +341,7 @@ class Catalog:
 
     def _assemble(self, listing: list[tuple[Source, list[Path]]], refused: list[Diagnostic]) -> Snapshot:
         entries: dict[str, Entry] = {}
-        problems = list(refused)
+        problems: list[Problem] = list(refused)
         overrides: list[tuple[str, Source, Source]] = []
         per_source: dict[Source, int] = {}
         for source, files in listing:
@@ -260,12 +352,11 @@ class Catalog:
                     continue
                 workflow, stale = compiled.workflow, False
                 if workflow is None:
-                    problems.extend(compiled.errors)
+                    problems.append(compiled)
                     workflow = self._last_good.get(path)
                     if workflow is None:
                         continue
                     stale = True
-                    log.warning("%s is broken; still serving its last good version", path)
                 else:
                     self._last_good[path] = workflow
                 count += 1
@@ -289,9 +380,6 @@ class Catalog:
                         overrides.append((workflow.id, source, previous.source))
                 entries[workflow.id] = Entry(workflow, source, stale)
             per_source[source] = count
-        for problem in problems:
-            if problem.severity == "error":
-                log.warning("%s", problem.render())
         self._generation += 1
         return Snapshot(
             MappingProxyType(dict(sorted(entries.items()))),
@@ -308,6 +396,8 @@ def _stamp(path: Path) -> Stamp:
 
 
 def _compile(path: Path, max_bytes: int) -> Compiled:
+    from handrail.compiler import Compiled, compile_path
+
     try:
         return compile_path(path, max_bytes=max_bytes)
     except Exception as exc:  # a compiler bug in one file must not stop the others loading

@@ -116,9 +116,14 @@ def _start(args: argparse.Namespace) -> int:
     from handrail.stdio import serve
 
     catalog = _catalog(args)
-    catalog.watch(interval=args.reload_interval)
     try:
-        return serve(Protocol(Service(catalog)), max_line=args.max_line)
+        # `initialize` is answered from a quick read of the sources; the workflows are
+        # compiled (and watched) right after that first answer is out
+        return serve(
+            Protocol(Service(catalog)),
+            max_line=args.max_line,
+            after_first_reply=lambda: catalog.watch(interval=args.reload_interval),
+        )
     finally:
         catalog.close()
 

@@ -73,8 +73,13 @@ def create_app(service: Service, settings: HttpSettings | None = None) -> Starle
                 return response
         version = request.headers.get("mcp-protocol-version")
         if version is not None and version not in KNOWN_VERSIONS:
-            return _error(400, -32000, "Bad Request: unsupported MCP-Protocol-Version",
-                          supportedVersions=list(KNOWN_VERSIONS), requestedVersion=version)
+            return _error(
+                400,
+                -32000,
+                "Bad Request: unsupported MCP-Protocol-Version",
+                supportedVersions=list(KNOWN_VERSIONS),
+                requestedVersion=version,
+            )
         return None
 
     async def mcp(request: Request) -> Response:
@@ -95,18 +100,28 @@ def create_app(service: Service, settings: HttpSettings | None = None) -> Starle
 
     async def healthz(request: Request) -> Response:
         snapshot = service.catalog.snapshot()
-        return JSONResponse({"status": "ok", "workflows": len(snapshot.entries),
-                             "problems": len(snapshot.problems)})
+        return JSONResponse(
+            {"status": "ok", "workflows": len(snapshot.entries), "problems": len(snapshot.problems)}
+        )
 
-    return Starlette(routes=[
-        Route("/mcp", mcp, methods=["GET", "POST", "DELETE"]),
-        Route("/healthz", healthz, methods=["GET"]),
-    ])
+    return Starlette(
+        routes=[
+            Route("/mcp", mcp, methods=["GET", "POST", "DELETE"]),
+            Route("/healthz", healthz, methods=["GET"]),
+        ]
+    )
 
 
-def serve(service: Service, host: str = "127.0.0.1", port: int = 8765, *,
-          extra_hosts: Iterable[str] = (), extra_origins: Iterable[str] = (),
-          token: str | None = None, log_level: str = "warning") -> int:
+def serve(
+    service: Service,
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    *,
+    extra_hosts: Iterable[str] = (),
+    extra_origins: Iterable[str] = (),
+    token: str | None = None,
+    log_level: str = "warning",
+) -> int:
     import uvicorn
 
     hosts = set(LOCAL_HOSTS) | set(extra_hosts)

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Literal
 
-
 Context = Mapping[str, Any]
 LoopKind = Literal["while", "until", "for", "forEach"]
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 import threading
-import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -137,8 +137,13 @@ class Protocol:
         Called from the stdio loop and from the catalog watcher's thread, hence the lock;
         nothing is owed before the client has said `notifications/initialized`."""
         with self._notify_lock:
-            generation = self.service.catalog.snapshot().generation
-            if not self.client_ready or generation == self._seen_generation:
+            snapshot = self.service.catalog.ready
+            if snapshot is None or not self.client_ready:
+                return []
+            generation = snapshot.generation
+            if self._seen_generation == -1:  # the first snapshot since initialize: nothing to tell
+                self._seen_generation = generation
+            if generation == self._seen_generation:
                 return []
             self._seen_generation = generation
             return [encode({"jsonrpc": "2.0", "method": "notifications/resources/list_changed"})]
@@ -192,7 +197,7 @@ class Protocol:
         except HandrailError as exc:
             return _error(rid, exc.code, exc.message, exc.data)
         except Exception:
-            error_id = uuid.uuid4().hex[:12]
+            error_id = os.urandom(6).hex()
             log.exception("internal error %s while handling %s", error_id, method)
             return _error(rid, INTERNAL_ERROR, "Internal error", {"errorId": error_id})
 
@@ -229,8 +234,15 @@ class Protocol:
             )
         self.initialized = True
         self.version = version
-        snapshot = self.service.catalog.snapshot()
-        self._seen_generation = snapshot.generation
+        catalog = self.service.catalog
+        snapshot = catalog.ready
+        listed: list[Any]
+        if snapshot is None:  # answer before compiling anything: see Catalog.summaries
+            listed = list(catalog.summaries())
+        else:
+            listed = snapshot.workflows
+            with self._notify_lock:
+                self._seen_generation = snapshot.generation
         return {
             "protocolVersion": version,
             "capabilities": {
@@ -238,7 +250,7 @@ class Protocol:
                 "resources": {"listChanged": True, "subscribe": False},
             },
             "serverInfo": dict(SERVER_INFO),
-            "instructions": instructions(snapshot.workflows),
+            "instructions": instructions(listed),
         }
 
     def _shutdown(self, params: dict[str, Any]) -> None:

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from handrail.catalog import Catalog, Snapshot
-from handrail.compiler import compile_text
-from handrail.engine import next_step, validate_output
 from handrail.errors import InvalidParams, WorkflowNotFound
-from handrail.model import Workflow
 from handrail.tooldefs import tool_names, tools, workflow_schema
+
+if TYPE_CHECKING:
+    from handrail.model import Workflow
 
 Validator = Callable[[Any], Any]
 
@@ -91,6 +91,8 @@ class Service:
         return document
 
     def workflow_next(self, snapshot: Snapshot, args: dict[str, Any]) -> dict[str, Any]:
+        from handrail.engine import next_step  # loaded after `initialize` (see handrail/__init__)
+
         workflow = self.workflow(snapshot, args["workflowId"])
         return next_step(
             workflow,
@@ -101,10 +103,14 @@ class Service:
         )
 
     def workflow_validate(self, snapshot: Snapshot, args: dict[str, Any]) -> dict[str, Any]:
+        from handrail.engine import validate_output
+
         workflow = self.workflow(snapshot, args["workflowId"])
         return validate_output(workflow, args["stepId"], args["output"], args.get("context"))
 
     def workflow_validate_json(self, snapshot: Snapshot, args: dict[str, Any]) -> dict[str, Any]:
+        from handrail.compiler import compile_text
+
         compiled = compile_text(args["workflow"], "<workflow>")
         return {
             "valid": compiled.workflow is not None,

@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import contextlib
 import signal
-import threading
 import sys
+import threading
+from collections.abc import Callable
 from types import FrameType
 from typing import BinaryIO
 
+from handrail.limits import MAX_LINE_BYTES
 from handrail.protocol import INVALID_REQUEST, Protocol, _error, encode
 
-DEFAULT_MAX_LINE = 4 * 1024 * 1024
+DEFAULT_MAX_LINE = MAX_LINE_BYTES
 
 
 class _Stop(Exception):
@@ -28,7 +30,10 @@ def serve(
     stdout: BinaryIO | None = None,
     *,
     max_line: int = DEFAULT_MAX_LINE,
+    after_first_reply: Callable[[], None] | None = None,
 ) -> int:
+    """Serve until end of input, `shutdown` or a signal. `after_first_reply` runs once the
+    first answer is out: the server compiles its workflows then, off the start-up path."""
     source = stdin or sys.stdin.buffer
     sink = stdout or sys.stdout.buffer
     sys.stdout = sys.stderr  # stray prints must not corrupt the protocol stream
@@ -89,6 +94,9 @@ def serve(
                 reply = protocol.handle(line)
                 if reply is not None:
                     send(reply)
+                    if after_first_reply is not None:
+                        after_first_reply()
+                        after_first_reply = None
                 for note in protocol.list_changed():
                     send(note)
                 if protocol.shutdown_requested:

@@ -14,10 +14,11 @@ from handrail.compiler.build import build_workflow
 from handrail.compiler.schema_errors import Raw, schema_diagnostics
 from handrail.compiler.source import SourceMap, parse_json
 from handrail.errors import Diagnostic
+from handrail.limits import MAX_FILE_BYTES
 from handrail.model import Workflow
 from handrail.schemas import check_workflow
 
-DEFAULT_MAX_BYTES = 1_000_000
+DEFAULT_MAX_BYTES = MAX_FILE_BYTES
 
 __all__ = ["DEFAULT_MAX_BYTES", "Compiled", "compile_path", "compile_text"]
 
