@@ -63,6 +63,27 @@ def build_parser() -> argparse.ArgumentParser:
         help="how often to look for changed workflow files (default 0.5)",
     )
 
+    serve = sub.add_parser("serve", help="serve the workflows over Streamable HTTP at /mcp")
+    _add_source_options(serve)
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8765, help="port (default 8765)")
+    serve.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="HOST",
+        help="another Host header value to accept (repeatable; localhost is always accepted)",
+    )
+    serve.add_argument(
+        "--allow-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="another Origin to accept, e.g. https://app.example.com (repeatable)",
+    )
+    serve.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
+    serve.add_argument("--reload-interval", type=float, default=0.5, metavar="SECONDS")
+
     check = sub.add_parser("check", help="report every problem in workflow files")
     check.add_argument("paths", nargs="+", metavar="PATH", help="files or folders (recursive)")
     check.add_argument("--format", choices=["text", "json", "sarif"], default="text")
@@ -91,9 +112,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
-    handler = {"start": _start, "check": _check, "list": _list, "sources": _sources, "init": _init}[
-        args.command
-    ]
+    handler = {
+        "start": _start,
+        "serve": _serve,
+        "check": _check,
+        "list": _list,
+        "sources": _sources,
+        "init": _init,
+    }[args.command]
     code: int = handler(args)
     return code
 
@@ -123,6 +149,33 @@ def _start(args: argparse.Namespace) -> int:
             Protocol(Service(catalog)),
             max_line=args.max_line,
             after_first_reply=lambda: catalog.watch(interval=args.reload_interval),
+        )
+    finally:
+        catalog.close()
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import os
+
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=args.log_level.upper(),
+        format="handrail %(levelname)s %(name)s: %(message)s",
+    )
+    from handrail.http import serve
+    from handrail.service import Service
+
+    catalog = _catalog(args)
+    catalog.watch(interval=args.reload_interval)
+    try:
+        return serve(
+            Service(catalog),
+            args.host,
+            args.port,
+            extra_hosts=args.allow_host,
+            extra_origins=args.allow_origin,
+            token=os.environ.get("HANDRAIL_TOKEN") or None,
+            log_level=args.log_level,
         )
     finally:
         catalog.close()

@@ -74,6 +74,7 @@ class Step:
     confirmation: bool | Condition
     run_condition: Condition | None
     rules: tuple[Rule, ...]  # every one must pass
+    criteria: tuple[str, ...]  # what the rules check, in words (guidance.validationCriteria)
     function_references: tuple[str, ...]
     loop: str | None  # the loop this step is the body of, if any
     pointer: str

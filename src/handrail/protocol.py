@@ -14,7 +14,7 @@ from typing import Any
 
 from handrail import __version__
 from handrail.errors import HandrailError
-from handrail.service import Service
+from handrail.service import Encoded, Service
 
 log = logging.getLogger("handrail.protocol")
 
@@ -35,8 +35,6 @@ PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR =
     -32603,
 )
 SERVER_ERROR = -32000
-_LONG_DIGITS = re.compile(r"\d{19}")  # 19 digits or more: maybe past 64 bits
-_LONG_DIGITS_B = re.compile(rb"\d{19}")
 _MISSING = object()
 
 
@@ -50,9 +48,20 @@ def encode(message: Any) -> bytes:
     import orjson
 
     try:
-        return orjson.dumps(message)
+        return orjson.dumps(message, default=_spliced)
     except (TypeError, orjson.JSONEncodeError):  # huge integers, lone surrogates
-        return json.dumps(message, ensure_ascii=True, separators=(",", ":")).encode()
+        return json.dumps(
+            message, ensure_ascii=True, separators=(",", ":"), default=lambda v: json.loads(v.data)
+        ).encode()
+
+
+def _spliced(value: Any) -> Any:
+    """Results the service hands over already encoded are spliced in, not re-encoded."""
+    import orjson
+
+    if isinstance(value, Encoded):
+        return orjson.Fragment(value.data)
+    raise TypeError(f"cannot encode {type(value).__name__}")
 
 
 def decode(data: bytes | str) -> Any:
@@ -67,15 +76,23 @@ def decode(data: bytes | str) -> Any:
             raise ValueError("nested too deeply") from None
         except (ValueError, UnicodeDecodeError):
             raise ValueError(str(first)) from None
-    found = _LONG_DIGITS_B.search(data) if isinstance(data, bytes) else _LONG_DIGITS.search(data)
-    if found:
+    if _float_id(message):
         # orjson reads an integer past 64 bits as a float (an id 2**70 would come back
-        # as 1.1805916207174113e+21); the standard library keeps it exact.
+        # as 1.1805916207174113e+21); the standard library keeps it exact. Only ids are
+        # checked: scanning every line for long digit runs costs more than the request.
         try:
             return _strict_loads(data)
         except RecursionError:
             return message
     return message
+
+
+def _float_id(message: Any) -> bool:
+    if isinstance(message, dict):
+        return type(message.get("id")) is float
+    if isinstance(message, list):
+        return any(isinstance(m, dict) and type(m.get("id")) is float for m in message)
+    return False
 
 
 def _strict_loads(data: bytes | str) -> Any:

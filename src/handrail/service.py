@@ -20,11 +20,27 @@ if TYPE_CHECKING:
 Validator = Callable[[Any], Any]
 
 
+class Encoded:
+    """A result that is already JSON (a workflow's source, a cached listing): the protocol
+    splices the bytes into its reply instead of parsing and encoding them again."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+    def value(self) -> Any:
+        import orjson
+
+        return orjson.loads(self.data)
+
+
 class Service:
     def __init__(self, catalog: Catalog) -> None:
         self.catalog = catalog
         self._validators: dict[str, Validator] = {}
-        self._handlers: dict[str, Callable[[Snapshot, dict[str, Any]], dict[str, Any]]] = {
+        self._listing: tuple[Snapshot, Encoded] | None = None
+        self._handlers: dict[str, Callable[[Snapshot, dict[str, Any]], Any]] = {
             "workflow_list": self.workflow_list,
             "workflow_get": self.workflow_get,
             "workflow_next": self.workflow_next,
@@ -37,7 +53,8 @@ class Service:
     def knows(name: str) -> bool:
         return name in tool_names()
 
-    def call(self, name: str, arguments: Any) -> dict[str, Any]:
+    def call(self, name: str, arguments: Any) -> Any:
+        """The tool's JSON result: a dict, or an `Encoded` one (see `Encoded.value`)."""
         if arguments is None:
             arguments = {}
         if not isinstance(arguments, dict):
@@ -69,7 +86,18 @@ class Service:
             raise WorkflowNotFound(data=data)
         return found
 
-    def workflow_list(self, snapshot: Snapshot, args: dict[str, Any]) -> dict[str, Any]:
+    def workflow_list(self, snapshot: Snapshot, args: dict[str, Any]) -> Encoded:
+        cached = self._listing
+        if cached is not None and cached[0] is snapshot:
+            return cached[1]  # one listing per snapshot: snapshots never change
+        import orjson
+
+        listing = Encoded(orjson.dumps(self._listing_of(snapshot)))
+        self._listing = (snapshot, listing)
+        return listing
+
+    @staticmethod
+    def _listing_of(snapshot: Snapshot) -> dict[str, Any]:
         return {
             "workflows": [
                 {
@@ -84,11 +112,8 @@ class Service:
             "diagnostics": [d.as_dict() for d in snapshot.problems],
         }
 
-    def workflow_get(self, snapshot: Snapshot, args: dict[str, Any]) -> dict[str, Any]:
-        import orjson
-
-        document: dict[str, Any] = orjson.loads(self.workflow(snapshot, args["id"]).document)
-        return document
+    def workflow_get(self, snapshot: Snapshot, args: dict[str, Any]) -> Encoded:
+        return Encoded(self.workflow(snapshot, args["id"]).document)
 
     def workflow_next(self, snapshot: Snapshot, args: dict[str, Any]) -> dict[str, Any]:
         from handrail.engine import next_step  # loaded after `initialize` (see handrail/__init__)

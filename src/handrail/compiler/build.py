@@ -17,7 +17,7 @@ from handrail.expr import Report, compile_condition, did_you_mean
 from handrail.expr.ast import variables
 from handrail.expr.parse import parse_condition
 from handrail.model import Condition, Loop, Node, Rule, Step, Workflow
-from handrail.rules import compile_criteria
+from handrail.rules import compile_criteria, criteria_text
 
 TEMPLATE = re.compile(r"\{\{\s*([^{}]*?)\s*\}\}")
 DOTTED = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]*(?:\.[A-Za-z0-9_$]+)*$")
@@ -307,6 +307,7 @@ def build_workflow(document: Mapping[str, Any], text: str, file: str, report: Re
             confirmation=confirmation,
             run_condition=run_condition,
             rules=rules,
+            criteria=tuple(criteria_text(rule) for rule in rules),
             function_references=refs,
             loop=b.owner.get(sid),
             pointer=at,

@@ -9,7 +9,6 @@ from typing import Any
 from handrail.engine.state import Frame
 from handrail.engine.templates import render
 from handrail.model import Condition, Context, Step, Workflow
-from handrail.rules import criteria_text
 
 
 def confirmation(value: bool | Condition, scope: Context) -> bool:
@@ -38,6 +37,7 @@ def step_view(step: Step, scope: Context) -> dict[str, Any]:
 def compose(
     workflow: Workflow,
     step: Step,
+    view: Mapping[str, Any],
     scope: Context,
     loops: Sequence[tuple[Frame, Mapping[str, Any]]],
     *,
@@ -49,11 +49,12 @@ def compose(
         parts.append(f"Workflow: {workflow.name} — {workflow.description}")
         if workflow.meta_guidance:
             parts.append("Throughout this workflow:\n" + "\n".join(f"- {g}" for g in workflow.meta_guidance))
+    # the step's texts are rendered once, in `view`, and reused here
     if step.agent_role:
-        parts.append(render(step.agent_role, scope))
-    parts.append(f"## {render(step.title, scope)}\n{render(step.prompt, scope)}")
+        parts.append(view["agentRole"])
+    parts.append(f"## {view['title']}\n{view['prompt']}")
     if step.guidance:
-        parts.append("Guidance:\n" + "\n".join(f"- {render(g, scope)}" for g in step.guidance))
+        parts.append("Guidance:\n" + "\n".join(f"- {g}" for g in view["guidance"]))
     for frame, variables in loops:  # outermost first, each with its own loop variables
         loop = frame.loop
         line = f"Loop `{loop.title}`: iteration {frame.iteration} (at most {loop.max_iterations})"
@@ -62,7 +63,7 @@ def compose(
             line += f"; {loop.item_var} = {json.dumps(item, ensure_ascii=False, default=str)}"
             line += f" ({loop.index_var} = {frame.iteration - 1})"
         parts.append(line)
-    criteria = [criteria_text(rule) for rule in step.rules]
+    criteria = list(step.criteria)
     if criteria:
         parts.append("Your output must meet:\n" + "\n".join(f"- {c}" for c in criteria))
     parts.extend(notes)
@@ -70,6 +71,6 @@ def compose(
     hint = step.model_hint or workflow.model_hint
     if hint:
         guidance["modelHint"] = hint
-    guidance["requiresConfirmation"] = confirmation(step.confirmation, scope)
+    guidance["requiresConfirmation"] = view["requireConfirmation"]
     guidance["validationCriteria"] = criteria
     return guidance

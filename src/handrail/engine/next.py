@@ -245,9 +245,9 @@ def next_step(
         depth = walk.depth  # the running loops that enclose the step (an earlier step may reappear)
         scope = walk.scope(depth)
         enclosing = [(f, f.variables(walk.scope(i))) for i, f in enumerate(walk.frames[:depth])]
-        result["step"] = step_view(step, scope)
+        view = result["step"] = step_view(step, scope)
         result["guidance"] = compose(
-            workflow, step, scope, enclosing, first=not completed_steps, notes=walk.notes
+            workflow, step, view, scope, enclosing, first=not completed_steps, notes=walk.notes
         )
         result["isComplete"] = False
         if enclosing:

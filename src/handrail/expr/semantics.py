@@ -33,6 +33,8 @@ _FALSE_WORDS = frozenset({"false", "no", "0"})
 def lookup(context: Mapping[str, Any], path: str) -> Any:
     """Read a dotted path; lists take numeric parts, and `length` of a list or string."""
     if "." not in path:
+        if type(context) is dict:  # the common case, without the ABC check below
+            return context.get(path, MISSING)
         return context.get(path, MISSING) if isinstance(context, Mapping) else MISSING
     value: Any = context
     for part in path.split("."):
@@ -47,6 +49,14 @@ def lookup(context: Mapping[str, Any], path: str) -> Any:
         if value is MISSING:
             return MISSING
     return value
+
+
+def getter(path: str) -> Callable[[Mapping[str, Any]], Any]:
+    """A reader for one path, specialised at compile time. Contexts reaching a condition
+    are dicts or ChainMaps (the engine checks), so a plain name is one `.get`."""
+    if "." in path:
+        return lambda ctx: lookup(ctx, path)
+    return lambda ctx: ctx.get(path, MISSING)
 
 
 def _index(part: str) -> int | None:
@@ -187,13 +197,16 @@ def compile_node(node: Node) -> Predicate:
         return lambda ctx: value
     if isinstance(node, Truthy):
         path = node.var
-        return lambda ctx: truthy(lookup(ctx, path))
+        get = getter(path)
+        return lambda ctx: truthy(get(ctx))
     if isinstance(node, Compare):
         path, test = node.var, _compare(node.op, node.value)
         if node.op == "not_equals" or (node.op == "equals" and node.value is None):
-            return lambda ctx: test(lookup(ctx, path))
+            get = getter(path)
+            return lambda ctx: test(get(ctx))
         # every other comparison is false on a missing variable
-        return lambda ctx: (v := lookup(ctx, path)) is not MISSING and test(v)
+        read = getter(path)
+        return lambda ctx: (v := read(ctx)) is not MISSING and test(v)
     if isinstance(node, Not):
         inner = compile_node(node.item)
         return lambda ctx: not inner(ctx)
