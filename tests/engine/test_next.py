@@ -675,3 +675,31 @@ def test_next_raises_nothing_but_handrail_errors_whatever_it_is_sent(
         return
     json.dumps(result)  # the result is plain JSON
     assert set(result) >= {"step", "guidance", "isComplete", "completedSteps", "state"}
+
+
+def test_a_loop_that_requires_confirmation_asks_once_as_it_is_entered() -> None:
+    document = {
+        "id": "confirm-loop",
+        "name": "n",
+        "description": "d",
+        "version": "1.0.0",
+        "steps": [
+            {
+                "id": "the-loop",
+                "type": "loop",
+                "title": "Loop",
+                "loop": {"type": "for", "count": 2, "maxIterations": 5},
+                "requireConfirmation": True,
+                "body": [{"id": "aaa", "title": "A", "prompt": "a"}, {"id": "bbb", "title": "B", "prompt": "b"}],
+            }
+        ],
+    }
+    workflow = compile_text(json.dumps(document)).workflow
+    assert workflow is not None
+    first = next_step(workflow, [], {})
+    assert (first["step"]["id"], first["guidance"]["requiresConfirmation"]) == ("aaa", True)
+    second = next_step(workflow, [*first["completedSteps"], "aaa"], {}, state=first["state"])
+    assert (second["step"]["id"], second["guidance"]["requiresConfirmation"]) == ("bbb", False)
+    third = next_step(workflow, [*second["completedSteps"], "bbb"], {}, state=second["state"])
+    assert (third["step"]["id"], third["loop"]["iteration"]) == ("aaa", 2)
+    assert third["guidance"]["requiresConfirmation"] is False

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from handrail.engine.guidance import compose, step_view
+from handrail.engine.guidance import compose, confirmation, step_view
 from handrail.engine.state import Frame, read_state
 from handrail.errors import InvalidParams, StepNotFound
 from handrail.expr import MISSING, lookup
@@ -250,6 +250,11 @@ def next_step(
             workflow, step, view, scope, enclosing, first=not completed_steps, notes=walk.notes
         )
         result["isComplete"] = False
+        for frame, _ in enclosing:
+            # a loop that asks for confirmation asks once, as it is entered
+            entering = frame.iteration == 1 and not walk.done.intersection(frame.loop.body)
+            if entering and confirmation(frame.loop.confirmation, scope):
+                result["guidance"]["requiresConfirmation"] = True
         if enclosing:
             frame, variables = enclosing[-1]
             result["loop"] = {
