@@ -6,6 +6,7 @@ protocol layer maps it to the wire without knowing what went wrong.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -105,3 +106,37 @@ class DiagnosticSink:
     @property
     def has_errors(self) -> bool:
         return any(d.severity == "error" for d in self.items)
+
+
+class ErrorWatch:
+    """A diagnostics reporter that passes everything on to `report` and remembers
+    whether an error went by (a stage then knows its own output is unusable)."""
+
+    __slots__ = ("failed", "report")
+
+    def __init__(self, report: Callable[..., None]) -> None:
+        self.report = report
+        self.failed = False
+
+    def __call__(
+        self,
+        code: str,
+        severity: str,
+        message: str,
+        pointer: str,
+        hint: str | None = None,
+        offset: int | None = None,
+    ) -> None:
+        self.failed = self.failed or severity == "error"
+        self.report(code, severity, message, pointer, hint, offset)
+
+
+def ignore(
+    code: str,
+    severity: str,
+    message: str,
+    pointer: str,
+    hint: str | None = None,
+    offset: int | None = None,
+) -> None:
+    """A reporter that drops everything: for a second look at a source already reported."""

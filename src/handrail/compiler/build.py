@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from handrail.compiler.source import KEY
+from handrail.errors import ErrorWatch, ignore
 from handrail.expr import Report, compile_condition, did_you_mean
 from handrail.expr.ast import variables
 from handrail.expr.parse import parse_condition
@@ -199,22 +200,9 @@ class _Build:
         """The compiled condition; None when there is none, or when it has errors (reported)."""
         if key not in raw:
             return None
-        failed = False
-
-        def checked(
-            code: str,
-            severity: str,
-            message: str,
-            pointer: str,
-            hint: str | None = None,
-            offset: int | None = None,
-        ) -> None:
-            nonlocal failed
-            failed = failed or severity == "error"
-            self.report(code, severity, message, pointer, hint, offset)
-
-        compiled = compile_condition(raw[key], f"{at}/{key}", checked, what=what)
-        return None if failed else compiled
+        watch = ErrorWatch(self.report)
+        compiled = compile_condition(raw[key], f"{at}/{key}", watch, what=what)
+        return None if watch.failed else compiled
 
     def confirmation(self, raw: Mapping[str, Any], at: str) -> bool | Condition:
         value = raw.get("requireConfirmation", False)
@@ -233,19 +221,8 @@ def _names_in(condition: Any, out: set[str]) -> None:
     """The root names of the variables a condition reads, whatever its form."""
     if condition is None:
         return
-    tree = parse_condition(condition, "", _ignore)  # problems are reported when it is compiled
+    tree = parse_condition(condition, "", ignore)  # problems are reported when it is compiled
     out.update(name.split(".")[0] for name in variables(tree))
-
-
-def _ignore(
-    code: str,
-    severity: str,
-    message: str,
-    pointer: str,
-    hint: str | None = None,
-    offset: int | None = None,
-) -> None:
-    return None
 
 
 def _walk_rules(criteria: Any) -> list[Mapping[str, Any]]:

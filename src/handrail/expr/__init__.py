@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from handrail.errors import ErrorWatch, ignore
 from handrail.expr.ast import Const, Node, literals_for, to_text, variables
 from handrail.expr.fold import fold
 from handrail.expr.parse import Report, did_you_mean, parse_condition
@@ -23,34 +24,10 @@ __all__ = [
 
 
 def compile_condition(source: Any, at: str, report: Report, *, what: str = "condition") -> Condition:
-    failed = False
-
-    def checked(
-        code: str,
-        severity: str,
-        message: str,
-        pointer: str,
-        hint: str | None = None,
-        offset: int | None = None,
-    ) -> None:
-        nonlocal failed
-        failed = failed or severity == "error"
-        report(code, severity, message, pointer, hint, offset)
-
-    tree = parse_condition(source, at, checked)
+    watch = ErrorWatch(report)
+    tree = parse_condition(source, at, watch)
     # a condition that failed to parse is already reported; its stand-in is not folded
-    return condition_from_tree(tree, at, report if not failed else _silent, what=what)
-
-
-def _silent(
-    code: str,
-    severity: str,
-    message: str,
-    pointer: str,
-    hint: str | None = None,
-    offset: int | None = None,
-) -> None:
-    return None
+    return condition_from_tree(tree, at, ignore if watch.failed else report, what=what)
 
 
 def condition_from_tree(tree: Node, at: str, report: Report, *, what: str = "condition") -> Condition:
