@@ -1,4 +1,4 @@
-"""The `handrail` command: check, start, list, sources, init."""
+"""The `handrail` command: check, start, serve, list, sources, init, graph, walk."""
 
 from __future__ import annotations
 
@@ -33,6 +33,42 @@ def _add_source_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_limit_options(parser: argparse.ArgumentParser) -> None:
+    """What a server refuses (see handrail.limits); over a limit is -32602 naming it."""
+    from handrail import limits
+
+    def positive(text: str) -> int:
+        value = int(text)
+        if value < 1:
+            raise argparse.ArgumentTypeError(f"{text} is not a positive integer")
+        return value
+
+    for flag, default, metavar, what in (
+        ("--max-output", limits.MAX_OUTPUT_LENGTH, "CHARS", "longest workflow_validate output"),
+        ("--max-context", limits.MAX_CONTEXT_BYTES, "BYTES", "largest context, as JSON"),
+        ("--max-depth", limits.MAX_DEPTH, "LEVELS", "deepest nesting of a tool call's arguments"),
+        ("--max-completed-steps", limits.MAX_COMPLETED_STEPS, "N", "most entries in completedSteps"),
+        ("--regex-timeout", limits.REGEX_TIMEOUT_MS, "MS", "time limit of a backtracking regex search"),
+    ):
+        parser.add_argument(
+            flag, type=positive, default=default, metavar=metavar, help=f"{what} (default {default})"
+        )
+
+
+def _limits(args: argparse.Namespace) -> Any:
+    from handrail.limits import MAX_LINE_BYTES, Limits
+
+    return Limits(
+        max_line_bytes=getattr(args, "max_line", MAX_LINE_BYTES),
+        max_output_length=args.max_output,
+        max_context_bytes=args.max_context,
+        max_depth=args.max_depth,
+        max_completed_steps=args.max_completed_steps,
+        max_workflow_bytes=args.max_file_size,
+        regex_timeout_ms=args.regex_timeout,
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="handrail", description="Step-by-step workflows for AI agents, over MCP."
@@ -55,6 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="BYTES",
         help="longest accepted message line (default 4 MiB)",
     )
+    _add_limit_options(start)
     start.add_argument(
         "--reload-interval",
         type=float,
@@ -83,6 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
     serve.add_argument("--reload-interval", type=float, default=0.5, metavar="SECONDS")
+    _add_limit_options(serve)
 
     check = sub.add_parser("check", help="report every problem in workflow files")
     check.add_argument("paths", nargs="+", metavar="PATH", help="files or folders (recursive)")
@@ -100,6 +138,21 @@ def build_parser() -> argparse.ArgumentParser:
     init.add_argument(
         "--dir", type=Path, default=None, help="folder to create (default ~/.handrail/workflows)"
     )
+
+    graph = sub.add_parser("graph", help="draw a workflow's step graph (Mermaid or Graphviz dot)")
+    graph.add_argument("workflow_id", metavar="ID", help="the workflow's id")
+    graph.add_argument("--format", choices=["mermaid", "dot"], default="mermaid")
+    _add_source_options(graph)
+
+    walk = sub.add_parser("walk", help="play a workflow in the terminal, as an agent would")
+    walk.add_argument("workflow_id", metavar="ID", help="the workflow's id")
+    walk.add_argument("--context", default=None, metavar="JSON", help="the initial context, a JSON object")
+    walk.add_argument(
+        "--auto",
+        action="store_true",
+        help="answer every prompt with a canned output and the first value a condition looks for",
+    )
+    _add_source_options(walk)
     return parser
 
 
@@ -119,6 +172,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "list": _list,
         "sources": _sources,
         "init": _init,
+        "graph": _graph,
+        "walk": _walk,
     }[args.command]
     code: int = handler(args)
     return code
@@ -142,12 +197,13 @@ def _start(args: argparse.Namespace) -> int:
     from handrail.stdio import serve
 
     catalog = _catalog(args)
+    limits = _limits(args)
     try:
         # `initialize` is answered from a quick read of the sources; the workflows are
         # compiled (and watched) right after that first answer is out
         return serve(
-            Protocol(Service(catalog)),
-            max_line=args.max_line,
+            Protocol(Service(catalog, limits)),
+            max_line=limits.max_line_bytes,
             after_first_reply=lambda: catalog.watch(interval=args.reload_interval),
         )
     finally:
@@ -169,7 +225,7 @@ def _serve(args: argparse.Namespace) -> int:
     catalog.watch(interval=args.reload_interval)
     try:
         return serve(
-            Service(catalog),
+            Service(catalog, _limits(args)),
             args.host,
             args.port,
             extra_hosts=args.allow_host,
@@ -364,3 +420,50 @@ def _init(args: argparse.Namespace) -> int:
         "  handrail start                  # serve them to your MCP client over stdio"
     )
     return EXIT_OK
+
+
+def _workflow(args: argparse.Namespace, command: str) -> Any:
+    """The workflow named by args.workflow_id, or None after saying on stderr that there is none."""
+    import difflib
+
+    snapshot = _catalog(args).snapshot()
+    found = snapshot.get(args.workflow_id)
+    if found is None:
+        message = f"handrail {command}: no workflow `{args.workflow_id}`"
+        close = difflib.get_close_matches(args.workflow_id, list(snapshot.entries), n=3, cutoff=0.5)
+        if close:
+            message += "; did you mean " + " or ".join(f"`{c}`" for c in close) + "?"
+        elif snapshot.entries:
+            message += " (`handrail list` shows them all)"
+        print(message, file=sys.stderr)
+    return found
+
+
+def _graph(args: argparse.Namespace) -> int:
+    from handrail.graph import render
+
+    workflow = _workflow(args, "graph")
+    if workflow is None:
+        return EXIT_ERRORS
+    sys.stdout.write(render(workflow, args.format))
+    return EXIT_OK
+
+
+def _walk(args: argparse.Namespace) -> int:
+    from handrail.walkthrough import walk
+
+    context: Any = {}
+    if args.context is not None:
+        try:
+            context = json.loads(args.context)
+        except ValueError as exc:
+            print(f"handrail walk: --context is not JSON: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        if not isinstance(context, dict):
+            print("handrail walk: --context must be a JSON object", file=sys.stderr)
+            return EXIT_USAGE
+    workflow = _workflow(args, "walk")
+    if workflow is None:
+        return EXIT_ERRORS
+    code: int = walk(workflow, sys.stdin, sys.stdout, context=context, auto=args.auto)
+    return code

@@ -1,31 +1,80 @@
 """The Streamable HTTP transport: POST /mcp answers with application/json.
 
 Stateless by design: every request carries what it needs (loop progress travels
-in `state`), so any number of replicas behind a load balancer give the same
-answers. Origin and Host are checked against allow-lists (DNS rebinding), and a
-bearer token is required when HANDRAIL_TOKEN is set.
+in `state`, and 2026-07-28 requests carry their protocol version in `_meta`), so
+any number of replicas behind a load balancer give the same answers. The
+protocol core is the stdio server's (`Protocol`), so both transports answer a
+request alike; this module adds only what HTTP needs:
+
+- Host and Origin are checked against allow-lists (DNS rebinding): 403;
+- a bearer token is required when HANDRAIL_TOKEN is set: 401;
+- GET (no server-to-client stream is offered) and DELETE (no sessions): 405;
+- an Accept that rules out JSON: 406; a body that is not JSON: 415; too large: 413;
+- MCP-Protocol-Version must name a version we speak; a 2026-07-28 request's
+  MCP-Protocol-Version, Mcp-Method and Mcp-Name headers must agree with its body
+  (-32020), and its errors take the status the revision gives them (400, 404);
+- notifications and client responses: 202 without a body; JSON-RPC batches only
+  at the versions that had them (2024-11-05, 2025-03-26, or no header).
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hmac
 import logging
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from types import FrameType
 from typing import Any
 from urllib.parse import urlsplit
 
 from starlette.applications import Starlette
+from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from handrail.protocol import KNOWN_VERSIONS, Protocol, encode
+from handrail import __version__
+from handrail.protocol import (
+    ALL_VERSIONS,
+    CLIENT_CAPABILITIES_KEY,
+    HEADER_MISMATCH,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    KNOWN_VERSIONS,
+    METHOD_NOT_FOUND,
+    MODERN_VERSIONS,
+    PARSE_ERROR,
+    PROTOCOL_VERSION_KEY,
+    UNSUPPORTED_PROTOCOL_VERSION,
+    Protocol,
+    decode,
+    encode,
+    envelope,
+    parse_error,
+)
 from handrail.service import Service
 
 log = logging.getLogger("handrail.http")
 LOCAL_HOSTS = ("localhost", "127.0.0.1", "[::1]", "::1")
 MAX_BODY = 4 * 1024 * 1024
+BATCH_VERSIONS = ("2024-11-05", "2025-03-26")  # JSON-RPC batching left the protocol in 2025-06-18
+MISSING_CLIENT_CAPABILITY = -32021
+# The HTTP status of a 2026-07-28 request's JSON-RPC error; any other code is 200.
+ERROR_STATUS = {
+    PARSE_ERROR: 400,
+    INVALID_REQUEST: 400,
+    INVALID_PARAMS: 400,
+    HEADER_MISMATCH: 400,
+    MISSING_CLIENT_CAPABILITY: 400,
+    UNSUPPORTED_PROTOCOL_VERSION: 400,
+    METHOD_NOT_FOUND: 404,
+}
+NAME_BEARING = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+ROUTING_HEADERS = ("mcp-protocol-version", "mcp-method", "mcp-name")
+_BASE64_HEADER = re.compile(r"^=\?base64\?(.*)\?=$")
 
 
 @dataclass
@@ -43,13 +92,88 @@ def _host_name(value: str) -> str:
     return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
 
 
-def _error(status: int, code: int, message: str, **data: Any) -> Response:
-    body = {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message, "data": data}}
+def _error(status: int, code: int, message: str, rid: Any = None, **data: Any) -> Response:
+    error: dict[str, Any] = {"code": code, "message": message}
+    if data:
+        error["data"] = data
+    body = {"jsonrpc": "2.0", "id": rid, "error": error}
     return Response(encode(body), status_code=status, media_type="application/json")
+
+
+def _json(reply: Any, status: int = 200) -> Response:
+    return Response(encode(reply), status_code=status, media_type="application/json")
+
+
+def accepts_json(accept: str | None) -> bool:
+    """Whether an Accept header admits application/json (no header admits anything)."""
+    if accept is None or not accept.strip():
+        return True
+    for item in accept.split(","):
+        media, _, parameters = item.partition(";")
+        if media.strip().lower() in ("application/json", "application/*", "*/*"):
+            quality = re.search(r"(?:^|;)\s*q\s*=\s*([0-9.]+)", parameters)
+            if quality is None or _positive(quality.group(1)):
+                return True
+    return False
+
+
+def _positive(text: str) -> bool:
+    try:
+        return float(text) > 0
+    except ValueError:
+        return True
+
+
+def _decode_header(value: str | None) -> str | None:
+    """An Mcp-Name value, unwrapping the `=?base64?...?=` form clients use for
+    values that are not plain printable ASCII; None when the wrapping is broken."""
+    if value is None:
+        return None
+    wrapped = _BASE64_HEADER.match(value)
+    if wrapped is None:
+        return value
+    try:
+        return base64.b64decode(wrapped.group(1), validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        return None
+
+
+def header_mismatch(message: dict[str, Any], meta: dict[str, Any], headers: Headers) -> str | None:
+    """Why a 2026-07-28 request's routing headers disagree with its body, or None."""
+    for name in ROUTING_HEADERS:
+        if len(headers.getlist(name)) > 1:
+            return f"the {name} header appears more than once"
+    if headers.get("mcp-protocol-version") != meta[PROTOCOL_VERSION_KEY]:
+        return f"the MCP-Protocol-Version header does not match _meta {PROTOCOL_VERSION_KEY}"
+    method = message.get("method")
+    if headers.get("mcp-method") != method:
+        return "the Mcp-Method header does not match the request's method"
+    key = NAME_BEARING.get(method) if isinstance(method, str) else None
+    if key is not None:
+        value = message["params"].get(key)
+        if value is not None and _decode_header(headers.get("mcp-name")) != value:
+            return f"the Mcp-Name header does not match the request's {key}"
+    return None
+
+
+def _valid_id(rid: Any) -> bool:
+    return isinstance(rid, str) or (isinstance(rid, int) and not isinstance(rid, bool))
+
+
+def _status_of(reply: Any, modern: bool) -> int:
+    """200 for results. A handshake-era error is 200 too, unless the message itself was
+    unusable (no id to answer: parse error, invalid request); a 2026 error goes by code."""
+    if not isinstance(reply, dict) or "error" not in reply:
+        return 200
+    code = reply["error"].get("code")
+    if modern:
+        return ERROR_STATUS.get(code, 200)
+    return 400 if reply.get("id") is None and code in (PARSE_ERROR, INVALID_REQUEST) else 200
 
 
 def create_app(service: Service, settings: HttpSettings | None = None) -> Starlette:
     config = settings or HttpSettings()
+    protocol = Protocol(service, stateless=True)  # no session state: one core serves every request
 
     def origin_allowed(origin: str) -> bool:
         if origin in config.allowed_origins:
@@ -71,16 +195,83 @@ def create_app(service: Service, settings: HttpSettings | None = None) -> Starle
                 response = _error(401, -32000, "Unauthorized: a bearer token is required")
                 response.headers["WWW-Authenticate"] = 'Bearer realm="handrail"'
                 return response
-        version = request.headers.get("mcp-protocol-version")
-        if version is not None and version not in KNOWN_VERSIONS:
-            return _error(
-                400,
-                -32000,
-                "Bad Request: unsupported MCP-Protocol-Version",
-                supportedVersions=list(KNOWN_VERSIONS),
-                requestedVersion=version,
-            )
         return None
+
+    async def read_body(request: Request) -> bytes | Response:
+        too_large = _error(
+            413, INVALID_REQUEST, "Invalid Request", details="body too large", limit=config.max_body
+        )
+        declared = request.headers.get("content-length")
+        if declared is not None:
+            try:
+                if int(declared) > config.max_body:
+                    return too_large
+            except ValueError:
+                return _error(400, INVALID_REQUEST, "Invalid Request", details="bad Content-Length")
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > config.max_body:
+                return too_large
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    def unsupported_header(version: str, rid: Any = None) -> Response:
+        return _error(
+            400,
+            -32000,
+            "Bad Request: unsupported MCP-Protocol-Version",
+            rid,
+            supportedVersions=list(ALL_VERSIONS),
+            requestedVersion=version,
+        )
+
+    def answer(message: Any, version: str | None, headers: Headers) -> Response:
+        if isinstance(message, list):
+            if version is not None and version not in ALL_VERSIONS:
+                return unsupported_header(version)
+            if version is not None and version not in BATCH_VERSIONS:
+                return _error(
+                    400,
+                    INVALID_REQUEST,
+                    "Invalid Request",
+                    details=f"JSON-RPC batches are not part of protocol version {version}",
+                )
+            reply = protocol.reply(message)
+            return Response(status_code=202) if reply is None else _json(reply, _status_of(reply, False))
+        if not isinstance(message, dict):
+            reply = protocol.reply(message)
+            return _json(reply, _status_of(reply, False))
+        if "id" not in message:  # a notification (or a malformed message without an id)
+            if version is not None and version not in ALL_VERSIONS:
+                return unsupported_header(version)
+            reply = protocol.reply(message)
+            return Response(status_code=202) if reply is None else _json(reply, _status_of(reply, False))
+        rid = message["id"] if _valid_id(message["id"]) else None
+        meta = envelope(message)
+        if meta is not None:
+            mismatch = header_mismatch(message, meta, headers)
+            if mismatch is not None:
+                return _error(400, HEADER_MISMATCH, "Header mismatch", rid, details=mismatch)
+            reply = protocol.reply(message)
+            return _json(reply, _status_of(reply, True))
+        if version is not None and version not in KNOWN_VERSIONS:
+            if version not in MODERN_VERSIONS:
+                return unsupported_header(version, rid)
+            if "result" not in message and "error" not in message:  # a request without its envelope
+                return _error(
+                    400,
+                    INVALID_PARAMS,
+                    "Invalid params",
+                    rid,
+                    details=f"a {version} request carries {PROTOCOL_VERSION_KEY} and "
+                    f"{CLIENT_CAPABILITIES_KEY} in params._meta",
+                )
+        reply = protocol.reply(message)
+        if reply is None:  # a client's response to nothing we asked
+            return Response(status_code=202)
+        return _json(reply, _status_of(reply, False))
 
     async def mcp(request: Request) -> Response:
         refused = refuse(request)
@@ -88,20 +279,29 @@ def create_app(service: Service, settings: HttpSettings | None = None) -> Starle
             return refused
         if request.method != "POST":
             return Response(status_code=405, headers={"Allow": "POST"})
-        body = await request.body()
-        if len(body) > config.max_body:
-            return _error(413, -32600, "Invalid Request", details="body too large", limit=config.max_body)
-        protocol = Protocol(service)
-        protocol.initialized = True  # stateless: no session to initialize
-        reply = protocol.handle(body)
-        if reply is None:
-            return Response(status_code=202)
-        return Response(reply, media_type="application/json")
+        if not accepts_json(request.headers.get("accept")):
+            return _error(406, -32000, "Not Acceptable: the client must accept application/json")
+        content_type = request.headers.get("content-type")
+        if content_type is not None and content_type.split(";")[0].strip().lower() != "application/json":
+            return _error(415, -32000, "Unsupported Media Type: the body must be application/json")
+        body = await read_body(request)
+        if isinstance(body, Response):
+            return body
+        try:
+            message = decode(body)
+        except ValueError as exc:
+            return _json(parse_error(exc), 400)
+        return answer(message, request.headers.get("mcp-protocol-version"), request.headers)
 
     async def healthz(request: Request) -> Response:
         snapshot = service.catalog.snapshot()
         return JSONResponse(
-            {"status": "ok", "workflows": len(snapshot.entries), "problems": len(snapshot.problems)}
+            {
+                "status": "ok",
+                "version": __version__,
+                "workflows": len(snapshot.entries),
+                "problems": len(snapshot.problems),
+            }
         )
 
     return Starlette(
@@ -127,7 +327,24 @@ def serve(
     hosts = set(LOCAL_HOSTS) | set(extra_hosts)
     if host not in ("0.0.0.0", "::"):
         hosts.add(host)
+    elif not set(extra_hosts):
+        log.warning(
+            "listening on every interface, but only Host headers %s are accepted: "
+            "name this machine's other names with --allow-host",
+            ", ".join(sorted(hosts)),
+        )
+    if token is None and host not in LOCAL_HOSTS:
+        log.warning("listening on %s without HANDRAIL_TOKEN: anyone who can reach it may call it", host)
     settings = HttpSettings(allowed_hosts=hosts, allowed_origins=set(extra_origins), token=token)
     app = create_app(service, settings)
-    uvicorn.run(app, host=host, port=port, log_level=log_level)
+
+    class Server(uvicorn.Server):
+        """Stops on SIGINT or SIGTERM and returns, so that `handrail serve` exits 0 as
+        `handrail start` does (uvicorn would raise the signal again once stopped)."""
+
+        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+            super().handle_exit(sig, frame)
+            self._captured_signals.clear()
+
+    Server(uvicorn.Config(app, host=host, port=port, log_level=log_level)).run()
     return 0

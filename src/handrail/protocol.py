@@ -1,9 +1,20 @@
 """JSON-RPC 2.0 and the MCP lifecycle: framing rules, version negotiation,
 dispatch and error mapping. No I/O: bytes in, bytes out, for any transport.
+
+Two eras of the protocol are served side by side, per request:
+
+- the handshake era (2024-11-05 .. 2025-11-25): `initialize` first, then requests;
+- the 2026-07-28 revision: no handshake; each request carries its protocol version
+  and the client's capabilities in `params._meta` (the envelope), results carry
+  `resultType` and, for listings, cache hints (`ttlMs`, `cacheScope`).
+
+A request is served in the 2026 era exactly when its `_meta` holds the reserved
+protocol-version key; anything else is answered as it always was.
 """
 
 from __future__ import annotations
 
+import difflib
 import json
 import logging
 import os
@@ -18,8 +29,10 @@ from handrail.service import Encoded, Service
 
 log = logging.getLogger("handrail.protocol")
 
-KNOWN_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+KNOWN_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")  # the handshake era
 LATEST = KNOWN_VERSIONS[-1]
+MODERN_VERSIONS = ("2026-07-28",)  # per-request envelope, no handshake
+ALL_VERSIONS = KNOWN_VERSIONS + MODERN_VERSIONS
 DATE = re.compile(r"^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])$")
 SERVER_INFO = {
     "name": "workflowlookup",
@@ -35,7 +48,32 @@ PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR =
     -32603,
 )
 SERVER_ERROR = -32000
+HEADER_MISMATCH = -32020  # 2026-07-28: HTTP headers disagree with the body
+UNSUPPORTED_PROTOCOL_VERSION = -32022  # 2026-07-28: data {supported, requested}
 _MISSING = object()
+
+# The reserved `_meta` keys of the 2026-07-28 revision.
+PROTOCOL_VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
+CLIENT_CAPABILITIES_KEY = "io.modelcontextprotocol/clientCapabilities"
+CLIENT_INFO_KEY = "io.modelcontextprotocol/clientInfo"
+SERVER_INFO_KEY = "io.modelcontextprotocol/serverInfo"
+
+# How long (ms) a 2026-07-28 client may reuse a result, and whether shared caches may.
+# The tool list changes only with the server's version; what the workflow catalog
+# feeds changes when a workflow file does (the catalog looks twice a second), and a
+# private deployment's workflows are nobody else's business.
+STATIC_TTL_MS = 300_000
+CATALOG_TTL_MS = 5_000
+CACHE_HINTS: dict[str, tuple[int, str]] = {
+    "server/discover": (CATALOG_TTL_MS, "private"),
+    "tools/list": (STATIC_TTL_MS, "public"),
+    "resources/templates/list": (STATIC_TTL_MS, "public"),
+    "resources/list": (CATALOG_TTL_MS, "private"),
+    "resources/read": (CATALOG_TTL_MS, "private"),
+    "prompts/list": (CATALOG_TTL_MS, "private"),
+}
+_SERVER_STAMP = {SERVER_INFO_KEY: SERVER_INFO}  # `_meta` of every 2026 result (encoded, never mutated)
+_BEFORE_INITIALIZE = frozenset({"initialize", "ping", "server/discover"})
 
 
 class RpcError(Exception):
@@ -105,6 +143,18 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+def envelope(message: dict[str, Any]) -> dict[str, Any] | None:
+    """The 2026-07-28 `_meta` envelope of a request, or None when it is a handshake-era one.
+    `initialize` never is: that revision has no handshake, whatever the request carries."""
+    params = message.get("params")
+    if not isinstance(params, dict):
+        return None
+    meta = params.get("_meta")
+    if isinstance(meta, dict) and PROTOCOL_VERSION_KEY in meta and message.get("method") != "initialize":
+        return meta
+    return None
+
+
 def negotiate(requested: str) -> str | None:
     if requested in KNOWN_VERSIONS:
         return requested
@@ -116,9 +166,10 @@ def negotiate(requested: str) -> str | None:
 class Protocol:
     """One client session. `handle(line)` returns the bytes to send back, or None."""
 
-    def __init__(self, service: Service) -> None:
+    def __init__(self, service: Service, *, stateless: bool = False) -> None:
+        """`stateless`: every request stands alone (HTTP), so none waits for `initialize`."""
         self.service = service
-        self.initialized = False
+        self.initialized = stateless
         self.version: str | None = None
         self.shutdown_requested = False
         self._seen_generation = -1
@@ -133,6 +184,20 @@ class Protocol:
             "resources/list": self._resources_list,
             "resources/read": self._resources_read,
             "resources/templates/list": lambda params: {"resourceTemplates": []},
+            "prompts/list": self._prompts_list,
+            "prompts/get": self._prompts_get,
+            "server/discover": lambda params: self._stamped("server/discover", self._discover(params)),
+        }
+        # The 2026-07-28 revision: no handshake, no ping, no shutdown, no seed-style methods.
+        self._modern_methods: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+            "server/discover": self._discover,
+            "tools/list": lambda params: {"tools": list(_published_tools())},
+            "tools/call": self._tools_call,
+            "resources/list": self._resources_list,
+            "resources/read": lambda params: self._resources_read(params, missing=INVALID_PARAMS),
+            "resources/templates/list": lambda params: {"resourceTemplates": []},
+            "prompts/list": self._prompts_list,
+            "prompts/get": self._prompts_get,
         }
 
     # -- framing -------------------------------------------------------------------
@@ -140,14 +205,18 @@ class Protocol:
         try:
             message = decode(data)
         except ValueError as exc:
-            return encode(_error(None, PARSE_ERROR, "Parse error", {"details": str(exc)}))
+            return encode(parse_error(exc))
+        reply = self.reply(message)
+        return encode(reply) if reply is not None else None
+
+    def reply(self, message: Any) -> Any:
+        """The answer to one decoded message or batch: a response, a list of them, or None."""
         if isinstance(message, list):
             if not message:
-                return encode(_error(None, INVALID_REQUEST, "Invalid Request", {"details": "empty batch"}))
+                return _error(None, INVALID_REQUEST, "Invalid Request", {"details": "empty batch"})
             replies = [r for r in (self._one(m) for m in message) if r is not None]
-            return encode(replies) if replies else None
-        reply = self._one(message)
-        return encode(reply) if reply is not None else None
+            return replies or None
+        return self._one(message)
 
     def list_changed(self) -> list[bytes]:
         """Notifications owed to the client because the catalog changed since last asked.
@@ -163,7 +232,7 @@ class Protocol:
             if generation == self._seen_generation:
                 return []
             self._seen_generation = generation
-            return [encode({"jsonrpc": "2.0", "method": "notifications/resources/list_changed"})]
+            return [_RESOURCES_CHANGED, _PROMPTS_CHANGED]  # a prompt per workflow: both lists moved
 
     def _one(self, message: Any) -> dict[str, Any] | None:
         if not isinstance(message, dict):
@@ -208,6 +277,14 @@ class Protocol:
         try:
             if not isinstance(params, dict):
                 raise RpcError(INVALID_PARAMS, "Invalid params", {"details": "params must be an object"})
+            meta = params.get("_meta")  # the one look-up a handshake-era request pays for the 2026 era
+            if (
+                meta is not None
+                and isinstance(meta, dict)
+                and PROTOCOL_VERSION_KEY in meta
+                and method != "initialize"
+            ):
+                return {"jsonrpc": "2.0", "id": rid, "result": self._modern(method, params, meta)}
             return {"jsonrpc": "2.0", "id": rid, "result": self._dispatch(method, params)}
         except RpcError as exc:
             return _error(rid, exc.code, exc.message, exc.data)
@@ -220,7 +297,7 @@ class Protocol:
 
     # -- dispatch ------------------------------------------------------------------
     def _dispatch(self, method: str, params: dict[str, Any]) -> Any:
-        if not self.initialized and method not in ("initialize", "ping"):
+        if not self.initialized and method not in _BEFORE_INITIALIZE:
             raise RpcError(SERVER_ERROR, "Server not initialized", {"method": method})
         handler = self._methods.get(method)
         if handler is not None:
@@ -265,8 +342,57 @@ class Protocol:
             "capabilities": {
                 "tools": {"listChanged": False, "notifyProgress": False},
                 "resources": {"listChanged": True, "subscribe": False},
+                "prompts": {"listChanged": True},
             },
             "serverInfo": dict(SERVER_INFO),
+            "instructions": instructions(listed),
+        }
+
+    # -- the 2026-07-28 revision -------------------------------------------------------
+    def _modern(self, method: str, params: dict[str, Any], meta: dict[str, Any]) -> dict[str, Any]:
+        """A request that carries its own envelope: check it, answer, stamp the result."""
+        if CLIENT_CAPABILITIES_KEY not in meta:
+            raise _bad_envelope(f"_meta is missing {CLIENT_CAPABILITIES_KEY}")
+        requested = meta[PROTOCOL_VERSION_KEY]
+        if not isinstance(requested, str):
+            raise _bad_envelope(f"_meta {PROTOCOL_VERSION_KEY} must be a string")
+        if requested not in MODERN_VERSIONS:
+            raise RpcError(
+                UNSUPPORTED_PROTOCOL_VERSION,
+                "Unsupported protocol version",
+                {"supported": list(MODERN_VERSIONS), "requested": requested},
+            )
+        if not isinstance(meta[CLIENT_CAPABILITIES_KEY], dict):
+            raise _bad_envelope(f"_meta {CLIENT_CAPABILITIES_KEY} must be an object")
+        info = meta.get(CLIENT_INFO_KEY)
+        if info is not None and not isinstance(info, dict):
+            raise _bad_envelope(f"_meta {CLIENT_INFO_KEY} must be an object")
+        handler = self._modern_methods.get(method)
+        if handler is None:
+            raise RpcError(METHOD_NOT_FOUND, "Method not found", {"method": method})
+        return self._stamped(method, handler(params))
+
+    @staticmethod
+    def _stamped(method: str, result: dict[str, Any]) -> dict[str, Any]:
+        """A 2026 result: `resultType`, the cache hints where the method has them, serverInfo."""
+        result["resultType"] = "complete"
+        hint = CACHE_HINTS.get(method)
+        if hint is not None:
+            result["ttlMs"], result["cacheScope"] = hint
+        result["_meta"] = _SERVER_STAMP
+        return result
+
+    def _discover(self, params: dict[str, Any]) -> dict[str, Any]:
+        catalog = self.service.catalog
+        snapshot = catalog.ready
+        listed: list[Any] = list(catalog.summaries()) if snapshot is None else snapshot.workflows
+        return {
+            "supportedVersions": list(MODERN_VERSIONS),
+            "capabilities": {  # no list_changed notifications: this revision has no session to send them on
+                "tools": {"listChanged": False},
+                "resources": {"listChanged": False, "subscribe": False},
+                "prompts": {"listChanged": False},
+            },
             "instructions": instructions(listed),
         }
 
@@ -327,7 +453,9 @@ class Protocol:
         )
         return {"resources": resources}
 
-    def _resources_read(self, params: dict[str, Any]) -> dict[str, Any]:
+    def _resources_read(self, params: dict[str, Any], missing: int = -32002) -> dict[str, Any]:
+        """`missing`: the code for an unknown workflow, -32002 in the handshake era and
+        -32602 (Invalid params) from 2026-07-28 on."""
         uri = params.get("uri")
         if not isinstance(uri, str) or not uri.startswith("workflow://"):
             raise RpcError(
@@ -344,9 +472,51 @@ class Protocol:
         else:
             snapshot = self.service.catalog.snapshot()
             if snapshot.get(name) is None:
-                raise RpcError(-32002, "Resource not found", {"uri": uri})
+                raise RpcError(missing, "Resource not found", {"uri": uri})
             text, mime = self.service.workflow(snapshot, name).document.decode(), "application/json"
         return {"contents": [{"uri": uri, "mimeType": mime, "text": text}]}
+
+    # -- prompts: one per workflow -------------------------------------------------------
+    def _prompts_list(self, params: dict[str, Any]) -> dict[str, Any]:
+        snapshot = self.service.catalog.snapshot()
+        return {
+            "prompts": [
+                {"name": w.id, "title": w.name, "description": w.description} for w in snapshot.workflows
+            ]
+        }
+
+    def _prompts_get(self, params: dict[str, Any]) -> dict[str, Any]:
+        name = params.get("name", _MISSING)
+        if not isinstance(name, str):
+            details = "name is required" if name is _MISSING else "name must be a string"
+            raise RpcError(INVALID_PARAMS, "Invalid params", {"details": details})
+        arguments = params.get("arguments")
+        if arguments is not None and not isinstance(arguments, dict):
+            raise RpcError(INVALID_PARAMS, "Invalid params", {"details": "arguments must be an object"})
+        snapshot = self.service.catalog.snapshot()
+        workflow = snapshot.get(name)
+        if workflow is None:
+            data: dict[str, Any] = {"details": f"unknown prompt {name[:100]!r}"}
+            close = difflib.get_close_matches(name, list(snapshot.entries), n=3, cutoff=0.5)
+            if close:
+                data["didYouMean"] = close
+            raise RpcError(INVALID_PARAMS, "Invalid params", data)
+        return {
+            "description": workflow.description,
+            "messages": [{"role": "user", "content": {"type": "text", "text": prompt_text(workflow)}}],
+        }
+
+
+_RESOURCES_CHANGED = b'{"jsonrpc":"2.0","method":"notifications/resources/list_changed"}'
+_PROMPTS_CHANGED = b'{"jsonrpc":"2.0","method":"notifications/prompts/list_changed"}'
+
+
+def _bad_envelope(details: str) -> RpcError:
+    return RpcError(INVALID_PARAMS, "Invalid params", {"details": details})
+
+
+def parse_error(exc: ValueError) -> dict[str, Any]:
+    return _error(None, PARSE_ERROR, "Parse error", {"details": str(exc)})
 
 
 def _valid_id(rid: Any) -> bool:
@@ -389,6 +559,22 @@ def _fix_text(tool: str, exc: HandrailError) -> str:
     elif exc.code == -32602:
         text += " Check the tool's inputSchema and call again."
     return text
+
+
+def prompt_text(workflow: Any) -> str:
+    """What the model reads when a user picks a workflow's prompt."""
+    start = encode({"workflowId": workflow.id, "completedSteps": []}).decode()
+    description = f"\n\n{workflow.description}" if workflow.description else ""
+    return (
+        f'Follow the workflow "{workflow.name}" ({workflow.id}) step by step.{description}\n\n'
+        f"1. Call the workflow_next tool with {start}. It returns the first step to do.\n"
+        "2. Do that step. Check what you produced with the workflow_validate tool "
+        f'(workflowId "{workflow.id}", the step\'s id as stepId, your output as output, and your '
+        "context) and fix what it reports before moving on.\n"
+        "3. Call workflow_next again with the previous result's completedSteps plus the step's id, "
+        "the result's state unchanged, and your context. Repeat from 2 until the result says "
+        "isComplete is true."
+    )
 
 
 def instructions(workflows: list[Any]) -> str:
