@@ -690,7 +690,10 @@ def test_a_loop_that_requires_confirmation_asks_once_as_it_is_entered() -> None:
                 "title": "Loop",
                 "loop": {"type": "for", "count": 2, "maxIterations": 5},
                 "requireConfirmation": True,
-                "body": [{"id": "aaa", "title": "A", "prompt": "a"}, {"id": "bbb", "title": "B", "prompt": "b"}],
+                "body": [
+                    {"id": "aaa", "title": "A", "prompt": "a"},
+                    {"id": "bbb", "title": "B", "prompt": "b"},
+                ],
             }
         ],
     }
