@@ -1,4 +1,49 @@
-"""Default limits, in one place (each is configurable where it applies)."""
+"""Default limits, in one place (each is configurable where it applies).
+
+`Limits` gathers those a server enforces on what clients send; `handrail start` and
+`handrail serve` take an option for each. A request over a limit is refused with
+-32602 (Invalid params) and `data` naming the limit and its value:
+`{"details": ..., "limit": "maxOutputLength", "value": 1048576}`. A line over
+`maxLineBytes` cannot be read, so its id is unknown: it is answered with -32600
+(Invalid Request), id null, and the same `limit` and `value`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any
 
 MAX_FILE_BYTES = 1_000_000  # a workflow file larger than this is refused
 MAX_LINE_BYTES = 4 * 1024 * 1024  # one JSON-RPC message on stdio or over HTTP
+MAX_OUTPUT_LENGTH = 1024 * 1024  # characters of a workflow_validate output
+MAX_CONTEXT_BYTES = 1024 * 1024  # a context, as JSON
+MAX_DEPTH = 64  # how deeply the arguments of a tool call may nest
+MAX_COMPLETED_STEPS = 10_000  # entries of completedSteps
+REGEX_TIMEOUT_MS = 100  # one search on the backtracking regex engine (see patterns.py)
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    max_line_bytes: int = MAX_LINE_BYTES
+    max_output_length: int = MAX_OUTPUT_LENGTH
+    max_context_bytes: int = MAX_CONTEXT_BYTES
+    max_depth: int = MAX_DEPTH
+    max_completed_steps: int = MAX_COMPLETED_STEPS
+    max_workflow_bytes: int = MAX_FILE_BYTES  # the text workflow_validate_json checks
+    regex_timeout_ms: int = REGEX_TIMEOUT_MS
+
+    def __post_init__(self) -> None:
+        for item in fields(self):
+            value = getattr(self, item.name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{wire_name(item.name)} must be a positive integer, not {value!r}")
+
+    def describe(self) -> dict[str, Any]:
+        """The limits by the names errors use for them."""
+        return {wire_name(item.name): getattr(self, item.name) for item in fields(self)}
+
+
+def wire_name(field: str) -> str:
+    """`max_output_length` -> `maxOutputLength`, as errors name a limit."""
+    head, *rest = field.split("_")
+    return head + "".join(part.capitalize() for part in rest)

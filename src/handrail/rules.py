@@ -13,7 +13,7 @@ from typing import Any
 
 from handrail.expr import Report, compile_condition
 from handrail.model import Check, Condition, Context, Output, Rule
-from handrail.patterns import PatternError, compile_pattern, flag_bits
+from handrail.patterns import PatternError, compile_pattern, flag_bits, harden
 
 Failures = list[tuple[str, str]]
 RULE_FIELDS = {
@@ -25,6 +25,15 @@ RULE_FIELDS = {
 COMMON_FIELDS = ("type", "message", "condition")
 
 _validators: dict[str, Callable[[Any], Any]] = {}
+_fallbacks: dict[str, list[tuple[str, str]]] = {}  # schema -> its patterns that backtrack
+BACKTRACKING_HINT = (
+    "without lookaround, backreferences, atomic groups and possessive repeats a regex runs "
+    "in linear time on any text"
+)
+
+
+def backtracking_message(reason: str, what: str = "this regex") -> str:
+    return f"{what} needs the backtracking engine ({reason}): each search is cut off at a time limit"
 
 
 def compile_criteria(criteria: Any, at: str, report: Report) -> tuple[Rule, ...]:
@@ -128,7 +137,7 @@ def _regex(raw: Mapping[str, Any], message: str, at: str, report: Report) -> tup
         report("H401", "error", f"invalid regex flags: {exc.message}", f"{at}/flags")
         return None
     try:
-        search = compile_pattern(pattern, flags).search
+        compiled = compile_pattern(pattern, flags)
     except PatternError as exc:
         report(
             "H400",
@@ -139,6 +148,9 @@ def _regex(raw: Mapping[str, Any], message: str, at: str, report: Report) -> tup
             exc.offset,
         )
         return None
+    if compiled.fallback is not None:
+        report("H406", "warning", backtracking_message(compiled.fallback), f"{at}/pattern", BACKTRACKING_HINT)
+    search = compiled.search
     shown = f"/{pattern}/{flags}"
     failure = [(message, f"Make the output match the pattern {shown}.")]
     return f"matches {shown}", lambda out, ctx: [] if search(out.text) else failure
@@ -189,6 +201,9 @@ def _schema(raw: Mapping[str, Any], message: str, at: str, report: Report) -> tu
     except Exception as exc:  # valid by the meta-schema, yet unusable, e.g. an unresolvable $ref
         report("H402", "error", f"invalid JSON Schema: {exc}", f"{at}/schema")
         return None
+    for pattern, reason in _fallbacks.get(_canonical(schema), ()):
+        message = backtracking_message(reason, f"the schema's pattern {pattern!r}")
+        report("H406", "warning", message, f"{at}/schema", BACKTRACKING_HINT)
     required = schema.get("required")
     description = "JSON matching the schema"
     if isinstance(required, list) and required:
@@ -282,7 +297,9 @@ def shared_validator(schema: Mapping[str, Any]) -> Callable[[Any], tuple[str, st
         return found
     import fastjsonschema
 
-    compiled = fastjsonschema.compile(json.loads(key), use_default=False)
+    compiled = fastjsonschema.compile(json.loads(key), use_default=False, handlers=_NO_REMOTE)
+    # the schema's `pattern`s run on agents' output: linear-time engines, as for regex rules
+    _fallbacks[key] = harden(getattr(compiled, "__globals__", {}).get("REGEX_PATTERNS", {}))
 
     def validate(value: Any) -> tuple[str, str] | None:
         try:
@@ -293,6 +310,19 @@ def shared_validator(schema: Mapping[str, Any]) -> Callable[[Any], tuple[str, st
 
     _validators[key] = validate
     return validate
+
+
+def _no_remote(uri: str) -> Any:
+    raise ValueError(
+        f"$ref {uri!r} points outside the schema; only references inside it (#/...) are followed"
+    )
+
+
+# fastjsonschema fetches a $ref it cannot resolve with urllib, unless a handler takes the
+# scheme: every scheme urllib opens is taken here, so no schema reads a file or the network
+_NO_REMOTE: dict[str, Callable[[str], Any]] = {
+    scheme: _no_remote for scheme in ("", "http", "https", "file", "ftp", "data")
+}
 
 
 def _json_path(path: list[Any] | None, value: Any) -> str:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from handrail.catalog import Catalog, Snapshot
 from handrail.errors import InvalidParams, WorkflowNotFound
+from handrail.limits import Limits
 from handrail.tooldefs import tool_names, tools, workflow_schema
 
 if TYPE_CHECKING:
@@ -36,8 +37,12 @@ class Encoded:
 
 
 class Service:
-    def __init__(self, catalog: Catalog) -> None:
+    def __init__(self, catalog: Catalog, limits: Limits | None = None) -> None:
         self.catalog = catalog
+        self.limits = limits or Limits()
+        from handrail import patterns
+
+        patterns.set_timeout(self.limits.regex_timeout_ms)  # one engine per process
         self._validators: dict[str, Validator] = {}
         self._listing: tuple[Snapshot, Encoded] | None = None
         self._handlers: dict[str, Callable[[Snapshot, dict[str, Any]], Any]] = {
@@ -59,8 +64,51 @@ class Service:
             arguments = {}
         if not isinstance(arguments, dict):
             raise InvalidParams(data={"details": "params must be an object"})
+        self._limit(name, arguments)
         self._check(name, arguments)
         return self._handlers[name](self.catalog.snapshot(), arguments)
+
+    def _limit(self, name: str, arguments: dict[str, Any]) -> None:
+        """Refuse what is over a limit before anything else looks at it (see limits.py)."""
+        limits = self.limits
+        if _deeper_than(arguments, limits.max_depth):
+            raise _over(
+                "maxDepth", limits.max_depth, f"the arguments nest deeper than {limits.max_depth} levels"
+            )
+        if name == "workflow_validate":
+            output = arguments.get("output")
+            if isinstance(output, str) and len(output) > limits.max_output_length:
+                raise _over(
+                    "maxOutputLength",
+                    limits.max_output_length,
+                    f"output is {len(output)} characters long, over the limit of {limits.max_output_length}",
+                )
+        elif name == "workflow_next":
+            steps = arguments.get("completedSteps")
+            if isinstance(steps, list) and len(steps) > limits.max_completed_steps:
+                raise _over(
+                    "maxCompletedSteps",
+                    limits.max_completed_steps,
+                    f"completedSteps has {len(steps)} entries, "
+                    f"over the limit of {limits.max_completed_steps}",
+                )
+        elif name == "workflow_validate_json":
+            text = arguments.get("workflow")
+            if isinstance(text, str) and _utf8_longer_than(text, limits.max_workflow_bytes):
+                raise _over(
+                    "maxWorkflowBytes",
+                    limits.max_workflow_bytes,
+                    f"workflow is longer than {limits.max_workflow_bytes} bytes",
+                )
+        context = arguments.get("context")
+        if isinstance(context, dict) and context:
+            size = _json_size(context)
+            if size > limits.max_context_bytes:
+                raise _over(
+                    "maxContextBytes",
+                    limits.max_context_bytes,
+                    f"context is {size} bytes as JSON, over the limit of {limits.max_context_bytes}",
+                )
 
     def _check(self, name: str, arguments: dict[str, Any]) -> None:
         validate = self._validators.get(name)
@@ -144,6 +192,46 @@ class Service:
 
     def workflow_get_schema(self, snapshot: Snapshot, args: dict[str, Any]) -> dict[str, Any]:
         return dict(workflow_schema())
+
+
+def _over(limit: str, value: int, details: str) -> InvalidParams:
+    return InvalidParams(data={"details": details, "limit": limit, "value": value})
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """Whether `value` nests more than `limit` levels of objects and arrays (itself one).
+    Iterative, so no nesting can exhaust the stack."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item
+        for child in children:
+            if isinstance(child, dict | list):
+                if depth + 1 > limit:
+                    return True
+                stack.append((child, depth + 1))
+    return False
+
+
+def _json_size(value: Any) -> int:
+    """Bytes of `value` as compact JSON (numbers past 64 bits and lone surrogates included)."""
+    import orjson
+
+    try:
+        return len(orjson.dumps(value))
+    except (TypeError, orjson.JSONEncodeError):
+        import json
+
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        return len(text.encode("utf-8", "surrogatepass"))
+
+
+def _utf8_longer_than(text: str, limit: int) -> bool:
+    if len(text) > limit:
+        return True
+    if len(text) * 4 <= limit:
+        return False
+    return len(text.encode("utf-8", "surrogatepass")) > limit
 
 
 def _details(exc: Any, arguments: dict[str, Any]) -> str:

@@ -7,6 +7,8 @@ serving is sent to stderr.
 from __future__ import annotations
 
 import contextlib
+import logging
+import os
 import signal
 import sys
 import threading
@@ -15,9 +17,10 @@ from types import FrameType
 from typing import BinaryIO
 
 from handrail.limits import MAX_LINE_BYTES
-from handrail.protocol import INVALID_REQUEST, Protocol, _error, encode
+from handrail.protocol import INTERNAL_ERROR, INVALID_REQUEST, Protocol, _error, encode
 
 DEFAULT_MAX_LINE = MAX_LINE_BYTES
+log = logging.getLogger("handrail.stdio")
 
 
 class _Stop(Exception):
@@ -29,11 +32,15 @@ def serve(
     stdin: BinaryIO | None = None,
     stdout: BinaryIO | None = None,
     *,
-    max_line: int = DEFAULT_MAX_LINE,
+    max_line: int | None = None,
     after_first_reply: Callable[[], None] | None = None,
 ) -> int:
     """Serve until end of input, `shutdown` or a signal. `after_first_reply` runs once the
-    first answer is out: the server compiles its workflows then, off the start-up path."""
+    first answer is out: the server compiles its workflows then, off the start-up path.
+    `max_line` defaults to the service's `Limits.max_line_bytes`."""
+    if max_line is None:
+        limits = getattr(protocol.service, "limits", None)
+        max_line = limits.max_line_bytes if limits is not None else DEFAULT_MAX_LINE
     source = stdin or sys.stdin.buffer
     sink = stdout or sys.stdout.buffer
     sys.stdout = sys.stderr  # stray prints must not corrupt the protocol stream
@@ -91,7 +98,7 @@ def serve(
                     )
                 )
             elif line.strip():
-                reply = protocol.handle(line)
+                reply = _handle(protocol, line)
                 if reply is not None:
                     send(reply)
                     if after_first_reply is not None:
@@ -108,3 +115,14 @@ def serve(
         return 0
     except (BrokenPipeError, KeyboardInterrupt):
         return 0
+
+
+def _handle(protocol: Protocol, line: bytes) -> bytes | None:
+    """`protocol.handle`, which answers every failure itself; should anything still
+    escape it, the client gets an error without details and the server stays up."""
+    try:
+        return protocol.handle(line)
+    except Exception:
+        error_id = os.urandom(6).hex()
+        log.exception("internal error %s while handling a line", error_id)
+        return encode(_error(None, INTERNAL_ERROR, "Internal error", {"errorId": error_id}))

@@ -296,7 +296,7 @@ def test_deep_nesting_gets_one_well_formed_reply(server: Server, line: str, rid:
 
 
 def test_large_request_gets_one_reply(server: Server) -> None:
-    output = "done " * 600_000  # 3 MB, under the 4 MiB line limit
+    output = "done " * 200_000  # 1 MB: under the 1 MiB output limit (tests/reliability/test_limits.py)
     result = server.call("workflow_validate", {"workflowId": BATCH, "stepId": "load-data", "output": output})
     assert result["isError"] is False and result["structuredContent"]["valid"] is True
     padding = "x" * 3_000_000

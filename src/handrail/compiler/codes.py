@@ -31,5 +31,6 @@ CODES = {
     "H403": "A validation rule lacks what its type needs",
     "H404": "A length rule's min is greater than its max",
     "H405": "A field that has no effect where it is",
+    "H406": "A regex that cannot run in linear time",
     "H500": "A template names a variable nothing sets or tests",
 }

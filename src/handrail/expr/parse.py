@@ -141,10 +141,20 @@ def _comparison(var: str, op: str, value: Any, at: str, where: str, report: Repo
         return Const(False, at)
     if op == "matches":
         try:
-            compile_pattern(value)
+            compiled = compile_pattern(value)
         except PatternError as exc:
             report("H400", "error", f"invalid regex in `matches`: {exc.message}", where)
             return Const(False, at)
+        if compiled.fallback is not None:
+            report(
+                "H406",
+                "warning",
+                f"the regex of `matches` needs the backtracking engine ({compiled.fallback}): "
+                "each search is cut off at a time limit",
+                where,
+                "without lookaround, backreferences, atomic groups and possessive repeats a regex "
+                "runs in linear time on any text",
+            )
     return Compare(var, op, freeze(value), at)
 
 

@@ -68,7 +68,9 @@ _INDEX = re.compile(r"[0-9]{1,18}")
 _INTEGER = re.compile(r"[+-]?[0-9]{1,4000}")
 # what counts as a numeric string: decimal notation only (float() would also take
 # '1_000', 'inf', 'nan' and non-ASCII digits)
-_NUMERIC = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+# '1.' and '.5' included; no two parts can take the same digits, so a long run of
+# digits that fails to match fails in linear time
+_NUMERIC = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 
 
 def is_number(value: Any) -> bool:
