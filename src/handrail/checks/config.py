@@ -8,7 +8,6 @@ anything a client sends.
 from __future__ import annotations
 
 import re
-import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -47,6 +46,8 @@ def parse_command(text: str) -> tuple[str, tuple[str, ...]]:
         raise ValueError(
             f"{name!r} is not a command name: a letter, then letters, digits, `_`, `.` or `-`"
         )
+    import shlex  # here: a server reads its configuration before anything else loads
+
     try:
         argv = tuple(shlex.split(line))
     except ValueError as exc:
@@ -59,6 +60,8 @@ def parse_command(text: str) -> tuple[str, tuple[str, ...]]:
 def parse_commands_variable(text: str) -> dict[str, tuple[str, ...]]:
     """HANDRAIL_COMMANDS: the same NAME=COMMAND words as --command, separated by spaces
     and quoted as in a shell: `test="pytest -q" lint="ruff check ."`."""
+    import shlex
+
     try:
         words = shlex.split(text)
     except ValueError as exc:

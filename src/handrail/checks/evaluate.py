@@ -76,7 +76,6 @@ def _command(check: CommandCheck, root: str, config: CheckConfig, origin: Workfl
             False,
             f"command checks are not allowed on this server, so `{shlex.join(argv)}` did not run: "
             + ALLOW_HINT,
-            argv=argv,
         )
     timeout = min(check.timeout_seconds or config.default_timeout_seconds, config.max_timeout_seconds)
     done = run_program(argv, root, timeout, config.output_tail_bytes)
