@@ -34,7 +34,7 @@ def set_up(actions: Sequence[Mapping[str, Any]], workspace: Path, outside: Path)
     outside.mkdir(parents=True, exist_ok=True)
     baseline: Baseline | None = None
     for action in actions:
-        (kind, value), = action.items()
+        ((kind, value),) = action.items()
         if kind == "git":
             git(workspace, "-c", "init.defaultBranch=main", "init", "-q")
         elif kind == "write":

@@ -41,11 +41,9 @@ def parse_command(text: str) -> tuple[str, tuple[str, ...]]:
     name, sep, line = text.partition("=")
     name = name.strip()
     if not sep:
-        raise ValueError(f"{text!r} is not NAME=COMMAND (for example test=\"pytest -q\")")
+        raise ValueError(f'{text!r} is not NAME=COMMAND (for example test="pytest -q")')
     if not COMMAND_NAME.fullmatch(name):
-        raise ValueError(
-            f"{name!r} is not a command name: a letter, then letters, digits, `_`, `.` or `-`"
-        )
+        raise ValueError(f"{name!r} is not a command name: a letter, then letters, digits, `_`, `.` or `-`")
     import shlex  # here: a server reads its configuration before anything else loads
 
     try:
