@@ -173,3 +173,14 @@ def test_workflow_validate_json_reports_check_problems_of_a_submitted_workflow(t
         [diagnostic] = result["diagnostics"]
         assert diagnostic["code"] == "H606"
         assert diagnostic["pointer"] == "/steps/0/checks/3/path"
+
+
+def test_the_checks_benchmark_quick_run_writes_a_complete_report(tmp_path: Path) -> None:
+    from benchmarks.checks_bench import main
+
+    out = tmp_path / "checks.json"
+    assert main(["--quick", "--output", str(out)]) == 0
+    report = json.loads(out.read_text("utf-8"))
+    assert [row["what"].split()[0] for row in report["rows"]] == ["command", "file", "git"]
+    for row in report["rows"]:
+        assert row["handrail_ms"] > 0 and row["baseline_ms"] > 0 and row["ratio"] > 0

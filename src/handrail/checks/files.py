@@ -36,29 +36,48 @@ def check_files(check: FileCheck, root: str, max_entries: int, max_read: int) ->
     matched: list[str] = []  # relative paths of regular files inside the workspace
     outside: list[str] = []  # matches that are links pointing out
     seen = 0
-    for folder, dirs, files in os.walk(start, followlinks=False):
-        dirs[:] = sorted(d for d in dirs if d != ".git")
-        seen += len(dirs) + len(files)
+    prefix = f"{glob.base}/" if glob.base else ""
+    folders = [(start, prefix)]
+    while folders:
+        folder, relative = folders.pop()
+        try:
+            with os.scandir(folder) as listing:
+                entries = sorted(listing, key=lambda e: e.name, reverse=True)
+        except OSError:
+            continue  # gone, or not readable
+        seen += len(entries)
         if seen > max_entries:
             return Found(
                 False,
                 f"more than {max_entries} files and folders under `{glob.base or '.'}`; "
                 "the check gives up rather than search on: narrow the glob",
             )
-        relative_folder = os.path.relpath(folder, root).replace(os.sep, "/")
-        for name in sorted(files):
-            rel = name if relative_folder == "." else f"{relative_folder}/{name}"
+        for entry in entries:
+            rel = relative + entry.name
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    if entry.name != ".git":
+                        folders.append((entry.path, rel + "/"))
+                    continue
+            except OSError:
+                continue
             if not glob.matches(rel):
                 continue
-            real = os.path.realpath(os.path.join(folder, name))
-            if not within(real, root):
-                outside.append(f"`{rel}` is a link that points out of the workspace (to {real})")
-                continue
-            try:
-                if stat.S_ISREG(os.stat(real).st_mode):
-                    matched.append(rel)
-            except OSError:
-                continue  # a broken link, or gone since the walk saw it
+            if entry.is_symlink():
+                # a folder reached without following links is inside; a link may not be
+                real = os.path.realpath(entry.path)
+                if not within(real, root):
+                    outside.append(f"`{rel}` is a link that points out of the workspace (to {real})")
+                    continue
+                try:
+                    if not stat.S_ISREG(os.stat(real).st_mode):
+                        continue
+                except OSError:
+                    continue  # a broken link
+            elif not entry.is_file(follow_symlinks=False):
+                continue  # a pipe, a socket, a device
+            matched.append(rel)
+    matched.sort()
     if not matched:
         why = f"no file matches `{glob.text}`"
         if outside:

@@ -91,9 +91,16 @@ def git_baseline(workspace: str, timeout: float = 30.0) -> Baseline:
     return Baseline("commit", head.stdout.decode("ascii", "replace").strip())
 
 
-def differing(workspace: str, since: str | None, timeout: float) -> list[str]:
+def untracked(workspace: str, timeout: float) -> list[str]:
+    """Untracked files that are not ignored, relative to the workspace."""
+    listed = git(["ls-files", "-z", "--others", "--exclude-standard"], workspace, timeout)
+    _raise_on_failure(listed, "cannot list untracked files")
+    return [_name(p) for p in listed.stdout.split(b"\0") if p]
+
+
+def differing(workspace: str, since: str | None, timeout: float, new: list[str]) -> list[str]:
     """Paths (relative to the workspace) whose content differs from commit `since` (None:
-    from nothing at all), untracked files included."""
+    from nothing at all), with `new`, the untracked files."""
     if since is None:
         empty = git(["hash-object", "-t", "tree", "--stdin"], workspace, timeout)
         _raise_on_failure(empty, "cannot name the empty tree")
@@ -104,10 +111,8 @@ def differing(workspace: str, since: str | None, timeout: float) -> list[str]:
         timeout,
     )
     _raise_on_failure(diff, f"cannot compare with {since[:12]}")
-    untracked = git(["ls-files", "-z", "--others", "--exclude-standard"], workspace, timeout)
-    _raise_on_failure(untracked, "cannot list untracked files")
     names = {_name(p) for p in diff.stdout.split(b"\0") if p}
-    names.update(_name(p) for p in untracked.stdout.split(b"\0") if p)
+    names.update(new)
     return sorted(names)
 
 
@@ -143,12 +148,13 @@ def check_git(check: GitCheck, workspace: str, baseline: Baseline | None, timeou
             return False, "the workspace is not in a git repository"
         reasons: list[str] = []
         passed = True
+        new = untracked(workspace, timeout)
         if check.changes:
-            ok, why = _changes(check, workspace, baseline, timeout, where)
+            ok, why = _changes(check, workspace, baseline, timeout, where, new)
             passed = passed and ok
             reasons.append(why)
         if check.clean:
-            dirty = limited(differing(workspace, now.head, timeout), check.paths)
+            dirty = limited(differing(workspace, now.head, timeout, new), check.paths)
             if dirty:
                 passed = False
                 reasons.append(f"{_count(dirty)} uncommitted{where}: {_shown(dirty)}")
@@ -160,7 +166,7 @@ def check_git(check: GitCheck, workspace: str, baseline: Baseline | None, timeou
 
 
 def _changes(
-    check: GitCheck, workspace: str, baseline: Baseline | None, timeout: float, where: str
+    check: GitCheck, workspace: str, baseline: Baseline | None, timeout: float, where: str, new: list[str]
 ) -> tuple[bool, str]:
     if baseline is None or baseline.state == "unavailable":
         detail = f" ({baseline.detail})" if baseline is not None and baseline.detail else ""
@@ -168,11 +174,15 @@ def _changes(
     if baseline.state == "not-a-repository":
         return False, "the workspace was not a git repository when the run began, so changes cannot be told"
     since = baseline.head
-    if since is not None:
+    try:
+        changed = limited(differing(workspace, since, timeout, new), check.paths)
+    except GitError:
+        if since is None:  # the empty tree is always known: something else went wrong
+            raise
         known = git(["cat-file", "-e", f"{since}^{{commit}}"], workspace, timeout)
         if known.returncode != 0:
             return False, f"the commit the run began at ({since[:12]}) is no longer in the repository"
-    changed = limited(differing(workspace, since, timeout), check.paths)
+        raise
     start = f"commit {since[:12]}" if since else "an empty repository"
     if not changed:
         return False, f"no changes{where} since the run began (at {start})"

@@ -73,6 +73,7 @@ def run_program(
     stream = process.stdout
     os.set_blocking(stream.fileno(), False)
     reading = True
+    pause = 0.001  # while its output is closed but it runs on: poll, backing off
     with selectors.DefaultSelector() as selector:
         selector.register(stream, selectors.EVENT_READ)
         try:
@@ -89,8 +90,9 @@ def run_program(
                 if ended_at is not None and (not reading or now - ended_at > GRACE_SECONDS):
                     break  # past the grace, something outside the group holds the pipe
                 wait = 0.1 if ended_at is not None else max(0.0, min(0.25, deadline - now))
-                if not reading:  # it closed its output but runs on
-                    time.sleep(min(wait, 0.05))
+                if not reading:  # it closed its output (usually: it is exiting right now)
+                    time.sleep(min(wait, pause))
+                    pause = min(pause * 2, 0.05)
                     continue
                 if not selector.select(wait):
                     continue
