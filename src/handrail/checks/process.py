@@ -73,9 +73,12 @@ def run_program(
     stream = process.stdout
     os.set_blocking(stream.fileno(), False)
     reading = True
-    pause = 0.001  # while its output is closed but it runs on: poll, backing off
+    pause = 0.001  # without a pidfd: how long to sleep before looking again, backing off
+    exit_fd = _pidfd(process.pid)  # readable once the program exits (Linux), never reaped
     with selectors.DefaultSelector() as selector:
         selector.register(stream, selectors.EVENT_READ)
+        if exit_fd is not None:
+            selector.register(exit_fd, selectors.EVENT_READ)
         try:
             while True:
                 now = time.monotonic()
@@ -87,28 +90,33 @@ def run_program(
                         timed_out = True
                         ended_at = now
                         _kill_group(process.pid)
+                    if ended_at is not None and exit_fd is not None:
+                        selector.unregister(exit_fd)  # it stays readable from now on
                 if ended_at is not None and (not reading or now - ended_at > GRACE_SECONDS):
                     break  # past the grace, something outside the group holds the pipe
                 wait = 0.1 if ended_at is not None else max(0.0, min(0.25, deadline - now))
-                if not reading:  # it closed its output (usually: it is exiting right now)
+                if not reading and exit_fd is None:  # it closed its output; it is exiting, or not
                     time.sleep(min(wait, pause))
                     pause = min(pause * 2, 0.05)
                     continue
-                if not selector.select(wait):
-                    continue
-                chunk = stream.read(65536)
-                if chunk is None:
-                    continue
-                if not chunk:
-                    reading = False
-                    selector.unregister(stream)
-                    continue
-                total += len(chunk)
-                tail += chunk
-                if len(tail) > keep_bytes:
-                    del tail[: len(tail) - keep_bytes]
+                for key, _ in selector.select(wait):
+                    if key.fileobj is not stream:
+                        continue  # the program exited: seen at the top of the loop
+                    chunk = stream.read(65536)
+                    if chunk is None:
+                        continue
+                    if not chunk:
+                        reading = False
+                        selector.unregister(stream)
+                        continue
+                    total += len(chunk)
+                    tail += chunk
+                    if len(tail) > keep_bytes:
+                        del tail[: len(tail) - keep_bytes]
         finally:
             stream.close()
+            if exit_fd is not None:
+                os.close(exit_fd)
             # the leader is not reaped yet, so its group id cannot have been reused
             _kill_group(process.pid)
             process.wait()
@@ -120,6 +128,17 @@ def run_program(
         truncated=total > len(tail),
         timed_out=timed_out,
     )
+
+
+def _pidfd(pid: int) -> int | None:
+    opener = getattr(os, "pidfd_open", None)
+    if opener is None:
+        return None
+    try:
+        fd: int = opener(pid)
+    except OSError:  # an older kernel, or a sandbox that forbids it: poll instead
+        return None
+    return fd
 
 
 def _exited(pid: int) -> bool:
