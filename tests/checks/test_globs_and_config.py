@@ -94,3 +94,13 @@ def test_a_configuration_cannot_be_changed_once_made() -> None:
     config = check_config(commands=["test=pytest"], environ={})
     with pytest.raises(TypeError):
         config.commands["evil"] = ("rm",)  # type: ignore[index]
+
+
+def test_a_glob_with_many_wildcards_in_one_name_answers_in_linear_time() -> None:
+    import time
+
+    glob = compile_glob("src/*a*a*a*a*a*b")
+    assert glob.matches("src/xaxaaaxab") is True
+    started = time.monotonic()
+    assert glob.matches("src/" + "a" * 5000) is False  # a backtracking engine takes ages here
+    assert time.monotonic() - started < 5
