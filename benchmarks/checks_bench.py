@@ -51,19 +51,21 @@ def _tree(root: Path, files: int) -> None:
     (root / "src" / "pkg0" / "mod0" / "last.py").write_text("# NEEDLE\n")
 
 
-def _checks(document_checks: list[dict[str, Any]]) -> Any:
+def compiled_checks(checks: list[dict[str, Any]], origin: str = "source") -> tuple[Any, ...]:
+    """The checks, compiled as a step of a workflow of that origin carries them."""
     from handrail.compiler import compile_text
 
     document = {
-        "id": "bench",
-        "name": "Bench",
-        "description": "Checks to time.",
+        "id": "workflow",
+        "name": "Checks",
+        "description": "A step with checks.",
         "version": "1.0.0",
-        "steps": [{"id": "timed", "title": "Timed", "prompt": "Go.", "checks": document_checks}],
+        "steps": [{"id": "checked", "title": "Checked", "prompt": "Do it.", "checks": checks}],
     }
-    compiled = compile_text(json.dumps(document), origin="source")
-    assert compiled.workflow is not None
-    return compiled.workflow.nodes["timed"].checks  # type: ignore[union-attr]
+    compiled = compile_text(json.dumps(document), "<checks>", origin=origin)  # type: ignore[arg-type]
+    assert compiled.workflow is not None, [d.render() for d in compiled.errors]
+    assert compiled.workflow.origin == origin
+    return tuple(compiled.workflow.nodes["checked"].checks)  # type: ignore[union-attr]
 
 
 def run(quick: bool) -> dict[str, Any]:
@@ -82,7 +84,7 @@ def run(quick: bool) -> dict[str, Any]:
         baseline = git_baseline(str(root))
         (root / "src" / "pkg1" / "mod1" / "new.py").write_text("x = 1\n")
 
-        command = _checks([{"type": "command", "run": ["true"], "message": "m"}])
+        command = compiled_checks([{"type": "command", "run": ["true"], "message": "m"}])
         rows.append(
             {
                 "what": "command check `true`",
@@ -94,7 +96,9 @@ def run(quick: bool) -> dict[str, Any]:
             }
         )
 
-        file_check = _checks([{"type": "file", "path": "src/**/*.py", "contains": "NEEDLE", "message": "m"}])
+        file_check = compiled_checks(
+            [{"type": "file", "path": "src/**/*.py", "contains": "NEEDLE", "message": "m"}]
+        )
 
         def walk_and_read() -> bool:
             matching = []  # every match first, as a check without `contains` needs them all
@@ -117,7 +121,7 @@ def run(quick: bool) -> dict[str, Any]:
             }
         )
 
-        git_check = _checks([{"type": "git", "changes": True, "clean": True, "message": "m"}])
+        git_check = compiled_checks([{"type": "git", "changes": True, "clean": True, "message": "m"}])
         rows.append(
             {
                 "what": f"git check changes + clean, {files} tracked files",

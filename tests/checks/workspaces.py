@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from benchmarks.checks_bench import compiled_checks
 from handrail.checks import Baseline, git_baseline
-from handrail.compiler import compile_text
-from handrail.model import StepCheck, WorkflowOrigin
+
+__all__ = ["compiled_checks", "git", "set_up", "write"]
 
 GIT = ["git", "-c", "user.name=Test", "-c", "user.email=test@example.com", "-c", "commit.gpgsign=false"]
 
@@ -59,22 +59,3 @@ def set_up(actions: Sequence[Mapping[str, Any]], workspace: Path, outside: Path)
         else:
             raise ValueError(f"unknown set-up action {kind!r}")
     return baseline if baseline is not None else git_baseline(str(workspace))
-
-
-def compiled_checks(
-    checks: Sequence[Mapping[str, Any]], origin: WorkflowOrigin = "source"
-) -> tuple[StepCheck, ...]:
-    """The checks, compiled as a workflow's step carries them."""
-    document = {
-        "id": "workflow",
-        "name": "Checks",
-        "description": "A step with checks.",
-        "version": "1.0.0",
-        "steps": [{"id": "checked", "title": "Checked", "prompt": "Do it.", "checks": list(checks)}],
-    }
-    compiled = compile_text(json.dumps(document), "<case>", origin=origin)
-    assert compiled.workflow is not None, [d.render() for d in compiled.errors]
-    step = compiled.workflow.nodes["checked"]
-    assert compiled.workflow.origin == origin
-    result: tuple[StepCheck, ...] = step.checks  # type: ignore[union-attr]
-    return result
