@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
+import signal
 import time
 from pathlib import Path
 
@@ -155,3 +158,19 @@ def test_a_workspace_that_is_not_a_folder_fails_every_check(tmp_path: Path) -> N
     checks = compiled_checks([{"type": "file", "path": "a.txt", "message": "m"}])
     [result] = evaluate_checks(checks, str(tmp_path / "nowhere"), {}, None, ALLOWED, "source")
     assert result.passed is False and "is not a folder" in result.why
+
+
+@pytest.mark.skipif(shutil.which("setsid") is None, reason="needs the setsid program")
+def test_a_daemon_that_leaves_the_group_and_holds_the_output_open_does_not_hang_the_check(
+    tmp_path: Path,
+) -> None:
+    script = "setsid sleep 30 & echo $! > daemon.pid; echo done"
+    checks = compiled_checks([{"type": "command", "run": ["sh", "-c", script], "message": "m"}])
+    started = time.monotonic()
+    try:
+        [result] = evaluate_checks(checks, str(tmp_path), {}, None, ALLOWED, "source")
+    finally:
+        with contextlib.suppress(OSError, ValueError):
+            os.kill(int((tmp_path / "daemon.pid").read_text()), signal.SIGKILL)
+    assert time.monotonic() - started < 15  # the grace after exit, not the daemon's 30 s
+    assert result.passed is True and result.output == "done\n"

@@ -83,7 +83,7 @@ def run_program(
             while True:
                 now = time.monotonic()
                 if ended_at is None:
-                    if _exited(process.pid):
+                    if _exited(process):
                         ended_at = now
                         _kill_group(process.pid)  # whatever it left running
                     elif now >= deadline:
@@ -141,11 +141,13 @@ def _pidfd(pid: int) -> int | None:
     return fd
 
 
-def _exited(pid: int) -> bool:
+def _exited(process: subprocess.Popen[bytes]) -> bool:
     """Whether the program has exited, without reaping it (WNOWAIT): while it is not
     reaped its process group id stays reserved for killing what it left behind."""
+    if not hasattr(os, "waitid") or not hasattr(os, "WNOWAIT"):  # macOS: reap it
+        return process.poll() is not None
     try:
-        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+        return os.waitid(os.P_PID, process.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
     except ChildProcessError:
         return True
 
