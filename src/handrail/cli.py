@@ -61,8 +61,7 @@ def _add_check_options(parser: argparse.ArgumentParser, *, serving: bool = True)
         parser.add_argument(
             "--allow-commands",
             action="store_true",
-            help="let workflows' command checks run programs in the workspace "
-            "(or HANDRAIL_ALLOW_COMMANDS=1)",
+            help="let workflows' command checks run programs in the workspace (or HANDRAIL_ALLOW_COMMANDS=1)",
         )
     parser.add_argument(
         "--command",
@@ -71,7 +70,7 @@ def _add_check_options(parser: argparse.ArgumentParser, *, serving: bool = True)
         default=[],
         metavar="NAME=COMMAND",
         help='a command checks may name, e.g. test="pytest -q" (repeatable; '
-        "also HANDRAIL_COMMANDS='test=\"pytest -q\" lint=\"ruff check .\"')",
+        'also HANDRAIL_COMMANDS=\'test="pytest -q" lint="ruff check ."\')',
     )
 
 
