@@ -55,6 +55,42 @@ def _add_limit_options(parser: argparse.ArgumentParser) -> None:
         )
 
 
+def _add_check_options(parser: argparse.ArgumentParser, *, serving: bool = True) -> None:
+    """What checks may do (see spec/checks.md); the environment gives the same."""
+    if serving:
+        parser.add_argument(
+            "--allow-commands",
+            action="store_true",
+            help="let workflows' command checks run programs in the workspace (or HANDRAIL_ALLOW_COMMANDS=1)",
+        )
+    parser.add_argument(
+        "--command",
+        action="append",
+        dest="commands",  # `command` is the subcommand
+        default=[],
+        metavar="NAME=COMMAND",
+        help='a command checks may name, e.g. test="pytest -q" (repeatable; '
+        'also HANDRAIL_COMMANDS=\'test="pytest -q" lint="ruff check ."\')',
+    )
+
+
+def _check_config(args: argparse.Namespace, command: str) -> Any:
+    """The CheckConfig of the options and the environment; None after saying what is wrong."""
+    import os
+
+    from handrail.checks.config import check_config
+
+    try:
+        return check_config(
+            allow_commands=getattr(args, "allow_commands", False),
+            commands=args.commands,
+            environ=os.environ,
+        )
+    except ValueError as exc:
+        print(f"handrail {command}: {exc}", file=sys.stderr)
+        return None
+
+
 def _limits(args: argparse.Namespace) -> Any:
     from handrail.limits import MAX_LINE_BYTES, Limits
 
@@ -92,6 +128,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="longest accepted message line (default 4 MiB)",
     )
     _add_limit_options(start)
+    _add_check_options(start)
     start.add_argument(
         "--reload-interval",
         type=float,
@@ -121,11 +158,13 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
     serve.add_argument("--reload-interval", type=float, default=0.5, metavar="SECONDS")
     _add_limit_options(serve)
+    _add_check_options(serve)
 
     check = sub.add_parser("check", help="report every problem in workflow files")
     check.add_argument("paths", nargs="+", metavar="PATH", help="files or folders (recursive)")
     check.add_argument("--format", choices=["text", "json", "sarif"], default="text")
     check.add_argument("--max-file-size", type=int, default=1_000_000, metavar="BYTES")
+    _add_check_options(check, serving=False)
 
     listing = sub.add_parser("list", help="the workflows in service, and broken files")
     _add_source_options(listing)
@@ -196,13 +235,16 @@ def _start(args: argparse.Namespace) -> int:
     from handrail.service import Service
     from handrail.stdio import serve
 
+    checks = _check_config(args, "start")
+    if checks is None:
+        return EXIT_USAGE
     catalog = _catalog(args)
     limits = _limits(args)
     try:
         # `initialize` is answered from a quick read of the sources; the workflows are
         # compiled (and watched) right after that first answer is out
         return serve(
-            Protocol(Service(catalog, limits)),
+            Protocol(Service(catalog, limits, checks=checks)),
             max_line=limits.max_line_bytes,
             after_first_reply=lambda: catalog.watch(interval=args.reload_interval),
         )
@@ -221,11 +263,14 @@ def _serve(args: argparse.Namespace) -> int:
     from handrail.http import serve
     from handrail.service import Service
 
+    checks = _check_config(args, "serve")
+    if checks is None:
+        return EXIT_USAGE
     catalog = _catalog(args)
     catalog.watch(interval=args.reload_interval)
     try:
         return serve(
-            Service(catalog, _limits(args)),
+            Service(catalog, _limits(args), checks=checks),
             args.host,
             args.port,
             extra_hosts=args.allow_host,
@@ -259,9 +304,14 @@ def _check(args: argparse.Namespace) -> int:
         print(f"handrail check: no such file or folder: {item}", file=sys.stderr)
     if missing:
         return EXIT_USAGE
+    config = _check_config(args, "check")
+    if config is None:
+        return EXIT_USAGE
+    # command names are checked only against a configuration that names some
+    commands = config.commands if config.commands_configured else None
     diagnostics: list[Any] = []
     for path in files:
-        diagnostics.extend(compile_path(path, max_bytes=args.max_file_size).diagnostics)
+        diagnostics.extend(compile_path(path, max_bytes=args.max_file_size, commands=commands).diagnostics)
     errors = sum(d.severity == "error" for d in diagnostics)
     warnings = len(diagnostics) - errors
     if args.format == "json":

@@ -78,6 +78,72 @@ class Step:
     function_references: tuple[str, ...]
     loop: str | None  # the loop this step is the body of, if any
     pointer: str
+    checks: tuple[StepCheck, ...] = ()  # evidence the server gathers itself, in a run
+
+
+@dataclass(frozen=True, slots=True)
+class Glob:
+    """A compiled path glob, relative to a workspace: `*`, `?`, `[...]` within one folder
+    name, `**` for any number of folders."""
+
+    text: str
+    matches: Callable[[str], bool]  # a relative, /-separated path -> whether it matches
+    base: str  # the literal folders the glob starts with ("" for the workspace itself)
+
+
+@dataclass(frozen=True, slots=True)
+class CommandCheck:
+    """A program the server runs in the workspace, without a shell."""
+
+    message: str
+    description: str
+    condition: Condition | None
+    argv: tuple[str, ...]  # literal; empty when `command` names a configured command
+    command: str | None  # a name from the server's own configuration
+    timeout_seconds: float | None  # None: the configured default
+    exit_code: int
+    pointer: str
+
+    @property
+    def type(self) -> Literal["command"]:
+        return "command"
+
+
+@dataclass(frozen=True, slots=True)
+class FileCheck:
+    """A file matching `path` exists under the workspace (and one holds `contains`)."""
+
+    message: str
+    description: str
+    condition: Condition | None
+    path: Glob
+    contains: Any  # a handrail.patterns.Regex, or None
+    pointer: str
+
+    @property
+    def type(self) -> Literal["file"]:
+        return "file"
+
+
+@dataclass(frozen=True, slots=True)
+class GitCheck:
+    """The workspace's git state: changes since the run began, and/or nothing uncommitted."""
+
+    message: str
+    description: str
+    condition: Condition | None
+    changes: bool
+    clean: bool
+    paths: tuple[Glob, ...]  # empty: the whole workspace
+    pointer: str
+
+    @property
+    def type(self) -> Literal["git"]:
+        return "git"
+
+
+StepCheck = CommandCheck | FileCheck | GitCheck
+WorkflowOrigin = Literal["source", "submitted"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +184,9 @@ class Workflow:
     document: bytes  # the source JSON, re-parsed per workflow_get so no caller shares it
     file: str
     revision: str  # digest of the source; changes whenever the file does
+    # "source": read from a source the user configured; "submitted": sent by a client
+    # (workflow_validate_json). Only the first may run command checks.
+    origin: WorkflowOrigin = "submitted"
 
     @property
     def step_count(self) -> int:

@@ -16,6 +16,7 @@ from handrail.limits import Limits
 from handrail.tooldefs import tool_names, tools, workflow_schema
 
 if TYPE_CHECKING:
+    from handrail.checks.config import CheckConfig
     from handrail.model import Workflow
 
 Validator = Callable[[Any], Any]
@@ -37,9 +38,13 @@ class Encoded:
 
 
 class Service:
-    def __init__(self, catalog: Catalog, limits: Limits | None = None) -> None:
+    def __init__(
+        self, catalog: Catalog, limits: Limits | None = None, *, checks: CheckConfig | None = None
+    ) -> None:
         self.catalog = catalog
         self.limits = limits or Limits()
+        # what runs' checks may do (commands allowed, named commands); None: nothing allowed
+        self.check_config = checks
         from handrail import patterns
 
         patterns.set_timeout(self.limits.regex_timeout_ms)  # one engine per process

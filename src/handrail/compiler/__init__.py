@@ -11,11 +11,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from handrail.compiler.build import build_workflow
+from handrail.compiler.checks import Commands
 from handrail.compiler.schema_errors import Raw, schema_diagnostics
 from handrail.compiler.source import SourceMap, parse_json
 from handrail.errors import Diagnostic
 from handrail.limits import MAX_FILE_BYTES
-from handrail.model import Workflow
+from handrail.model import Workflow, WorkflowOrigin
 from handrail.schemas import check_workflow
 
 DEFAULT_MAX_BYTES = MAX_FILE_BYTES
@@ -58,8 +59,15 @@ def _failure(
 
 
 def compile_path(
-    path: str | Path, *, max_bytes: int = DEFAULT_MAX_BYTES, display: str | None = None
+    path: str | Path,
+    *,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    display: str | None = None,
+    commands: Commands | None = None,
 ) -> Compiled:
+    """A file a user put in a configured source (or named to `handrail check`): its
+    workflow's origin is "source". `commands`, when given, are the configured command
+    names a check may use (unknown ones draw H604)."""
     file = display or str(path)
     try:
         with open(path, "rb") as handle:
@@ -73,10 +81,18 @@ def compile_path(
             f"the file is larger than {max_bytes} bytes",
             hint="raise the limit with --max-file-size, or split the workflow",
         )
-    return compile_text(data, file)
+    return compile_text(data, file, commands=commands, origin="source")
 
 
-def compile_text(data: str | bytes, file: str = "<memory>") -> Compiled:
+def compile_text(
+    data: str | bytes,
+    file: str = "<memory>",
+    *,
+    commands: Commands | None = None,
+    origin: WorkflowOrigin = "submitted",
+) -> Compiled:
+    """Text from anywhere: its workflow's origin is "submitted" (never runs commands)
+    unless the caller vouches that it came from a configured source."""
     if isinstance(data, bytes):
         try:
             text = data.decode("utf-8-sig")
@@ -115,7 +131,7 @@ def compile_text(data: str | bytes, file: str = "<memory>") -> Compiled:
     schema_failed = False
     try:  # both validators and the builder recurse; no workflow nests hundreds deep
         if check_workflow(document):
-            workflow = build_workflow(document, text, file, report)
+            workflow = build_workflow(document, text, file, report, commands=commands, origin=origin)
         else:
             schema_failed = True
     except RecursionError:

@@ -12,12 +12,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from handrail.compiler.checks import Commands, compile_checks
 from handrail.compiler.source import KEY
 from handrail.errors import ErrorWatch, ignore
 from handrail.expr import Report, compile_condition, did_you_mean
 from handrail.expr.ast import variables
 from handrail.expr.parse import parse_condition
-from handrail.model import Condition, Loop, Node, Rule, Step, Workflow
+from handrail.model import Condition, Loop, Node, Rule, Step, StepCheck, Workflow, WorkflowOrigin
 from handrail.rules import compile_criteria, criteria_text
 
 TEMPLATE = re.compile(r"\{\{\s*([^{}]*?)\s*\}\}")
@@ -151,6 +152,8 @@ class _Build:
                 _names_in(raw.get(key), self.known_vars)
             for rule in _walk_rules(raw.get("validationCriteria")):
                 _names_in(rule.get("condition"), self.known_vars)
+            for check in raw.get("checks", ()):
+                _names_in(check.get("condition"), self.known_vars)
             if raw.get("type") == "loop":
                 cfg = raw["loop"]
                 _names_in(cfg.get("condition"), self.known_vars)
@@ -240,7 +243,15 @@ def _walk_rules(criteria: Any) -> list[Mapping[str, Any]]:
     return out
 
 
-def build_workflow(document: Mapping[str, Any], text: str, file: str, report: Report) -> Workflow:
+def build_workflow(
+    document: Mapping[str, Any],
+    text: str,
+    file: str,
+    report: Report,
+    *,
+    commands: Commands | None = None,
+    origin: WorkflowOrigin = "submitted",
+) -> Workflow:
     b = _Build(document, report)
     b.collect(document["steps"], "/steps", None, ())
     b.link_bodies()
@@ -273,6 +284,9 @@ def build_workflow(document: Mapping[str, Any], text: str, file: str, report: Re
         rules: tuple[Rule, ...] = ()
         if "validationCriteria" in raw:
             rules = compile_criteria(raw["validationCriteria"], f"{at}/validationCriteria", report)
+        checks: tuple[StepCheck, ...] = ()
+        if "checks" in raw:
+            checks = compile_checks(raw["checks"], f"{at}/checks", report, commands=commands)
         nodes[sid] = Step(
             id=sid,
             title=raw["title"],
@@ -288,6 +302,7 @@ def build_workflow(document: Mapping[str, Any], text: str, file: str, report: Re
             function_references=refs,
             loop=b.owner.get(sid),
             pointer=at,
+            checks=checks,
         )
     sequence = tuple(sid for sid in b.order if b.entries[sid].parent is None and sid not in b.owner)
     _check_file_name(document["id"], file, report)
@@ -313,6 +328,7 @@ def build_workflow(document: Mapping[str, Any], text: str, file: str, report: Re
         document=source,
         file=file,
         revision=hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16],
+        origin=origin,
     )
 
 

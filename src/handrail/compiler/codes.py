@@ -33,4 +33,11 @@ CODES = {
     "H405": "A field that has no effect where it is",
     "H406": "A regex that cannot run in linear time",
     "H500": "A template names a variable nothing sets or tests",
+    "H600": "A check lacks what its type needs",
+    "H601": "A check has a field of another check type",
+    "H602": "A command check's `run` names no program",
+    "H603": "A command check's program is not found on PATH",
+    "H604": "A command check names a command the configuration does not define",
+    "H605": "Invalid glob in a check",
+    "H606": "A check's path leaves the workspace",
 }

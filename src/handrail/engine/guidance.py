@@ -31,7 +31,20 @@ def step_view(step: Step, scope: Context) -> dict[str, Any]:
         view["runCondition"] = step.run_condition.text
     if step.function_references:
         view["functionReferences"] = list(step.function_references)
+    if step.checks:  # information only: checks run in runs, never in this stateless call
+        shown = checks_text(step, scope)
+        if shown:
+            view["checks"] = shown
     return view
+
+
+def checks_text(step: Step, scope: Context) -> list[str]:
+    """The step's checks that apply in `scope`, in words."""
+    return [
+        f"{c.message} ({c.description})"
+        for c in step.checks
+        if c.condition is None or c.condition.holds(scope)
+    ]
 
 
 def compose(
@@ -66,6 +79,9 @@ def compose(
     criteria = list(step.criteria)
     if criteria:
         parts.append("Your output must meet:\n" + "\n".join(f"- {c}" for c in criteria))
+    if "checks" in view:
+        listed = "\n".join(f"- {c}" for c in view["checks"])
+        parts.append(f"In a run, the server verifies for itself:\n{listed}")
     parts.extend(notes)
     guidance: dict[str, Any] = {"prompt": "\n\n".join(parts)}
     hint = step.model_hint or workflow.model_hint

@@ -1,0 +1,198 @@
+"""Git checks, through the `git` program (no shell, a time limit per call).
+
+A run records a baseline when it starts (`git_baseline`: HEAD, or that there are no
+commits, or that the workspace is not a repository). `changes` compares the working
+tree (committed, staged, unstaged and untracked files) with that baseline; `clean`
+holds when nothing differs from HEAD and nothing is untracked. Ignored files never
+count. Only the workspace's part of a repository is looked at.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from handrail.checks.process import child_environment
+from handrail.model import GitCheck, Glob
+
+BaselineState = Literal["commit", "no-commits", "not-a-repository", "unavailable"]
+
+
+class GitError(Exception):
+    """git could not answer: not installed, timed out, or refused."""
+
+
+@dataclass(frozen=True, slots=True)
+class Baseline:
+    state: BaselineState
+    head: str | None = None  # the commit, when state is "commit"
+    detail: str = ""  # why, when git could not tell
+
+    def to_wire(self) -> dict[str, Any]:
+        wire: dict[str, Any] = {"state": self.state}
+        if self.head is not None:
+            wire["head"] = self.head
+        if self.detail:
+            wire["detail"] = self.detail
+        return wire
+
+    @classmethod
+    def from_wire(cls, wire: Mapping[str, Any]) -> Baseline:
+        state = wire.get("state")
+        if state not in ("commit", "no-commits", "not-a-repository", "unavailable"):
+            raise ValueError(f"not a git baseline state: {state!r}")
+        return cls(state, wire.get("head"), str(wire.get("detail", "")))
+
+
+def _git_environment() -> dict[str, str]:
+    env = child_environment()
+    # the workspace's own repository, whatever the server was started with
+    for name in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_COMMON_DIR"):
+        env.pop(name, None)
+    env.update(GIT_TERMINAL_PROMPT="0", GIT_OPTIONAL_LOCKS="0", LC_ALL="C", GIT_PAGER="cat")
+    return env
+
+
+def git(args: Sequence[str], workspace: str, timeout: float) -> subprocess.CompletedProcess[bytes]:
+    # core.fsmonitor names a program a repository could make git run: never here
+    argv = ["git", "-c", "core.fsmonitor=false", "-c", "core.untrackedCache=false", *args]
+    try:
+        return subprocess.run(
+            argv,
+            cwd=workspace,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=timeout,
+            env=_git_environment(),
+            check=False,
+        )
+    except FileNotFoundError:
+        raise GitError("`git` is not found on PATH") from None
+    except subprocess.TimeoutExpired:
+        raise GitError(f"`git {' '.join(args)}` took longer than {timeout:g} s") from None
+    except OSError as exc:
+        raise GitError(f"`git` cannot be run: {exc.strerror or exc}") from None
+
+
+def git_baseline(workspace: str, timeout: float = 30.0) -> Baseline:
+    """Where the workspace stands at the start of a run."""
+    try:
+        inside = git(["rev-parse", "--is-inside-work-tree"], workspace, timeout)
+        if inside.returncode != 0 or inside.stdout.strip() != b"true":
+            return Baseline("not-a-repository")
+        head = git(["rev-parse", "--verify", "--quiet", "HEAD^{commit}"], workspace, timeout)
+    except GitError as exc:
+        return Baseline("unavailable", detail=str(exc))
+    if head.returncode != 0:
+        return Baseline("no-commits")
+    return Baseline("commit", head.stdout.decode("ascii", "replace").strip())
+
+
+def untracked(workspace: str, timeout: float) -> list[str]:
+    """Untracked files that are not ignored, relative to the workspace."""
+    listed = git(["ls-files", "-z", "--others", "--exclude-standard"], workspace, timeout)
+    _raise_on_failure(listed, "cannot list untracked files")
+    return [_name(p) for p in listed.stdout.split(b"\0") if p]
+
+
+def differing(workspace: str, since: str | None, timeout: float, new: list[str]) -> list[str]:
+    """Paths (relative to the workspace) whose content differs from commit `since` (None:
+    from nothing at all), with `new`, the untracked files."""
+    if since is None:
+        empty = git(["hash-object", "-t", "tree", "--stdin"], workspace, timeout)
+        _raise_on_failure(empty, "cannot name the empty tree")
+        since = empty.stdout.decode("ascii").strip()
+    diff = git(
+        ["diff", "--name-only", "-z", "--relative", "--no-renames", "--no-ext-diff", since, "--"],
+        workspace,
+        timeout,
+    )
+    _raise_on_failure(diff, f"cannot compare with {since[:12]}")
+    names = {_name(p) for p in diff.stdout.split(b"\0") if p}
+    names.update(new)
+    return sorted(names)
+
+
+def _name(raw: bytes) -> str:
+    return os.fsdecode(raw).replace(os.sep, "/")
+
+
+def _raise_on_failure(done: subprocess.CompletedProcess[bytes], what: str) -> None:
+    if done.returncode != 0:
+        said = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise GitError(f"git {what}" + (f": {said[-1]}" if said else ""))
+
+
+def limited(paths: list[str], globs: tuple[Glob, ...]) -> list[str]:
+    """The paths a glob matches, itself or through a folder it is in (`src` covers `src/a.py`)."""
+    if not globs:
+        return paths
+    return [p for p in paths if any(_covers(g, p) for g in globs)]
+
+
+def _covers(glob: Glob, path: str) -> bool:
+    parts = path.split("/")
+    return any(glob.matches("/".join(parts[:n])) for n in range(len(parts), 0, -1))
+
+
+def check_git(check: GitCheck, workspace: str, baseline: Baseline | None, timeout: float) -> tuple[bool, str]:
+    where = " in " + ", ".join(f"`{g.text}`" for g in check.paths) if check.paths else ""
+    try:
+        now = git_baseline(workspace, timeout)
+        if now.state == "unavailable":
+            return False, now.detail
+        if now.state == "not-a-repository":
+            return False, "the workspace is not in a git repository"
+        reasons: list[str] = []
+        passed = True
+        new = untracked(workspace, timeout)
+        if check.changes:
+            ok, why = _changes(check, workspace, baseline, timeout, where, new)
+            passed = passed and ok
+            reasons.append(why)
+        if check.clean:
+            dirty = limited(differing(workspace, now.head, timeout, new), check.paths)
+            if dirty:
+                passed = False
+                reasons.append(f"{_count(dirty)} uncommitted{where}: {_shown(dirty)}")
+            else:
+                reasons.append(f"nothing uncommitted{where}")
+    except GitError as exc:
+        return False, str(exc)
+    return passed, "; ".join(reasons)
+
+
+def _changes(
+    check: GitCheck, workspace: str, baseline: Baseline | None, timeout: float, where: str, new: list[str]
+) -> tuple[bool, str]:
+    if baseline is None or baseline.state == "unavailable":
+        detail = f" ({baseline.detail})" if baseline is not None and baseline.detail else ""
+        return False, f"no baseline was recorded when the run began{detail}, so changes cannot be told"
+    if baseline.state == "not-a-repository":
+        return False, "the workspace was not a git repository when the run began, so changes cannot be told"
+    since = baseline.head
+    try:
+        changed = limited(differing(workspace, since, timeout, new), check.paths)
+    except GitError:
+        if since is None:  # the empty tree is always known: something else went wrong
+            raise
+        known = git(["cat-file", "-e", f"{since}^{{commit}}"], workspace, timeout)
+        if known.returncode != 0:
+            return False, f"the commit the run began at ({since[:12]}) is no longer in the repository"
+        raise
+    start = f"commit {since[:12]}" if since else "an empty repository"
+    if not changed:
+        return False, f"no changes{where} since the run began (at {start})"
+    return True, f"{_count(changed)} changed{where} since the run began (at {start}): {_shown(changed)}"
+
+
+def _count(paths: list[str]) -> str:
+    return f"{len(paths)} file{'s' * (len(paths) != 1)}"
+
+
+def _shown(paths: list[str]) -> str:
+    more = f" and {len(paths) - 5} more" if len(paths) > 5 else ""
+    return ", ".join(f"`{p}`" for p in paths[:5]) + more
