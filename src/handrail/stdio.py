@@ -71,6 +71,7 @@ def serve(
                 send(note)
 
     protocol.service.catalog.on_change(on_change)
+    protocol.sink = send  # log records for the client (logging/setLevel)
 
     try:
         while True:
@@ -115,6 +116,8 @@ def serve(
         return 0
     except (BrokenPipeError, KeyboardInterrupt):
         return 0
+    finally:
+        protocol.close()
 
 
 def _handle(protocol: Protocol, line: bytes) -> bytes | None:
