@@ -480,12 +480,14 @@ class Protocol:
         """`missing`: the code for an unknown workflow, -32002 in the handshake era and
         -32602 (Invalid params) from 2026-07-28 on."""
         uri = params.get("uri")
-        if not isinstance(uri, str) or not uri.startswith("workflow://"):
+        if not isinstance(uri, str):
             raise RpcError(
                 INVALID_PARAMS,
                 "Invalid params",
                 {"details": "uri must be workflow://<id> or workflow://schema"},
             )
+        if not uri.startswith("workflow://"):  # a URI we do not serve is a resource we do not have
+            raise RpcError(missing, "Resource not found", {"uri": uri})
         name = uri[len("workflow://") :]
         if name == "schema":
             text, mime = (
