@@ -1,6 +1,6 @@
 """The benchmarks measure right answers: every workload's answer is snapshotted,
-handrail agrees with the naive baseline where both decide the same thing, and the
-quick run produces a complete report (no timing is asserted)."""
+handrail agrees with the naive baseline (the whole `next` answer, the `validate`
+verdict), and the quick run produces a complete report (no timing is asserted)."""
 
 from __future__ import annotations
 
