@@ -447,11 +447,7 @@ class Protocol:
                 "structuredContent": error,
                 "isError": True,
             }
-        return {
-            "content": [{"type": "text", "text": encode(result).decode()}],
-            "structuredContent": result,
-            "isError": False,
-        }
+        return _tool_result(result)
 
     def _resources_list(self, params: dict[str, Any]) -> dict[str, Any]:
         snapshot = self.service.catalog.snapshot()
@@ -628,6 +624,18 @@ def _tool_names() -> tuple[str, ...]:
     from handrail.tooldefs import tool_names
 
     return tool_names()
+
+
+def _tool_result(result: Any) -> dict[str, Any]:
+    """A tool's answer as MCP sends it: the JSON once as structuredContent and once as the
+    text of a text block (for clients that do not read structuredContent). Both are
+    spliced in as bytes: the answer is encoded once and escaped into a string once."""
+    encoded = result if isinstance(result, Encoded) else Encoded(encode(result))
+    return {
+        "content": [{"type": "text", "text": Encoded(encoded.quoted())}],
+        "structuredContent": encoded,
+        "isError": False,
+    }
 
 
 def _fix_text(tool: str, exc: HandrailError) -> str:
