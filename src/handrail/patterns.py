@@ -58,7 +58,6 @@ class PatternError(Exception):
         return self.message
 
 
-
 def _bare_search(compiled: Any) -> Callable[[str], Literal[True] | None]:
     """Whether RE2 finds the pattern in a text, asked of its engine directly: the
     wrapper's `search` also works out match offsets in characters, which a yes-or-no
@@ -76,6 +75,7 @@ def _bare_search(compiled: Any) -> Callable[[str], Literal[True] | None]:
         return True if match(anchor, data, 0, len(data))[0][0] != -1 else None
 
     return found
+
 
 class RegexTimeout(ValidationEngineError):
     """A search on the backtracking engine ran past its time limit."""
