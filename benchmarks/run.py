@@ -86,8 +86,9 @@ def report(results: dict[str, Any]) -> str:
         "## Over stdio (handrail vs two floors: a Python process answering `{}`, and one",
         "replaying handrail's own answers byte for byte)",
         "",
-        "| request | p50 | p99 | p50 / floor | p50 / replay | pipelined rps | rps / floor | rps / replay |",
-        "|---|---|---|---|---|---|---|---|",
+        "| request | p50 | p99 | p50 / floor | p50 / replay | pipelined rps | rps / floor | rps / replay "
+        "| server CPU per request | CPU / replay |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for tool, t in h["tools"].items():
         ft, rt = f["tools"][tool], r["tools"][tool]
@@ -95,7 +96,8 @@ def report(results: dict[str, Any]) -> str:
             f"| {tool} | {t['p50_us']:.0f} µs | {t['p99_us']:.0f} µs | "
             f"{t['p50_us'] / ft['p50_us']:.2f}x | {t['p50_us'] / rt['p50_us']:.2f}x | "
             f"{t['pipelined_rps']:.0f} | {t['pipelined_rps'] / ft['pipelined_rps']:.2f}x | "
-            f"{t['pipelined_rps'] / rt['pipelined_rps']:.2f}x |"
+            f"{t['pipelined_rps'] / rt['pipelined_rps']:.2f}x | {t['cpu_us']:.0f} µs | "
+            f"{t['cpu_us'] / max(rt['cpu_us'], 1e-9):.2f}x |"
         )
     lines += [
         "",

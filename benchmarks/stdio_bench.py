@@ -146,6 +146,11 @@ class Server:
         self.send({"jsonrpc": "2.0", "id": self.next_id, **body})
         return self.receive()
 
+    def cpu_s(self) -> float:
+        """User plus system CPU seconds the server has used so far, from /proc."""
+        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def rss_kb(self) -> tuple[int, int]:
         """(current RSS, peak RSS) in KiB, from /proc."""
         status = Path(f"/proc/{self.process.pid}/status").read_text()
@@ -229,11 +234,15 @@ def measure(command: list[str], n: int, spawns: int, soak: int) -> dict[str, Any
         "tools": {},
     }
     for name, body in requests().items():
+        cpu = server.cpu_s()
         lat = sequential(server, body, n)
+        cpu = server.cpu_s() - cpu
         out["tools"][name] = {
             "p50_us": percentile(lat, 50),
             "p99_us": percentile(lat, 99),
             "pipelined_rps": pipelined(server, body, n),
+            # the server's own CPU time per request: its work, whatever else the machine runs
+            "cpu_us": cpu / n * 1e6,
         }
     rss_before, _ = server.rss_kb()
     bodies = list(requests().values())
