@@ -11,19 +11,18 @@ the same answer on every workload, so the comparison is of like with like.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from benchmarks.naive import MISSING, holds
+from handrail.engine.templates import render  # per call in both: a regex substitution
 from handrail.errors import ignore
 from handrail.expr.ast import literals_for, to_text, variables
 from handrail.expr.parse import parse_condition
 from handrail.rules import compile_criteria, criteria_text
 
 DEFAULTS = {"iterationVar": "currentIteration", "itemVar": "currentItem", "indexVar": "currentIndex"}
-_TEMPLATE = re.compile(r"\{\{\s*([A-Za-z_$][A-Za-z0-9_$]*(?:\.[A-Za-z0-9_$]+)*)\s*\}\}")
 
 
 @dataclass
@@ -275,25 +274,6 @@ def _unusable(value: Any, wanted: str) -> str | None:
     return f"it is {kind}, it must be {wanted}"
 
 
-def _show(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    if value is None:
-        return "null"
-    return json.dumps(value, ensure_ascii=False, default=str)
-
-
-def _render(text: str, scope: dict[str, Any]) -> str:
-    if "{{" not in text:
-        return text
-
-    def fill(match: re.Match[str]) -> str:
-        value = _lookup(scope, match.group(1))
-        return f"[unset: {match.group(1)}]" if value is MISSING else _show(value)
-
-    return _TEMPLATE.sub(fill, text)
-
-
 def _confirmation(value: Any, scope: dict[str, Any]) -> bool:
     return value if isinstance(value, bool) else holds(value, scope)
 
@@ -301,13 +281,13 @@ def _confirmation(value: Any, scope: dict[str, Any]) -> bool:
 def _view(step: dict[str, Any], scope: dict[str, Any]) -> dict[str, Any]:
     view: dict[str, Any] = {
         "id": step["id"],
-        "title": _render(step["title"], scope),
-        "prompt": _render(step["prompt"], scope),
+        "title": render(step["title"], scope),
+        "prompt": render(step["prompt"], scope),
     }
     if step.get("agentRole"):
-        view["agentRole"] = _render(step["agentRole"], scope)
+        view["agentRole"] = render(step["agentRole"], scope)
     if step.get("guidance"):
-        view["guidance"] = [_render(g, scope) for g in step["guidance"]]
+        view["guidance"] = [render(g, scope) for g in step["guidance"]]
     view["askForFiles"] = bool(step.get("askForFiles", False))
     view["requireConfirmation"] = _confirmation(step.get("requireConfirmation", False), scope)
     if "runCondition" in step:
