@@ -524,7 +524,7 @@ class Protocol:
         except CompletionError as exc:
             raise RpcError(INVALID_PARAMS, "Invalid params", {"details": str(exc)}) from None
 
-    def _subscribed_uri(self, params: dict[str, Any]) -> str:
+    def _subscribed_uri(self, method: str, params: dict[str, Any]) -> str:
         uri = params.get("uri")
         if not isinstance(uri, str):
             raise RpcError(INVALID_PARAMS, "Invalid params", {"details": "uri must be a string"})
@@ -532,12 +532,12 @@ class Protocol:
             raise RpcError(
                 METHOD_NOT_FOUND,
                 "Method not found",
-                {"method": "resources/subscribe", "details": "subscriptions need a session: use stdio"},
+                {"method": method, "details": "subscriptions need a session: use stdio"},
             )
         return uri
 
     def _subscribe(self, params: dict[str, Any]) -> dict[str, Any]:
-        uri = self._subscribed_uri(params)
+        uri = self._subscribed_uri("resources/subscribe", params)
         snapshot = self.service.catalog.snapshot()
         name = uri[len("workflow://") :] if uri.startswith("workflow://") else None
         if name is None or (name != "schema" and snapshot.get(name) is None):
@@ -546,7 +546,8 @@ class Protocol:
         return {}
 
     def _unsubscribe(self, params: dict[str, Any]) -> dict[str, Any]:
-        self.subscriptions.unsubscribe(self._subscribed_uri(params))  # not subscribed: nothing to do
+        uri = self._subscribed_uri("resources/unsubscribe", params)
+        self.subscriptions.unsubscribe(uri)  # not subscribed: nothing to do
         return {}
 
     def close(self) -> None:

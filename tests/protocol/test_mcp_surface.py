@@ -325,8 +325,10 @@ def test_over_http_completion_works_and_subscriptions_are_not_offered(folder: Pa
             "completion/complete", {"ref": ref, "argument": {"name": "workflowId", "value": "s"}}
         )
         assert completion["result"]["completion"]["values"] == [BATCH, RETRY]
-        refused = http.rpc("resources/subscribe", {"uri": f"workflow://{BATCH}"})["error"]
-        assert refused["code"] == -32601 and "stdio" in refused["data"]["details"]
+        for method in ("resources/subscribe", "resources/unsubscribe"):
+            refused = http.rpc(method, {"uri": f"workflow://{BATCH}"})["error"]
+            assert refused["code"] == -32601 and refused["data"]["method"] == method
+            assert "stdio" in refused["data"]["details"]
         modern = http.modern(
             "completion/complete", {"ref": ref, "argument": {"name": "workflowId", "value": "simple-b"}}
         )
