@@ -200,6 +200,8 @@ def test_a_bad_completion_request_is_invalid_params(
 
 def test_a_subscribed_workflow_that_changes_is_announced(live: Server, folder: Path) -> None:
     assert live.result("resources/subscribe", {"uri": f"workflow://{BATCH}"}) == {}
+    before = live.call("workflow_get", {"id": BATCH})  # the answer the server keeps for reuse
+    assert json.loads(before["content"][0]["text"]) == before["structuredContent"]
     edit(folder / "simple-retry.json", description="changed, but nobody subscribed")
     wait_for(live, lambda n: n["method"] == "notifications/resources/list_changed")
     edit(folder / "simple-batch.json", description="a new description")
@@ -213,6 +215,9 @@ def test_a_subscribed_workflow_that_changes_is_announced(live: Server, folder: P
     assert updated == [note], "the unsubscribed workflow's change is not announced"
     [content] = live.result("resources/read", {"uri": f"workflow://{BATCH}"})["contents"]
     assert json.loads(content["text"])["description"] == "a new description"
+    after = live.call("workflow_get", {"id": BATCH})  # not the answer kept from before
+    assert after["structuredContent"]["description"] == "a new description"
+    assert json.loads(after["content"][0]["text"]) == after["structuredContent"]
 
 
 def test_after_unsubscribe_changes_are_not_announced(live: Server, folder: Path) -> None:
