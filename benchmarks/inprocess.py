@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks import naive
+from benchmarks import naive, naive_next
 from handrail.compiler import compile_text
 from handrail.engine import next_step, validate_output
 from handrail.model import Loop, Step, Workflow
@@ -76,6 +76,28 @@ def _midway(workflow: Workflow) -> tuple[list[str], dict[str, Any]]:
     return completed, context
 
 
+def _in_loop(workflow: Workflow) -> tuple[list[str], dict[str, Any], dict[str, Any]] | None:
+    """completedSteps, context and state of a walk that has reached a loop's second
+    iteration (or its first, for a loop that runs once); None when no walk gets there."""
+    _, context = _midway(workflow)
+    for node in workflow.nodes.values():
+        if isinstance(node, Loop):
+            if node.items:
+                context.setdefault(node.items.split(".")[0], ["first", "second", "third"])
+            if isinstance(node.count, str):
+                context.setdefault(node.count.split(".")[0], 3)
+    completed: list[str] = []
+    state: dict[str, Any] = {"loops": []}
+    for _ in range(60):
+        result = next_step(workflow, completed, context, state=state)
+        if result["step"] is None:
+            return None
+        if "loop" in result and (result["loop"]["iteration"] >= 2 or len(result["state"]["loops"]) > 1):
+            return result["completedSteps"], context, result["state"]
+        completed, state = [*result["completedSteps"], result["step"]["id"]], result["state"]
+    return None
+
+
 def workloads() -> Iterator[Workload]:
     for path in workflow_files():
         text = path.read_text("utf-8")
@@ -87,22 +109,33 @@ def workloads() -> Iterator[Workload]:
             lambda t=text: [d.code for d in compile_text(t).diagnostics],
         )
     for label, document, workflow in compiled_workflows():
-        has_loops = any(isinstance(n, Loop) for n in workflow.nodes.values())
-        for where, (completed, context) in (("start", ([], {})), ("midway", _midway(workflow))):
+        points: list[tuple[str, tuple[list[str], dict[str, Any], dict[str, Any] | None]]] = [
+            ("start", ([], {}, None)),
+            ("midway", (*_midway(workflow), None)),
+        ]
+        inside = _in_loop(workflow)
+        if inside is not None:
+            points.append(("in-loop", inside))
+        for where, (completed, context, state) in points:
 
-            def ours(w: Workflow = workflow, c: list[str] = completed, x: dict[str, Any] = context) -> Any:
-                return next_step(w, c, x)
+            def ours(
+                w: Workflow = workflow,
+                c: list[str] = completed,
+                x: dict[str, Any] = context,
+                s: dict[str, Any] | None = state,
+            ) -> Any:
+                return next_step(w, c, x, state=s)
 
             def base(
-                d: dict[str, Any] = document, c: list[str] = completed, x: dict[str, Any] = context
+                d: dict[str, Any] = document,
+                c: list[str] = completed,
+                x: dict[str, Any] = context,
+                s: dict[str, Any] | None = state,
             ) -> Any:
-                return naive.next_id(d, c, x)
+                return naive_next.next_full(d, c, x, s)
 
-            def same(
-                o: Callable[[], Any] = ours, b: Callable[[], Any] = base, loops: bool = has_loops
-            ) -> bool:
-                step = o()["step"]
-                return loops or (step["id"] if step else None) == b()
+            def same(o: Callable[[], Any] = ours, b: Callable[[], Any] = base) -> bool:
+                return _json(o()) == _json(b())  # the whole answer, byte for byte
 
             yield Workload(f"next {where} {label}", "next", ours, base, lambda o=ours: _brief(o()), same)
         for node in workflow.nodes.values():
@@ -159,6 +192,12 @@ def _has_text_condition(value: Any) -> bool:
     if isinstance(value, list):
         return any(_has_text_condition(v) for v in value)
     return False
+
+
+def _json(value: Any) -> bytes:
+    import orjson
+
+    return orjson.dumps(value)
 
 
 def _brief(result: dict[str, Any]) -> dict[str, Any]:

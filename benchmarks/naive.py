@@ -138,18 +138,6 @@ def _find(steps: list[dict[str, Any]], step_id: str) -> dict[str, Any] | None:
     return None
 
 
-def next_id(document: dict[str, Any], completed: list[str], context: dict[str, Any]) -> str | None:
-    """The first top-level standard step not done whose runCondition holds (no loops)."""
-    bodies = {s["body"] for s in document["steps"] if isinstance(s.get("body"), str)}
-    done = set(completed)
-    for step in document["steps"]:
-        if step["id"] in done or step["id"] in bodies or step.get("type") == "loop":
-            continue
-        if holds(step.get("runCondition"), context):
-            return str(step["id"])
-    return None
-
-
 _TEXT_OPS = {"==": "equals", "!=": "not_equals", ">": "gt", ">=": "gte", "<": "lt", "<=": "lte"}
 
 

@@ -60,7 +60,7 @@ def in_process(quick: bool) -> dict[str, Any]:
 def report(results: dict[str, Any]) -> str:
     s = results["in_process"]["summary"]
     e = results["stdio"]
-    h, f = e["handrail"], e["floor"]
+    h, f, r = e["handrail"], e["floor"], e["replay"]
     lines = [
         f"# handrail benchmarks ({results['mode']}, {results['date']})",
         "",
@@ -83,17 +83,21 @@ def report(results: dict[str, Any]) -> str:
         f"Compiling the whole corpus: {s['compile']['corpus_total_ms']:.1f} ms "
         "(the compile baseline is json.loads alone).",
         "",
-        "## Over stdio (handrail vs the floor: a Python process answering constants)",
+        "## Over stdio (handrail vs two floors: a Python process answering `{}`, and one",
+        "replaying handrail's own answers byte for byte)",
         "",
-        "| tool | p50 | p99 | p50 / floor | pipelined rps | rps / floor |",
-        "|---|---|---|---|---|---|",
+        "| request | p50 | p99 | p50 / floor | p50 / replay | pipelined rps | rps / floor | rps / replay "
+        "| server CPU per request | CPU / replay |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for tool, t in h["tools"].items():
-        ft = f["tools"][tool]
+        ft, rt = f["tools"][tool], r["tools"][tool]
         lines.append(
             f"| {tool} | {t['p50_us']:.0f} µs | {t['p99_us']:.0f} µs | "
-            f"{t['p50_us'] / ft['p50_us']:.2f}x | {t['pipelined_rps']:.0f} | "
-            f"{t['pipelined_rps'] / ft['pipelined_rps']:.2f}x |"
+            f"{t['p50_us'] / ft['p50_us']:.2f}x | {t['p50_us'] / rt['p50_us']:.2f}x | "
+            f"{t['pipelined_rps']:.0f} | {t['pipelined_rps'] / ft['pipelined_rps']:.2f}x | "
+            f"{t['pipelined_rps'] / rt['pipelined_rps']:.2f}x | {t['cpu_us']:.0f} µs | "
+            f"{t['cpu_us'] / max(rt['cpu_us'], 1e-9):.2f}x |"
         )
     lines += [
         "",

@@ -1,5 +1,7 @@
 """End to end over stdio: spawn a server, handshake, then N sequential requests per
-tool and the same pipelined; the same client against the floor server."""
+tool and the same pipelined; the same client against two floors: one that answers
+`{}` (the least a Python stdio server can cost), and one that replays the bytes
+handrail answered to each request (the same answers, none of handrail's work)."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -37,8 +40,25 @@ def floor_command() -> list[str]:
     return [sys.executable, str(ROOT / "benchmarks" / "floor_server.py")]
 
 
+def replay_command(answers: Path) -> list[str]:
+    return [sys.executable, str(ROOT / "benchmarks" / "replay_server.py"), str(answers)]
+
+
 def requests() -> dict[str, dict[str, Any]]:
-    """One request per tool, in the seed's direct form."""
+    """One request per tool in the seed's direct form, and the ones MCP clients send
+    (tools/call, whose result carries the answer twice: a text block and structuredContent)."""
+    direct = _direct()
+    return {
+        **direct,
+        **{f"call-{name}": _as_tool_call(direct[name]) for name in ("get", "next-midway", "validate")},
+    }
+
+
+def _as_tool_call(body: dict[str, Any]) -> dict[str, Any]:
+    return {"method": "tools/call", "params": {"name": body["method"], "arguments": body["params"]}}
+
+
+def _direct() -> dict[str, dict[str, Any]]:
     return {
         "list": {"method": "workflow_list", "params": {}},
         "get": {"method": "workflow_get", "params": {"id": "coding-task-workflow-with-loops"}},
@@ -101,8 +121,17 @@ class Server:
 
     def send(self, message: dict[str, Any]) -> None:
         assert self.process.stdin is not None
-        self.process.stdin.write(json.dumps(message).encode() + b"\n")
+        self.process.stdin.write(_line(message))
         self.process.stdin.flush()
+
+    def exchange(self, body: dict[str, Any]) -> tuple[bytes, bytes]:
+        """One request: (the line sent, the line answered), both as bytes."""
+        self.next_id += 1
+        line = _line({"jsonrpc": "2.0", "id": self.next_id, **body})
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write(line)
+        self.process.stdin.flush()
+        return line, self.process.stdout.readline()
 
     def receive(self) -> dict[str, Any]:
         assert self.process.stdout is not None
@@ -117,6 +146,11 @@ class Server:
         self.send({"jsonrpc": "2.0", "id": self.next_id, **body})
         return self.receive()
 
+    def cpu_s(self) -> float:
+        """User plus system CPU seconds the server has used so far, from /proc."""
+        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def rss_kb(self) -> tuple[int, int]:
         """(current RSS, peak RSS) in KiB, from /proc."""
         status = Path(f"/proc/{self.process.pid}/status").read_text()
@@ -129,6 +163,26 @@ class Server:
         self.process.wait(timeout=10)
         if self.process.stdout:
             self.process.stdout.close()
+
+
+def _line(message: dict[str, Any]) -> bytes:
+    return json.dumps(message).encode() + b"\n"
+
+
+def record(command: list[str], path: Path) -> None:
+    """What the server answers to each request, for the replay floor (replay_server.py)."""
+    server = Server(command)
+    recorded = []
+    for body in [INIT, {"method": "workflow_list", "params": {}}, *requests().values()]:
+        body = {k: v for k, v in body.items() if k not in ("jsonrpc", "id")}
+        line, answer = server.exchange(body)
+        rid = str(server.next_id).encode()
+        key = line.replace(b'"id": ' + rid, b"", 1)
+        head, _, tail = answer.partition(b'"id":' + rid)
+        assert tail, f"no id in {answer[:200]!r}"
+        recorded.append([key.decode(), (head + b'"id":').decode(), tail.decode()])
+    server.close()
+    path.write_text(json.dumps(recorded), "utf-8")
 
 
 def sequential(server: Server, body: dict[str, Any], n: int) -> list[float]:
@@ -146,7 +200,7 @@ def pipelined(server: Server, body: dict[str, Any], n: int) -> float:
     lines = []
     for _ in range(n):
         server.next_id += 1
-        lines.append(json.dumps({"jsonrpc": "2.0", "id": server.next_id, **body}).encode() + b"\n")
+        lines.append(_line({"jsonrpc": "2.0", "id": server.next_id, **body}))
     payload = b"".join(lines)
     assert server.process.stdin is not None
     start = time.perf_counter()
@@ -180,15 +234,20 @@ def measure(command: list[str], n: int, spawns: int, soak: int) -> dict[str, Any
         "tools": {},
     }
     for name, body in requests().items():
+        cpu = server.cpu_s()
         lat = sequential(server, body, n)
+        cpu = server.cpu_s() - cpu
         out["tools"][name] = {
             "p50_us": percentile(lat, 50),
             "p99_us": percentile(lat, 99),
             "pipelined_rps": pipelined(server, body, n),
+            # the server's own CPU time per request: its work, whatever else the machine runs
+            "cpu_us": cpu / n * 1e6,
         }
     rss_before, _ = server.rss_kb()
+    bodies = list(requests().values())
     for i in range(soak):
-        server.request(list(requests().values())[i % 5])
+        server.request(bodies[i % len(bodies)])
     rss_after, peak = server.rss_kb()
     out["rss_kb"] = {"after_warmup": rss_before, f"after_{soak}_more": rss_after, "peak": peak}
     server.close()
@@ -196,7 +255,11 @@ def measure(command: list[str], n: int, spawns: int, soak: int) -> dict[str, Any
 
 
 def run(n: int, spawns: int, soak: int) -> dict[str, Any]:
-    return {
-        "handrail": measure(handrail_command(), n, spawns, soak),
-        "floor": measure(floor_command(), n, spawns, soak),
-    }
+    with tempfile.TemporaryDirectory(prefix="handrail-replay-") as folder:
+        answers = Path(folder) / "answers.json"
+        record(handrail_command(), answers)
+        return {
+            "handrail": measure(handrail_command(), n, spawns, soak),
+            "floor": measure(floor_command(), n, spawns, soak),
+            "replay": measure(replay_command(answers), n, spawns, soak),
+        }

@@ -279,6 +279,7 @@ class Catalog:
                     self._refresh()
                     self._checked_at = time.monotonic()
                 if self._snapshot is not before and self._snapshot is not None:
+                    log.info("workflows reloaded: %d in service", len(self._snapshot.entries))
                     for listener in self._listeners:
                         listener(self._snapshot)
             except Exception:  # the watcher must outlive any one bad refresh

@@ -25,6 +25,9 @@ from typing import Any
 
 from handrail import __version__
 from handrail.errors import HandrailError
+from handrail.mcp_surface.completion import TEMPLATES, CompletionError, complete
+from handrail.mcp_surface.logging_bridge import LEVELS, LogBridge
+from handrail.mcp_surface.subscriptions import Subscriptions
 from handrail.service import Encoded, Service
 
 log = logging.getLogger("handrail.protocol")
@@ -169,12 +172,18 @@ class Protocol:
     def __init__(self, service: Service, *, stateless: bool = False) -> None:
         """`stateless`: every request stands alone (HTTP), so none waits for `initialize`."""
         self.service = service
+        self.stateless = stateless
         self.initialized = stateless
         self.version: str | None = None
         self.shutdown_requested = False
         self._seen_generation = -1
         self.client_ready = False  # set by notifications/initialized
         self._notify_lock = threading.Lock()
+        # Server-to-client messages sent outside a reply (log records): the transport sets
+        # it when it has a channel for them; the stateless HTTP transport has none.
+        self.sink: Callable[[bytes], None] | None = None
+        self.subscriptions = Subscriptions()
+        self._log_bridge: LogBridge | None = None
         self._methods: dict[str, Callable[[dict[str, Any]], Any]] = {
             "initialize": self._initialize,
             "ping": lambda params: {},
@@ -183,10 +192,14 @@ class Protocol:
             "tools/call": self._tools_call,
             "resources/list": self._resources_list,
             "resources/read": self._resources_read,
-            "resources/templates/list": lambda params: {"resourceTemplates": []},
+            "resources/templates/list": lambda params: {"resourceTemplates": list(TEMPLATES)},
             "prompts/list": self._prompts_list,
             "prompts/get": self._prompts_get,
             "server/discover": lambda params: self._stamped("server/discover", self._discover(params)),
+            "logging/setLevel": self._set_level,
+            "completion/complete": self._complete,
+            "resources/subscribe": self._subscribe,
+            "resources/unsubscribe": self._unsubscribe,
         }
         # The 2026-07-28 revision: no handshake, no ping, no shutdown, no seed-style methods.
         self._modern_methods: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
@@ -195,9 +208,10 @@ class Protocol:
             "tools/call": self._tools_call,
             "resources/list": self._resources_list,
             "resources/read": lambda params: self._resources_read(params, missing=INVALID_PARAMS),
-            "resources/templates/list": lambda params: {"resourceTemplates": []},
+            "resources/templates/list": lambda params: {"resourceTemplates": list(TEMPLATES)},
             "prompts/list": self._prompts_list,
             "prompts/get": self._prompts_get,
+            "completion/complete": self._complete,
         }
 
     # -- framing -------------------------------------------------------------------
@@ -232,7 +246,12 @@ class Protocol:
             if generation == self._seen_generation:
                 return []
             self._seen_generation = generation
-            return [_RESOURCES_CHANGED, _PROMPTS_CHANGED]  # a prompt per workflow: both lists moved
+            # a prompt per workflow: both lists moved; then each subscribed resource that changed
+            return [
+                _RESOURCES_CHANGED,
+                _PROMPTS_CHANGED,
+                *map(_resource_updated, self.subscriptions.updated(snapshot)),
+            ]
 
     def _one(self, message: Any) -> dict[str, Any] | None:
         if not isinstance(message, dict):
@@ -341,8 +360,11 @@ class Protocol:
             "protocolVersion": version,
             "capabilities": {
                 "tools": {"listChanged": False, "notifyProgress": False},
-                "resources": {"listChanged": True, "subscribe": False},
+                # no subscriptions without a channel to send the updates on (stateless HTTP)
+                "resources": {"listChanged": True, "subscribe": not self.stateless},
                 "prompts": {"listChanged": True},
+                "logging": {},
+                "completions": {},
             },
             "serverInfo": dict(SERVER_INFO),
             "instructions": instructions(listed),
@@ -392,6 +414,7 @@ class Protocol:
                 "tools": {"listChanged": False},
                 "resources": {"listChanged": False, "subscribe": False},
                 "prompts": {"listChanged": False},
+                "completions": {},
             },
             "instructions": instructions(listed),
         }
@@ -424,11 +447,7 @@ class Protocol:
                 "structuredContent": error,
                 "isError": True,
             }
-        return {
-            "content": [{"type": "text", "text": encode(result).decode()}],
-            "structuredContent": result,
-            "isError": False,
-        }
+        return _tool_result(result)
 
     def _resources_list(self, params: dict[str, Any]) -> dict[str, Any]:
         snapshot = self.service.catalog.snapshot()
@@ -457,12 +476,14 @@ class Protocol:
         """`missing`: the code for an unknown workflow, -32002 in the handshake era and
         -32602 (Invalid params) from 2026-07-28 on."""
         uri = params.get("uri")
-        if not isinstance(uri, str) or not uri.startswith("workflow://"):
+        if not isinstance(uri, str):
             raise RpcError(
                 INVALID_PARAMS,
                 "Invalid params",
                 {"details": "uri must be workflow://<id> or workflow://schema"},
             )
+        if not uri.startswith("workflow://"):  # a URI we do not serve is a resource we do not have
+            raise RpcError(missing, "Resource not found", {"uri": uri})
         name = uri[len("workflow://") :]
         if name == "schema":
             text, mime = (
@@ -475,6 +496,66 @@ class Protocol:
                 raise RpcError(missing, "Resource not found", {"uri": uri})
             text, mime = self.service.workflow(snapshot, name).document.decode(), "application/json"
         return {"contents": [{"uri": uri, "mimeType": mime, "text": text}]}
+
+    # -- logging, completion, subscriptions (handrail.mcp_surface) ------------------------
+    def _set_level(self, params: dict[str, Any]) -> dict[str, Any]:
+        level = params.get("level")
+        if level not in LEVELS:
+            raise RpcError(
+                INVALID_PARAMS,
+                "Invalid params",
+                {"details": f"level must be one of {', '.join(LEVELS)}", "levels": list(LEVELS)},
+            )
+        if self.sink is None:  # stateless HTTP: no stream to send records on, nothing to remember
+            return {}
+        if self._log_bridge is None:
+            self._log_bridge = LogBridge(self._send_log)
+        self._log_bridge.set_level(level)
+        return {}
+
+    def _send_log(self, params: dict[str, Any]) -> None:
+        sink = self.sink
+        if sink is not None:
+            sink(encode({"jsonrpc": "2.0", "method": "notifications/message", "params": params}))
+
+    def _complete(self, params: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return complete(params, list(self.service.catalog.snapshot().entries))
+        except CompletionError as exc:
+            raise RpcError(INVALID_PARAMS, "Invalid params", {"details": str(exc)}) from None
+
+    def _subscribed_uri(self, method: str, params: dict[str, Any]) -> str:
+        uri = params.get("uri")
+        if not isinstance(uri, str):
+            raise RpcError(INVALID_PARAMS, "Invalid params", {"details": "uri must be a string"})
+        if self.sink is None:
+            raise RpcError(
+                METHOD_NOT_FOUND,
+                "Method not found",
+                {"method": method, "details": "subscriptions need a session: use stdio"},
+            )
+        return uri
+
+    def _subscribe(self, params: dict[str, Any]) -> dict[str, Any]:
+        uri = self._subscribed_uri("resources/subscribe", params)
+        snapshot = self.service.catalog.snapshot()
+        name = uri[len("workflow://") :] if uri.startswith("workflow://") else None
+        if name is None or (name != "schema" and snapshot.get(name) is None):
+            raise RpcError(-32002, "Resource not found", {"uri": uri})
+        self.subscriptions.subscribe(uri, snapshot)
+        return {}
+
+    def _unsubscribe(self, params: dict[str, Any]) -> dict[str, Any]:
+        uri = self._subscribed_uri("resources/unsubscribe", params)
+        self.subscriptions.unsubscribe(uri)  # not subscribed: nothing to do
+        return {}
+
+    def close(self) -> None:
+        """Stop sending log records to this client (the transport is closing)."""
+        self.sink = None
+        if self._log_bridge is not None:
+            self._log_bridge.close()
+            self._log_bridge = None
 
     # -- prompts: one per workflow -------------------------------------------------------
     def _prompts_list(self, params: dict[str, Any]) -> dict[str, Any]:
@@ -511,6 +592,10 @@ _RESOURCES_CHANGED = b'{"jsonrpc":"2.0","method":"notifications/resources/list_c
 _PROMPTS_CHANGED = b'{"jsonrpc":"2.0","method":"notifications/prompts/list_changed"}'
 
 
+def _resource_updated(uri: str) -> bytes:
+    return encode({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": uri}})
+
+
 def _bad_envelope(details: str) -> RpcError:
     return RpcError(INVALID_PARAMS, "Invalid params", {"details": details})
 
@@ -540,6 +625,18 @@ def _tool_names() -> tuple[str, ...]:
     from handrail.tooldefs import tool_names
 
     return tool_names()
+
+
+def _tool_result(result: Any) -> dict[str, Any]:
+    """A tool's answer as MCP sends it: the JSON once as structuredContent and once as the
+    text of a text block (for clients that do not read structuredContent). Both are
+    spliced in as bytes: the answer is encoded once and escaped into a string once."""
+    encoded = result if isinstance(result, Encoded) else Encoded(encode(result))
+    return {
+        "content": [{"type": "text", "text": Encoded(encoded.quoted())}],
+        "structuredContent": encoded,
+        "isError": False,
+    }
 
 
 def _fix_text(tool: str, exc: HandrailError) -> str:

@@ -26,15 +26,25 @@ class Encoded:
     """A result that is already JSON (a workflow's source, a cached listing): the protocol
     splices the bytes into its reply instead of parsing and encoding them again."""
 
-    __slots__ = ("data",)
+    __slots__ = ("_quoted", "data")
 
     def __init__(self, data: bytes) -> None:
         self.data = data
+        self._quoted: bytes | None = None
 
     def value(self) -> Any:
         import orjson
 
         return orjson.loads(self.data)
+
+    def quoted(self) -> bytes:
+        """This JSON as a JSON string (the text block of a tool result); made once, since
+        the same listing or document is sent again and again."""
+        if self._quoted is None:
+            import orjson
+
+            self._quoted = orjson.dumps(self.data.decode())
+        return self._quoted
 
 
 class Service:
@@ -50,6 +60,7 @@ class Service:
         patterns.set_timeout(self.limits.regex_timeout_ms)  # one engine per process
         self._validators: dict[str, Validator] = {}
         self._listing: tuple[Snapshot, Encoded] | None = None
+        self._documents: dict[str, tuple[Workflow, Encoded]] = {}  # id -> its last workflow_get answer
         self._handlers: dict[str, Callable[[Snapshot, dict[str, Any]], Any]] = {
             "workflow_list": self.workflow_list,
             "workflow_get": self.workflow_get,
@@ -166,7 +177,13 @@ class Service:
         }
 
     def workflow_get(self, snapshot: Snapshot, args: dict[str, Any]) -> Encoded:
-        return Encoded(self.workflow(snapshot, args["id"]).document)
+        workflow = self.workflow(snapshot, args["id"])
+        cached = self._documents.get(workflow.id)
+        if cached is not None and cached[0] is workflow:
+            return cached[1]  # the same answer (and its quoted text) while the workflow stays
+        document = Encoded(workflow.document)
+        self._documents[workflow.id] = (workflow, document)
+        return document
 
     def workflow_next(self, snapshot: Snapshot, args: dict[str, Any]) -> dict[str, Any]:
         from handrail.engine import next_step  # loaded after `initialize` (see handrail/__init__)

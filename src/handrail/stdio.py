@@ -7,6 +7,7 @@ serving is sent to stderr.
 from __future__ import annotations
 
 import contextlib
+import io
 import logging
 import os
 import signal
@@ -14,12 +15,13 @@ import sys
 import threading
 from collections.abc import Callable
 from types import FrameType
-from typing import BinaryIO
+from typing import BinaryIO, cast
 
 from handrail.limits import MAX_LINE_BYTES
 from handrail.protocol import INTERNAL_ERROR, INVALID_REQUEST, Protocol, _error, encode
 
 DEFAULT_MAX_LINE = MAX_LINE_BYTES
+CHUNK = 1 << 16
 log = logging.getLogger("handrail.stdio")
 
 
@@ -29,7 +31,7 @@ class _Stop(Exception):
 
 def serve(
     protocol: Protocol,
-    stdin: BinaryIO | None = None,
+    stdin: io.BufferedIOBase | None = None,
     stdout: BinaryIO | None = None,
     *,
     max_line: int | None = None,
@@ -41,7 +43,8 @@ def serve(
     if max_line is None:
         limits = getattr(protocol.service, "limits", None)
         max_line = limits.max_line_bytes if limits is not None else DEFAULT_MAX_LINE
-    source = stdin or sys.stdin.buffer
+    # stdin's buffer is a BufferedReader (typeshed says BinaryIO): read1 is what is needed
+    source = stdin if stdin is not None else cast(io.BufferedIOBase, sys.stdin.buffer)
     sink = stdout or sys.stdout.buffer
     sys.stdout = sys.stderr  # stray prints must not corrupt the protocol stream
     busy = False
@@ -71,43 +74,78 @@ def serve(
                 send(note)
 
     protocol.service.catalog.on_change(on_change)
+    protocol.sink = send  # log records for the client (logging/setLevel)
 
+    def write(data: bytes) -> None:
+        """Into the buffer only: what one read brought in is answered, then flushed once."""
+        with writing:
+            sink.write(data + b"\n")
+
+    def flush() -> None:
+        with writing:
+            sink.flush()
+
+    too_long = encode(
+        _error(
+            None,
+            INVALID_REQUEST,
+            "Invalid Request",
+            {"details": f"line longer than {max_line} bytes", "limit": "maxLineBytes", "value": max_line},
+        )
+    )
+
+    def answer(line: bytes) -> bool:
+        """Answer one line (without its newline); True when the server must stop now."""
+        nonlocal after_first_reply
+        if len(line) > max_line:
+            write(too_long)
+        elif line.strip():
+            reply = _handle(protocol, line)
+            if reply is not None:
+                write(reply)
+                if after_first_reply is not None:
+                    flush()  # the first answer goes out before the workflows are compiled
+                    after_first_reply()
+                    after_first_reply = None
+            for note in protocol.list_changed():
+                write(note)
+            if protocol.shutdown_requested:
+                return True
+        return stop_requested
+
+    # Lines are read in whatever chunks the pipe delivers: a client that sends requests
+    # without waiting gets its answers in as few writes as it sent them (benchmarks).
+    pending = bytearray()  # the start of a line whose end has not arrived yet
+    dropping = False  # inside a line over the limit, already refused: skip to its end
     try:
         while True:
-            line = source.readline(max_line + 1)
-            if not line:
-                return 0
+            chunk = source.read1(CHUNK)
             busy = True
-            if len(line) > max_line and not line.endswith(b"\n"):
-                while True:  # drop the rest of the oversized line
-                    rest = source.readline(max_line)
-                    if not rest or rest.endswith(b"\n"):
-                        break
-                send(
-                    encode(
-                        _error(
-                            None,
-                            INVALID_REQUEST,
-                            "Invalid Request",
-                            {
-                                "details": f"line longer than {max_line} bytes",
-                                "limit": "maxLineBytes",
-                                "value": max_line,
-                            },
-                        )
-                    )
-                )
-            elif line.strip():
-                reply = _handle(protocol, line)
-                if reply is not None:
-                    send(reply)
-                    if after_first_reply is not None:
-                        after_first_reply()
-                        after_first_reply = None
-                for note in protocol.list_changed():
-                    send(note)
-                if protocol.shutdown_requested:
+            if not chunk:
+                if pending and not dropping:  # a last line without its newline
+                    answer(bytes(pending))
+                flush()
+                return 0
+            at = 0
+            while (end := chunk.find(b"\n", at)) != -1:
+                piece, at = chunk[at:end], end + 1
+                if dropping:
+                    dropping = False
+                    continue
+                if pending:
+                    pending += piece
+                    piece = bytes(pending)
+                    pending.clear()
+                if answer(piece):
+                    flush()
                     return 0
+            if not dropping:
+                pending += chunk[at:]
+                if len(pending) > max_line:  # refused now, not when its end arrives
+                    pending.clear()
+                    dropping = True
+                    write(too_long)
+            flush()
             busy = False
             if stop_requested:
                 return 0
@@ -115,6 +153,8 @@ def serve(
         return 0
     except (BrokenPipeError, KeyboardInterrupt):
         return 0
+    finally:
+        protocol.close()
 
 
 def _handle(protocol: Protocol, line: bytes) -> bytes | None:

@@ -1,6 +1,6 @@
 """The benchmarks measure right answers: every workload's answer is snapshotted,
-handrail agrees with the naive baseline where both decide the same thing, and the
-quick run produces a complete report (no timing is asserted)."""
+handrail agrees with the naive baseline (the whole `next` answer, the `validate`
+verdict), and the quick run produces a complete report (no timing is asserted)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from benchmarks import run
+from benchmarks import run, stdio_bench
 from benchmarks.inprocess import workloads
 
 
@@ -35,8 +35,24 @@ def test_the_quick_run_writes_a_complete_report(tmp_path: Path) -> None:
     results = json.loads((tmp_path / "quick.json").read_text())
     assert set(results["in_process"]["summary"]) == {"compile", "next", "validate"}
     stdio = results["stdio"]
-    for server in ("handrail", "floor"):
+    requests = {"list", "get", "next-start", "next-midway", "validate"}
+    requests |= {"call-get", "call-next-midway", "call-validate"}
+    for server in ("handrail", "floor", "replay"):
         assert stdio[server]["spawn_to_init_ms"] > 0
-        assert set(stdio[server]["tools"]) == {"list", "get", "next-start", "next-midway", "validate"}
+        assert set(stdio[server]["tools"]) == requests
     report = (tmp_path / "quick.md").read_text()
-    assert "p50 / floor" in report and "median speed-up" in report
+    assert "p50 / floor" in report and "p50 / replay" in report and "median speed-up" in report
+
+
+def test_the_replay_floor_answers_what_handrail_answered(tmp_path: Path) -> None:
+    answers = tmp_path / "answers.json"
+    stdio_bench.record(stdio_bench.handrail_command(), answers)
+    handrail = stdio_bench.Server(stdio_bench.handrail_command())
+    replay = stdio_bench.Server(stdio_bench.replay_command(answers))
+    try:
+        for body in stdio_bench.requests().values():
+            ours, theirs = handrail.request(body), replay.request(body)
+            assert "result" in ours and ours == theirs, body
+    finally:
+        handrail.close()
+        replay.close()

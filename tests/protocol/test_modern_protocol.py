@@ -122,7 +122,7 @@ def test_discover_before_anything(fresh: Server) -> None:
     discovered = types.DiscoverResult.model_validate(result)
     assert discovered.supported_versions == [MODERN]
     capabilities = result["capabilities"]
-    assert set(capabilities) == {"tools", "resources", "prompts"}
+    assert set(capabilities) == {"tools", "resources", "prompts", "completions"}
     assert f"{BATCH} (" in result["instructions"]
     assert "workflow_next" in result["instructions"]
 

@@ -806,7 +806,7 @@ def test_resources_read(server: Server) -> None:
     ("params", "code"),
     [
         ({"uri": "workflow://no-such-workflow"}, -32002),
-        ({"uri": "file:///etc/passwd"}, -32602),
+        ({"uri": "file:///etc/passwd"}, -32002),
         ({"uri": 42}, -32602),
         ({}, -32602),
     ],
