@@ -179,7 +179,7 @@ class Protocol:
             "initialize": self._initialize,
             "ping": lambda params: {},
             "shutdown": self._shutdown,
-            "tools/list": lambda params: {"tools": list(_published_tools())},
+            "tools/list": lambda params: {"tools": list(self.service.published_tools())},
             "tools/call": self._tools_call,
             "resources/list": self._resources_list,
             "resources/read": self._resources_read,
@@ -191,7 +191,7 @@ class Protocol:
         # The 2026-07-28 revision: no handshake, no ping, no shutdown, no seed-style methods.
         self._modern_methods: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
             "server/discover": self._discover,
-            "tools/list": lambda params: {"tools": list(_published_tools())},
+            "tools/list": lambda params: {"tools": list(self.service.published_tools())},
             "tools/call": self._tools_call,
             "resources/list": self._resources_list,
             "resources/read": lambda params: self._resources_read(params, missing=INVALID_PARAMS),
@@ -345,7 +345,7 @@ class Protocol:
                 "prompts": {"listChanged": True},
             },
             "serverInfo": dict(SERVER_INFO),
-            "instructions": instructions(listed),
+            "instructions": _with_runs(instructions(listed), self.service.open_runs_note()),
         }
 
     # -- the 2026-07-28 revision -------------------------------------------------------
@@ -575,6 +575,12 @@ def prompt_text(workflow: Any) -> str:
         "the result's state unchanged, and your context. Repeat from 2 until the result says "
         "isComplete is true."
     )
+
+
+def _with_runs(text: str, runs_note: str) -> str:
+    """The instructions, with the unfinished runs of the server's workspace first when
+    there are any (see spec/runs.md)."""
+    return f"{runs_note}\n\n{text}" if runs_note else text
 
 
 def instructions(workflows: list[Any]) -> str:
