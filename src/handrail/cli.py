@@ -92,6 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="longest accepted message line (default 4 MiB)",
     )
     _add_limit_options(start)
+    _add_run_options(start)
     start.add_argument(
         "--reload-interval",
         type=float,
@@ -121,6 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
     serve.add_argument("--reload-interval", type=float, default=0.5, metavar="SECONDS")
     _add_limit_options(serve)
+    _add_run_options(serve)
 
     check = sub.add_parser("check", help="report every problem in workflow files")
     check.add_argument("paths", nargs="+", metavar="PATH", help="files or folders (recursive)")
@@ -153,7 +155,37 @@ def build_parser() -> argparse.ArgumentParser:
         help="answer every prompt with a canned output and the first value a condition looks for",
     )
     _add_source_options(walk)
+    from handrail.runs_cli import add_runs_parser
+
+    add_runs_parser(sub)
     return parser
+
+
+def _add_run_options(parser: argparse.ArgumentParser) -> None:
+    from handrail.runs_cli import add_database_option, add_runs_only_option
+
+    add_database_option(parser)
+    add_runs_only_option(parser)
+
+
+def _service(catalog: Any, args: argparse.Namespace) -> Any:
+    """The service of `start` and `serve`: the catalog, the limits, the run store."""
+    from handrail.errors import StorageError
+    from handrail.service import Service, default_runs
+    from handrail.store.open import check_url
+
+    try:
+        check_url(args.database)
+    except StorageError as exc:
+        print(f"handrail {args.command}: --database: {exc.message}", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE) from None
+    return Service(catalog, _limits(args), runs=default_runs(args.database), runs_only=args.runs_only)
+
+
+def _runs(args: argparse.Namespace) -> int:
+    from handrail.runs_cli import runs_command
+
+    return runs_command(args)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -174,6 +206,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "init": _init,
         "graph": _graph,
         "walk": _walk,
+        "runs": _runs,
     }[args.command]
     code: int = handler(args)
     return code
@@ -193,7 +226,6 @@ def _start(args: argparse.Namespace) -> int:
         format="handrail %(levelname)s %(name)s: %(message)s",
     )
     from handrail.protocol import Protocol
-    from handrail.service import Service
     from handrail.stdio import serve
 
     catalog = _catalog(args)
@@ -202,7 +234,7 @@ def _start(args: argparse.Namespace) -> int:
         # `initialize` is answered from a quick read of the sources; the workflows are
         # compiled (and watched) right after that first answer is out
         return serve(
-            Protocol(Service(catalog, limits)),
+            Protocol(_service(catalog, args)),
             max_line=limits.max_line_bytes,
             after_first_reply=lambda: catalog.watch(interval=args.reload_interval),
         )
@@ -219,13 +251,12 @@ def _serve(args: argparse.Namespace) -> int:
         format="handrail %(levelname)s %(name)s: %(message)s",
     )
     from handrail.http import serve
-    from handrail.service import Service
 
     catalog = _catalog(args)
     catalog.watch(interval=args.reload_interval)
     try:
         return serve(
-            Service(catalog, _limits(args)),
+            _service(catalog, args),
             args.host,
             args.port,
             extra_hosts=args.allow_host,

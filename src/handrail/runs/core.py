@@ -232,9 +232,7 @@ class Runs:
         changed = bool(changes)
         if changes:
             context = merge_context(run.context, changes)
-            position = next_step(
-                workflow, position["completedSteps"], context, state=position.get("state")
-            )
+            position = next_step(workflow, position["completedSteps"], context, state=position.get("state"))
         update = RunUpdate(context=context if changed else None, position=position if changed else None)
         change_data = {"contextChanges": dict(changes)} if changes else {}
         if step_id is None or output is None:  # context only
@@ -295,7 +293,9 @@ class Runs:
 
     # -- workflow_resume -------------------------------------------------------------
     def open_runs(self, workspace: str, limit: int = OPEN_RUNS_LISTED) -> list[dict[str, Any]]:
-        runs = self.store.list(workspace=workspace, statuses=ACTIVE_STATUSES, owner=self.owner, limit=limit)
+        runs = self.store.list_runs(
+            workspace=workspace, statuses=ACTIVE_STATUSES, owner=self.owner, limit=limit
+        )
         return [
             {
                 "runId": r.id,

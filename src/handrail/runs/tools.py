@@ -28,7 +28,9 @@ def run_handlers(runs: Runs, workflow: Callable[[Snapshot, str], Workflow]) -> d
         return runs.start(found, args["goal"], args.get("workspace"), args.get("context"))
 
     def continue_(snapshot: Snapshot, args: dict[str, Any]) -> Any:
-        return runs.continue_(snapshot, args["runId"], args.get("stepId"), args.get("output"), args.get("context"))
+        return runs.continue_(
+            snapshot, args["runId"], args.get("stepId"), args.get("output"), args.get("context")
+        )
 
     def resume(snapshot: Snapshot, args: dict[str, Any]) -> Any:
         return runs.resume(snapshot, args.get("runId"), args.get("workspace"))

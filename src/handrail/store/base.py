@@ -100,7 +100,7 @@ class RunStore(Protocol):
         """Apply `change` and append `events` in one transaction, only if the run is still
         at `expected_version` (else `Conflict`). Returns the run as written."""
 
-    def list(
+    def list_runs(
         self,
         *,
         workspace: str | None = None,

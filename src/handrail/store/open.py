@@ -40,14 +40,14 @@ def sqlite_path(url: str) -> Path:
     return Path(path)
 
 
-def open_store(url: str | None = None) -> RunStore:
-    """The store `url` names (default: `default_url()`). Unknown schemes are a StorageError."""
+def check_url(url: str | None = None) -> str:
+    """`url` (default: `default_url()`) if this handrail can open it; else a StorageError
+    saying why, without touching any database."""
     url = url or default_url()
     scheme = url.split(":", 1)[0].lower() if ":" in url else ""
     if scheme == "sqlite":
-        from handrail.store.sqlite import SqliteStore
-
-        return SqliteStore(sqlite_path(url), url=url)
+        sqlite_path(url)
+        return url
     if scheme in ("postgresql", "postgres"):
         # issue 17: a psycopg 3 store behind the same RunStore interface
         raise StorageError(
@@ -58,3 +58,11 @@ def open_store(url: str | None = None) -> RunStore:
         "unknown database URL: it must start with sqlite:/// (e.g. sqlite:///home/me/.handrail/handrail.db)",
         {"database": scheme or url[:40]},
     )
+
+
+def open_store(url: str | None = None) -> RunStore:
+    """The store `url` names (default: `default_url()`)."""
+    url = check_url(url)
+    from handrail.store.sqlite import SqliteStore
+
+    return SqliteStore(sqlite_path(url), url=url)

@@ -90,15 +90,20 @@ class SqliteStore:
             self._db.execute("PRAGMA foreign_keys = ON")
             self._migrate()
         except sqlite3.Error as exc:
-            raise StorageError(f"cannot open the run database {path}: {exc}", {"database": str(path)}) from None
+            raise StorageError(
+                f"cannot open the run database {path}: {exc}", {"database": str(path)}
+            ) from None
         except OSError as exc:
-            raise StorageError(f"cannot create the run database {path}: {exc}", {"database": str(path)}) from None
+            raise StorageError(
+                f"cannot create the run database {path}: {exc}", {"database": str(path)}
+            ) from None
 
     # -- schema --------------------------------------------------------------------
     def _migrate(self) -> None:
         with self._write() as db:
             db.execute(
-                "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)"
+                "CREATE TABLE IF NOT EXISTS schema_migrations "
+                "(version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)"
             )
             row = db.execute("SELECT MAX(version) FROM schema_migrations").fetchone()
             current = row[0] or 0
@@ -150,7 +155,9 @@ class SqliteStore:
 
     def get_source(self, source_hash: str) -> bytes | None:
         with self._lock:
-            row = self._db.execute("SELECT document FROM workflow_sources WHERE hash = ?", (source_hash,)).fetchone()
+            row = self._db.execute(
+                "SELECT document FROM workflow_sources WHERE hash = ?", (source_hash,)
+            ).fetchone()
         return bytes(row[0]) if row else None
 
     # -- runs ----------------------------------------------------------------------
@@ -197,14 +204,14 @@ class SqliteStore:
             values.append(change.accepted)
         with self._write() as db:
             moved = db.execute(
-                f"UPDATE runs SET {', '.join(sets)} WHERE id = ? AND version = ?",  # noqa: S608 (fixed columns)
+                f"UPDATE runs SET {', '.join(sets)} WHERE id = ? AND version = ?",
                 (*values, run_id, expected_version),
             ).rowcount
             if moved != 1:
                 raise Conflict(run_id)
             last = db.execute("SELECT MAX(seq) FROM run_events WHERE run_id = ?", (run_id,)).fetchone()[0]
             self._append(db, run_id, last or 0, events, actor, at)
-            row = db.execute(f"SELECT {_COLUMNS} FROM runs WHERE id = ?", (run_id,)).fetchone()  # noqa: S608
+            row = db.execute(f"SELECT {_COLUMNS} FROM runs WHERE id = ?", (run_id,)).fetchone()
         return _record(row)
 
     @staticmethod
@@ -221,10 +228,10 @@ class SqliteStore:
 
     def get(self, run_id: str) -> RunRecord | None:
         with self._lock:
-            row = self._db.execute(f"SELECT {_COLUMNS} FROM runs WHERE id = ?", (run_id,)).fetchone()  # noqa: S608
+            row = self._db.execute(f"SELECT {_COLUMNS} FROM runs WHERE id = ?", (run_id,)).fetchone()
         return _record(row) if row else None
 
-    def list(
+    def list_runs(
         self,
         *,
         workspace: str | None = None,
@@ -244,7 +251,7 @@ class SqliteStore:
             where.append("owner = ?")
             values.append(owner)
         clause = f"WHERE {' AND '.join(where)}" if where else ""
-        query = f"SELECT {_COLUMNS} FROM runs {clause} ORDER BY updated_at DESC, rowid DESC LIMIT ?"  # noqa: S608
+        query = f"SELECT {_COLUMNS} FROM runs {clause} ORDER BY updated_at DESC, rowid DESC LIMIT ?"
         with self._lock:
             rows = self._db.execute(query, (*values, limit)).fetchall()
         return [_record(r) for r in rows]
@@ -255,7 +262,9 @@ class SqliteStore:
                 "SELECT seq, type, at, actor, step_id, data FROM run_events WHERE run_id = ? ORDER BY seq",
                 (run_id,),
             ).fetchall()
-        return [Event(seq, kind, at, actor, step, json.loads(data)) for seq, kind, at, actor, step, data in rows]
+        return [
+            Event(seq, kind, at, actor, step, json.loads(data)) for seq, kind, at, actor, step, data in rows
+        ]
 
     def close(self) -> None:
         with self._lock:
