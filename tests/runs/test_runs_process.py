@@ -118,7 +118,13 @@ def test_two_processes_racing_on_one_step_accept_exactly_one(tmp_path: Path) -> 
             answers: dict[str, Any] = {}
             go = threading.Barrier(2)
 
-            def submit(name: str, server: Server, run: str = run) -> None:
+            def submit(
+                name: str,
+                server: Server,
+                run: str = run,
+                go: threading.Barrier = go,
+                answers: dict[str, Any] = answers,
+            ) -> None:
                 go.wait(5)
                 try:
                     answers[name] = server.request(
