@@ -78,7 +78,8 @@ def runs_command(args: argparse.Namespace) -> int:
             return _show(runs, args)
         return _abandon(runs, args)
     except HandrailError as exc:
-        print(f"handrail runs {verb}: {exc.message}", file=sys.stderr)
+        details = exc.data.get("details")
+        print(f"handrail runs {verb}: {exc.message}" + (f": {details}" if details else ""), file=sys.stderr)
         return EXIT_ERRORS
     finally:
         runs.close()

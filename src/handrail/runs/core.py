@@ -223,9 +223,7 @@ class Runs:
                 {"runId": run.id, "status": run.status},
             )
         if run.status not in ACTIVE_STATUSES:
-            raise RunNotActive(
-                f"Run is not active: it is {run.status}", {"runId": run.id, "status": run.status}
-            )
+            raise _not_active(run)
         workflow = self.pinned(snapshot, run)
         position: Mapping[str, Any] = run.position
         context: Mapping[str, Any] = run.context
@@ -351,9 +349,7 @@ class Runs:
         for _ in range(MAX_RETRIES):
             run = self.run(run_id)
             if run.status not in ACTIVE_STATUSES:
-                raise RunNotActive(
-                    f"Run is not active: it is {run.status}", {"runId": run.id, "status": run.status}
-                )
+                raise _not_active(run)
             try:
                 written = self.store.update(
                     run.id,
@@ -366,6 +362,11 @@ class Runs:
                 continue
             return {"runId": run.id, "status": written.status, "workflowId": run.workflow_id}
         raise StateError("the run is changing too fast to write; try again", {"runId": run_id})
+
+
+def _not_active(run: RunRecord) -> RunNotActive:
+    details = f"the run is {run.status}; start a new run with workflow_start"
+    return RunNotActive(data={"runId": run.id, "status": run.status, "details": details})
 
 
 def _not_current(
