@@ -24,6 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 from handrail import __version__
+from handrail.client_requests import ClientRequests
 from handrail.errors import HandrailError
 from handrail.service import Encoded, Service
 
@@ -170,10 +171,13 @@ class Protocol:
         """`stateless`: every request stands alone (HTTP), so none waits for `initialize`."""
         self.service = service
         self.initialized = stateless
+        self.stateless = stateless
         self.version: str | None = None
         self.shutdown_requested = False
         self._seen_generation = -1
         self.client_ready = False  # set by notifications/initialized
+        self.client_capabilities: dict[str, Any] = {}  # as the client declared them in initialize
+        self.client_requests = ClientRequests()  # server -> client requests (see client_requests.py)
         self._notify_lock = threading.Lock()
         self._methods: dict[str, Callable[[dict[str, Any]], Any]] = {
             "initialize": self._initialize,
@@ -263,6 +267,7 @@ class Protocol:
             if is_notification and ("result" in message or "error" in message):
                 return None  # a response from the client; we send no requests, so ignore it
             if "result" in message or "error" in message:
+                self.client_requests.resolve(message)  # the answer to one of our requests, if any
                 return None
             return _error(
                 reply_id, INVALID_REQUEST, "Invalid Request", {"details": "method must be a string"}
@@ -270,6 +275,9 @@ class Protocol:
         if is_notification:
             if method == "notifications/initialized" and self.initialized:
                 self.client_ready = True
+                self._ask_roots()
+            elif method == "notifications/roots/list_changed" and self.client_ready:
+                self._ask_roots()
             return None  # notifications/initialized, cancelled, ...: no response, ever
         params = message.get("params", {})
         if params is None:
@@ -328,6 +336,7 @@ class Protocol:
             )
         self.initialized = True
         self.version = version
+        self.client_capabilities = params["capabilities"]
         catalog = self.service.catalog
         snapshot = catalog.ready
         listed: list[Any]
@@ -395,6 +404,18 @@ class Protocol:
             },
             "instructions": instructions(listed),
         }
+
+    def _ask_roots(self) -> None:
+        """Ask a client that offers MCP roots for them: the first is the default workspace
+        of its runs (spec/runs.md). The answer arrives later, through `reply`."""
+        if self.stateless or "roots" not in self.client_capabilities:
+            return  # stateless HTTP has no channel back to the client (a seam for later)
+        self.client_requests.send("roots/list", None, self._got_roots)
+
+    def _got_roots(self, result: Any, error: dict[str, Any] | None) -> None:
+        roots = result.get("roots") if isinstance(result, dict) and error is None else None
+        if isinstance(roots, list):
+            self.service.set_client_roots([r.get("uri") for r in roots if isinstance(r, dict)])
 
     def _shutdown(self, params: dict[str, Any]) -> None:
         self.shutdown_requested = True

@@ -95,6 +95,11 @@ class Service:
 
         return tuple(t for t in tools() if t["name"] in RUNS_ONLY_TOOLS)
 
+    def set_client_roots(self, uris: list[Any]) -> None:
+        """The client's MCP roots (stdio: one client per server): the first folder among
+        them becomes the default workspace of runs."""
+        self.runs.set_roots(uris)
+
     def open_runs_note(self) -> str:
         """What `initialize` says about the unfinished runs of the server's workspace."""
         from handrail.runs.tools import open_runs_note

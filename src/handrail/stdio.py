@@ -106,6 +106,8 @@ def serve(
                         after_first_reply = None
                 for note in protocol.list_changed():
                     send(note)
+                for request in protocol.client_requests.take_outgoing():  # e.g. roots/list
+                    send(encode(request))
                 if protocol.shutdown_requested:
                     return 0
             busy = False

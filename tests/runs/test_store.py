@@ -113,3 +113,13 @@ def test_database_urls_name_what_is_wrong(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("x")
     with pytest.raises(StorageError, match="cannot"):
         open_store(f"sqlite:///{tmp_path / 'file' / 'runs.db'}")
+
+
+def test_values_orjson_cannot_hold_are_stored_exactly(store: RunStore) -> None:
+    store.put_source("h1", "wf", b"{}")
+    odd = {"big": 2**70, "text": "lone \udc80 surrogate", "plain": "é"}
+    store.create(record("r1"), [NewEvent("started", data={"context": odd})])
+    store.update("r1", 1, RunUpdate(context=odd), [], "local")
+    run = store.get("r1")
+    assert run is not None and run.context == odd
+    assert store.events("r1")[0].data == {"context": odd}

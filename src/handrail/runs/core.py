@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import secrets
+import threading
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -45,6 +46,19 @@ def merge_context(context: Mapping[str, Any], changes: Mapping[str, Any]) -> dic
     return merged
 
 
+def _root_folder(uri: Any) -> str | None:
+    """The local folder a `file://` root URI names, if it is one."""
+    if not isinstance(uri, str) or not uri.startswith("file://"):
+        return None
+    from urllib.parse import unquote, urlparse
+
+    parsed = urlparse(uri)
+    if parsed.netloc not in ("", "localhost"):
+        return None
+    path = os.path.normpath(unquote(parsed.path))
+    return path if os.path.isabs(path) and os.path.isdir(path) else None
+
+
 def summary(output: str) -> str:
     text = " ".join(output.split())
     return text if len(text) <= RECAP_CHARS else text[: RECAP_CHARS - 1].rstrip() + "…"
@@ -68,11 +82,15 @@ class Runs:
         self._store: RunStore | None = None
         self.owner = owner  # issue 17: the person a request's token names
         self.pins = Pins()
+        self._root: str | None = None  # the client's first root (see set_roots)
+        self._opening = threading.Lock()
 
     @property
     def store(self) -> RunStore:
         if self._store is None:
-            self._store = self._store_factory()
+            with self._opening:  # HTTP serves from several threads: open one store, not two
+                if self._store is None:
+                    self._store = self._store_factory()
         return self._store
 
     def close(self) -> None:
@@ -81,16 +99,17 @@ class Runs:
             self._store = None
 
     # -- helpers -------------------------------------------------------------------
-    @staticmethod
-    def default_workspace() -> str:
-        # seam: where the client offers MCP roots, its first root is the default
-        # (a server->client roots/list request); until then the server's working folder
-        return os.getcwd()
+    def set_roots(self, uris: list[Any]) -> None:
+        """The client's MCP roots, as `roots/list` gave them (file:// URIs)."""
+        self._root = next((p for p in map(_root_folder, uris) if p is not None), None)
 
-    @staticmethod
-    def workspace(value: str | None) -> str:
+    def default_workspace(self) -> str:
+        """The client's first MCP root that is a folder here, else the server's working folder."""
+        return self._root or os.getcwd()
+
+    def workspace(self, value: str | None) -> str:
         if value is None:
-            return Runs.default_workspace()
+            return self.default_workspace()
         if not os.path.isabs(value):
             raise InvalidParams(data={"details": f"workspace must be an absolute path, not {value[:200]!r}"})
         path = os.path.normpath(value)

@@ -19,6 +19,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from handrail.errors import StorageError
 from handrail.store.base import Conflict, Event, NewEvent, RunRecord, RunUpdate
 
@@ -69,8 +71,17 @@ def now() -> str:
 
 
 def _json(value: Any) -> str:
-    # ASCII escapes: a lone surrogate in an output must not make the row unwritable
-    return json.dumps(value, ensure_ascii=True, separators=(",", ":"))
+    try:
+        return orjson.dumps(value).decode()
+    except (TypeError, orjson.JSONEncodeError):
+        # integers past 64 bits, lone surrogates: the standard library, in ASCII escapes so
+        # that no output can make the row unwritable; the leading space (still JSON) tells
+        # `_load` to read it back the same way, as orjson would turn such integers into floats
+        return " " + json.dumps(value, ensure_ascii=True, separators=(",", ":"))
+
+
+def _load(text: str) -> Any:
+    return json.loads(text) if text.startswith(" ") else orjson.loads(text)
 
 
 class SqliteStore:
@@ -100,6 +111,13 @@ class SqliteStore:
 
     # -- schema --------------------------------------------------------------------
     def _migrate(self) -> None:
+        try:  # the usual case, a current schema, needs no write (and no fsync) at all
+            if self._db.execute("SELECT MAX(version) FROM schema_migrations").fetchone()[0] == len(
+                MIGRATIONS
+            ):
+                return
+        except sqlite3.OperationalError:
+            pass  # a new database: no table yet
         with self._write() as db:
             db.execute(
                 "CREATE TABLE IF NOT EXISTS schema_migrations "
@@ -262,9 +280,7 @@ class SqliteStore:
                 "SELECT seq, type, at, actor, step_id, data FROM run_events WHERE run_id = ? ORDER BY seq",
                 (run_id,),
             ).fetchall()
-        return [
-            Event(seq, kind, at, actor, step, json.loads(data)) for seq, kind, at, actor, step, data in rows
-        ]
+        return [Event(seq, kind, at, actor, step, _load(data)) for seq, kind, at, actor, step, data in rows]
 
     def close(self) -> None:
         with self._lock:
@@ -287,8 +303,8 @@ def _record(row: Sequence[Any]) -> RunRecord:
         source_hash=row[5],
         goal=row[6],
         status=row[7],
-        context=json.loads(row[8]),
-        position=json.loads(row[9]),
+        context=_load(row[8]),
+        position=_load(row[9]),
         accepted=row[10],
         created_at=row[11],
         updated_at=row[12],
