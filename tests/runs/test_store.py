@@ -59,16 +59,18 @@ def test_a_created_run_reads_back_with_its_first_events(store: RunStore) -> None
 
 def test_an_update_applies_only_at_the_version_it_read(store: RunStore) -> None:
     store.put_source("h1", "wf", b"{}")
-    store.create(record("r1"), [NewEvent("started")])
+    first = record("r1")
+    store.create(first, [NewEvent("started")])
     written = store.update(
-        "r1", 1, RunUpdate(accepted=1), [NewEvent("accepted", "s1", {"output": "x"})], "local"
+        first, RunUpdate(accepted=1), [NewEvent("accepted", "s1", {"output": "x"})], "local"
     )
     assert written.version == 2 and written.accepted == 1
     with pytest.raises(Conflict):
-        store.update("r1", 1, RunUpdate(accepted=5), [NewEvent("accepted", "s1")], "local")
+        store.update(first, RunUpdate(accepted=5), [NewEvent("accepted", "s1")], "local")
     assert [e.type for e in store.events("r1")] == ["started", "accepted"], "a refused write leaves no event"
     run = store.get("r1")
     assert run is not None and run.accepted == 1
+    assert run == written, "the store returns the run as it wrote it"
 
 
 def test_runs_are_listed_newest_first_by_workspace_status_and_owner(store: RunStore) -> None:
@@ -118,8 +120,9 @@ def test_database_urls_name_what_is_wrong(tmp_path: Path) -> None:
 def test_values_orjson_cannot_hold_are_stored_exactly(store: RunStore) -> None:
     store.put_source("h1", "wf", b"{}")
     odd = {"big": 2**70, "text": "lone \udc80 surrogate", "plain": "é"}
-    store.create(record("r1"), [NewEvent("started", data={"context": odd})])
-    store.update("r1", 1, RunUpdate(context=odd), [], "local")
+    first = record("r1")
+    store.create(first, [NewEvent("started", data={"context": odd})])
+    store.update(first, RunUpdate(context=odd), [], "local")
     run = store.get("r1")
     assert run is not None and run.context == odd
     assert store.events("r1")[0].data == {"context": odd}

@@ -29,6 +29,7 @@ log = logging.getLogger("handrail.runs")
 RECAP_CHARS = 300  # how much of each accepted output a resumed run's recap shows
 MAX_RETRIES = 8  # compare-and-set retries when another writer touched the run meanwhile
 OPEN_RUNS_LISTED = 20
+RECENT_RUNS = 256  # runs whose last write this process keeps, to skip a read on the next one
 
 
 def new_run_id() -> str:
@@ -83,6 +84,7 @@ class Runs:
         self.owner = owner  # issue 17: the person a request's token names
         self.pins = Pins()
         self._root: str | None = None  # the client's first root (see set_roots)
+        self._recent: dict[str, RunRecord] = {}  # runs as this process last wrote them
         self._opening = threading.Lock()
 
     @property
@@ -92,6 +94,15 @@ class Runs:
                 if self._store is None:
                     self._store = self._store_factory()
         return self._store
+
+    def _remember(self, run: RunRecord) -> RunRecord:
+        with self._opening:
+            recent = self._recent
+            recent.pop(run.id, None)
+            recent[run.id] = run
+            if len(recent) > RECENT_RUNS:
+                recent.pop(next(iter(recent)), None)
+        return run
 
     def close(self) -> None:
         if self._store is not None:
@@ -190,6 +201,7 @@ class Runs:
         if status == "completed":
             events.append(NewEvent("completed"))
         self.store.create(run, events)
+        self._remember(run)
         return {
             "runId": run.id,
             "status": status,
@@ -213,8 +225,12 @@ class Runs:
         if step_id is not None and output is None:
             raise InvalidParams(data={"details": "output is required with stepId"})
         seen: RunRecord | None = None
+        # first try the run as this process last wrote it (no read): the write's version
+        # check catches a run another process moved meanwhile, and a refusal is confirmed
+        # against the database before it is given
+        cached = self._recent.get(run_id)
         for _ in range(MAX_RETRIES):
-            run = self.run(run_id)
+            run = cached if cached is not None else self.run(run_id)
             if seen is not None and run.accepted != seen.accepted and step_id is not None:
                 # another submission was accepted between our read and our write
                 raise _not_current(step_id, run, moved=True)
@@ -222,7 +238,12 @@ class Runs:
             try:
                 return self._continue_once(snapshot, run, step_id, output, changes)
             except Conflict:
+                cached = None
                 continue
+            except (StepNotCurrent, RunNotActive, StateError):
+                if cached is None:
+                    raise
+                cached = seen = None  # judged on a copy: judge again on the database's
         raise StateError("the run is changing too fast to write; try again", {"runId": run_id})
 
     def _continue_once(
@@ -253,9 +274,7 @@ class Runs:
         update = RunUpdate(context=context if changed else None, position=position if changed else None)
         change_data = {"contextChanges": dict(changes)} if changes else {}
         if step_id is None or output is None:  # context only
-            written = self.store.update(
-                run.id, run.version, update, [NewEvent("context", data=change_data)], self.owner
-            )
+            written = self._write(run, update, [NewEvent("context", data=change_data)], self.owner)
             return {"runId": run.id, "accepted": False, "status": written.status, **self._view(written)}
         current = position.get("step")
         if not isinstance(current, dict) or current.get("id") != step_id:
@@ -272,7 +291,7 @@ class Runs:
                     **change_data,
                 },
             )
-            written = self.store.update(run.id, run.version, update, [event], self.owner)
+            written = self._write(run, update, [event], self.owner)
             view = self._view(written)
             return {
                 "runId": run.id,
@@ -294,9 +313,8 @@ class Runs:
         events = [NewEvent("accepted", step_id, {"output": output, **change_data})]
         if status == "completed":
             events.append(NewEvent("completed"))
-        written = self.store.update(
-            run.id,
-            run.version,
+        written = self._write(
+            run,
             RunUpdate(
                 status=status,
                 context=context if changed else None,
@@ -307,6 +325,13 @@ class Runs:
             self.owner,
         )
         return {"runId": run.id, "accepted": True, "status": written.status, **self._view(written)}
+
+    def _write(self, run: RunRecord, change: RunUpdate, events: list[NewEvent], actor: str) -> RunRecord:
+        try:
+            return self._remember(self.store.update(run, change, events, actor))
+        except Conflict:
+            self._recent.pop(run.id, None)
+            raise
 
     # -- workflow_resume -------------------------------------------------------------
     def open_runs(self, workspace: str, limit: int = OPEN_RUNS_LISTED) -> list[dict[str, Any]]:
@@ -370,9 +395,8 @@ class Runs:
             if run.status not in ACTIVE_STATUSES:
                 raise _not_active(run)
             try:
-                written = self.store.update(
-                    run.id,
-                    run.version,
+                written = self._write(
+                    run,
                     RunUpdate(status="abandoned"),
                     [NewEvent("abandoned", data={"reason": reason})],
                     self.owner,

@@ -9,7 +9,7 @@ so two writers racing on one run cannot both move it.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 # `awaiting_approval` is set by issue 16's approvals; the store already accepts it.
@@ -79,6 +79,19 @@ class RunUpdate:
     accepted: int | None = None
 
 
+def written(run: RunRecord, change: RunUpdate, at: str) -> RunRecord:
+    """The record a successful `update` of `run` leaves in the store."""
+    return replace(
+        run,
+        status=run.status if change.status is None else change.status,
+        context=run.context if change.context is None else change.context,
+        position=run.position if change.position is None else change.position,
+        accepted=run.accepted if change.accepted is None else change.accepted,
+        updated_at=at,
+        version=run.version + 1,
+    )
+
+
 class RunStore(Protocol):
     """What the run layer needs from a database. Implementations: store/sqlite.py."""
 
@@ -94,11 +107,9 @@ class RunStore(Protocol):
 
     def get(self, run_id: str) -> RunRecord | None: ...
 
-    def update(
-        self, run_id: str, expected_version: int, change: RunUpdate, events: Sequence[NewEvent], actor: str
-    ) -> RunRecord:
+    def update(self, run: RunRecord, change: RunUpdate, events: Sequence[NewEvent], actor: str) -> RunRecord:
         """Apply `change` and append `events` in one transaction, only if the run is still
-        at `expected_version` (else `Conflict`). Returns the run as written."""
+        at `run.version` (else `Conflict`). Returns the run as written (see `written`)."""
 
     def list_runs(
         self,

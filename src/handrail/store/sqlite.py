@@ -22,7 +22,7 @@ from typing import Any
 import orjson
 
 from handrail.errors import StorageError
-from handrail.store.base import Conflict, Event, NewEvent, RunRecord, RunUpdate
+from handrail.store.base import Conflict, Event, NewEvent, RunRecord, RunUpdate, written
 
 BUSY_TIMEOUT_MS = 10_000
 
@@ -202,9 +202,7 @@ class SqliteStore:
             )
             self._append(db, run.id, 0, events, run.owner, run.created_at)
 
-    def update(
-        self, run_id: str, expected_version: int, change: RunUpdate, events: Sequence[NewEvent], actor: str
-    ) -> RunRecord:
+    def update(self, run: RunRecord, change: RunUpdate, events: Sequence[NewEvent], actor: str) -> RunRecord:
         at = now()
         sets = ["updated_at = ?", "version = version + 1"]
         values: list[Any] = [at]
@@ -223,14 +221,13 @@ class SqliteStore:
         with self._write() as db:
             moved = db.execute(
                 f"UPDATE runs SET {', '.join(sets)} WHERE id = ? AND version = ?",
-                (*values, run_id, expected_version),
+                (*values, run.id, run.version),
             ).rowcount
             if moved != 1:
-                raise Conflict(run_id)
-            last = db.execute("SELECT MAX(seq) FROM run_events WHERE run_id = ?", (run_id,)).fetchone()[0]
-            self._append(db, run_id, last or 0, events, actor, at)
-            row = db.execute(f"SELECT {_COLUMNS} FROM runs WHERE id = ?", (run_id,)).fetchone()
-        return _record(row)
+                raise Conflict(run.id)
+            last = db.execute("SELECT MAX(seq) FROM run_events WHERE run_id = ?", (run.id,)).fetchone()[0]
+            self._append(db, run.id, last or 0, events, actor, at)
+        return written(run, change, at)
 
     @staticmethod
     def _append(
