@@ -64,26 +64,38 @@ def command(folder: Path) -> list[str]:
     return [sys.executable, "-m", "handrail", "start", "--no-bundled", "--workflows", str(folder)]
 
 
-def commit_latencies(folder: Path, n: int) -> list[float]:
-    """One durable write as a run makes it: an event row and the run row, one commit."""
-    db = sqlite3.connect(folder / "commit.db", isolation_level=None)
-    db.execute("PRAGMA journal_mode = WAL")
-    db.execute("PRAGMA synchronous = FULL")
-    db.execute("CREATE TABLE runs (id TEXT PRIMARY KEY, position TEXT, version INTEGER)")
-    db.execute("CREATE TABLE events (run TEXT, seq INTEGER, data TEXT, PRIMARY KEY (run, seq))")
-    db.execute("INSERT INTO runs VALUES ('r', '', 1)")
-    position = json.dumps({"step": {"id": "work", "prompt": "x" * 400}, "guidance": {"prompt": "y" * 600}})
-    event = json.dumps({"output": OUTPUT})
-    latencies = []
-    for seq in range(1, n + 1):
-        start = time.perf_counter()
-        db.execute("BEGIN IMMEDIATE")
-        db.execute("UPDATE runs SET position = ?, version = version + 1 WHERE id = 'r'", (position,))
-        db.execute("INSERT INTO events VALUES ('r', ?, ?)", (seq, event))
-        db.execute("COMMIT")
-        latencies.append((time.perf_counter() - start) * 1e6)
-    db.close()
-    return latencies
+class Commits:
+    """One durable write as a run makes it: the run row and an event row, one commit."""
+
+    def __init__(self, folder: Path) -> None:
+        self.db = sqlite3.connect(folder / "commit.db", isolation_level=None)
+        self.db.execute("PRAGMA journal_mode = WAL")
+        self.db.execute("PRAGMA synchronous = FULL")
+        self.db.execute("CREATE TABLE runs (id TEXT PRIMARY KEY, position TEXT, version INTEGER)")
+        self.db.execute("CREATE TABLE events (run TEXT, seq INTEGER, data TEXT, PRIMARY KEY (run, seq))")
+        self.db.execute("INSERT INTO runs VALUES ('r', '', 1)")
+        self.position = json.dumps(
+            {"step": {"id": "work", "prompt": "x" * 400}, "guidance": {"prompt": "y" * 600}}
+        )
+        self.event = json.dumps({"output": OUTPUT})
+        self.seq = 0
+
+    def latencies(self, n: int) -> list[float]:
+        out = []
+        for _ in range(n):
+            self.seq += 1
+            start = time.perf_counter()
+            self.db.execute("BEGIN IMMEDIATE")
+            self.db.execute(
+                "UPDATE runs SET position = ?, version = version + 1 WHERE id = 'r'", (self.position,)
+            )
+            self.db.execute("INSERT INTO events VALUES ('r', ?, ?)", (self.seq, self.event))
+            self.db.execute("COMMIT")
+            out.append((time.perf_counter() - start) * 1e6)
+        return out
+
+    def close(self) -> None:
+        self.db.close()
 
 
 def spawn_to_initialize(folder: Path, spawns: int) -> float:
@@ -136,27 +148,27 @@ def measure(n: int, spawns: int) -> dict[str, Any]:
                 "state": {"loops": [{"id": "work-loop", "iteration": 7}]},
             },
         }
-        rounds: dict[str, list[float]] = {"continue": [], "validate": [], "next": []}
-        for _ in range(5):  # interleaved, so that a busy moment on the machine hits all alike
-            rounds["continue"] += sequential(server, continue_body, n // 5)
-            rounds["validate"] += sequential(server, validate_body, n // 5)
-            rounds["next"] += sequential(server, next_body, n // 5)
+        rounds: dict[str, list[float]] = {"continue": [], "validate": [], "next": [], "commit": []}
+        commits = Commits(folder)
+        # interleaved in small slices, so that a busy moment on the machine (or its disk)
+        # hits all alike
+        for _ in range(n // 10):
+            rounds["continue"] += sequential(server, continue_body, 10)
+            rounds["validate"] += sequential(server, validate_body, 10)
+            rounds["next"] += sequential(server, next_body, 10)
+            rounds["commit"] += commits.latencies(10)
+        commits.close()
         check = server.request(continue_body)["result"]
-        assert check["accepted"] and check["progress"]["completed"] == n - n % 5 + 2, check
+        assert check["accepted"] and check["progress"]["completed"] == n - n % 10 + 2, check
         server.close()
-        commit = commit_latencies(folder, n)
         init_with_runs = spawn_to_initialize(folder / "flows", spawns)  # one open run to list
 
     p50 = {name: percentile(values, 50) for name, values in rounds.items()}
-    p50["commit"] = percentile(commit, 50)
     baseline = p50["validate"] + p50["next"] + p50["commit"]
     return {
         "n": n,
         "p50_us": p50,
-        "p99_us": {
-            **{name: percentile(values, 99) for name, values in rounds.items()},
-            "commit": percentile(commit, 99),
-        },
+        "p99_us": {name: percentile(values, 99) for name, values in rounds.items()},
         "classic_pair_plus_commit_us": baseline,
         "ratio": p50["continue"] / baseline,
         "target_ratio": 1.5,

@@ -59,8 +59,7 @@ def test_a_created_run_reads_back_with_its_first_events(store: RunStore) -> None
 
 def test_an_update_applies_only_at_the_version_it_read(store: RunStore) -> None:
     store.put_source("h1", "wf", b"{}")
-    first = record("r1")
-    store.create(first, [NewEvent("started")])
+    first = store.create(record("r1"), [NewEvent("started")])
     written = store.update(
         first, RunUpdate(accepted=1), [NewEvent("accepted", "s1", {"output": "x"})], "local"
     )
@@ -120,8 +119,7 @@ def test_database_urls_name_what_is_wrong(tmp_path: Path) -> None:
 def test_values_orjson_cannot_hold_are_stored_exactly(store: RunStore) -> None:
     store.put_source("h1", "wf", b"{}")
     odd = {"big": 2**70, "text": "lone \udc80 surrogate", "plain": "é"}
-    first = record("r1")
-    store.create(first, [NewEvent("started", data={"context": odd})])
+    first = store.create(record("r1"), [NewEvent("started", data={"context": odd})])
     store.update(first, RunUpdate(context=odd), [], "local")
     run = store.get("r1")
     assert run is not None and run.context == odd

@@ -200,8 +200,7 @@ class Runs:
         ]
         if status == "completed":
             events.append(NewEvent("completed"))
-        self.store.create(run, events)
-        self._remember(run)
+        run = self._remember(self.store.create(run, events))
         return {
             "runId": run.id,
             "status": status,

@@ -38,6 +38,7 @@ class RunRecord:
     created_at: str
     updated_at: str
     version: int  # bumped by every update; the compare-and-set token
+    events: int = 0  # how many events its log holds (the next one is number events + 1)
 
     @property
     def current_step(self) -> dict[str, Any] | None:
@@ -79,7 +80,7 @@ class RunUpdate:
     accepted: int | None = None
 
 
-def written(run: RunRecord, change: RunUpdate, at: str) -> RunRecord:
+def written(run: RunRecord, change: RunUpdate, at: str, events: int = 0) -> RunRecord:
     """The record a successful `update` of `run` leaves in the store."""
     return replace(
         run,
@@ -89,6 +90,7 @@ def written(run: RunRecord, change: RunUpdate, at: str) -> RunRecord:
         accepted=run.accepted if change.accepted is None else change.accepted,
         updated_at=at,
         version=run.version + 1,
+        events=run.events + events,
     )
 
 
@@ -102,8 +104,8 @@ class RunStore(Protocol):
 
     def get_source(self, source_hash: str) -> bytes | None: ...
 
-    def create(self, run: RunRecord, events: Sequence[NewEvent]) -> None:
-        """Insert a new run with its first events, atomically."""
+    def create(self, run: RunRecord, events: Sequence[NewEvent]) -> RunRecord:
+        """Insert a new run with its first events, atomically; returns it as written."""
 
     def get(self, run_id: str) -> RunRecord | None: ...
 

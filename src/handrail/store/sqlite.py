@@ -15,6 +15,7 @@ import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -48,10 +49,11 @@ MIGRATIONS: tuple[str, ...] = (
         accepted INTEGER NOT NULL,
         created_at TEXT NOT NULL,
         updated_at TEXT NOT NULL,
-        version INTEGER NOT NULL
+        version INTEGER NOT NULL,
+        events INTEGER NOT NULL
     );
-    CREATE INDEX runs_by_workspace ON runs (workspace, status, updated_at);
-    CREATE INDEX runs_by_owner ON runs (owner, status, updated_at);
+    CREATE INDEX runs_by_workspace ON runs (workspace, status);
+    CREATE INDEX runs_by_owner ON runs (owner, status);
     CREATE TABLE run_events (
         run_id TEXT NOT NULL REFERENCES runs(id),
         seq INTEGER NOT NULL,
@@ -179,10 +181,10 @@ class SqliteStore:
         return bytes(row[0]) if row else None
 
     # -- runs ----------------------------------------------------------------------
-    def create(self, run: RunRecord, events: Sequence[NewEvent]) -> None:
+    def create(self, run: RunRecord, events: Sequence[NewEvent]) -> RunRecord:
         with self._write() as db:
             db.execute(
-                "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     run.id,
                     run.owner,
@@ -198,14 +200,16 @@ class SqliteStore:
                     run.created_at,
                     run.updated_at,
                     run.version,
+                    len(events),
                 ),
             )
             self._append(db, run.id, 0, events, run.owner, run.created_at)
+        return replace(run, events=len(events))
 
     def update(self, run: RunRecord, change: RunUpdate, events: Sequence[NewEvent], actor: str) -> RunRecord:
         at = now()
-        sets = ["updated_at = ?", "version = version + 1"]
-        values: list[Any] = [at]
+        sets = ["updated_at = ?", "version = version + 1", "events = events + ?"]
+        values: list[Any] = [at, len(events)]
         if change.status is not None:
             sets.append("status = ?")
             values.append(change.status)
@@ -225,21 +229,19 @@ class SqliteStore:
             ).rowcount
             if moved != 1:
                 raise Conflict(run.id)
-            last = db.execute("SELECT MAX(seq) FROM run_events WHERE run_id = ?", (run.id,)).fetchone()[0]
-            self._append(db, run.id, last or 0, events, actor, at)
-        return written(run, change, at)
+            # the version check above makes `run.events` the log's length as committed
+            self._append(db, run.id, run.events, events, actor, at)
+        return written(run, change, at, len(events))
 
     @staticmethod
     def _append(
         db: sqlite3.Connection, run_id: str, last: int, events: Sequence[NewEvent], actor: str, at: str
     ) -> None:
-        db.executemany(
-            "INSERT INTO run_events VALUES (?, ?, ?, ?, ?, ?, ?)",
-            [
-                (run_id, last + i, e.type, at, actor, e.step_id, _json(e.data))
-                for i, e in enumerate(events, 1)
-            ],
-        )
+        for i, e in enumerate(events, 1):
+            db.execute(
+                "INSERT INTO run_events VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (run_id, last + i, e.type, at, actor, e.step_id, _json(e.data)),
+            )
 
     def get(self, run_id: str) -> RunRecord | None:
         with self._lock:
@@ -286,7 +288,7 @@ class SqliteStore:
 
 _COLUMNS = (
     "id, owner, workspace, workflow_id, workflow_version, source_hash, goal, status, "
-    "context, position, accepted, created_at, updated_at, version"
+    "context, position, accepted, created_at, updated_at, version, events"
 )
 
 
@@ -306,4 +308,5 @@ def _record(row: Sequence[Any]) -> RunRecord:
         created_at=row[11],
         updated_at=row[12],
         version=row[13],
+        events=row[14],
     )
