@@ -56,7 +56,18 @@ RUN_SUMMARY = {
     },
     "required": ["runId", "workflowId", "goal", "status", "currentStep", "updatedAt", "workspace"],
 }
+EXAMPLE_RUN = "run_4f1c2e9a0b7d4c3e8f6a5b4c3d2e1f00"
 _WRITES = {"readOnlyHint": False, "idempotentHint": False, "openWorldHint": False, "destructiveHint": False}
+
+
+def _example_step(step_id: str, title: str, *, completed: int) -> dict[str, Any]:
+    """The step part of an example answer."""
+    return {
+        "step": {"id": step_id, "title": title, "prompt": "..."},
+        "guidance": {"prompt": "...", "requiresConfirmation": False, "validationCriteria": []},
+        "isComplete": False,
+        "progress": {"completed": completed},
+    }
 
 
 def run_tools() -> list[dict[str, Any]]:
@@ -101,15 +112,12 @@ def run_tools() -> list[dict[str, Any]]:
                     "params": {"workflowId": "coding-task", "goal": "Add a --verbose flag"},
                 },
                 "response": {
-                    "runId": "run_4f1c2e9a0b7d4c3e8f6a5b4c3d2e1f00",
+                    "runId": EXAMPLE_RUN,
                     "status": "active",
                     "workflowId": "coding-task",
                     "workflowVersion": "1.0.0",
                     "goal": "Add a --verbose flag",
-                    "step": {"id": "understand", "title": "Understand the task", "prompt": "..."},
-                    "guidance": {"prompt": "...", "requiresConfirmation": False, "validationCriteria": []},
-                    "isComplete": False,
-                    "progress": {"completed": 0},
+                    **_example_step("understand", "Understand the task", completed=0),
                 },
             },
         },
@@ -153,19 +161,16 @@ def run_tools() -> list[dict[str, Any]]:
                 "request": {
                     "method": "workflow_continue",
                     "params": {
-                        "runId": "run_4f1c2e9a0b7d4c3e8f6a5b4c3d2e1f00",
+                        "runId": EXAMPLE_RUN,
                         "stepId": "understand",
                         "output": "The task is to add a --verbose flag to the CLI ...",
                     },
                 },
                 "response": {
-                    "runId": "run_4f1c2e9a0b7d4c3e8f6a5b4c3d2e1f00",
+                    "runId": EXAMPLE_RUN,
                     "accepted": True,
                     "status": "active",
-                    "step": {"id": "plan", "title": "Plan", "prompt": "..."},
-                    "guidance": {"prompt": "...", "requiresConfirmation": False, "validationCriteria": []},
-                    "isComplete": False,
-                    "progress": {"completed": 1},
+                    **_example_step("plan", "Plan", completed=1),
                 },
             },
         },
@@ -214,7 +219,7 @@ def run_tools() -> list[dict[str, Any]]:
                 "response": {
                     "runs": [
                         {
-                            "runId": "run_4f1c2e9a0b7d4c3e8f6a5b4c3d2e1f00",
+                            "runId": EXAMPLE_RUN,
                             "workflowId": "coding-task",
                             "goal": "Add a --verbose flag",
                             "status": "active",
@@ -257,10 +262,10 @@ def run_tools() -> list[dict[str, Any]]:
             "examples": {
                 "request": {
                     "method": "workflow_abandon",
-                    "params": {"runId": "run_4f1c2e9a0b7d4c3e8f6a5b4c3d2e1f00", "reason": "Superseded"},
+                    "params": {"runId": EXAMPLE_RUN, "reason": "Superseded"},
                 },
                 "response": {
-                    "runId": "run_4f1c2e9a0b7d4c3e8f6a5b4c3d2e1f00",
+                    "runId": EXAMPLE_RUN,
                     "status": "abandoned",
                     "workflowId": "coding-task",
                 },

@@ -48,6 +48,10 @@ async def _call(session: ClientSession, name: str, arguments: dict[str, Any]) ->
     return content
 
 
+async def _submit(session: ClientSession, run: str, step: str, output: str) -> dict[str, Any]:
+    return await _call(session, "workflow_continue", {"runId": run, "stepId": step, "output": output})
+
+
 async def _first_process(tmp: Path) -> dict[str, Any]:
     record: dict[str, Any] = {}
     pidfile = tmp / "first.pid"
@@ -69,22 +73,10 @@ async def _first_process(tmp: Path) -> dict[str, Any]:
                 )
                 record["started"] = started
                 run = started["runId"]
-                record["rejected"] = await _call(
-                    session, "workflow_continue", {"runId": run, "stepId": "plan", "output": "I will do it."}
-                )
-                record["plan"] = await _call(
-                    session,
-                    "workflow_continue",
-                    {"runId": run, "stepId": "plan", "output": "Plan: cli, docs."},
-                )
-                record["skip_ahead"] = await _call(
-                    session, "workflow_continue", {"runId": run, "stepId": "report", "output": "All done!"}
-                )
-                record["build_cli"] = await _call(
-                    session,
-                    "workflow_continue",
-                    {"runId": run, "stepId": "build", "output": "Built the cli flag."},
-                )
+                record["rejected"] = await _submit(session, run, "plan", "I will do it.")
+                record["plan"] = await _submit(session, run, "plan", "Plan: cli, docs.")
+                record["skip_ahead"] = await _submit(session, run, "report", "All done!")
+                record["build_cli"] = await _submit(session, run, "build", "Built the cli flag.")
                 os.kill(int(pidfile.read_text()), signal.SIGKILL)  # no goodbye: the process just dies
                 record["killed"] = True
     return record
@@ -103,19 +95,9 @@ async def _second_process(tmp: Path, run: str) -> dict[str, Any]:
             record["initialize"] = await session.initialize()
             record["open_runs"] = await _call(session, "workflow_resume", {})
             record["resumed"] = await _call(session, "workflow_resume", {"runId": run})
-            record["build_docs"] = await _call(
-                session,
-                "workflow_continue",
-                {"runId": run, "stepId": "build", "output": "Built the docs page."},
-            )
-            record["report"] = await _call(
-                session,
-                "workflow_continue",
-                {"runId": run, "stepId": "report", "output": "Shipped both parts."},
-            )
-            record["after_end"] = await _call(
-                session, "workflow_continue", {"runId": run, "stepId": "report", "output": "Once more."}
-            )
+            record["build_docs"] = await _submit(session, run, "build", "Built the docs page.")
+            record["report"] = await _submit(session, run, "report", "Shipped both parts.")
+            record["after_end"] = await _submit(session, run, "report", "Once more.")
             record["unknown"] = await _call(session, "workflow_resume", {"runId": "run_" + "0" * 32})
     return record
 
