@@ -19,7 +19,8 @@ WORKSPACE = {
     "type": "string",
     "minLength": 1,
     "maxLength": 4096,
-    "description": "An absolute folder the run works in (default: the server's working folder)",
+    "description": "An absolute folder the run works in (default: your first MCP root, "
+    "else the server's working folder)",
 }
 CONTEXT = {
     "type": "object",
