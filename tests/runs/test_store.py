@@ -124,3 +124,14 @@ def test_values_orjson_cannot_hold_are_stored_exactly(store: RunStore) -> None:
     run = store.get("r1")
     assert run is not None and run.context == odd
     assert store.events("r1")[0].data == {"context": odd}
+
+
+def test_a_new_sqlite_database_is_readable_by_its_owner_only(tmp_path: Path) -> None:
+    store = open_store(f"sqlite:///{tmp_path / 'home' / 'runs.db'}")
+    try:
+        store.put_source("h1", "wf", b"{}")  # a write: the -wal file exists now
+        assert (tmp_path / "home").stat().st_mode & 0o777 == 0o700
+        for name in ("runs.db", "runs.db-wal"):
+            assert (tmp_path / "home" / name).stat().st_mode & 0o777 == 0o600, name
+    finally:
+        store.close()

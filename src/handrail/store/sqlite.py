@@ -11,6 +11,7 @@ takes a database from version n to n + 1, recorded in `schema_migrations`.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
@@ -91,7 +92,10 @@ class SqliteStore:
         self.url = url or f"sqlite:///{path}"
         self.path = path
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            # runs hold what agents wrote: readable by their owner only (SQLite gives its
+            # -wal and -shm files the database file's permissions)
+            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            os.close(os.open(path, os.O_CREAT | os.O_RDWR, 0o600))
             # one connection per store, shared by the HTTP transport's threads under a lock
             self._db = sqlite3.connect(
                 path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000
