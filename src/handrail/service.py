@@ -51,6 +51,7 @@ class Service:
         self.catalog = catalog
         self.limits = limits or Limits()
         self.runs = runs if runs is not None else default_runs()
+        self.runs.max_context_bytes = self.limits.max_context_bytes
         self.runs_only = runs_only
         from handrail import patterns
 

@@ -8,6 +8,7 @@ the store has committed: nothing is acknowledged before it is durable.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import secrets
@@ -16,6 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from handrail.errors import InvalidParams, RunNotActive, RunNotFound, StateError, StepNotCurrent
+from handrail.limits import MAX_CONTEXT_BYTES
 from handrail.runs.pinning import Pins
 from handrail.store.base import ACTIVE_STATUSES, LOCAL_OWNER, Conflict, NewEvent, RunRecord, RunUpdate
 
@@ -85,6 +87,7 @@ class Runs:
         self.pins = Pins()
         self._root: str | None = None  # the client's first root (see set_roots)
         self._recent: dict[str, RunRecord] = {}  # runs as this process last wrote them
+        self.max_context_bytes = MAX_CONTEXT_BYTES  # the service sets its own limit
         self._opening = threading.Lock()
 
     @property
@@ -269,6 +272,7 @@ class Runs:
         changed = bool(changes)
         if changes:
             context = merge_context(run.context, changes)
+            self._check_size(context)
             position = next_step(workflow, position["completedSteps"], context, state=position.get("state"))
         update = RunUpdate(context=context if changed else None, position=position if changed else None)
         change_data = {"contextChanges": dict(changes)} if changes else {}
@@ -324,6 +328,24 @@ class Runs:
             self.owner,
         )
         return {"runId": run.id, "accepted": True, "status": written.status, **self._view(written)}
+
+    def _check_size(self, context: Mapping[str, Any]) -> None:
+        """A run's context, grown by many merges, stays within the limit each call's has."""
+        import orjson
+
+        try:
+            size = len(orjson.dumps(context))
+        except (TypeError, orjson.JSONEncodeError):
+            size = len(json.dumps(context, ensure_ascii=True))
+        if size > self.max_context_bytes:
+            raise InvalidParams(
+                data={
+                    "details": f"the run's context would be {size} bytes as JSON, over the limit of "
+                    f"{self.max_context_bytes}; remove keys by setting them to null",
+                    "limit": "maxContextBytes",
+                    "value": self.max_context_bytes,
+                }
+            )
 
     def _write(self, run: RunRecord, change: RunUpdate, events: list[NewEvent], actor: str) -> RunRecord:
         try:
