@@ -405,6 +405,13 @@ class Protocol:
             "instructions": instructions(listed),
         }
 
+    def _prompt_text(self, workflow: Any) -> str:
+        if self.service.runs_only:  # the classic stepping tools are off: follow it as a run
+            from handrail.runs.tools import run_prompt_text
+
+            return run_prompt_text(workflow)
+        return prompt_text(workflow)
+
     def _ask_roots(self) -> None:
         """Ask a client that offers MCP roots for them: the first is the default workspace
         of its runs (spec/runs.md). The answer arrives later, through `reply`."""
@@ -461,7 +468,7 @@ class Protocol:
                 "description": w.description,
                 "mimeType": "application/json",
             }
-            for w in snapshot.workflows
+            for w in (() if self.service.runs_only else snapshot.workflows)  # --runs-only: no reading ahead
         ]
         resources.append(
             {
@@ -485,6 +492,10 @@ class Protocol:
                 {"details": "uri must be workflow://<id> or workflow://schema"},
             )
         name = uri[len("workflow://") :]
+        if name != "schema" and self.service.runs_only:
+            from handrail.runs.tools import refuse_in_runs_only
+
+            refuse_in_runs_only("workflow_get")  # a workflow's resource is its whole definition
         if name == "schema":
             text, mime = (
                 encode(self.service.call("workflow_get_schema", {})).decode(),
@@ -524,7 +535,9 @@ class Protocol:
             raise RpcError(INVALID_PARAMS, "Invalid params", data)
         return {
             "description": workflow.description,
-            "messages": [{"role": "user", "content": {"type": "text", "text": prompt_text(workflow)}}],
+            "messages": [
+                {"role": "user", "content": {"type": "text", "text": self._prompt_text(workflow)}}
+            ],
         }
 
 

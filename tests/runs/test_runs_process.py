@@ -213,6 +213,14 @@ def test_runs_only_offers_the_run_tools_and_refuses_the_classic_stepping_tools(t
         assert "runs-only" in direct["message"]
         started = server.call("workflow_start", {"workflowId": WORKFLOW_ID, "goal": "Still works"})
         assert started["isError"] is False
+        # nor can the workflow be read whole through its resource; its prompt says to start a run
+        resources = server.result("resources/list")["resources"]
+        assert [r["uri"] for r in resources] == ["workflow://schema"]
+        hidden = server.error("resources/read", {"uri": f"workflow://{WORKFLOW_ID}"})
+        assert hidden["code"] == -32007 and "runs-only" in hidden["message"]
+        assert server.result("resources/read", {"uri": "workflow://schema"})["contents"]
+        prompt = server.result("prompts/get", {"name": WORKFLOW_ID})["messages"][0]["content"]["text"]
+        assert "workflow_start" in prompt and "workflow_next" not in prompt
     finally:
         server.close()
 

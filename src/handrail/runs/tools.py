@@ -85,3 +85,18 @@ def open_runs_note(runs: Runs, workspace: str | None = None) -> str:
         + "\n\nTo carry on with one, call workflow_resume with its runId: it returns the current step, "
         "the context and a recap of the work so far. Then send each step's output with workflow_continue."
     )
+
+
+def run_prompt_text(workflow: Any) -> str:
+    """What the model reads when a user picks a workflow's prompt on a --runs-only server."""
+    description = f"\n\n{workflow.description}" if workflow.description else ""
+    return (
+        f'Follow the workflow "{workflow.name}" ({workflow.id}) as a run.{description}\n\n'
+        f'1. Call workflow_start with workflowId "{workflow.id}" and a goal: a sentence saying what '
+        "this run is for. It returns a runId and the first step.\n"
+        "2. Do the step, then call workflow_continue with the runId, the step's id as stepId and "
+        "what you produced as output. If it is not accepted, fix what the issues say and send it "
+        "again.\n"
+        "3. Repeat with each step it returns until the status is completed. If the conversation "
+        "ends, workflow_resume picks the run up where it stopped."
+    )
