@@ -135,3 +135,20 @@ def test_a_new_sqlite_database_is_readable_by_its_owner_only(tmp_path: Path) -> 
             assert (tmp_path / "home" / name).stat().st_mode & 0o777 == 0o600, name
     finally:
         store.close()
+
+
+def test_two_connections_updating_one_run_from_the_same_read_apply_exactly_one(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    one, two = open_store(url), open_store(url)
+    try:
+        one.put_source("h1", "wf", b"{}")
+        created = one.create(record("r1"), [NewEvent("started")])
+        read_by_two = two.get("r1")
+        assert read_by_two is not None
+        one.update(created, RunUpdate(accepted=1), [NewEvent("accepted", "s1")], "local")
+        with pytest.raises(Conflict):
+            two.update(read_by_two, RunUpdate(accepted=1), [NewEvent("accepted", "s1")], "local")
+        assert [e.seq for e in two.events("r1")] == [1, 2]
+    finally:
+        one.close()
+        two.close()
