@@ -12,7 +12,6 @@ import pytest
 
 from handrail.catalog import load_catalog
 from handrail.cli import main
-from handrail.errors import HandrailError
 from handrail.service import Service
 from tests.runs.workflows import WORKFLOW_ID, build_feature, write
 
@@ -114,25 +113,3 @@ def test_runs_commands_name_an_unknown_run_and_a_bad_database(
     database = tmp_path / "other.db"
     code, out, _ = run_cli(capsys, "runs", "list", "--database", f"sqlite:///{database}")
     assert code == 0 and out.strip() == "0 runs" and database.exists()
-
-
-def test_a_run_context_grown_past_the_limit_by_merges_is_refused(tmp_path: Path) -> None:
-    from handrail.limits import Limits
-
-    write(tmp_path / "flows", build_feature())
-    service = Service(load_catalog(tmp_path / "flows", bundled=False), Limits(max_context_bytes=200))
-    try:
-        run = service.call(
-            "workflow_start", {"workflowId": WORKFLOW_ID, "goal": "Grow", "workspace": str(tmp_path)}
-        )
-        service.call("workflow_continue", {"runId": run["runId"], "context": {"a": "x" * 120}})
-        with pytest.raises(HandrailError) as refused:
-            service.call("workflow_continue", {"runId": run["runId"], "context": {"b": "y" * 120}})
-        assert refused.value.code == -32602 and refused.value.data["limit"] == "maxContextBytes"
-        assert "setting them to null" in refused.value.data["details"]
-        smaller = service.call(
-            "workflow_continue", {"runId": run["runId"], "context": {"a": None, "b": "y" * 120}}
-        )
-        assert smaller["step"]["id"] == "plan"
-    finally:
-        service.close()

@@ -14,6 +14,7 @@ import os
 import secrets
 import threading
 from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from handrail.errors import InvalidParams, RunNotActive, RunNotFound, StateError, StepNotCurrent
@@ -27,6 +28,10 @@ if TYPE_CHECKING:
     from handrail.store import RunStore
 
 log = logging.getLogger("handrail.runs")
+
+# Set by a transport, per request, to the person asking (contextvars follow threads and
+# tasks); unset, every run belongs to the server's one owner.
+REQUEST_OWNER: ContextVar[str | None] = ContextVar("handrail_request_owner", default=None)
 
 RECAP_CHARS = 300  # how much of each accepted output a resumed run's recap shows
 MAX_RETRIES = 8  # compare-and-set retries when another writer touched the run meanwhile
@@ -83,7 +88,7 @@ class Runs:
         self._store_factory = store_factory
         self.database_file = database_file
         self._store: RunStore | None = None
-        self.owner = owner  # issue 17: the person a request's token names
+        self.default_owner = owner
         self.pins = Pins()
         self._root: str | None = None  # the client's first root (see set_roots)
         self._recent: dict[str, RunRecord] = {}  # runs as this process last wrote them
@@ -97,6 +102,11 @@ class Runs:
                 if self._store is None:
                     self._store = self._store_factory()
         return self._store
+
+    def owner(self) -> str:
+        """Who is asking: the person the transport set for this request (issue 17: the one
+        a bearer token names), else the server's one owner."""
+        return REQUEST_OWNER.get() or self.default_owner
 
     def _remember(self, run: RunRecord) -> RunRecord:
         with self._opening:
@@ -133,7 +143,7 @@ class Runs:
 
     def run(self, run_id: str) -> RunRecord:
         found = self.store.get(run_id)
-        if found is None or found.owner != self.owner:
+        if found is None or found.owner != self.owner():
             raise RunNotFound(data={"runId": run_id})
         return found
 
@@ -174,7 +184,7 @@ class Runs:
         at = now()
         run = RunRecord(
             id=new_run_id(),
-            owner=self.owner,
+            owner=self.owner(),
             workspace=folder,
             workflow_id=workflow.id,
             workflow_version=workflow.version,
@@ -231,6 +241,8 @@ class Runs:
         # check catches a run another process moved meanwhile, and a refusal is confirmed
         # against the database before it is given
         cached = self._recent.get(run_id)
+        if cached is not None and cached.owner != self.owner():
+            cached = None  # another person's: `run` says it is not found
         for _ in range(MAX_RETRIES):
             run = cached if cached is not None else self.run(run_id)
             if seen is not None and run.accepted != seen.accepted and step_id is not None:
@@ -277,7 +289,7 @@ class Runs:
         update = RunUpdate(context=context if changed else None, position=position if changed else None)
         change_data = {"contextChanges": dict(changes)} if changes else {}
         if step_id is None or output is None:  # context only
-            written = self._write(run, update, [NewEvent("context", data=change_data)], self.owner)
+            written = self._write(run, update, [NewEvent("context", data=change_data)], self.owner())
             return {"runId": run.id, "accepted": False, "status": written.status, **self._view(written)}
         current = position.get("step")
         if not isinstance(current, dict) or current.get("id") != step_id:
@@ -294,7 +306,7 @@ class Runs:
                     **change_data,
                 },
             )
-            written = self._write(run, update, [event], self.owner)
+            written = self._write(run, update, [event], self.owner())
             view = self._view(written)
             return {
                 "runId": run.id,
@@ -325,7 +337,7 @@ class Runs:
                 accepted=run.accepted + 1,
             ),
             events,
-            self.owner,
+            self.owner(),
         )
         return {"runId": run.id, "accepted": True, "status": written.status, **self._view(written)}
 
@@ -357,7 +369,7 @@ class Runs:
     # -- workflow_resume -------------------------------------------------------------
     def open_runs(self, workspace: str, limit: int = OPEN_RUNS_LISTED) -> list[dict[str, Any]]:
         runs = self.store.list_runs(
-            workspace=workspace, statuses=ACTIVE_STATUSES, owner=self.owner, limit=limit
+            workspace=workspace, statuses=ACTIVE_STATUSES, owner=self.owner(), limit=limit
         )
         return [
             {
@@ -420,7 +432,7 @@ class Runs:
                     run,
                     RunUpdate(status="abandoned"),
                     [NewEvent("abandoned", data={"reason": reason})],
-                    self.owner,
+                    self.owner(),
                 )
             except Conflict:
                 continue
