@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-ID = {"type": "string", "pattern": "^[a-z0-9-]+$", "minLength": 3, "maxLength": 64}
+from handrail.tooldefs import ID
+
 RUN_ID = {
     "type": "string",
     "pattern": "^[A-Za-z0-9_-]+$",
