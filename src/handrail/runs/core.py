@@ -307,17 +307,13 @@ class Runs:
                 },
             )
             written = self._write(run, update, [event], self.owner())
-            view = self._view(written)
             return {
                 "runId": run.id,
                 "accepted": False,
                 "status": written.status,
                 "issues": verdict["issues"],
                 "suggestions": verdict["suggestions"],
-                "step": view["step"],
-                "guidance": view["guidance"],
-                "isComplete": False,
-                "progress": view["progress"],
+                **self._view(written),  # the same step, with its loop where it has one
             }
         # seam for issue 16: the step's checks run here (after the rules pass, before
         # acceptance), and a step whose confirmation holds may leave the run
