@@ -261,3 +261,16 @@ def test_a_postgresql_url_is_refused_at_start_with_a_clear_message(tmp_path: Pat
         assert "secret" not in server.stderr
     finally:
         server.close()
+
+
+def test_an_unusable_database_fails_the_run_tools_only(tmp_path: Path) -> None:
+    write(tmp_path / "flows", build_feature())
+    (tmp_path / "a-file").write_text("not a folder")
+    database = f"sqlite:///{tmp_path / 'a-file' / 'runs.db'}"
+    with Server("--no-bundled", "--workflows", str(tmp_path / "flows"), "--database", database) as server:
+        server.initialize()  # the handshake does not need the database
+        failed = server.call("workflow_start", {"workflowId": WORKFLOW_ID, "goal": "Nowhere to keep it"})
+        assert failed["isError"] is True and failed["structuredContent"]["code"] == -32006
+        assert "cannot create the run database" in failed["structuredContent"]["message"]
+        listed = server.result("workflow_next", {"workflowId": WORKFLOW_ID, "completedSteps": []})
+        assert listed["step"]["id"] == "plan"  # the classic tools carry on
