@@ -36,3 +36,11 @@ def corpus() -> Path:
     if not CORPUS.exists():
         pytest.fail(f"the WorkRail corpus is missing at {CORPUS}")
     return CORPUS
+
+
+@pytest.fixture(autouse=True)
+def _private_handrail_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test writes runs into the real ~/.handrail: every one gets its own HANDRAIL_HOME."""
+    monkeypatch.setenv("HANDRAIL_HOME", str(tmp_path_factory.mktemp("handrail-home")))
+    monkeypatch.delenv("HANDRAIL_DATABASE_URL", raising=False)
+    monkeypatch.delenv("HANDRAIL_RUNS_ONLY", raising=False)

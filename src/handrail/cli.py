@@ -129,6 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_limit_options(start)
     _add_check_options(start)
+    _add_run_options(start)
     start.add_argument(
         "--reload-interval",
         type=float,
@@ -159,6 +160,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--reload-interval", type=float, default=0.5, metavar="SECONDS")
     _add_limit_options(serve)
     _add_check_options(serve)
+    _add_run_options(serve)
 
     check = sub.add_parser("check", help="report every problem in workflow files")
     check.add_argument("paths", nargs="+", metavar="PATH", help="files or folders (recursive)")
@@ -192,7 +194,39 @@ def build_parser() -> argparse.ArgumentParser:
         help="answer every prompt with a canned output and the first value a condition looks for",
     )
     _add_source_options(walk)
+    from handrail.runs_cli import add_runs_parser
+
+    add_runs_parser(sub)
     return parser
+
+
+def _add_run_options(parser: argparse.ArgumentParser) -> None:
+    from handrail.runs_cli import add_database_option, add_runs_only_option
+
+    add_database_option(parser)
+    add_runs_only_option(parser)
+
+
+def _service(catalog: Any, args: argparse.Namespace, checks: Any) -> Any:
+    """The service of `start` and `serve`: the catalog, the limits, the run store, the checks."""
+    from handrail.errors import StorageError
+    from handrail.service import Service, default_runs
+    from handrail.store.open import check_url
+
+    try:
+        check_url(args.database)
+    except StorageError as exc:
+        print(f"handrail {args.command}: --database: {exc.message}", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE) from None
+    return Service(
+        catalog, _limits(args), runs=default_runs(args.database), runs_only=args.runs_only, checks=checks
+    )
+
+
+def _runs(args: argparse.Namespace) -> int:
+    from handrail.runs_cli import runs_command
+
+    return runs_command(args)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -213,6 +247,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "init": _init,
         "graph": _graph,
         "walk": _walk,
+        "runs": _runs,
     }[args.command]
     code: int = handler(args)
     return code
@@ -232,7 +267,6 @@ def _start(args: argparse.Namespace) -> int:
         format="handrail %(levelname)s %(name)s: %(message)s",
     )
     from handrail.protocol import Protocol
-    from handrail.service import Service
     from handrail.stdio import serve
 
     checks = _check_config(args, "start")
@@ -244,7 +278,7 @@ def _start(args: argparse.Namespace) -> int:
         # `initialize` is answered from a quick read of the sources; the workflows are
         # compiled (and watched) right after that first answer is out
         return serve(
-            Protocol(Service(catalog, limits, checks=checks)),
+            Protocol(_service(catalog, args, checks)),
             max_line=limits.max_line_bytes,
             after_first_reply=lambda: catalog.watch(interval=args.reload_interval),
         )
@@ -261,7 +295,6 @@ def _serve(args: argparse.Namespace) -> int:
         format="handrail %(levelname)s %(name)s: %(message)s",
     )
     from handrail.http import serve
-    from handrail.service import Service
 
     checks = _check_config(args, "serve")
     if checks is None:
@@ -270,7 +303,7 @@ def _serve(args: argparse.Namespace) -> int:
     catalog.watch(interval=args.reload_interval)
     try:
         return serve(
-            Service(catalog, _limits(args), checks=checks),
+            _service(catalog, args, checks),
             args.host,
             args.port,
             extra_hosts=args.allow_host,

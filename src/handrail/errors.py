@@ -140,3 +140,24 @@ def ignore(
     offset: int | None = None,
 ) -> None:
     """A reporter that drops everything: for a second look at a source already reported."""
+
+
+class RunNotFound(HandrailError):
+    """No run has this id (or, with per-person tokens, none of the caller's)."""
+
+    code = -32008
+    title = "Run not found"
+
+
+class StepNotCurrent(HandrailError):
+    """The submission names a step the run is not at; `data.currentStep` says where it is."""
+
+    code = -32009
+    title = "Step is not current"
+
+
+class RunNotActive(HandrailError):
+    """The run is completed or abandoned; `data.status` says which."""
+
+    code = -32010
+    title = "Run is not active"

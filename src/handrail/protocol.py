@@ -24,6 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 from handrail import __version__
+from handrail.client_requests import ClientRequests
 from handrail.errors import HandrailError
 from handrail.mcp_surface.completion import TEMPLATES, CompletionError, complete
 from handrail.mcp_surface.logging_bridge import LEVELS, LogBridge
@@ -174,10 +175,13 @@ class Protocol:
         self.service = service
         self.stateless = stateless
         self.initialized = stateless
+        self.stateless = stateless
         self.version: str | None = None
         self.shutdown_requested = False
         self._seen_generation = -1
         self.client_ready = False  # set by notifications/initialized
+        self.client_capabilities: dict[str, Any] = {}  # as the client declared them in initialize
+        self.client_requests = ClientRequests()  # server -> client requests (see client_requests.py)
         self._notify_lock = threading.Lock()
         # Server-to-client messages sent outside a reply (log records): the transport sets
         # it when it has a channel for them; the stateless HTTP transport has none.
@@ -188,7 +192,7 @@ class Protocol:
             "initialize": self._initialize,
             "ping": lambda params: {},
             "shutdown": self._shutdown,
-            "tools/list": lambda params: {"tools": list(_published_tools())},
+            "tools/list": lambda params: {"tools": list(self.service.published_tools())},
             "tools/call": self._tools_call,
             "resources/list": self._resources_list,
             "resources/read": self._resources_read,
@@ -204,7 +208,7 @@ class Protocol:
         # The 2026-07-28 revision: no handshake, no ping, no shutdown, no seed-style methods.
         self._modern_methods: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
             "server/discover": self._discover,
-            "tools/list": lambda params: {"tools": list(_published_tools())},
+            "tools/list": lambda params: {"tools": list(self.service.published_tools())},
             "tools/call": self._tools_call,
             "resources/list": self._resources_list,
             "resources/read": lambda params: self._resources_read(params, missing=INVALID_PARAMS),
@@ -282,6 +286,7 @@ class Protocol:
             if is_notification and ("result" in message or "error" in message):
                 return None  # a response from the client; we send no requests, so ignore it
             if "result" in message or "error" in message:
+                self.client_requests.resolve(message)  # the answer to one of our requests, if any
                 return None
             return _error(
                 reply_id, INVALID_REQUEST, "Invalid Request", {"details": "method must be a string"}
@@ -289,6 +294,9 @@ class Protocol:
         if is_notification:
             if method == "notifications/initialized" and self.initialized:
                 self.client_ready = True
+                self._ask_roots()
+            elif method == "notifications/roots/list_changed" and self.client_ready:
+                self._ask_roots()
             return None  # notifications/initialized, cancelled, ...: no response, ever
         params = message.get("params", {})
         if params is None:
@@ -347,6 +355,7 @@ class Protocol:
             )
         self.initialized = True
         self.version = version
+        self.client_capabilities = params["capabilities"]
         catalog = self.service.catalog
         snapshot = catalog.ready
         listed: list[Any]
@@ -367,7 +376,7 @@ class Protocol:
                 "completions": {},
             },
             "serverInfo": dict(SERVER_INFO),
-            "instructions": instructions(listed),
+            "instructions": _with_runs(instructions(listed), self.service.open_runs_note()),
         }
 
     # -- the 2026-07-28 revision -------------------------------------------------------
@@ -419,6 +428,25 @@ class Protocol:
             "instructions": instructions(listed),
         }
 
+    def _prompt_text(self, workflow: Any) -> str:
+        if self.service.runs_only:  # the classic stepping tools are off: follow it as a run
+            from handrail.runs.tools import run_prompt_text
+
+            return run_prompt_text(workflow)
+        return prompt_text(workflow)
+
+    def _ask_roots(self) -> None:
+        """Ask a client that offers MCP roots for them: the first is the default workspace
+        of its runs (spec/runs.md). The answer arrives later, through `reply`."""
+        if self.stateless or "roots" not in self.client_capabilities:
+            return  # stateless HTTP has no channel back to the client (a seam for later)
+        self.client_requests.send("roots/list", None, self._got_roots)
+
+    def _got_roots(self, result: Any, error: dict[str, Any] | None) -> None:
+        roots = result.get("roots") if isinstance(result, dict) and error is None else None
+        if isinstance(roots, list):
+            self.service.set_client_roots([r.get("uri") for r in roots if isinstance(r, dict)])
+
     def _shutdown(self, params: dict[str, Any]) -> None:
         self.shutdown_requested = True
         return None
@@ -459,7 +487,7 @@ class Protocol:
                 "description": w.description,
                 "mimeType": "application/json",
             }
-            for w in snapshot.workflows
+            for w in (() if self.service.runs_only else snapshot.workflows)  # --runs-only: no reading ahead
         ]
         resources.append(
             {
@@ -485,6 +513,10 @@ class Protocol:
         if not uri.startswith("workflow://"):  # a URI we do not serve is a resource we do not have
             raise RpcError(missing, "Resource not found", {"uri": uri})
         name = uri[len("workflow://") :]
+        if name != "schema" and self.service.runs_only:
+            from handrail.runs.tools import refuse_in_runs_only
+
+            refuse_in_runs_only("workflow_get")  # a workflow's resource is its whole definition
         if name == "schema":
             text, mime = (
                 encode(self.service.call("workflow_get_schema", {})).decode(),
@@ -584,7 +616,9 @@ class Protocol:
             raise RpcError(INVALID_PARAMS, "Invalid params", data)
         return {
             "description": workflow.description,
-            "messages": [{"role": "user", "content": {"type": "text", "text": prompt_text(workflow)}}],
+            "messages": [
+                {"role": "user", "content": {"type": "text", "text": self._prompt_text(workflow)}}
+            ],
         }
 
 
@@ -672,6 +706,12 @@ def prompt_text(workflow: Any) -> str:
         "the result's state unchanged, and your context. Repeat from 2 until the result says "
         "isComplete is true."
     )
+
+
+def _with_runs(text: str, runs_note: str) -> str:
+    """The instructions, with the unfinished runs of the server's workspace first when
+    there are any (see spec/runs.md)."""
+    return f"{runs_note}\n\n{text}" if runs_note else text
 
 
 def instructions(workflows: list[Any]) -> str:

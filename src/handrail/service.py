@@ -18,6 +18,7 @@ from handrail.tooldefs import tool_names, tools, workflow_schema
 if TYPE_CHECKING:
     from handrail.checks.config import CheckConfig
     from handrail.model import Workflow
+    from handrail.runs import Runs
 
 Validator = Callable[[Any], Any]
 
@@ -49,12 +50,23 @@ class Encoded:
 
 class Service:
     def __init__(
-        self, catalog: Catalog, limits: Limits | None = None, *, checks: CheckConfig | None = None
+        self,
+        catalog: Catalog,
+        limits: Limits | None = None,
+        *,
+        runs: Runs | None = None,
+        runs_only: bool = False,
+        checks: CheckConfig | None = None,
     ) -> None:
+        """`runs`: the run store's operations (default: the store `HANDRAIL_DATABASE_URL` or
+        ~/.handrail names, opened on first use). `runs_only`: see spec/runs.md. `checks`:
+        what runs' checks may do (commands allowed, named commands); None: nothing allowed."""
         self.catalog = catalog
         self.limits = limits or Limits()
-        # what runs' checks may do (commands allowed, named commands); None: nothing allowed
         self.check_config = checks
+        self.runs = runs if runs is not None else default_runs()
+        self.runs.max_context_bytes = self.limits.max_context_bytes
+        self.runs_only = runs_only
         from handrail import patterns
 
         patterns.set_timeout(self.limits.regex_timeout_ms)  # one engine per process
@@ -69,6 +81,9 @@ class Service:
             "workflow_validate_json": self.workflow_validate_json,
             "workflow_get_schema": self.workflow_get_schema,
         }
+        from handrail.runs.tools import run_handlers
+
+        self._handlers.update(run_handlers(self.runs, self.workflow))
 
     @staticmethod
     def knows(name: str) -> bool:
@@ -80,9 +95,35 @@ class Service:
             arguments = {}
         if not isinstance(arguments, dict):
             raise InvalidParams(data={"details": "params must be an object"})
+        if self.runs_only:
+            from handrail.runs.tools import refuse_in_runs_only
+
+            refuse_in_runs_only(name)
         self._limit(name, arguments)
         self._check(name, arguments)
         return self._handlers[name](self.catalog.snapshot(), arguments)
+
+    def published_tools(self) -> tuple[dict[str, Any], ...]:
+        """What tools/list offers: every tool, or with `runs_only` the listing and the run tools."""
+        if not self.runs_only:
+            return tools()
+        from handrail.run_tooldefs import RUNS_ONLY_TOOLS
+
+        return tuple(t for t in tools() if t["name"] in RUNS_ONLY_TOOLS)
+
+    def set_client_roots(self, uris: list[Any]) -> None:
+        """The client's MCP roots (stdio: one client per server): the first folder among
+        them becomes the default workspace of runs."""
+        self.runs.set_roots(uris)
+
+    def open_runs_note(self) -> str:
+        """What `initialize` says about the unfinished runs of the server's workspace."""
+        from handrail.runs.tools import open_runs_note
+
+        return open_runs_note(self.runs)
+
+    def close(self) -> None:
+        self.runs.close()
 
     def _limit(self, name: str, arguments: dict[str, Any]) -> None:
         """Refuse what is over a limit before anything else looks at it (see limits.py)."""
@@ -91,7 +132,7 @@ class Service:
             raise _over(
                 "maxDepth", limits.max_depth, f"the arguments nest deeper than {limits.max_depth} levels"
             )
-        if name == "workflow_validate":
+        if name in ("workflow_validate", "workflow_continue"):
             output = arguments.get("output")
             if isinstance(output, str) and len(output) > limits.max_output_length:
                 raise _over(
@@ -214,6 +255,22 @@ class Service:
 
     def workflow_get_schema(self, snapshot: Snapshot, args: dict[str, Any]) -> dict[str, Any]:
         return dict(workflow_schema())
+
+
+def default_runs(database: str | None = None) -> Runs:
+    """Runs over the store `database` names (default: see handrail.store.default_url)."""
+    from handrail.runs import Runs
+    from handrail.store import default_url, open_store
+    from handrail.store.open import sqlite_path
+
+    url = database or default_url()
+    database_file = None
+    if url.startswith("sqlite:"):
+        try:
+            database_file = str(sqlite_path(url))
+        except Exception:  # reported when the store is opened
+            database_file = None
+    return Runs(lambda: open_store(url), database_file=database_file)
 
 
 def _over(limit: str, value: int, details: str) -> InvalidParams:

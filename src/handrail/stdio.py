@@ -109,6 +109,8 @@ def serve(
                     after_first_reply = None
             for note in protocol.list_changed():
                 write(note)
+            for request in protocol.client_requests.take_outgoing():  # e.g. roots/list
+                write(encode(request))
             if protocol.shutdown_requested:
                 return True
         return stop_requested

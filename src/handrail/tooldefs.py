@@ -319,7 +319,11 @@ def _loose_state(tool: dict[str, Any]) -> dict[str, Any]:
 
 @cache
 def tools() -> tuple[dict[str, Any], ...]:
-    return tuple(_loose_state({**t, "outputSchema": _or_error(t["outputSchema"])}) for t in _tools())
+    from handrail.run_tooldefs import run_tools
+
+    return tuple(
+        _loose_state({**t, "outputSchema": _or_error(t["outputSchema"])}) for t in [*_tools(), *run_tools()]
+    )
 
 
 @cache

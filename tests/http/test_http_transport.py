@@ -91,7 +91,8 @@ def test_sdk_initializes_over_http(sdk: dict[str, Any]) -> None:
 
 
 def test_sdk_lists_and_calls_every_tool_over_http(sdk: dict[str, Any]) -> None:
-    assert [t.name for t in sdk["tools"].tools] == [name for name, _ in CALLS]
+    run_tools = ["workflow_start", "workflow_continue", "workflow_resume", "workflow_abandon"]
+    assert [t.name for t in sdk["tools"].tools] == [name for name, _ in CALLS] + run_tools
     for name, _ in CALLS:
         result: types.CallToolResult = sdk["calls"][name]
         assert result.is_error is False, name
@@ -138,7 +139,7 @@ def test_post_answers_with_json(http: HttpServer) -> None:
     assert response.status_code == 200
     assert response.headers["content-type"] == "application/json"
     assert "mcp-session-id" not in response.headers  # stateless: no sessions
-    assert len(response.json()["result"]["tools"]) == len(CALLS)
+    assert len(response.json()["result"]["tools"]) == len(CALLS) + 4  # and the 4 run tools
 
 
 def test_no_initialize_needed(http: HttpServer) -> None:

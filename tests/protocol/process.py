@@ -66,6 +66,7 @@ def workflow_get(self, snapshot, args):
 Service.workflow_get = workflow_get
 """
 
+SERVER_REQUESTS = {"roots/list"}  # what the server may ask a client (see handrail/client_requests.py)
 _MAIN = "import sys\nfrom handrail.cli import main\nraise SystemExit(main(sys.argv[1:]))\n"
 
 
@@ -82,7 +83,11 @@ def check_message(message: Any) -> None:
     assert message.get("jsonrpc") == "2.0", f"jsonrpc is not '2.0': {message!r}"
     if "method" in message:
         assert isinstance(message["method"], str), message
-        assert "id" not in message, f"the server sends no requests: {message!r}"
+        if "id" in message:  # the one request the server makes: roots/list, to a client offering roots
+            assert message["method"] in SERVER_REQUESTS, f"the server sends no such request: {message!r}"
+            assert isinstance(message["id"], str), message
+            assert set(message) <= {"jsonrpc", "id", "method", "params"}, message
+            return
         assert set(message) <= {"jsonrpc", "method", "params"}, message
         return
     assert "id" in message, f"a response carries an id: {message!r}"

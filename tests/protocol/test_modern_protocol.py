@@ -50,6 +50,10 @@ TOOLS = [
     "workflow_validate",
     "workflow_validate_json",
     "workflow_get_schema",
+    "workflow_start",
+    "workflow_continue",
+    "workflow_resume",
+    "workflow_abandon",
 ]
 CACHEABLE = {
     "server/discover",

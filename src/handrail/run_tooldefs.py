@@ -1,0 +1,281 @@
+"""The published run tools: workflow_start, workflow_continue, workflow_resume,
+workflow_abandon (see spec/runs.md). Kept apart from the classic tools' module;
+`tooldefs.tools()` publishes both."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from handrail.tooldefs import ID
+
+RUN_ID = {
+    "type": "string",
+    "pattern": "^[A-Za-z0-9_-]+$",
+    "minLength": 8,
+    "maxLength": 64,
+    "description": "The run's id, as workflow_start returned it",
+}
+STEP_ID = {"type": "string", "pattern": "^[a-z0-9-]+$", "minLength": 1, "maxLength": 64}
+WORKSPACE = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": 4096,
+    "description": "An absolute folder the run works in (default: your first MCP root, "
+    "else the server's working folder)",
+}
+CONTEXT = {
+    "type": "object",
+    "description": "Context variables merged into the run's context first (a key set to null is "
+    'removed), e.g. {"taskScope": "large"}.',
+    "additionalProperties": True,
+}
+STATUS = {"enum": ["active", "awaiting_approval", "completed", "abandoned"]}
+PROGRESS = {
+    "type": "object",
+    "properties": {"completed": {"type": "integer", "minimum": 0}},
+    "required": ["completed"],
+}
+STEP_AT = {
+    "step": {"type": ["object", "null"]},
+    "guidance": {"type": "object"},
+    "isComplete": {"type": "boolean"},
+    "loop": {"type": "object"},
+    "progress": PROGRESS,
+}
+RUN_SUMMARY = {
+    "type": "object",
+    "properties": {
+        "runId": {"type": "string"},
+        "workflowId": {"type": "string"},
+        "goal": {"type": "string"},
+        "status": STATUS,
+        "currentStep": {
+            "type": ["object", "null"],
+            "properties": {"id": {"type": "string"}, "title": {"type": "string"}},
+        },
+        "updatedAt": {"type": "string"},
+        "workspace": {"type": "string"},
+    },
+    "required": ["runId", "workflowId", "goal", "status", "currentStep", "updatedAt", "workspace"],
+}
+EXAMPLE_RUN = "run_4f1c2e9a0b7d4c3e8f6a5b4c3d2e1f00"
+_WRITES = {"readOnlyHint": False, "idempotentHint": False, "openWorldHint": False, "destructiveHint": False}
+
+
+def _example_step(step_id: str, title: str, *, completed: int) -> dict[str, Any]:
+    """The step part of an example answer."""
+    return {
+        "step": {"id": step_id, "title": title, "prompt": "..."},
+        "guidance": {"prompt": "...", "requiresConfirmation": False, "validationCriteria": []},
+        "isComplete": False,
+        "progress": {"completed": completed},
+    }
+
+
+def run_tools() -> list[dict[str, Any]]:
+    return [
+        {
+            "name": "workflow_start",
+            "title": "Start a run",
+            "description": "Starts a run of a workflow: the server keeps its progress and returns the "
+            "first step. Do the step, then send its output with workflow_continue.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "workflowId": {**ID, "description": "The workflow ID (see workflow_list)"},
+                    "goal": {
+                        "type": "string",
+                        "minLength": 1,
+                        "maxLength": 2000,
+                        "description": "What the run is for, in a sentence or two",
+                    },
+                    "workspace": WORKSPACE,
+                    "context": CONTEXT,
+                },
+                "required": ["workflowId", "goal"],
+                "additionalProperties": False,
+            },
+            "outputSchema": {
+                "type": "object",
+                "properties": {
+                    "runId": {"type": "string"},
+                    "status": STATUS,
+                    "workflowId": {"type": "string"},
+                    "workflowVersion": {"type": "string"},
+                    "goal": {"type": "string"},
+                    **STEP_AT,
+                },
+                "required": ["runId", "status", "workflowId", "workflowVersion", "goal", "step", "guidance"],
+            },
+            "annotations": _WRITES,
+            "examples": {
+                "request": {
+                    "method": "workflow_start",
+                    "params": {"workflowId": "coding-task", "goal": "Add a --verbose flag"},
+                },
+                "response": {
+                    "runId": EXAMPLE_RUN,
+                    "status": "active",
+                    "workflowId": "coding-task",
+                    "workflowVersion": "1.0.0",
+                    "goal": "Add a --verbose flag",
+                    **_example_step("understand", "Understand the task", completed=0),
+                },
+            },
+        },
+        {
+            "name": "workflow_continue",
+            "title": "Submit a step's output",
+            "description": "Sends the output of the run's current step. The step's rules run on it: "
+            "when they pass the step is done and the next one comes back (accepted: true); when they "
+            "fail the run stays on the step and the issues say what to fix. `context` is merged into "
+            "the run's context first; send only `context` (no stepId, no output) to set what a "
+            "blocked run waits for.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "runId": RUN_ID,
+                    "stepId": {**STEP_ID, "description": "The id of the run's current step"},
+                    "output": {
+                        "type": "string",
+                        "minLength": 1,
+                        "description": "What you produced for the step",
+                    },
+                    "context": CONTEXT,
+                },
+                "required": ["runId"],
+                "additionalProperties": False,
+            },
+            "outputSchema": {
+                "type": "object",
+                "properties": {
+                    "runId": {"type": "string"},
+                    "accepted": {"type": "boolean"},
+                    "status": STATUS,
+                    "issues": {"type": "array", "items": {"type": "string"}},
+                    "suggestions": {"type": "array", "items": {"type": "string"}},
+                    **STEP_AT,
+                },
+                "required": ["runId", "accepted", "status", "step", "guidance"],
+            },
+            "annotations": _WRITES,
+            "examples": {
+                "request": {
+                    "method": "workflow_continue",
+                    "params": {
+                        "runId": EXAMPLE_RUN,
+                        "stepId": "understand",
+                        "output": "The task is to add a --verbose flag to the CLI ...",
+                    },
+                },
+                "response": {
+                    "runId": EXAMPLE_RUN,
+                    "accepted": True,
+                    "status": "active",
+                    **_example_step("plan", "Plan", completed=1),
+                },
+            },
+        },
+        {
+            "name": "workflow_resume",
+            "title": "Resume a run",
+            "description": "Without runId: the open runs of a workspace, most recently updated first. "
+            "With runId: the run where it stands (current step, context, and a recap of every "
+            "accepted step), enough to carry on in a fresh conversation.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {"runId": RUN_ID, "workspace": WORKSPACE},
+                "required": [],
+                "additionalProperties": False,
+            },
+            "outputSchema": {
+                "type": "object",
+                "properties": {
+                    "runs": {"type": "array", "items": RUN_SUMMARY},
+                    "runId": {"type": "string"},
+                    "status": STATUS,
+                    "workflowId": {"type": "string"},
+                    "workflowVersion": {"type": "string"},
+                    "goal": {"type": "string"},
+                    "workspace": {"type": "string"},
+                    **STEP_AT,
+                    "context": {"type": "object"},
+                    "recap": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "properties": {
+                                "stepId": {"type": "string"},
+                                "title": {"type": "string"},
+                                "summary": {"type": "string"},
+                            },
+                            "required": ["stepId", "title", "summary"],
+                        },
+                    },
+                    "newerVersion": {"type": "object"},
+                },
+            },
+            "annotations": {**_WRITES, "readOnlyHint": True, "idempotentHint": True},
+            "examples": {
+                "request": {"method": "workflow_resume", "params": {}},
+                "response": {
+                    "runs": [
+                        {
+                            "runId": EXAMPLE_RUN,
+                            "workflowId": "coding-task",
+                            "goal": "Add a --verbose flag",
+                            "status": "active",
+                            "currentStep": {"id": "plan", "title": "Plan"},
+                            "updatedAt": "2026-01-01T12:00:00.000Z",
+                            "workspace": "/home/me/project",
+                        }
+                    ]
+                },
+            },
+        },
+        {
+            "name": "workflow_abandon",
+            "title": "Abandon a run",
+            "description": "Ends a run that will not be finished; it is kept, with the reason, as abandoned.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "runId": RUN_ID,
+                    "reason": {
+                        "type": "string",
+                        "minLength": 1,
+                        "maxLength": 2000,
+                        "description": "Why the run is abandoned",
+                    },
+                },
+                "required": ["runId", "reason"],
+                "additionalProperties": False,
+            },
+            "outputSchema": {
+                "type": "object",
+                "properties": {
+                    "runId": {"type": "string"},
+                    "status": STATUS,
+                    "workflowId": {"type": "string"},
+                },
+                "required": ["runId", "status"],
+            },
+            "annotations": {**_WRITES, "destructiveHint": True, "idempotentHint": True},
+            "examples": {
+                "request": {
+                    "method": "workflow_abandon",
+                    "params": {"runId": EXAMPLE_RUN, "reason": "Superseded"},
+                },
+                "response": {
+                    "runId": EXAMPLE_RUN,
+                    "status": "abandoned",
+                    "workflowId": "coding-task",
+                },
+            },
+        },
+    ]
+
+
+RUN_TOOL_NAMES = ("workflow_start", "workflow_continue", "workflow_resume", "workflow_abandon")
+# what `--runs-only` still offers: listing workflows, and the run tools
+RUNS_ONLY_TOOLS = frozenset(("workflow_list", *RUN_TOOL_NAMES))

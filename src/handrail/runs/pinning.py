@@ -1,0 +1,75 @@
+"""Which compiled workflow a run follows: the version it started on, always.
+
+A run stores the content hash of its workflow's source. While the catalog serves
+that same source, its compiled workflow is used; once the file changes (or breaks,
+or goes), the stored source is compiled again and kept in a small LRU cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections import OrderedDict
+from typing import TYPE_CHECKING
+
+from handrail.errors import StorageError
+
+if TYPE_CHECKING:
+    from handrail.model import Workflow
+    from handrail.store import RunStore
+
+PINNED_CACHE_SIZE = 32
+
+
+def content_hash(document: bytes) -> str:
+    return hashlib.sha256(document).hexdigest()
+
+
+class Pins:
+    def __init__(self, size: int = PINNED_CACHE_SIZE) -> None:
+        self._size = size
+        self._compiled: OrderedDict[str, Workflow] = OrderedDict()
+        self._hashes: OrderedDict[str, str] = OrderedDict()  # Workflow.revision -> content hash
+        self._lock = threading.Lock()
+
+    def hash_of(self, workflow: Workflow) -> str:
+        """The content hash of a catalog workflow (cached by its revision)."""
+        with self._lock:
+            found = self._hashes.get(workflow.revision)
+        if found is None:
+            found = content_hash(workflow.document)
+            with self._lock:
+                self._hashes[workflow.revision] = found
+                while len(self._hashes) > self._size * 8:
+                    self._hashes.popitem(last=False)
+        return found
+
+    def workflow(self, source_hash: str, current: Workflow | None, store: RunStore) -> Workflow:
+        """The run's pinned workflow: `current` (the catalog's) when it is the same source."""
+        if current is not None and self.hash_of(current) == source_hash:
+            return current
+        with self._lock:
+            cached = self._compiled.get(source_hash)
+            if cached is not None:
+                self._compiled.move_to_end(source_hash)
+                return cached
+        document = store.get_source(source_hash)
+        if document is None:
+            raise StorageError(
+                f"the run's workflow source {source_hash[:12]} is missing from the run database",
+                {"sourceHash": source_hash},
+            )
+        from handrail.compiler import compile_text
+
+        compiled = compile_text(document, f"<pinned {source_hash[:12]}>")
+        if compiled.workflow is None:  # it compiled when the run started: a newer handrail refuses it
+            raise StorageError(
+                "the run's pinned workflow no longer compiles: "
+                + "; ".join(d.message for d in compiled.errors[:3]),
+                {"sourceHash": source_hash},
+            )
+        with self._lock:
+            self._compiled[source_hash] = compiled.workflow
+            while len(self._compiled) > self._size:
+                self._compiled.popitem(last=False)
+        return compiled.workflow

@@ -1,0 +1,102 @@
+"""The run tools' handlers, as the service dispatches them: arguments in, results out."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from handrail.errors import SecurityError
+
+if TYPE_CHECKING:
+    from handrail.catalog import Snapshot
+    from handrail.model import Workflow
+    from handrail.runs.core import Runs
+
+log = logging.getLogger("handrail.runs")
+
+Handler = Callable[["Snapshot", dict[str, Any]], Any]
+HIDDEN_BY_RUNS_ONLY = ("workflow_get", "workflow_next", "workflow_validate")
+
+
+def run_handlers(runs: Runs, workflow: Callable[[Snapshot, str], Workflow]) -> dict[str, Handler]:
+    """`workflow(snapshot, id)` finds a catalog workflow or raises WorkflowNotFound."""
+
+    def start(snapshot: Snapshot, args: dict[str, Any]) -> Any:
+        found = workflow(snapshot, args["workflowId"])
+        return runs.start(found, args["goal"], args.get("workspace"), args.get("context"))
+
+    def continue_(snapshot: Snapshot, args: dict[str, Any]) -> Any:
+        return runs.continue_(
+            snapshot, args["runId"], args.get("stepId"), args.get("output"), args.get("context")
+        )
+
+    def resume(snapshot: Snapshot, args: dict[str, Any]) -> Any:
+        return runs.resume(snapshot, args.get("runId"), args.get("workspace"))
+
+    def abandon(snapshot: Snapshot, args: dict[str, Any]) -> Any:
+        return runs.abandon(args["runId"], args["reason"])
+
+    return {
+        "workflow_start": start,
+        "workflow_continue": continue_,
+        "workflow_resume": resume,
+        "workflow_abandon": abandon,
+    }
+
+
+def refuse_in_runs_only(name: str) -> None:
+    if name in HIDDEN_BY_RUNS_ONLY:
+        raise SecurityError(
+            f"{name} is not available: this server runs with --runs-only",
+            {
+                "tool": name,
+                "details": f"{name} is turned off on this server (--runs-only) so that steps are done "
+                "in order and checked; use workflow_start, then workflow_continue with each step's "
+                "output, and workflow_resume to see where a run stands",
+            },
+        )
+
+
+def open_runs_note(runs: Runs, workspace: str | None = None) -> str:
+    """A paragraph for `initialize`'s instructions naming the workspace's open runs; empty
+    when there are none. Never creates the database, and never fails `initialize`."""
+    try:
+        store_file = getattr(runs, "database_file", None)
+        if store_file is not None and not os.path.exists(store_file):
+            return ""
+        listed = runs.open_runs(workspace or runs.default_workspace(), limit=10)
+    except Exception as exc:  # a broken database must not stop the handshake
+        log.warning("could not list open runs for the instructions: %s", exc)
+        return ""
+    if not listed:
+        return ""
+    lines = []
+    for r in listed:
+        step = r["currentStep"]
+        at = f"at step `{step['id']}` ({step['title']})" if step else "waiting for context"
+        lines.append(
+            f"- {r['runId']}: {r['workflowId']}, goal: {r['goal'][:200]}; {at}; last update {r['updatedAt']}"
+        )
+    return (
+        f"Unfinished runs in this workspace ({listed[0]['workspace']}):\n"
+        + "\n".join(lines)
+        + "\n\nTo carry on with one, call workflow_resume with its runId: it returns the current step, "
+        "the context and a recap of the work so far. Then send each step's output with workflow_continue."
+    )
+
+
+def run_prompt_text(workflow: Any) -> str:
+    """What the model reads when a user picks a workflow's prompt on a --runs-only server."""
+    description = f"\n\n{workflow.description}" if workflow.description else ""
+    return (
+        f'Follow the workflow "{workflow.name}" ({workflow.id}) as a run.{description}\n\n'
+        f'1. Call workflow_start with workflowId "{workflow.id}" and a goal: a sentence saying what '
+        "this run is for. It returns a runId and the first step.\n"
+        "2. Do the step, then call workflow_continue with the runId, the step's id as stepId and "
+        "what you produced as output. If it is not accepted, fix what the issues say and send it "
+        "again.\n"
+        "3. Repeat with each step it returns until the status is completed. If the conversation "
+        "ends, workflow_resume picks the run up where it stopped."
+    )

@@ -1,0 +1,195 @@
+"""`handrail runs`: list, show and abandon runs, for people (see spec/runs.md).
+
+Also the `--database` and `--runs-only` options that `start` and `serve` share.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import TYPE_CHECKING, Any
+
+from handrail.errors import HandrailError
+
+if TYPE_CHECKING:
+    from handrail.runs import Runs
+    from handrail.store import Event, RunRecord
+
+EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
+TRUE_WORDS = {"1", "true", "yes", "on"}
+
+
+def add_database_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--database",
+        default=None,
+        metavar="URL",
+        help="the run store, sqlite:///path/to/file.db (default $HANDRAIL_DATABASE_URL, "
+        "else ~/.handrail/handrail.db; $HANDRAIL_HOME moves ~/.handrail)",
+    )
+
+
+def add_runs_only_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--runs-only",
+        action="store_true",
+        default=os.environ.get("HANDRAIL_RUNS_ONLY", "").strip().lower() in TRUE_WORDS,
+        help="offer workflow_list and the run tools only; workflow_get/next/validate are refused "
+        "(also HANDRAIL_RUNS_ONLY=1)",
+    )
+
+
+def add_runs_parser(sub: Any) -> None:
+    runs = sub.add_parser("runs", help="list, show and abandon workflow runs")
+    verbs = runs.add_subparsers(dest="runs_command", metavar="VERB")
+    listing = verbs.add_parser("list", help="runs, most recently updated first")
+    listing.add_argument(
+        "--status", choices=["active", "awaiting_approval", "completed", "abandoned", "open"]
+    )
+    listing.add_argument("--workspace", default=None, metavar="FOLDER", help="only runs of this folder")
+    listing.add_argument("--limit", type=int, default=100, metavar="N")
+    listing.add_argument("--format", choices=["text", "json"], default="text")
+    add_database_option(listing)
+    show = verbs.add_parser("show", help="one run's timeline: every event with its time, output and issues")
+    show.add_argument("run_id", metavar="RUN")
+    show.add_argument("--format", choices=["text", "json", "md"], default="text")
+    add_database_option(show)
+    abandon = verbs.add_parser("abandon", help="end a run that will not be finished")
+    abandon.add_argument("run_id", metavar="RUN")
+    abandon.add_argument("--reason", default="abandoned from the command line", metavar="TEXT")
+    add_database_option(abandon)
+    runs.set_defaults(runs_parser=runs)
+
+
+def runs_command(args: argparse.Namespace) -> int:
+    verb = getattr(args, "runs_command", None)
+    if verb is None:
+        args.runs_parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    from handrail.service import default_runs
+
+    runs = default_runs(args.database)
+    try:
+        if verb == "list":
+            return _list(runs, args)
+        if verb == "show":
+            return _show(runs, args)
+        return _abandon(runs, args)
+    except HandrailError as exc:
+        details = exc.data.get("details")
+        print(f"handrail runs {verb}: {exc.message}" + (f": {details}" if details else ""), file=sys.stderr)
+        return EXIT_ERRORS
+    finally:
+        runs.close()
+
+
+def _list(runs: Runs, args: argparse.Namespace) -> int:
+    from handrail.store import ACTIVE_STATUSES
+
+    statuses = None
+    if args.status == "open":
+        statuses = list(ACTIVE_STATUSES)
+    elif args.status:
+        statuses = [args.status]
+    workspace = os.path.abspath(args.workspace) if args.workspace else None
+    found = runs.store.list_runs(workspace=workspace, statuses=statuses, limit=args.limit)
+    if args.format == "json":
+        print(json.dumps({"runs": [_run_dict(r) for r in found]}, indent=2, ensure_ascii=False))
+        return EXIT_OK
+    for r in found:
+        step = r.current_step
+        where = step["id"] if step else ("-" if r.status != "active" else "(waiting for context)")
+        print(f"{r.id}  {r.status:<10} {r.workflow_id:<24} {where:<24} {r.updated_at}  {r.goal[:60]}")
+    print(f"\n{len(found)} run{'s' * (len(found) != 1)}")
+    return EXIT_OK
+
+
+def _run_dict(r: RunRecord) -> dict[str, Any]:
+    return {
+        "runId": r.id,
+        "status": r.status,
+        "workflowId": r.workflow_id,
+        "workflowVersion": r.workflow_version,
+        "goal": r.goal,
+        "workspace": r.workspace,
+        "owner": r.owner,
+        "currentStep": r.current_step,
+        "completed": r.accepted,
+        "context": dict(r.context),
+        "createdAt": r.created_at,
+        "updatedAt": r.updated_at,
+    }
+
+
+def _show(runs: Runs, args: argparse.Namespace) -> int:
+    run = runs.run(args.run_id)
+    events = runs.store.events(run.id)
+    if args.format == "json":
+        document = {"run": _run_dict(run), "events": [_event_dict(e) for e in events]}
+        print(json.dumps(document, indent=2, ensure_ascii=False))
+    elif args.format == "md":
+        print(_markdown(run, events))
+    else:
+        print(_text(run, events))
+    return EXIT_OK
+
+
+def _event_dict(e: Event) -> dict[str, Any]:
+    return {"type": e.type, "at": e.at, **{k: v for k, v in e.as_dict().items() if k not in ("type", "at")}}
+
+
+def _text(run: RunRecord, events: list[Event]) -> str:
+    step = run.current_step
+    lines = [
+        f"run {run.id}",
+        f"  workflow   {run.workflow_id} {run.workflow_version}",
+        f"  goal       {run.goal}",
+        f"  status     {run.status}" + (f" at step {step['id']} ({step['title']})" if step else ""),
+        f"  workspace  {run.workspace}",
+        f"  completed  {run.accepted} step{'s' * (run.accepted != 1)}",
+        "",
+    ]
+    for e in events:
+        head = f"{e.at}  {e.type:<9}" + (f" {e.step_id}" if e.step_id else "")
+        lines.append(head)
+        for key, value in e.data.items():
+            if key == "output":
+                lines.extend("    | " + line for line in str(value).splitlines() or [""])
+            elif key == "issues":
+                lines.extend(f"    ! {issue}" for issue in value)
+            elif key not in ("suggestions",):
+                lines.append(f"    {key}: {json.dumps(value, ensure_ascii=False)}")
+    return "\n".join(lines)
+
+
+def _markdown(run: RunRecord, events: list[Event]) -> str:
+    lines = [
+        f"# Run `{run.id}`",
+        "",
+        f"- **Workflow:** `{run.workflow_id}` {run.workflow_version}",
+        f"- **Goal:** {run.goal}",
+        f"- **Status:** {run.status}",
+        f"- **Workspace:** `{run.workspace}`",
+        "",
+        "## Timeline",
+    ]
+    for e in events:
+        lines.append("")
+        lines.append(f"### {e.at} · {e.type}" + (f" · `{e.step_id}`" if e.step_id else ""))
+        if "output" in e.data:
+            lines.extend(["", "```text", str(e.data["output"]).replace("```", "` ` `"), "```"])
+        for issue in e.data.get("issues", []):
+            lines.append(f"- ⚠ {issue}")
+        if "reason" in e.data:
+            lines.append(f"\nReason: {e.data['reason']}")
+        if e.data.get("contextChanges"):
+            lines.append(f"\nContext changes: `{json.dumps(e.data['contextChanges'], ensure_ascii=False)}`")
+    return "\n".join(lines)
+
+
+def _abandon(runs: Runs, args: argparse.Namespace) -> int:
+    result = runs.abandon(args.run_id, args.reason)
+    print(f"run {result['runId']} abandoned")
+    return EXIT_OK

@@ -1,0 +1,316 @@
+"""The run store in one SQLite file (stdlib sqlite3).
+
+WAL with synchronous=FULL: a commit is on disk before the call returns, so an
+answer sent after it survives `kill -9` and power loss. Writes take the database
+lock up front (BEGIN IMMEDIATE) and check the run's version inside the
+transaction, so two processes racing on one run serialise and the second sees
+the first's write (a `Conflict`). The schema is versioned: `MIGRATIONS[n]`
+takes a database from version n to n + 1, recorded in `schema_migrations`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from handrail.errors import StorageError
+from handrail.store.base import Conflict, Event, NewEvent, RunRecord, RunUpdate, written
+
+BUSY_TIMEOUT_MS = 10_000
+
+MIGRATIONS: tuple[str, ...] = (
+    """
+    CREATE TABLE workflow_sources (
+        hash TEXT PRIMARY KEY,
+        workflow_id TEXT NOT NULL,
+        document BLOB NOT NULL,
+        stored_at TEXT NOT NULL
+    );
+    CREATE TABLE runs (
+        id TEXT PRIMARY KEY,
+        owner TEXT NOT NULL,
+        workspace TEXT NOT NULL,
+        workflow_id TEXT NOT NULL,
+        workflow_version TEXT NOT NULL,
+        source_hash TEXT NOT NULL REFERENCES workflow_sources(hash),
+        goal TEXT NOT NULL,
+        status TEXT NOT NULL,
+        context TEXT NOT NULL,
+        position TEXT NOT NULL,
+        accepted INTEGER NOT NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        version INTEGER NOT NULL,
+        events INTEGER NOT NULL
+    );
+    CREATE INDEX runs_by_workspace ON runs (workspace, status);
+    CREATE INDEX runs_by_owner ON runs (owner, status);
+    CREATE TABLE run_events (
+        run_id TEXT NOT NULL REFERENCES runs(id),
+        seq INTEGER NOT NULL,
+        type TEXT NOT NULL,
+        at TEXT NOT NULL,
+        actor TEXT NOT NULL,
+        step_id TEXT,
+        data TEXT NOT NULL,
+        PRIMARY KEY (run_id, seq)
+    );
+    """,
+)
+
+
+def now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _json(value: Any) -> str:
+    try:
+        return orjson.dumps(value).decode()
+    except (TypeError, orjson.JSONEncodeError):
+        # integers past 64 bits, lone surrogates: the standard library, in ASCII escapes so
+        # that no output can make the row unwritable; the leading space (still JSON) tells
+        # `_load` to read it back the same way, as orjson would turn such integers into floats
+        return " " + json.dumps(value, ensure_ascii=True, separators=(",", ":"))
+
+
+def _load(text: str) -> Any:
+    return json.loads(text) if text.startswith(" ") else orjson.loads(text)
+
+
+class SqliteStore:
+    def __init__(self, path: Path, *, url: str | None = None) -> None:
+        self.url = url or f"sqlite:///{path}"
+        self.path = path
+        try:
+            # runs hold what agents wrote: readable by their owner only (SQLite gives its
+            # -wal and -shm files the database file's permissions)
+            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            os.close(os.open(path, os.O_CREAT | os.O_RDWR, 0o600))
+            # one connection per store, shared by the HTTP transport's threads under a lock
+            self._db = sqlite3.connect(
+                path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000
+            )
+            self._lock = threading.Lock()
+            self._db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            self._db.execute("PRAGMA journal_mode = WAL")
+            self._db.execute("PRAGMA synchronous = FULL")
+            self._db.execute("PRAGMA foreign_keys = ON")
+            self._migrate()
+        except sqlite3.Error as exc:
+            raise StorageError(
+                f"cannot open the run database {path}: {exc}", {"database": str(path)}
+            ) from None
+        except OSError as exc:
+            raise StorageError(
+                f"cannot create the run database {path}: {exc}", {"database": str(path)}
+            ) from None
+
+    # -- schema --------------------------------------------------------------------
+    def _migrate(self) -> None:
+        try:  # the usual case, a current schema, needs no write (and no fsync) at all
+            if self._db.execute("SELECT MAX(version) FROM schema_migrations").fetchone()[0] == len(
+                MIGRATIONS
+            ):
+                return
+        except sqlite3.OperationalError:
+            pass  # a new database: no table yet
+        with self._write() as db:
+            db.execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations "
+                "(version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)"
+            )
+            row = db.execute("SELECT MAX(version) FROM schema_migrations").fetchone()
+            current = row[0] or 0
+            if current > len(MIGRATIONS):
+                raise StorageError(
+                    f"the run database {self.path} has schema version {current}, newer than this "
+                    f"handrail knows ({len(MIGRATIONS)}); upgrade handrail",
+                    {"database": str(self.path), "schemaVersion": current},
+                )
+            for version in range(current, len(MIGRATIONS)):
+                for statement in MIGRATIONS[version].split(";"):
+                    if statement.strip():
+                        db.execute(statement)
+                db.execute("INSERT INTO schema_migrations VALUES (?, ?)", (version + 1, now()))
+
+    @property
+    def schema_version(self) -> int:
+        with self._lock:
+            row = self._db.execute("SELECT MAX(version) FROM schema_migrations").fetchone()
+        return int(row[0] or 0)
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction, holding the database lock from its start."""
+        with self._lock:
+            db = self._db
+            try:
+                db.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as exc:
+                raise StorageError(f"the run database is unavailable: {exc}") from None
+            try:
+                yield db
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            try:
+                db.execute("COMMIT")
+            except sqlite3.Error as exc:
+                db.execute("ROLLBACK")
+                raise StorageError(f"the run database refused the write: {exc}") from None
+
+    # -- sources -------------------------------------------------------------------
+    def put_source(self, source_hash: str, workflow_id: str, document: bytes) -> None:
+        with self._write() as db:
+            db.execute(
+                "INSERT OR IGNORE INTO workflow_sources VALUES (?, ?, ?, ?)",
+                (source_hash, workflow_id, document, now()),
+            )
+
+    def get_source(self, source_hash: str) -> bytes | None:
+        with self._lock:
+            row = self._db.execute(
+                "SELECT document FROM workflow_sources WHERE hash = ?", (source_hash,)
+            ).fetchone()
+        return bytes(row[0]) if row else None
+
+    # -- runs ----------------------------------------------------------------------
+    def create(self, run: RunRecord, events: Sequence[NewEvent]) -> RunRecord:
+        with self._write() as db:
+            db.execute(
+                "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    run.id,
+                    run.owner,
+                    run.workspace,
+                    run.workflow_id,
+                    run.workflow_version,
+                    run.source_hash,
+                    run.goal,
+                    run.status,
+                    _json(run.context),
+                    _json(run.position),
+                    run.accepted,
+                    run.created_at,
+                    run.updated_at,
+                    run.version,
+                    len(events),
+                ),
+            )
+            self._append(db, run.id, 0, events, run.owner, run.created_at)
+        return replace(run, events=len(events))
+
+    def update(self, run: RunRecord, change: RunUpdate, events: Sequence[NewEvent], actor: str) -> RunRecord:
+        at = now()
+        sets = ["updated_at = ?", "version = version + 1", "events = events + ?"]
+        values: list[Any] = [at, len(events)]
+        if change.status is not None:
+            sets.append("status = ?")
+            values.append(change.status)
+        if change.context is not None:
+            sets.append("context = ?")
+            values.append(_json(change.context))
+        if change.position is not None:
+            sets.append("position = ?")
+            values.append(_json(change.position))
+        if change.accepted is not None:
+            sets.append("accepted = ?")
+            values.append(change.accepted)
+        with self._write() as db:
+            moved = db.execute(
+                f"UPDATE runs SET {', '.join(sets)} WHERE id = ? AND version = ?",
+                (*values, run.id, run.version),
+            ).rowcount
+            if moved != 1:
+                raise Conflict(run.id)
+            # the version check above makes `run.events` the log's length as committed
+            self._append(db, run.id, run.events, events, actor, at)
+        return written(run, change, at, len(events))
+
+    @staticmethod
+    def _append(
+        db: sqlite3.Connection, run_id: str, last: int, events: Sequence[NewEvent], actor: str, at: str
+    ) -> None:
+        for i, e in enumerate(events, 1):
+            db.execute(
+                "INSERT INTO run_events VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (run_id, last + i, e.type, at, actor, e.step_id, _json(e.data)),
+            )
+
+    def get(self, run_id: str) -> RunRecord | None:
+        with self._lock:
+            row = self._db.execute(f"SELECT {_COLUMNS} FROM runs WHERE id = ?", (run_id,)).fetchone()
+        return _record(row) if row else None
+
+    def list_runs(
+        self,
+        *,
+        workspace: str | None = None,
+        statuses: Sequence[str] | None = None,
+        owner: str | None = None,
+        limit: int = 100,
+    ) -> list[RunRecord]:
+        where: list[str] = []
+        values: list[Any] = []
+        if workspace is not None:
+            where.append("workspace = ?")
+            values.append(workspace)
+        if statuses:
+            where.append(f"status IN ({', '.join('?' for _ in statuses)})")
+            values.extend(statuses)
+        if owner is not None:
+            where.append("owner = ?")
+            values.append(owner)
+        clause = f"WHERE {' AND '.join(where)}" if where else ""
+        query = f"SELECT {_COLUMNS} FROM runs {clause} ORDER BY updated_at DESC, rowid DESC LIMIT ?"
+        with self._lock:
+            rows = self._db.execute(query, (*values, limit)).fetchall()
+        return [_record(r) for r in rows]
+
+    def events(self, run_id: str) -> list[Event]:
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT seq, type, at, actor, step_id, data FROM run_events WHERE run_id = ? ORDER BY seq",
+                (run_id,),
+            ).fetchall()
+        return [Event(seq, kind, at, actor, step, _load(data)) for seq, kind, at, actor, step, data in rows]
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+
+_COLUMNS = (
+    "id, owner, workspace, workflow_id, workflow_version, source_hash, goal, status, "
+    "context, position, accepted, created_at, updated_at, version, events"
+)
+
+
+def _record(row: Sequence[Any]) -> RunRecord:
+    return RunRecord(
+        id=row[0],
+        owner=row[1],
+        workspace=row[2],
+        workflow_id=row[3],
+        workflow_version=row[4],
+        source_hash=row[5],
+        goal=row[6],
+        status=row[7],
+        context=_load(row[8]),
+        position=_load(row[9]),
+        accepted=row[10],
+        created_at=row[11],
+        updated_at=row[12],
+        version=row[13],
+        events=row[14],
+    )

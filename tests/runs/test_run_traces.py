@@ -1,0 +1,122 @@
+"""Golden run traces (spec/cases/runs/*.json), run through the service's run tools.
+
+Each trace holds an inline workflow and a list of calls (`start`, `continue`,
+`resume`, `abandon`, and `edit`, which replaces the served workflow) with the subset
+of each result that must match, as in spec/cases/traces (the same matcher). The
+runId of the latest `start` fills in every later call unless the call names its
+own; `"runId": "$none"` leaves it out (workflow_resume then lists the open runs).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+import pytest
+
+from handrail.catalog import Entry, Snapshot, Source
+from handrail.compiler import compile_text
+from handrail.errors import HandrailError
+from handrail.model import Workflow
+from handrail.service import Service, default_runs
+from tests.conftest import SPEC
+from tests.engine.test_traces import mismatches
+
+RUNS = SPEC / "cases" / "runs"
+TOOLS = {
+    "start": "workflow_start",
+    "continue": "workflow_continue",
+    "resume": "workflow_resume",
+    "abandon": "workflow_abandon",
+}
+NONE = "$none"
+REQUIRED = {"accept", "reject", "loops", "blocked", "resume", "pinning"}
+
+
+class _Editable:
+    """A catalog stand-in serving one workflow, which an `edit` call replaces."""
+
+    def __init__(self, workflow: Workflow) -> None:
+        self.serve(workflow)
+
+    def serve(self, workflow: Workflow) -> None:
+        entry = Entry(workflow, Source("cli", Path("<run trace>")))
+        self._snapshot = Snapshot(MappingProxyType({workflow.id: entry}), (), (), MappingProxyType({}))
+
+    def snapshot(self) -> Snapshot:
+        return self._snapshot
+
+
+def compiled(document: dict[str, Any]) -> Workflow:
+    result = compile_text(json.dumps(document), "<run trace>")
+    assert result.workflow is not None, [d.render() for d in result.errors]
+    return result.workflow
+
+
+def run_trace(trace: dict[str, Any], folder: Path) -> list[str]:
+    workflow = compiled(trace["workflow"])
+    catalog = _Editable(workflow)
+    service = Service(catalog, runs=default_runs(f"sqlite:///{folder / 'runs.db'}"))  # type: ignore[arg-type]
+    problems: list[str] = []
+    run_id: str | None = None
+    try:
+        for index, call in enumerate(trace["calls"]):
+            where = f"call {index} ({call['tool']})"
+            params = dict(call.get("params", {}))
+            if call["tool"] == "edit":
+                edited = compiled(params["workflow"])
+                catalog.serve(edited)
+                outcome: dict[str, Any] = {"version": edited.version}
+            else:
+                if call["tool"] == "start":
+                    params.setdefault("workflowId", workflow.id)
+                elif params.get("runId") == NONE:
+                    del params["runId"]
+                elif "runId" not in params:
+                    assert run_id is not None, f"{where}: no run started yet"
+                    params["runId"] = run_id
+                try:
+                    outcome = service.call(TOOLS[call["tool"]], params)
+                except HandrailError as exc:
+                    outcome = {"error": {"code": exc.code, "message": exc.message, "data": exc.data}}
+                if call["tool"] == "start" and "runId" in outcome:
+                    run_id = outcome["runId"]
+            expect = dict(call.get("expect", {}))
+            if "error" in expect and "error" not in outcome:
+                problems.append(f"{where}: expected error {expect['error']}, got {outcome}")
+                continue
+            if "error" in outcome and "error" not in expect:
+                problems.append(f"{where}: unexpected error {outcome['error']}")
+                continue
+            problems.extend(f"{where}{m}" for m in mismatches(expect, outcome))
+    finally:
+        service.close()
+    return problems
+
+
+def trace_files() -> list[Path]:
+    return sorted(RUNS.glob("*.json"))
+
+
+def test_the_run_traces_cover_accept_reject_loops_blocked_resume_and_pinning() -> None:
+    assert {p.stem for p in trace_files()} >= REQUIRED
+
+
+@pytest.mark.parametrize("path", trace_files(), ids=lambda p: p.stem)
+def test_run_trace_is_well_formed(path: Path) -> None:
+    trace = json.loads(path.read_text("utf-8"))
+    assert set(trace) == {"description", "workflow", "calls"} and trace["description"].strip()
+    for call in trace["calls"]:
+        assert set(call) <= {"tool", "params", "expect", "note"}
+        assert call["tool"] in {*TOOLS, "edit"}
+        assert isinstance(call["expect"], dict) and call["expect"], "every call states what it expects"
+
+
+@pytest.mark.parametrize("path", trace_files(), ids=lambda p: p.stem)
+def test_run_trace_meets_every_expectation(
+    path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # the default workspace
+    assert run_trace(json.loads(path.read_text("utf-8")), tmp_path) == []
