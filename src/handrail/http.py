@@ -24,6 +24,7 @@ import binascii
 import hmac
 import logging
 import re
+import socket
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from types import FrameType
@@ -312,6 +313,21 @@ def create_app(service: Service, settings: HttpSettings | None = None) -> Starle
     )
 
 
+def bind(host: str, port: int) -> socket.socket:
+    """The listening socket, bound before anything is served, so that a port in use is
+    an OSError the command can word in one line (uvicorn would log a traceback-like
+    error and exit 1)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
 def serve(
     service: Service,
     host: str = "127.0.0.1",
@@ -321,6 +337,7 @@ def serve(
     extra_origins: Iterable[str] = (),
     token: str | None = None,
     log_level: str = "warning",
+    sock: socket.socket | None = None,
 ) -> int:
     import uvicorn
 
@@ -346,5 +363,7 @@ def serve(
             super().handle_exit(sig, frame)
             self._captured_signals.clear()
 
-    Server(uvicorn.Config(app, host=host, port=port, log_level=log_level)).run()
+    Server(uvicorn.Config(app, host=host, port=port, log_level=log_level)).run(
+        sockets=[sock if sock is not None else bind(host, port)]
+    )
     return 0

@@ -10,6 +10,8 @@ import pytest
 from handrail.compiler import compile_path
 from tests.conftest import CORPUS, CORPUS_REJECTED, corpus_accepted, corpus_files
 
+pytestmark = pytest.mark.corpus  # served or walked workflows come from the WorkRail corpus
+
 # Warnings a file WorkRail accepts may carry: an id that differs from the file name,
 # and a template naming a variable only the agent sets.
 TOLERATED_WARNINGS = {"H207", "H500"}

@@ -592,6 +592,7 @@ CORPUS_WITH_LOOPS = [p for p in corpus_accepted() if '"loop"' in p.read_text("ut
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@pytest.mark.corpus
 @given(st.sampled_from(CORPUS_WITH_LOOPS or [Path("missing")]), st.data())
 def test_corpus_workflows_with_loops_finish_for_any_contract_following_client(
     path: Path, data: st.DataObject

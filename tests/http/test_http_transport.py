@@ -22,9 +22,11 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
-from tests.conftest import CORPUS
+from tests.conftest import CORPUS, corpus_text
 from tests.http import MODERN, HttpServer, modern_headers, modern_request
 from tests.protocol.process import LATEST, Server
+
+pytestmark = pytest.mark.corpus  # served or walked workflows come from the WorkRail corpus
 
 LOOPS = CORPUS / "workflows" / "examples" / "loops"
 ARGS = ("--no-bundled", "--workflows", str(LOOPS))
@@ -34,7 +36,7 @@ CALLS: list[tuple[str, dict[str, Any]]] = [
     ("workflow_get", {"id": BATCH}),
     ("workflow_next", {"workflowId": BATCH, "completedSteps": []}),
     ("workflow_validate", {"workflowId": BATCH, "stepId": "load-data", "output": "Loaded the items."}),
-    ("workflow_validate_json", {"workflow": (LOOPS / "simple-batch.json").read_text("utf-8")}),
+    ("workflow_validate_json", {"workflow": corpus_text("workflows/examples/loops/simple-batch.json")}),
     ("workflow_get_schema", {}),
 ]
 INITIALIZE = {"protocolVersion": LATEST, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}

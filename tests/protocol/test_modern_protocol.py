@@ -40,6 +40,8 @@ from tests.http import (
 )
 from tests.protocol.process import LATEST, ROOT, Server
 
+pytestmark = pytest.mark.corpus  # served or walked workflows come from the WorkRail corpus
+
 LOOPS = CORPUS / "workflows" / "examples" / "loops"
 ARGS = ("--no-bundled", "--workflows", str(LOOPS))
 BATCH = "simple-batch-example"

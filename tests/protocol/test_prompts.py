@@ -27,6 +27,8 @@ from tests.conftest import CORPUS
 from tests.http import MODERN, HttpServer, modern_request
 from tests.protocol.process import Server
 
+pytestmark = pytest.mark.corpus  # served or walked workflows come from the WorkRail corpus
+
 LOOPS = CORPUS / "workflows" / "examples" / "loops"
 ARGS = ("--no-bundled", "--workflows", str(LOOPS))
 BATCH = "simple-batch-example"

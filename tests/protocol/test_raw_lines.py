@@ -25,8 +25,10 @@ from jsonschema.validators import validator_for
 from referencing import Registry
 
 from handrail.compiler import compile_path
-from tests.conftest import CORPUS
+from tests.conftest import CORPUS, corpus_text
 from tests.protocol.process import LATEST, Server, check_message, clean_env, command
+
+pytestmark = pytest.mark.corpus  # served or walked workflows come from the WorkRail corpus
 
 LOOPS = CORPUS / "workflows" / "examples" / "loops"
 ARGS = ("--no-bundled", "--workflows", str(LOOPS))
@@ -539,7 +541,7 @@ def test_tools_list(tools: dict[str, dict[str, Any]]) -> None:
         assert not list(outputs.iter_errors(example["response"])), name
 
 
-SCHEMA_TEXT = (CORPUS / "workflows" / "examples" / "loops" / "simple-retry.json").read_text("utf-8")
+SCHEMA_TEXT = corpus_text("workflows/examples/loops/simple-retry.json")
 CALLS = [
     ("workflow_list", {}),
     ("workflow_get", {"id": BATCH}),
