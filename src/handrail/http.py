@@ -38,6 +38,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from handrail import __version__
+from handrail.errors import explained
 from handrail.protocol import (
     ALL_VERSIONS,
     CLIENT_CAPABILITIES_KEY,
@@ -94,7 +95,7 @@ def _host_name(value: str) -> str:
 
 
 def _error(status: int, code: int, message: str, rid: Any = None, **data: Any) -> Response:
-    error: dict[str, Any] = {"code": code, "message": message}
+    error: dict[str, Any] = {"code": code, "message": explained(message, data)}
     if data:
         error["data"] = data
     body = {"jsonrpc": "2.0", "id": rid, "error": error}

@@ -170,8 +170,8 @@ def test_blank_lines_and_crlf(server: Server) -> None:
 def test_unparsable_line_is_a_parse_error(server: Server, line: bytes) -> None:
     server.send_raw(line + b"\n")
     error = error_of(server.response(None), -32700, None)
-    assert error["message"] == "Parse error"
     assert isinstance(error["data"]["details"], str) and error["data"]["details"]
+    assert error["message"] == f"Parse error: {error['data']['details']}"  # what SDK users see
     ping_answers(server)
 
 
@@ -199,8 +199,8 @@ def test_unparsable_line_is_a_parse_error(server: Server, line: bytes) -> None:
 def test_invalid_request(server: Server, message: Any, rid: Any, detail: str) -> None:
     server.send(message)
     error = error_of(server.response(rid), -32600, rid)
-    assert error["message"] == "Invalid Request"
     assert detail in error["data"]["details"]
+    assert error["message"] == f"Invalid Request: {error['data']['details']}"
     ping_answers(server)
 
 
@@ -328,7 +328,7 @@ def test_ping(server: Server) -> None:
 @pytest.mark.parametrize("method", ["no/such/method", "tools/nope", "workflow_delete", "", "Ping"])
 def test_unknown_method(server: Server, method: str) -> None:
     error = error_of(server.request(method, {}), -32601)
-    assert error["message"] == "Method not found"
+    assert error["message"] == f"Method not found: `{method}`"
     assert error["data"] == {"method": method}
 
 
@@ -402,7 +402,7 @@ def test_before_initialize_only_initialize_and_ping_are_served(fresh: Server) ->
         ("no/such/method", {}),
     ]:
         error = error_of(fresh.request(method, params), -32000)
-        assert error["message"] == "Server not initialized"
+        assert error["message"] == f"Server not initialized: `{method}`"
         assert error["data"] == {"method": method}
     assert fresh.result("ping") == {}
     fresh.notify("notifications/initialized")  # out of turn: still no response
@@ -427,7 +427,7 @@ INITIALIZE_PARAMS = [
 def test_initialize_params_are_checked(fresh: Server) -> None:
     for params, detail in INITIALIZE_PARAMS:
         error = error_of(fresh.request("initialize", params), -32602)
-        assert error["message"] == "Invalid params"
+        assert error["message"] == f"Invalid params: {detail}"
         assert error["data"] == {"details": detail}, params
         error_of(fresh.request("tools/list"), -32000)  # a refused initialize initializes nothing
 
@@ -672,7 +672,7 @@ def test_unknown_workflow_names_the_closest_ids(server: Server) -> None:
 @pytest.mark.parametrize(
     ("params", "detail"),
     [
-        ({"name": "workflow_delete", "arguments": {}}, "unknown tool 'workflow_delete'"),
+        ({"name": "workflow_delete", "arguments": {}}, "unknown tool `workflow_delete`"),
         ({"arguments": {}}, "name is required"),
         ({"name": 42}, "name must be a string"),
         ({"name": {"huge": "x" * 100_000}}, "name must be a string"),
@@ -683,6 +683,7 @@ def test_unknown_workflow_names_the_closest_ids(server: Server) -> None:
 def test_unknown_tool_is_invalid_params(server: Server, params: dict[str, Any], detail: str) -> None:
     error = error_of(server.request("tools/call", params), -32602)
     assert error["data"]["details"].startswith(detail)
+    assert error["message"] == f"Invalid params: {error['data']['details']}"
     assert len(error["data"]["details"]) < 200
     assert error["data"]["tools"] == TOOLS
 
@@ -708,7 +709,8 @@ def test_direct_methods_answer_with_the_seed_shapes(server: Server) -> None:
 
 def test_direct_methods_fail_with_json_rpc_errors(server: Server) -> None:
     error = error_of(server.request("workflow_get", {"id": "no-such-workflow"}), -32001)
-    assert error["message"] == "Workflow not found" and error["data"]["workflowId"] == "no-such-workflow"
+    assert error["message"] == "Workflow not found: `no-such-workflow`"
+    assert error["data"]["workflowId"] == "no-such-workflow"
     error = error_of(server.request("workflow_next", {"completedSteps": []}), -32602)
     assert error["data"] == {"details": "workflowId is required"}
     error = error_of(server.request("workflow_get", {}), -32602)
@@ -716,6 +718,7 @@ def test_direct_methods_fail_with_json_rpc_errors(server: Server) -> None:
     params: dict[str, Any] = {"workflowId": BATCH, "stepId": "nope-step", "output": "x"}
     error = error_of(server.request("workflow_validate", params), -32003)
     assert error["data"]["stepId"] == "nope-step"
+    assert error["message"] == f"Step not found: `nope-step` in workflow `{BATCH}`"
     state = {"loops": [{"id": "nope", "iteration": 1}]}
     params = {"workflowId": BATCH, "completedSteps": [], "state": state}
     error = error_of(server.request("workflow_next", params), -32005)

@@ -129,8 +129,11 @@ def test_sdk_sees_failed_calls_as_error_results(sdk: dict[str, Any]) -> None:
 def test_sdk_gets_protocol_errors_as_exceptions(sdk: dict[str, Any]) -> None:
     assert sdk["unknown_tool"].code == -32602
     assert "workflow_delete" in sdk["unknown_tool"].data["details"]
+    # what an SDK user sees first is the message: it says what is wrong
+    assert str(sdk["unknown_tool"]) == "Invalid params: unknown tool `workflow_delete`"
     assert sdk["unknown_resource"].code == -32002
     assert sdk["unknown_resource"].data == {"uri": "workflow://no-such-workflow"}
+    assert str(sdk["unknown_resource"]) == "Resource not found: `workflow://no-such-workflow`"
 
 
 def test_sdk_lists_and_reads_resources(sdk: dict[str, Any]) -> None:
