@@ -175,7 +175,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "graph": _graph,
         "walk": _walk,
     }[args.command]
-    code: int = handler(args)
+    try:
+        code: int = handler(args)
+    except BrokenPipeError:  # `handrail check ... | head`: the reader left; no traceback
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
     return code
 
 
@@ -415,13 +421,16 @@ SAMPLE = {
         {
             "id": "understand",
             "title": "Understand the task",
-            "prompt": "Restate the task in your own words and list open questions.",
+            "prompt": (
+                "Restate the task in your own words and list open questions. "
+                "When none is left, set `ready` to true in the context."
+            ),
         },
         {
             "id": "do-it",
             "title": "Do the work",
             "prompt": "Carry out the task.",
-            "runCondition": "ready == true",
+            "runCondition": "ready == true",  # `check` warns (H307) when no text asks for it
         },
         {
             "id": "report",

@@ -293,7 +293,7 @@ def test_deeply_nested_documents_are_a_diagnostic() -> None:
         condition = '{"not": ' * depth + '{"var": "x"}' + "}" * depth
         text = (
             '{"id": "props", "name": "n", "description": "d", "version": "1.0.0", '
-            f'"steps": [{{"id": "deep", "title": "t", "prompt": "p", "runCondition": {condition}}}]}}'
+            f'"steps": [{{"id": "deep", "title": "t", "prompt": "Set x.", "runCondition": {condition}}}]}}'
         )
         result = compile_text(text, "props.json")
         _well_formed(result)

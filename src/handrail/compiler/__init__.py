@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from handrail.compiler.build import build_workflow
+from handrail.compiler.readable import not_said_already, readable_checks
 from handrail.compiler.schema_errors import Raw, schema_diagnostics
 from handrail.compiler.source import SourceMap, parse_json
 from handrail.errors import Diagnostic
@@ -113,11 +114,13 @@ def compile_text(data: str | bytes, file: str = "<memory>") -> Compiled:
 
     workflow = None
     schema_failed = False
+    late: list[Raw] = []  # what the other checks find in a file that fails the schema
     try:  # both validators and the builder recurse; no workflow nests hundreds deep
         if check_workflow(document):
             workflow = build_workflow(document, text, file, report)
         else:
             schema_failed = True
+            late = readable_checks(document, text, file)
     except RecursionError:
         return _failure(file, "H001", "the workflow is nested too deeply")
     if not raw and not schema_failed:
@@ -133,6 +136,7 @@ def compile_text(data: str | bytes, file: str = "<memory>") -> Compiled:
                 found.append(("H001", "error", "the workflow is nested too deeply", "", None, None))
             if not found:  # the two validators disagree; never let a bad file through silently
                 found.append(("H103", "error", "the workflow does not satisfy the schema", "", None, None))
+            found.extend(not_said_already(late, found))
         return _located(found, text, file)
 
     return Compiled(file, None if failed else workflow, locate)

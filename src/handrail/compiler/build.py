@@ -15,12 +15,14 @@ from typing import Any
 from handrail.compiler.source import KEY
 from handrail.errors import ErrorWatch, ignore
 from handrail.expr import Report, compile_condition, did_you_mean
-from handrail.expr.ast import variables
+from handrail.expr.ast import All, Any_, Compare, Not, Truthy, variables
 from handrail.expr.parse import parse_condition
 from handrail.model import Condition, Loop, Node, Rule, Step, Workflow
 from handrail.rules import compile_criteria, criteria_text
 
 TEMPLATE = re.compile(r"\{\{\s*([^{}]*?)\s*\}\}")
+WORD = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")
+VARIABLE_LIKE = re.compile(r"[a-z0-9][A-Z]|_")  # camelCase or snake_case: a name, not a word
 DOTTED = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]*(?:\.[A-Za-z0-9_$]+)*$")
 LOOP_DEFAULTS = {
     "iterationVar": "currentIteration",
@@ -161,6 +163,44 @@ class _Build:
                 if isinstance(cfg.get("count"), str):
                     self.known_vars.add(cfg["count"].split(".")[0])
 
+    def check_condition_variables(self) -> None:
+        """A condition that reads a variable no text of the workflow mentions (no prompt,
+        guidance, loop or template): the agent is never asked to set it, so the step
+        waits for it for ever. Often a misspelling (`riskLevl` where prompts say
+        `riskLevel`), hence the did-you-mean."""
+        reads: list[tuple[str, str]] = []  # (root name, pointer of the condition)
+        for entry in self.entries.values():
+            raw = entry.raw
+            for key in ("runCondition", "requireConfirmation"):
+                reads += _reads(raw.get(key), f"{entry.pointer}/{key}")
+            if raw.get("type") == "loop":
+                reads += _reads(raw["loop"].get("condition"), f"{entry.pointer}/loop/condition")
+        if not reads:
+            return
+        words = _mentioned_words(self.document)
+        lowered = {w.lower() for w in words}
+        loop_set = {
+            entry.raw["loop"].get(key, default)
+            for entry in self.entries.values()
+            if entry.raw.get("type") == "loop"
+            for key, default in LOOP_DEFAULTS.items()
+        }
+        candidates = sorted(
+            {w for w in words if VARIABLE_LIKE.search(w)} | loop_set | {name for name, _ in reads}
+        )
+        for name, at in reads:
+            if name.lower() in lowered or name in loop_set:
+                continue
+            others = [c for c in candidates if c != name]
+            self.report(
+                "H307",
+                "warning",
+                f"the condition reads `{name}`, which no prompt, guidance, loop or template mentions",
+                at,
+                did_you_mean(name, others)
+                or f"say in a prompt or guidance line what the agent should set `{name}` to",
+            )
+
     def check_templates(self, text: Any, at: str) -> None:
         if not isinstance(text, str) or "{{" not in text:
             return
@@ -225,6 +265,46 @@ def _names_in(condition: Any, out: set[str]) -> None:
     out.update(name.split(".")[0] for name in variables(tree))
 
 
+def _reads(condition: Any, at: str) -> list[tuple[str, str]]:
+    """(root name, pointer) of each variable a condition reads, in order, once each."""
+    if condition is None:
+        return []
+    tree = parse_condition(condition, at, ignore)  # problems are reported when it is compiled
+    out: list[tuple[str, str]] = []
+    stack: list[Any] = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, Compare | Truthy):
+            root = node.var.split(".")[0]
+            if all(root != name for name, _ in out):
+                out.append((root, node.at or at))
+        elif isinstance(node, All | Any_):
+            stack.extend(reversed(node.items))
+        elif isinstance(node, Not):
+            stack.append(node.item)
+    return out
+
+
+# Keys whose strings are read by the engine, not by the agent: they mention nothing.
+_NOT_PROSE = frozenset({"runCondition", "requireConfirmation", "condition", "$schema"})
+
+
+def _mentioned_words(document: Mapping[str, Any]) -> set[str]:
+    """Every word of the texts an agent or author reads in the workflow:
+    names, descriptions, prompts, guidance, rule messages, loop settings, ids."""
+    words: set[str] = set()
+    stack: list[Any] = [document]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, str):
+            words.update(WORD.findall(value))
+        elif isinstance(value, list):
+            stack.extend(value)
+        elif isinstance(value, Mapping):
+            stack.extend(v for k, v in value.items() if k not in _NOT_PROSE)
+    return words
+
+
 def _walk_rules(criteria: Any) -> list[Mapping[str, Any]]:
     out: list[Mapping[str, Any]] = []
     stack = [criteria]
@@ -245,6 +325,7 @@ def build_workflow(document: Mapping[str, Any], text: str, file: str, report: Re
     b.collect(document["steps"], "/steps", None, ())
     b.link_bodies()
     b.gather_variables()
+    b.check_condition_variables()
     workflow_functions = _function_names(document.get("functionDefinitions")) + tuple(
         m.group(1) for line in document.get("metaGuidance", ()) if (m := GUIDANCE_FUNCTION.match(line))
     )
