@@ -136,7 +136,8 @@ def test_a_syntax_error_is_reported_where_it_is() -> None:
     target = case("json-syntax-missing-comma")
     result = check(target)
     assert result.returncode == 1
-    assert result.stdout.splitlines()[0] == f"{target}:10:7: error H001 invalid JSON: a comma is missing before this value"
+    first = result.stdout.splitlines()[0]
+    assert first == f"{target}:10:7: error H001 invalid JSON: a comma is missing before this value"
 
 
 # ---- json format --------------------------------------------------------------------

@@ -122,7 +122,10 @@ def test_a_missing_workflows_path_is_a_warning_and_a_listed_diagnostic(tmp_path:
         timeout=TIMEOUT,
     )
     assert done.returncode == 0  # a warning: nothing is broken
-    expected = f"{missing}:1:1: warning H002 no such file or folder: {missing} (hint: check the path given to --workflows)"
+    expected = (
+        f"{missing}:1:1: warning H002 no such file or folder: {missing} "
+        "(hint: check the path given to --workflows)"
+    )
     assert expected in done.stdout
     assert expected in done.stderr
 

@@ -199,16 +199,17 @@ class Walkthrough:
         if extras:
             self.say("\n" + "\n".join(extras))
         self.say()
-        scope = {**self.context, **self.loop_variables(loop)}
         while True:
             output = self.produce(step["id"])
+            # what the step sets comes before validation: rules may read it (§2.3)
+            self.offer_context()
+            scope = {**self.context, **self.loop_variables(loop)}
             if not self.accepted(step["id"], output, scope):
                 continue
             if guidance["requiresConfirmation"] and not self.confirmed():
                 continue
             break
         self.steps_done += 1
-        self.offer_context()
 
     def loop_variables(self, loop: Mapping[str, Any] | None) -> dict[str, Any]:
         """The innermost loop's variables, which validation sees only when sent (§2.3)."""
@@ -262,8 +263,8 @@ class Walkthrough:
         """Let the author set context variables, as a step may tell the agent to."""
         if self.auto:
             return
-        self.say("Set context for the next call: `name = value` (JSON, else text) or a JSON object;")
-        self.say("a blank line goes on.")
+        self.say("Set what this step set in the context: `name = value` (JSON, else text) or a JSON")
+        self.say("object; a blank line goes on to check the output.")
         while True:
             line = self.readline_or_blank("context> ")
             if not line or line == END_OF_OUTPUT:
