@@ -49,9 +49,7 @@ def not_said_already(late: list[Raw], said: list[Raw]) -> list[Raw]:
     places = {pointer for code, _, _, pointer, *_ in said if code not in ("H100", "H101")}
     places |= {pointer for code, _, _, pointer, *_ in said if code == "H101"}
     return [
-        item
-        for item in late
-        if not any(item[3] == p or item[3].startswith(p + "/") for p in places if p)
+        item for item in late if not any(item[3] == p or item[3].startswith(p + "/") for p in places if p)
     ]
 
 

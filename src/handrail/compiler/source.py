@@ -77,15 +77,15 @@ def _plain(exc: json.JSONDecodeError) -> str:
         if ahead.startswith(("//", "/*", "#")):
             return "a comment: JSON has no comments; remove it"
         if ahead.startswith("'"):
-            return "single quotes: JSON strings and keys need double quotes (\")"
+            return 'single quotes: JSON strings and keys need double quotes (")'
         word = re.match(r"[A-Za-z_$][A-Za-z0-9_$]*", exc.doc[exc.pos :])
         if word and exc.msg.startswith("Expecting property name"):
-            return f"the key `{word.group()}` needs double quotes: \"{word.group()}\""
+            return f'the key `{word.group()}` needs double quotes: "{word.group()}"'
         if word:
-            return f"`{word.group()}` is not a JSON value (JSON has true, false, null, numbers, \"text\")"
+            return f'`{word.group()}` is not a JSON value (JSON has true, false, null, numbers, "text")'
         if exc.msg.startswith("Expecting property name"):
             return "expected a key in double quotes"
-        return "expected a value: a \"string\", a number, an object, a list, true, false or null"
+        return 'expected a value: a "string", a number, an object, a list, true, false or null'
     if exc.msg.startswith("Expecting ',' delimiter"):
         return "a comma is missing before this value"
     if exc.msg.startswith("Expecting ':' delimiter"):
