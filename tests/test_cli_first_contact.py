@@ -133,6 +133,8 @@ def test_a_missing_workflows_path_is_a_warning_and_a_listed_diagnostic(tmp_path:
 def test_a_missing_workflows_path_is_logged_and_shown_by_workflow_list() -> None:
     missing = "/no/such/folder"
     with Server("--no-bundled", "--workflows", missing) as server:
+        # said at once, before any client message
+        assert server.stderr_has(f"handrail start: warning: --workflows {missing}: no such file or folder")
         server.initialize()
         listed = server.call("workflow_list")["structuredContent"]
         assert listed["workflows"] == []

@@ -192,6 +192,17 @@ def _catalog(args: argparse.Namespace) -> Any:
     return Catalog(default_sources(args.workflows, bundled=bundled), max_bytes=args.max_file_size)
 
 
+def _warn_missing(args: argparse.Namespace) -> None:
+    """Say at once that a --workflows path does not exist: a server logs its catalog's
+    problems only after its first answer, which may be long after start-up."""
+    for item in args.workflows:
+        if not Path(item).expanduser().exists():
+            print(
+                f"handrail {args.command}: warning: --workflows {item}: no such file or folder",
+                file=sys.stderr,
+            )
+
+
 START_AT_A_TERMINAL = """\
 handrail start: serving MCP over stdio. This is for an MCP client, which spawns the
 command and speaks JSON-RPC on its stdin and stdout; typed lines are read as JSON-RPC.
@@ -221,6 +232,7 @@ def _start(args: argparse.Namespace) -> int:
 
     if _is_terminal(sys.stdin):
         print(START_AT_A_TERMINAL, file=sys.stderr)
+    _warn_missing(args)
     catalog = _catalog(args)
     limits = _limits(args)
     try:
@@ -257,6 +269,7 @@ def _serve(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_USAGE
+    _warn_missing(args)
     catalog = _catalog(args)
     catalog.watch(interval=args.reload_interval)
     port = sock.getsockname()[1]
