@@ -15,6 +15,7 @@ from handrail.compiler.readable import not_said_already, readable_checks
 from handrail.compiler.schema_errors import Raw, schema_diagnostics
 from handrail.compiler.source import SourceMap, parse_json
 from handrail.errors import Diagnostic
+from handrail.expr import Report
 from handrail.limits import MAX_FILE_BYTES
 from handrail.model import Workflow
 from handrail.schemas import check_workflow
@@ -101,16 +102,7 @@ def compile_text(data: str | bytes, file: str = "<memory>") -> Compiled:
     if problem is not None:
         return _failure(file, "H001", problem.message, problem.line, problem.column)
     raw: list[Raw] = []
-
-    def report(
-        code: str,
-        severity: str,
-        message: str,
-        pointer: str,
-        hint: str | None = None,
-        offset: int | None = None,
-    ) -> None:
-        raw.append((code, severity, message, pointer, hint, offset))
+    report = collector(raw)
 
     workflow = None
     schema_failed = False
@@ -120,7 +112,7 @@ def compile_text(data: str | bytes, file: str = "<memory>") -> Compiled:
             workflow = build_workflow(document, text, file, report)
         else:
             schema_failed = True
-            late = readable_checks(document, text, file)
+            readable_checks(document, text, file, collector(late))
     except RecursionError:
         return _failure(file, "H001", "the workflow is nested too deeply")
     if not raw and not schema_failed:
@@ -140,6 +132,22 @@ def compile_text(data: str | bytes, file: str = "<memory>") -> Compiled:
         return _located(found, text, file)
 
     return Compiled(file, None if failed else workflow, locate)
+
+
+def collector(into: list[Raw]) -> Report:
+    """A reporter that keeps each diagnostic, unlocated, in `into`."""
+
+    def report(
+        code: str,
+        severity: str,
+        message: str,
+        pointer: str,
+        hint: str | None = None,
+        offset: int | None = None,
+    ) -> None:
+        into.append((code, severity, message, pointer, hint, offset))
+
+    return report
 
 
 def _located(raw: list[Raw], text: str, file: str) -> Located:

@@ -17,30 +17,18 @@ from typing import Any
 
 from handrail.compiler.build import build_workflow
 from handrail.compiler.schema_errors import Raw
+from handrail.expr import Report
 
 _LOOP_KINDS = ("while", "until", "for", "forEach")
 
 
-def readable_checks(document: Any, text: str, file: str) -> list[Raw]:
-    found: list[Raw] = []
+def readable_checks(document: Any, text: str, file: str, report: Report) -> None:
     copy = _readable_workflow(document, file)
     if copy is None:
-        return found
-
-    def report(
-        code: str,
-        severity: str,
-        message: str,
-        pointer: str,
-        hint: str | None = None,
-        offset: int | None = None,
-    ) -> None:
-        found.append((code, severity, message, pointer, hint, offset))
-
+        return
     # a shape no one foresaw stops these checks; the schema's errors stand alone then
     with contextlib.suppress(Exception):
         build_workflow(copy, text, file, report)
-    return found
 
 
 def not_said_already(late: list[Raw], said: list[Raw]) -> list[Raw]:

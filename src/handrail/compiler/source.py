@@ -86,19 +86,20 @@ def _plain(exc: json.JSONDecodeError) -> str:
         if exc.msg.startswith("Expecting property name"):
             return "expected a key in double quotes"
         return 'expected a value: a "string", a number, an object, a list, true, false or null'
-    if exc.msg.startswith("Expecting ',' delimiter"):
-        return "a comma is missing before this value"
-    if exc.msg.startswith("Expecting ':' delimiter"):
-        return "a colon (:) is missing after the key"
-    if exc.msg.startswith("Unterminated string"):
-        return "a string that never ends: its closing double quote is missing"
-    if exc.msg.startswith("Invalid control character"):
-        return "a line break or control character inside a string; write it as \\n or \\t"
-    if exc.msg.startswith("Invalid \\escape"):
-        return "an invalid escape in a string; a backslash is written \\\\"
-    if exc.msg.startswith("Extra data"):
-        return "more text after the end of the JSON value"
-    return exc.msg
+    return next((plain for start, plain in _PLAIN if exc.msg.startswith(start)), exc.msg)
+
+
+_PLAIN = (  # the standard library's message -> plain words
+    ("Expecting ',' delimiter", "a comma is missing before this value"),
+    ("Expecting ':' delimiter", "a colon (:) is missing after the key"),
+    ("Unterminated string", "a string that never ends: its closing double quote is missing"),
+    (
+        "Invalid control character",
+        "a line break or control character inside a string; write it as \\n or \\t",
+    ),
+    ("Invalid \\escape", "an invalid escape in a string; a backslash is written \\\\"),
+    ("Extra data", "more text after the end of the JSON value"),
+)
 
 
 class SourceMap:
