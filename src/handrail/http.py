@@ -323,6 +323,7 @@ def bind(host: str, port: int) -> socket.socket:
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((host, port))
+        sock.listen(2048)  # connections wait in the backlog until the server accepts them
     except OSError:
         sock.close()
         raise
