@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from handrail.engine import next_step, validate_output
+from handrail.engine.next import loop_need
 from handrail.errors import HandrailError
 from handrail.model import Loop, Workflow
 
@@ -340,9 +341,9 @@ class Walkthrough:
         if wanted:
             return f" (the conditions look for {', '.join(_json(v) for v in wanted)})"
         if lists:
-            return f" (a JSON list: loop `{lists[0].id}` goes through it)"
+            return f" ({loop_need('list', lists[0].id)})"
         if counts:
-            return f" (a number: loop `{counts[0].id}` runs that many times)"
+            return f" ({loop_need('number', counts[0].id)})"
         return ""
 
     def pick(self, name: str, wanted: list[Any]) -> Any:

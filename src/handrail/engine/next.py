@@ -282,10 +282,11 @@ def next_step(
     return result
 
 
-_KIND_WORDS = {
-    "number": "a number: loop `{}` runs that many times",
-    "list": "a JSON list: loop `{}` goes through it",
-}
+def loop_need(kind: str, loop_id: str) -> str:
+    """What a loop's `count` ("number") or `items` ("list") variable must hold, in words."""
+    if kind == "number":
+        return f"a number: loop `{loop_id}` runs that many times"
+    return f"a JSON list: loop `{loop_id}` goes through it"
 
 
 def _blocked(
@@ -304,7 +305,7 @@ def _blocked(
             line += f" ({unusable[name]})"
         elif name in kinds:
             kind, loop_id = kinds[name]
-            line += f" ({_KIND_WORDS[kind].format(loop_id)})"
+            line += f" ({loop_need(kind, loop_id)})"
         lines.append(line)
     prompt = (
         "No remaining step can run yet: their conditions read context variables that are not set.\n"
