@@ -26,8 +26,6 @@ from tests.conftest import CORPUS, corpus_text
 from tests.http import MODERN, HttpServer, modern_headers, modern_request
 from tests.protocol.process import LATEST, Server
 
-pytestmark = pytest.mark.corpus  # served or walked workflows come from the WorkRail corpus
-
 LOOPS = CORPUS / "workflows" / "examples" / "loops"
 ARGS = ("--no-bundled", "--workflows", str(LOOPS))
 BATCH = "simple-batch-example"
@@ -81,6 +79,7 @@ def sdk(http: HttpServer) -> dict[str, Any]:
     return anyio.run(_session, http.url)
 
 
+@pytest.mark.corpus
 def test_sdk_initializes_over_http(sdk: dict[str, Any]) -> None:
     result: types.InitializeResult = sdk["initialize"]
     assert result.protocol_version == LATEST
@@ -92,6 +91,7 @@ def test_sdk_initializes_over_http(sdk: dict[str, Any]) -> None:
     assert isinstance(sdk["ping"], types.EmptyResult)
 
 
+@pytest.mark.corpus
 def test_sdk_lists_and_calls_every_tool_over_http(sdk: dict[str, Any]) -> None:
     assert [t.name for t in sdk["tools"].tools] == [name for name, _ in CALLS]
     for name, _ in CALLS:
@@ -106,6 +106,7 @@ def test_sdk_lists_and_calls_every_tool_over_http(sdk: dict[str, Any]) -> None:
     assert sdk["unknown_tool"].code == -32602
 
 
+@pytest.mark.corpus
 def test_sdk_lists_and_reads_resources_over_http(sdk: dict[str, Any]) -> None:
     uris = {str(r.uri) for r in sdk["resources"].resources}
     assert f"workflow://{BATCH}" in uris and "workflow://schema" in uris
@@ -116,6 +117,7 @@ def test_sdk_lists_and_reads_resources_over_http(sdk: dict[str, Any]) -> None:
         json.loads(content.text)
 
 
+@pytest.mark.corpus
 def test_sdk_lists_and_gets_prompts_over_http(sdk: dict[str, Any]) -> None:
     names = [p.name for p in sdk["prompts"].prompts]
     assert BATCH in names and len(names) == 4
@@ -128,6 +130,7 @@ def test_sdk_lists_and_gets_prompts_over_http(sdk: dict[str, Any]) -> None:
 # -- the HTTP layer, raw ----------------------------------------------------------------------
 
 
+@pytest.mark.corpus
 def test_healthz(http: HttpServer) -> None:
     response = http.client.get(f"{http.base}/healthz")
     assert response.status_code == 200
@@ -135,6 +138,7 @@ def test_healthz(http: HttpServer) -> None:
     assert body["status"] == "ok" and body["workflows"] == 4 and body["problems"] == 0
 
 
+@pytest.mark.corpus
 def test_post_answers_with_json(http: HttpServer) -> None:
     response = http.post({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
     assert response.status_code == 200
@@ -143,6 +147,7 @@ def test_post_answers_with_json(http: HttpServer) -> None:
     assert len(response.json()["result"]["tools"]) == len(CALLS)
 
 
+@pytest.mark.corpus
 def test_no_initialize_needed(http: HttpServer) -> None:
     """Stateless: a request stands alone, initialize or not."""
     reply = http.rpc(
@@ -343,6 +348,7 @@ MODERN_SAME: list[tuple[str, Any]] = [
 ]
 
 
+@pytest.mark.corpus
 def test_both_transports_give_the_same_answers(http: HttpServer) -> None:
     with Server(*ARGS) as stdio:
         stdio.initialize()

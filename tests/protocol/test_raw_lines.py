@@ -28,8 +28,6 @@ from handrail.compiler import compile_path
 from tests.conftest import CORPUS, corpus_text
 from tests.protocol.process import LATEST, Server, check_message, clean_env, command
 
-pytestmark = pytest.mark.corpus  # served or walked workflows come from the WorkRail corpus
-
 LOOPS = CORPUS / "workflows" / "examples" / "loops"
 ARGS = ("--no-bundled", "--workflows", str(LOOPS))
 KNOWN = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"]
@@ -93,6 +91,7 @@ def ping_answers(s: Server) -> None:
 # -- framing -----------------------------------------------------------------------------
 
 
+@pytest.mark.corpus
 def test_pipelined_requests_are_answered_one_line_each_in_order(server: Server) -> None:
     messages: list[dict[str, Any]] = []
     for n in range(60):
@@ -297,6 +296,7 @@ def test_deep_nesting_gets_one_well_formed_reply(server: Server, line: str, rid:
     ping_answers(server)
 
 
+@pytest.mark.corpus
 def test_large_request_gets_one_reply(server: Server) -> None:
     output = "done " * 200_000  # 1 MB: under the 1 MiB output limit (tests/reliability/test_limits.py)
     result = server.call("workflow_validate", {"workflowId": BATCH, "stepId": "load-data", "output": output})
@@ -474,6 +474,7 @@ def test_known_versions_are_echoed_and_newer_dates_get_the_newest() -> None:
         assert not s.violations
 
 
+@pytest.mark.corpus
 def test_initialize_result(server: Server) -> None:
     result = server.initialized
     assert result is not None
@@ -554,6 +555,7 @@ CALLS = [
 ]
 
 
+@pytest.mark.corpus
 @pytest.mark.parametrize(("name", "arguments"), CALLS, ids=[f"{n}-{i}" for i, (n, _) in enumerate(CALLS)])
 def test_tools_call_result(
     server: Server, tools: dict[str, dict[str, Any]], name: str, arguments: dict[str, Any]
@@ -567,6 +569,7 @@ def test_tools_call_result(
     assert not list(validator(tools[name]["outputSchema"]).iter_errors(structured))
 
 
+@pytest.mark.corpus
 def test_tools_call_results_mean_what_they_say(server: Server) -> None:
     listed = server.call("workflow_list", {})["structuredContent"]
     assert sorted(w["id"] for w in listed["workflows"]) == sorted(loop_workflows())
@@ -641,6 +644,7 @@ FAILURES: list[tuple[str, Any, int, dict[str, Any], str]] = [
 ]
 
 
+@pytest.mark.corpus
 @pytest.mark.parametrize(
     ("name", "arguments", "code", "data", "words"),
     FAILURES,
@@ -663,6 +667,7 @@ def test_failed_tool_call_is_an_error_result(
     assert str(code) in block["text"]
 
 
+@pytest.mark.corpus
 def test_unknown_workflow_names_the_closest_ids(server: Server) -> None:
     result = server.call("workflow_get", {"id": "simple-batch"})
     assert result["structuredContent"]["data"]["didYouMean"][0] == BATCH
@@ -691,6 +696,7 @@ def test_unknown_tool_is_invalid_params(server: Server, params: dict[str, Any], 
 # -- the seed's direct form ------------------------------------------------------------------
 
 
+@pytest.mark.corpus
 def test_direct_methods_answer_with_the_seed_shapes(server: Server) -> None:
     params: dict[str, Any] | None
     for params in (None, {}):
@@ -707,6 +713,7 @@ def test_direct_methods_answer_with_the_seed_shapes(server: Server) -> None:
     assert "$schema" in server.result("workflow_get_schema", {})
 
 
+@pytest.mark.corpus
 def test_direct_methods_fail_with_json_rpc_errors(server: Server) -> None:
     error = error_of(server.request("workflow_get", {"id": "no-such-workflow"}), -32001)
     assert error["message"] == "Workflow not found: `no-such-workflow`"
@@ -782,6 +789,7 @@ def test_stray_print_goes_to_stderr(faulty: Server) -> None:
 # -- resources ---------------------------------------------------------------------------------
 
 
+@pytest.mark.corpus
 def test_resources_list(server: Server) -> None:
     resources = server.result("resources/list")["resources"]
     by_uri = {r["uri"]: r for r in resources}
@@ -793,6 +801,7 @@ def test_resources_list(server: Server) -> None:
     assert by_uri["workflow://schema"]["mimeType"].endswith("json")
 
 
+@pytest.mark.corpus
 def test_resources_read(server: Server) -> None:
     for workflow_id in loop_workflows():
         uri = f"workflow://{workflow_id}"
@@ -824,6 +833,7 @@ def test_resources_read_errors(server: Server, params: dict[str, Any], code: int
         assert "uri" in error["data"]["details"]
 
 
+@pytest.mark.corpus
 def test_resource_list_changed_is_announced(tmp_path: Path) -> None:
     shutil.copy(LOOPS / "simple-batch.json", tmp_path / "simple-batch.json")
     with Server("--no-bundled", "--workflows", str(tmp_path)) as s:
