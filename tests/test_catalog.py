@@ -155,11 +155,14 @@ def test_precedence_later_source_wins_and_overrides_are_recorded(tmp_path: Path)
     assert not snapshot.problems
 
 
-def test_missing_sources_are_no_error(tmp_path: Path) -> None:
+def test_missing_sources_are_a_warning_not_an_error(tmp_path: Path) -> None:
     write(tmp_path / "here" / "a.json", "alpha")
     snapshot = catalog_of(tmp_path / "nowhere", tmp_path / "here", tmp_path / "none.json").reload()
     assert list(snapshot.entries) == ["alpha"]
-    assert snapshot.problems == ()
+    assert [(d.code, d.severity, d.file) for d in snapshot.problems] == [
+        ("H002", "warning", str(tmp_path / "nowhere")),
+        ("H002", "warning", str(tmp_path / "none.json")),
+    ]
     assert snapshot.per_source[Source("cli", tmp_path / "nowhere")] == 0
 
 

@@ -77,7 +77,7 @@ def test_list_shows_each_workflow_and_the_broken_files(place: Place, tmp_path: P
     (place.project / "broken.json").write_text(BROKEN, encoding="utf-8")
     extra = write(tmp_path / "extra" / "gamma.json", "gamma")
     done = place.run("list", "--no-bundled", "--workflows", str(extra))
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 1, done.stderr
     lines = done.stdout.splitlines()
     rows = {line.split()[0]: line.split() for line in lines if line.startswith(("alpha", "beta", "gamma"))}
     assert rows["alpha"][:5] == ["alpha", "1.2.3", "3", "steps", "user"]
@@ -93,7 +93,7 @@ def test_list_as_json(place: Place) -> None:
     write(place.project / "alpha.json", "alpha", version="2.0.0", steps=3)
     (place.project / "broken.json").write_text(BROKEN, encoding="utf-8")
     done = place.run("list", "--no-bundled", "--format", "json")
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 1, done.stderr
     listing = json.loads(done.stdout)
     assert listing["workflows"] == [
         {

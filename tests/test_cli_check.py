@@ -39,12 +39,14 @@ def case(name: str) -> Path:
 # ---- exit codes ---------------------------------------------------------------------
 
 
+@pytest.mark.corpus
 def test_every_accepted_corpus_file_passes_with_exit_0() -> None:
     result = check(*corpus_accepted())
     assert result.returncode == 0, result.stdout + result.stderr
     assert " 0 errors" in result.stdout.splitlines()[-1]
 
 
+@pytest.mark.corpus
 def test_the_whole_corpus_fails_with_exit_1() -> None:
     result = check(CORPUS)
     assert result.returncode == 1
@@ -116,6 +118,7 @@ def test_text_lines_are_file_line_column_severity_code_message() -> None:
     assert lines[2] == "checked 1 file: 2 errors, 0 warnings"
 
 
+@pytest.mark.corpus
 def test_the_summary_counts_every_line_printed() -> None:
     result = check(CORPUS)
     *lines, summary = result.stdout.splitlines()
@@ -133,12 +136,14 @@ def test_a_syntax_error_is_reported_where_it_is() -> None:
     target = case("json-syntax-missing-comma")
     result = check(target)
     assert result.returncode == 1
-    assert result.stdout.splitlines()[0] == f"{target}:10:7: error H001 invalid JSON: Expecting ',' delimiter"
+    first = result.stdout.splitlines()[0]
+    assert first == f"{target}:10:7: error H001 invalid JSON: a comma is missing before this value"
 
 
 # ---- json format --------------------------------------------------------------------
 
 
+@pytest.mark.corpus
 def test_json_format_is_an_array_of_diagnostics_with_exactly_the_documented_keys() -> None:
     result = check("--format", "json", CORPUS / "spec-examples", case("loop-body-missing-step"))
     assert result.returncode == 1
@@ -194,6 +199,7 @@ def _sarif(*args: str | Path) -> tuple[int, dict[str, Any]]:
     return result.returncode, loaded
 
 
+@pytest.mark.corpus
 def test_sarif_has_the_required_structure_of_2_1_0() -> None:
     code, log = _sarif(CORPUS)
     assert code == 1

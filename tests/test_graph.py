@@ -217,6 +217,7 @@ def test_bundled_graphs_match_their_snapshots(workflow_id: str, fmt: str, snapsh
     assert render(bundled(workflow_id), fmt) == snapshot  # type: ignore[arg-type]
 
 
+@pytest.mark.corpus
 @pytest.mark.parametrize("fmt", ["mermaid", "dot"])
 @pytest.mark.parametrize("name", SNAPSHOT_CORPUS)
 def test_corpus_loop_graphs_match_their_snapshots(name: str, fmt: str, snapshot: Any) -> None:
@@ -438,6 +439,7 @@ def test_the_command_prints_dot(capsys: pytest.CaptureFixture[str]) -> None:
     assert capsys.readouterr().out == to_dot(bundled("refactoring"))
 
 
+@pytest.mark.corpus
 def test_the_command_reads_workflows_from_workflows(capsys: pytest.CaptureFixture[str]) -> None:
     path = LOOPS / "simple-retry.json"
     assert main(["graph", "simple-retry-example", "--no-bundled", "--workflows", str(path)]) == 0

@@ -89,9 +89,9 @@ def coding_task_script() -> str:
         "",
         "1. Should --limit 0 mean no limit? I would say yes.",
         ".",
-        "y",  # clarify asks for confirmation
         "openQuestions = 0",
         "",
+        "y",  # clarify asks for confirmation, after its output is checked
         json.dumps({"parts": PARTS}),
         ".",
         "planParts = " + json.dumps(PARTS),
@@ -152,6 +152,7 @@ def test_a_failed_validation_is_shown_and_the_step_retried() -> None:
         '["README.md"]',  # docTargets, asked for when the workflow blocks
         "fixed it",
         ".",
+        "",
         "r",
         "Rewrote the install section of README.md and updated the --limit example.",
         ".",
@@ -173,7 +174,7 @@ def test_a_failed_validation_is_shown_and_the_step_retried() -> None:
 
 
 def test_a_failed_validation_can_be_accepted_anyway() -> None:
-    text = script("too short", ".", "a", "")
+    text = script("too short", ".", "", "a")
     code, transcript, walker = play(bundled("coding-task"), text)
     assert code == 1
     assert "The output does not pass" in transcript
@@ -182,7 +183,7 @@ def test_a_failed_validation_can_be_accepted_anyway() -> None:
 
 
 def test_quit_stops_the_walk() -> None:
-    code, transcript, _ = play(bundled("coding-task"), script("too short", ".", "q"))
+    code, transcript, _ = play(bundled("coding-task"), script("too short", ".", "", "q"))
     assert code == 1
     assert "Stopped (quit) with 0 step(s) done" in transcript
     code, transcript, _ = play(bundled("coding-task"), script(":q"))
@@ -267,7 +268,7 @@ def compiled(document: dict[str, Any]) -> Workflow:
 
 
 def test_a_step_that_asks_for_confirmation_can_be_redone() -> None:
-    text = script("first draft", ".", "r", "second draft", ".", "", "", "careful", "polished", ".", "")
+    text = script("first draft", ".", "", "r", "second draft", ".", "", "", "careful", "polished", ".", "")
     code, transcript, walker = play(compiled(CONFIRMING), text)
     assert code == 0, transcript
     assert transcript.count("Confirm? [y]es, [r]edo the step, or [q]uit [y] ") == 2
@@ -277,8 +278,43 @@ def test_a_step_that_asks_for_confirmation_can_be_redone() -> None:
     assert walker.context == {"mode": "careful"}
 
 
+CHECKED_AGAINST_WHAT_IT_SETS = {
+    "id": "checked-against-what-it-sets",
+    "name": "Checked against what it sets",
+    "description": "A rule that applies when the step sets `breaking`.",
+    "version": "1.0.0",
+    "steps": [
+        {
+            "id": "report",
+            "title": "Report",
+            "prompt": "Report the change; set breaking to true when it breaks an interface.",
+            "validationCriteria": [
+                {
+                    "type": "contains",
+                    "value": "migration",
+                    "condition": {"var": "breaking", "equals": True},
+                    "message": "A breaking change needs a migration note",
+                }
+            ],
+        }
+    ],
+}
+
+
+def test_the_context_a_step_sets_is_asked_for_before_its_output_is_checked() -> None:
+    text = script(
+        *("Renamed export().", ".", "breaking = true", ""),  # the output, then what the step set
+        *("r", "Renamed export(); migration: use write().", ".", ""),  # retried
+    )
+    code, transcript, walker = play(compiled(CHECKED_AGAINST_WHAT_IT_SETS), text)
+    assert code == 0, transcript
+    assert transcript.index("context.breaking = true") < transcript.index("The output does not pass:")
+    assert "  - A breaking change needs a migration note" in transcript
+    assert walker.context == {"breaking": True}
+
+
 def test_the_initial_context_is_used_and_not_asked_for() -> None:
-    code, transcript, _ = play(compiled(CONFIRMING), script("x", ".", "y", ""), context={"mode": "quick"})
+    code, transcript, _ = play(compiled(CONFIRMING), script("x", ".", "", "y"), context={"mode": "quick"})
     assert code == 0, transcript
     assert "the workflow waits on the context" not in transcript
     assert headers(transcript) == ["--- step 1: draft ---"]

@@ -156,7 +156,21 @@ def discover(source: Source) -> tuple[list[Path], list[Diagnostic]]:
     anything that is not a regular file."""
     root = source.path
     if not root.exists():
-        return [], []
+        if source.name == "cli" or source.name.startswith("env:"):  # named on purpose: say so
+            named = "--workflows" if source.name == "cli" else source.name.removeprefix("env:")
+            return [], [
+                Diagnostic(
+                    "H002",
+                    "warning",
+                    f"no such file or folder: {root}",
+                    "",
+                    1,
+                    1,
+                    f"check the path given to {named}",
+                    str(root),
+                )
+            ]
+        return [], []  # the default places need not exist
     if root.is_file():
         return [root], []
     if not root.is_dir():
@@ -263,9 +277,8 @@ class Catalog:
         if snapshot is None or snapshot.generation == self._logged:
             return
         self._logged = snapshot.generation
-        for problem in snapshot.problems:
-            if problem.severity == "error":
-                log.warning("%s", problem.render())
+        for problem in snapshot.problems:  # errors, and the warning about a missing source
+            log.warning("%s", problem.render())
         for entry in snapshot.entries.values():
             if entry.stale:
                 log.warning("%s is broken; still serving its last good version", entry.workflow.file)

@@ -249,7 +249,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "walk": _walk,
         "runs": _runs,
     }[args.command]
-    code: int = handler(args)
+    try:
+        code: int = handler(args)
+    except BrokenPipeError:  # `handrail check ... | head`: the reader left; no traceback
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
     return code
 
 
@@ -258,6 +264,34 @@ def _catalog(args: argparse.Namespace) -> Any:
 
     bundled = False if args.no_bundled else None
     return Catalog(default_sources(args.workflows, bundled=bundled), max_bytes=args.max_file_size)
+
+
+def _warn_missing(args: argparse.Namespace) -> None:
+    """Say at once that a --workflows path does not exist: a server logs its catalog's
+    problems only after its first answer, which may be long after start-up."""
+    for item in args.workflows:
+        if not Path(item).expanduser().exists():
+            print(
+                f"handrail {args.command}: warning: --workflows {item}: no such file or folder",
+                file=sys.stderr,
+            )
+
+
+START_AT_A_TERMINAL = """\
+handrail start: serving MCP over stdio. This is for an MCP client, which spawns the
+command and speaks JSON-RPC on its stdin and stdout; typed lines are read as JSON-RPC.
+To try a workflow by hand:    handrail walk coding-task
+To serve over HTTP:           handrail serve
+To connect a client:          see "Connect a client" in the README, e.g.
+                              claude mcp add handrail -- /path/to/.venv/bin/handrail start
+Serving now; Ctrl-D or Ctrl-C stops."""
+
+
+def _is_terminal(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
 
 
 def _start(args: argparse.Namespace) -> int:
@@ -269,6 +303,9 @@ def _start(args: argparse.Namespace) -> int:
     from handrail.protocol import Protocol
     from handrail.stdio import serve
 
+    if _is_terminal(sys.stdin):
+        print(START_AT_A_TERMINAL, file=sys.stderr)
+    _warn_missing(args)
     checks = _check_config(args, "start")
     if checks is None:
         return EXIT_USAGE
@@ -294,22 +331,38 @@ def _serve(args: argparse.Namespace) -> int:
         level=args.log_level.upper(),
         format="handrail %(levelname)s %(name)s: %(message)s",
     )
-    from handrail.http import serve
+    from handrail.http import bind, serve
 
     checks = _check_config(args, "serve")
     if checks is None:
         return EXIT_USAGE
+    try:
+        sock = bind(args.host, args.port)
+    except OSError as exc:
+        import errno
+
+        why = "is in use" if exc.errno == errno.EADDRINUSE else f"cannot be used ({exc.strerror or exc})"
+        print(
+            f"handrail serve: port {args.port} on {args.host} {why}; choose another with --port",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    _warn_missing(args)
     catalog = _catalog(args)
     catalog.watch(interval=args.reload_interval)
+    port = sock.getsockname()[1]
+    where = f"[{args.host}]" if ":" in args.host else args.host
+    print(f"handrail serve: serving MCP at http://{where}:{port}/mcp (Ctrl-C stops)", file=sys.stderr)
     try:
         return serve(
             _service(catalog, args, checks),
             args.host,
-            args.port,
+            port,
             extra_hosts=args.allow_host,
             extra_origins=args.allow_origin,
             token=os.environ.get("HANDRAIL_TOKEN") or None,
             log_level=args.log_level,
+            sock=sock,
         )
     finally:
         catalog.close()
@@ -420,9 +473,10 @@ def _list(args: argparse.Namespace) -> int:
         for e in snapshot.entries.values()
     ]
     broken = [d.as_dict() for d in snapshot.problems]
+    code = EXIT_ERRORS if any(d.severity == "error" for d in snapshot.problems) else EXIT_OK
     if args.format == "json":
         print(json.dumps({"workflows": rows, "diagnostics": broken}, indent=2, ensure_ascii=False))
-        return EXIT_OK
+        return code
     width = max([len(r["id"]) for r in rows] + [2])
     for r in rows:
         stale = "  (file broken: serving last good version)" if r["stale"] else ""
@@ -435,7 +489,7 @@ def _list(args: argparse.Namespace) -> int:
         for d in snapshot.problems:
             print("  " + d.render())
     print(f"\n{len(rows)} workflow{'s' * (len(rows) != 1)}")
-    return EXIT_OK
+    return code
 
 
 def _sources(args: argparse.Namespace) -> int:
@@ -463,13 +517,16 @@ SAMPLE = {
         {
             "id": "understand",
             "title": "Understand the task",
-            "prompt": "Restate the task in your own words and list open questions.",
+            "prompt": (
+                "Restate the task in your own words and list open questions. "
+                "When none is left, set `ready` to true in the context."
+            ),
         },
         {
             "id": "do-it",
             "title": "Do the work",
             "prompt": "Carry out the task.",
-            "runCondition": "ready == true",
+            "runCondition": "ready == true",  # `check` warns (H307) when no text asks for it
         },
         {
             "id": "report",

@@ -45,6 +45,28 @@ class Diagnostic:
         return text
 
 
+def explained(title: str, data: Any) -> str:
+    """An error's message: its title and what is wrong, taken from its `data`, since
+    many clients (the MCP SDKs among them) show the message and drop the data."""
+    if not isinstance(data, dict) or ": " in title:  # not data to explain, or explained already
+        return title
+    details = data.get("details")
+    if isinstance(details, str) and details:
+        what = details
+    elif isinstance(data.get("stepId"), str) and isinstance(data.get("workflowId"), str):
+        what = f"`{data['stepId'][:100]}` in workflow `{data['workflowId'][:100]}`"
+    else:
+        keys = ("workflowId", "stepId", "method", "uri")
+        named = next((data[k] for k in keys if isinstance(data.get(k), str)), None)
+        if named is None:
+            return title
+        what = f"`{named[:100]}`"
+    close = data.get("didYouMean")
+    if isinstance(close, list) and close and all(isinstance(c, str) for c in close):
+        what += "; did you mean " + " or ".join(f"`{c}`" for c in close) + "?"
+    return f"{title}: {what}"
+
+
 class HandrailError(Exception):
     """An error a caller can act on; `code` is its JSON-RPC error code."""
 
@@ -52,7 +74,7 @@ class HandrailError(Exception):
     title = "Server error"
 
     def __init__(self, message: str | None = None, data: dict[str, Any] | None = None) -> None:
-        self.message = message or self.title
+        self.message = message or explained(self.title, data)
         self.data: dict[str, Any] = data or {}
         super().__init__(self.message)
 

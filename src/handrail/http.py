@@ -24,6 +24,7 @@ import binascii
 import hmac
 import logging
 import re
+import socket
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from types import FrameType
@@ -37,6 +38,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from handrail import __version__
+from handrail.errors import explained
 from handrail.protocol import (
     ALL_VERSIONS,
     CLIENT_CAPABILITIES_KEY,
@@ -93,7 +95,7 @@ def _host_name(value: str) -> str:
 
 
 def _error(status: int, code: int, message: str, rid: Any = None, **data: Any) -> Response:
-    error: dict[str, Any] = {"code": code, "message": message}
+    error: dict[str, Any] = {"code": code, "message": explained(message, data)}
     if data:
         error["data"] = data
     body = {"jsonrpc": "2.0", "id": rid, "error": error}
@@ -312,6 +314,22 @@ def create_app(service: Service, settings: HttpSettings | None = None) -> Starle
     )
 
 
+def bind(host: str, port: int) -> socket.socket:
+    """The listening socket, bound before anything is served, so that a port in use is
+    an OSError the command can word in one line (uvicorn would log a traceback-like
+    error and exit 1)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(2048)  # connections wait in the backlog until the server accepts them
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
 def serve(
     service: Service,
     host: str = "127.0.0.1",
@@ -321,6 +339,7 @@ def serve(
     extra_origins: Iterable[str] = (),
     token: str | None = None,
     log_level: str = "warning",
+    sock: socket.socket | None = None,
 ) -> int:
     import uvicorn
 
@@ -346,5 +365,7 @@ def serve(
             super().handle_exit(sig, frame)
             self._captured_signals.clear()
 
-    Server(uvicorn.Config(app, host=host, port=port, log_level=log_level)).run()
+    Server(uvicorn.Config(app, host=host, port=port, log_level=log_level)).run(
+        sockets=[sock if sock is not None else bind(host, port)]
+    )
     return 0

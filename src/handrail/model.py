@@ -24,6 +24,8 @@ class Condition:
     variables: tuple[str, ...]
     looks_for: tuple[tuple[str, tuple[Any, ...]], ...]  # variable -> literals compared with
     constant: bool | None = None  # set when the condition can never vary
+    # the unset variables whose value could still change the outcome (for guidance)
+    undecided: Callable[[Context], tuple[str, ...]] = lambda ctx: ()
 
 
 class Output:

@@ -25,7 +25,7 @@ from typing import Any
 
 from handrail import __version__
 from handrail.client_requests import ClientRequests
-from handrail.errors import HandrailError
+from handrail.errors import HandrailError, explained
 from handrail.mcp_surface.completion import TEMPLATES, CompletionError, complete
 from handrail.mcp_surface.logging_bridge import LEVELS, LogBridge
 from handrail.mcp_surface.subscriptions import Subscriptions
@@ -460,7 +460,7 @@ class Protocol:
                 if name is _MISSING
                 else "name must be a string"
                 if not isinstance(name, str)
-                else f"unknown tool {name[:100]!r}"
+                else f"unknown tool `{repr(name[:100])[1:-1]}`"
             )
             raise RpcError(
                 INVALID_PARAMS, "Invalid params", {"details": details, "tools": list(_tool_names())}
@@ -643,7 +643,8 @@ def _valid_id(rid: Any) -> bool:
 
 
 def _error(rid: Any, code: int, message: str, data: Any = None) -> dict[str, Any]:
-    error: dict[str, Any] = {"code": code, "message": message}
+    # "Invalid params: unknown tool `x`", not only "Invalid params": SDKs show the message
+    error: dict[str, Any] = {"code": code, "message": explained(message, data)}
     if data is not None:
         error["data"] = data
     return {"jsonrpc": "2.0", "id": rid, "error": error}

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from handrail.engine import next_step, validate_output
+from handrail.engine.next import loop_need
 from handrail.errors import HandrailError
 from handrail.model import Loop, Workflow
 
@@ -199,16 +200,17 @@ class Walkthrough:
         if extras:
             self.say("\n" + "\n".join(extras))
         self.say()
-        scope = {**self.context, **self.loop_variables(loop)}
         while True:
             output = self.produce(step["id"])
+            # what the step sets comes before validation: rules may read it (§2.3)
+            self.offer_context()
+            scope = {**self.context, **self.loop_variables(loop)}
             if not self.accepted(step["id"], output, scope):
                 continue
             if guidance["requiresConfirmation"] and not self.confirmed():
                 continue
             break
         self.steps_done += 1
-        self.offer_context()
 
     def loop_variables(self, loop: Mapping[str, Any] | None) -> dict[str, Any]:
         """The innermost loop's variables, which validation sees only when sent (§2.3)."""
@@ -262,8 +264,8 @@ class Walkthrough:
         """Let the author set context variables, as a step may tell the agent to."""
         if self.auto:
             return
-        self.say("Set context for the next call: `name = value` (JSON, else text) or a JSON object;")
-        self.say("a blank line goes on.")
+        self.say("Set what this step set in the context: `name = value` (JSON, else text) or a JSON")
+        self.say("object; a blank line goes on to check the output.")
         while True:
             line = self.readline_or_blank("context> ")
             if not line or line == END_OF_OUTPUT:
@@ -339,9 +341,9 @@ class Walkthrough:
         if wanted:
             return f" (the conditions look for {', '.join(_json(v) for v in wanted)})"
         if lists:
-            return f" (a JSON list: loop `{lists[0].id}` goes through it)"
+            return f" ({loop_need('list', lists[0].id)})"
         if counts:
-            return f" (a number: loop `{counts[0].id}` runs that many times)"
+            return f" ({loop_need('number', counts[0].id)})"
         return ""
 
     def pick(self, name: str, wanted: list[Any]) -> Any:

@@ -13,6 +13,8 @@ import pytest
 from benchmarks import run, stdio_bench
 from benchmarks.inprocess import workloads
 
+pytestmark = pytest.mark.corpus  # served or walked workflows come from the WorkRail corpus
+
 
 def test_every_workload_answer_matches_its_snapshot(snapshot: Any) -> None:
     answers = {w.name: w.answer() for w in workloads()}

@@ -10,9 +10,21 @@ import pytest
 from handrail.compiler import compile_path
 from tests.conftest import CORPUS, CORPUS_REJECTED, corpus_accepted, corpus_files
 
+pytestmark = pytest.mark.corpus  # served or walked workflows come from the WorkRail corpus
+
 # Warnings a file WorkRail accepts may carry: an id that differs from the file name,
 # and a template naming a variable only the agent sets.
-TOLERATED_WARNINGS = {"H207", "H500"}
+TOLERATED_WARNINGS = {"H207", "H500", "H307"}
+
+# H307: conditions on variables that no text of the file names, so the agent is never
+# told to set them. Each is a real finding: the prompts ask for "scope", "expertise",
+# "a path" or "assumptions" in words, or (implementationInProgress) nothing at all.
+CORPUS_H307 = {
+    "spec-examples/conditional-workflow-example.json": {"taskScope", "userExpertise"},
+    "workflows/coding-task-workflow-with-loops.json": {"implementationInProgress"},
+    "workflows/intelligent-test-case-generation.json": {"assumptionAccepted", "newGapsDetected"},
+    "workflows/learner-centered-course-workflow.json": {"designPath"},
+}
 
 INVALID = "spec-examples/invalid-workflow.json"
 NO_VERSION = "spec-examples/ai-task-prompt-workflow.json"
@@ -116,3 +128,13 @@ def test_dashboard_template_has_exactly_its_unknown_fields(corpus: Path) -> None
 def test_compiling_the_corpus_twice_gives_the_same_diagnostics() -> None:
     for path in corpus_files():
         assert compile_path(path).diagnostics == compile_path(path).diagnostics
+
+
+def test_the_corpus_conditions_on_unmentioned_variables_are_exactly_the_known_ones() -> None:
+    found: dict[str, set[str]] = {}
+    for path in corpus_accepted():
+        for d in compile_path(path).warnings:
+            if d.code == "H307":
+                name = d.message.split("`")[1]
+                found.setdefault(_name(path), set()).add(name)
+    assert found == CORPUS_H307

@@ -139,6 +139,29 @@ def test_a_skipped_step_whose_variables_are_all_set_does_not_block() -> None:
     assert next_step(workflow, [], {"scope": "small"})["isComplete"] is True
 
 
+def test_a_condition_decided_by_the_variables_set_does_not_block_on_the_unset_ones() -> None:
+    workflow = build([step("one", runCondition="mode == 'careful' and reviewer")])
+    assert next_step(workflow, [], {"mode": "quick"})["isComplete"] is True
+    blocked = next_step(workflow, [], {"mode": "careful"})
+    assert blocked["guidance"]["missingContext"] == {"reviewer": [True]}
+
+
+def test_missing_context_leaves_out_an_or_that_already_holds() -> None:
+    workflow = build([step("one", runCondition="(score >= 7 or accepted) and reviewer and level == 'high'")])
+    blocked = next_step(workflow, [], {"score": 9})
+    assert blocked["guidance"]["missingContext"] == {"reviewer": [True], "level": ["high"]}
+    blocked = next_step(workflow, [], {"score": 2, "reviewer": "ana"})
+    assert blocked["guidance"]["missingContext"] == {"accepted": [True], "level": ["high"]}
+    assert next_step(workflow, [], {"score": 9, "level": "low"})["isComplete"] is True
+
+
+def test_a_while_loop_decided_false_by_what_is_set_finishes_without_waiting() -> None:
+    config = {"type": "while", "condition": "mode == 'retry' and more", "maxIterations": 3}
+    loop_node = loop("again", config, "body")
+    workflow = build([loop_node, step("body"), step("end")])
+    assert next_step(workflow, [], {"mode": "done"})["step"]["id"] == "end"
+
+
 def test_requires_confirmation_is_evaluated_against_the_context() -> None:
     workflow = build([step("one", requireConfirmation={"var": "risk", "gte": 3})])
     assert next_step(workflow, [], {"risk": 5})["guidance"]["requiresConfirmation"] is True
@@ -592,6 +615,7 @@ CORPUS_WITH_LOOPS = [p for p in corpus_accepted() if '"loop"' in p.read_text("ut
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@pytest.mark.corpus
 @given(st.sampled_from(CORPUS_WITH_LOOPS or [Path("missing")]), st.data())
 def test_corpus_workflows_with_loops_finish_for_any_contract_following_client(
     path: Path, data: st.DataObject

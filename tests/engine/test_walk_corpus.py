@@ -10,6 +10,8 @@ from handrail.compiler import compile_path
 from tests.conftest import CORPUS, corpus_accepted
 from tests.helpers.walker import engine_call, walk
 
+pytestmark = pytest.mark.corpus  # served or walked workflows come from the WorkRail corpus
+
 
 @pytest.mark.parametrize("path", corpus_accepted(), ids=lambda p: p.relative_to(CORPUS).as_posix())
 def test_every_accepted_corpus_workflow_walks_to_completion(path: Path) -> None:

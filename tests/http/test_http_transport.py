@@ -22,7 +22,7 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
-from tests.conftest import CORPUS
+from tests.conftest import CORPUS, corpus_text
 from tests.http import MODERN, HttpServer, modern_headers, modern_request
 from tests.protocol.process import LATEST, Server
 
@@ -34,7 +34,7 @@ CALLS: list[tuple[str, dict[str, Any]]] = [
     ("workflow_get", {"id": BATCH}),
     ("workflow_next", {"workflowId": BATCH, "completedSteps": []}),
     ("workflow_validate", {"workflowId": BATCH, "stepId": "load-data", "output": "Loaded the items."}),
-    ("workflow_validate_json", {"workflow": (LOOPS / "simple-batch.json").read_text("utf-8")}),
+    ("workflow_validate_json", {"workflow": corpus_text("workflows/examples/loops/simple-batch.json")}),
     ("workflow_get_schema", {}),
 ]
 INITIALIZE = {"protocolVersion": LATEST, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
@@ -79,6 +79,7 @@ def sdk(http: HttpServer) -> dict[str, Any]:
     return anyio.run(_session, http.url)
 
 
+@pytest.mark.corpus
 def test_sdk_initializes_over_http(sdk: dict[str, Any]) -> None:
     result: types.InitializeResult = sdk["initialize"]
     assert result.protocol_version == LATEST
@@ -90,6 +91,7 @@ def test_sdk_initializes_over_http(sdk: dict[str, Any]) -> None:
     assert isinstance(sdk["ping"], types.EmptyResult)
 
 
+@pytest.mark.corpus
 def test_sdk_lists_and_calls_every_tool_over_http(sdk: dict[str, Any]) -> None:
     run_tools = ["workflow_start", "workflow_continue", "workflow_resume", "workflow_abandon"]
     assert [t.name for t in sdk["tools"].tools] == [name for name, _ in CALLS] + run_tools
@@ -105,6 +107,7 @@ def test_sdk_lists_and_calls_every_tool_over_http(sdk: dict[str, Any]) -> None:
     assert sdk["unknown_tool"].code == -32602
 
 
+@pytest.mark.corpus
 def test_sdk_lists_and_reads_resources_over_http(sdk: dict[str, Any]) -> None:
     uris = {str(r.uri) for r in sdk["resources"].resources}
     assert f"workflow://{BATCH}" in uris and "workflow://schema" in uris
@@ -115,6 +118,7 @@ def test_sdk_lists_and_reads_resources_over_http(sdk: dict[str, Any]) -> None:
         json.loads(content.text)
 
 
+@pytest.mark.corpus
 def test_sdk_lists_and_gets_prompts_over_http(sdk: dict[str, Any]) -> None:
     names = [p.name for p in sdk["prompts"].prompts]
     assert BATCH in names and len(names) == 4
@@ -127,6 +131,7 @@ def test_sdk_lists_and_gets_prompts_over_http(sdk: dict[str, Any]) -> None:
 # -- the HTTP layer, raw ----------------------------------------------------------------------
 
 
+@pytest.mark.corpus
 def test_healthz(http: HttpServer) -> None:
     response = http.client.get(f"{http.base}/healthz")
     assert response.status_code == 200
@@ -134,6 +139,7 @@ def test_healthz(http: HttpServer) -> None:
     assert body["status"] == "ok" and body["workflows"] == 4 and body["problems"] == 0
 
 
+@pytest.mark.corpus
 def test_post_answers_with_json(http: HttpServer) -> None:
     response = http.post({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
     assert response.status_code == 200
@@ -142,6 +148,7 @@ def test_post_answers_with_json(http: HttpServer) -> None:
     assert len(response.json()["result"]["tools"]) == len(CALLS) + 4  # and the 4 run tools
 
 
+@pytest.mark.corpus
 def test_no_initialize_needed(http: HttpServer) -> None:
     """Stateless: a request stands alone, initialize or not."""
     reply = http.rpc(
@@ -342,6 +349,7 @@ MODERN_SAME: list[tuple[str, Any]] = [
 ]
 
 
+@pytest.mark.corpus
 def test_both_transports_give_the_same_answers(http: HttpServer) -> None:
     with Server(*ARGS) as stdio:
         stdio.initialize()

@@ -119,6 +119,7 @@ def test_our_requests_are_well_formed(method: str, params: dict[str, Any]) -> No
 # -- stdio, raw lines ------------------------------------------------------------------------------
 
 
+@pytest.mark.corpus
 def test_discover_before_anything(fresh: Server) -> None:
     reply = modern(fresh, "server/discover")
     result = reply["result"]
@@ -131,6 +132,7 @@ def test_discover_before_anything(fresh: Server) -> None:
     assert "workflow_next" in result["instructions"]
 
 
+@pytest.mark.corpus
 def test_every_request_stands_alone_without_initialize(fresh: Server) -> None:
     for method, params in REQUESTS:
         reply = modern(fresh, method, params)
@@ -146,6 +148,7 @@ def test_every_request_stands_alone_without_initialize(fresh: Server) -> None:
     assert fresh.error("tools/list")["code"] == -32000
 
 
+@pytest.mark.corpus
 def test_tools_call_answers_as_in_the_handshake_era(fresh: Server) -> None:
     fresh.initialize()
     for name, arguments in [
@@ -203,6 +206,7 @@ def test_initialize_is_always_the_handshake(fresh: Server) -> None:
     assert result["protocolVersion"] == LATEST and "resultType" not in result
 
 
+@pytest.mark.corpus
 def test_handshake_era_results_are_unchanged(fresh: Server) -> None:
     """No resultType, no cache hints, no serverInfo stamp: what these clients always got."""
     fresh.initialize()
@@ -233,6 +237,7 @@ def test_modern_requests_in_a_batch(fresh: Server) -> None:
 # -- HTTP ------------------------------------------------------------------------------------------
 
 
+@pytest.mark.corpus
 @pytest.mark.parametrize(("method", "params"), REQUESTS, ids=[m for m, _ in REQUESTS])
 def test_http_answers_2026_requests(http: HttpServer, method: str, params: dict[str, Any]) -> None:
     response = http.modern(method, params)
@@ -283,6 +288,7 @@ def test_http_headers_must_match_the_body(http: HttpServer) -> None:
         assert http.post(message, headers).json()["error"]["code"] == -32020, missing
 
 
+@pytest.mark.corpus
 def test_http_mcp_name_may_be_base64(http: HttpServer) -> None:
     message = modern_request("prompts/get", {"name": BATCH}, rid=4)
     headers = {**modern_headers(message), "Mcp-Name": "=?base64?c2ltcGxlLWJhdGNoLWV4YW1wbGU=?="}
@@ -352,6 +358,7 @@ def sessions(http: HttpServer) -> Iterator[dict[tuple[str, str], dict[str, Any]]
         yield record
 
 
+@pytest.mark.corpus
 @pytest.mark.parametrize("transport", ["stdio", "http"])
 @pytest.mark.parametrize(("mode", "version"), [("auto", MODERN), ("legacy", LATEST)])
 def test_sdk_client_negotiates(

@@ -27,6 +27,8 @@ from tests.conftest import CORPUS
 from tests.http import MODERN, HttpServer, modern_request
 from tests.protocol.process import Server
 
+pytestmark = pytest.mark.corpus  # served or walked workflows come from the WorkRail corpus
+
 LOOPS = CORPUS / "workflows" / "examples" / "loops"
 ARGS = ("--no-bundled", "--workflows", str(LOOPS))
 BATCH = "simple-batch-example"
@@ -92,7 +94,7 @@ def test_arguments_may_be_given_and_are_not_needed(server: Server) -> None:
 )
 def test_get_errors_are_invalid_params(server: Server, params: dict[str, Any], detail: str) -> None:
     error = server.error("prompts/get", params)
-    assert error["code"] == -32602 and error["message"] == "Invalid params"
+    assert error["code"] == -32602 and error["message"] == f"Invalid params: {detail}"
     assert error["data"]["details"] == detail
 
 

@@ -25,7 +25,7 @@ from jsonschema.validators import validator_for
 from referencing import Registry
 
 from handrail.compiler import compile_path
-from tests.conftest import CORPUS
+from tests.conftest import CORPUS, corpus_text
 from tests.protocol.process import LATEST, Server, check_message, clean_env, command
 
 LOOPS = CORPUS / "workflows" / "examples" / "loops"
@@ -95,6 +95,7 @@ def ping_answers(s: Server) -> None:
 # -- framing -----------------------------------------------------------------------------
 
 
+@pytest.mark.corpus
 def test_pipelined_requests_are_answered_one_line_each_in_order(server: Server) -> None:
     messages: list[dict[str, Any]] = []
     for n in range(60):
@@ -172,8 +173,8 @@ def test_blank_lines_and_crlf(server: Server) -> None:
 def test_unparsable_line_is_a_parse_error(server: Server, line: bytes) -> None:
     server.send_raw(line + b"\n")
     error = error_of(server.response(None), -32700, None)
-    assert error["message"] == "Parse error"
     assert isinstance(error["data"]["details"], str) and error["data"]["details"]
+    assert error["message"] == f"Parse error: {error['data']['details']}"  # what SDK users see
     ping_answers(server)
 
 
@@ -201,8 +202,8 @@ def test_unparsable_line_is_a_parse_error(server: Server, line: bytes) -> None:
 def test_invalid_request(server: Server, message: Any, rid: Any, detail: str) -> None:
     server.send(message)
     error = error_of(server.response(rid), -32600, rid)
-    assert error["message"] == "Invalid Request"
     assert detail in error["data"]["details"]
+    assert error["message"] == f"Invalid Request: {error['data']['details']}"
     ping_answers(server)
 
 
@@ -299,6 +300,7 @@ def test_deep_nesting_gets_one_well_formed_reply(server: Server, line: str, rid:
     ping_answers(server)
 
 
+@pytest.mark.corpus
 def test_large_request_gets_one_reply(server: Server) -> None:
     output = "done " * 200_000  # 1 MB: under the 1 MiB output limit (tests/reliability/test_limits.py)
     result = server.call("workflow_validate", {"workflowId": BATCH, "stepId": "load-data", "output": output})
@@ -330,7 +332,7 @@ def test_ping(server: Server) -> None:
 @pytest.mark.parametrize("method", ["no/such/method", "tools/nope", "workflow_delete", "", "Ping"])
 def test_unknown_method(server: Server, method: str) -> None:
     error = error_of(server.request(method, {}), -32601)
-    assert error["message"] == "Method not found"
+    assert error["message"] == f"Method not found: `{method}`"
     assert error["data"] == {"method": method}
 
 
@@ -404,7 +406,7 @@ def test_before_initialize_only_initialize_and_ping_are_served(fresh: Server) ->
         ("no/such/method", {}),
     ]:
         error = error_of(fresh.request(method, params), -32000)
-        assert error["message"] == "Server not initialized"
+        assert error["message"] == f"Server not initialized: `{method}`"
         assert error["data"] == {"method": method}
     assert fresh.result("ping") == {}
     fresh.notify("notifications/initialized")  # out of turn: still no response
@@ -429,7 +431,7 @@ INITIALIZE_PARAMS = [
 def test_initialize_params_are_checked(fresh: Server) -> None:
     for params, detail in INITIALIZE_PARAMS:
         error = error_of(fresh.request("initialize", params), -32602)
-        assert error["message"] == "Invalid params"
+        assert error["message"] == f"Invalid params: {detail}"
         assert error["data"] == {"details": detail}, params
         error_of(fresh.request("tools/list"), -32000)  # a refused initialize initializes nothing
 
@@ -476,6 +478,7 @@ def test_known_versions_are_echoed_and_newer_dates_get_the_newest() -> None:
         assert not s.violations
 
 
+@pytest.mark.corpus
 def test_initialize_result(server: Server) -> None:
     result = server.initialized
     assert result is not None
@@ -544,7 +547,7 @@ def test_tools_list(tools: dict[str, dict[str, Any]]) -> None:
         assert not list(outputs.iter_errors(example["response"])), name
 
 
-SCHEMA_TEXT = (CORPUS / "workflows" / "examples" / "loops" / "simple-retry.json").read_text("utf-8")
+SCHEMA_TEXT = corpus_text("workflows/examples/loops/simple-retry.json")
 CALLS = [
     ("workflow_list", {}),
     ("workflow_get", {"id": BATCH}),
@@ -557,6 +560,7 @@ CALLS = [
 ]
 
 
+@pytest.mark.corpus
 @pytest.mark.parametrize(("name", "arguments"), CALLS, ids=[f"{n}-{i}" for i, (n, _) in enumerate(CALLS)])
 def test_tools_call_result(
     server: Server, tools: dict[str, dict[str, Any]], name: str, arguments: dict[str, Any]
@@ -570,6 +574,7 @@ def test_tools_call_result(
     assert not list(validator(tools[name]["outputSchema"]).iter_errors(structured))
 
 
+@pytest.mark.corpus
 def test_tools_call_results_mean_what_they_say(server: Server) -> None:
     listed = server.call("workflow_list", {})["structuredContent"]
     assert sorted(w["id"] for w in listed["workflows"]) == sorted(loop_workflows())
@@ -644,6 +649,7 @@ FAILURES: list[tuple[str, Any, int, dict[str, Any], str]] = [
 ]
 
 
+@pytest.mark.corpus
 @pytest.mark.parametrize(
     ("name", "arguments", "code", "data", "words"),
     FAILURES,
@@ -666,6 +672,7 @@ def test_failed_tool_call_is_an_error_result(
     assert str(code) in block["text"]
 
 
+@pytest.mark.corpus
 def test_unknown_workflow_names_the_closest_ids(server: Server) -> None:
     result = server.call("workflow_get", {"id": "simple-batch"})
     assert result["structuredContent"]["data"]["didYouMean"][0] == BATCH
@@ -675,7 +682,7 @@ def test_unknown_workflow_names_the_closest_ids(server: Server) -> None:
 @pytest.mark.parametrize(
     ("params", "detail"),
     [
-        ({"name": "workflow_delete", "arguments": {}}, "unknown tool 'workflow_delete'"),
+        ({"name": "workflow_delete", "arguments": {}}, "unknown tool `workflow_delete`"),
         ({"arguments": {}}, "name is required"),
         ({"name": 42}, "name must be a string"),
         ({"name": {"huge": "x" * 100_000}}, "name must be a string"),
@@ -686,6 +693,7 @@ def test_unknown_workflow_names_the_closest_ids(server: Server) -> None:
 def test_unknown_tool_is_invalid_params(server: Server, params: dict[str, Any], detail: str) -> None:
     error = error_of(server.request("tools/call", params), -32602)
     assert error["data"]["details"].startswith(detail)
+    assert error["message"] == f"Invalid params: {error['data']['details']}"
     assert len(error["data"]["details"]) < 200
     assert error["data"]["tools"] == TOOLS
 
@@ -693,6 +701,7 @@ def test_unknown_tool_is_invalid_params(server: Server, params: dict[str, Any], 
 # -- the seed's direct form ------------------------------------------------------------------
 
 
+@pytest.mark.corpus
 def test_direct_methods_answer_with_the_seed_shapes(server: Server) -> None:
     params: dict[str, Any] | None
     for params in (None, {}):
@@ -709,9 +718,11 @@ def test_direct_methods_answer_with_the_seed_shapes(server: Server) -> None:
     assert "$schema" in server.result("workflow_get_schema", {})
 
 
+@pytest.mark.corpus
 def test_direct_methods_fail_with_json_rpc_errors(server: Server) -> None:
     error = error_of(server.request("workflow_get", {"id": "no-such-workflow"}), -32001)
-    assert error["message"] == "Workflow not found" and error["data"]["workflowId"] == "no-such-workflow"
+    assert error["message"] == "Workflow not found: `no-such-workflow`"
+    assert error["data"]["workflowId"] == "no-such-workflow"
     error = error_of(server.request("workflow_next", {"completedSteps": []}), -32602)
     assert error["data"] == {"details": "workflowId is required"}
     error = error_of(server.request("workflow_get", {}), -32602)
@@ -719,6 +730,7 @@ def test_direct_methods_fail_with_json_rpc_errors(server: Server) -> None:
     params: dict[str, Any] = {"workflowId": BATCH, "stepId": "nope-step", "output": "x"}
     error = error_of(server.request("workflow_validate", params), -32003)
     assert error["data"]["stepId"] == "nope-step"
+    assert error["message"] == f"Step not found: `nope-step` in workflow `{BATCH}`"
     state = {"loops": [{"id": "nope", "iteration": 1}]}
     params = {"workflowId": BATCH, "completedSteps": [], "state": state}
     error = error_of(server.request("workflow_next", params), -32005)
@@ -782,6 +794,7 @@ def test_stray_print_goes_to_stderr(faulty: Server) -> None:
 # -- resources ---------------------------------------------------------------------------------
 
 
+@pytest.mark.corpus
 def test_resources_list(server: Server) -> None:
     resources = server.result("resources/list")["resources"]
     by_uri = {r["uri"]: r for r in resources}
@@ -793,6 +806,7 @@ def test_resources_list(server: Server) -> None:
     assert by_uri["workflow://schema"]["mimeType"].endswith("json")
 
 
+@pytest.mark.corpus
 def test_resources_read(server: Server) -> None:
     for workflow_id in loop_workflows():
         uri = f"workflow://{workflow_id}"
@@ -824,6 +838,7 @@ def test_resources_read_errors(server: Server, params: dict[str, Any], code: int
         assert "uri" in error["data"]["details"]
 
 
+@pytest.mark.corpus
 def test_resource_list_changed_is_announced(tmp_path: Path) -> None:
     shutil.copy(LOOPS / "simple-batch.json", tmp_path / "simple-batch.json")
     with Server("--no-bundled", "--workflows", str(tmp_path)) as s:

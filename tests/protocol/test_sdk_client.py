@@ -23,8 +23,10 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 from mcp.types.methods import parse_server_result
 
-from tests.conftest import CORPUS
+from tests.conftest import CORPUS, corpus_text
 from tests.protocol.process import ROOT, Server
+
+pytestmark = pytest.mark.corpus  # served or walked workflows come from the WorkRail corpus
 
 LOOPS = CORPUS / "workflows" / "examples" / "loops"
 ARGS = ("--no-bundled", "--workflows", str(LOOPS))
@@ -35,7 +37,7 @@ CALLS: list[tuple[str, dict[str, Any]]] = [
     ("workflow_get", {"id": BATCH}),
     ("workflow_next", {"workflowId": BATCH, "completedSteps": []}),
     ("workflow_validate", {"workflowId": BATCH, "stepId": "load-data", "output": "Loaded the items."}),
-    ("workflow_validate_json", {"workflow": (LOOPS / "simple-batch.json").read_text("utf-8")}),
+    ("workflow_validate_json", {"workflow": corpus_text("workflows/examples/loops/simple-batch.json")}),
     ("workflow_get_schema", {}),
 ]
 
@@ -129,8 +131,11 @@ def test_sdk_sees_failed_calls_as_error_results(sdk: dict[str, Any]) -> None:
 def test_sdk_gets_protocol_errors_as_exceptions(sdk: dict[str, Any]) -> None:
     assert sdk["unknown_tool"].code == -32602
     assert "workflow_delete" in sdk["unknown_tool"].data["details"]
+    # what an SDK user sees first is the message: it says what is wrong
+    assert str(sdk["unknown_tool"]) == "Invalid params: unknown tool `workflow_delete`"
     assert sdk["unknown_resource"].code == -32002
     assert sdk["unknown_resource"].data == {"uri": "workflow://no-such-workflow"}
+    assert str(sdk["unknown_resource"]) == "Resource not found: `workflow://no-such-workflow`"
 
 
 def test_sdk_lists_and_reads_resources(sdk: dict[str, Any]) -> None:

@@ -25,6 +25,8 @@ from tests.conftest import CORPUS
 from tests.helpers.walker import Walk, engine_call, walk
 from tests.protocol.process import Server
 
+pytestmark = pytest.mark.corpus  # served or walked workflows come from the WorkRail corpus
+
 WALKED = [
     "workflows/examples/loops/simple-batch.json",
     "workflows/examples/loops/simple-polling.json",

@@ -102,7 +102,7 @@ LIMIT_VALUES = SMALL.describe()
 
 
 @pytest.fixture(scope="module")
-def protocol() -> Protocol:
+def protocol(corpus: Path) -> Protocol:
     protocol = Protocol(Service(load_catalog(LOOPS, bundled=False), SMALL))
     protocol.handle(
         json.dumps(
@@ -118,7 +118,7 @@ def protocol() -> Protocol:
 
 
 @pytest.fixture(scope="module")
-def server() -> Iterator[Server]:
+def server(corpus: Path) -> Iterator[Server]:
     with Server("--no-bundled", "--workflows", str(LOOPS), *START_OPTIONS) as s:
         s.initialize()
         yield s
@@ -233,7 +233,7 @@ SECRET = "handrail-test-secret-0d5c"
 
 
 @pytest.fixture
-def faulty(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[tuple[Server, Path]]:
+def faulty(corpus: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[tuple[Server, Path]]:
     monkeypatch.setenv("HANDRAIL_TEST_SECRET", SECRET)
     folder = tmp_path / "flows"
     folder.mkdir()

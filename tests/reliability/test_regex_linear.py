@@ -309,6 +309,7 @@ def test_check_warns_about_each_pattern_that_backtracks(tmp_path: Path) -> None:
     assert "negative lookahead" in warning["message"]
 
 
+@pytest.mark.corpus
 def test_the_corpus_lookahead_runs_on_re2() -> None:
     source = (CORPUS / "spec-examples" / "conditional-workflow-example.json").read_text("utf-8")
     assert "(?!.*TODO)" in source

@@ -12,9 +12,11 @@ from pathlib import Path
 
 from handrail.compiler.build import build_workflow
 from handrail.compiler.checks import Commands
+from handrail.compiler.readable import not_said_already, readable_checks
 from handrail.compiler.schema_errors import Raw, schema_diagnostics
 from handrail.compiler.source import SourceMap, parse_json
 from handrail.errors import Diagnostic
+from handrail.expr import Report
 from handrail.limits import MAX_FILE_BYTES
 from handrail.model import Workflow, WorkflowOrigin
 from handrail.schemas import check_workflow
@@ -116,24 +118,17 @@ def compile_text(
     if problem is not None:
         return _failure(file, "H001", problem.message, problem.line, problem.column)
     raw: list[Raw] = []
-
-    def report(
-        code: str,
-        severity: str,
-        message: str,
-        pointer: str,
-        hint: str | None = None,
-        offset: int | None = None,
-    ) -> None:
-        raw.append((code, severity, message, pointer, hint, offset))
+    report = collector(raw)
 
     workflow = None
     schema_failed = False
+    late: list[Raw] = []  # what the other checks find in a file that fails the schema
     try:  # both validators and the builder recurse; no workflow nests hundreds deep
         if check_workflow(document):
             workflow = build_workflow(document, text, file, report, commands=commands, origin=origin)
         else:
             schema_failed = True
+            readable_checks(document, text, file, collector(late))
     except RecursionError:
         return _failure(file, "H001", "the workflow is nested too deeply")
     if not raw and not schema_failed:
@@ -149,9 +144,26 @@ def compile_text(
                 found.append(("H001", "error", "the workflow is nested too deeply", "", None, None))
             if not found:  # the two validators disagree; never let a bad file through silently
                 found.append(("H103", "error", "the workflow does not satisfy the schema", "", None, None))
+            found.extend(not_said_already(late, found))
         return _located(found, text, file)
 
     return Compiled(file, None if failed else workflow, locate)
+
+
+def collector(into: list[Raw]) -> Report:
+    """A reporter that keeps each diagnostic, unlocated, in `into`."""
+
+    def report(
+        code: str,
+        severity: str,
+        message: str,
+        pointer: str,
+        hint: str | None = None,
+        offset: int | None = None,
+    ) -> None:
+        into.append((code, severity, message, pointer, hint, offset))
+
+    return report
 
 
 def _located(raw: list[Raw], text: str, file: str) -> Located:

@@ -16,12 +16,14 @@ from handrail.compiler.checks import Commands, compile_checks
 from handrail.compiler.source import KEY
 from handrail.errors import ErrorWatch, ignore
 from handrail.expr import Report, compile_condition, did_you_mean
-from handrail.expr.ast import variables
+from handrail.expr.ast import All, Any_, Compare, Not, Truthy, variables
 from handrail.expr.parse import parse_condition
 from handrail.model import Condition, Loop, Node, Rule, Step, StepCheck, Workflow, WorkflowOrigin
 from handrail.rules import compile_criteria, criteria_text
 
 TEMPLATE = re.compile(r"\{\{\s*([^{}]*?)\s*\}\}")
+WORD = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")
+VARIABLE_LIKE = re.compile(r"[a-z0-9][A-Z]|_")  # camelCase or snake_case: a name, not a word
 DOTTED = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]*(?:\.[A-Za-z0-9_$]+)*$")
 LOOP_DEFAULTS = {
     "iterationVar": "currentIteration",
@@ -49,6 +51,7 @@ class _Build:
     order: list[str] = field(default_factory=list)
     owner: dict[str, str] = field(default_factory=dict)  # body step id -> loop id
     known_vars: set[str] = field(default_factory=set)
+    reads: list[tuple[str, str]] = field(default_factory=list)  # (root, pointer) a step's decision reads
 
     def collect(self, steps: list[Any], at: str, parent: str | None, functions: tuple[str, ...]) -> None:
         for index, raw in enumerate(steps):
@@ -149,20 +152,75 @@ class _Build:
         for entry in self.entries.values():
             raw = entry.raw
             for key in ("runCondition", "requireConfirmation"):
-                _names_in(raw.get(key), self.known_vars)
+                self.note_reads(raw.get(key), f"{entry.pointer}/{key}")
             for rule in _walk_rules(raw.get("validationCriteria")):
                 _names_in(rule.get("condition"), self.known_vars)
             for check in raw.get("checks", ()):
                 _names_in(check.get("condition"), self.known_vars)
             if raw.get("type") == "loop":
                 cfg = raw["loop"]
-                _names_in(cfg.get("condition"), self.known_vars)
+                self.note_reads(cfg.get("condition"), f"{entry.pointer}/loop/condition")
                 for key, default in LOOP_DEFAULTS.items():
                     self.known_vars.add(cfg.get(key, default))
                 if isinstance(cfg.get("items"), str):
                     self.known_vars.add(cfg["items"].split(".")[0])
                 if isinstance(cfg.get("count"), str):
                     self.known_vars.add(cfg["count"].split(".")[0])
+
+    def note_reads(self, condition: Any, at: str) -> None:
+        """The root names a condition reads, for templates (known_vars) and for H307."""
+        if condition is None:
+            return
+        tree = parse_condition(condition, at, ignore)  # problems are reported when it is compiled
+        seen: set[str] = set()
+        stack: list[Any] = [tree]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, Compare | Truthy):
+                root = node.var.split(".")[0]
+                self.known_vars.add(root)
+                if root not in seen:
+                    seen.add(root)
+                    self.reads.append((root, node.at or at))
+            elif isinstance(node, All | Any_):
+                stack.extend(reversed(node.items))
+            elif isinstance(node, Not):
+                stack.append(node.item)
+
+    def check_condition_variables(self) -> None:
+        """A condition that reads a variable no text of the workflow mentions (no prompt,
+        guidance, loop or template): the agent is never asked to set it, so the step
+        waits for it for ever. Often a misspelling (`riskLevl` where prompts say
+        `riskLevel`), hence the did-you-mean."""
+        reads = self.reads
+        if not reads:
+            return
+        loop_set = {
+            entry.raw["loop"].get(key, default)
+            for entry in self.entries.values()
+            if entry.raw.get("type") == "loop"
+            for key, default in LOOP_DEFAULTS.items()
+        }
+        prose = _prose(self.document)
+        lowered = prose.lower()
+        unmentioned: dict[str, str | None] = {}  # name -> its hint, worked out once per name
+        candidates: set[str] = set()
+        for name, at in reads:
+            if name in loop_set or _mentions(lowered, name.lower()):
+                continue
+            if not candidates:  # names the prose uses, for the did-you-mean
+                candidates = {w for w in set(WORD.findall(prose)) if VARIABLE_LIKE.search(w)}
+                candidates |= loop_set | {n for n, _ in reads}
+            if name not in unmentioned:
+                unmentioned[name] = did_you_mean(name, sorted(candidates - {name}))
+            self.report(
+                "H307",
+                "warning",
+                f"the condition reads `{name}`, which no prompt, guidance, loop or template mentions",
+                at,
+                unmentioned[name]
+                or f"say in a prompt or guidance line what the agent should set `{name}` to",
+            )
 
     def check_templates(self, text: Any, at: str) -> None:
         if not isinstance(text, str) or "{{" not in text:
@@ -228,6 +286,39 @@ def _names_in(condition: Any, out: set[str]) -> None:
     out.update(name.split(".")[0] for name in variables(tree))
 
 
+# Keys whose strings are read by the engine, not by the agent: they mention nothing.
+_NOT_PROSE = frozenset({"runCondition", "requireConfirmation", "condition", "$schema"})
+
+
+def _prose(document: Mapping[str, Any]) -> str:
+    """Every text an agent or author reads in the workflow, one per line: names,
+    descriptions, prompts, guidance, rule messages, loop settings, ids."""
+    texts: list[str] = []
+    stack: list[Any] = [document]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, str):
+            texts.append(value)
+        elif isinstance(value, list):
+            stack.extend(value)
+        elif isinstance(value, Mapping):
+            stack.extend(v for k, v in value.items() if k not in _NOT_PROSE)
+    return "\n".join(texts)
+
+
+def _mentions(text: str, word: str) -> bool:
+    """Whether `word` is in `text` as a whole word (both already lower case)."""
+    start = text.find(word)
+    while start >= 0:
+        end = start + len(word)
+        before = text[start - 1] if start else " "
+        after = text[end] if end < len(text) else " "
+        if not (before.isalnum() or before in "_$") and not (after.isalnum() or after in "_$"):
+            return True
+        start = text.find(word, start + 1)
+    return False
+
+
 def _walk_rules(criteria: Any) -> list[Mapping[str, Any]]:
     out: list[Mapping[str, Any]] = []
     stack = [criteria]
@@ -256,6 +347,7 @@ def build_workflow(
     b.collect(document["steps"], "/steps", None, ())
     b.link_bodies()
     b.gather_variables()
+    b.check_condition_variables()
     workflow_functions = _function_names(document.get("functionDefinitions")) + tuple(
         m.group(1) for line in document.get("metaGuidance", ()) if (m := GUIDANCE_FUNCTION.match(line))
     )

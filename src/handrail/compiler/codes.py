@@ -25,6 +25,7 @@ CODES = {
     "H304": "A comparison with a value of the wrong type",
     "H305": "A condition mixes several operators",
     "H306": "A comparison without a variable",
+    "H307": "A condition reads a variable nothing asks the agent to set",
     "H400": "Invalid regular expression",
     "H401": "Invalid regular expression flags",
     "H402": "Invalid JSON Schema in a schema rule",

@@ -34,9 +34,23 @@ def parse_json(text: str) -> tuple[Any, SyntaxProblem | None]:
     except json.JSONDecodeError as exc:
         if not text[exc.pos :].strip():
             return None, SyntaxProblem(
-                f"invalid JSON: the file ends before the JSON does ({exc.msg})", exc.lineno, exc.colno
+                "invalid JSON: the file ends before the JSON does: it stops inside a value, "
+                "or a closing `}` or `]` is missing",
+                exc.lineno,
+                exc.colno,
             )
-        return None, SyntaxProblem(f"invalid JSON: {exc.msg}", exc.lineno, exc.colno)
+        comma = _trailing_comma(text, exc.pos)
+        if comma is not None:
+            line = text.count("\n", 0, comma) + 1
+            column = comma - (text.rfind("\n", 0, comma) + 1) + 1
+            closer = "list" if text[exc.pos] == "]" else "object"
+            return None, SyntaxProblem(
+                f"invalid JSON: a trailing comma: nothing follows this comma in its {closer}, "
+                "and JSON allows no comma there; remove it",
+                line,
+                column,
+            )
+        return None, SyntaxProblem(f"invalid JSON: {_plain(exc)}", exc.lineno, exc.colno)
     except RecursionError:
         return None, SyntaxProblem("invalid JSON: nested too deeply", 1, 1)
     # The standard library is laxer: it takes NaN, Infinity, lone surrogates and numbers
@@ -46,6 +60,46 @@ def parse_json(text: str) -> tuple[Any, SyntaxProblem | None]:
     if "is infinity" in message:
         message = "the number is too large"
     return None, SyntaxProblem(f"invalid JSON: {message}", strict.lineno, strict.colno)
+
+
+def _trailing_comma(text: str, pos: int) -> int | None:
+    """Where the comma is, when the error is a `]` or `}` right after one."""
+    if pos >= len(text) or text[pos] not in "]}":
+        return None
+    before = len(text[:pos].rstrip())
+    return before - 1 if before and text[before - 1] == "," else None
+
+
+def _plain(exc: json.JSONDecodeError) -> str:
+    """The standard library's message in plain words, with the likely cause."""
+    ahead = exc.doc[exc.pos : exc.pos + 2]
+    if exc.msg.startswith(("Expecting value", "Expecting property name")):
+        if ahead.startswith(("//", "/*", "#")):
+            return "a comment: JSON has no comments; remove it"
+        if ahead.startswith("'"):
+            return 'single quotes: JSON strings and keys need double quotes (")'
+        word = re.match(r"[A-Za-z_$][A-Za-z0-9_$]*", exc.doc[exc.pos :])
+        if word and exc.msg.startswith("Expecting property name"):
+            return f'the key `{word.group()}` needs double quotes: "{word.group()}"'
+        if word:
+            return f'`{word.group()}` is not a JSON value (JSON has true, false, null, numbers, "text")'
+        if exc.msg.startswith("Expecting property name"):
+            return "expected a key in double quotes"
+        return 'expected a value: a "string", a number, an object, a list, true, false or null'
+    return next((plain for start, plain in _PLAIN if exc.msg.startswith(start)), exc.msg)
+
+
+_PLAIN = (  # the standard library's message -> plain words
+    ("Expecting ',' delimiter", "a comma is missing before this value"),
+    ("Expecting ':' delimiter", "a colon (:) is missing after the key"),
+    ("Unterminated string", "a string that never ends: its closing double quote is missing"),
+    (
+        "Invalid control character",
+        "a line break or control character inside a string; write it as \\n or \\t",
+    ),
+    ("Invalid \\escape", "an invalid escape in a string; a backslash is written \\\\"),
+    ("Extra data", "more text after the end of the JSON value"),
+)
 
 
 class SourceMap:

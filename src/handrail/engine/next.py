@@ -30,6 +30,7 @@ class _Walk:
     frames: list[Frame]
     waiting: dict[str, list[Any]] = field(default_factory=dict)  # missing variable -> wanted values
     unusable: dict[str, str] = field(default_factory=dict)  # variable set to a value of the wrong kind
+    kinds: dict[str, tuple[str, str]] = field(default_factory=dict)  # loop variable -> (kind, loop id)
     notes: list[str] = field(default_factory=list)
     waits: int = 0  # how many times something waited on the context; a loop compares before/after
     stalled: bool = False  # a running loop waits on the context: nothing after it may run
@@ -52,8 +53,10 @@ class _Walk:
         self.waits += 1
 
     def skipped(self, condition: Condition, scope: Context) -> None:
+        # only the unset variables that could change the outcome (spec/engine.md §1)
+        undecided = condition.undecided(scope)
         for name, wanted in condition.looks_for:
-            if lookup(scope, name) is MISSING:
+            if name in undecided:
                 self.wait(name, wanted)
 
     def finish(self, sid: str) -> None:
@@ -151,9 +154,7 @@ class _Walk:
                 return not holds  # checked before every iteration; unset means not yet
             if holds:
                 return True
-            if frame.iteration == 1 and any(
-                lookup(scope, name) is MISSING for name in loop.condition.variables
-            ):
+            if frame.iteration == 1 and loop.condition.undecided(scope):
                 if record:
                     self.skipped(loop.condition, scope)
                 return None  # undecided until the context sets what the condition reads
@@ -165,12 +166,14 @@ class _Walk:
             if not is_number(count):
                 if record:
                     self.wait(str(loop.count), (), _unusable(count, "a number"))
+                    self.kinds.setdefault(str(loop.count), ("number", loop.id))
                 return None
             return bool(frame.iteration <= count)
         items = lookup(outer, loop.items or "")
         if not isinstance(items, list):
             if record:
                 self.wait(str(loop.items), (), _unusable(items, "a list"))
+                self.kinds.setdefault(str(loop.items), ("list", loop.id))
             return None
         return frame.iteration <= len(items)
 
@@ -267,7 +270,7 @@ def next_step(
     result["step"] = None
     if walk.waiting:
         result["isComplete"] = False
-        result["guidance"] = _blocked(walk.waiting, walk.unusable, walk.notes)
+        result["guidance"] = _blocked(walk.waiting, walk.unusable, walk.kinds, walk.notes)
     else:
         result["isComplete"] = True
         text = f"Workflow `{workflow.name}` is complete: every step that applies is done."
@@ -279,7 +282,19 @@ def next_step(
     return result
 
 
-def _blocked(waiting: dict[str, list[Any]], unusable: dict[str, str], notes: Sequence[str]) -> dict[str, Any]:
+def loop_need(kind: str, loop_id: str) -> str:
+    """What a loop's `count` ("number") or `items` ("list") variable must hold, in words."""
+    if kind == "number":
+        return f"a number: loop `{loop_id}` runs that many times"
+    return f"a JSON list: loop `{loop_id}` goes through it"
+
+
+def _blocked(
+    waiting: dict[str, list[Any]],
+    unusable: dict[str, str],
+    kinds: dict[str, tuple[str, str]],
+    notes: Sequence[str],
+) -> dict[str, Any]:
     lines = []
     for name, values in waiting.items():
         line = f"- `{name}`"
@@ -288,14 +303,20 @@ def _blocked(waiting: dict[str, list[Any]], unusable: dict[str, str], notes: Seq
             line += f" (the conditions look for {wanted})"
         if name in unusable:
             line += f" ({unusable[name]})"
+        elif name in kinds:
+            kind, loop_id = kinds[name]
+            line += f" ({loop_need(kind, loop_id)})"
         lines.append(line)
     prompt = (
         "No remaining step can run yet: their conditions read context variables that are not set.\n"
         "Set these in `context` and call workflow_next again:\n" + "\n".join(lines)
     )
-    return {
+    guidance: dict[str, Any] = {
         "prompt": "\n\n".join([prompt, *notes]),
         "requiresConfirmation": False,
         "validationCriteria": [],
         "missingContext": {name: list(values) for name, values in waiting.items()},
     }
+    if kinds:  # what a loop needs, for a client that builds the value: "number" or "list"
+        guidance["missingKinds"] = {name: kind for name, (kind, _) in kinds.items() if name in waiting}
+    return guidance

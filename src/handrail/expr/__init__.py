@@ -9,6 +9,7 @@ from handrail.expr.ast import Const, Node, literals_for, to_text, variables
 from handrail.expr.fold import fold
 from handrail.expr.parse import Report, did_you_mean, parse_condition
 from handrail.expr.semantics import MISSING, compile_node, lenient_equals, lookup, truthy
+from handrail.expr.unknowns import compile_unknowns
 from handrail.model import Condition
 
 __all__ = [
@@ -62,4 +63,5 @@ def condition_from_tree(tree: Node, at: str, report: Report, *, what: str = "con
         variables=tuple(names),
         looks_for=tuple((n, tuple(literals_for(tree, n))) for n in names),
         constant=constant,
+        undecided=compile_unknowns(folded),
     )
