@@ -30,11 +30,12 @@ class OverBudget(HandrailError):
     title = "Request over its budget"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Budget:
     deadline: float  # time.monotonic() past which the request is cut off
     seconds: int
     reply_bytes: int
+    rendered: int = 0  # characters templates have produced so far in this request
 
 
 _current: ContextVar[Budget | None] = ContextVar("handrail_budget", default=None)
@@ -80,6 +81,17 @@ def over_time(budget: Budget) -> OverBudget:
     )
 
 
+def render(size: int) -> None:
+    """Count `size` more characters rendered by templates in this request; past
+    `maxReplyBytes` the request stops before building a reply it may not send."""
+    budget = _current.get()
+    if budget is None:
+        return
+    budget.rendered += size
+    if budget.rendered > budget.reply_bytes:
+        raise over_size(budget.rendered, "the text rendered from the step's templates")
+
+
 def reply_limit() -> int | None:
     budget = _current.get()
     return None if budget is None else budget.reply_bytes
@@ -90,7 +102,7 @@ def over_size(size: int, what: str) -> OverBudget:
     limit = reply_limit() or 0
     return OverBudget(
         data={
-            "details": f"{what} would be over {size} bytes, more than the limit of {limit}",
+            "details": f"{what} would be at least {size} bytes, over the limit of {limit}",
             "limit": "maxReplyBytes",
             "value": limit,
         }

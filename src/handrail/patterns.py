@@ -32,6 +32,8 @@ from dataclasses import dataclass
 from functools import cache, lru_cache
 from typing import Any, Literal
 
+from handrail import budget
+from handrail.caching import BoundedCache
 from handrail.errors import ValidationEngineError
 from handrail.limits import REGEX_TIMEOUT_MS
 
@@ -180,9 +182,16 @@ class Regex:
             with _LOCK:
                 compiled = self._backtracking = self._backtracking or self._compile_backtracking()
         limit = _timeout_ms
+        left = budget.remaining()  # the whole request's time, not only this search's
+        seconds = limit / 1000 if left is None else min(limit / 1000, left)
         try:
-            found = compiled.search(text, timeout=limit / 1000, concurrent=True)
+            if seconds <= 0:
+                raise TimeoutError
+            found = compiled.search(text, timeout=seconds, concurrent=True)
         except TimeoutError:
+            spent = budget.current()
+            if spent is not None and seconds < limit / 1000:
+                raise budget.over_time(spent) from None
             raise RegexTimeout(
                 data={
                     "details": f"the pattern /{self.pattern}/ was cut off after {limit} ms on this text",
@@ -200,7 +209,7 @@ _LOCK = threading.Lock()
 _NON_ASCII_WORDS, _ANY_NON_ASCII = 1, 2  # when a search leaves RE2 for Python's \b and \B
 _NON_ASCII_WORD = re.compile(r"[^\W\x00-\x7f]")  # one character class: linear
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-_cache: dict[tuple[str, str | int, bool], Regex] = {}
+_cache: BoundedCache[tuple[str, str | int, bool], Regex] = BoundedCache(4096)  # far more than a catalog holds
 
 
 def compile_pattern(pattern: str, flags: str | int = "", *, anchored: bool = False) -> Regex:
@@ -218,8 +227,7 @@ def compile_pattern(pattern: str, flags: str | int = "", *, anchored: bool = Fal
     except (OverflowError, RecursionError, ValueError, MemoryError) as exc:
         raise PatternError(_plain(exc)) from None
     compiled = _build(pattern, python.flags, python, anchored)
-    if len(_cache) < 4096:  # a workflow catalog holds far fewer
-        _cache[key] = compiled
+    _cache.put(key, compiled)
     return compiled
 
 

@@ -114,15 +114,24 @@ def decode(data: bytes | str) -> Any:
             raise ValueError("nested too deeply") from None
         except (ValueError, UnicodeDecodeError):
             raise ValueError(str(first)) from None
-    if _float_id(message):
-        # orjson reads an integer past 64 bits as a float (an id 2**70 would come back
-        # as 1.1805916207174113e+21); the standard library keeps it exact. Only ids are
-        # checked: scanning every line for long digit runs costs more than the request.
+    if _float_id(message) or _long_digits(data):
+        # orjson reads an integer past 64 bits as a float (an id or a context value
+        # 2**70 would come back as 1.1805916207174113e+21); the standard library keeps it
+        # exact. Only lines with a run of 19 digits can hold one (a scan of microseconds).
         try:
             return _strict_loads(data)
         except RecursionError:
             return message
     return message
+
+
+_DIGITS_BYTES = re.compile(rb"\d{19}")
+_DIGITS_TEXT = re.compile(r"[0-9]{19}")
+
+
+def _long_digits(data: bytes | str) -> bool:
+    found = _DIGITS_BYTES.search(data) if isinstance(data, bytes) else _DIGITS_TEXT.search(data)
+    return found is not None
 
 
 def _float_id(message: Any) -> bool:

@@ -215,6 +215,10 @@ def test_the_defaults() -> None:
         "maxCompletedSteps": 10_000,
         "maxWorkflowBytes": 1_000_000,
         "regexTimeoutMs": 100,
+        "maxRequestSeconds": 5,
+        "maxReplyBytes": MAX_LINE_BYTES,
+        "maxWorkflowSteps": 5_000,
+        "maxWorkflowDepth": 100,
     }
     with pytest.raises(ValueError, match="maxDepth"):
         Limits(max_depth=0)
