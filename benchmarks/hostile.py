@@ -56,6 +56,33 @@ def nested_loops(depth: int, max_iterations: int = 1000, *, reads_iteration: boo
 NESTED_CONTEXT = {"go": True, "mode": "off"}
 
 
+def entangled_loops(depth: int, max_iterations: int = 1000) -> dict[str, Any]:
+    """Loops nested `depth` deep, each with its own iteration variable, the innermost
+    step reading all of them: no iteration is like another, 1000^depth in all. Only
+    the request's time budget ends it."""
+    names = [f"i{level}" for level in range(1, depth + 1)]
+    condition = {"and": [{"var": name, "gt": 10**6} for name in names]}
+    body: list[dict[str, Any]] = [step("inner", runCondition=condition)]
+    for level in range(depth, 0, -1):
+        outer = names[: level - 1]
+        test: Any = {"and": [{"var": "go", "equals": True}, *({"var": n, "gte": 1} for n in outer)]}
+        body = [
+            {
+                "id": f"loop-{level}",
+                "type": "loop",
+                "title": f"Loop {level}",
+                "loop": {
+                    "type": "while",
+                    "condition": test,
+                    "maxIterations": max_iterations,
+                    "iterationVar": names[level - 1],
+                },
+                "body": body,
+            }
+        ]
+    return workflow([step("first"), *body, step("last")], "entangled-loops")
+
+
 def wide_condition(terms: int, *, text: bool = False) -> dict[str, Any]:
     """One runCondition: an `or` of `terms` comparisons (JSON or text form)."""
     condition: Any = (
@@ -102,6 +129,40 @@ def doubling_schema(depth: int) -> dict[str, Any]:
     return schema_rule({"definitions": definitions, "$ref": "#/definitions/d0"}, "doubling-schema")
 
 
+def doubling_by_depth() -> dict[str, Any]:
+    """Two branches per level of the value, each going one level down: fine by
+    `handrail check` (one value is checked a few times), 2^depth on a deep output."""
+    branch = {"type": "object", "properties": {"a": {"$ref": "#"}}}
+    return schema_rule({"type": "object", "anyOf": [branch, {"allOf": [branch]}]}, "doubling-by-depth")
+
+
+def recursive_properties() -> dict[str, Any]:
+    """A schema that follows the value down through `a`, as deep as the value goes."""
+    return schema_rule({"type": "object", "properties": {"a": {"$ref": "#"}}}, "recursive-properties")
+
+
+def nested_output(depth: int, leaf: Any = 1) -> str:
+    return '{"a":' * depth + json_dumps(leaf) + "}" * depth
+
+
+def json_dumps(value: Any) -> str:
+    import json
+
+    return json.dumps(value)
+
+
+def catastrophic_keys() -> dict[str, Any]:
+    """patternProperties with a pattern that backtracks exponentially on keys like
+    `kkk...kx`: each search runs to the per-search limit."""
+    return schema_rule({"type": "object", "patternProperties": {"^(?=k)(k|kk)+$": {}}}, "catastrophic-keys")
+
+
+def catastrophic_output(keys: int) -> str:
+    import json
+
+    return json.dumps({"k" * 40 + f"x{i}": i for i in range(keys)})
+
+
 def backtracking_keys() -> dict[str, Any]:
     """patternProperties whose pattern only the backtracking engine can run."""
     return schema_rule({"type": "object", "patternProperties": {"^(?=k)k\\d+$": {"type": "integer"}}}, "lookahead-keys")
@@ -113,7 +174,8 @@ def many_keys_output(keys: int) -> str:
     return json.dumps({f"k{i}": i for i in range(keys)})
 
 
-def amplifying_template(repeats: int = 4001) -> dict[str, Any]:
+def amplifying_template(repeats: int = 1600) -> dict[str, Any]:
+    """`{{x}}` as often as a prompt's 8,192 characters allow: times a 1 MB context value."""
     return workflow([step("loud", prompt="{{x}}" * repeats)], "amplifying-template")
 
 
@@ -133,6 +195,10 @@ def all_documents() -> list[dict[str, Any]]:
         deep_condition(40),
         self_reference(),
         doubling_schema(24),
+        doubling_by_depth(),
+        recursive_properties(),
+        catastrophic_keys(),
+        entangled_loops(3),
         backtracking_keys(),
         amplifying_template(),
         word_boundary(),
@@ -155,7 +221,7 @@ def random_document(rng: random.Random) -> dict[str, Any]:
     if kind == 5:
         return doubling_schema(rng.randint(1, 30))
     if kind == 6:
-        return amplifying_template(rng.randint(1, 5000))
+        return amplifying_template(rng.randint(1, 1600))
     pattern = rng.choice(["(a+)+$", "(?=a)a", "\\bé\\b", "(x|xx)+y", "(?<=a)b", "^(\\w+\\s?)*$"])
     rule = {"type": "regex", "pattern": pattern, "message": "m"}
     return workflow([step("random-regex", validationCriteria=[rule])], "random-regex")

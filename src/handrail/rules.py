@@ -314,7 +314,7 @@ def _compiled_schema(schema: Mapping[str, Any]) -> tuple[SchemaCheck, list[tuple
     names = getattr(compiled, "__globals__", {})
     # the schema's `pattern`s run on agents' output: linear-time engines, as for regex rules
     fallbacks = harden(names.get("REGEX_PATTERNS", {}))
-    _guard_references(names, compiled)
+    _guard_references(names)
 
     def validate(value: Any) -> tuple[str, str] | None:
         try:
@@ -333,11 +333,12 @@ def _compiled_schema(schema: Mapping[str, Any]) -> tuple[SchemaCheck, list[tuple
     return validate, fallbacks
 
 
-def _guard_references(names: dict[str, Any], main: Any) -> None:
+def _guard_references(names: dict[str, Any]) -> None:
     """Make every `$ref` the generated validator follows check the request's time budget:
     references are how a schema of a few lines checks a value millions of times."""
     for name, function in list(names.items()):
-        if name.startswith("validate") and function is not main and getattr(function, "__globals__", None) is names:
+        # the main function too: `"$ref": "#"` calls it by name (our caller holds it directly)
+        if name.startswith("validate") and getattr(function, "__globals__", None) is names:
 
             def guarded(*args: Any, _function: Any = function, **kwargs: Any) -> Any:
                 budget.check()

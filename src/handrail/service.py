@@ -67,11 +67,12 @@ class Service:
         if not isinstance(arguments, dict):
             raise InvalidParams(data={"details": "params must be an object"})
         limits = self.limits
+        snapshot = self.catalog.snapshot()  # a reload of changed files is not the request's cost
         # one budget per request, whichever transport or thread runs it (see budget.py)
         with budget.spend(limits.max_request_seconds, limits.max_reply_bytes):
             self._limit(name, arguments)
             self._check(name, arguments)
-            result = self._handlers[name](self.catalog.snapshot(), arguments)
+            result = self._handlers[name](snapshot, arguments)
             _bound_reply(result, limits.max_reply_bytes)
         return result
 
