@@ -7,6 +7,7 @@ reported, none stops the others from being found.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -295,9 +296,15 @@ def build_workflow(document: Mapping[str, Any], text: str, file: str, report: Re
 
     try:
         source = orjson.dumps(document)
-    except TypeError:  # orjson refuses to nest deeper than 254; no workflow needs to
-        report("H001", "error", "the workflow is nested too deeply", "")
-        source = b""
+    except TypeError:  # orjson refuses integers past 64 bits, and nesting deeper than 254
+        try:
+            source = json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode()
+        except (RecursionError, ValueError):
+            report("H001", "error", "the workflow is nested too deeply", "")
+            source = b""
+        if len(source) and _too_deep_for_orjson(document):
+            report("H001", "error", "the workflow is nested too deeply", "")
+            source = b""
     return Workflow(
         id=document["id"],
         name=document["name"],
@@ -432,3 +439,17 @@ def _check_file_name(workflow_id: str, file: str, report: Report) -> None:
 
 
 __all__ = ["KEY", "build_workflow"]
+
+
+def _too_deep_for_orjson(document: Any) -> bool:
+    """Whether `document` nests deeper than the 254 levels orjson (and so workflow_get) takes."""
+    stack: list[tuple[Any, int]] = [(document, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > 254:
+            return True
+        if isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values() if isinstance(v, dict | list))
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item if isinstance(v, dict | list))
+    return False
