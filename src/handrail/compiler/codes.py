@@ -32,5 +32,7 @@ CODES = {
     "H404": "A length rule's min is greater than its max",
     "H405": "A field that has no effect where it is",
     "H406": "A regex that cannot run in linear time",
+    "H407": "A schema rule refers to itself without end",
+    "H408": "A schema rule checks one value too many times",
     "H500": "A template names a variable nothing sets or tests",
 }
