@@ -46,7 +46,11 @@ def nested_loops(depth: int, max_iterations: int = 1000, *, reads_iteration: boo
                 "id": f"loop-{level}",
                 "type": "loop",
                 "title": f"Loop {level}",
-                "loop": {"type": "while", "condition": {"var": "go", "equals": True}, "maxIterations": max_iterations},
+                "loop": {
+                    "type": "while",
+                    "condition": {"var": "go", "equals": True},
+                    "maxIterations": max_iterations,
+                },
                 "body": body,
             }
         ]
@@ -165,7 +169,9 @@ def catastrophic_output(keys: int) -> str:
 
 def backtracking_keys() -> dict[str, Any]:
     """patternProperties whose pattern only the backtracking engine can run."""
-    return schema_rule({"type": "object", "patternProperties": {"^(?=k)k\\d+$": {"type": "integer"}}}, "lookahead-keys")
+    return schema_rule(
+        {"type": "object", "patternProperties": {"^(?=k)k\\d+$": {"type": "integer"}}}, "lookahead-keys"
+    )
 
 
 def many_keys_output(keys: int) -> str:

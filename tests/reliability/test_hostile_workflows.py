@@ -103,7 +103,9 @@ def _over_budget(reply: dict[str, Any], limit: str) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("reads_iteration", [False, True])
-def test_three_nested_loops_with_skipped_bodies_are_decided_at_once(server: Server, reads_iteration: bool) -> None:
+def test_three_nested_loops_with_skipped_bodies_are_decided_at_once(
+    server: Server, reads_iteration: bool
+) -> None:
     wid = hostile.nested_loops(3, reads_iteration=reads_iteration)["id"]
     params = {"workflowId": wid, "completedSteps": ["first"], "context": hostile.NESTED_CONTEXT}
     reply, seconds = _timed(server, "workflow_next", params)
@@ -146,7 +148,11 @@ def test_a_schema_following_the_output_past_the_stack_is_a_validation_error(serv
 
 def test_backtracking_searches_over_many_keys_share_one_time_budget(server: Server) -> None:
     # each key's search could run 5 s (--regex-timeout 5000): 300 keys, 25 minutes
-    params = {"workflowId": "catastrophic-keys", "stepId": "answer", "output": hostile.catastrophic_output(300)}
+    params = {
+        "workflowId": "catastrophic-keys",
+        "stepId": "answer",
+        "output": hostile.catastrophic_output(300),
+    }
     reply, seconds = _timed(server, "workflow_validate", params)
     _over_budget(reply, "maxRequestSeconds")
     assert seconds < HANGS
@@ -221,7 +227,10 @@ def test_handrail_check_compiles_a_wide_condition_and_a_large_workflow(tmp_path:
 
 
 def test_workflow_validate_json_refuses_what_is_too_large_to_check_naming_the_limit(server: Server) -> None:
-    for document, limit in ((hostile.many_steps(5_001, 1), "maxWorkflowSteps"), (hostile.deep_condition(120), "maxWorkflowDepth")):
+    for document, limit in (
+        (hostile.many_steps(5_001, 1), "maxWorkflowSteps"),
+        (hostile.deep_condition(120), "maxWorkflowDepth"),
+    ):
         reply, _ = _timed(server, "workflow_validate_json", {"workflow": json.dumps(document)})
         error = reply["error"]
         assert (error["code"], error["data"]["limit"]) == (-32602, limit)
@@ -261,13 +270,29 @@ def _diagnostics(output: str) -> list[dict[str, Any]]:
 
 def test_workflows_sent_to_workflow_validate_json_leave_no_cache_behind() -> None:
     protocol = Protocol(Service(load_catalog(bundled=True)))
-    protocol.handle(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}}}))
+    protocol.handle(
+        json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": 0,
+                "method": "initialize",
+                "params": {"protocolVersion": "2025-06-18", "capabilities": {}},
+            }
+        )
+    )
     validators, regexes = len(rules._validators), len(patterns._cache)
     for i in range(300):
         schema = {"type": "object", "properties": {f"p{i}": {"type": "string", "pattern": f"^x{i}(a|b)+$"}}}
         document = hostile.schema_rule(schema, f"client-{i}")
-        document["steps"].append(hostile.step("text", validationCriteria=[{"type": "regex", "pattern": f"y{i}+", "message": "m"}]))
-        line = {"jsonrpc": "2.0", "id": i + 1, "method": "workflow_validate_json", "params": {"workflow": json.dumps(document)}}
+        document["steps"].append(
+            hostile.step("text", validationCriteria=[{"type": "regex", "pattern": f"y{i}+", "message": "m"}])
+        )
+        line = {
+            "jsonrpc": "2.0",
+            "id": i + 1,
+            "method": "workflow_validate_json",
+            "params": {"workflow": json.dumps(document)},
+        }
         reply = json.loads(protocol.handle(json.dumps(line)) or b"null")
         assert reply["result"]["valid"] is True, reply
     assert (len(rules._validators), len(patterns._cache)) == (validators, regexes)

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from handrail import budget
 from handrail.compiler.source import KEY
 from handrail.errors import ErrorWatch, ignore
 from handrail.expr import Report, compile_condition, did_you_mean
@@ -251,6 +252,7 @@ def build_workflow(document: Mapping[str, Any], text: str, file: str, report: Re
     )
     nodes: dict[str, Node] = {}
     for sid in b.order:
+        budget.check()  # a workflow a client sends is compiled within its request's budget
         entry = b.entries[sid]
         raw, at = entry.raw, entry.pointer
         for key in ("title", "prompt", "agentRole"):

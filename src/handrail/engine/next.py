@@ -114,9 +114,9 @@ class _Walk:
             return None
         waits, notes = self.waits, len(self.notes)
         found = self.start(loop, depth)
-        if found is None and not self.stalled and self.waits == waits and loop.id in self.done:
-            if self.independent_of_frames(loop, depth):
-                self.ended[loop.id] = self.notes[notes:]
+        ended = found is None and not self.stalled and self.waits == waits and loop.id in self.done
+        if ended and self.independent_of_frames(loop, depth):
+            self.ended[loop.id] = self.notes[notes:]
         return found
 
     def start(self, loop: Loop, depth: int) -> Step | None:
@@ -195,7 +195,11 @@ class _Walk:
                 return frame.iteration
             if count >= loop.max_iterations:
                 return loop.max_iterations
-            return max(frame.iteration, math.floor(count))
+            try:
+                last: int = math.floor(count)
+            except (ValueError, OverflowError):  # NaN, from a library caller
+                return frame.iteration
+            return max(frame.iteration, last)
         items = lookup(outer, loop.items or "")
         if not isinstance(items, list):
             return frame.iteration
