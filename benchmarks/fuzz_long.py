@@ -544,14 +544,7 @@ def run_process(seed: int, n: int, *, max_line: int = 65_536, group: int = 40) -
                 break
             tally.worst_ms = max(tally.worst_ms, (time.perf_counter() - t0) * 1000 / max(1, len(lines)))
             _match(lines, replies, max_line, tally)
-        try:
-            tally.final_ping = server.request("ping", rid="final") == {
-                "jsonrpc": "2.0",
-                "id": "final",
-                "result": {},
-            }
-        except (AssertionError, EOFError):
-            tally.final_ping = False
+        tally.final_ping = _final_ping(server)
     tally.seconds = time.perf_counter() - started
     return tally
 
@@ -634,16 +627,17 @@ def run_documents(seed: int, n: int) -> Tally:
                     tally.count(line, f"took {spent:.1f} s, past the budget", "hangs")
                 if reply.get("error", {}).get("code") == INTERNAL_ERROR:
                     tally.count(line, f"internal error {reply!r:.200}", "crashes")
-            try:
-                tally.final_ping = server.request("ping", rid="final") == {
-                    "jsonrpc": "2.0",
-                    "id": "final",
-                    "result": {},
-                }
-            except (AssertionError, EOFError):
-                tally.final_ping = False
+            tally.final_ping = _final_ping(server)
     tally.seconds = time.perf_counter() - started
     return tally
+
+
+def _final_ping(server: Any) -> bool:
+    try:
+        reply = server.request("ping", rid="final")
+    except (AssertionError, EOFError):
+        return False
+    return bool(reply == {"jsonrpc": "2.0", "id": "final", "result": {}})
 
 
 def _groups(generator: Generator, n: int, size: int, max_line: int) -> Iterator[list[bytes]]:

@@ -41,20 +41,18 @@ def nested_loops(depth: int, max_iterations: int = 1000, *, reads_iteration: boo
     )
     body: list[dict[str, Any]] = [step("inner", runCondition=condition)]
     for level in range(depth, 0, -1):
-        body = [
-            {
-                "id": f"loop-{level}",
-                "type": "loop",
-                "title": f"Loop {level}",
-                "loop": {
-                    "type": "while",
-                    "condition": {"var": "go", "equals": True},
-                    "maxIterations": max_iterations,
-                },
-                "body": body,
-            }
-        ]
+        body = [_while(level, {"var": "go", "equals": True}, max_iterations, body)]
     return workflow([step("first"), *body, step("last")], "nested-loops")
+
+
+def _while(level: int, condition: Any, max_iterations: int, body: list[Any], **extra: Any) -> dict[str, Any]:
+    return {
+        "id": f"loop-{level}",
+        "type": "loop",
+        "title": f"Loop {level}",
+        "loop": {"type": "while", "condition": condition, "maxIterations": max_iterations, **extra},
+        "body": body,
+    }
 
 
 NESTED_CONTEXT = {"go": True, "mode": "off"}
@@ -70,20 +68,7 @@ def entangled_loops(depth: int, max_iterations: int = 1000) -> dict[str, Any]:
     for level in range(depth, 0, -1):
         outer = names[: level - 1]
         test: Any = {"and": [{"var": "go", "equals": True}, *({"var": n, "gte": 1} for n in outer)]}
-        body = [
-            {
-                "id": f"loop-{level}",
-                "type": "loop",
-                "title": f"Loop {level}",
-                "loop": {
-                    "type": "while",
-                    "condition": test,
-                    "maxIterations": max_iterations,
-                    "iterationVar": names[level - 1],
-                },
-                "body": body,
-            }
-        ]
+        body = [_while(level, test, max_iterations, body, iterationVar=names[level - 1])]
     return workflow([step("first"), *body, step("last")], "entangled-loops")
 
 
