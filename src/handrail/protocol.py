@@ -26,6 +26,7 @@ from typing import Any
 from handrail import __version__
 from handrail.errors import HandrailError
 from handrail.service import Encoded, Service
+from handrail.wide_integers import may_hold_wide_integers
 
 log = logging.getLogger("handrail.protocol")
 
@@ -114,24 +115,15 @@ def decode(data: bytes | str) -> Any:
             raise ValueError("nested too deeply") from None
         except (ValueError, UnicodeDecodeError):
             raise ValueError(str(first)) from None
-    if _float_id(message) or _long_digits(data):
+    if _float_id(message) or may_hold_wide_integers(message):
         # orjson reads an integer past 64 bits as a float (an id or a context value
         # 2**70 would come back as 1.1805916207174113e+21); the standard library keeps it
-        # exact. Only lines with a run of 19 digits can hold one (a scan of microseconds).
+        # exact. Only messages holding a float that large are read again.
         try:
             return _strict_loads(data)
         except RecursionError:
             return message
     return message
-
-
-_DIGITS_BYTES = re.compile(rb"\d{19}")
-_DIGITS_TEXT = re.compile(r"[0-9]{19}")
-
-
-def _long_digits(data: bytes | str) -> bool:
-    found = _DIGITS_BYTES.search(data) if isinstance(data, bytes) else _DIGITS_TEXT.search(data)
-    return found is not None
 
 
 def _float_id(message: Any) -> bool:

@@ -270,9 +270,8 @@ def _diagnostics(output: str) -> list[dict[str, Any]]:
 
 def test_workflows_sent_to_workflow_validate_json_leave_no_cache_behind() -> None:
     protocol = Protocol(Service(load_catalog(bundled=True)))
-    protocol.handle(
-        b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}'
-    )
+    hello = {"protocolVersion": "2025-06-18", "capabilities": {}}
+    protocol.handle(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": hello}))
     validators, regexes = len(rules._validators), len(patterns._cache)
     for i in range(300):
         schema = {"type": "object", "properties": {f"p{i}": {"type": "string", "pattern": f"^x{i}(a|b)+$"}}}

@@ -12,7 +12,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-_LONG_DIGITS = re.compile(r"[0-9]{19}")
+from handrail.wide_integers import may_hold_wide_integers
+
 KEY = -1  # an `offset` that asks for the position of the object key, not its value
 
 
@@ -31,7 +32,7 @@ def parse_json(text: str) -> tuple[Any, SyntaxProblem | None]:
     except orjson.JSONDecodeError as exc:
         strict = exc
     else:
-        if _LONG_DIGITS.search(text) is None:
+        if not may_hold_wide_integers(document):
             return document, None
         # orjson reads an integer past 64 bits as a float; the standard library keeps
         # it exact (what orjson refuses was refused above)
