@@ -229,6 +229,8 @@ def test_start_refuses_a_limit_that_is_not_a_positive_integer() -> None:
 
     assert main(["start", "--max-output", "0"]) == 2
     assert main(["start", "--max-depth", "many"]) == 2
+    assert main(["start", "--max-request-seconds", "0"]) == 2
+    assert main(["serve", "--max-reply", "-1"]) == 2
 
 
 # -- what an error may say ---------------------------------------------------------------
