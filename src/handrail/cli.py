@@ -52,7 +52,7 @@ def _add_limit_options(parser: argparse.ArgumentParser) -> None:
         ("--max-request-seconds", limits.MAX_REQUEST_SECONDS, "S", "time budget of one request"),
         ("--max-reply", limits.MAX_REPLY_BYTES, "BYTES", "largest result of a tool, as JSON"),
         ("--max-workflow-steps", limits.MAX_WORKFLOW_STEPS, "N", "most steps in workflow_validate_json"),
-        ("--max-workflow-depth", limits.MAX_WORKFLOW_DEPTH, "LEVELS", "deepest workflow_validate_json nesting"),
+        ("--max-workflow-depth", limits.MAX_WORKFLOW_DEPTH, "LEVELS", "nesting of workflow_validate_json"),
     ):
         parser.add_argument(
             flag, type=positive, default=default, metavar=metavar, help=f"{what} (default {default})"
