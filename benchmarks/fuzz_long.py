@@ -2,6 +2,7 @@
 
     python -m benchmarks.fuzz_long                  # 200,000 lines in-process, 20,000 through a server
     python -m benchmarks.fuzz_long --lines 1000000 --process-lines 100000 --seed 7
+    python -m benchmarks.fuzz_long --lines 0 --process-lines 0 --documents 1000   # hostile workflows
 
 Lines come from a seeded generator: JSON-RPC envelopes for every method with a wrong
 value in a field of their params, batches, arbitrary bytes, truncated and byte-flipped
@@ -13,7 +14,10 @@ followed by a `ping` that fences its replies.
 The property checked for every line: a request gets exactly one well-formed response
 carrying its id (null where the id could not be read), a notification gets none, no
 reply is an internal error (-32603, a crash caught), no call takes longer than
-HANG_SECONDS, and the server answers a final `ping`. The counts are printed and
+HANG_SECONDS, and the server answers a final `ping`. A third run sends hostile
+workflow documents (benchmarks/hostile.py: deep loops, wide conditions, recursive and
+doubling schemas, backtracking patterns, amplifying templates) and asserts each is
+answered within the request's time budget. The counts are printed and
 written to benchmarks/results/fuzz.json. tests/reliability/test_fuzz_protocol.py
 runs the same generator briefly.
 """
@@ -540,16 +544,100 @@ def run_process(seed: int, n: int, *, max_line: int = 65_536, group: int = 40) -
                 break
             tally.worst_ms = max(tally.worst_ms, (time.perf_counter() - t0) * 1000 / max(1, len(lines)))
             _match(lines, replies, max_line, tally)
-        try:
-            tally.final_ping = server.request("ping", rid="final") == {
-                "jsonrpc": "2.0",
-                "id": "final",
-                "result": {},
-            }
-        except (AssertionError, EOFError):
-            tally.final_ping = False
+        tally.final_ping = _final_ping(server)
     tally.seconds = time.perf_counter() - started
     return tally
+
+
+DOCUMENT_BUDGET_SECONDS = 2  # the server's --max-request-seconds in run_documents
+
+
+def run_documents(seed: int, n: int) -> Tally:
+    """`n` requests over hostile workflow documents (benchmarks/hostile.py) through a real
+    `handrail start`: documents sent to workflow_validate_json, and calls on hostile
+    workflows it serves. Each must be answered, never with -32603, within the request
+    budget plus slack for a loaded machine; the server must answer a final ping."""
+    import os
+    import tempfile
+
+    from benchmarks import hostile
+    from tests.protocol.process import Server
+
+    rng = random.Random(seed)
+    tally = Tally("hostile docs")
+    started = time.perf_counter()
+    served = [d for d in hostile.all_documents() if d["id"] != "many-steps"]
+    outputs = [
+        hostile.nested_output(rng.randint(1, 900)),
+        hostile.catastrophic_output(200),
+        "un café noir " * 5000,
+        hostile.many_keys_output(20_000),
+    ]
+    with tempfile.TemporaryDirectory(prefix="handrail-hostile-") as folder:
+        for document in served:
+            path = Path(folder) / f"{document['id']}.json"
+            path.write_text(json.dumps(document), encoding="utf-8")
+            os.utime(path, (time.time() - 3600,) * 2)  # settled: read once
+        args = ["--workflows", folder, "--max-request-seconds", str(DOCUMENT_BUDGET_SECONDS)]
+        with Server(*args, "--regex-timeout", "5000", "--log-level", "error") as server:
+            server.initialize()
+            for i in range(n):
+                choice = rng.random()
+                if choice < 0.4:
+                    method = "workflow_validate_json"
+                    params: dict[str, Any] = {"workflow": json.dumps(hostile.random_document(rng))}
+                elif choice < 0.7:
+                    document = rng.choice(served)
+                    method, params = (
+                        "workflow_next",
+                        {
+                            "workflowId": document["id"],
+                            "completedSteps": rng.choice([[], ["first"]]) if "loop" in document["id"] else [],
+                            "context": rng.choice(
+                                [hostile.NESTED_CONTEXT, {"go": True}, {"x": "y" * 100_000}]
+                            ),
+                        },
+                    )
+                else:
+                    document = rng.choice(served)
+                    step = document["steps"][0]
+                    method, params = (
+                        "workflow_validate",
+                        {
+                            "workflowId": document["id"],
+                            "stepId": step["id"],
+                            "output": rng.choice(outputs),
+                        },
+                    )
+                line = json.dumps({"jsonrpc": "2.0", "id": i, "method": method, "params": params}).encode()
+                tally.inputs += 1
+                t0 = time.perf_counter()
+                try:
+                    server.send_raw(line + b"\n")
+                    reply = server.response(i, timeout=DOCUMENT_BUDGET_SECONDS + 28)
+                except EOFError:
+                    tally.count(line, "the server exited", "crashes")
+                    break
+                except AssertionError as exc:
+                    tally.count(line, str(exc)[:200], "hangs")
+                    break
+                spent = time.perf_counter() - t0
+                tally.worst_ms = max(tally.worst_ms, spent * 1000)
+                if spent > DOCUMENT_BUDGET_SECONDS + 5:
+                    tally.count(line, f"took {spent:.1f} s, past the budget", "hangs")
+                if reply.get("error", {}).get("code") == INTERNAL_ERROR:
+                    tally.count(line, f"internal error {reply!r:.200}", "crashes")
+            tally.final_ping = _final_ping(server)
+    tally.seconds = time.perf_counter() - started
+    return tally
+
+
+def _final_ping(server: Any) -> bool:
+    try:
+        reply = server.request("ping", rid="final")
+    except (AssertionError, EOFError):
+        return False
+    return bool(reply == {"jsonrpc": "2.0", "id": "final", "result": {}})
 
 
 def _groups(generator: Generator, n: int, size: int, max_line: int) -> Iterator[list[bytes]]:
@@ -620,11 +708,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lines", type=int, default=200_000, help="lines in-process")
     parser.add_argument("--process-lines", type=int, default=20_000, help="lines through a real server")
     parser.add_argument("--max-line", type=int, default=65_536, help="the server's --max-line")
+    parser.add_argument("--documents", type=int, default=200, help="requests over hostile documents")
     parser.add_argument("--out", type=Path, default=RESULTS / "fuzz.json")
     args = parser.parse_args(argv)
     tallies = [run_in_process(args.seed, args.lines)]
     if args.process_lines:
         tallies.append(run_process(args.seed + 1, args.process_lines, max_line=args.max_line))
+    if args.documents:
+        tallies.append(run_documents(args.seed + 2, args.documents))
     columns = ("inputs", "crashes", "hangs", "lost", "malformed", "worst ms")
     print(f"{'where':<16} " + " ".join(f"{c:>9}" for c in columns))
     for t in tallies:

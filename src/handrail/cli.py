@@ -49,6 +49,10 @@ def _add_limit_options(parser: argparse.ArgumentParser) -> None:
         ("--max-depth", limits.MAX_DEPTH, "LEVELS", "deepest nesting of a tool call's arguments"),
         ("--max-completed-steps", limits.MAX_COMPLETED_STEPS, "N", "most entries in completedSteps"),
         ("--regex-timeout", limits.REGEX_TIMEOUT_MS, "MS", "time limit of a backtracking regex search"),
+        ("--max-request-seconds", limits.MAX_REQUEST_SECONDS, "S", "time budget of one request"),
+        ("--max-reply", limits.MAX_REPLY_BYTES, "BYTES", "largest result of a tool, as JSON"),
+        ("--max-workflow-steps", limits.MAX_WORKFLOW_STEPS, "N", "most steps in workflow_validate_json"),
+        ("--max-workflow-depth", limits.MAX_WORKFLOW_DEPTH, "LEVELS", "nesting of workflow_validate_json"),
     ):
         parser.add_argument(
             flag, type=positive, default=default, metavar=metavar, help=f"{what} (default {default})"
@@ -102,6 +106,10 @@ def _limits(args: argparse.Namespace) -> Any:
         max_completed_steps=args.max_completed_steps,
         max_workflow_bytes=args.max_file_size,
         regex_timeout_ms=args.regex_timeout,
+        max_request_seconds=args.max_request_seconds,
+        max_reply_bytes=args.max_reply,
+        max_workflow_steps=args.max_workflow_steps,
+        max_workflow_depth=args.max_workflow_depth,
     )
 
 

@@ -20,6 +20,13 @@ MAX_CONTEXT_BYTES = 1024 * 1024  # a context, as JSON
 MAX_DEPTH = 64  # how deeply the arguments of a tool call may nest
 MAX_COMPLETED_STEPS = 10_000  # entries of completedSteps
 REGEX_TIMEOUT_MS = 100  # one search on the backtracking regex engine (see patterns.py)
+# A request's time budget (handrail.budget). Answers take well under a millisecond and
+# compiling the largest workflow workflow_validate_json takes (1 MB) about a second;
+# 5 s leaves room for a loaded machine and still ends a hostile request soon.
+MAX_REQUEST_SECONDS = 5
+MAX_REPLY_BYTES = MAX_LINE_BYTES  # a tool's result as JSON, templates' output included
+MAX_WORKFLOW_STEPS = 5_000  # steps and loops of a workflow given to workflow_validate_json
+MAX_WORKFLOW_DEPTH = 100  # how deeply that workflow's JSON nests
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +38,10 @@ class Limits:
     max_completed_steps: int = MAX_COMPLETED_STEPS
     max_workflow_bytes: int = MAX_FILE_BYTES  # the text workflow_validate_json checks
     regex_timeout_ms: int = REGEX_TIMEOUT_MS
+    max_request_seconds: int = MAX_REQUEST_SECONDS
+    max_reply_bytes: int = MAX_REPLY_BYTES
+    max_workflow_steps: int = MAX_WORKFLOW_STEPS
+    max_workflow_depth: int = MAX_WORKFLOW_DEPTH
 
     def __post_init__(self) -> None:
         for item in fields(self):

@@ -33,6 +33,8 @@ from dataclasses import dataclass
 from functools import cache, lru_cache
 from typing import Any, Literal
 
+from handrail import budget
+from handrail.caching import BoundedCache
 from handrail.errors import ValidationEngineError
 from handrail.limits import REGEX_TIMEOUT_MS
 
@@ -120,6 +122,7 @@ class Regex:
 
     __slots__ = (
         "_backtracking",
+        "_marked",
         "_python",
         "_re2",
         "_re2_found",
@@ -143,6 +146,7 @@ class Regex:
         surrogate_safe: bool,
         regex_source: str | None,
         anchored: bool,
+        marked: Any = None,
     ) -> None:
         self.pattern = pattern
         self.flags = flags
@@ -154,6 +158,7 @@ class Regex:
         self._word_check = word_check
         self._surrogate_safe = surrogate_safe
         self._regex_source = regex_source
+        self._marked = marked  # RE2, for texts with their Python word boundaries marked
         self._backtracking: Any = None
         if re2 is None:
             self._backtracking = self._compile_backtracking()
@@ -166,13 +171,20 @@ class Regex:
         if not text:  # nothing to backtrack over; Python's answer, quirks included
             found = (self._python.match if self.anchored else self._python.search)(text)
             return True if found is not None else None
-        compiled = self._re2
-        if compiled is not None and not (self._word_check and self._needs_python_words(text)):
+        compiled, searched = self._re2, text
+        if compiled is not None and self._word_check and self._needs_python_words(text):
+            compiled = None
+            if self._marked is not None and _MARK not in text:
+                # Python's \b, found by Python in linear time, marked in the text for RE2
+                compiled, searched = self._marked, _PYTHON_BOUNDARY.sub(_MARK, text)
+        if compiled is not None:
             try:
-                return self._re2_found(text)
+                if compiled is self._re2:
+                    return self._re2_found(searched)
+                return True if compiled.search(searched) is not None else None
             except UnicodeEncodeError:  # lone surrogates, which UTF-8 cannot carry
                 if self._surrogate_safe:
-                    replaced = _LONE_SURROGATE.sub("\uffff", text)
+                    replaced = _LONE_SURROGATE.sub("\uffff", searched)
                     return True if compiled.search(replaced) is not None else None
         return self._search_backtracking(text)
 
@@ -202,9 +214,16 @@ class Regex:
             with _LOCK:
                 compiled = self._backtracking = self._backtracking or self._compile_backtracking()
         limit = _timeout_ms
+        left = budget.remaining()  # the whole request's time, not only this search's
+        seconds = limit / 1000 if left is None else min(limit / 1000, left)
         try:
-            found = compiled.search(text, timeout=limit / 1000, concurrent=True)
+            if seconds <= 0:
+                raise TimeoutError
+            found = compiled.search(text, timeout=seconds, concurrent=True)
         except TimeoutError:
+            spent = budget.current()
+            if spent is not None and seconds < limit / 1000:
+                raise budget.over_time(spent) from None
             raise RegexTimeout(
                 data={
                     "details": f"the pattern /{self.pattern}/ was cut off after {limit} ms on this text",
@@ -222,7 +241,12 @@ _LOCK = threading.Lock()
 _NON_ASCII_WORDS, _ANY_NON_ASCII = 1, 2  # when a search leaves RE2 for Python's \b and \B
 _NON_ASCII_WORD = re.compile(r"[^\W\x00-\x7f]")  # one character class: linear
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-_cache: dict[tuple[str, str | int, bool], Regex] = {}
+# A noncharacter, never in text an agent writes (a text holding it is searched the slow
+# way): put where Python's Unicode \b holds, it lets RE2 answer \b exactly
+_MARK = "\ufdd0"
+_MARK_CODE = ord(_MARK)
+_PYTHON_BOUNDARY = re.compile(r"\b")
+_cache: BoundedCache[tuple[str, str | int, bool], Regex] = BoundedCache(4096)  # far more than a catalog holds
 
 
 def compile_pattern(pattern: str, flags: str | int = "", *, anchored: bool = False) -> Regex:
@@ -240,8 +264,7 @@ def compile_pattern(pattern: str, flags: str | int = "", *, anchored: bool = Fal
     except (OverflowError, RecursionError, ValueError, MemoryError) as exc:
         raise PatternError(_plain(exc)) from None
     compiled = _build(pattern, python.flags, python, anchored)
-    if len(_cache) < 4096:  # a workflow catalog holds far fewer
-        _cache[key] = compiled
+    _cache.put(key, compiled)
     return compiled
 
 
@@ -279,7 +302,21 @@ def _build(pattern: str, bits: int, python: re.Pattern[str], anchored: bool) -> 
         written.surrogate_safe,
         None,
         anchored,
+        _marked(pattern, bits, anchored) if written.word_check == _NON_ASCII_WORDS else None,
     )
+
+
+def _marked(pattern: str, bits: int, anchored: bool) -> Any:
+    """RE2 for the pattern with each undecided `\b` written as the mark `Regex.search`
+    puts at Python's word boundaries (every character class leaves the mark out, and
+    an optional one is taken before each character); None when it cannot be written."""
+    import re2
+
+    try:
+        written = _write(pattern, bits, "re2", anchored, marked=True)
+        return re2.compile(written.text, _re2_options())
+    except Exception:  # \B, ASCII-only \b, or what RE2 refuses: searched as before
+        return None
 
 
 def _backtracking(pattern: str, bits: int, python: re.Pattern[str], reason: str, anchored: bool) -> Regex:
@@ -464,9 +501,9 @@ class _Written:
     surrogate_safe: bool  # lone surrogates in a text may be searched as U+FFFF
 
 
-def _write(pattern: str, bits: int, dialect: Engine, anchored: bool) -> _Written:
+def _write(pattern: str, bits: int, dialect: Engine, anchored: bool, *, marked: bool = False) -> _Written:
     tree = _P.parse(pattern, bits)
-    writer = _Writer(dialect)
+    writer = _Writer(dialect, marked=marked)
     flags = int(tree.state.flags)
     items = list(tree.data)
     if dialect == "re2" and _lone_negative_lookaheads(items):
@@ -495,8 +532,10 @@ _TURKISH_I_RANGES: Ranges = ((0x49, 0x49), (0x69, 0x69), (0x130, 0x131))
 
 
 class _Writer:
-    def __init__(self, dialect: Engine) -> None:
+    def __init__(self, dialect: Engine, *, marked: bool = False) -> None:
         self.re2 = dialect == "re2"
+        self.marked = marked  # see `_marked`
+        self.mark = _escape(_MARK_CODE, True)
         self.word_check = 0
         self.surrogate_safe = True
 
@@ -526,6 +565,8 @@ class _Writer:
                 return self.chars(_TURKISH_I_RANGES, negate=True)
             return self.chars(((av, av),), negate=True)
         if op is _C.ANY:
+            if self.marked:
+                return self.chars(((10, 10),) if not flags & _S else (), negate=True, fold=False, user=False)
             return "(?s:.)" if flags & _S else r"[^\n]"
         if op is _C.IN:
             return self.klass(av, flags)
@@ -574,6 +615,12 @@ class _Writer:
         return f"(?:{inner}){count}{suffix}"
 
     def at(self, where: Any, flags: int, tail: bool) -> str:
+        written = self._at(where, flags, tail)
+        if self.marked and where in (_C.AT_END, _C.AT_END_STRING):
+            return f"{self.mark}?{written}"  # a word character ends the text: a mark follows it
+        return written
+
+    def _at(self, where: Any, flags: int, tail: bool) -> str:
         if where is _C.AT_BEGINNING:
             return "(?m:^)" if flags & _M else r"\A"
         if where is _C.AT_BEGINNING_STRING:
@@ -587,7 +634,7 @@ class _Writer:
                 # Python's $ also holds before a final newline; written for RE2 it
                 # takes that newline, which only works when nothing comes after it
                 raise _Unsupported("`$` is followed by more of the pattern")
-            return r"(?:\n?\z)"
+            return rf"(?:\n?{self.mark}?\z)" if self.marked else r"(?:\n?\z)"
         if where is _C.AT_END_STRING:
             return r"\z" if self.re2 else r"\Z"
         raise _Unsupported(f"it uses {where}")
@@ -615,6 +662,8 @@ class _Writer:
         self, items: Sequence[Any], i: int, flags: int, lead: bool, bare: bool, negated: bool
     ) -> str:
         if flags & _A:  # ASCII word characters: RE2's \b is Python's
+            if self.marked:
+                raise _Unsupported("the marks are Unicode boundaries")
             if self.re2:
                 if negated:
                     self.word_check = _ANY_NON_ASCII
@@ -642,6 +691,10 @@ class _Writer:
             # nothing of the match comes after: the character after may be taken
             wants_word = ("w" in before) == negated
             return word if wants_word else rf"(?:{other}|\z)"
+        if self.marked:
+            if negated:
+                raise _Unsupported("\\B is not marked")
+            return self.mark  # Regex.search marks where Python's \b holds
         # RE2's \B also holds between the bytes of one character, so it is trusted only
         # on ASCII text; its \b on text whose word characters are all ASCII
         self.word_check = max(self.word_check, _ANY_NON_ASCII if negated else _NON_ASCII_WORDS)
@@ -653,6 +706,8 @@ class _Writer:
             raise _Unsupported("it holds a lone surrogate")
         if code == 0xFFFF:
             self.surrogate_safe = False
+        if self.marked:
+            return f"{self.mark}?{_escape(code, self.re2)}"
         return _escape(code, self.re2)
 
     def klass(self, items: Sequence[Any], flags: int) -> str:
@@ -696,8 +751,11 @@ class _Writer:
             self._check_special(ranges)
             if self.re2 and ranges and not _without_surrogates(ranges):
                 raise _Unsupported("it holds a lone surrogate")
+        if self.marked:  # no class takes the mark, and a mark may come before any character
+            ranges = _union(ranges, ((_MARK_CODE, _MARK_CODE),)) if negate else _minus_mark(ranges)
         text = _class_text(ranges, negate, self.re2)
-        return text if fold else f"(?-i:{text})"
+        text = text if fold else f"(?-i:{text})"
+        return f"{self.mark}?{text}" if self.marked else text
 
     def _check_special(self, ranges: Iterable[tuple[int, int]]) -> None:
         """A text's lone surrogates are searched as U+FFFF only while every class treats
@@ -707,6 +765,16 @@ class _Writer:
             has_none = hi < _SURROGATES[0] or lo > 0xFFFF or (lo > _SURROGATES[1] and hi < 0xFFFF)
             if not (has_all or has_none):
                 self.surrogate_safe = False
+
+
+def _minus_mark(ranges: Ranges) -> Ranges:
+    out: list[tuple[int, int]] = []
+    for lo, hi in ranges:
+        if lo <= _MARK_CODE <= hi:
+            out.extend(r for r in ((lo, _MARK_CODE - 1), (_MARK_CODE + 1, hi)) if r[0] <= r[1])
+        else:
+            out.append((lo, hi))
+    return tuple(out)
 
 
 @lru_cache(maxsize=512)

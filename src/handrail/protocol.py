@@ -30,6 +30,7 @@ from handrail.mcp_surface.completion import TEMPLATES, CompletionError, complete
 from handrail.mcp_surface.logging_bridge import LEVELS, LogBridge
 from handrail.mcp_surface.subscriptions import Subscriptions
 from handrail.service import Encoded, Service
+from handrail.wide_integers import may_hold_wide_integers
 
 log = logging.getLogger("handrail.protocol")
 
@@ -118,10 +119,10 @@ def decode(data: bytes | str) -> Any:
             raise ValueError("nested too deeply") from None
         except (ValueError, UnicodeDecodeError):
             raise ValueError(str(first)) from None
-    if _float_id(message):
-        # orjson reads an integer past 64 bits as a float (an id 2**70 would come back
-        # as 1.1805916207174113e+21); the standard library keeps it exact. Only ids are
-        # checked: scanning every line for long digit runs costs more than the request.
+    if _float_id(message) or may_hold_wide_integers(message):
+        # orjson reads an integer past 64 bits as a float (an id or a context value
+        # 2**70 would come back as 1.1805916207174113e+21); the standard library keeps it
+        # exact. Only messages holding a float that large are read again.
         try:
             return _strict_loads(data)
         except RecursionError:

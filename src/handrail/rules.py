@@ -11,6 +11,9 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from handrail import budget
+from handrail.caching import BoundedCache
+from handrail.errors import ValidationEngineError
 from handrail.expr import Report, compile_condition
 from handrail.model import Check, Condition, Context, Output, Rule
 from handrail.patterns import PatternError, compile_pattern, flag_bits, harden
@@ -24,8 +27,9 @@ RULE_FIELDS = {
 }
 COMMON_FIELDS = ("type", "message", "condition")
 
-_validators: dict[str, Callable[[Any], Any]] = {}
-_fallbacks: dict[str, list[tuple[str, str]]] = {}  # schema -> its patterns that backtrack
+SchemaCheck = Callable[[Any], "tuple[str, str] | None"]
+# canonical schema -> (validator, its patterns that backtrack); what workflow files share
+_validators: BoundedCache[str, tuple[SchemaCheck, list[tuple[str, str]]]] = BoundedCache(1024)
 BACKTRACKING_HINT = (
     "without lookaround, backreferences, atomic groups and possessive repeats a regex runs "
     "in linear time on any text"
@@ -196,12 +200,17 @@ def _schema(raw: Mapping[str, Any], message: str, at: str, report: Report) -> tu
         where, text = problem
         report("H402", "error", f"invalid JSON Schema: {text}", f"{at}/schema{where}")
         return None
+    from handrail.schema_cost import hazards
+
+    for code, where, text in hazards(schema):
+        report(code, "error", text, f"{at}/schema{where}")
+        return None
     try:
-        validate = shared_validator(schema)
+        validate, fallbacks = _compiled_schema(schema)
     except Exception as exc:  # valid by the meta-schema, yet unusable, e.g. an unresolvable $ref
         report("H402", "error", f"invalid JSON Schema: {exc}", f"{at}/schema")
         return None
-    for pattern, reason in _fallbacks.get(_canonical(schema), ()):
+    for pattern, reason in fallbacks:
         message = backtracking_message(reason, f"the schema's pattern {pattern!r}")
         report("H406", "warning", message, f"{at}/schema", BACKTRACKING_HINT)
     required = schema.get("required")
@@ -289,8 +298,12 @@ def schema_problem(schema: Mapping[str, Any]) -> tuple[str, str] | None:
     return check_schema(schema)
 
 
-def shared_validator(schema: Mapping[str, Any]) -> Callable[[Any], tuple[str, str] | None]:
+def shared_validator(schema: Mapping[str, Any]) -> SchemaCheck:
     """A compiled validator returning None or (JSON path, what is wrong); shared by equal schemas."""
+    return _compiled_schema(schema)[0]
+
+
+def _compiled_schema(schema: Mapping[str, Any]) -> tuple[SchemaCheck, list[tuple[str, str]]]:
     key = _canonical(schema)
     found = _validators.get(key)
     if found is not None:
@@ -298,18 +311,40 @@ def shared_validator(schema: Mapping[str, Any]) -> Callable[[Any], tuple[str, st
     import fastjsonschema
 
     compiled = fastjsonschema.compile(json.loads(key), use_default=False, handlers=_NO_REMOTE)
+    names = getattr(compiled, "__globals__", {})
     # the schema's `pattern`s run on agents' output: linear-time engines, as for regex rules
-    _fallbacks[key] = harden(getattr(compiled, "__globals__", {}).get("REGEX_PATTERNS", {}))
+    fallbacks = harden(names.get("REGEX_PATTERNS", {}))
+    _guard_references(names)
 
     def validate(value: Any) -> tuple[str, str] | None:
         try:
             compiled(value)
         except fastjsonschema.JsonSchemaValueException as exc:
             return _json_path(exc.path, value), _reason(exc)
+        except RecursionError:
+            # handrail check refuses a schema that recurses on one value (H407); this is a
+            # value nested deeper than the schema's references can follow
+            raise ValidationEngineError(
+                data={"details": "the output nests too deeply for the schema's references to check it"}
+            ) from None
         return None
 
-    _validators[key] = validate
-    return validate
+    _validators.put(key, (validate, fallbacks))
+    return validate, fallbacks
+
+
+def _guard_references(names: dict[str, Any]) -> None:
+    """Make every `$ref` the generated validator follows check the request's time budget:
+    references are how a schema of a few lines checks a value millions of times."""
+    for name, function in list(names.items()):
+        # the main function too: `"$ref": "#"` calls it by name (our caller holds it directly)
+        if name.startswith("validate") and getattr(function, "__globals__", None) is names:
+
+            def guarded(*args: Any, _function: Any = function, **kwargs: Any) -> Any:
+                budget.check()
+                return _function(*args, **kwargs)
+
+            names[name] = guarded
 
 
 def _no_remote(uri: str) -> Any:

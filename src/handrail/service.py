@@ -7,9 +7,11 @@ Both ways in (MCP tools/call and the seed's direct methods) come through
 from __future__ import annotations
 
 import difflib
+import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from handrail import budget
 from handrail.catalog import Catalog, Snapshot
 from handrail.errors import InvalidParams, WorkflowNotFound
 from handrail.limits import Limits
@@ -99,9 +101,15 @@ class Service:
             from handrail.runs.tools import refuse_in_runs_only
 
             refuse_in_runs_only(name)
-        self._limit(name, arguments)
-        self._check(name, arguments)
-        return self._handlers[name](self.catalog.snapshot(), arguments)
+        limits = self.limits
+        snapshot = self.catalog.snapshot()  # a reload of changed files is not the request's cost
+        # one budget per request, whichever transport or thread runs it (see budget.py)
+        with budget.spend(limits.max_request_seconds, limits.max_reply_bytes):
+            self._limit(name, arguments)
+            self._check(name, arguments)
+            result = self._handlers[name](snapshot, arguments)
+            _bound_reply(result, limits.max_reply_bytes)
+        return result
 
     def published_tools(self) -> tuple[dict[str, Any], ...]:
         """What tools/list offers: every tool, or with `runs_only` the listing and the run tools."""
@@ -157,6 +165,8 @@ class Service:
                     limits.max_workflow_bytes,
                     f"workflow is longer than {limits.max_workflow_bytes} bytes",
                 )
+            if isinstance(text, str):
+                self._workflow_shape(text)
         context = arguments.get("context")
         if isinstance(context, dict) and context:
             size = _json_size(context)
@@ -166,6 +176,30 @@ class Service:
                     limits.max_context_bytes,
                     f"context is {size} bytes as JSON, over the limit of {limits.max_context_bytes}",
                 )
+
+    def _workflow_shape(self, text: str) -> None:
+        """Refuse a workflow to check that nests or holds more than a server takes on;
+        one that does not parse is left to the compiler, which says where."""
+        import orjson
+
+        try:
+            document = orjson.loads(text)
+        except orjson.JSONDecodeError:
+            return
+        limits = self.limits
+        depth, steps = _shape(document, limits.max_workflow_depth)
+        if depth > limits.max_workflow_depth:
+            raise _over(
+                "maxWorkflowDepth",
+                limits.max_workflow_depth,
+                f"workflow nests deeper than {limits.max_workflow_depth} levels",
+            )
+        if steps > limits.max_workflow_steps:
+            raise _over(
+                "maxWorkflowSteps",
+                limits.max_workflow_steps,
+                f"workflow has {steps} steps and loops, over the limit of {limits.max_workflow_steps}",
+            )
 
     def _check(self, name: str, arguments: dict[str, Any]) -> None:
         validate = self._validators.get(name)
@@ -245,12 +279,15 @@ class Service:
         return validate_output(workflow, args["stepId"], args["output"], args.get("context"))
 
     def workflow_validate_json(self, snapshot: Snapshot, args: dict[str, Any]) -> dict[str, Any]:
+        from handrail.caching import transient
         from handrail.compiler import compile_text
 
-        compiled = compile_text(args["workflow"], "<workflow>")
+        with transient():  # what a client sends is compiled, never kept (caching.py)
+            compiled = compile_text(args["workflow"], "<workflow>")
+            diagnostics = [d.as_dict() for d in compiled.diagnostics]  # located here, in budget
         return {
             "valid": compiled.workflow is not None,
-            "diagnostics": [d.as_dict() for d in compiled.diagnostics],
+            "diagnostics": diagnostics,
         }
 
     def workflow_get_schema(self, snapshot: Snapshot, args: dict[str, Any]) -> dict[str, Any]:
@@ -277,9 +314,53 @@ def _over(limit: str, value: int, details: str) -> InvalidParams:
     return InvalidParams(data={"details": details, "limit": limit, "value": value})
 
 
+def _bound_reply(result: Any, limit: int) -> None:
+    """Refuse a result larger than `maxReplyBytes` as JSON (templates stop earlier)."""
+    size = len(result.data) if isinstance(result, Encoded) else _json_size(result)
+    if size > limit:
+        raise budget.over_size(size, "the reply")
+
+
+def refuse_non_finite(arguments: dict[str, Any]) -> None:
+    """A number JSON cannot carry (`1e400` read as infinity, NaN) is refused, naming where."""
+    stack: list[tuple[Any, str]] = [(arguments, "")]
+    while stack:
+        item, where = stack.pop()
+        pairs = item.items() if isinstance(item, dict) else enumerate(item)
+        for key, child in pairs:
+            if isinstance(child, float) and not math.isfinite(child):
+                place = f"{where}.{key}" if isinstance(key, str) else f"{where}[{key}]"
+                raise InvalidParams(
+                    data={"details": f"{place.lstrip('.')} is a number too large to represent ({child})"}
+                )
+            if isinstance(child, dict | list) and child:
+                stack.append((child, f"{where}.{key}" if isinstance(key, str) else f"{where}[{key}]"))
+
+
+def _shape(document: Any, max_depth: int) -> tuple[int, int]:
+    """(deepest nesting, up to just past `max_depth`; steps and loops) of a workflow."""
+    deepest, steps = 0, 0
+    stack: list[tuple[Any, int, bool]] = [(document, 1, False)]
+    while stack:
+        item, depth, in_steps = stack.pop()
+        deepest = max(deepest, depth)
+        if depth > max_depth:
+            break
+        if isinstance(item, dict):
+            if in_steps:
+                steps += 1
+            for key, child in item.items():
+                if isinstance(child, dict | list):
+                    stack.append((child, depth + 1, key in ("steps", "body") and isinstance(child, list)))
+        elif isinstance(item, list):
+            stack.extend((child, depth + 1, in_steps) for child in item if isinstance(child, dict | list))
+    return deepest, steps
+
+
 def _deeper_than(value: Any, limit: int) -> bool:
     """Whether `value` nests more than `limit` levels of objects and arrays (itself one).
-    Iterative, so no nesting can exhaust the stack."""
+    Iterative, so no nesting can exhaust the stack. A number that is not finite, met on
+    the way, is refused (`refuse_non_finite` says where)."""
     stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
         item, depth = stack.pop()
@@ -289,6 +370,8 @@ def _deeper_than(value: Any, limit: int) -> bool:
                 if depth + 1 > limit:
                     return True
                 stack.append((child, depth + 1))
+            elif type(child) is float and not math.isfinite(child):
+                refuse_non_finite(value)
     return False
 
 

@@ -213,7 +213,7 @@ def _mutate(document: Any, mutations: list[Mutation]) -> Any:
         elif operation == "rename" and isinstance(parent, dict):
             parent[name] = parent.pop(key)
         elif operation == "set":
-            parent[key] = value
+            parent[key] = copy.deepcopy(value)  # never the same object twice in one document
         elif operation == "duplicate" and isinstance(parent, list):
             parent.append(copy.deepcopy(parent[key]))
     return document
@@ -223,7 +223,10 @@ mutations = st.lists(
     st.tuples(
         st.integers(min_value=0, max_value=10**6),
         st.sampled_from(["drop", "rename", "set", "duplicate"]),
-        scalars | st.sampled_from([{}, [], {"var": "x"}, "missing-step", "phase-1"]),
+        # a fresh copy per example: sampled_from hands out the same objects every time,
+        # and a mutation that set one into a document, then wrote into it, changed the
+        # samples of later examples (they grew into themselves: RecursionError)
+        scalars | st.sampled_from([{}, [], {"var": "x"}, "missing-step", "phase-1"]).map(copy.deepcopy),
         NEW_NAMES,
     ),
     min_size=1,
@@ -334,3 +337,13 @@ def test_every_golden_case_and_corpus_file_gives_well_formed_diagnostics() -> No
     for path in [*sorted(SPEC_CASES.glob("*/workflow.json")), *corpus_files()]:
         _well_formed(compile_path(path))
     assert CORPUS.exists()
+
+
+def test_a_mutation_never_shares_or_changes_the_value_it_sets() -> None:
+    sample: dict[str, Any] = {"var": "x"}
+    first = _mutate({"a": 1, "b": 2}, [(0, "set", sample, "x"), (1, "set", sample, "x")])
+    assert sample == {"var": "x"}
+    assert first["a"] is not sample
+    # writing into what was set leaves the sample as it was for the next example
+    _mutate(first, [(1, "set", 5, "x")])
+    assert sample == {"var": "x"}

@@ -215,6 +215,10 @@ def test_the_defaults() -> None:
         "maxCompletedSteps": 10_000,
         "maxWorkflowBytes": 1_000_000,
         "regexTimeoutMs": 100,
+        "maxRequestSeconds": 5,
+        "maxReplyBytes": MAX_LINE_BYTES,
+        "maxWorkflowSteps": 5_000,
+        "maxWorkflowDepth": 100,
     }
     with pytest.raises(ValueError, match="maxDepth"):
         Limits(max_depth=0)
@@ -225,6 +229,8 @@ def test_start_refuses_a_limit_that_is_not_a_positive_integer() -> None:
 
     assert main(["start", "--max-output", "0"]) == 2
     assert main(["start", "--max-depth", "many"]) == 2
+    assert main(["start", "--max-request-seconds", "0"]) == 2
+    assert main(["serve", "--max-reply", "-1"]) == 2
 
 
 # -- what an error may say ---------------------------------------------------------------

@@ -7,11 +7,13 @@ reported, none stops the others from being found.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from handrail import budget
 from handrail.compiler.checks import Commands, compile_checks
 from handrail.compiler.source import KEY
 from handrail.errors import ErrorWatch, ignore
@@ -353,6 +355,7 @@ def build_workflow(
     )
     nodes: dict[str, Node] = {}
     for sid in b.order:
+        budget.check()  # a workflow a client sends is compiled within its request's budget
         entry = b.entries[sid]
         raw, at = entry.raw, entry.pointer
         for key in ("title", "prompt", "agentRole"):
@@ -402,9 +405,15 @@ def build_workflow(
 
     try:
         source = orjson.dumps(document)
-    except TypeError:  # orjson refuses to nest deeper than 254; no workflow needs to
-        report("H001", "error", "the workflow is nested too deeply", "")
-        source = b""
+    except TypeError:  # orjson refuses integers past 64 bits, and nesting deeper than 254
+        try:
+            source = json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode()
+        except (RecursionError, ValueError):
+            report("H001", "error", "the workflow is nested too deeply", "")
+            source = b""
+        if len(source) and _too_deep_for_orjson(document):
+            report("H001", "error", "the workflow is nested too deeply", "")
+            source = b""
     return Workflow(
         id=document["id"],
         name=document["name"],
@@ -540,3 +549,17 @@ def _check_file_name(workflow_id: str, file: str, report: Report) -> None:
 
 
 __all__ = ["KEY", "build_workflow"]
+
+
+def _too_deep_for_orjson(document: Any) -> bool:
+    """Whether `document` nests deeper than the 254 levels orjson (and so workflow_get) takes."""
+    stack: list[tuple[Any, int]] = [(document, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > 254:
+            return True
+        if isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values() if isinstance(v, dict | list))
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item if isinstance(v, dict | list))
+    return False

@@ -33,6 +33,8 @@ CODES = {
     "H404": "A length rule's min is greater than its max",
     "H405": "A field that has no effect where it is",
     "H406": "A regex that cannot run in linear time",
+    "H407": "A schema rule refers to itself without end",
+    "H408": "A schema rule checks one value too many times",
     "H500": "A template names a variable nothing sets or tests",
     "H600": "A check lacks what its type needs",
     "H601": "A check has a field of another check type",

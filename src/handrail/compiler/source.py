@@ -12,6 +12,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from handrail.wide_integers import may_hold_wide_integers
+
 KEY = -1  # an `offset` that asks for the position of the object key, not its value
 
 
@@ -26,9 +28,18 @@ def parse_json(text: str) -> tuple[Any, SyntaxProblem | None]:
     import orjson
 
     try:
-        return orjson.loads(text), None
+        document = orjson.loads(text)
     except orjson.JSONDecodeError as exc:
         strict = exc
+    else:
+        if not may_hold_wide_integers(document):
+            return document, None
+        # orjson reads an integer past 64 bits as a float; the standard library keeps
+        # it exact (what orjson refuses was refused above)
+        try:
+            return json.loads(text), None
+        except RecursionError:
+            return document, None
     try:  # the standard library words syntax errors better, in lines and columns
         json.loads(text)
     except json.JSONDecodeError as exc:

@@ -11,6 +11,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from handrail import budget
 from handrail.expr import MISSING, lookup
 
 _TEMPLATE = re.compile(r"\{\{\s*([A-Za-z_$][A-Za-z0-9_$]*(?:\.[A-Za-z0-9_$]+)*)\s*\}\}")
@@ -31,6 +32,8 @@ def render(text: str, context: Mapping[str, Any]) -> str:
     def fill(match: re.Match[str]) -> str:
         name = match.group(1)
         value = lookup(context, name)
-        return f"[unset: {name}]" if value is MISSING else _show(value)
+        shown = f"[unset: {name}]" if value is MISSING else _show(value)
+        budget.render(len(shown))  # `{{x}}` 4,000 times over a large `x`: stop, do not build it
+        return shown
 
     return _TEMPLATE.sub(fill, text)

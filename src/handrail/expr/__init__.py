@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from handrail.errors import ErrorWatch, ignore
-from handrail.expr.ast import Const, Node, literals_for, to_text, variables
+from handrail.expr.ast import Const, Node, literals_by_variable, to_text, variables
 from handrail.expr.fold import fold
 from handrail.expr.parse import Report, did_you_mean, parse_condition
 from handrail.expr.semantics import MISSING, compile_node, lenient_equals, lookup, truthy
@@ -57,11 +57,12 @@ def condition_from_tree(tree: Node, at: str, report: Report, *, what: str = "con
             "remove it" if constant else None,
         )
     names = variables(tree)
+    literals = literals_by_variable(tree)
     return Condition(
         text=to_text(tree),
         holds=compile_node(folded),
         variables=tuple(names),
-        looks_for=tuple((n, tuple(literals_for(tree, n))) for n in names),
+        looks_for=tuple((n, tuple(literals.get(n, ()))) for n in names),
         constant=constant,
         undecided=compile_unknowns(folded),
     )

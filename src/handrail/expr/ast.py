@@ -139,12 +139,11 @@ def to_text(node: Node, parent: str = "") -> str:
 
 def variables(node: Node) -> list[str]:
     """Every variable path the tree reads, in order of first use."""
-    out: list[str] = []
+    out: dict[str, None] = {}  # ordered, and linear in the size of the tree
 
     def visit(n: Node) -> None:
         if isinstance(n, Compare | Truthy):
-            if n.var not in out:
-                out.append(n.var)
+            out.setdefault(n.var)
         elif isinstance(n, All | Any_):
             for i in n.items:
                 visit(i)
@@ -152,21 +151,27 @@ def variables(node: Node) -> list[str]:
             visit(n.item)
 
     visit(node)
-    return out
+    return list(out)
 
 
 def literals_for(node: Node, var: str) -> list[Any]:
     """The literal values the tree compares `var` against (for 'set X to one of ...')."""
-    out: list[Any] = []
+    return literals_by_variable(node).get(var, [])
+
+
+def literals_by_variable(node: Node) -> dict[str, list[Any]]:
+    """`literals_for` of every variable, in one walk of the tree (one walk per variable
+    was quadratic in a long `or`). Values are kept once by `==`, as a list would."""
+    out: dict[str, _Distinct] = {}
 
     def visit(n: Node) -> None:
-        if isinstance(n, Compare) and n.var == var:
+        if isinstance(n, Compare):
             values = n.value if n.op == "in" and isinstance(n.value, tuple) else (n.value,)
+            found = out.setdefault(n.var, _Distinct())
             for v in values:
-                if v not in out:
-                    out.append(v)
-        elif isinstance(n, Truthy) and n.var == var and True not in out:
-            out.append(True)
+                found.add(v)
+        elif isinstance(n, Truthy):
+            out.setdefault(n.var, _Distinct()).add(True)
         elif isinstance(n, All | Any_):
             for i in n.items:
                 visit(i)
@@ -174,4 +179,29 @@ def literals_for(node: Node, var: str) -> list[Any]:
             visit(n.item)
 
     visit(node)
-    return out
+    return {name: found.items for name, found in out.items()}
+
+
+class _Distinct:
+    """Values in order of first appearance, each once by `==` (1, 1.0 and True are one),
+    through a set of frozen forms, whose equality and hashes agree with `==`."""
+
+    __slots__ = ("items", "seen")
+
+    def __init__(self) -> None:
+        self.items: list[Any] = []
+        self.seen: set[Any] = set()
+
+    def add(self, value: Any) -> None:
+        key = _frozen(value)
+        if key not in self.seen:
+            self.seen.add(key)
+            self.items.append(value)
+
+
+def _frozen(value: Any) -> Any:
+    if isinstance(value, dict):
+        return frozenset((k, _frozen(v)) for k, v in value.items())
+    if isinstance(value, tuple | list):
+        return tuple(_frozen(v) for v in value)
+    return value

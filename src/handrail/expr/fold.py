@@ -32,7 +32,7 @@ def fold(node: Node, warn: Warn) -> Node:
         return Not(inner, node.at)
     is_all = isinstance(node, All)
     items: list[Node] = []
-    seen: list[Any] = []
+    seen: set[Any] = set()  # keys are hashable; a set keeps a long `or` linear
     for child in node.items:
         folded = fold(child, warn)
         if isinstance(folded, Const):
@@ -41,7 +41,7 @@ def fold(node: Node, warn: Warn) -> Node:
             continue  # neutral element
         key = _key(folded)
         if key not in seen:
-            seen.append(key)
+            seen.add(key)
             items.append(folded)
     if not items:
         return Const(is_all, node.at)
@@ -84,19 +84,6 @@ def _tag(value: Any) -> Any:
     return ("null",)
 
 
-def _interchangeable(a: Any, b: Any) -> bool:
-    """Whether every value lenient-equals both literals or neither. Lenient equality is
-    not transitive ('1' and '1.0' differ, yet the number 1 equals both), so this is
-    stricter than lenient_equals(a, b)."""
-    if isinstance(a, str) and isinstance(b, str):
-        return a.strip().casefold() == b.strip().casefold()
-    if isinstance(a, tuple) and isinstance(b, tuple):
-        return len(a) == len(b) and all(_interchangeable(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_interchangeable(a[k], b[k]) for k in a)
-    return bool(_tag(a) == _tag(b))
-
-
 def _compatible(a: Any, b: Any) -> bool:
     """Whether some value lenient-equals both literals (`x == a and x == b` can hold)."""
     if isinstance(a, tuple) and isinstance(b, tuple):
@@ -112,30 +99,51 @@ def _compatible(a: Any, b: Any) -> bool:
 _WORDS = ("true", "yes", "1", "false", "no", "0")
 
 
-def _negation(a: Node, b: Node) -> bool:
-    if (isinstance(a, Not) and _key(a.item) == _key(b)) or (isinstance(b, Not) and _key(b.item) == _key(a)):
+def _interchangeable_key(value: Any) -> Any:
+    """Equal for two literals exactly when every value lenient-equals both or neither.
+    Lenient equality is not transitive ('1' and '1.0' differ, yet the number 1 equals
+    both), so this is stricter than lenient_equals(a, b)."""
+    if isinstance(value, str):
+        return ("string", value.strip().casefold())
+    if isinstance(value, tuple):
+        return ("list", tuple(_interchangeable_key(v) for v in value))
+    if isinstance(value, dict):
+        return ("object", tuple(sorted((k, _interchangeable_key(v)) for k, v in value.items())))
+    return _tag(value)
+
+
+def _has_negated_pair(items: list[Node]) -> bool:
+    """Whether two of `items` negate each other (`c` and `not c`, `x == v` and `x != v`).
+    Hashing the parts keeps it linear: a pairwise search made an `or` of 16,000 terms
+    take minutes."""
+    keys = {_key(item) for item in items}
+    if any(isinstance(item, Not) and _key(item.item) in keys for item in items):
         return True
-    if isinstance(a, Compare) and isinstance(b, Compare) and a.var == b.var:
-        pair = {a.op, b.op}
-        return pair == {"equals", "not_equals"} and _interchangeable(a.value, b.value)
-    return False
+    equal: set[tuple[str, Any]] = set()
+    unequal: set[tuple[str, Any]] = set()
+    for item in items:
+        if isinstance(item, Compare) and item.op in ("equals", "not_equals"):
+            (equal if item.op == "equals" else unequal).add((item.var, _interchangeable_key(item.value)))
+    return not equal.isdisjoint(unequal)
 
 
 def _contradicts(items: list[Node]) -> bool:
-    equals: dict[str, list[Any]] = {}
+    if _has_negated_pair(items):
+        return True
+    equals: dict[str, dict[Any, Any]] = {}  # var -> one value per interchangeable class
     low: dict[str, tuple[float, bool]] = {}
     high: dict[str, tuple[float, bool]] = {}
-    for i, a in enumerate(items):
-        for b in items[i + 1 :]:
-            if _negation(a, b):
-                return True
+    for a in items:
         if not isinstance(a, Compare):
             continue
         if a.op == "equals":
-            found = equals.setdefault(a.var, [])
-            if any(not _compatible(v, a.value) for v in found):
+            found = equals.setdefault(a.var, {})
+            key = _interchangeable_key(a.value)
+            if key in found:
+                continue  # interchangeable values are compatible with the same values
+            if any(not _compatible(v, a.value) for v in found.values()):
                 return True
-            found.append(a.value)
+            found[key] = a.value
         elif a.op in ("gt", "gte") and is_number(a.value):
             # the tighter lower bound; at equal values the strict one (gt) is tighter
             low[a.var] = max(low.get(a.var, (float("-inf"), False)), (a.value, a.op == "gt"))
@@ -153,4 +161,4 @@ def _contradicts(items: list[Node]) -> bool:
 
 
 def _exhaustive(items: list[Node]) -> bool:
-    return any(_negation(a, b) for i, a in enumerate(items) for b in items[i + 1 :])
+    return _has_negated_pair(items)
