@@ -241,7 +241,7 @@ def test_a_subscribed_workflow_that_is_deleted_is_announced(live: Server, folder
 @pytest.mark.parametrize("uri", ["workflow://no-such-workflow", "test://watched-resource"])
 def test_subscribing_to_an_unknown_resource_is_resource_not_found(live: Server, uri: str) -> None:
     error = live.error("resources/subscribe", {"uri": uri})
-    assert error == {"code": -32002, "message": "Resource not found", "data": {"uri": uri}}
+    assert error == {"code": -32002, "message": f"Resource not found: `{uri}`", "data": {"uri": uri}}
 
 
 def test_subscribe_without_a_uri_is_invalid_params(live: Server) -> None:
