@@ -22,6 +22,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from handrail._resources import resource
+from handrail import folders
 from handrail.errors import Diagnostic
 from handrail.limits import MAX_FILE_BYTES as DEFAULT_MAX_BYTES
 
@@ -147,42 +148,10 @@ def _resolved(path: Path) -> Path:
         return path.absolute()
 
 
-def _refusal(path: Path, message: str) -> Diagnostic:
-    return Diagnostic("H002", "error", message, "", 1, 1, None, str(path))
-
-
 def discover(source: Source) -> tuple[list[Path], list[Diagnostic]]:
     """The *.json files of a source (recursively), refusing links that leave it and
-    anything that is not a regular file."""
-    root = source.path
-    if not root.exists():
-        return [], []
-    if root.is_file():
-        return [root], []
-    if not root.is_dir():
-        return [], [_refusal(root, "refused: not a regular file")]
-    found: list[Path] = []
-    refused: list[Diagnostic] = []
-    base = _resolved(root)
-    for directory, dirnames, filenames in os.walk(root, followlinks=False):
-        dirnames.sort()
-        for name in dirnames:  # never followed; one that leads outside is refused
-            path = Path(directory) / name
-            if path.is_symlink() and not _resolved(path).is_relative_to(base):
-                refused.append(_refusal(path, f"refused: the link leads outside {root}"))
-        for name in sorted(filenames):
-            if not name.endswith(".json"):
-                continue
-            path = Path(directory) / name
-            real = _resolved(path)
-            if path.is_symlink() and not real.is_relative_to(base):
-                refused.append(_refusal(path, f"refused: the link leads outside {root}"))
-                continue
-            if not real.is_file():
-                refused.append(_refusal(path, "refused: not a regular file"))
-                continue
-            found.append(path)
-    return found, refused
+    anything that is not a regular file (see handrail.folders)."""
+    return folders.discover(source.path)
 
 
 @dataclass
@@ -399,10 +368,11 @@ def _compile(path: Path, max_bytes: int) -> Compiled:
     from handrail.compiler import Compiled, compile_path
 
     try:
-        return compile_path(path, max_bytes=max_bytes)
+        return compile_path(path, max_bytes=max_bytes, display=folders.display_path(path))
     except Exception as exc:  # a compiler bug in one file must not stop the others loading
-        log.exception("compiling %s failed", path)
-        return Compiled(str(path), None, (_refusal(path, f"the file could not be compiled ({exc!r})"),))
+        log.exception("compiling %s failed", folders.display_path(path))
+        refusal = folders.refusal(path, f"the file could not be compiled ({exc!r})")
+        return Compiled(refusal.file, None, (refusal,))
 
 
 def _same(old: Compiled | None, new: Compiled) -> bool:

@@ -20,6 +20,7 @@ MAX_CONTEXT_BYTES = 1024 * 1024  # a context, as JSON
 MAX_DEPTH = 64  # how deeply the arguments of a tool call may nest
 MAX_COMPLETED_STEPS = 10_000  # entries of completedSteps
 REGEX_TIMEOUT_MS = 100  # one search on the backtracking regex engine (see patterns.py)
+MAX_FOLDER_DEPTH = 32  # folders below a workflow source deeper than this are not entered
 
 
 @dataclass(frozen=True, slots=True)
