@@ -21,8 +21,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from handrail._resources import resource
 from handrail import folders
+from handrail._resources import resource
 from handrail.errors import Diagnostic
 from handrail.limits import MAX_FILE_BYTES as DEFAULT_MAX_BYTES
 
