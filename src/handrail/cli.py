@@ -59,11 +59,13 @@ def _add_transport_options(parser: argparse.ArgumentParser, *, http: bool) -> No
     """What a transport bounds (see handrail.limits.TransportLimits and SECURITY.md)."""
     from handrail import limits
 
-    def positive(kind: type[int] | type[float]) -> Any:
+    def positive(kind: type[int] | type[float], zero: bool = False) -> Any:
         def parse(text: str) -> int | float:
             value = kind(text)
-            if value <= 0:
-                raise argparse.ArgumentTypeError(f"{text} is not a positive number")
+            if value < 0 or (value == 0 and not zero):
+                raise argparse.ArgumentTypeError(
+                    f"{text} is not a {'non-negative' if zero else 'positive'} number"
+                )
             return value
 
         return parse
@@ -113,7 +115,11 @@ def _add_transport_options(parser: argparse.ArgumentParser, *, http: bool) -> No
     for flag, default, kind, metavar, what in options:
         shown = "" if default is None else f" (default {default:g})"
         parser.add_argument(
-            flag, type=positive(kind), default=default, metavar=metavar, help=f"{what}{shown}"
+            flag,
+            type=positive(kind, zero=flag == "--max-queued"),
+            default=default,
+            metavar=metavar,
+            help=f"{what}{shown}",
         )
 
 
