@@ -289,6 +289,7 @@ def _start(args: argparse.Namespace) -> int:
             Protocol(Service(catalog, limits)),
             max_line=limits.max_line_bytes,
             after_first_reply=lambda: catalog.watch(interval=args.reload_interval),
+            shutdown_timeout=args.shutdown_timeout,
         )
     finally:
         catalog.close()

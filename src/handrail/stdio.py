@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import queue
 import signal
 import sys
 import threading
@@ -16,7 +17,7 @@ from collections.abc import Callable
 from types import FrameType
 from typing import BinaryIO
 
-from handrail.limits import MAX_LINE_BYTES
+from handrail.limits import MAX_LINE_BYTES, SHUTDOWN_TIMEOUT_S
 from handrail.protocol import INTERNAL_ERROR, INVALID_REQUEST, Protocol, _error, encode
 
 DEFAULT_MAX_LINE = MAX_LINE_BYTES
@@ -34,25 +35,31 @@ def serve(
     *,
     max_line: int | None = None,
     after_first_reply: Callable[[], None] | None = None,
+    shutdown_timeout: float = SHUTDOWN_TIMEOUT_S,
 ) -> int:
     """Serve until end of input, `shutdown` or a signal. `after_first_reply` runs once the
     first answer is out: the server compiles its workflows then, off the start-up path.
-    `max_line` defaults to the service's `Limits.max_line_bytes`."""
+    `max_line` defaults to the service's `Limits.max_line_bytes`.
+
+    Lines are read on one thread and answered, in order, on another; the calling thread
+    only waits. So a signal or the end of input is noticed even while a request runs:
+    the request in hand gets `shutdown_timeout` seconds to finish, then the server
+    leaves without it (its threads are daemons)."""
     if max_line is None:
         limits = getattr(protocol.service, "limits", None)
         max_line = limits.max_line_bytes if limits is not None else DEFAULT_MAX_LINE
-    source = stdin or sys.stdin.buffer
+    source = stdin or _standard_input()
     sink = stdout or sys.stdout.buffer
     sys.stdout = sys.stderr  # stray prints must not corrupt the protocol stream
-    busy = False
-    stop_requested = False
+    lines: queue.Queue[bytes | None] = queue.Queue(maxsize=1)  # read ahead by one line at most
+    ended = threading.Event()  # no more input
+    finished = threading.Event()  # the answering thread is done: shutdown, end of input, broken pipe
+    stopping = threading.Event()  # take no further line
+    working = threading.Event()  # a line is in hand
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
-        nonlocal stop_requested
-        if busy:
-            stop_requested = True  # finish the message in hand, then leave
-        else:
-            raise _Stop
+        stopping.set()
+        raise _Stop
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(ValueError):  # not the main thread (tests): signals stay
@@ -71,50 +78,93 @@ def serve(
                 send(note)
 
     protocol.service.catalog.on_change(on_change)
+    limit = max_line
 
+    def read() -> None:
+        try:
+            while not stopping.is_set():
+                line = source.readline(limit + 1)
+                if not line:
+                    break
+                if len(line) > limit and not line.endswith(b"\n"):
+                    while True:  # drop the rest of the oversized line
+                        rest = source.readline(limit)
+                        if not rest or rest.endswith(b"\n"):
+                            break
+                    line = _OVERSIZED
+                lines.put(line)
+        except (OSError, ValueError):  # input closed under us
+            pass
+        finally:
+            ended.set()
+            lines.put(None)
+
+    def answer() -> None:
+        nonlocal after_first_reply
+        try:
+            while not stopping.is_set():
+                line = lines.get()
+                if line is None:
+                    return
+                working.set()
+                if line is _OVERSIZED:
+                    send(encode(_too_long(limit)))
+                elif line.strip():
+                    reply = _handle(protocol, line)
+                    if reply is not None:
+                        send(reply)
+                        if after_first_reply is not None:
+                            after_first_reply()
+                            after_first_reply = None
+                    for note in protocol.list_changed():
+                        send(note)
+                    if protocol.shutdown_requested:
+                        return
+                working.clear()
+        except (OSError, ValueError):  # stdout closed (BrokenPipeError) or unusable
+            return
+        finally:
+            finished.set()
+
+    for target, name in ((read, "handrail-stdin"), (answer, "handrail-answer")):
+        threading.Thread(target=target, name=name, daemon=True).start()
     try:
-        while True:
-            line = source.readline(max_line + 1)
-            if not line:
-                return 0
-            busy = True
-            if len(line) > max_line and not line.endswith(b"\n"):
-                while True:  # drop the rest of the oversized line
-                    rest = source.readline(max_line)
-                    if not rest or rest.endswith(b"\n"):
-                        break
-                send(
-                    encode(
-                        _error(
-                            None,
-                            INVALID_REQUEST,
-                            "Invalid Request",
-                            {
-                                "details": f"line longer than {max_line} bytes",
-                                "limit": "maxLineBytes",
-                                "value": max_line,
-                            },
-                        )
-                    )
-                )
-            elif line.strip():
-                reply = _handle(protocol, line)
-                if reply is not None:
-                    send(reply)
-                    if after_first_reply is not None:
-                        after_first_reply()
-                        after_first_reply = None
-                for note in protocol.list_changed():
-                    send(note)
-                if protocol.shutdown_requested:
-                    return 0
-            busy = False
-            if stop_requested:
-                return 0
-    except _Stop:
-        return 0
-    except (BrokenPipeError, KeyboardInterrupt):
-        return 0
+        while not finished.wait(0.05):
+            if ended.is_set():  # no more input: what is in hand may still finish, briefly
+                finished.wait(shutdown_timeout)
+                break
+    except (_Stop, KeyboardInterrupt):
+        stopping.set()
+        if working.is_set():  # finish the message in hand, if it is quick enough
+            with contextlib.suppress(_Stop, KeyboardInterrupt):
+                finished.wait(shutdown_timeout)
+        else:
+            return 0
+    if not finished.is_set():
+        log.warning("stopping with a request still running after %gs", shutdown_timeout)
+    return 0
+
+
+_OVERSIZED = b"\x00oversized"  # a marker, never a line: a read line is never this object
+
+
+def _too_long(max_line: int) -> dict[str, object]:
+    return _error(
+        None,
+        INVALID_REQUEST,
+        "Invalid Request",
+        {"details": f"line longer than {max_line} bytes", "limit": "maxLineBytes", "value": max_line},
+    )
+
+
+def _standard_input() -> BinaryIO:
+    """Standard input, through a reader of our own: the reading thread may still be
+    blocked in it when the server leaves, and the interpreter, shutting down, must not
+    wait for the lock of `sys.stdin.buffer`."""
+    try:
+        return open(sys.stdin.fileno(), "rb", closefd=False)
+    except (AttributeError, OSError, ValueError):
+        return sys.stdin.buffer
 
 
 def _handle(protocol: Protocol, line: bytes) -> bytes | None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import signal
 import socket
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -21,33 +20,12 @@ import httpx
 import pytest
 
 from tests.conftest import CORPUS
+from tests.helpers.slow import PROGRAM
 from tests.http import HttpServer
 
 LOOPS = CORPUS / "workflows" / "examples" / "loops"
 ARGS = ("--no-bundled", "--workflows", str(LOOPS))
 BATCH = "simple-batch-example"
-SLOW = """
-import time
-from handrail.service import Service
-
-_original = Service.workflow_get
-
-
-def workflow_get(self, snapshot, args):
-    if args["id"].startswith("slow-"):
-        end = time.monotonic() + float(args["id"][5:])
-        while time.monotonic() < end:  # busy, as a costly request is
-            pass
-        return {"slow": True}
-    return _original(self, snapshot, args)
-
-
-Service.workflow_get = workflow_get
-import sys
-from handrail.cli import main
-raise SystemExit(main(sys.argv[1:]))
-"""
-PROGRAM = (sys.executable, "-c", SLOW)
 NEXT = {"name": "workflow_next", "arguments": {"workflowId": BATCH, "completedSteps": []}}
 
 
