@@ -173,18 +173,20 @@ class Catalog:
     _logged: int = -1
     _deferred: bool = False  # serving: problems are logged by the watcher, not on the start-up path
     _stop: threading.Event = field(default_factory=threading.Event)
+    _ready: threading.Event = field(default_factory=threading.Event)
     _listeners: list[Callable[[Snapshot], None]] = field(default_factory=list)
 
     def watch(self, interval: float | None = None) -> None:
-        """Poll the sources on a daemon thread, so that a request only reads the current
-        snapshot: no file system work on the request path."""
+        """Compile the sources, then keep them current, on a daemon thread woken by the file
+        system's events (see watch.py), so that a request only reads the current snapshot:
+        no file system work on the request path. `interval`: how long changes are gathered
+        before a reload. Returns at once; `snapshot()` waits for the first compile."""
         if self._watcher is not None:
             return
         if interval is not None:
             self.interval = interval
         self._deferred = True
-        self.snapshot()
-        self._watcher = threading.Thread(target=self._poll, name="handrail-watch", daemon=True)
+        self._watcher = threading.Thread(target=self._watch, name="handrail-watch", daemon=True)
         self._watcher.start()
 
     @property
@@ -224,6 +226,7 @@ class Catalog:
 
     def close(self) -> None:
         self._stop.set()
+        self._ready.set()
 
     def _log_problems(self) -> None:
         """Log each new snapshot's problems once. The server does this from the watcher
@@ -239,24 +242,45 @@ class Catalog:
             if entry.stale:
                 log.warning("%s is broken; still serving its last good version", entry.workflow.file)
 
-    def _poll(self) -> None:
-        while not self._stop.wait(self.interval):
+    def _watch(self) -> None:
+        from handrail import watch
+
+        while not self._stop.is_set():
+            folders = watch.roots(source.path for source in self.sources)
             try:
-                self._log_problems()
-                before = self._snapshot
-                with self._lock:
-                    self._refresh()
-                    self._checked_at = time.monotonic()
-                if self._snapshot is not before and self._snapshot is not None:
-                    for listener in self._listeners:
-                        listener(self._snapshot)
-            except Exception:  # the watcher must outlive any one bad refresh
-                log.exception("reloading workflows failed; keeping the previous catalog")
+                for changed in watch.changes(folders, self._stop, debounce_ms=int(self.interval * 1000)):
+                    if changed is not False or _UNSETTLED in self._stamps.values():
+                        self._look()
+                    if watch.roots(source.path for source in self.sources) != folders:
+                        break  # a source appeared or went: watch the new set
+            except Exception as exc:  # the watcher must outlive any one bad folder
+                log.warning("watching %s failed (%s); looking again", ", ".join(folders), exc)
+                self._stop.wait(max(self.interval, 0.5))
+                self._look()
+
+    def _look(self) -> None:
+        """Reload what changed and tell the listeners about a new snapshot."""
+        try:
+            before = self._snapshot
+            with self._lock:
+                self._refresh()
+                self._checked_at = time.monotonic()
+            self._log_problems()
+            if self._snapshot is not before and self._snapshot is not None:
+                for listener in self._listeners:
+                    listener(self._snapshot)
+        except Exception:  # the watcher must outlive any one bad refresh
+            log.exception("reloading workflows failed; keeping the previous catalog")
+        finally:
+            self._ready.set()  # nobody waits for a first compile that failed
 
     def snapshot(self) -> Snapshot:
         """The current snapshot; looks for changed files when `interval` has passed."""
-        if self._watcher is not None and self._snapshot is not None:
-            return self._snapshot  # the watcher keeps it current
+        if self._watcher is not None:
+            if self._snapshot is None:
+                self._ready.wait()  # the watcher's first compile
+            if self._snapshot is not None:
+                return self._snapshot  # the watcher keeps it current
         now = time.monotonic()
         if self._snapshot is None or now - self._checked_at >= self.interval:
             with self._lock:

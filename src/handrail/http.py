@@ -350,7 +350,9 @@ def create_app(service: Service, settings: HttpSettings | None = None) -> Starle
         refused = refuse(request, authenticate=False)  # health checkers carry no token
         if refused is not None:
             return refused
-        snapshot = service.catalog.snapshot()
+        snapshot = service.catalog.ready  # never waits: this runs on the event loop
+        if snapshot is None:
+            return JSONResponse({"status": "starting", "version": __version__}, status_code=503)
         return JSONResponse(
             {
                 "status": "ok",

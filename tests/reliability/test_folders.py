@@ -123,3 +123,26 @@ def test_fifos_and_folders_nested_too_deep_are_refused_without_hanging(tmp_path:
     found = problems(report["diagnostics"])
     assert found["pipe.json"] == "refused: not a regular file"
     assert found["d"] == "refused: nested deeper than 32 folders"
+
+
+def test_a_link_loop_appearing_while_serving_does_not_stop_reloads(tmp_path: Path) -> None:
+    folder = tmp_path / "wf"
+    folder.mkdir()
+    good(folder)
+    with Server("--no-bundled", "--workflows", str(folder), "--reload-interval", "0.1") as server:
+        server.initialize()
+        assert [w["id"] for w in server.result("workflow_list")["workflows"]] == ["good"]
+        (folder / "sub").mkdir()
+        os.symlink("..", folder / "sub" / "up")
+        os.symlink("loop-b.json", folder / "loop-a.json")
+        os.symlink("loop-a.json", folder / "loop-b.json")
+        time.sleep(0.5)
+        good(folder / "sub", "later", "later.json")  # a change after the loops appeared
+        deadline = time.monotonic() + 10
+        while True:
+            listing = server.result("workflow_list")
+            if [w["id"] for w in listing["workflows"]] == ["good", "later"]:
+                break
+            assert time.monotonic() < deadline, f"the new workflow was never served: {listing}"
+            time.sleep(0.1)
+        assert problems(listing["diagnostics"])["loop-b.json"] == "refused: a symbolic link loop"
