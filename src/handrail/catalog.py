@@ -165,6 +165,7 @@ class Catalog:
     _stamps: dict[Path, Stamp] = field(default_factory=dict)
     _compiled: dict[Path, Compiled] = field(default_factory=dict)
     _last_good: dict[Path, Workflow] = field(default_factory=dict)
+    _digests: dict[Path, bytes | None] = field(default_factory=dict)  # of the bytes last compiled
     _checked_at: float = 0.0
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _generation: int = 0
@@ -321,9 +322,20 @@ class Catalog:
         dirty = self._snapshot is None or refused_key != self._refused or stamps.keys() != self._stamps.keys()
         for path in set(self._compiled) - set(stamps):
             self._compiled.pop(path, None)
+            self._digests.pop(path, None)
             self._last_good.pop(path, None)
         for path in changed:
-            compiled = _compile(path, self.max_bytes)
+            regular, digest = _digest(path, self.max_bytes)
+            if digest is not None and path in self._compiled and self._digests.get(path) == digest:
+                continue  # a touch, or a second look at a file still settling: same bytes
+            if regular:
+                compiled = _compile(path, self.max_bytes)
+            else:  # replaced by a FIFO or a device since it was found: never opened blocking
+                from handrail.compiler import Compiled
+
+                refusal = folders.refusal(path, folders.NOT_REGULAR)
+                compiled = Compiled(refusal.file, None, (refusal,))
+            self._digests[path] = digest
             if not _same(self._compiled.get(path), compiled):
                 self._compiled[path] = compiled
                 dirty = True
@@ -386,6 +398,27 @@ class Catalog:
 def _stamp(path: Path) -> Stamp:
     st = path.stat()
     return (st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns)
+
+
+def _digest(path: Path, max_bytes: int) -> tuple[bool, bytes | None]:
+    """Whether the path is (still) a regular file, and a hash of its bytes (None if it
+    cannot be read, or is too large to hash)."""
+    import hashlib
+    import stat
+
+    try:
+        with open(path, "rb", opener=_nonblocking) as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                return False, None
+            data = handle.read(max_bytes + 1)
+    except OSError:
+        return True, None  # the compiler says why it cannot be read
+    return True, hashlib.blake2b(data, digest_size=16).digest() if len(data) <= max_bytes else None
+
+
+def _nonblocking(path: str, flags: int) -> int:
+    """Open without waiting: a FIFO put in place of a file must not stall the watcher."""
+    return os.open(path, flags | getattr(os, "O_NONBLOCK", 0))
 
 
 def _compile(path: Path, max_bytes: int) -> Compiled:
