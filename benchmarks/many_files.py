@@ -141,7 +141,12 @@ def measure(source: Path, folder: Path, ids: list[str], idle: float) -> dict[str
 
 
 def baseline_source(commit: str, into: Path) -> Path:
-    archive = subprocess.run(["git", "archive", commit, "src", "grammar", "spec", "workflows"], cwd=ROOT, capture_output=True, check=True)
+    archive = subprocess.run(
+        ["git", "archive", commit, "src", "grammar", "spec", "workflows"],
+        cwd=ROOT,
+        capture_output=True,
+        check=True,
+    )
     subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True)
     return into / "src"
 
