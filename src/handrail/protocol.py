@@ -14,7 +14,6 @@ protocol-version key; anything else is answered as it always was.
 
 from __future__ import annotations
 
-import difflib
 import json
 import logging
 import os
@@ -26,6 +25,7 @@ from typing import Any
 from handrail import __version__
 from handrail.errors import HandrailError
 from handrail.service import Encoded, Service
+from handrail.suggest import close_matches
 
 log = logging.getLogger("handrail.protocol")
 
@@ -497,7 +497,7 @@ class Protocol:
         workflow = snapshot.get(name)
         if workflow is None:
             data: dict[str, Any] = {"details": f"unknown prompt {name[:100]!r}"}
-            close = difflib.get_close_matches(name, list(snapshot.entries), n=3, cutoff=0.5)
+            close = close_matches(name, snapshot.entries)
             if close:
                 data["didYouMean"] = close
             raise RpcError(INVALID_PARAMS, "Invalid params", data)
