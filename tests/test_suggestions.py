@@ -18,10 +18,10 @@ def test_an_unknown_id_in_a_large_catalog_gets_the_close_ids_suggested(tmp_path:
     for index in range(count):
         document = {
             "id": f"task-{index:05d}",
-            "name": "T",
-            "description": "D",
+            "name": "Task",
+            "description": "A task.",
             "version": "1.0.0",
-            "steps": [{"id": "s", "title": "S", "prompt": "P"}],
+            "steps": [{"id": "only-step", "title": "Only step", "prompt": "Do it."}],
         }
         (folder / f"{index}.json").write_text(json.dumps(document), "utf-8")
     (folder / "review.json").write_text(json.dumps({**document, "id": "security-review-checklist"}), "utf-8")
