@@ -21,7 +21,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from handrail import folders
+from handrail import folders, suggest
 from handrail._resources import resource
 from handrail.errors import Diagnostic
 from handrail.limits import MAX_FILE_BYTES as DEFAULT_MAX_BYTES
@@ -270,6 +270,7 @@ class Catalog:
             if self._snapshot is not before and self._snapshot is not None:
                 for listener in self._listeners:
                     listener(self._snapshot)
+                suggest.prepare(self._snapshot.entries)
         except Exception:  # the watcher must outlive any one bad refresh
             log.exception("reloading workflows failed; keeping the previous catalog")
         finally:

@@ -403,7 +403,7 @@ def serve(
     )
     app = create_app(service, settings)
 
-    class Protocol(H11Protocol):
+    class HeaderTimeoutProtocol(H11Protocol):
         """uvicorn's HTTP/1.1 protocol, plus the header timeout it lacks: a connection whose
         next request's headers have not all arrived `header_timeout` seconds after it opened
         (or after the previous answer) is closed, so half-sent requests cannot pile up."""
@@ -443,7 +443,7 @@ def serve(
         host=host,
         port=port,
         log_level=log_level,
-        http=Protocol,
+        http=HeaderTimeoutProtocol,
         timeout_keep_alive=bounds.keep_alive,
         limit_concurrency=bounds.max_connections,
         timeout_graceful_shutdown=max(1, round(bounds.shutdown_timeout)),

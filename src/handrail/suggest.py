@@ -42,15 +42,23 @@ _lock = threading.Lock()
 _cached: tuple[Collection[str], _Index] | None = None  # the last catalog's ids (snapshots never change)
 
 
-def close_matches(word: str, names: Collection[str], n: int = 3, cutoff: float = 0.5) -> list[str]:
-    """Up to `n` of `names` close to `word`, best first (as difflib.get_close_matches)."""
+def prepare(names: Collection[str]) -> _Index | None:
+    """The index of a large catalog's ids (built once; the catalog's watcher builds it
+    ahead, so no request waits for it). None for a small catalog."""
     global _cached
     if len(names) <= EXACT_UP_TO:
-        return difflib.get_close_matches(word, list(names), n=n, cutoff=cutoff)
+        return None
     cached = _cached
     if cached is None or cached[0] is not names:
         with _lock:
             cached = _cached
             if cached is None or cached[0] is not names:
                 cached = _cached = (names, _Index(list(names)))
-    return difflib.get_close_matches(word, cached[1].shortlist(word), n=n, cutoff=cutoff)
+    return cached[1]
+
+
+def close_matches(word: str, names: Collection[str], n: int = 3, cutoff: float = 0.5) -> list[str]:
+    """Up to `n` of `names` close to `word`, best first (as difflib.get_close_matches)."""
+    index = prepare(names)
+    candidates = list(names) if index is None else index.shortlist(word)
+    return difflib.get_close_matches(word, candidates, n=n, cutoff=cutoff)
