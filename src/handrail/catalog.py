@@ -11,8 +11,10 @@ is reported beside it.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
+import stat
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -206,11 +208,12 @@ class Catalog:
         for source in self.sources:
             files, _ = discover(source)
             for path in files:
+                data = _read(path, self.max_bytes)  # never waits on a FIFO
+                if not isinstance(data, bytes):
+                    continue
                 try:
-                    if path.stat().st_size > self.max_bytes:
-                        continue
-                    document = orjson.loads(path.read_bytes())
-                except (OSError, ValueError):
+                    document = orjson.loads(data)
+                except ValueError:
                     continue
                 if check_workflow(document):
                     found[document["id"]] = Summary(
@@ -326,16 +329,11 @@ class Catalog:
             self._digests.pop(path, None)
             self._last_good.pop(path, None)
         for path in changed:
-            regular, digest = _digest(path, self.max_bytes)
+            data = _read(path, self.max_bytes)
+            digest = hashlib.blake2b(data, digest_size=16).digest() if isinstance(data, bytes) else None
             if digest is not None and path in self._compiled and self._digests.get(path) == digest:
                 continue  # a touch, or a second look at a file still settling: same bytes
-            if regular:
-                compiled = _compile(path, self.max_bytes)
-            else:  # replaced by a FIFO or a device since it was found: never opened blocking
-                from handrail.compiler import Compiled
-
-                refusal = folders.refusal(path, folders.NOT_REGULAR)
-                compiled = Compiled(refusal.file, None, (refusal,))
+            compiled = _compile(path, data)
             self._digests[path] = digest
             if not _same(self._compiled.get(path), compiled):
                 self._compiled[path] = compiled
@@ -401,34 +399,44 @@ def _stamp(path: Path) -> Stamp:
     return (st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns)
 
 
-def _digest(path: Path, max_bytes: int) -> tuple[bool, bytes | None]:
-    """Whether the path is (still) a regular file, and a hash of its bytes (None if it
-    cannot be read, or is too large to hash)."""
-    import hashlib
-    import stat
-
+def _read(path: Path, max_bytes: int) -> bytes | Diagnostic:
+    """The file's bytes, read once and without waiting (a FIFO put in place of a file
+    must not stall the watcher), or why they cannot be had."""
     try:
         with open(path, "rb", opener=_nonblocking) as handle:
             if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-                return False, None
+                return folders.refusal(path, folders.NOT_REGULAR)
             data = handle.read(max_bytes + 1)
-    except OSError:
-        return True, None  # the compiler says why it cannot be read
-    return True, hashlib.blake2b(data, digest_size=16).digest() if len(data) <= max_bytes else None
+    except OSError as exc:
+        return folders.refusal(path, f"cannot read the file: {exc.strerror or exc}")
+    if len(data) > max_bytes:
+        return Diagnostic(
+            "H002",
+            "error",
+            f"the file is larger than {max_bytes} bytes",
+            "",
+            1,
+            1,
+            "raise the limit with --max-file-size, or split the workflow",
+            folders.display_path(path),
+        )
+    return data
 
 
 def _nonblocking(path: str, flags: int) -> int:
-    """Open without waiting: a FIFO put in place of a file must not stall the watcher."""
     return os.open(path, flags | getattr(os, "O_NONBLOCK", 0))
 
 
-def _compile(path: Path, max_bytes: int) -> Compiled:
-    from handrail.compiler import Compiled, compile_path
+def _compile(path: Path, data: bytes | Diagnostic) -> Compiled:
+    from handrail.compiler import Compiled, compile_text
 
+    display = folders.display_path(path)
+    if isinstance(data, Diagnostic):
+        return Compiled(display, None, (data,))
     try:
-        return compile_path(path, max_bytes=max_bytes, display=folders.display_path(path))
+        return compile_text(data, display)
     except Exception as exc:  # a compiler bug in one file must not stop the others loading
-        log.exception("compiling %s failed", folders.display_path(path))
+        log.exception("compiling %s failed", display)
         refusal = folders.refusal(path, f"the file could not be compiled ({exc!r})")
         return Compiled(refusal.file, None, (refusal,))
 
