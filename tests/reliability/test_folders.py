@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -146,3 +147,29 @@ def test_a_link_loop_appearing_while_serving_does_not_stop_reloads(tmp_path: Pat
             assert time.monotonic() < deadline, f"the new workflow was never served: {listing}"
             time.sleep(0.1)
         assert problems(listing["diagnostics"])["loop-b.json"] == "refused: a symbolic link loop"
+
+
+def test_a_file_swapped_for_a_fifo_after_it_was_found_is_refused_not_waited_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from handrail import catalog as catalog_module
+    from handrail.catalog import Catalog, Source
+
+    folder = tmp_path / "wf"
+    folder.mkdir()
+    good(folder)
+    os.mkfifo(folder / "swapped.json")
+    found = [folder / "good.json", folder / "swapped.json"]  # as the walk saw them, a moment before
+    monkeypatch.setattr(catalog_module.folders, "discover", lambda root: (list(found), []))
+    outcome: dict[str, Any] = {}
+    worker = threading.Thread(
+        target=lambda: outcome.update(snapshot=Catalog([Source("cli", folder)]).reload())
+    )
+    worker.start()
+    worker.join(10)
+    assert not worker.is_alive(), "the catalog waited for a writer on the FIFO"
+    snapshot = outcome["snapshot"]
+    assert list(snapshot.entries) == ["good"]
+    assert problems([d.as_dict() for d in snapshot.problems]) == {
+        "swapped.json": "refused: not a regular file"
+    }
