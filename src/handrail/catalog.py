@@ -39,6 +39,7 @@ FALSE_WORDS = {"0", "false", "no", "off"}
 # are coarse); its stamp is not trusted, so it is read again at the next look.
 RACY_NS = 2_000_000_000
 _UNSETTLED = (-1, -1, -1, -1)
+WATCH_ATTEMPTS = 3  # failures to watch the folders (e.g. out of inotify watches) before polling them
 Stamp = tuple[int, int, int, int]  # mtime_ns, size, inode, ctime_ns
 
 
@@ -249,6 +250,7 @@ class Catalog:
     def _watch(self) -> None:
         from handrail import watch
 
+        failures = 0
         while not self._stop.is_set():
             folders = watch.roots(source.path for source in self.sources)
             try:
@@ -258,9 +260,20 @@ class Catalog:
                     if watch.roots(source.path for source in self.sources) != folders:
                         break  # a source appeared or went: watch the new set
             except Exception as exc:  # the watcher must outlive any one bad folder
-                log.warning("watching %s failed (%s); looking again", ", ".join(folders), exc)
-                self._stop.wait(max(self.interval, 0.5))
-                self._look()
+                failures += 1
+                if failures < WATCH_ATTEMPTS:
+                    log.warning("watching %s failed (%s); looking again", ", ".join(folders), exc)
+                    self._stop.wait(max(self.interval, 0.5))
+                    self._look()
+                    continue
+                log.warning(
+                    "watching %s keeps failing (%s); looking every %gs instead",
+                    ", ".join(folders),
+                    exc,
+                    max(self.interval, 1.0),
+                )
+                while not self._stop.wait(max(self.interval, 1.0)):  # events are out of reach: poll
+                    self._look()
 
     def _look(self) -> None:
         """Reload what changed and tell the listeners about a new snapshot."""

@@ -173,3 +173,29 @@ def test_a_file_swapped_for_a_fifo_after_it_was_found_is_refused_not_waited_on(
     assert problems([d.as_dict() for d in snapshot.problems]) == {
         "swapped.json": "refused: not a regular file"
     }
+
+
+def test_reloads_go_on_by_polling_when_the_folders_cannot_be_watched(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from handrail import watch
+    from handrail.catalog import Catalog, Source
+
+    def cannot_watch(*args: Any, **kwargs: Any) -> Any:
+        raise OSError("OS file watch limit reached")
+
+    monkeypatch.setattr(watch, "changes", cannot_watch)
+    folder = tmp_path / "wf"
+    folder.mkdir()
+    good(folder)
+    catalog = Catalog([Source("cli", folder)])
+    catalog.watch(interval=0.05)
+    try:
+        assert list(catalog.snapshot().entries) == ["good"]
+        good(folder, "later", "later.json")
+        deadline = time.monotonic() + 15
+        while list(catalog.snapshot().entries) != ["good", "later"]:
+            assert time.monotonic() < deadline, "the new file was never loaded"
+            time.sleep(0.05)
+    finally:
+        catalog.close()
