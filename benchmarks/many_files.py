@@ -6,7 +6,8 @@ so each is a realistic 5-15 KB), spawns `handrail start --no-bundled --workflows
 and measures, from the spawn: the first answer (`initialize`), the second
 (`workflow_list`), then `workflow_get` of a known id and of an unknown one (the
 did-you-mean search), the resident memory once loaded, and the CPU used over
-`--idle` quiet seconds. `--baseline COMMIT` runs the same against the source of an
+`--idle` quiet seconds; then spawns `handrail serve` on the same folder and measures
+when /healthz first answers and when it says 200. `--baseline COMMIT` runs the same against the source of an
 earlier commit of this repository (extracted with `git archive`), in the same run.
 
     .venv/bin/python -m benchmarks.many_files                 # 10,000 files
@@ -140,6 +141,57 @@ def measure(source: Path, folder: Path, ids: list[str], idle: float) -> dict[str
         client.close()
 
 
+def measure_http(source: Path, folder: Path) -> dict[str, Any]:
+    """Seconds from spawning `handrail serve` until /healthz answers at all, and until it
+    answers 200 (the workflows compiled)."""
+    import httpx
+
+    from tests.http import free_port
+
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if k not in ("HANDRAIL_WORKFLOWS", "WORKFLOW_STORAGE_PATH")}
+    env |= {"PYTHONPATH": str(source), "HOME": str(folder.parent)}
+    started = time.perf_counter()
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "handrail",
+            "serve",
+            "--no-bundled",
+            "--workflows",
+            str(folder),
+            "--port",
+            str(port),
+        ],
+        cwd=folder.parent,
+        env=env,
+        stderr=subprocess.DEVNULL,
+    )
+    answering = None
+    try:
+        with httpx.Client(timeout=5) as client:
+            while time.perf_counter() - started < 300:
+                try:
+                    status = client.get(f"http://127.0.0.1:{port}/healthz").status_code
+                except httpx.TransportError:
+                    time.sleep(0.05)
+                    continue
+                answering = answering or time.perf_counter() - started
+                if status == 200:
+                    break
+                time.sleep(0.05)
+        ready = time.perf_counter() - started
+        return {"http_port_answers_s": round(answering or float("nan"), 2), "http_ready_s": round(ready, 2)}
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
 def baseline_source(commit: str, into: Path) -> Path:
     archive = subprocess.run(
         ["git", "archive", commit, "src", "grammar", "spec", "workflows"],
@@ -170,7 +222,7 @@ def main(argv: list[str] | None = None) -> int:
             runs[f"baseline {args.baseline}"] = baseline_source(args.baseline, work / "baseline")
         results = {}
         for name, source in runs.items():
-            results[name] = measure(source, folder, ids, args.idle)
+            results[name] = measure(source, folder, ids, args.idle) | measure_http(source, folder)
             print(f"{name}: {json.dumps(results[name])}", flush=True)
         print(json.dumps({"files": args.files, "results": results}, indent=2))
     finally:
