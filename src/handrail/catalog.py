@@ -179,6 +179,8 @@ class Catalog:
     _stop: threading.Event = field(default_factory=threading.Event)
     _ready: threading.Event = field(default_factory=threading.Event)
     _listeners: list[Callable[[Snapshot], None]] = field(default_factory=list)
+    _summaries: list[Summary] | None = None
+    _summaries_lock: threading.Lock = field(default_factory=threading.Lock)
 
     def watch(self, interval: float | None = None) -> None:
         """Compile the sources, then keep them current, on a daemon thread woken by the file
@@ -200,7 +202,15 @@ class Catalog:
 
     def summaries(self) -> list[Summary]:
         """The workflows as `initialize` lists them, from a quick read of the sources: parse
-        and schema-check each file, compile nothing. Precedence is as in a snapshot."""
+        and schema-check each file, compile nothing. Precedence is as in a snapshot. Read
+        once while the first compile runs: over HTTP every client's `initialize` or
+        `server/discover` would otherwise read every file again."""
+        with self._summaries_lock:
+            if self._summaries is None or self._snapshot is not None:
+                self._summaries = self._read_summaries()
+            return self._summaries
+
+    def _read_summaries(self) -> list[Summary]:
         import orjson
 
         from handrail.schemas import check_workflow
