@@ -65,11 +65,7 @@ def _rss_mb(pid: int) -> float:
 
 class Client:
     def __init__(self, source: Path, folder: Path) -> None:
-        env = {
-            k: v for k, v in os.environ.items() if k not in ("HANDRAIL_WORKFLOWS", "WORKFLOW_STORAGE_PATH")
-        }
-        env["PYTHONPATH"] = str(source)
-        env["HOME"] = str(folder.parent)
+        env = server_env(source, folder.parent)
         self.started = time.perf_counter()
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "handrail", "start", "--no-bundled", "--workflows", str(folder)],
@@ -149,8 +145,7 @@ def measure_http(source: Path, folder: Path) -> dict[str, Any]:
     from tests.http import free_port
 
     port = free_port()
-    env = {k: v for k, v in os.environ.items() if k not in ("HANDRAIL_WORKFLOWS", "WORKFLOW_STORAGE_PATH")}
-    env |= {"PYTHONPATH": str(source), "HOME": str(folder.parent)}
+    env = server_env(source, folder.parent)
     started = time.perf_counter()
     proc = subprocess.Popen(
         [
@@ -184,12 +179,23 @@ def measure_http(source: Path, folder: Path) -> dict[str, Any]:
         ready = time.perf_counter() - started
         return {"http_port_answers_s": round(answering or float("nan"), 2), "http_ready_s": round(ready, 2)}
     finally:
-        proc.terminate()
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)
+
+
+def server_env(source: Path, home: Path) -> dict[str, str]:
+    """The environment of a server run from `source`, with `home` as HOME and no workflow
+    paths of ours."""
+    env = {k: v for k, v in os.environ.items() if k not in ("HANDRAIL_WORKFLOWS", "WORKFLOW_STORAGE_PATH")}
+    return env | {"PYTHONPATH": str(source), "HOME": str(home)}
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.terminate()
+    try:
+        proc.wait(20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def baseline_source(commit: str, into: Path) -> Path:

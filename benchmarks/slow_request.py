@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import subprocess
 import tempfile
@@ -26,7 +25,7 @@ from typing import Any
 
 import httpx
 
-from benchmarks.many_files import baseline_source
+from benchmarks.many_files import baseline_source, server_env, stop
 from benchmarks.timing import percentile
 from tests.helpers.slow import PROGRAM
 from tests.http import free_port
@@ -62,10 +61,11 @@ def _timed(client: httpx.Client, url: str, body: Any = None) -> float:
 
 def measure(source: Path, slow: float, home: Path) -> dict[str, Any]:
     port = free_port()
-    env = {k: v for k, v in os.environ.items() if k not in ("HANDRAIL_WORKFLOWS", "WORKFLOW_STORAGE_PATH")}
-    env |= {"PYTHONPATH": str(source), "HOME": str(home)}
     proc = subprocess.Popen(
-        [*PROGRAM, "serve", "--port", str(port)], cwd=home, env=env, stderr=subprocess.DEVNULL
+        [*PROGRAM, "serve", "--port", str(port)],
+        cwd=home,
+        env=server_env(source, home),
+        stderr=subprocess.DEVNULL,
     )
     base = f"http://127.0.0.1:{port}"
     try:
@@ -108,12 +108,7 @@ def measure(source: Path, slow: float, home: Path) -> dict[str, Any]:
             "slow_request_s": round(time.monotonic() - started, 2),
         }
     finally:
-        proc.terminate()
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)
 
 
 def main(argv: list[str] | None = None) -> int:
