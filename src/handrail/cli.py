@@ -180,7 +180,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         default=0.5,
         metavar="SECONDS",
-        help="how often to look for changed workflow files (default 0.5)",
+        help="at most how long changed workflow files are gathered before a reload (default 0.5)",
     )
 
     serve = sub.add_parser("serve", help="serve the workflows over Streamable HTTP at /mcp")
