@@ -356,7 +356,7 @@ class Catalog:
             digest = hashlib.blake2b(data, digest_size=16).digest() if isinstance(data, bytes) else None
             if digest is not None and path in self._compiled and self._digests.get(path) == digest:
                 continue  # a touch, or a second look at a file still settling: same bytes
-            compiled = _compile(path, data)
+            compiled = _lean(_compile(path, data))
             self._digests[path] = digest
             if not _same(self._compiled.get(path), compiled):
                 self._compiled[path] = compiled
@@ -462,6 +462,17 @@ def _compile(path: Path, data: bytes | Diagnostic) -> Compiled:
         log.exception("compiling %s failed", display)
         refusal = folders.refusal(path, f"the file could not be compiled ({exc!r})")
         return Compiled(refusal.file, None, (refusal,))
+
+
+def _lean(compiled: Compiled) -> Compiled:
+    """What the catalog keeps of a file that compiled: its workflow. Its warnings are never
+    listed (only broken files are), and the means to locate them (the parsed document and
+    the text, a third of a compiled workflow's memory) would be kept for nothing."""
+    if compiled.workflow is None:
+        return compiled
+    from handrail.compiler import Compiled
+
+    return Compiled(compiled.file, compiled.workflow, ())
 
 
 def _same(old: Compiled | None, new: Compiled) -> bool:
