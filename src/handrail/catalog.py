@@ -427,9 +427,13 @@ def _read(path: Path, max_bytes: int) -> bytes | Diagnostic:
     must not stall the watcher), or why they cannot be had."""
     try:
         with open(path, "rb", opener=_nonblocking) as handle:
-            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            info = os.fstat(handle.fileno())
+            if not stat.S_ISREG(info.st_mode):
                 return folders.refusal(path, folders.NOT_REGULAR)
-            data = handle.read(max_bytes + 1)
+            # read(max_bytes + 1) would set aside a megabyte for every file: ask for its size
+            data = handle.read(min(info.st_size, max_bytes) + 1)
+            if len(data) > info.st_size:  # it grew since: read on, to the limit
+                data += handle.read(max_bytes + 1 - len(data))
     except OSError as exc:
         return folders.refusal(path, f"cannot read the file: {exc.strerror or exc}")
     if len(data) > max_bytes:
