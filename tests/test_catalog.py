@@ -521,14 +521,14 @@ def test_a_compiler_crash_in_one_file_is_reported_and_hides_nothing(
 ) -> None:
     write(tmp_path / "a.json", "alpha")
     write(tmp_path / "b.json", "beta")
-    real = compiler_module.compile_path
+    real = compiler_module.compile_text  # the catalog compiles the bytes it read
 
-    def compile_path(path: Any, **kwargs: Any) -> Any:
-        if Path(path).name == "a.json":
+    def compile_text(data: Any, file: str) -> Any:
+        if Path(file).name == "a.json":
             raise RuntimeError("compiler bug")
-        return real(path, **kwargs)
+        return real(data, file)
 
-    monkeypatch.setattr(compiler_module, "compile_path", compile_path)
+    monkeypatch.setattr(compiler_module, "compile_text", compile_text)
     snapshot = catalog_of(tmp_path).reload()
     assert list(snapshot.entries) == ["beta"]
     (problem,) = snapshot.problems

@@ -11,8 +11,10 @@ is reported beside it.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
+import stat
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -21,6 +23,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from handrail import folders, suggest
 from handrail._resources import resource
 from handrail.errors import Diagnostic
 from handrail.limits import MAX_FILE_BYTES as DEFAULT_MAX_BYTES
@@ -36,6 +39,7 @@ FALSE_WORDS = {"0", "false", "no", "off"}
 # are coarse); its stamp is not trusted, so it is read again at the next look.
 RACY_NS = 2_000_000_000
 _UNSETTLED = (-1, -1, -1, -1)
+WATCH_ATTEMPTS = 3  # failures to watch the folders (e.g. out of inotify watches) before polling them
 Stamp = tuple[int, int, int, int]  # mtime_ns, size, inode, ctime_ns
 
 
@@ -147,15 +151,11 @@ def _resolved(path: Path) -> Path:
         return path.absolute()
 
 
-def _refusal(path: Path, message: str) -> Diagnostic:
-    return Diagnostic("H002", "error", message, "", 1, 1, None, str(path))
-
-
 def discover(source: Source) -> tuple[list[Path], list[Diagnostic]]:
     """The *.json files of a source (recursively), refusing links that leave it and
-    anything that is not a regular file."""
+    anything that is not a regular file (see handrail.folders)."""
     root = source.path
-    if not root.exists():
+    if not root.exists() and not root.is_symlink():
         if source.name == "cli" or source.name.startswith("env:"):  # named on purpose: say so
             named = "--workflows" if source.name == "cli" else source.name.removeprefix("env:")
             return [], [
@@ -171,32 +171,7 @@ def discover(source: Source) -> tuple[list[Path], list[Diagnostic]]:
                 )
             ]
         return [], []  # the default places need not exist
-    if root.is_file():
-        return [root], []
-    if not root.is_dir():
-        return [], [_refusal(root, "refused: not a regular file")]
-    found: list[Path] = []
-    refused: list[Diagnostic] = []
-    base = _resolved(root)
-    for directory, dirnames, filenames in os.walk(root, followlinks=False):
-        dirnames.sort()
-        for name in dirnames:  # never followed; one that leads outside is refused
-            path = Path(directory) / name
-            if path.is_symlink() and not _resolved(path).is_relative_to(base):
-                refused.append(_refusal(path, f"refused: the link leads outside {root}"))
-        for name in sorted(filenames):
-            if not name.endswith(".json"):
-                continue
-            path = Path(directory) / name
-            real = _resolved(path)
-            if path.is_symlink() and not real.is_relative_to(base):
-                refused.append(_refusal(path, f"refused: the link leads outside {root}"))
-                continue
-            if not real.is_file():
-                refused.append(_refusal(path, "refused: not a regular file"))
-                continue
-            found.append(path)
-    return found, refused
+    return folders.discover(root)
 
 
 @dataclass
@@ -210,6 +185,7 @@ class Catalog:
     _stamps: dict[Path, Stamp] = field(default_factory=dict)
     _compiled: dict[Path, Compiled] = field(default_factory=dict)
     _last_good: dict[Path, Workflow] = field(default_factory=dict)
+    _digests: dict[Path, bytes | None] = field(default_factory=dict)  # of the bytes last compiled
     _checked_at: float = 0.0
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _generation: int = 0
@@ -218,18 +194,22 @@ class Catalog:
     _logged: int = -1
     _deferred: bool = False  # serving: problems are logged by the watcher, not on the start-up path
     _stop: threading.Event = field(default_factory=threading.Event)
+    _ready: threading.Event = field(default_factory=threading.Event)
     _listeners: list[Callable[[Snapshot], None]] = field(default_factory=list)
+    _summaries: list[Summary] | None = None
+    _summaries_lock: threading.Lock = field(default_factory=threading.Lock)
 
     def watch(self, interval: float | None = None) -> None:
-        """Poll the sources on a daemon thread, so that a request only reads the current
-        snapshot: no file system work on the request path."""
+        """Compile the sources, then keep them current, on a daemon thread woken by the file
+        system's events (see watch.py), so that a request only reads the current snapshot:
+        no file system work on the request path. `interval`: how long changes are gathered
+        before a reload. Returns at once; `snapshot()` waits for the first compile."""
         if self._watcher is not None:
             return
         if interval is not None:
             self.interval = interval
         self._deferred = True
-        self.snapshot()
-        self._watcher = threading.Thread(target=self._poll, name="handrail-watch", daemon=True)
+        self._watcher = threading.Thread(target=self._watch, name="handrail-watch", daemon=True)
         self._watcher.start()
 
     @property
@@ -239,7 +219,15 @@ class Catalog:
 
     def summaries(self) -> list[Summary]:
         """The workflows as `initialize` lists them, from a quick read of the sources: parse
-        and schema-check each file, compile nothing. Precedence is as in a snapshot."""
+        and schema-check each file, compile nothing. Precedence is as in a snapshot. Read
+        once while the first compile runs: over HTTP every client's `initialize` or
+        `server/discover` would otherwise read every file again."""
+        with self._summaries_lock:
+            if self._summaries is None or self._snapshot is not None:
+                self._summaries = self._read_summaries()
+            return self._summaries
+
+    def _read_summaries(self) -> list[Summary]:
         import orjson
 
         from handrail.schemas import check_workflow
@@ -248,11 +236,12 @@ class Catalog:
         for source in self.sources:
             files, _ = discover(source)
             for path in files:
+                data = _read(path, self.max_bytes)  # never waits on a FIFO
+                if not isinstance(data, bytes):
+                    continue
                 try:
-                    if path.stat().st_size > self.max_bytes:
-                        continue
-                    document = orjson.loads(path.read_bytes())
-                except (OSError, ValueError):
+                    document = orjson.loads(data)
+                except ValueError:
                     continue
                 if check_workflow(document):
                     found[document["id"]] = Summary(
@@ -269,6 +258,7 @@ class Catalog:
 
     def close(self) -> None:
         self._stop.set()
+        self._ready.set()
 
     def _log_problems(self) -> None:
         """Log each new snapshot's problems once. The server does this from the watcher
@@ -283,25 +273,59 @@ class Catalog:
             if entry.stale:
                 log.warning("%s is broken; still serving its last good version", entry.workflow.file)
 
-    def _poll(self) -> None:
-        while not self._stop.wait(self.interval):
+    def _watch(self) -> None:
+        from handrail import watch
+
+        failures = 0
+        while not self._stop.is_set():
+            folders = watch.roots(source.path for source in self.sources)
             try:
-                self._log_problems()
-                before = self._snapshot
-                with self._lock:
-                    self._refresh()
-                    self._checked_at = time.monotonic()
-                if self._snapshot is not before and self._snapshot is not None:
-                    log.info("workflows reloaded: %d in service", len(self._snapshot.entries))
-                    for listener in self._listeners:
-                        listener(self._snapshot)
-            except Exception:  # the watcher must outlive any one bad refresh
-                log.exception("reloading workflows failed; keeping the previous catalog")
+                for changed in watch.changes(folders, self._stop, debounce_ms=int(self.interval * 1000)):
+                    if changed is not False or _UNSETTLED in self._stamps.values():
+                        self._look()
+                    if watch.roots(source.path for source in self.sources) != folders:
+                        break  # a source appeared or went: watch the new set
+            except Exception as exc:  # the watcher must outlive any one bad folder
+                failures += 1
+                if failures < WATCH_ATTEMPTS:
+                    log.warning("watching %s failed (%s); looking again", ", ".join(folders), exc)
+                    self._stop.wait(max(self.interval, 0.5))
+                    self._look()
+                    continue
+                log.warning(
+                    "watching %s keeps failing (%s); looking every %gs instead",
+                    ", ".join(folders),
+                    exc,
+                    max(self.interval, 1.0),
+                )
+                while not self._stop.wait(max(self.interval, 1.0)):  # events are out of reach: poll
+                    self._look()
+
+    def _look(self) -> None:
+        """Reload what changed and tell the listeners about a new snapshot."""
+        try:
+            before = self._snapshot
+            with self._lock:
+                self._refresh()
+                self._checked_at = time.monotonic()
+            self._log_problems()
+            if self._snapshot is not before and self._snapshot is not None:
+                log.info("workflows reloaded: %d in service", len(self._snapshot.entries))
+                for listener in self._listeners:
+                    listener(self._snapshot)
+                suggest.prepare(self._snapshot.entries)
+        except Exception:  # the watcher must outlive any one bad refresh
+            log.exception("reloading workflows failed; keeping the previous catalog")
+        finally:
+            self._ready.set()  # nobody waits for a first compile that failed
 
     def snapshot(self) -> Snapshot:
         """The current snapshot; looks for changed files when `interval` has passed."""
-        if self._watcher is not None and self._snapshot is not None:
-            return self._snapshot  # the watcher keeps it current
+        if self._watcher is not None:
+            if self._snapshot is None:
+                self._ready.wait()  # the watcher's first compile
+            if self._snapshot is not None:
+                return self._snapshot  # the watcher keeps it current
         now = time.monotonic()
         if self._snapshot is None or now - self._checked_at >= self.interval:
             with self._lock:
@@ -342,9 +366,15 @@ class Catalog:
         dirty = self._snapshot is None or refused_key != self._refused or stamps.keys() != self._stamps.keys()
         for path in set(self._compiled) - set(stamps):
             self._compiled.pop(path, None)
+            self._digests.pop(path, None)
             self._last_good.pop(path, None)
         for path in changed:
-            compiled = _compile(path, self.max_bytes)
+            data = _read(path, self.max_bytes)
+            digest = hashlib.blake2b(data, digest_size=16).digest() if isinstance(data, bytes) else None
+            if digest is not None and path in self._compiled and self._digests.get(path) == digest:
+                continue  # a touch, or a second look at a file still settling: same bytes
+            compiled = _lean(_compile(path, data))
+            self._digests[path] = digest
             if not _same(self._compiled.get(path), compiled):
                 self._compiled[path] = compiled
                 dirty = True
@@ -409,14 +439,61 @@ def _stamp(path: Path) -> Stamp:
     return (st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns)
 
 
-def _compile(path: Path, max_bytes: int) -> Compiled:
-    from handrail.compiler import Compiled, compile_path
-
+def _read(path: Path, max_bytes: int) -> bytes | Diagnostic:
+    """The file's bytes, read once and without waiting (a FIFO put in place of a file
+    must not stall the watcher), or why they cannot be had."""
     try:
-        return compile_path(path, max_bytes=max_bytes)
+        with open(path, "rb", opener=_nonblocking) as handle:
+            info = os.fstat(handle.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                return folders.refusal(path, folders.NOT_REGULAR)
+            # read(max_bytes + 1) would set aside a megabyte for every file: ask for its size
+            data = handle.read(min(info.st_size, max_bytes) + 1)
+            if len(data) > info.st_size:  # it grew since: read on, to the limit
+                data += handle.read(max_bytes + 1 - len(data))
+    except OSError as exc:
+        return folders.refusal(path, f"cannot read the file: {exc.strerror or exc}")
+    if len(data) > max_bytes:
+        return Diagnostic(
+            "H002",
+            "error",
+            f"the file is larger than {max_bytes} bytes",
+            "",
+            1,
+            1,
+            "raise the limit with --max-file-size, or split the workflow",
+            folders.display_path(path),
+        )
+    return data
+
+
+def _nonblocking(path: str, flags: int) -> int:
+    return os.open(path, flags | getattr(os, "O_NONBLOCK", 0))
+
+
+def _compile(path: Path, data: bytes | Diagnostic) -> Compiled:
+    from handrail.compiler import Compiled, compile_text
+
+    display = folders.display_path(path)
+    if isinstance(data, Diagnostic):
+        return Compiled(display, None, (data,))
+    try:
+        return compile_text(data, display)
     except Exception as exc:  # a compiler bug in one file must not stop the others loading
-        log.exception("compiling %s failed", path)
-        return Compiled(str(path), None, (_refusal(path, f"the file could not be compiled ({exc!r})"),))
+        log.exception("compiling %s failed", display)
+        refusal = folders.refusal(path, f"the file could not be compiled ({exc!r})")
+        return Compiled(refusal.file, None, (refusal,))
+
+
+def _lean(compiled: Compiled) -> Compiled:
+    """What the catalog keeps of a file that compiled: its workflow. Its warnings are never
+    listed (only broken files are), and the means to locate them (the parsed document and
+    the text, a third of a compiled workflow's memory) would be kept for nothing."""
+    if compiled.workflow is None:
+        return compiled
+    from handrail.compiler import Compiled
+
+    return Compiled(compiled.file, compiled.workflow, ())
 
 
 def _same(old: Compiled | None, new: Compiled) -> bool:

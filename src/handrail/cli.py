@@ -95,6 +95,88 @@ def _check_config(args: argparse.Namespace, command: str) -> Any:
         return None
 
 
+def _add_transport_options(parser: argparse.ArgumentParser, *, http: bool) -> None:
+    """What a transport bounds (see handrail.limits.TransportLimits and SECURITY.md)."""
+    from handrail import limits
+
+    def positive(kind: type[int] | type[float], zero: bool = False) -> Any:
+        def parse(text: str) -> int | float:
+            value = kind(text)
+            if value < 0 or (value == 0 and not zero):
+                raise argparse.ArgumentTypeError(
+                    f"{text} is not a {'non-negative' if zero else 'positive'} number"
+                )
+            return value
+
+        return parse
+
+    options: list[tuple[str, Any, type[int] | type[float], str, str]] = [
+        (
+            "--shutdown-timeout",
+            limits.SHUTDOWN_TIMEOUT_S,
+            float,
+            "SECONDS",
+            "on SIGTERM or end of input, how long requests in hand may still take",
+        ),
+    ]
+    if http:
+        options += [
+            ("--workers", None, int, "N", "threads answering requests (default: 4 per core, 4 to 32)"),
+            (
+                "--max-queued",
+                limits.MAX_QUEUED_REQUESTS,
+                int,
+                "N",
+                "requests waiting for a worker before more are refused with 503",
+            ),
+            (
+                "--header-timeout",
+                limits.HEADER_TIMEOUT_S,
+                float,
+                "SECONDS",
+                "time a client has to send a request's headers",
+            ),
+            (
+                "--body-timeout",
+                limits.BODY_TIMEOUT_S,
+                float,
+                "SECONDS",
+                "time a client has to send a request's body (408 after it)",
+            ),
+            ("--keep-alive", limits.KEEP_ALIVE_S, int, "SECONDS", "idle kept-alive connections close after"),
+            (
+                "--max-connections",
+                limits.MAX_CONNECTIONS,
+                int,
+                "N",
+                "open connections before new requests get 503",
+            ),
+        ]
+    for flag, default, kind, metavar, what in options:
+        shown = "" if default is None else f" (default {default:g})"
+        parser.add_argument(
+            flag,
+            type=positive(kind, zero=flag == "--max-queued"),
+            default=default,
+            metavar=metavar,
+            help=f"{what}{shown}",
+        )
+
+
+def _transport_limits(args: argparse.Namespace) -> Any:
+    from handrail.limits import TransportLimits
+
+    return TransportLimits(
+        workers=args.workers or 0,
+        max_queued=args.max_queued,
+        header_timeout=args.header_timeout,
+        body_timeout=args.body_timeout,
+        keep_alive=args.keep_alive,
+        max_connections=args.max_connections,
+        shutdown_timeout=args.shutdown_timeout,
+    )
+
+
 def _limits(args: argparse.Namespace) -> Any:
     from handrail.limits import MAX_LINE_BYTES, Limits
 
@@ -138,12 +220,13 @@ def build_parser() -> argparse.ArgumentParser:
     _add_limit_options(start)
     _add_check_options(start)
     _add_run_options(start)
+    _add_transport_options(start, http=False)
     start.add_argument(
         "--reload-interval",
         type=float,
         default=0.5,
         metavar="SECONDS",
-        help="how often to look for changed workflow files (default 0.5)",
+        help="at most how long changed workflow files are gathered before a reload (default 0.5)",
     )
 
     serve = sub.add_parser("serve", help="serve the workflows over Streamable HTTP at /mcp")
@@ -169,6 +252,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_limit_options(serve)
     _add_check_options(serve)
     _add_run_options(serve)
+    _add_transport_options(serve, http=True)
 
     check = sub.add_parser("check", help="report every problem in workflow files")
     check.add_argument("paths", nargs="+", metavar="PATH", help="files or folders (recursive)")
@@ -326,6 +410,7 @@ def _start(args: argparse.Namespace) -> int:
             Protocol(_service(catalog, args, checks)),
             max_line=limits.max_line_bytes,
             after_first_reply=lambda: catalog.watch(interval=args.reload_interval),
+            shutdown_timeout=args.shutdown_timeout,
         )
     finally:
         catalog.close()
@@ -371,6 +456,7 @@ def _serve(args: argparse.Namespace) -> int:
             token=os.environ.get("HANDRAIL_TOKEN") or None,
             log_level=args.log_level,
             sock=sock,
+            limits=_transport_limits(args),
         )
     finally:
         catalog.close()

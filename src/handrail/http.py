@@ -15,16 +15,23 @@ request alike; this module adds only what HTTP needs:
   (-32020), and its errors take the status the revision gives them (400, 404);
 - notifications and client responses: 202 without a body; JSON-RPC batches only
   at the versions that had them (2024-11-05, 2025-03-26, or no header).
+
+Requests are answered on a bounded pool of worker threads (workers.py), never on
+the event loop, so a slow request stalls nobody else; a full pool is 503. Slow
+clients are bounded by uvicorn's own limits plus a header and a body timeout
+(limits.TransportLimits): see SECURITY.md.
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 import hmac
 import logging
 import re
 import socket
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from types import FrameType
@@ -39,6 +46,7 @@ from starlette.routing import Route
 
 from handrail import __version__
 from handrail.errors import explained
+from handrail.limits import TransportLimits
 from handrail.protocol import (
     ALL_VERSIONS,
     CLIENT_CAPABILITIES_KEY,
@@ -58,6 +66,7 @@ from handrail.protocol import (
     parse_error,
 )
 from handrail.service import Service
+from handrail.workers import Busy, WorkerPool, default_workers
 
 log = logging.getLogger("handrail.http")
 LOCAL_HOSTS = ("localhost", "127.0.0.1", "[::1]", "::1")
@@ -85,13 +94,21 @@ class HttpSettings:
     allowed_origins: set[str] = field(default_factory=set)  # beyond http(s)://<allowed host>[:port]
     token: str | None = None
     max_body: int = MAX_BODY
+    transport: TransportLimits = field(default_factory=TransportLimits)
 
 
 def _host_name(value: str) -> str:
-    """`example.com:8080` -> `example.com`; `[::1]:80` -> `[::1]`."""
+    """`example.com:8080` -> `example.com`; `[::1]:80` -> `[::1]`. Anything after the
+    host but a `:port` of digits is kept, so `[::1]evil.com` matches no allowed host."""
     if value.startswith("["):
-        return value.split("]", 1)[0] + "]"
-    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
+        host, _, rest = value.partition("]")
+        if rest == "" or (rest.startswith(":") and rest[1:].isdigit()):
+            return host + "]"
+        return value
+    if value.count(":") == 1:
+        host, _, port = value.partition(":")
+        return host if port.isdigit() else value
+    return value
 
 
 def _error(status: int, code: int, message: str, rid: Any = None, **data: Any) -> Response:
@@ -176,6 +193,8 @@ def _status_of(reply: Any, modern: bool) -> int:
 def create_app(service: Service, settings: HttpSettings | None = None) -> Starlette:
     config = settings or HttpSettings()
     protocol = Protocol(service, stateless=True)  # no session state: one core serves every request
+    limits = config.transport
+    pool = WorkerPool(limits.workers or default_workers(), limits.max_queued)
 
     def origin_allowed(origin: str) -> bool:
         if origin in config.allowed_origins:
@@ -183,14 +202,19 @@ def create_app(service: Service, settings: HttpSettings | None = None) -> Starle
         parts = urlsplit(origin)
         return parts.scheme in ("http", "https") and _host_name(parts.netloc) in config.allowed_hosts
 
-    def refuse(request: Request) -> Response | None:
-        host = _host_name(request.headers.get("host", ""))
+    def refuse(request: Request, *, authenticate: bool = True) -> Response | None:
+        hosts = request.headers.getlist("host")
+        if len(hosts) != 1:  # a second Host could be the one a proxy or the app reads
+            return _error(403, -32000, "Forbidden: exactly one Host header is required", hosts=len(hosts))
+        host = _host_name(hosts[0])
         if host not in config.allowed_hosts:
             return _error(403, -32000, "Forbidden: Host not allowed", host=host)
-        origin = request.headers.get("origin")
-        if origin is not None and not origin_allowed(origin):
-            return _error(403, -32000, "Forbidden: Origin not allowed", origin=origin)
-        if config.token is not None:
+        origins = request.headers.getlist("origin")
+        if len(origins) > 1:
+            return _error(403, -32000, "Forbidden: more than one Origin header", origins=len(origins))
+        if origins and not origin_allowed(origins[0]):
+            return _error(403, -32000, "Forbidden: Origin not allowed", origin=origins[0])
+        if authenticate and config.token is not None:
             given = request.headers.get("authorization", "")
             expected = f"Bearer {config.token}"
             if not hmac.compare_digest(given.encode(), expected.encode()):
@@ -211,13 +235,28 @@ def create_app(service: Service, settings: HttpSettings | None = None) -> Starle
             except ValueError:
                 return _error(400, INVALID_REQUEST, "Invalid Request", details="bad Content-Length")
         chunks: list[bytes] = []
-        size = 0
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > config.max_body:
-                return too_large
-            chunks.append(chunk)
-        return b"".join(chunks)
+
+        async def gather() -> Response | None:
+            size = 0
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > config.max_body:
+                    return too_large
+                chunks.append(chunk)
+            return None
+
+        try:  # a client trickling its body must not hold a connection (or a shutdown) for long
+            refused = await asyncio.wait_for(gather(), limits.body_timeout)
+        except TimeoutError:
+            return _error(
+                408,
+                INVALID_REQUEST,
+                "Invalid Request",
+                details=f"the body did not arrive within {limits.body_timeout:g} seconds",
+                limit="bodyTimeout",
+                value=limits.body_timeout,
+            )
+        return refused if refused is not None else b"".join(chunks)
 
     def unsupported_header(version: str, rid: Any = None) -> Response:
         return _error(
@@ -290,13 +329,33 @@ def create_app(service: Service, settings: HttpSettings | None = None) -> Starle
         if isinstance(body, Response):
             return body
         try:
+            return await pool.run(work, body, request.headers)
+        except Busy as busy:
+            response = _error(
+                503,
+                -32000,
+                "Server busy: every worker is taken and the queue is full",
+                limit="maxQueuedRequests",
+                value=busy.limit,
+            )
+            response.headers["Retry-After"] = "1"
+            return response
+
+    def work(body: bytes, headers: Headers) -> Response:
+        """The protocol's part of a request, on a worker thread."""
+        try:
             message = decode(body)
         except ValueError as exc:
             return _json(parse_error(exc), 400)
-        return answer(message, request.headers.get("mcp-protocol-version"), request.headers)
+        return answer(message, headers.get("mcp-protocol-version"), headers)
 
     async def healthz(request: Request) -> Response:
-        snapshot = service.catalog.snapshot()
+        refused = refuse(request, authenticate=False)  # health checkers carry no token
+        if refused is not None:
+            return refused
+        snapshot = service.catalog.ready  # never waits: this runs on the event loop
+        if snapshot is None:
+            return JSONResponse({"status": "starting", "version": __version__}, status_code=503)
         return JSONResponse(
             {
                 "status": "ok",
@@ -340,8 +399,12 @@ def serve(
     token: str | None = None,
     log_level: str = "warning",
     sock: socket.socket | None = None,
+    limits: TransportLimits | None = None,
 ) -> int:
     import uvicorn
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    bounds = limits or TransportLimits()
 
     hosts = set(LOCAL_HOSTS) | set(extra_hosts)
     if host not in ("0.0.0.0", "::"):
@@ -354,8 +417,37 @@ def serve(
         )
     if token is None and host not in LOCAL_HOSTS:
         log.warning("listening on %s without HANDRAIL_TOKEN: anyone who can reach it may call it", host)
-    settings = HttpSettings(allowed_hosts=hosts, allowed_origins=set(extra_origins), token=token)
+    settings = HttpSettings(
+        allowed_hosts=hosts, allowed_origins=set(extra_origins), token=token, transport=bounds
+    )
     app = create_app(service, settings)
+
+    class HeaderTimeoutProtocol(H11Protocol):
+        """uvicorn's HTTP/1.1 protocol, plus the header timeout it lacks: a connection whose
+        next request's headers have not all arrived `header_timeout` seconds after it opened
+        (or after the previous answer) is closed, so half-sent requests cannot pile up."""
+
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            super().connection_made(transport)  # type: ignore[arg-type]
+            self._arm()
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            self._arm()
+
+        def _arm(self) -> None:
+            waiting_after = self.cycle  # the request answered last (None: none yet)
+            self.loop.call_later(bounds.header_timeout, self._header_timeout, waiting_after)
+
+        def _header_timeout(self, waiting_after: object) -> None:
+            if self.cycle is waiting_after and not self.transport.is_closing():
+                self.transport.close()
+
+    _raise_open_files_limit()
+    # A busy worker hands the interpreter lock over every 5 ms by default; a request passes
+    # it between the event loop and a worker several times, so quick requests queue behind
+    # a slow one for tens of milliseconds. 1 ms keeps them quick at little cost.
+    sys.setswitchinterval(0.001)
 
     class Server(uvicorn.Server):
         """Stops on SIGINT or SIGTERM and returns, so that `handrail serve` exits 0 as
@@ -365,7 +457,29 @@ def serve(
             super().handle_exit(sig, frame)
             self._captured_signals.clear()
 
-    Server(uvicorn.Config(app, host=host, port=port, log_level=log_level)).run(
-        sockets=[sock if sock is not None else bind(host, port)]
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_level=log_level,
+        http=HeaderTimeoutProtocol,
+        timeout_keep_alive=bounds.keep_alive,
+        limit_concurrency=bounds.max_connections,
+        timeout_graceful_shutdown=max(1, round(bounds.shutdown_timeout)),
     )
+    Server(config).run(sockets=[sock if sock is not None else bind(host, port)])
     return 0
+
+
+def _raise_open_files_limit() -> None:
+    """Each connection holds a file descriptor: the common soft limit of 1024 would stop
+    the server accepting connections well before `max_connections`."""
+    try:
+        import resource
+
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        wanted = 65536 if hard == resource.RLIM_INFINITY else min(hard, 65536)
+        if soft != resource.RLIM_INFINITY and soft < wanted:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+    except (ImportError, ValueError, OSError):  # not on this platform, or not allowed: keep it
+        pass

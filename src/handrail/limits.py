@@ -27,6 +27,7 @@ MAX_REQUEST_SECONDS = 5
 MAX_REPLY_BYTES = MAX_LINE_BYTES  # a tool's result as JSON, templates' output included
 MAX_WORKFLOW_STEPS = 5_000  # steps and loops of a workflow given to workflow_validate_json
 MAX_WORKFLOW_DEPTH = 100  # how deeply that workflow's JSON nests
+MAX_FOLDER_DEPTH = 32  # folders below a workflow source deeper than this are not entered
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,3 +59,23 @@ def wire_name(field: str) -> str:
     """`max_output_length` -> `maxOutputLength`, as errors name a limit."""
     head, *rest = field.split("_")
     return head + "".join(part.capitalize() for part in rest)
+
+
+# What the transports bound (`handrail serve`, `handrail start`); see SECURITY.md.
+MAX_QUEUED_REQUESTS = 64  # requests waiting for a worker beyond those being worked on
+HEADER_TIMEOUT_S = 10.0  # to send a request's headers, from connecting or from the previous answer
+BODY_TIMEOUT_S = 30.0  # to send a request's body, once its headers are in
+KEEP_ALIVE_S = 5  # an idle kept-alive connection is closed after this
+MAX_CONNECTIONS = 1000  # open connections (and requests in hand) before new requests get 503
+SHUTDOWN_TIMEOUT_S = 5.0  # on SIGTERM, how long requests in hand may still take
+
+
+@dataclass(frozen=True, slots=True)
+class TransportLimits:
+    workers: int = 0  # threads answering requests; 0: a default for this machine (workers.py)
+    max_queued: int = MAX_QUEUED_REQUESTS
+    header_timeout: float = HEADER_TIMEOUT_S
+    body_timeout: float = BODY_TIMEOUT_S
+    keep_alive: int = KEEP_ALIVE_S
+    max_connections: int = MAX_CONNECTIONS
+    shutdown_timeout: float = SHUTDOWN_TIMEOUT_S

@@ -14,7 +14,6 @@ protocol-version key; anything else is answered as it always was.
 
 from __future__ import annotations
 
-import difflib
 import json
 import logging
 import os
@@ -30,6 +29,7 @@ from handrail.mcp_surface.completion import TEMPLATES, CompletionError, complete
 from handrail.mcp_surface.logging_bridge import LEVELS, LogBridge
 from handrail.mcp_surface.subscriptions import Subscriptions
 from handrail.service import Encoded, Service
+from handrail.suggest import close_matches
 from handrail.wide_integers import may_hold_wide_integers
 
 log = logging.getLogger("handrail.protocol")
@@ -611,7 +611,7 @@ class Protocol:
         workflow = snapshot.get(name)
         if workflow is None:
             data: dict[str, Any] = {"details": f"unknown prompt {name[:100]!r}"}
-            close = difflib.get_close_matches(name, list(snapshot.entries), n=3, cutoff=0.5)
+            close = close_matches(name, snapshot.entries)
             if close:
                 data["didYouMean"] = close
             raise RpcError(INVALID_PARAMS, "Invalid params", data)

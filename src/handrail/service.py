@@ -6,7 +6,6 @@ Both ways in (MCP tools/call and the seed's direct methods) come through
 
 from __future__ import annotations
 
-import difflib
 import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -15,6 +14,7 @@ from handrail import budget
 from handrail.catalog import Catalog, Snapshot
 from handrail.errors import InvalidParams, WorkflowNotFound
 from handrail.limits import Limits
+from handrail.suggest import close_matches
 from handrail.tooldefs import tool_names, tools, workflow_schema
 
 if TYPE_CHECKING:
@@ -218,7 +218,7 @@ class Service:
     def workflow(self, snapshot: Snapshot, workflow_id: str) -> Workflow:
         found = snapshot.get(workflow_id)
         if found is None:
-            close = difflib.get_close_matches(workflow_id, list(snapshot.entries), n=3, cutoff=0.5)
+            close = close_matches(workflow_id, snapshot.entries)
             data: dict[str, Any] = {"workflowId": workflow_id}
             if close:
                 data["didYouMean"] = close

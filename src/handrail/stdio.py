@@ -10,6 +10,7 @@ import contextlib
 import io
 import logging
 import os
+import queue
 import signal
 import sys
 import threading
@@ -17,11 +18,12 @@ from collections.abc import Callable
 from types import FrameType
 from typing import BinaryIO, cast
 
-from handrail.limits import MAX_LINE_BYTES
+from handrail.limits import MAX_LINE_BYTES, SHUTDOWN_TIMEOUT_S
 from handrail.protocol import INTERNAL_ERROR, INVALID_REQUEST, Protocol, _error, encode
 
 DEFAULT_MAX_LINE = MAX_LINE_BYTES
 CHUNK = 1 << 16
+QUEUED_LINES = 8  # read ahead at most this many lines (each at most max_line bytes)
 log = logging.getLogger("handrail.stdio")
 
 
@@ -31,31 +33,36 @@ class _Stop(Exception):
 
 def serve(
     protocol: Protocol,
-    stdin: io.BufferedIOBase | None = None,
+    stdin: BinaryIO | None = None,
     stdout: BinaryIO | None = None,
     *,
     max_line: int | None = None,
     after_first_reply: Callable[[], None] | None = None,
+    shutdown_timeout: float = SHUTDOWN_TIMEOUT_S,
 ) -> int:
     """Serve until end of input, `shutdown` or a signal. `after_first_reply` runs once the
     first answer is out: the server compiles its workflows then, off the start-up path.
-    `max_line` defaults to the service's `Limits.max_line_bytes`."""
+    `max_line` defaults to the service's `Limits.max_line_bytes`.
+
+    Lines are read on one thread and answered, in order, on another; the calling thread
+    only waits. So a signal or the end of input is noticed even while a request runs:
+    the request in hand gets `shutdown_timeout` seconds to finish, then the server
+    leaves without it (its threads are daemons)."""
     if max_line is None:
         limits = getattr(protocol.service, "limits", None)
         max_line = limits.max_line_bytes if limits is not None else DEFAULT_MAX_LINE
-    # stdin's buffer is a BufferedReader (typeshed says BinaryIO): read1 is what is needed
-    source = stdin if stdin is not None else cast(io.BufferedIOBase, sys.stdin.buffer)
+    source = cast(io.BufferedIOBase, stdin or _standard_input())  # read1: what the pipe has
     sink = stdout or sys.stdout.buffer
     sys.stdout = sys.stderr  # stray prints must not corrupt the protocol stream
-    busy = False
-    stop_requested = False
+    lines: queue.Queue[bytes | None] = queue.Queue(maxsize=QUEUED_LINES)
+    ended = threading.Event()  # no more input
+    finished = threading.Event()  # the answering thread is done: shutdown, end of input, broken pipe
+    stopping = threading.Event()  # take no further line
+    working = threading.Event()  # a line is in hand
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
-        nonlocal stop_requested
-        if busy:
-            stop_requested = True  # finish the message in hand, then leave
-        else:
-            raise _Stop
+        stopping.set()
+        raise _Stop
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(ValueError):  # not the main thread (tests): signals stay
@@ -75,9 +82,45 @@ def serve(
 
     protocol.service.catalog.on_change(on_change)
     protocol.sink = send  # log records for the client (logging/setLevel)
+    limit = max_line
+
+    def read() -> None:
+        """Split what the pipe delivers into lines, in whatever chunks it comes: a client
+        that sends requests without waiting gets its answers in as few writes (benchmarks)."""
+        pending = bytearray()  # the start of a line whose end has not arrived yet
+        dropping = False  # inside a line over the limit, already refused: skip to its end
+        try:
+            while not stopping.is_set():
+                chunk = source.read1(CHUNK)
+                if not chunk:
+                    if pending and not dropping:  # a last line without its newline
+                        lines.put(bytes(pending))
+                    break
+                at = 0
+                while (end := chunk.find(b"\n", at)) != -1:
+                    piece, at = chunk[at:end], end + 1
+                    if dropping:
+                        dropping = False
+                        continue
+                    if pending:
+                        pending += piece
+                        piece = bytes(pending)
+                        pending.clear()
+                    lines.put(_OVERSIZED if len(piece) > limit else piece)
+                if not dropping:
+                    pending += chunk[at:]
+                    if len(pending) > limit:  # refused now, not when its end arrives
+                        pending.clear()
+                        dropping = True
+                        lines.put(_OVERSIZED)
+        except (OSError, ValueError):  # input closed under us
+            pass
+        finally:
+            ended.set()
+            lines.put(None)
 
     def write(data: bytes) -> None:
-        """Into the buffer only: what one read brought in is answered, then flushed once."""
+        """Into the buffer only: flushed once nothing more is waiting to be answered."""
         with writing:
             sink.write(data + b"\n")
 
@@ -85,78 +128,81 @@ def serve(
         with writing:
             sink.flush()
 
-    too_long = encode(
-        _error(
-            None,
-            INVALID_REQUEST,
-            "Invalid Request",
-            {"details": f"line longer than {max_line} bytes", "limit": "maxLineBytes", "value": max_line},
-        )
+    def answer() -> None:
+        nonlocal after_first_reply
+        try:
+            while not stopping.is_set():
+                if lines.empty():
+                    flush()
+                line = lines.get()
+                if line is None:
+                    return
+                working.set()
+                if line is _OVERSIZED:
+                    write(encode(_too_long(limit)))
+                elif line.strip():
+                    reply = _handle(protocol, line)
+                    if reply is not None:
+                        write(reply)
+                        if after_first_reply is not None:
+                            flush()  # the first answer goes out before the workflows are compiled
+                            after_first_reply()
+                            after_first_reply = None
+                    for note in protocol.list_changed():
+                        write(note)
+                    for request in protocol.client_requests.take_outgoing():  # e.g. roots/list
+                        write(encode(request))
+                    if protocol.shutdown_requested:
+                        return
+                working.clear()
+        except (OSError, ValueError):  # stdout closed (BrokenPipeError) or unusable
+            return
+        finally:
+            with contextlib.suppress(OSError, ValueError):
+                flush()
+            finished.set()
+
+    for target, name in ((read, "handrail-stdin"), (answer, "handrail-answer")):
+        threading.Thread(target=target, name=name, daemon=True).start()
+    try:
+        while not finished.wait(0.05):
+            if ended.is_set():  # no more input: what is in hand may still finish, briefly
+                finished.wait(shutdown_timeout)
+                break
+    except (_Stop, KeyboardInterrupt):
+        stopping.set()
+        if working.is_set():  # finish the message in hand, if it is quick enough
+            with contextlib.suppress(_Stop, KeyboardInterrupt):
+                finished.wait(shutdown_timeout)
+        else:
+            protocol.close()
+            return 0
+    if not finished.is_set():
+        log.warning("stopping with a request still running after %gs", shutdown_timeout)
+    protocol.close()
+    return 0
+
+
+_OVERSIZED = b"\x00oversized"  # a marker, never a line: a read line is never this object
+
+
+def _too_long(max_line: int) -> dict[str, object]:
+    return _error(
+        None,
+        INVALID_REQUEST,
+        "Invalid Request",
+        {"details": f"line longer than {max_line} bytes", "limit": "maxLineBytes", "value": max_line},
     )
 
-    def answer(line: bytes) -> bool:
-        """Answer one line (without its newline); True when the server must stop now."""
-        nonlocal after_first_reply
-        if len(line) > max_line:
-            write(too_long)
-        elif line.strip():
-            reply = _handle(protocol, line)
-            if reply is not None:
-                write(reply)
-                if after_first_reply is not None:
-                    flush()  # the first answer goes out before the workflows are compiled
-                    after_first_reply()
-                    after_first_reply = None
-            for note in protocol.list_changed():
-                write(note)
-            for request in protocol.client_requests.take_outgoing():  # e.g. roots/list
-                write(encode(request))
-            if protocol.shutdown_requested:
-                return True
-        return stop_requested
 
-    # Lines are read in whatever chunks the pipe delivers: a client that sends requests
-    # without waiting gets its answers in as few writes as it sent them (benchmarks).
-    pending = bytearray()  # the start of a line whose end has not arrived yet
-    dropping = False  # inside a line over the limit, already refused: skip to its end
+def _standard_input() -> BinaryIO:
+    """Standard input, through a reader of our own: the reading thread may still be
+    blocked in it when the server leaves, and the interpreter, shutting down, must not
+    wait for the lock of `sys.stdin.buffer`."""
     try:
-        while True:
-            chunk = source.read1(CHUNK)
-            busy = True
-            if not chunk:
-                if pending and not dropping:  # a last line without its newline
-                    answer(bytes(pending))
-                flush()
-                return 0
-            at = 0
-            while (end := chunk.find(b"\n", at)) != -1:
-                piece, at = chunk[at:end], end + 1
-                if dropping:
-                    dropping = False
-                    continue
-                if pending:
-                    pending += piece
-                    piece = bytes(pending)
-                    pending.clear()
-                if answer(piece):
-                    flush()
-                    return 0
-            if not dropping:
-                pending += chunk[at:]
-                if len(pending) > max_line:  # refused now, not when its end arrives
-                    pending.clear()
-                    dropping = True
-                    write(too_long)
-            flush()
-            busy = False
-            if stop_requested:
-                return 0
-    except _Stop:
-        return 0
-    except (BrokenPipeError, KeyboardInterrupt):
-        return 0
-    finally:
-        protocol.close()
+        return open(sys.stdin.fileno(), "rb", closefd=False)
+    except (AttributeError, OSError, ValueError):
+        return sys.stdin.buffer
 
 
 def _handle(protocol: Protocol, line: bytes) -> bytes | None:

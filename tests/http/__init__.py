@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -74,9 +75,12 @@ def modern_headers(message: dict[str, Any]) -> dict[str, str]:
 class HttpServer:
     """One `handrail serve` process on 127.0.0.1 and a free port."""
 
-    def __init__(self, *args: str, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, *args: str, env: dict[str, str] | None = None, program: Sequence[str] | None = None
+    ) -> None:
         self.folder = Path(tempfile.mkdtemp(prefix="handrail-http-"))
         self.args = list(args)
+        self.program = list(program or (sys.executable, "-m", "handrail"))  # e.g. `python -c HOOKS+main`
         self._log = (self.folder / "stderr.log").open("wb")
         self.client = httpx.Client(timeout=TIMEOUT)
         try:
@@ -91,7 +95,7 @@ class HttpServer:
             self.base = f"http://127.0.0.1:{self.port}"
             self.url = f"{self.base}/mcp"
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "handrail", "serve", "--port", str(self.port), *self.args],
+                [*self.program, "serve", "--port", str(self.port), *self.args],
                 stdin=subprocess.DEVNULL,
                 stdout=self._log,
                 stderr=self._log,

@@ -1,0 +1,73 @@
+"""`handrail start` stops promptly on SIGTERM or the end of its input, even while a
+request runs (a test-only hook makes `workflow_get` of `slow-<seconds>` busy that long):
+the request in hand gets --shutdown-timeout seconds, then the server leaves, exit 0."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.slow import PROGRAM
+from tests.protocol.process import LATEST, clean_env
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": LATEST, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+}
+
+
+def line(message: object) -> bytes:
+    return json.dumps(message).encode() + b"\n"
+
+
+def start(tmp_path: Path, *requests: object, grace: str = "1") -> subprocess.Popen[bytes]:
+    proc = subprocess.Popen(
+        [*PROGRAM, "start", "--shutdown-timeout", grace],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=tmp_path,
+        env=clean_env(tmp_path),
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(b"".join(line(r) for r in (INITIALIZE, *requests)))
+    proc.stdin.flush()
+    assert json.loads(proc.stdout.readline())["id"] == 1
+    return proc
+
+
+SLOW_GET = {"jsonrpc": "2.0", "id": 2, "method": "workflow_get", "params": {"id": "slow-60"}}
+
+
+@pytest.mark.parametrize("how", ["sigterm", "end of input"])
+def test_the_server_leaves_within_its_shutdown_timeout_while_a_request_runs(tmp_path: Path, how: str) -> None:
+    proc = start(tmp_path, SLOW_GET)
+    time.sleep(0.5)  # the slow request is in hand
+    started = time.monotonic()
+    if how == "sigterm":
+        proc.send_signal(signal.SIGTERM)
+    else:
+        assert proc.stdin is not None
+        proc.stdin.close()
+    try:
+        assert proc.wait(15) == 0
+    finally:
+        proc.kill()
+        proc.wait()
+    assert time.monotonic() - started < 15  # not the 60 s the request would take
+
+
+def test_a_quick_request_in_hand_is_still_answered_at_the_end_of_input(tmp_path: Path) -> None:
+    slow = {"jsonrpc": "2.0", "id": 2, "method": "workflow_get", "params": {"id": "slow-1"}}
+    proc = start(tmp_path, slow, grace="10")
+    out, err = proc.communicate(timeout=15)
+    assert proc.returncode == 0, err
+    assert json.loads(out) == {"jsonrpc": "2.0", "id": 2, "result": {"slow": True}}
+    assert b"Fatal Python error" not in err
