@@ -25,8 +25,11 @@ from handrail.rules import compile_criteria, criteria_text
 
 TEMPLATE = re.compile(r"\{\{\s*([^{}]*?)\s*\}\}")
 WORD = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")
+TOKEN = re.compile(r"[\w$]+")
 VARIABLE_LIKE = re.compile(r"[a-z0-9][A-Z]|_")  # camelCase or snake_case: a name, not a word
 DOTTED = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]*(?:\.[A-Za-z0-9_$]+)*$")
+SUGGESTED_NAMES = 50  # unmentioned names that get a did-you-mean (H307)
+SUGGESTION_CANDIDATES = 5_000  # names compared with each of them, at the most
 LOOP_DEFAULTS = {
     "iterationVar": "currentIteration",
     "itemVar": "currentItem",
@@ -204,17 +207,19 @@ class _Build:
             for key, default in LOOP_DEFAULTS.items()
         }
         prose = _prose(self.document)
-        lowered = prose.lower()
+        words = set(WORD.findall(prose))
+        lowered = {w.lower() for w in TOKEN.findall(prose)}  # whole words, as written
         unmentioned: dict[str, str | None] = {}  # name -> its hint, worked out once per name
-        candidates: set[str] = set()
+        mentioned = {n for n, _ in reads if n in loop_set or n.lower() in lowered}
+        # names an agent is told about, for the did-you-mean: worked out once, and only for
+        # the first few unmentioned names, so a condition of thousands of names stays linear
+        candidates = sorted({w for w in words if VARIABLE_LIKE.search(w)} | loop_set | mentioned)
         for name, at in reads:
-            if name in loop_set or _mentions(lowered, name.lower()):
+            if name in mentioned:
                 continue
-            if not candidates:  # names the prose uses, for the did-you-mean
-                candidates = {w for w in set(WORD.findall(prose)) if VARIABLE_LIKE.search(w)}
-                candidates |= loop_set | {n for n, _ in reads}
             if name not in unmentioned:
-                unmentioned[name] = did_you_mean(name, sorted(candidates - {name}))
+                suggest = len(unmentioned) < SUGGESTED_NAMES and len(candidates) <= SUGGESTION_CANDIDATES
+                unmentioned[name] = did_you_mean(name, candidates) if suggest else None
             self.report(
                 "H307",
                 "warning",
@@ -306,19 +311,6 @@ def _prose(document: Mapping[str, Any]) -> str:
         elif isinstance(value, Mapping):
             stack.extend(v for k, v in value.items() if k not in _NOT_PROSE)
     return "\n".join(texts)
-
-
-def _mentions(text: str, word: str) -> bool:
-    """Whether `word` is in `text` as a whole word (both already lower case)."""
-    start = text.find(word)
-    while start >= 0:
-        end = start + len(word)
-        before = text[start - 1] if start else " "
-        after = text[end] if end < len(text) else " "
-        if not (before.isalnum() or before in "_$") and not (after.isalnum() or after in "_$"):
-            return True
-        start = text.find(word, start + 1)
-    return False
 
 
 def _walk_rules(criteria: Any) -> list[Mapping[str, Any]]:

@@ -46,13 +46,13 @@ def _compile(node: Node) -> Callable[[Context], Verdict]:
     assert isinstance(node, All | Any_)
 
     def combined(ctx: Context) -> Verdict:
-        names: list[str] = []
+        names: dict[str, None] = {}  # in order, each once: linear however wide the condition
         for part in parts:
             value, unknown = part(ctx)
             if value is deciding:
                 return deciding, ()
             if value is None:
-                names.extend(n for n in unknown if n not in names)
+                names.update(dict.fromkeys(unknown))
         return (None, tuple(names)) if names else (not deciding, ())
 
     return combined
