@@ -4,8 +4,8 @@ WAL with synchronous=FULL: a commit is on disk before the call returns, so an
 answer sent after it survives `kill -9` and power loss. Writes take the database
 lock up front (BEGIN IMMEDIATE) and check the run's version inside the
 transaction, so two processes racing on one run serialise and the second sees
-the first's write (a `Conflict`). The schema is versioned: `MIGRATIONS[n]`
-takes a database from version n to n + 1, recorded in `schema_migrations`.
+the first's write (a `Conflict`). The schema is versioned (store/schema.py, shared
+with PostgreSQL), each version applied recorded in `schema_migrations`.
 """
 
 from __future__ import annotations
@@ -25,48 +25,11 @@ import orjson
 
 from handrail.errors import StorageError
 from handrail.store.base import Conflict, Event, NewEvent, RunRecord, RunUpdate, written
+from handrail.store.schema import MIGRATIONS_TABLE, migrations, newer_than_known, statements
 
 BUSY_TIMEOUT_MS = 10_000
 
-MIGRATIONS: tuple[str, ...] = (
-    """
-    CREATE TABLE workflow_sources (
-        hash TEXT PRIMARY KEY,
-        workflow_id TEXT NOT NULL,
-        document BLOB NOT NULL,
-        stored_at TEXT NOT NULL
-    );
-    CREATE TABLE runs (
-        id TEXT PRIMARY KEY,
-        owner TEXT NOT NULL,
-        workspace TEXT NOT NULL,
-        workflow_id TEXT NOT NULL,
-        workflow_version TEXT NOT NULL,
-        source_hash TEXT NOT NULL REFERENCES workflow_sources(hash),
-        goal TEXT NOT NULL,
-        status TEXT NOT NULL,
-        context TEXT NOT NULL,
-        position TEXT NOT NULL,
-        accepted INTEGER NOT NULL,
-        created_at TEXT NOT NULL,
-        updated_at TEXT NOT NULL,
-        version INTEGER NOT NULL,
-        events INTEGER NOT NULL
-    );
-    CREATE INDEX runs_by_workspace ON runs (workspace, status);
-    CREATE INDEX runs_by_owner ON runs (owner, status);
-    CREATE TABLE run_events (
-        run_id TEXT NOT NULL REFERENCES runs(id),
-        seq INTEGER NOT NULL,
-        type TEXT NOT NULL,
-        at TEXT NOT NULL,
-        actor TEXT NOT NULL,
-        step_id TEXT,
-        data TEXT NOT NULL,
-        PRIMARY KEY (run_id, seq)
-    );
-    """,
-)
+MIGRATIONS = migrations("sqlite")
 
 
 def now() -> str:
@@ -125,22 +88,17 @@ class SqliteStore:
         except sqlite3.OperationalError:
             pass  # a new database: no table yet
         with self._write() as db:
-            db.execute(
-                "CREATE TABLE IF NOT EXISTS schema_migrations "
-                "(version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)"
-            )
+            db.execute(MIGRATIONS_TABLE)
             row = db.execute("SELECT MAX(version) FROM schema_migrations").fetchone()
             current = row[0] or 0
             if current > len(MIGRATIONS):
                 raise StorageError(
-                    f"the run database {self.path} has schema version {current}, newer than this "
-                    f"handrail knows ({len(MIGRATIONS)}); upgrade handrail",
+                    f"the run database {self.path} {newer_than_known(current)}",
                     {"database": str(self.path), "schemaVersion": current},
                 )
             for version in range(current, len(MIGRATIONS)):
-                for statement in MIGRATIONS[version].split(";"):
-                    if statement.strip():
-                        db.execute(statement)
+                for statement in statements(MIGRATIONS[version]):
+                    db.execute(statement)
                 db.execute("INSERT INTO schema_migrations VALUES (?, ?)", (version + 1, now()))
 
     @property
