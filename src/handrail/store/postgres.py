@@ -61,6 +61,8 @@ def _scrub(message: str, url: str) -> str:
 
 
 class PostgresStore:
+    replicated = True  # several servers write to it: the run layer reads before each write
+
     def __init__(self, url: str, *, pool_max: int = POOL_MAX) -> None:
         self.url = redacted(url)
         self._secret_url = url
