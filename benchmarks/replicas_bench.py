@@ -148,8 +148,9 @@ def main(argv: list[str] | None = None) -> int:
     results = measure(seconds, rounds, args.clients)
     text = report(results)
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "replicas.json").write_text(json.dumps(results, indent=2) + "\n")
-    (args.out / "replicas.md").write_text(text)
+    name = "replicas-quick" if args.quick else "replicas"  # a smoke run keeps the real figures
+    (args.out / f"{name}.json").write_text(json.dumps(results, indent=2) + "\n")
+    (args.out / f"{name}.md").write_text(text)
     sys.stdout.write(text)
     return 0
 

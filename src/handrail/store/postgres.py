@@ -2,11 +2,14 @@
 
 Same schema, migrations, rows and events as the SQLite store (store/schema.py).
 Every call is one transaction on a pooled connection, committed before the call
-returns, so an answer sent after it survives the replica being killed. An update
-checks the run's version in its WHERE clause: of two replicas racing on one run,
-the second waits for the first's row lock, sees the new version and matches no
-row (a `Conflict`). Migrations run under a transaction-scoped advisory lock, so
-replicas starting together migrate once.
+returns, so an answer sent after it survives the replica being killed. The hot
+calls are single statements in autocommit (a statement is its own transaction):
+a read is one round trip, and an update with its events is one statement too (a
+data-modifying WITH). An update checks the run's version in its WHERE clause: of
+two replicas racing on one run, the second waits for the first's row lock, sees
+the new version and matches no row (a `Conflict`), so adds no event. Migrations
+run under a transaction-scoped advisory lock, so replicas starting together
+migrate once.
 
 Imported only for postgresql:// URLs: a SQLite server never loads psycopg.
 """
@@ -78,7 +81,7 @@ class PostgresStore:
             conninfo,
             min_size=1,
             max_size=max(1, pool_max),
-            kwargs={"connect_timeout": CONNECT_TIMEOUT_S},
+            kwargs={"connect_timeout": CONNECT_TIMEOUT_S, "autocommit": True},
             timeout=CONNECT_TIMEOUT_S,
             open=True,
             name="handrail-runs",
@@ -123,8 +126,8 @@ class PostgresStore:
 
     @contextmanager
     def _connection(self) -> Iterator[psycopg.Connection[Any]]:
-        """One transaction on a pooled connection: committed when the block ends,
-        rolled back if it raises."""
+        """A pooled connection in autocommit: each statement commits as it returns;
+        several statements that belong together take `db.transaction()`."""
         try:
             with self._pool.connection() as db:
                 yield db
@@ -152,7 +155,7 @@ class PostgresStore:
 
     # -- runs ----------------------------------------------------------------------
     def create(self, run: RunRecord, events: Sequence[NewEvent]) -> RunRecord:
-        with self._connection() as db:
+        with self._connection() as db, db.transaction():
             db.execute(
                 "INSERT INTO runs VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
                 (
@@ -192,16 +195,23 @@ class PostgresStore:
         if change.accepted is not None:
             sets.append("accepted = %s")
             values.append(change.accepted)
+        query = f"UPDATE runs SET {', '.join(sets)} WHERE id = %s AND version = %s"
+        values += [run.id, run.version]
+        if events:
+            # READ COMMITTED: a racing writer blocks on the row, then re-reads it and finds
+            # the version moved, so it matches nothing and inserts nothing
+            rows, placeholders = _event_rows(run.events, events, actor, at)
+            query = (
+                f"WITH moved AS ({query} RETURNING id) "
+                "INSERT INTO run_events (run_id, seq, type, at, actor, step_id, data) "
+                "SELECT moved.id, e.seq, e.type, e.at, e.actor, e.step_id, e.data "
+                f"FROM moved, (VALUES {placeholders}) AS e (seq, type, at, actor, step_id, data)"
+            )
+            values += rows
         with self._connection() as db:
-            # READ COMMITTED: a racing writer blocks on the row, then re-reads it and
-            # finds the version moved, so it matches nothing
-            moved = db.execute(
-                f"UPDATE runs SET {', '.join(sets)} WHERE id = %s AND version = %s",
-                (*values, run.id, run.version),
-            ).rowcount
-            if moved != 1:
-                raise Conflict(run.id)
-            _append(db, run.id, run.events, events, actor, at)
+            moved = db.execute(query.encode(), values).rowcount
+        if moved != (len(events) or 1):
+            raise Conflict(run.id)
         return written(run, change, at, len(events))
 
     def get(self, run_id: str) -> RunRecord | None:
@@ -252,14 +262,23 @@ class PostgresStore:
             self._pool.close()
 
 
+def _event_rows(last: int, events: Sequence[NewEvent], actor: str, at: str) -> tuple[list[Any], str]:
+    """The values of `events` numbered on from `last`, and their VALUES placeholders."""
+    values: list[Any] = []
+    for i, e in enumerate(events, 1):
+        values += [last + i, e.type, at, actor, e.step_id, _json(e.data)]
+    row = "(%s::integer, %s::text, %s::text, %s::text, %s::text, %s::text)"
+    return values, ", ".join(row for _ in events)
+
+
 def _append(
     db: psycopg.Connection[Any], run_id: str, last: int, events: Sequence[NewEvent], actor: str, at: str
 ) -> None:
     if not events:
         return
-    rows = [(run_id, last + i, e.type, at, actor, e.step_id, _json(e.data)) for i, e in enumerate(events, 1)]
-    placeholders = ", ".join("(%s, %s, %s, %s, %s, %s, %s)" for _ in rows)
+    values, placeholders = _event_rows(last, events, actor, at)
     db.execute(
-        f"INSERT INTO run_events VALUES {placeholders}",  # one round trip for all of a call's events
-        [value for row in rows for value in row],
+        "INSERT INTO run_events (run_id, seq, type, at, actor, step_id, data) "  # one round trip
+        f"SELECT %s, e.* FROM (VALUES {placeholders}) AS e".encode(),
+        [run_id, *values],
     )
