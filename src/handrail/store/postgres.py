@@ -28,8 +28,8 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from handrail.errors import StorageError
 from handrail.store.base import Conflict, Event, NewEvent, RunRecord, RunUpdate, written
+from handrail.store.rows import _COLUMNS, _json, _load, _record, list_filter, now, run_row, update_sets
 from handrail.store.schema import MIGRATIONS_TABLE, migrations, newer_than_known
-from handrail.store.sqlite import _COLUMNS, _json, _load, _record, now
 
 MIGRATIONS = migrations("postgresql")
 MIGRATION_LOCK = 0x68616E64  # any constant: the advisory lock replicas take to migrate
@@ -156,46 +156,14 @@ class PostgresStore:
     # -- runs ----------------------------------------------------------------------
     def create(self, run: RunRecord, events: Sequence[NewEvent]) -> RunRecord:
         with self._connection() as db, db.transaction():
-            db.execute(
-                "INSERT INTO runs VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                (
-                    run.id,
-                    run.owner,
-                    run.workspace,
-                    run.workflow_id,
-                    run.workflow_version,
-                    run.source_hash,
-                    run.goal,
-                    run.status,
-                    _json(run.context),
-                    _json(run.position),
-                    run.accepted,
-                    run.created_at,
-                    run.updated_at,
-                    run.version,
-                    len(events),
-                ),
-            )
+            db.execute(f"INSERT INTO runs VALUES ({', '.join(['%s'] * 15)})", run_row(run, len(events)))
             _append(db, run.id, 0, events, run.owner, run.created_at)
         return replace(run, events=len(events))
 
     def update(self, run: RunRecord, change: RunUpdate, events: Sequence[NewEvent], actor: str) -> RunRecord:
         at = now()
-        sets = ["updated_at = %s", "version = version + 1", "events = events + %s"]
-        values: list[Any] = [at, len(events)]
-        if change.status is not None:
-            sets.append("status = %s")
-            values.append(change.status)
-        if change.context is not None:
-            sets.append("context = %s")
-            values.append(_json(change.context))
-        if change.position is not None:
-            sets.append("position = %s")
-            values.append(_json(change.position))
-        if change.accepted is not None:
-            sets.append("accepted = %s")
-            values.append(change.accepted)
-        query = f"UPDATE runs SET {', '.join(sets)} WHERE id = %s AND version = %s"
+        sets, values = update_sets(change, at, len(events), "%s")
+        query = f"UPDATE runs SET {sets} WHERE id = %s AND version = %s"
         values += [run.id, run.version]
         if events:
             # READ COMMITTED: a racing writer blocks on the row, then re-reads it and finds
@@ -227,18 +195,7 @@ class PostgresStore:
         owner: str | None = None,
         limit: int = 100,
     ) -> list[RunRecord]:
-        where: list[str] = []
-        values: list[Any] = []
-        if workspace is not None:
-            where.append("workspace = %s")
-            values.append(workspace)
-        if statuses:
-            where.append("status = ANY(%s)")
-            values.append(list(statuses))
-        if owner is not None:
-            where.append("owner = %s")
-            values.append(owner)
-        clause = f"WHERE {' AND '.join(where)}" if where else ""
+        clause, values = list_filter(workspace, statuses, owner, "%s")
         # no rowid here: ties in the update time (same millisecond) go to the newer start
         query = (
             f"SELECT {_COLUMNS} FROM runs {clause} "
