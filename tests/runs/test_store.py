@@ -227,3 +227,13 @@ def test_the_sqlite_path_never_imports_psycopg(tmp_path: Path) -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_without_postgresql_its_tests_skip_saying_why_except_under_ci_where_they_fail() -> None:
+    from tests.runs.conftest import require_postgres
+
+    require_postgres(None, {"CI": "true"})  # found: nothing to say
+    with pytest.raises(pytest.skip.Exception, match="initdb was not found"):
+        require_postgres("initdb was not found", {})
+    with pytest.raises(pytest.fail.Exception, match="CI must run the PostgreSQL tests: initdb was not found"):
+        require_postgres("initdb was not found", {"CI": "true"})
