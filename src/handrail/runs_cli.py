@@ -26,8 +26,8 @@ def add_database_option(parser: argparse.ArgumentParser) -> None:
         "--database",
         default=None,
         metavar="URL",
-        help="the run store, sqlite:///path/to/file.db (default $HANDRAIL_DATABASE_URL, "
-        "else ~/.handrail/handrail.db; $HANDRAIL_HOME moves ~/.handrail)",
+        help="the run store, sqlite:///path/to/file.db or postgresql://user@host/db "
+        "(default $HANDRAIL_DATABASE_URL, else ~/.handrail/handrail.db; $HANDRAIL_HOME moves ~/.handrail)",
     )
 
 

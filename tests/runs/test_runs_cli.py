@@ -109,7 +109,7 @@ def test_runs_commands_name_an_unknown_run_and_a_bad_database(
     code, _, err = run_cli(capsys, "runs", "show", "run_nope1234")
     assert code == 1 and "Run not found" in err
     code, _, err = run_cli(capsys, "runs", "list", "--database", "postgresql://u:pw@host/db")
-    assert code == 1 and "not supported yet" in err and "pw" not in err
+    assert code == 1 and "cannot open the run database postgresql://u@host/db" in err and "pw" not in err
     database = tmp_path / "other.db"
     code, out, _ = run_cli(capsys, "runs", "list", "--database", f"sqlite:///{database}")
     assert code == 0 and out.strip() == "0 runs" and database.exists()

@@ -254,11 +254,11 @@ def test_initialize_names_the_open_runs_of_the_workspace(tmp_path: Path) -> None
         second.close()
 
 
-def test_a_postgresql_url_is_refused_at_start_with_a_clear_message(tmp_path: Path) -> None:
-    server = Server("--no-bundled", "--database", "postgresql://user:secret@db/handrail")
+def test_a_malformed_postgresql_url_is_refused_at_start_with_a_clear_message(tmp_path: Path) -> None:
+    server = Server("--no-bundled", "--database", "postgresql://user:secret@db:port/handrail")
     try:
         assert server.wait() == 2
-        assert "not supported yet" in server.stderr
+        assert "--database: PostgreSQL URL is malformed" in server.stderr
         assert "secret" not in server.stderr
     finally:
         server.close()

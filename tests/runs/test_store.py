@@ -1,9 +1,10 @@
-"""The run store contract, for every store (issue 17 adds PostgreSQL to STORES)."""
+"""The run store contract, for every store: SQLite and PostgreSQL (a real server the
+tests start, see conftest.py), each test run on both."""
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -11,15 +12,23 @@ import pytest
 from handrail.errors import StorageError
 from handrail.store import Conflict, NewEvent, RunRecord, RunStore, RunUpdate, open_store
 from handrail.store.sqlite import MIGRATIONS, SqliteStore
+from tests.postgres import PASSWORD, Cluster
 
-STORES: dict[str, Callable[[Path], RunStore]] = {
-    "sqlite": lambda folder: open_store(f"sqlite:///{folder / 'runs.db'}"),
-}
+STORES = ("postgresql", "sqlite")
 
 
-@pytest.fixture(params=sorted(STORES))
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[RunStore]:
-    opened = STORES[request.param](tmp_path)
+@pytest.fixture(params=STORES)
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A new, empty database of each kind."""
+    if request.param == "postgresql":
+        url: str = request.getfixturevalue("postgres_url")
+        return url
+    return f"sqlite:///{tmp_path / 'runs.db'}"
+
+
+@pytest.fixture
+def store(store_url: str) -> Iterator[RunStore]:
+    opened = open_store(store_url)
     yield opened
     opened.close()
 
@@ -105,8 +114,9 @@ def test_sqlite_refuses_a_database_from_a_newer_handrail(tmp_path: Path) -> None
 
 
 def test_database_urls_name_what_is_wrong(tmp_path: Path) -> None:
-    with pytest.raises(StorageError, match="not supported yet"):
-        open_store("postgresql://u:p@h/db")
+    with pytest.raises(StorageError, match="PostgreSQL URL is malformed") as bad:
+        open_store("postgresql://u:hunter2@h:port/db")
+    assert "hunter2" not in bad.value.message + repr(bad.value.data)
     with pytest.raises(StorageError, match="must start with sqlite:///"):
         open_store("mysql://h/db")
     with pytest.raises(StorageError, match="names a host"):
@@ -137,9 +147,8 @@ def test_a_new_sqlite_database_is_readable_by_its_owner_only(tmp_path: Path) -> 
         store.close()
 
 
-def test_two_connections_updating_one_run_from_the_same_read_apply_exactly_one(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'runs.db'}"
-    one, two = open_store(url), open_store(url)
+def test_two_connections_updating_one_run_from_the_same_read_apply_exactly_one(store_url: str) -> None:
+    one, two = open_store(store_url), open_store(store_url)
     try:
         one.put_source("h1", "wf", b"{}")
         created = one.create(record("r1"), [NewEvent("started")])
@@ -152,3 +161,79 @@ def test_two_connections_updating_one_run_from_the_same_read_apply_exactly_one(t
     finally:
         one.close()
         two.close()
+
+
+def test_postgresql_records_the_same_migrations_and_refuses_a_newer_schema(postgres_url: str) -> None:
+    import psycopg
+
+    from handrail.store.postgres import PostgresStore
+
+    store = PostgresStore(postgres_url)
+    try:
+        assert store.schema_version == len(MIGRATIONS)
+    finally:
+        store.close()
+    PostgresStore(postgres_url).close()  # opening again migrates nothing twice
+    with psycopg.connect(postgres_url, autocommit=True) as db:
+        assert [v for (v,) in db.execute("SELECT version FROM schema_migrations")] == [1]
+        db.execute("INSERT INTO schema_migrations VALUES (99, 'later')")
+    with pytest.raises(StorageError, match="schema version 99, newer than this handrail knows"):
+        open_store(postgres_url)
+
+
+def test_replicas_opening_a_new_postgresql_database_together_migrate_it_once(postgres_url: str) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(4) as pool:
+        stores = list(pool.map(lambda _: open_store(postgres_url), range(4)))
+    try:
+        stores[0].put_source("h1", "wf", b"{}")
+        stores[1].create(record("r1"), [NewEvent("started")])
+        assert stores[3].get("r1") is not None
+    finally:
+        for opened in stores:
+            opened.close()
+
+
+def test_a_postgresql_error_never_shows_the_password(postgres_cluster: Cluster) -> None:
+    url = postgres_cluster.url(password="wrong-" + PASSWORD)
+    with pytest.raises(StorageError, match="cannot open the run database") as refused:
+        open_store(url)
+    shown = refused.value.message + repr(refused.value.data)
+    assert "password authentication failed" in shown
+    assert PASSWORD not in shown and postgres_cluster.url() not in shown
+    assert refused.value.data == {"database": f"postgresql://handrail@127.0.0.1:{postgres_cluster.port}/postgres"}
+
+
+def test_postgresql_urls_are_accepted_in_both_spellings(postgres_cluster: Cluster) -> None:
+    for url in (postgres_cluster.url(), postgres_cluster.url().replace("postgresql://", "postgres://", 1)):
+        opened = open_store(url)
+        try:
+            assert opened.list_runs(owner="nobody") == []
+            assert PASSWORD not in opened.url
+        finally:
+            opened.close()
+
+
+def test_the_sqlite_path_never_imports_psycopg(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from handrail.store import open_store; "
+        f"s = open_store('sqlite:///{tmp_path / 'runs.db'}'); s.put_source('h', 'w', b'{{}}'); "
+        "import handrail.cli, handrail.service; "
+        "print(sorted(m for m in sys.modules if m.startswith('psycopg')))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
+
+
+def test_without_postgresql_its_tests_skip_saying_why_except_under_ci_where_they_fail() -> None:
+    from tests.runs.conftest import require_postgres
+
+    require_postgres(None, {"CI": "true"})  # found: nothing to say
+    with pytest.raises(pytest.skip.Exception, match="initdb was not found"):
+        require_postgres("initdb was not found", {})
+    with pytest.raises(pytest.fail.Exception, match="CI must run the PostgreSQL tests: initdb was not found"):
+        require_postgres("initdb was not found", {"CI": "true"})

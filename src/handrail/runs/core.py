@@ -241,6 +241,10 @@ class Runs:
         # check catches a run another process moved meanwhile, and a refusal is confirmed
         # against the database before it is given
         cached = self._recent.get(run_id)
+        if getattr(self.store, "replicated", False):
+            # replicas share this store and move its runs all the time: a copy from our last
+            # write would be stale, and its conflict taken for a racing submission
+            cached = None
         if cached is not None and cached.owner != self.owner():
             cached = None  # another person's: `run` says it is not found
         for _ in range(MAX_RETRIES):

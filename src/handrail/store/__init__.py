@@ -1,7 +1,7 @@
 """The run store: where runs and their event logs live.
 
 `RunStore` is the interface the run layer talks to; `open_store(url)` picks an
-implementation from a database URL (SQLite today; PostgreSQL is issue 17's).
+implementation from a database URL (sqlite:/// or postgresql://).
 """
 
 from __future__ import annotations

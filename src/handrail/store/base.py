@@ -95,7 +95,8 @@ def written(run: RunRecord, change: RunUpdate, at: str, events: int = 0) -> RunR
 
 
 class RunStore(Protocol):
-    """What the run layer needs from a database. Implementations: store/sqlite.py."""
+    """What the run layer needs from a database. Implementations: store/sqlite.py,
+    store/postgres.py (a store with `replicated = True` is shared by several servers)."""
 
     url: str
 

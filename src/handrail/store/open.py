@@ -40,6 +40,26 @@ def sqlite_path(url: str) -> Path:
     return Path(path)
 
 
+def postgres_url(url: str) -> None:
+    """A StorageError unless `url` is a PostgreSQL URL this handrail can use; never
+    repeats the URL's password."""
+    from urllib.parse import urlsplit
+
+    shown = {"database": url.split(":", 1)[0] + "://..."}
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 (raises on a port that is not a number)
+    except ValueError as exc:
+        raise StorageError(f"PostgreSQL URL is malformed: {exc}", shown) from None
+    import importlib.util
+
+    if importlib.util.find_spec("psycopg") is None or importlib.util.find_spec("psycopg_pool") is None:
+        raise StorageError(
+            "PostgreSQL run stores need psycopg 3 and psycopg_pool: pip install 'handrail[postgres]'",
+            shown,
+        )
+
+
 def check_url(url: str | None = None) -> str:
     """`url` (default: `default_url()`) if this handrail can open it; else a StorageError
     saying why, without touching any database."""
@@ -49,13 +69,11 @@ def check_url(url: str | None = None) -> str:
         sqlite_path(url)
         return url
     if scheme in ("postgresql", "postgres"):
-        # issue 17: a psycopg 3 store behind the same RunStore interface
-        raise StorageError(
-            "PostgreSQL run stores are not supported yet; use sqlite:///path/to/handrail.db",
-            {"database": scheme + "://..."},  # never echo credentials
-        )
+        postgres_url(url)
+        return url
     raise StorageError(
-        "unknown database URL: it must start with sqlite:/// (e.g. sqlite:///home/me/.handrail/handrail.db)",
+        "unknown database URL: it must start with sqlite:/// (e.g. sqlite:///home/me/.handrail/handrail.db) "
+        "or postgresql:// (e.g. postgresql://handrail@db.internal/handrail)",
         {"database": scheme or url[:40]},
     )
 
@@ -63,6 +81,10 @@ def check_url(url: str | None = None) -> str:
 def open_store(url: str | None = None) -> RunStore:
     """The store `url` names (default: `default_url()`)."""
     url = check_url(url)
+    if not url.lower().startswith("sqlite:"):
+        from handrail.store.postgres import PostgresStore  # psycopg loads only here
+
+        return PostgresStore(url)
     from handrail.store.sqlite import SqliteStore
 
     return SqliteStore(sqlite_path(url), url=url)

@@ -4,87 +4,30 @@ WAL with synchronous=FULL: a commit is on disk before the call returns, so an
 answer sent after it survives `kill -9` and power loss. Writes take the database
 lock up front (BEGIN IMMEDIATE) and check the run's version inside the
 transaction, so two processes racing on one run serialise and the second sees
-the first's write (a `Conflict`). The schema is versioned: `MIGRATIONS[n]`
-takes a database from version n to n + 1, recorded in `schema_migrations`.
+the first's write (a `Conflict`). The schema is versioned (store/schema.py, shared
+with PostgreSQL), each version applied recorded in `schema_migrations`.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
-
-import orjson
 
 from handrail.errors import StorageError
 from handrail.store.base import Conflict, Event, NewEvent, RunRecord, RunUpdate, written
+from handrail.store.rows import _COLUMNS, _json, _load, _record, list_filter, now, run_row, update_sets
+from handrail.store.schema import MIGRATIONS_TABLE, migrations, newer_than_known, statements
+
+__all__ = ["MIGRATIONS", "SqliteStore", "now"]
 
 BUSY_TIMEOUT_MS = 10_000
 
-MIGRATIONS: tuple[str, ...] = (
-    """
-    CREATE TABLE workflow_sources (
-        hash TEXT PRIMARY KEY,
-        workflow_id TEXT NOT NULL,
-        document BLOB NOT NULL,
-        stored_at TEXT NOT NULL
-    );
-    CREATE TABLE runs (
-        id TEXT PRIMARY KEY,
-        owner TEXT NOT NULL,
-        workspace TEXT NOT NULL,
-        workflow_id TEXT NOT NULL,
-        workflow_version TEXT NOT NULL,
-        source_hash TEXT NOT NULL REFERENCES workflow_sources(hash),
-        goal TEXT NOT NULL,
-        status TEXT NOT NULL,
-        context TEXT NOT NULL,
-        position TEXT NOT NULL,
-        accepted INTEGER NOT NULL,
-        created_at TEXT NOT NULL,
-        updated_at TEXT NOT NULL,
-        version INTEGER NOT NULL,
-        events INTEGER NOT NULL
-    );
-    CREATE INDEX runs_by_workspace ON runs (workspace, status);
-    CREATE INDEX runs_by_owner ON runs (owner, status);
-    CREATE TABLE run_events (
-        run_id TEXT NOT NULL REFERENCES runs(id),
-        seq INTEGER NOT NULL,
-        type TEXT NOT NULL,
-        at TEXT NOT NULL,
-        actor TEXT NOT NULL,
-        step_id TEXT,
-        data TEXT NOT NULL,
-        PRIMARY KEY (run_id, seq)
-    );
-    """,
-)
-
-
-def now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def _json(value: Any) -> str:
-    try:
-        return orjson.dumps(value).decode()
-    except (TypeError, orjson.JSONEncodeError):
-        # integers past 64 bits, lone surrogates: the standard library, in ASCII escapes so
-        # that no output can make the row unwritable; the leading space (still JSON) tells
-        # `_load` to read it back the same way, as orjson would turn such integers into floats
-        return " " + json.dumps(value, ensure_ascii=True, separators=(",", ":"))
-
-
-def _load(text: str) -> Any:
-    return json.loads(text) if text.startswith(" ") else orjson.loads(text)
+MIGRATIONS = migrations("sqlite")
 
 
 class SqliteStore:
@@ -125,22 +68,17 @@ class SqliteStore:
         except sqlite3.OperationalError:
             pass  # a new database: no table yet
         with self._write() as db:
-            db.execute(
-                "CREATE TABLE IF NOT EXISTS schema_migrations "
-                "(version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)"
-            )
+            db.execute(MIGRATIONS_TABLE)
             row = db.execute("SELECT MAX(version) FROM schema_migrations").fetchone()
             current = row[0] or 0
             if current > len(MIGRATIONS):
                 raise StorageError(
-                    f"the run database {self.path} has schema version {current}, newer than this "
-                    f"handrail knows ({len(MIGRATIONS)}); upgrade handrail",
+                    f"the run database {self.path} {newer_than_known(current)}",
                     {"database": str(self.path), "schemaVersion": current},
                 )
             for version in range(current, len(MIGRATIONS)):
-                for statement in MIGRATIONS[version].split(";"):
-                    if statement.strip():
-                        db.execute(statement)
+                for statement in statements(MIGRATIONS[version]):
+                    db.execute(statement)
                 db.execute("INSERT INTO schema_migrations VALUES (?, ?)", (version + 1, now()))
 
     @property
@@ -187,48 +125,16 @@ class SqliteStore:
     # -- runs ----------------------------------------------------------------------
     def create(self, run: RunRecord, events: Sequence[NewEvent]) -> RunRecord:
         with self._write() as db:
-            db.execute(
-                "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    run.id,
-                    run.owner,
-                    run.workspace,
-                    run.workflow_id,
-                    run.workflow_version,
-                    run.source_hash,
-                    run.goal,
-                    run.status,
-                    _json(run.context),
-                    _json(run.position),
-                    run.accepted,
-                    run.created_at,
-                    run.updated_at,
-                    run.version,
-                    len(events),
-                ),
-            )
+            db.execute(f"INSERT INTO runs VALUES ({', '.join(['?'] * 15)})", run_row(run, len(events)))
             self._append(db, run.id, 0, events, run.owner, run.created_at)
         return replace(run, events=len(events))
 
     def update(self, run: RunRecord, change: RunUpdate, events: Sequence[NewEvent], actor: str) -> RunRecord:
         at = now()
-        sets = ["updated_at = ?", "version = version + 1", "events = events + ?"]
-        values: list[Any] = [at, len(events)]
-        if change.status is not None:
-            sets.append("status = ?")
-            values.append(change.status)
-        if change.context is not None:
-            sets.append("context = ?")
-            values.append(_json(change.context))
-        if change.position is not None:
-            sets.append("position = ?")
-            values.append(_json(change.position))
-        if change.accepted is not None:
-            sets.append("accepted = ?")
-            values.append(change.accepted)
+        sets, values = update_sets(change, at, len(events), "?")
         with self._write() as db:
             moved = db.execute(
-                f"UPDATE runs SET {', '.join(sets)} WHERE id = ? AND version = ?",
+                f"UPDATE runs SET {sets} WHERE id = ? AND version = ?",
                 (*values, run.id, run.version),
             ).rowcount
             if moved != 1:
@@ -260,18 +166,7 @@ class SqliteStore:
         owner: str | None = None,
         limit: int = 100,
     ) -> list[RunRecord]:
-        where: list[str] = []
-        values: list[Any] = []
-        if workspace is not None:
-            where.append("workspace = ?")
-            values.append(workspace)
-        if statuses:
-            where.append(f"status IN ({', '.join('?' for _ in statuses)})")
-            values.extend(statuses)
-        if owner is not None:
-            where.append("owner = ?")
-            values.append(owner)
-        clause = f"WHERE {' AND '.join(where)}" if where else ""
+        clause, values = list_filter(workspace, statuses, owner, "?")
         query = f"SELECT {_COLUMNS} FROM runs {clause} ORDER BY updated_at DESC, rowid DESC LIMIT ?"
         with self._lock:
             rows = self._db.execute(query, (*values, limit)).fetchall()
@@ -288,29 +183,3 @@ class SqliteStore:
     def close(self) -> None:
         with self._lock:
             self._db.close()
-
-
-_COLUMNS = (
-    "id, owner, workspace, workflow_id, workflow_version, source_hash, goal, status, "
-    "context, position, accepted, created_at, updated_at, version, events"
-)
-
-
-def _record(row: Sequence[Any]) -> RunRecord:
-    return RunRecord(
-        id=row[0],
-        owner=row[1],
-        workspace=row[2],
-        workflow_id=row[3],
-        workflow_version=row[4],
-        source_hash=row[5],
-        goal=row[6],
-        status=row[7],
-        context=_load(row[8]),
-        position=_load(row[9]),
-        accepted=row[10],
-        created_at=row[11],
-        updated_at=row[12],
-        version=row[13],
-        events=row[14],
-    )

@@ -1,0 +1,241 @@
+"""The run store in PostgreSQL (psycopg 3, a psycopg_pool connection pool).
+
+Same schema, migrations, rows and events as the SQLite store (store/schema.py).
+Every call is one transaction on a pooled connection, committed before the call
+returns, so an answer sent after it survives the replica being killed. The hot
+calls are single statements in autocommit (a statement is its own transaction):
+a read is one round trip, and an update with its events is one statement too (a
+data-modifying WITH). An update checks the run's version in its WHERE clause: of
+two replicas racing on one run, the second waits for the first's row lock, sees
+the new version and matches no row (a `Conflict`), so adds no event. Migrations
+run under a transaction-scoped advisory lock, so replicas starting together
+migrate once.
+
+Imported only for postgresql:// URLs: a SQLite server never loads psycopg.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import replace
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import psycopg
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from handrail.errors import StorageError
+from handrail.store.base import Conflict, Event, NewEvent, RunRecord, RunUpdate, written
+from handrail.store.rows import _COLUMNS, _json, _load, _record, list_filter, now, run_row, update_sets
+from handrail.store.schema import MIGRATIONS_TABLE, migrations, newer_than_known
+
+MIGRATIONS = migrations("postgresql")
+MIGRATION_LOCK = 0x68616E64  # any constant: the advisory lock replicas take to migrate
+CONNECT_TIMEOUT_S = 10
+POOL_MAX = 10  # per replica; HTTP requests beyond it wait for a free connection
+
+
+def redacted(url: str) -> str:
+    """`url` without its password (and without query options, which may hold one)."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        if ":" in host:
+            host = f"[{host}]"
+        netloc = (f"{parts.username}@" if parts.username else "") + host
+        if parts.port is not None:
+            netloc += f":{parts.port}"
+        return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+    except ValueError:
+        return url.split(":", 1)[0] + "://..."
+
+
+def _scrub(message: str, url: str) -> str:
+    """A driver message with any password the URL holds removed (libpq does not echo
+    passwords, but a message must never depend on that)."""
+    try:
+        secret = urlsplit(url).password
+    except ValueError:
+        secret = None
+    text = " ".join(str(message).split())
+    return text.replace(secret, "***") if secret else text
+
+
+class PostgresStore:
+    replicated = True  # several servers write to it: the run layer reads before each write
+
+    def __init__(self, url: str, *, pool_max: int = POOL_MAX) -> None:
+        self.url = redacted(url)
+        self._secret_url = url
+        conninfo = url  # libpq reads postgresql:// and postgres:// URLs as they are
+        try:
+            # the first connection is made directly, to report why it fails at once
+            # (a pool only retries in the background until its timeout)
+            with psycopg.connect(conninfo, connect_timeout=CONNECT_TIMEOUT_S) as db:
+                self._migrate(db)
+        except psycopg.Error as exc:
+            raise self._error("cannot open the run database", exc) from None
+        self._pool = ConnectionPool(
+            conninfo,
+            min_size=1,
+            max_size=max(1, pool_max),
+            kwargs={"connect_timeout": CONNECT_TIMEOUT_S, "autocommit": True},
+            timeout=CONNECT_TIMEOUT_S,
+            open=True,
+            name="handrail-runs",
+        )
+        self._closed = threading.Event()
+
+    def _error(self, what: str, exc: BaseException) -> StorageError:
+        return StorageError(
+            f"{what} {self.url}: {_scrub(str(exc), self._secret_url)}", {"database": self.url}
+        )
+
+    # -- schema --------------------------------------------------------------------
+    def _migrate(self, db: psycopg.Connection[Any]) -> None:
+        with db.transaction():
+            if self._version(db) == len(MIGRATIONS):
+                return  # the usual case: no lock, no write
+        with db.transaction():
+            db.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+            db.execute(MIGRATIONS_TABLE)
+            current = self._version(db) or 0
+            if current > len(MIGRATIONS):
+                raise StorageError(
+                    f"the run database {self.url} {newer_than_known(current)}",
+                    {"database": self.url, "schemaVersion": current},
+                )
+            for version in range(current, len(MIGRATIONS)):
+                db.execute(MIGRATIONS[version].encode())  # DDL is transactional here: all or none
+                db.execute("INSERT INTO schema_migrations VALUES (%s, %s)", (version + 1, now()))
+
+    @staticmethod
+    def _version(db: psycopg.Connection[Any]) -> int | None:
+        exists = db.execute("SELECT to_regclass('schema_migrations')").fetchone()
+        if exists is None or exists[0] is None:
+            return None
+        row = db.execute("SELECT MAX(version) FROM schema_migrations").fetchone()
+        return None if row is None or row[0] is None else int(row[0])
+
+    @property
+    def schema_version(self) -> int:
+        with self._connection() as db:
+            return self._version(db) or 0
+
+    @contextmanager
+    def _connection(self) -> Iterator[psycopg.Connection[Any]]:
+        """A pooled connection in autocommit: each statement commits as it returns;
+        several statements that belong together take `db.transaction()`."""
+        try:
+            with self._pool.connection() as db:
+                yield db
+        except (Conflict, StorageError):
+            raise
+        except PoolTimeout as exc:
+            raise self._error("no connection to the run database", exc) from None
+        except psycopg.Error as exc:
+            raise self._error("the run database refused the call", exc) from None
+
+    # -- sources -------------------------------------------------------------------
+    def put_source(self, source_hash: str, workflow_id: str, document: bytes) -> None:
+        with self._connection() as db:
+            db.execute(
+                "INSERT INTO workflow_sources VALUES (%s, %s, %s, %s) ON CONFLICT (hash) DO NOTHING",
+                (source_hash, workflow_id, document, now()),
+            )
+
+    def get_source(self, source_hash: str) -> bytes | None:
+        with self._connection() as db:
+            row = db.execute(
+                "SELECT document FROM workflow_sources WHERE hash = %s", (source_hash,)
+            ).fetchone()
+        return bytes(row[0]) if row else None
+
+    # -- runs ----------------------------------------------------------------------
+    def create(self, run: RunRecord, events: Sequence[NewEvent]) -> RunRecord:
+        with self._connection() as db, db.transaction():
+            db.execute(f"INSERT INTO runs VALUES ({', '.join(['%s'] * 15)})", run_row(run, len(events)))
+            _append(db, run.id, 0, events, run.owner, run.created_at)
+        return replace(run, events=len(events))
+
+    def update(self, run: RunRecord, change: RunUpdate, events: Sequence[NewEvent], actor: str) -> RunRecord:
+        at = now()
+        sets, values = update_sets(change, at, len(events), "%s")
+        query = f"UPDATE runs SET {sets} WHERE id = %s AND version = %s"
+        values += [run.id, run.version]
+        if events:
+            # READ COMMITTED: a racing writer blocks on the row, then re-reads it and finds
+            # the version moved, so it matches nothing and inserts nothing
+            rows, placeholders = _event_rows(run.events, events, actor, at)
+            query = (
+                f"WITH moved AS ({query} RETURNING id) "
+                "INSERT INTO run_events (run_id, seq, type, at, actor, step_id, data) "
+                "SELECT moved.id, e.seq, e.type, e.at, e.actor, e.step_id, e.data "
+                f"FROM moved, (VALUES {placeholders}) AS e (seq, type, at, actor, step_id, data)"
+            )
+            values += rows
+        with self._connection() as db:
+            moved = db.execute(query.encode(), values).rowcount
+        if moved != (len(events) or 1):
+            raise Conflict(run.id)
+        return written(run, change, at, len(events))
+
+    def get(self, run_id: str) -> RunRecord | None:
+        with self._connection() as db:
+            row = db.execute(f"SELECT {_COLUMNS} FROM runs WHERE id = %s", (run_id,)).fetchone()
+        return _record(row) if row else None
+
+    def list_runs(
+        self,
+        *,
+        workspace: str | None = None,
+        statuses: Sequence[str] | None = None,
+        owner: str | None = None,
+        limit: int = 100,
+    ) -> list[RunRecord]:
+        clause, values = list_filter(workspace, statuses, owner, "%s")
+        # no rowid here: ties in the update time (same millisecond) go to the newer start
+        query = (
+            f"SELECT {_COLUMNS} FROM runs {clause} "
+            "ORDER BY updated_at DESC, created_at DESC, id DESC LIMIT %s"
+        )
+        with self._connection() as db:
+            rows = db.execute(query, (*values, limit)).fetchall()
+        return [_record(r) for r in rows]
+
+    def events(self, run_id: str) -> list[Event]:
+        with self._connection() as db:
+            rows = db.execute(
+                "SELECT seq, type, at, actor, step_id, data FROM run_events WHERE run_id = %s ORDER BY seq",
+                (run_id,),
+            ).fetchall()
+        return [Event(seq, kind, at, actor, step, _load(data)) for seq, kind, at, actor, step, data in rows]
+
+    def close(self) -> None:
+        if not self._closed.is_set():
+            self._closed.set()
+            self._pool.close()
+
+
+def _event_rows(last: int, events: Sequence[NewEvent], actor: str, at: str) -> tuple[list[Any], str]:
+    """The values of `events` numbered on from `last`, and their VALUES placeholders."""
+    values: list[Any] = []
+    for i, e in enumerate(events, 1):
+        values += [last + i, e.type, at, actor, e.step_id, _json(e.data)]
+    row = "(%s::integer, %s::text, %s::text, %s::text, %s::text, %s::text)"
+    return values, ", ".join(row for _ in events)
+
+
+def _append(
+    db: psycopg.Connection[Any], run_id: str, last: int, events: Sequence[NewEvent], actor: str, at: str
+) -> None:
+    if not events:
+        return
+    values, placeholders = _event_rows(last, events, actor, at)
+    db.execute(
+        "INSERT INTO run_events (run_id, seq, type, at, actor, step_id, data) "  # one round trip
+        f"SELECT %s, e.* FROM (VALUES {placeholders}) AS e".encode(),
+        [run_id, *values],
+    )

@@ -1,0 +1,114 @@
+"""What the SQLite and PostgreSQL stores share: how values are stored (times as ISO
+text, JSON as text) and read back into records, and the parts of their SQL built
+once: the values of a new run row, the SET list of an update, the WHERE of a
+listing. `mark` is the driver's placeholder (`?` for sqlite3, `%s` for psycopg)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+
+from handrail.store.base import RunRecord, RunUpdate
+
+
+def now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _json(value: Any) -> str:
+    try:
+        return orjson.dumps(value).decode()
+    except (TypeError, orjson.JSONEncodeError):
+        # integers past 64 bits, lone surrogates: the standard library, in ASCII escapes so
+        # that no output can make the row unwritable; the leading space (still JSON) tells
+        # `_load` to read it back the same way, as orjson would turn such integers into floats
+        return " " + json.dumps(value, ensure_ascii=True, separators=(",", ":"))
+
+
+def _load(text: str) -> Any:
+    return json.loads(text) if text.startswith(" ") else orjson.loads(text)
+
+
+_COLUMNS = (
+    "id, owner, workspace, workflow_id, workflow_version, source_hash, goal, status, "
+    "context, position, accepted, created_at, updated_at, version, events"
+)
+
+
+def _record(row: Sequence[Any]) -> RunRecord:
+    return RunRecord(
+        id=row[0],
+        owner=row[1],
+        workspace=row[2],
+        workflow_id=row[3],
+        workflow_version=row[4],
+        source_hash=row[5],
+        goal=row[6],
+        status=row[7],
+        context=_load(row[8]),
+        position=_load(row[9]),
+        accepted=row[10],
+        created_at=row[11],
+        updated_at=row[12],
+        version=row[13],
+        events=row[14],
+    )
+
+
+def run_row(run: RunRecord, events: int) -> tuple[Any, ...]:
+    """A new run's values, in the `runs` table's column order."""
+    return (
+        run.id,
+        run.owner,
+        run.workspace,
+        run.workflow_id,
+        run.workflow_version,
+        run.source_hash,
+        run.goal,
+        run.status,
+        _json(run.context),
+        _json(run.position),
+        run.accepted,
+        run.created_at,
+        run.updated_at,
+        run.version,
+        events,
+    )
+
+
+def update_sets(change: RunUpdate, at: str, events: int, mark: str) -> tuple[str, list[Any]]:
+    """`SET ...` of an accepted write (version bumped, events counted) and its values."""
+    sets = [f"updated_at = {mark}", "version = version + 1", f"events = events + {mark}"]
+    values: list[Any] = [at, events]
+    for column, value in (
+        ("status", change.status),
+        ("context", None if change.context is None else _json(change.context)),
+        ("position", None if change.position is None else _json(change.position)),
+        ("accepted", change.accepted),
+    ):
+        if value is not None:
+            sets.append(f"{column} = {mark}")
+            values.append(value)
+    return ", ".join(sets), values
+
+
+def list_filter(
+    workspace: str | None, statuses: Sequence[str] | None, owner: str | None, mark: str
+) -> tuple[str, list[Any]]:
+    """`WHERE ...` (or nothing) of a listing, and its values."""
+    where: list[str] = []
+    values: list[Any] = []
+    if workspace is not None:
+        where.append(f"workspace = {mark}")
+        values.append(workspace)
+    if statuses:
+        where.append(f"status IN ({', '.join(mark for _ in statuses)})")
+        values.extend(statuses)
+    if owner is not None:
+        where.append(f"owner = {mark}")
+        values.append(owner)
+    return (f"WHERE {' AND '.join(where)}" if where else ""), values

@@ -1,0 +1,79 @@
+"""The run store's schema, one migration list for every dialect.
+
+`MIGRATIONS[n]` takes a database from schema version n to n + 1. Each is written
+once, in the SQL that SQLite and PostgreSQL share, with `{placeholders}` for the
+few words they spell differently (`DIALECTS`); `migrations(dialect)` renders
+them. A store records each version applied in `schema_migrations` and refuses a
+database whose version is newer than `len(MIGRATIONS)`.
+"""
+
+from __future__ import annotations
+
+DIALECTS: dict[str, dict[str, str]] = {
+    "sqlite": {"bytes": "BLOB"},
+    "postgresql": {"bytes": "BYTEA"},
+}
+
+# Times are ISO 8601 text (UTC, milliseconds) and JSON is text in both dialects, so
+# that both stores read and write the same values (and JSON keeps what PostgreSQL's
+# jsonb would refuse or reshape: lone surrogates, integers past 64 bits).
+MIGRATIONS: tuple[str, ...] = (
+    """
+    CREATE TABLE workflow_sources (
+        hash TEXT PRIMARY KEY,
+        workflow_id TEXT NOT NULL,
+        document {bytes} NOT NULL,
+        stored_at TEXT NOT NULL
+    );
+    CREATE TABLE runs (
+        id TEXT PRIMARY KEY,
+        owner TEXT NOT NULL,
+        workspace TEXT NOT NULL,
+        workflow_id TEXT NOT NULL,
+        workflow_version TEXT NOT NULL,
+        source_hash TEXT NOT NULL REFERENCES workflow_sources(hash),
+        goal TEXT NOT NULL,
+        status TEXT NOT NULL,
+        context TEXT NOT NULL,
+        position TEXT NOT NULL,
+        accepted INTEGER NOT NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        version INTEGER NOT NULL,
+        events INTEGER NOT NULL
+    );
+    CREATE INDEX runs_by_workspace ON runs (workspace, status);
+    CREATE INDEX runs_by_owner ON runs (owner, status);
+    CREATE TABLE run_events (
+        run_id TEXT NOT NULL REFERENCES runs(id),
+        seq INTEGER NOT NULL,
+        type TEXT NOT NULL,
+        at TEXT NOT NULL,
+        actor TEXT NOT NULL,
+        step_id TEXT,
+        data TEXT NOT NULL,
+        PRIMARY KEY (run_id, seq)
+    );
+    """,
+)
+
+MIGRATIONS_TABLE = (
+    "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)"
+)
+
+
+def migrations(dialect: str) -> tuple[str, ...]:
+    """`MIGRATIONS` in `dialect`'s words."""
+    words = DIALECTS[dialect]
+    return tuple(m.format(**words) for m in MIGRATIONS)
+
+
+def statements(migration: str) -> list[str]:
+    """A migration's statements, one by one (none holds a `;` of its own)."""
+    return [s.strip() for s in migration.split(";") if s.strip()]
+
+
+def newer_than_known(current: int) -> str:
+    return (
+        f"has schema version {current}, newer than this handrail knows ({len(MIGRATIONS)}); upgrade handrail"
+    )
