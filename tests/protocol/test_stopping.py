@@ -83,4 +83,3 @@ def test_every_line_sent_before_the_end_of_input_is_answered_beyond_the_grace_pe
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err
     assert [json.loads(answer)["id"] for answer in out.splitlines()] == [2, 3, 4]
-
