@@ -1,8 +1,9 @@
 """The baseline for `next`: the whole answer handrail gives (step, composed guidance,
-loop variables, `completedSteps`, `state`, `missingContext`), worked out from the raw
-workflow JSON on every call, the way a per-request engine does: index the steps, walk
-the dicts, evaluate conditions by interpreting them (benchmarks/naive.py), parse each
-condition again to show it, compile each step's rules again to describe them.
+loop variables, `completedSteps`, `state`, `missingContext`, `missingKinds`, the steps'
+`checks`), worked out from the raw workflow JSON on every call, the way a per-request
+engine does: index the steps, walk the dicts, evaluate conditions by interpreting them
+(benchmarks/naive.py, and here in three-valued logic for what is still undecided),
+parse each condition again to show it, compile each step's rules again to describe them.
 
 The meaning is handrail's (spec/engine.md); tests/benchmarks checks that both give
 the same answer on every workload, so the comparison is of like with like.
@@ -11,15 +12,16 @@ the same answer on every workload, so the comparison is of like with like.
 from __future__ import annotations
 
 import json
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchmarks.naive import MISSING, holds
+from benchmarks.naive import MISSING, _literal, _tree_holds, holds
 from handrail.engine.templates import render  # per call in both: a regex substitution
 from handrail.errors import ignore
 from handrail.expr.ast import literals_for, to_text, variables
-from handrail.expr.parse import parse_condition
+from handrail.expr.parse import _parser, parse_condition
 from handrail.rules import compile_criteria, criteria_text
 
 DEFAULTS = {"iterationVar": "currentIteration", "itemVar": "currentItem", "indexVar": "currentIndex"}
@@ -59,6 +61,56 @@ def _index(document: dict[str, Any]) -> _Index:
 def _looks_for(condition: Any) -> list[tuple[str, list[Any]]]:
     tree = parse_condition(condition, "", ignore)
     return [(name, literals_for(tree, name)) for name in variables(tree)]
+
+
+def _decide(condition: Any, scope: dict[str, Any]) -> tuple[bool | None, list[str]]:
+    """The condition in three-valued logic (an unset variable is unknown), interpreted
+    from its raw form: (its value, or None when unknown; the unset variables that could
+    still change it). `and` is false as soon as one part is false, `or` true as soon as
+    one part is true."""
+    if not condition:
+        return True, []
+    if isinstance(condition, str):
+        return _decide_tree(_parser().parse(condition), scope)
+    if "and" in condition:
+        return _combine([_decide(c, scope) for c in condition["and"]], False)
+    if "or" in condition:
+        return _combine([_decide(c, scope) for c in condition["or"]], True)
+    if "not" in condition:
+        value, names = _decide(condition["not"], scope)
+        return (None if value is None else not value), names
+    if _lookup(scope, condition["var"]) is MISSING:
+        return None, [condition["var"]]
+    return holds(condition, scope), []
+
+
+def _decide_tree(tree: Any, scope: dict[str, Any]) -> tuple[bool | None, list[str]]:
+    kind = tree.data
+    if kind in ("or_expr", "and_expr"):
+        return _combine([_decide_tree(c, scope) for c in tree.children], kind == "or_expr")
+    if kind == "negation":
+        value, names = _decide_tree(tree.children[0], scope)
+        return (None if value is None else not value), names
+    if kind == "constant":
+        return bool(_literal(tree.children[0])), []
+    name = ".".join(str(t) for t in tree.children[0].children)
+    if _lookup(scope, name) is MISSING:
+        return None, [name]
+    return _tree_holds(tree, scope), []
+
+
+def _combine(parts: list[tuple[bool | None, list[str]]], deciding: bool) -> tuple[bool | None, list[str]]:
+    names: list[str] = []
+    for value, unknown in parts:
+        if value is deciding:
+            return deciding, []
+        if value is None:
+            names.extend(n for n in unknown if n not in names)
+    return (None, names) if names else (not deciding, [])
+
+
+def _undecided(condition: Any, scope: dict[str, Any]) -> list[str]:
+    return _decide(condition, scope)[1]
 
 
 def _lookup(scope: dict[str, Any], path: str) -> Any:
@@ -105,6 +157,7 @@ class _Walk:
     frames: list[_Frame]
     waiting: dict[str, list[Any]] = field(default_factory=dict)
     unusable: dict[str, str] = field(default_factory=dict)
+    kinds: dict[str, tuple[str, str]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     waits: int = 0
     stalled: bool = False
@@ -124,9 +177,14 @@ class _Walk:
         self.waits += 1
 
     def skipped(self, condition: Any, scope: dict[str, Any]) -> None:
+        undecided = _undecided(condition, scope)  # only what could change the outcome
         for name, wanted in _looks_for(condition):
-            if _lookup(scope, name) is MISSING:
+            if name in undecided:
                 self.wait(name, wanted)
+
+    def note(self, text: str) -> None:
+        if text not in self.notes:
+            self.notes.append(text)
 
     def finish(self, sid: str) -> None:
         if sid not in self.done:
@@ -204,7 +262,7 @@ class _Walk:
             frame.iteration += 1
             if frame.iteration > limit:
                 if self.may_iterate(depth, record=False):
-                    self.notes.append(f"Loop `{loop['id']}` stopped at its limit of {limit} iterations.")
+                    self.note(f"Loop `{loop['id']}` stopped at its limit of {limit} iterations.")
                 self.end(loop)
                 return None
             verdict = self.may_iterate(depth)
@@ -232,7 +290,7 @@ class _Walk:
                 return not now
             if now:
                 return True
-            if frame.iteration == 1 and any(_lookup(scope, n) is MISSING for n, _ in _looks_for(condition)):
+            if frame.iteration == 1 and _undecided(condition, scope):
                 if record:
                     self.skipped(condition, scope)
                 return None
@@ -246,12 +304,14 @@ class _Walk:
             if not isinstance(count, int | float) or isinstance(count, bool):
                 if record:
                     self.wait(str(cfg.get("count")), (), _unusable(count, "a number"))
+                    self.kinds.setdefault(str(cfg.get("count")), ("number", frame.loop["id"]))
                 return None
             return bool(frame.iteration <= count)
         items = _lookup(outer, cfg.get("items") or "")
         if not isinstance(items, list):
             if record:
                 self.wait(str(cfg.get("items")), (), _unusable(items, "a list"))
+                self.kinds.setdefault(str(cfg.get("items")), ("list", frame.loop["id"]))
             return None
         return frame.iteration <= len(items)
 
@@ -294,7 +354,38 @@ def _view(step: dict[str, Any], scope: dict[str, Any]) -> dict[str, Any]:
         view["runCondition"] = to_text(parse_condition(step["runCondition"], "", ignore))
     if step.get("functionReferences"):
         view["functionReferences"] = list(step["functionReferences"])
+    shown = [
+        f"{check['message']} ({_check_description(check)})"
+        for check in step.get("checks") or ()
+        if "condition" not in check or holds(check["condition"], scope)
+    ]
+    if shown:
+        view["checks"] = shown
     return view
+
+
+def _check_description(check: dict[str, Any]) -> str:
+    """What a check looks for, in words, from its raw JSON."""
+    if check["type"] == "command":
+        run = check["run"]
+        expected = f"exits with {int(check.get('exitCode', 0))}"
+        if isinstance(run, dict):
+            return f"the configured command `{run['command']}` {expected}"
+        return f"`{shlex.join(run)}` {expected}"
+    if check["type"] == "file":
+        text = f"a file matches `{check['path']}`"
+        if "contains" in check:
+            text += f" and one of them contains /{check['contains']}/"
+        return text
+    parts = []
+    if check.get("changes"):
+        parts.append("the workspace has changes since the run began")
+    if check.get("clean"):
+        parts.append("nothing is left uncommitted")
+    text = " and ".join(parts)
+    if check.get("paths"):
+        text += " (in " + ", ".join(f"`{p}`" for p in check["paths"]) + ")"
+    return text
 
 
 def _guidance(
@@ -331,6 +422,9 @@ def _guidance(
         criteria = [criteria_text(r) for r in compile_criteria(step["validationCriteria"], "", ignore)]
     if criteria:
         parts.append("Your output must meet:\n" + "\n".join(f"- {c}" for c in criteria))
+    if "checks" in view:
+        listed = "\n".join(f"- {c}" for c in view["checks"])
+        parts.append(f"In a run, the server verifies for itself:\n{listed}")
     parts.extend(notes)
     guidance: dict[str, Any] = {"prompt": "\n\n".join(parts)}
     hint = step.get("modelHint") or document.get("modelHint")
@@ -388,6 +482,12 @@ def next_full(
                 line += f" (the conditions look for {wanted})"
             if name in walk.unusable:
                 line += f" ({walk.unusable[name]})"
+            elif name in walk.kinds:
+                kind, loop_id = walk.kinds[name]
+                if kind == "number":
+                    line += f" (a number: loop `{loop_id}` runs that many times)"
+                else:
+                    line += f" (a JSON list: loop `{loop_id}` goes through it)"
             lines.append(line)
         prompt = (
             "No remaining step can run yet: their conditions read context variables that are not set.\n"
@@ -400,6 +500,10 @@ def next_full(
             "validationCriteria": [],
             "missingContext": {name: list(values) for name, values in walk.waiting.items()},
         }
+        if walk.kinds:
+            result["guidance"]["missingKinds"] = {
+                name: kind for name, (kind, _) in walk.kinds.items() if name in walk.waiting
+            }
     else:
         result["isComplete"] = True
         text = f"Workflow `{document['name']}` is complete: every step that applies is done."

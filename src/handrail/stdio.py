@@ -47,7 +47,8 @@ def serve(
     Lines are read on one thread and answered, in order, on another; the calling thread
     only waits. So a signal or the end of input is noticed even while a request runs:
     the request in hand gets `shutdown_timeout` seconds to finish, then the server
-    leaves without it (its threads are daemons)."""
+    leaves without it (its threads are daemons). At the end of input, the lines the
+    client sent before it are all answered first; the last one gets the grace period."""
     if max_line is None:
         limits = getattr(protocol.service, "limits", None)
         max_line = limits.max_line_bytes if limits is not None else DEFAULT_MAX_LINE
@@ -59,6 +60,9 @@ def serve(
     finished = threading.Event()  # the answering thread is done: shutdown, end of input, broken pipe
     stopping = threading.Event()  # take no further line
     working = threading.Event()  # a line is in hand
+    # lines put in the queue / taken from it: at the end of input, the lines the client
+    # sent before closing are all answered; the grace period is for the last one only
+    counts = {"read": 0, "taken": 0}
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         stopping.set()
@@ -84,6 +88,10 @@ def serve(
     protocol.sink = send  # log records for the client (logging/setLevel)
     limit = max_line
 
+    def queue_line(line: bytes) -> None:
+        counts["read"] += 1  # counted first: the main thread never sees it taken before read
+        lines.put(line)
+
     def read() -> None:
         """Split what the pipe delivers into lines, in whatever chunks it comes: a client
         that sends requests without waiting gets its answers in as few writes (benchmarks)."""
@@ -94,7 +102,7 @@ def serve(
                 chunk = source.read1(CHUNK)
                 if not chunk:
                     if pending and not dropping:  # a last line without its newline
-                        lines.put(bytes(pending))
+                        queue_line(bytes(pending))
                     break
                 at = 0
                 while (end := chunk.find(b"\n", at)) != -1:
@@ -106,13 +114,13 @@ def serve(
                         pending += piece
                         piece = bytes(pending)
                         pending.clear()
-                    lines.put(_OVERSIZED if len(piece) > limit else piece)
+                    queue_line(_OVERSIZED if len(piece) > limit else piece)
                 if not dropping:
                     pending += chunk[at:]
                     if len(pending) > limit:  # refused now, not when its end arrives
                         pending.clear()
                         dropping = True
-                        lines.put(_OVERSIZED)
+                        queue_line(_OVERSIZED)
         except (OSError, ValueError):  # input closed under us
             pass
         finally:
@@ -137,6 +145,7 @@ def serve(
                 line = lines.get()
                 if line is None:
                     return
+                counts["taken"] += 1
                 working.set()
                 if line is _OVERSIZED:
                     write(encode(_too_long(limit)))
@@ -166,7 +175,8 @@ def serve(
         threading.Thread(target=target, name=name, daemon=True).start()
     try:
         while not finished.wait(0.05):
-            if ended.is_set():  # no more input: what is in hand may still finish, briefly
+            if ended.is_set() and counts["taken"] == counts["read"]:
+                # no more input, and the last line is in hand: it may still finish, briefly
                 finished.wait(shutdown_timeout)
                 break
     except (_Stop, KeyboardInterrupt):

@@ -71,3 +71,15 @@ def test_a_quick_request_in_hand_is_still_answered_at_the_end_of_input(tmp_path:
     assert proc.returncode == 0, err
     assert json.loads(out) == {"jsonrpc": "2.0", "id": 2, "result": {"slow": True}}
     assert b"Fatal Python error" not in err
+
+
+def test_every_line_sent_before_the_end_of_input_is_answered_beyond_the_grace_period(tmp_path: Path) -> None:
+    # `printf requests | handrail start`: the input ends at once, but the client still
+    # wants every answer; the grace period is for the last request only
+    slow = [
+        {"jsonrpc": "2.0", "id": n, "method": "workflow_get", "params": {"id": "slow-0.6"}} for n in (2, 3, 4)
+    ]
+    proc = start(tmp_path, *slow, grace="0.3")
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert [json.loads(answer)["id"] for answer in out.splitlines()] == [2, 3, 4]

@@ -62,7 +62,7 @@ def problems(diagnostics: list[dict[str, Any]]) -> dict[str, str]:
 def test_handrail_list_reports_each_link_loop_and_lists_the_good_workflow(tmp_path: Path) -> None:
     folder = hostile(tmp_path / "wf")
     done = run_list("--workflows", str(folder), "--format", "json", cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 1, done.stderr  # list exits 1 when a file is broken (README)
     report = json.loads(done.stdout)
     assert [w["id"] for w in report["workflows"]] == ["good"]
     found = problems(report["diagnostics"])
@@ -102,7 +102,7 @@ def test_a_file_name_that_is_not_utf8_is_served_and_shown_escaped(tmp_path: Path
         assert [d["file"] for d in listing["diagnostics"]] == [str(folder / "broken-\\xfe.json")]
         assert server.result("workflow_get", {"id": "odd"})["id"] == "odd"
     done = run_list("--workflows", str(folder), cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 1, done.stderr  # a broken file: listed, and exit 1 (README)
     assert "broken-\\xfe.json:1:2: error H001" in done.stdout
 
 
