@@ -464,8 +464,14 @@ class Runs:
 
     def _after_decision(self, run: RunRecord, step_id: str) -> dict[str, Any]:
         """workflow_continue {runId, stepId} once a person decided on that step."""
+        previous = ""  # the type of the event after this one (the log read backwards)
         for event in reversed(self.store.events(run.id)):
+            if event.step_id == step_id and event.type == "accepted":
+                previous = "accepted"
+                continue  # an approval is written just before the acceptance it gives
             if event.step_id == step_id and event.type in ("approved", "declined"):
+                if previous == "accepted" and event.type == "declined":
+                    break
                 if event.type == "approved":
                     return {
                         "runId": run.id,
@@ -483,8 +489,8 @@ class Runs:
                     "suggestions": suggestions,
                     **self._view(run),
                 }
-            if event.step_id == step_id and event.type in ("accepted", "rejected"):
-                break
+            if previous == "accepted" or (event.step_id == step_id and event.type == "rejected"):
+                break  # the step was last accepted without a person, or sent again since
         raise InvalidParams(data={"details": "output is required with stepId"})
 
     def approve(self, run_id: str, *, person: str, comment: str | None = None) -> dict[str, Any]:
