@@ -400,7 +400,7 @@ class Runs:
                 return Baseline.from_wire(wire) if isinstance(wire, Mapping) else None
         return None
 
-    # -- approvals (spec/runs.md §6) -------------------------------------------------
+    # -- approvals (spec/runs.md, "Approvals") -------------------------------------------------
     def _ask(self, run: RunRecord, step: Mapping[str, Any], output: str) -> dict[str, Any]:
         """Ask the person through the client when it can be asked; else say who must act."""
         from handrail.runs.approvals import REQUEST_APPROVER, Question
