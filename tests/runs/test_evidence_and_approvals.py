@@ -178,6 +178,7 @@ def test_every_check_type_decides_a_real_run_and_runs_show_has_the_evidence(tmp_
     assert any("The tests pass" in i and "1 test failed: no built.txt" in i for i in bare["issues"])
     assert bare["checks"][3]["output"].strip() == str(workspace)
     assert record["built"]["accepted"] is True and record["built"]["step"]["id"] == "release"
+    assert [c["passed"] for c in record["built"]["checks"]] == [True, True, True, True]
     assert record["dirty"]["accepted"] is False and "Nothing uncommitted" in record["dirty"]["issues"][0]
     assert record["clean"]["accepted"] is True and record["clean"]["status"] == "completed"
 

@@ -367,7 +367,14 @@ class Runs:
             events,
             self.owner(),
         )
-        return {"runId": run.id, "accepted": True, "status": written.status, **self._view(written)}
+        evidence = {"checks": [r.to_event() for r in results]} if results else {}
+        return {
+            "runId": run.id,
+            "accepted": True,
+            "status": written.status,
+            **evidence,
+            **self._view(written),
+        }
 
     def _evidence(
         self, workflow: Workflow, run: RunRecord, step_id: str, context: Mapping[str, Any]
