@@ -247,6 +247,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="ORIGIN",
         help="another Origin to accept, e.g. https://app.example.com (repeatable)",
     )
+    serve.add_argument(
+        "--tokens",
+        default=None,
+        metavar="FILE",
+        help="a token per person: lines of `NAME sha256:HEX` or `NAME TOKEN` (default "
+        "$HANDRAIL_TOKENS_FILE; see `handrail token`)",
+    )
     serve.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
     serve.add_argument("--reload-interval", type=float, default=0.5, metavar="SECONDS")
     _add_limit_options(serve)
@@ -289,6 +296,8 @@ def build_parser() -> argparse.ArgumentParser:
     from handrail.runs_cli import add_runs_parser
 
     add_runs_parser(sub)
+    token = sub.add_parser("token", help="make a new random token and its tokens-file line")
+    token.add_argument("name", metavar="NAME", help="the person the token is for")
     return parser
 
 
@@ -340,6 +349,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "graph": _graph,
         "walk": _walk,
         "runs": _runs,
+        "token": _token,
     }[args.command]
     try:
         code: int = handler(args)
@@ -440,6 +450,9 @@ def _serve(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_USAGE
+    people = _people(args)
+    if people is False:
+        return EXIT_USAGE
     _warn_missing(args)
     catalog = _catalog(args)
     catalog.watch(interval=args.reload_interval)
@@ -454,12 +467,51 @@ def _serve(args: argparse.Namespace) -> int:
             extra_hosts=args.allow_host,
             extra_origins=args.allow_origin,
             token=os.environ.get("HANDRAIL_TOKEN") or None,
+            people=people,
             log_level=args.log_level,
             sock=sock,
             limits=_transport_limits(args),
         )
     finally:
         catalog.close()
+
+
+def _people(args: argparse.Namespace) -> Any:
+    """The people of --tokens (or HANDRAIL_TOKENS_FILE), None without one, False (said on
+    stderr) when the file cannot be used: a server must not start with half its people."""
+    import os
+
+    from handrail.people import People, TokensFileError
+
+    path = args.tokens or os.environ.get("HANDRAIL_TOKENS_FILE") or None
+    if path is None:
+        return None
+    try:
+        return People.load(path)
+    except TokensFileError as exc:
+        print(f"handrail serve: --tokens: {exc}", file=sys.stderr)
+        return False
+
+
+def _token(args: argparse.Namespace) -> int:
+    from handrail.people import NAME, new_token, token_line
+
+    if not NAME.match(args.name):
+        print(
+            "handrail token: a name is 1 to 64 letters, digits or . _ @ + - "
+            "(starting with a letter or digit)",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    token = new_token()
+    print(f"token: {token}")
+    print(f"line:  {token_line(args.name, token)}")
+    print(
+        f"Give the token to {args.name} (their client sends `Authorization: Bearer <token>`) and "
+        "add the line to the tokens file (--tokens); the file then holds only its hash.",
+        file=sys.stderr,
+    )
+    return EXIT_OK
 
 
 def _check_files(paths: Sequence[str]) -> tuple[list[Path], list[str]]:
