@@ -439,6 +439,9 @@ def _serve(args: argparse.Namespace) -> int:
     checks = _check_config(args, "serve")
     if checks is None:
         return EXIT_USAGE
+    people = _people(args)
+    if people is False:
+        return EXIT_USAGE
     try:
         sock = bind(args.host, args.port)
     except OSError as exc:
@@ -449,9 +452,6 @@ def _serve(args: argparse.Namespace) -> int:
             f"handrail serve: port {args.port} on {args.host} {why}; choose another with --port",
             file=sys.stderr,
         )
-        return EXIT_USAGE
-    people = _people(args)
-    if people is False:
         return EXIT_USAGE
     _warn_missing(args)
     catalog = _catalog(args)
