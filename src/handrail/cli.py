@@ -21,7 +21,15 @@ def _add_source_options(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="PATH",
-        help="a workflow file or folder (repeatable; highest precedence)",
+        help="a workflow file or folder, or a git repository: git+https://host/org/repo.git[@ref][#subdir] "
+        "(also git+ssh://, git+file://; repeatable; highest precedence)",
+    )
+    parser.add_argument(
+        "--git-refresh",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="how often a server fetches its git sources again (default 60)",
     )
     parser.add_argument("--no-bundled", action="store_true", help="leave the bundled workflows out")
     parser.add_argument(
@@ -363,16 +371,22 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _catalog(args: argparse.Namespace) -> Any:
     from handrail.catalog import Catalog, default_sources
+    from handrail.git_sources import GitSpecError
 
     bundled = False if args.no_bundled else None
-    return Catalog(default_sources(args.workflows, bundled=bundled), max_bytes=args.max_file_size)
+    try:
+        sources = default_sources(args.workflows, bundled=bundled, git_refresh=args.git_refresh)
+    except GitSpecError as exc:
+        print(f"handrail {args.command}: {exc}", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE) from None
+    return Catalog(sources, max_bytes=args.max_file_size)
 
 
 def _warn_missing(args: argparse.Namespace) -> None:
     """Say at once that a --workflows path does not exist: a server logs its catalog's
     problems only after its first answer, which may be long after start-up."""
     for item in args.workflows:
-        if not Path(item).expanduser().exists():
+        if not item.startswith("git+") and not Path(item).expanduser().exists():
             print(
                 f"handrail {args.command}: warning: --workflows {item}: no such file or folder",
                 file=sys.stderr,
@@ -615,6 +629,7 @@ def _list(args: argparse.Namespace) -> int:
             "file": e.workflow.file,
             "steps": e.workflow.step_count,
             "stale": e.stale,
+            **({"git": dict(e.origin)} if e.origin is not None else {}),
         }
         for e in snapshot.entries.values()
     ]
@@ -626,9 +641,10 @@ def _list(args: argparse.Namespace) -> int:
     width = max([len(r["id"]) for r in rows] + [2])
     for r in rows:
         stale = "  (file broken: serving last good version)" if r["stale"] else ""
+        commit = f"  (git {str(r['git']['commit'])[:12]})" if "git" in r else ""
         print(
             f"{r['id']:<{width}}  {r['version']:<8} {r['steps']:>3} steps  {r['source']:<8} "
-            f"{r['name']}{stale}"
+            f"{r['name']}{stale}{commit}"
         )
     if broken:
         print(f"\n{len(broken)} problem{'s' * (len(broken) != 1)} in workflow files:")
@@ -645,7 +661,15 @@ def _sources(args: argparse.Namespace) -> int:
         exists = source.path.exists()
         count = snapshot.per_source.get(source, 0)
         state = f"{count} workflow{'s' * (count != 1)}" if exists else "missing"
-        print(f"{rank}. {source.name:<28} {source.path}  [{state}]")
+        if source.git is not None:  # the repository, the commit served, and a failed fetch
+            git = source.git
+            at = f"commit {git.commit}" if git.commit else "nothing fetched"
+            print(f"{rank}. {source.name:<28} {git.spec.shown}  [{state}, {at}]")
+            print(f"     checkout {source.path}")
+            if git.error:
+                print(f"     cannot fetch: {git.error}")
+        else:
+            print(f"{rank}. {source.name:<28} {source.path}  [{state}]")
         for workflow_id, winner, loser in snapshot.overrides:
             if winner == source:
                 print(f"     overrides `{workflow_id}` from {loser.name} ({loser.path})")
