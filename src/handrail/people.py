@@ -96,8 +96,7 @@ class People:
             name, secret = fields
             if not NAME.match(name):
                 raise TokensFileError(
-                    f"{at}: a name is 1 to 64 letters, digits or . _ @ + - (starting with a letter "
-                    "or digit)"
+                    f"{at}: a name is 1 to 64 letters, digits or . _ @ + - (starting with a letter or digit)"
                 )
             if secret.startswith(HASH_PREFIX):
                 hexdigest = secret[len(HASH_PREFIX) :].lower()

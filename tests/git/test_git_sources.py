@@ -180,7 +180,8 @@ def test_a_password_in_a_git_url_is_never_shown() -> None:
 
 
 @pytest.mark.parametrize(
-    "text", ["git+ext::sh -c touch% /tmp/pwned", "git+ftp://host/repo", "git+https://host/r@", "git+file:///r#../up"]
+    "text",
+    ["git+ext::sh -c touch% /tmp/pwned", "git+ftp://host/repo", "git+https://host/r@", "git+file:///r#../up"],
 )
 def test_a_git_source_handrail_cannot_use_is_a_usage_error(
     text: str, capsys: pytest.CaptureFixture[str]
