@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -192,3 +194,26 @@ def test_a_git_source_handrail_cannot_use_is_a_usage_error(
         main(["list", "--no-bundled", "--workflows", text])
     assert stopped.value.code == 2
     assert capsys.readouterr().err.startswith(f"handrail list: {text!r}: ")
+
+
+def test_no_git_hook_runs_when_a_source_is_fetched_and_checked_out(repo: Path, tmp_path: Path) -> None:
+    hooks = tmp_path / "hooks"
+    hooks.mkdir()
+    ran = tmp_path / "a-hook-ran"
+    for name in ("post-checkout", "reference-transaction", "post-merge"):
+        (hooks / name).write_text(f"#!/bin/sh\ntouch {ran}\n", "utf-8")
+        (hooks / name).chmod(0o755)
+    config = tmp_path / "gitconfig"  # the user's own config would run these hooks
+    config.write_text(f"[core]\n\thooksPath = {hooks}\n[init]\n\ttemplateDir = {tmp_path}\n", "utf-8")
+    env = {**os.environ, "GIT_CONFIG_GLOBAL": str(config), "HANDRAIL_HOME": str(tmp_path / "home")}
+    env.pop("WORKFLOW_GIT_REPOS", None)
+    done = subprocess.run(
+        [sys.executable, "-m", "handrail", "list", "--no-bundled", "--workflows", f"git+file://{repo}#flows"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=60,
+    )
+    assert done.returncode == 0 and WORKFLOW_ID in done.stdout, done.stderr
+    assert not ran.exists()
