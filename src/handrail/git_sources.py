@@ -212,6 +212,7 @@ class GitSource:
 
     def _git(self, *args: str, git_dir: bool = True, work_tree: bool = False) -> str:
         argv = ["git", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false"]
+        argv += ["-c", "submodule.recurse=false"]
         if git_dir:
             argv.append(f"--git-dir={self.cache / 'repo.git'}")
         if work_tree:
