@@ -1,0 +1,84 @@
+"""Who is signed in: server-side sessions behind an opaque cookie, and the adapter
+from a bearer token to a person (issue 17's `People.identify`, else the shared
+HANDRAIL_TOKEN as the server's one owner)."""
+
+from __future__ import annotations
+
+import hmac
+import secrets
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+COOKIE = "handrail_session"
+SESSION_SECONDS = 12 * 3600
+MAX_SESSIONS = 10_000  # the oldest is forgotten first: sign-ins cannot grow memory without bound
+
+
+@dataclass(frozen=True, slots=True)
+class Session:
+    id: str
+    person: str
+    csrf: str  # the token every form that changes something must carry
+    expires: float
+
+
+class Sessions:
+    def __init__(self, seconds: float = SESSION_SECONDS, limit: int = MAX_SESSIONS) -> None:
+        self._seconds = seconds
+        self._limit = limit
+        self._items: OrderedDict[str, Session] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def create(self, person: str) -> Session:
+        session = Session(
+            secrets.token_urlsafe(32), person, secrets.token_urlsafe(32), time.monotonic() + self._seconds
+        )
+        with self._lock:
+            self._items[session.id] = session
+            while len(self._items) > self._limit:
+                self._items.popitem(last=False)
+        return session
+
+    def get(self, session_id: str | None) -> Session | None:
+        if not session_id:
+            return None
+        with self._lock:
+            session = self._items.get(session_id)
+            if session is not None and session.expires < time.monotonic():
+                del self._items[session_id]
+                return None
+        return session
+
+    def end(self, session_id: str | None) -> None:
+        with self._lock:
+            self._items.pop(session_id or "", None)
+
+
+class Identifies(Protocol):
+    def identify(self, token: str) -> str | None: ...
+
+
+class SharedToken:
+    """One token for everybody (HANDRAIL_TOKEN): whoever holds it is the server's owner."""
+
+    def __init__(self, token: str, owner: str) -> None:
+        self._token = token.encode()
+        self._owner = owner
+
+    def identify(self, token: str) -> str | None:
+        return self._owner if hmac.compare_digest(token.encode(), self._token) else None
+
+
+def identity(service: Any, token: str | None) -> Identifies | None:
+    """How a token names a person, or None when the server asks for no token. Uses
+    issue 17's `People` when the service carries one (agreed interface: `identify`)."""
+    people = getattr(service, "people", None)
+    if people is not None and callable(getattr(people, "identify", None)):
+        found: Identifies = people
+        return found
+    if token is not None:
+        return SharedToken(token, service.runs.default_owner)
+    return None
