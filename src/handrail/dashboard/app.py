@@ -58,7 +58,9 @@ def dashboard_routes(service: Any, refuse: Refuse, token: str | None) -> list[Ba
     people = identity(service, token)
     runs = service.runs
 
-    def page(name: str, request: Request, session: Session | None, code: int = 200, **values: Any) -> Response:
+    def page(
+        name: str, request: Request, session: Session | None, code: int = 200, **values: Any
+    ) -> Response:
         html = templates.get_template(name).render(
             session=session, signin_needed=people is not None, path=request.url.path, **values
         )

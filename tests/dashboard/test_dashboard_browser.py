@@ -1,0 +1,105 @@
+"""The dashboard in a real headless Chromium, against a real `handrail serve` whose
+runs are started and moved over MCP (JSON-RPC over HTTP)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.http import HttpServer
+from tests.runs.workflows import WORKFLOW_ID, build_feature, write
+
+TOKEN = "s3cret-token-for-the-dashboard"
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[HttpServer]:
+    write(tmp_path / "flows", build_feature())
+    database = f"sqlite:///{tmp_path / 'runs.db'}"
+    with HttpServer("--no-bundled", "--workflows", str(tmp_path / "flows"), "--database", database) as http:
+        yield http
+
+
+def start(http: HttpServer, goal: str, **headers: str) -> str:
+    reply = http.rpc(
+        "workflow_start",
+        {"workflowId": WORKFLOW_ID, "goal": goal, "context": {"parts": ["wheel", "brake"]}},
+        headers=headers or None,
+    )
+    run_id: str = reply["result"]["runId"]
+    return run_id
+
+
+def submit(http: HttpServer, run_id: str, step: str, output: str) -> dict[str, Any]:
+    reply: dict[str, Any] = http.rpc(
+        "workflow_continue", {"runId": run_id, "stepId": step, "output": output}
+    )["result"]
+    return reply
+
+
+def test_the_list_shows_a_run_started_over_mcp_and_updates_when_it_moves(
+    server: HttpServer, page: Any
+) -> None:
+    page.goto(server.base + "/")
+    assert page.locator("#empty").is_visible()
+    run_id = start(server, "Build the bicycle")
+    row = page.locator(f"tr[data-run='{run_id}']")
+    row.wait_for()  # no reload: the page polls the JSON API
+    assert "Build the bicycle" in row.inner_text()
+    assert "plan" in row.locator("td").nth(3).inner_text()
+    submit(server, run_id, "plan", "Plan: wheel, then brake.")
+    page.wait_for_function(
+        "id => document.querySelector(`tr[data-run='${id}'] td:nth-child(4)`).textContent.includes('build')",
+        arg=run_id,
+    )
+    page.select_option("select[name=status]", "completed")
+    page.click("text=Filter")
+    page.wait_for_load_state()
+    assert page.locator(f"tr[data-run='{run_id}']").count() == 0
+    assert page.errors == []
+
+
+def test_a_runs_page_shows_its_rejected_attempt_with_the_issues_and_an_output_with_script_as_text(
+    server: HttpServer, page: Any
+) -> None:
+    run_id = start(server, "Audit me")
+    hostile = "<script>window.pwned = 1</script>\n\n**no plan** <img src=x onerror=\"window.pwned=2\">"
+    rejected = submit(server, run_id, "plan", hostile)
+    assert rejected["accepted"] is False
+    submit(server, run_id, "plan", "Plan: first the wheel.\n\n- wheel\n- brake")
+    page.goto(f"{server.base}/runs/{run_id}")
+    rejected_event = page.locator(".event-rejected")
+    assert "Start the plan with 'Plan:'" in rejected_event.locator(".issues").inner_text()
+    text = rejected_event.locator(".output").inner_text()
+    assert "<script>window.pwned = 1</script>" in text and "<img src=x" in text
+    assert rejected_event.locator(".output script, .output img").count() == 0
+    assert rejected_event.locator(".output strong").inner_text() == "no plan"  # Markdown still renders
+    assert page.locator(".event-accepted .output li").all_inner_texts() == ["wheel", "brake"]
+    assert page.evaluate("window.pwned") is None
+    page.locator(".graph svg").wait_for()  # Mermaid, from the package, drew the path
+    assert page.locator(".graph svg .visited").count() >= 1
+    assert page.errors == []
+
+
+def test_without_a_token_the_page_asks_for_one_and_then_shows_the_runs(tmp_path: Path, page: Any) -> None:
+    write(tmp_path / "flows", build_feature())
+    database = f"sqlite:///{tmp_path / 'runs.db'}"
+    args = ("--no-bundled", "--workflows", str(tmp_path / "flows"), "--database", database)
+    with HttpServer(*args, env={"HANDRAIL_TOKEN": TOKEN}) as http:
+        run_id = start(http, "Behind a token", Authorization=f"Bearer {TOKEN}")
+        assert http.client.get(http.base + "/api/runs").status_code == 401
+        page.goto(http.base + "/")
+        assert page.url.startswith(http.base + "/signin")
+        page.fill("#token", "not-the-token")
+        page.click("button[type=submit]")
+        assert "not valid" in page.locator(".error").inner_text()
+        page.fill("#token", TOKEN)
+        page.click("button[type=submit]")
+        page.locator(f"tr[data-run='{run_id}']").wait_for()
+        (cookie,) = page.context.cookies()
+        assert cookie["httpOnly"] is True and cookie["sameSite"] == "Strict"
+        assert TOKEN not in cookie["value"]
+        assert page.evaluate("document.cookie") == ""  # scripts cannot read the session
