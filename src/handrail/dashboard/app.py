@@ -88,8 +88,8 @@ def dashboard_routes(service: Any, refuse: Refuse, token: str | None) -> list[Ba
             return session, False
         given = bearer(request)
         if given is not None and people is not None:
-            person = people.identify(given)
-            return (sessions.create(person), True) if person is not None else (None, False)
+            person = people.identify(given)  # a script's request: kept nowhere, no cookie
+            return (Sessions.passing(person), False) if person is not None else (None, False)
         if people is None:  # no token asked for: one person's local server
             return sessions.create(runs.default_owner), True
         return None, False
