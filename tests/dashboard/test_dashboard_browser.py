@@ -66,7 +66,7 @@ def test_a_runs_page_shows_its_rejected_attempt_with_the_issues_and_an_output_wi
     server: HttpServer, page: Any
 ) -> None:
     run_id = start(server, "Audit me")
-    hostile = "<script>window.pwned = 1</script>\n\n**no plan** <img src=x onerror=\"window.pwned=2\">"
+    hostile = '<script>window.pwned = 1</script>\n\n**no plan** <img src=x onerror="window.pwned=2">'
     rejected = submit(server, run_id, "plan", hostile)
     assert rejected["accepted"] is False
     submit(server, run_id, "plan", "Plan: first the wheel.\n\n- wheel\n- brake")

@@ -20,7 +20,13 @@ TOKEN = "another-s3cret"
 
 def serve_args(tmp_path: Path) -> tuple[str, ...]:
     write(tmp_path / "flows", build_feature())
-    return ("--no-bundled", "--workflows", str(tmp_path / "flows"), "--database", f"sqlite:///{tmp_path / 'r.db'}")
+    return (
+        "--no-bundled",
+        "--workflows",
+        str(tmp_path / "flows"),
+        "--database",
+        f"sqlite:///{tmp_path / 'r.db'}",
+    )
 
 
 def signed_in(http: HttpServer) -> tuple[httpx.Client, str]:
@@ -44,8 +50,13 @@ def test_pages_forbid_inline_script_and_the_api_wants_a_session_or_the_bearer_to
         assert right.status_code == 200 and right.json() == {"runs": []}
         signin = http.client.get(http.base + "/signin")
         policy = signin.headers["content-security-policy"]
-        assert "script-src 'self'" in policy and "unsafe-inline" not in policy.split("script-src")[1].split(";")[0]
-        assert http.client.get(http.base + "/", follow_redirects=False).headers["location"].startswith("/signin")
+        assert (
+            "script-src 'self'" in policy
+            and "unsafe-inline" not in policy.split("script-src")[1].split(";")[0]
+        )
+        assert (
+            http.client.get(http.base + "/", follow_redirects=False).headers["location"].startswith("/signin")
+        )
         assert http.client.get(http.base + "/static/mermaid.min.js").status_code == 200
         assert http.client.get(http.base + "/static/../app.py").status_code == 404
 
@@ -67,13 +78,18 @@ def test_approve_is_refused_without_the_forms_token_or_from_another_site(tmp_pat
             assert elsewhere.status_code == 403
             no_origin = client.post(url, data={"csrf": csrf})
             assert no_origin.status_code == 403
-            other_verb = client.post(f"/runs/{run_id}/abandon", data={"csrf": csrf}, headers={"Origin": http.base})
+            other_verb = client.post(
+                f"/runs/{run_id}/abandon", data={"csrf": csrf}, headers={"Origin": http.base}
+            )
             assert other_verb.status_code == 404
             rebinding = client.get("/", headers={"Host": "evil.example"})
             assert rebinding.status_code == 403
-            assert http.rpc(
-                "workflow_resume", {"runId": run_id}, headers={"Authorization": f"Bearer {TOKEN}"}
-            )["result"]["status"] == "active"
+            assert (
+                http.rpc("workflow_resume", {"runId": run_id}, headers={"Authorization": f"Bearer {TOKEN}"})[
+                    "result"
+                ]["status"]
+                == "active"
+            )
         finally:
             client.close()
 

@@ -153,8 +153,14 @@ def dashboard_routes(service: Any, refuse: Refuse, token: str | None) -> list[Ba
         snapshot = service.catalog.ready
         ids = sorted(snapshot.entries) if snapshot is not None else []
         return page(
-            "runs.html", request, session, rows=rows, statuses=STATUSES, workflows=ids,
-            status=status, workflow=workflow,
+            "runs.html",
+            request,
+            session,
+            rows=rows,
+            statuses=STATUSES,
+            workflows=ids,
+            status=status,
+            workflow=workflow,
         )
 
     def run_details(run_id: str) -> dict[str, Any]:
@@ -180,8 +186,13 @@ def dashboard_routes(service: Any, refuse: Refuse, token: str | None) -> list[Ba
             return page("missing.html", request, session, code=404, run_id=run_id, message=exc.message)
         run = details["run"]
         return page(
-            "run.html", request, session, **details, context=views.pretty(dict(run.context)),
-            step=run.position.get("step"), note=request.query_params.get("note"),
+            "run.html",
+            request,
+            session,
+            **details,
+            context=views.pretty(dict(run.context)),
+            step=run.position.get("step"),
+            note=request.query_params.get("note"),
         )
 
     async def workflows_page(request: Request, session: Session) -> Response:
