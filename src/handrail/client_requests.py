@@ -3,9 +3,13 @@
 JSON-RPC lets either side send requests. A `ClientRequests` belongs to one session:
 `send` queues a request with a callback for its answer, the transport writes what
 `take_outgoing` hands it after each message it handles, and the protocol passes
-every response the client sends to `resolve`. Nothing here blocks: a caller that must
-wait for an answer in the middle of its own request (elicitation, issue 16) needs
-the transport to read on while it waits, which the stdio loop does not do yet.
+every response the client sends to `resolve`.
+
+`ask` is the blocking form, for a request that must be answered in the middle of the
+server's own answer (elicitation/create while answering workflow_continue): it writes
+the request through the transport's `sender` at once and waits. The stdio transport
+reads on its own thread and, while somebody waits, hands each response line to
+`route` instead of queueing it behind the request in hand.
 """
 
 from __future__ import annotations
@@ -28,6 +32,10 @@ class ClientRequests:
         self._pending: dict[str, Callback] = {}
         self._outgoing: list[dict[str, Any]] = []
         self._lock = threading.Lock()
+        self._waiting: dict[str, threading.Event] = {}  # requests `ask` waits on
+        # writes one encoded message to the client at once; set by a transport that can
+        # carry a request back while a request is being answered (stdio)
+        self.sender: Callable[[bytes], None] | None = None
 
     def send(self, method: str, params: dict[str, Any] | None, on_answer: Callback) -> str:
         """Queue a request; `on_answer(result, error)` runs when the client answers."""
@@ -42,6 +50,66 @@ class ClientRequests:
             self._outgoing.append(message)
             del self._outgoing[:-MAX_PENDING]  # a transport that never sends keeps no backlog
         return rid
+
+    def ask(self, method: str, params: dict[str, Any] | None, timeout: float) -> Any:
+        """Send a request now and wait for its answer: the result, or None on an error
+        answer, a timeout, no channel (`sender` unset) or the server stopping."""
+        sender = self.sender
+        if sender is None:
+            return None
+        done = threading.Event()
+        answer: list[Any] = [None]
+
+        def on_answer(result: Any, error: dict[str, Any] | None) -> None:
+            answer[0] = None if error is not None else result
+            done.set()
+
+        rid = f"handrail-{next(self._ids)}"
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
+        if params is not None:
+            message["params"] = params
+        with self._lock:
+            self._pending[rid] = on_answer
+            self._waiting[rid] = done
+        try:
+            from handrail.protocol import encode
+
+            sender(encode(message))
+            if not done.wait(timeout):
+                log.warning("no answer to %s %s within %g s", method, rid, timeout)
+            return answer[0]
+        except (OSError, ValueError):  # the channel closed under us
+            return None
+        finally:
+            with self._lock:
+                self._pending.pop(rid, None)
+                self._waiting.pop(rid, None)
+
+    @property
+    def waiting(self) -> bool:
+        return bool(self._waiting)
+
+    def route(self, line: bytes) -> bool:
+        """A line read while somebody waits: True when it was the answer they wait for
+        (it has been handed over); False for anything else, to be queued as usual."""
+        if b'"method"' in line:
+            return False
+        from handrail.protocol import decode
+
+        try:
+            message = decode(line)
+        except ValueError:
+            return False
+        if not isinstance(message, dict) or message.get("id") not in self._waiting:
+            return False
+        return self.resolve(message)
+
+    def cancel_all(self) -> None:
+        """The server is stopping: whoever waits stops waiting (with no answer)."""
+        with self._lock:
+            waiting = list(self._waiting.values())
+        for done in waiting:
+            done.set()
 
     def take_outgoing(self) -> list[dict[str, Any]]:
         with self._lock:

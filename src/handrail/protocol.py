@@ -36,6 +36,7 @@ log = logging.getLogger("handrail.protocol")
 
 KNOWN_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")  # the handshake era
 LATEST = KNOWN_VERSIONS[-1]
+ELICITATION_TIMEOUT_S = 600.0  # how long a person has to answer an approval asked through the client
 MODERN_VERSIONS = ("2026-07-28",)  # per-request envelope, no handshake
 ALL_VERSIONS = KNOWN_VERSIONS + MODERN_VERSIONS
 DATE = re.compile(r"^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])$")
@@ -407,7 +408,7 @@ class Protocol:
     @staticmethod
     def _stamped(method: str, result: dict[str, Any]) -> dict[str, Any]:
         """A 2026 result: `resultType`, the cache hints where the method has them, serverInfo."""
-        result["resultType"] = "complete"
+        result.setdefault("resultType", "complete")  # or input_required (an approval)
         hint = CACHE_HINTS.get(method)
         if hint is not None:
             result["ttlMs"], result["cacheScope"] = hint
@@ -467,8 +468,20 @@ class Protocol:
                 INVALID_PARAMS, "Invalid params", {"details": details, "tools": list(_tool_names())}
             )
         arguments = params.get("arguments", {})
+        approver = self._approver(params) if name == "workflow_continue" else None
         try:
-            result = self.service.call(name, arguments)
+            if approver is None:
+                result = self.service.call(name, arguments)
+            else:
+                from handrail.runs.approvals import REQUEST_APPROVER, InputRequired
+
+                token = REQUEST_APPROVER.set(approver)
+                try:
+                    result = self.service.call(name, arguments)
+                except InputRequired as asked:  # 2026-07-28: the client asks the person, then retries
+                    return asked.result()
+                finally:
+                    REQUEST_APPROVER.reset(token)
         except HandrailError as exc:
             error = {"code": exc.code, "message": exc.message, "data": exc.data}
             return {
@@ -477,6 +490,24 @@ class Protocol:
                 "isError": True,
             }
         return _tool_result(result)
+
+    def _approver(self, params: dict[str, Any]) -> Any:
+        """How this client can be asked to approve a step (spec/runs.md §6), or None."""
+        from handrail.runs.approvals import AnsweredOnRetry, AskedNow, local_person
+        from handrail.runs.core import REQUEST_OWNER
+
+        person = REQUEST_OWNER.get() or local_person()
+        meta = params.get("_meta")
+        if isinstance(meta, dict) and PROTOCOL_VERSION_KEY in meta:
+            capabilities = meta.get(CLIENT_CAPABILITIES_KEY)
+            if isinstance(capabilities, dict) and "elicitation" in capabilities:
+                return AnsweredOnRetry(params.get("inputResponses"), person)
+            return None
+        if self.stateless or "elicitation" not in self.client_capabilities:
+            return None
+        if self.client_requests.sender is None:
+            return None
+        return AskedNow(self.client_requests.ask, person, ELICITATION_TIMEOUT_S)
 
     def _resources_list(self, params: dict[str, Any]) -> dict[str, Any]:
         snapshot = self.service.catalog.snapshot()
@@ -582,6 +613,16 @@ class Protocol:
         uri = self._subscribed_uri("resources/unsubscribe", params)
         self.subscriptions.unsubscribe(uri)  # not subscribed: nothing to do
         return {}
+
+    def interrupt(self) -> None:
+        """The server is stopping: end what a request in hand may be waiting on (a
+        check's processes, a client's answer), so that nothing is left behind."""
+        self.client_requests.cancel_all()
+        import sys
+
+        process = sys.modules.get("handrail.checks.process")  # loaded only once a check ran
+        if process is not None:
+            process.kill_running()
 
     def close(self) -> None:
         """Stop sending log records to this client (the transport is closing)."""

@@ -56,6 +56,14 @@ def add_runs_parser(sub: Any) -> None:
     show.add_argument("run_id", metavar="RUN")
     show.add_argument("--format", choices=["text", "json", "md"], default="text")
     add_database_option(show)
+    for verb, what in (("approve", "approve"), ("decline", "decline (send back to the agent)")):
+        decide = verbs.add_parser(verb, help=f"{what} the step a run is waiting on a person for")
+        decide.add_argument("run_id", metavar="RUN")
+        decide.add_argument("--comment", default=None, metavar="TEXT", help="a note for the run's record")
+        decide.add_argument(
+            "--as", dest="person", default=None, metavar="NAME", help="who decides (default: your user name)"
+        )
+        add_database_option(decide)
     abandon = verbs.add_parser("abandon", help="end a run that will not be finished")
     abandon.add_argument("run_id", metavar="RUN")
     abandon.add_argument("--reason", default="abandoned from the command line", metavar="TEXT")
@@ -76,6 +84,8 @@ def runs_command(args: argparse.Namespace) -> int:
             return _list(runs, args)
         if verb == "show":
             return _show(runs, args)
+        if verb in ("approve", "decline"):
+            return _decide(runs, args)
         return _abandon(runs, args)
     except HandrailError as exc:
         details = exc.data.get("details")
@@ -154,6 +164,9 @@ def _text(run: RunRecord, events: list[Event]) -> str:
     for e in events:
         head = f"{e.at}  {e.type:<9}" + (f" {e.step_id}" if e.step_id else "")
         lines.append(head)
+        if e.type == "check":
+            lines.extend(_check_lines(e.data))
+            continue
         for key, value in e.data.items():
             if key == "output":
                 lines.extend("    | " + line for line in str(value).splitlines() or [""])
@@ -178,6 +191,14 @@ def _markdown(run: RunRecord, events: list[Event]) -> str:
     for e in events:
         lines.append("")
         lines.append(f"### {e.at} · {e.type}" + (f" · `{e.step_id}`" if e.step_id else ""))
+        if e.type == "check":
+            lines.append("")
+            lines.extend(line.replace("    ", "", 1) for line in _check_lines(e.data, fence=True))
+            continue
+        if "person" in e.data:
+            lines.append(
+                f"\nBy {e.data['person']}" + (f": {e.data['comment']}" if e.data.get("comment") else "")
+            )
         if "output" in e.data:
             lines.extend(["", "```text", str(e.data["output"]).replace("```", "` ` `"), "```"])
         for issue in e.data.get("issues", []):
@@ -192,4 +213,47 @@ def _markdown(run: RunRecord, events: list[Event]) -> str:
 def _abandon(runs: Runs, args: argparse.Namespace) -> int:
     result = runs.abandon(args.run_id, args.reason)
     print(f"run {result['runId']} abandoned")
+    return EXIT_OK
+
+
+def _check_lines(data: Any, *, fence: bool = False) -> list[str]:
+    """A `check` event: pass or fail, what it looked for, why, and the command's evidence."""
+    verdict = "PASS" if data.get("passed") else "FAIL"
+    lines = [f"    {verdict} {data.get('check')}: {data.get('message')}", f"    {data.get('why')}"]
+    if "argv" in data:
+        import shlex
+
+        facts = [f"ran `{shlex.join(data['argv'])}`"]
+        if "exitCode" in data:
+            facts.append(f"exit code {data['exitCode']}")
+        if "durationMs" in data:
+            facts.append(f"{data['durationMs']} ms")
+        if data.get("timedOut"):
+            facts.append("timed out")
+        lines.append("    " + ", ".join(facts))
+    if data.get("output"):
+        output = str(data["output"])
+        if fence:
+            lines.extend(
+                ["    ```text", *("    " + x for x in output.replace("```", "` ` `").splitlines()), "    ```"]
+            )
+        else:
+            lines.extend("    | " + line for line in output.splitlines())
+    return lines
+
+
+def _decide(runs: Runs, args: argparse.Namespace) -> int:
+    from handrail.runs.approvals import local_person
+
+    person = args.person or local_person()
+    decide = runs.approve if args.runs_command == "approve" else runs.decline
+    result = decide(args.run_id, person=person, comment=args.comment)
+    if args.runs_command == "approve":
+        step = result.get("step")
+        after = (
+            f"; now at step {step['id']}" if isinstance(step, dict) else f"; the run is {result['status']}"
+        )
+        print(f"run {result['runId']}: approved by {person}{after}")
+    else:
+        print(f"run {result['runId']}: declined by {person}; the agent must submit the step again")
     return EXIT_OK

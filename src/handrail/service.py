@@ -68,6 +68,7 @@ class Service:
         self.check_config = checks
         self.runs = runs if runs is not None else default_runs()
         self.runs.max_context_bytes = self.limits.max_context_bytes
+        self.runs.check_config = checks
         self.runs_only = runs_only
         from handrail import patterns
 

@@ -82,6 +82,8 @@ def serve(
 
     protocol.service.catalog.on_change(on_change)
     protocol.sink = send  # log records for the client (logging/setLevel)
+    requests = protocol.client_requests
+    requests.sender = send  # elicitation/create, sent while a request is answered
     limit = max_line
 
     def read() -> None:
@@ -106,6 +108,8 @@ def serve(
                         pending += piece
                         piece = bytes(pending)
                         pending.clear()
+                    if requests.waiting and requests.route(piece):
+                        continue  # the answer the request in hand waits for (elicitation)
                     lines.put(_OVERSIZED if len(piece) > limit else piece)
                 if not dropping:
                     pending += chunk[at:]
@@ -171,6 +175,7 @@ def serve(
                 break
     except (_Stop, KeyboardInterrupt):
         stopping.set()
+        protocol.interrupt()  # a check's processes die now; a wait for the client ends
         if working.is_set():  # finish the message in hand, if it is quick enough
             with contextlib.suppress(_Stop, KeyboardInterrupt):
                 finished.wait(shutdown_timeout)
@@ -179,6 +184,7 @@ def serve(
             return 0
     if not finished.is_set():
         log.warning("stopping with a request still running after %gs", shutdown_timeout)
+        protocol.interrupt()
     protocol.close()
     return 0
 

@@ -17,10 +17,12 @@ from typing import Any
 import pytest
 
 from handrail.catalog import Entry, Snapshot, Source
+from handrail.checks import check_config
 from handrail.compiler import compile_text
 from handrail.errors import HandrailError
 from handrail.model import Workflow
 from handrail.service import Service, default_runs
+from tests.checks.workspaces import write as write_files
 from tests.conftest import SPEC
 from tests.engine.test_traces import mismatches
 
@@ -50,7 +52,8 @@ class _Editable:
 
 
 def compiled(document: dict[str, Any]) -> Workflow:
-    result = compile_text(json.dumps(document), "<run trace>")
+    # as the catalog reads a configured source: its command checks may run
+    result = compile_text(json.dumps(document), "<run trace>", origin="source")
     assert result.workflow is not None, [d.render() for d in result.errors]
     return result.workflow
 
@@ -58,7 +61,12 @@ def compiled(document: dict[str, Any]) -> Workflow:
 def run_trace(trace: dict[str, Any], folder: Path) -> list[str]:
     workflow = compiled(trace["workflow"])
     catalog = _Editable(workflow)
-    service = Service(catalog, runs=default_runs(f"sqlite:///{folder / 'runs.db'}"))  # type: ignore[arg-type]
+    server = trace.get("server", {})  # the server's own check configuration (issue 16)
+    checks = check_config(
+        allow_commands=server.get("allowCommands", False),
+        commands=[f"{name}={line}" for name, line in server.get("commands", {}).items()],
+    )
+    service = Service(catalog, runs=default_runs(f"sqlite:///{folder / 'runs.db'}"), checks=checks)  # type: ignore[arg-type]
     problems: list[str] = []
     run_id: str | None = None
     try:
@@ -69,6 +77,15 @@ def run_trace(trace: dict[str, Any], folder: Path) -> list[str]:
                 edited = compiled(params["workflow"])
                 catalog.serve(edited)
                 outcome: dict[str, Any] = {"version": edited.version}
+            elif call["tool"] == "write":  # files into the workspace (the working folder)
+                write_files(Path.cwd(), params["files"])
+                outcome = {"written": sorted(params["files"])}
+            elif call["tool"] in ("approve", "decline"):  # what `handrail runs approve|decline` does
+                decide = service.runs.approve if call["tool"] == "approve" else service.runs.decline
+                try:
+                    outcome = decide(run_id or "", person=params["person"], comment=params.get("comment"))
+                except HandrailError as exc:
+                    outcome = {"error": {"code": exc.code, "message": exc.message, "data": exc.data}}
             else:
                 if call["tool"] == "start":
                     params.setdefault("workflowId", workflow.id)
@@ -107,10 +124,13 @@ def test_the_run_traces_cover_accept_reject_loops_blocked_resume_and_pinning() -
 @pytest.mark.parametrize("path", trace_files(), ids=lambda p: p.stem)
 def test_run_trace_is_well_formed(path: Path) -> None:
     trace = json.loads(path.read_text("utf-8"))
-    assert set(trace) == {"description", "workflow", "calls"} and trace["description"].strip()
+    assert (
+        {"description", "workflow", "calls"} <= set(trace) <= {"description", "workflow", "calls", "server"}
+    )
+    assert trace["description"].strip()
     for call in trace["calls"]:
         assert set(call) <= {"tool", "params", "expect", "note"}
-        assert call["tool"] in {*TOOLS, "edit"}
+        assert call["tool"] in {*TOOLS, "edit", "write", "approve", "decline"}
         assert isinstance(call["expect"], dict) and call["expect"], "every call states what it expects"
 
 

@@ -13,6 +13,7 @@ import os
 import selectors
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -64,6 +65,8 @@ def run_program(
         return _not_started(start, f"`{argv[0]}` cannot be run: permission denied")
     except OSError as exc:
         return _not_started(start, f"`{argv[0]}` cannot be run: {exc.strerror or exc}")
+    with _running_lock:
+        _running.add(process.pid)
     assert process.stdout is not None
     tail = bytearray()
     total = 0
@@ -120,6 +123,8 @@ def run_program(
             # the leader is not reaped yet, so its group id cannot have been reused
             _kill_group(process.pid)
             process.wait()
+            with _running_lock:
+                _running.discard(process.pid)
     duration = int((time.monotonic() - start) * 1000)
     return Finished(
         exit_code=None if timed_out else process.returncode,
@@ -128,6 +133,19 @@ def run_program(
         truncated=total > len(tail),
         timed_out=timed_out,
     )
+
+
+_running: set[int] = set()  # process groups of the checks running now (their leaders' pids)
+_running_lock = threading.Lock()
+
+
+def kill_running() -> None:
+    """Kill every check's process group now: the server is stopping (SIGTERM, shutdown),
+    and leaves nothing behind. Each check then ends as killed."""
+    with _running_lock:
+        groups = list(_running)
+    for pgid in groups:
+        _kill_group(pgid)
 
 
 def _pidfd(pid: int) -> int | None:

@@ -13,10 +13,12 @@ import logging
 import os
 import secrets
 import threading
+import time
 from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
+from handrail import budget
 from handrail.errors import InvalidParams, RunNotActive, RunNotFound, StateError, StepNotCurrent
 from handrail.limits import MAX_CONTEXT_BYTES
 from handrail.runs.pinning import Pins
@@ -24,6 +26,7 @@ from handrail.store.base import ACTIVE_STATUSES, LOCAL_OWNER, Conflict, NewEvent
 
 if TYPE_CHECKING:
     from handrail.catalog import Snapshot
+    from handrail.checks import Baseline, CheckConfig, CheckResult
     from handrail.model import Workflow
     from handrail.store import RunStore
 
@@ -94,6 +97,7 @@ class Runs:
         self._recent: dict[str, RunRecord] = {}  # runs as this process last wrote them
         self.max_context_bytes = MAX_CONTEXT_BYTES  # the service sets its own limit
         self._opening = threading.Lock()
+        self.check_config: CheckConfig | None = None  # the service sets the server's own
 
     @property
     def store(self) -> RunStore:
@@ -177,6 +181,7 @@ class Runs:
 
         folder = self.workspace(workspace)
         context = dict(context or {})
+        baseline = _baseline(workflow, folder)
         position = next_step(workflow, [], context)
         source_hash = self.pins.hash_of(workflow)
         self.store.put_source(source_hash, workflow.id, workflow.document)
@@ -208,6 +213,7 @@ class Runs:
                     "goal": goal,
                     "workspace": folder,
                     "context": context,
+                    **({"baseline": baseline} if baseline is not None else {}),
                 },
             )
         ]
@@ -234,8 +240,6 @@ class Runs:
     ) -> dict[str, Any]:
         if output is not None and step_id is None:
             raise InvalidParams(data={"details": "stepId is required with output"})
-        if step_id is not None and output is None:
-            raise InvalidParams(data={"details": "output is required with stepId"})
         seen: RunRecord | None = None
         # first try the run as this process last wrote it (no read): the write's version
         # check catches a run another process moved meanwhile, and a refusal is confirmed
@@ -270,12 +274,10 @@ class Runs:
     ) -> dict[str, Any]:
         from handrail.engine import next_step, validate_output
 
-        if run.status == "awaiting_approval":
-            # issue 16: a person approves (or declines) the step before the run goes on
-            raise StateError(
-                "the run is waiting for a person to approve its current step",
-                {"runId": run.id, "status": run.status},
-            )
+        if run.status == "awaiting_approval":  # a person approves (or declines) the step first
+            return self._awaiting(run, step_id, changes)
+        if step_id is not None and output is None:
+            return self._after_decision(run, step_id)
         if run.status not in ACTIVE_STATUSES:
             raise _not_active(run)
         workflow = self.pinned(snapshot, run)
@@ -315,13 +317,41 @@ class Runs:
                 "suggestions": verdict["suggestions"],
                 **self._view(written),  # the same step, with its loop where it has one
             }
-        # seam for issue 16: the step's checks run here (after the rules pass, before
-        # acceptance), and a step whose confirmation holds may leave the run
-        # `awaiting_approval` instead of moving it on.
+        # the step's checks (after the rules pass, before acceptance); then a person, when
+        # the step's confirmation holds
+        results = self._evidence(workflow, run, step_id, context)
+        checked = [NewEvent("check", step_id, r.to_event()) for r in results]
+        failed = [r.issue() for r in results if not r.passed]
+        if failed:
+            issues, suggestions = [i for i, _ in failed], [s for _, s in failed]
+            event = NewEvent(
+                "rejected",
+                step_id,
+                {"output": output, "issues": issues, "suggestions": suggestions, **change_data},
+            )
+            written = self._write(run, update, [*checked, event], self.owner())
+            return {
+                "runId": run.id,
+                "accepted": False,
+                "status": written.status,
+                "issues": issues,
+                "suggestions": suggestions,
+                "checks": [r.to_event() for r in results],
+                **self._view(written),
+            }
+        if current.get("requireConfirmation"):
+            waiting = NewEvent("awaiting_approval", step_id, {"output": output, **change_data})
+            written = self._write(
+                run,
+                RunUpdate(status="awaiting_approval", context=update.context, position=update.position),
+                [*checked, waiting],
+                self.owner(),
+            )
+            return self._ask(written, current, output)
         completed = [*position["completedSteps"], step_id]
         after = next_step(workflow, completed, context, state=position.get("state"))
         status = "completed" if after["isComplete"] else "active"
-        events = [NewEvent("accepted", step_id, {"output": output, **change_data})]
+        events = [*checked, NewEvent("accepted", step_id, {"output": output, **change_data})]
         if status == "completed":
             events.append(NewEvent("completed"))
         written = self._write(
@@ -336,6 +366,193 @@ class Runs:
             self.owner(),
         )
         return {"runId": run.id, "accepted": True, "status": written.status, **self._view(written)}
+
+    def _evidence(
+        self, workflow: Workflow, run: RunRecord, step_id: str, context: Mapping[str, Any]
+    ) -> list[CheckResult]:
+        node = workflow.nodes.get(step_id)
+        step_checks = getattr(node, "checks", ())
+        if not step_checks:
+            return []
+        from handrail.checks import CheckConfig, evaluate_checks
+
+        baseline = None
+        if any(getattr(c, "changes", False) for c in step_checks):
+            baseline = self._baseline_of(run)
+        with _off_the_clock():  # a test suite may take minutes: not the request's budget
+            return evaluate_checks(
+                step_checks,
+                run.workspace,
+                context,
+                baseline,
+                self.check_config or CheckConfig(),
+                workflow.origin,
+            )
+
+    def _baseline_of(self, run: RunRecord) -> Baseline | None:
+        from handrail.checks import Baseline
+
+        for event in self.store.events(run.id):
+            if event.type == "started":
+                wire = event.data.get("baseline")
+                return Baseline.from_wire(wire) if isinstance(wire, Mapping) else None
+        return None
+
+    # -- approvals (spec/runs.md §6) -------------------------------------------------
+    def _ask(self, run: RunRecord, step: Mapping[str, Any], output: str) -> dict[str, Any]:
+        """Ask the person through the client when it can be asked; else say who must act."""
+        from handrail.runs.approvals import REQUEST_APPROVER, Question
+
+        approver = REQUEST_APPROVER.get()
+        if approver is not None:
+            question = Question(
+                run.id, str(step["id"]), str(step.get("title", step["id"])), output, run.workflow_id
+            )
+            with _off_the_clock():  # a person takes their time
+                decision = approver.ask(question)
+            if decision is not None:
+                return self._decide(
+                    run.id, decision.approve, person=decision.person, comment=decision.comment, via="client"
+                )
+        return self._waiting_answer(run)
+
+    def _pending(self, run: RunRecord) -> tuple[str, str]:
+        """(step, output) the run waits on a person for: its last `awaiting_approval` event."""
+        for event in reversed(self.store.events(run.id)):
+            if event.type == "awaiting_approval" and event.step_id is not None:
+                return event.step_id, str(event.data.get("output", ""))
+        raise StateError("the run waits for approval but has no step awaiting it", {"runId": run.id})
+
+    def _awaiting(
+        self, run: RunRecord, step_id: str | None, changes: Mapping[str, Any] | None
+    ) -> dict[str, Any]:
+        pending, output = self._pending(run)
+        if step_id is not None and step_id != pending:
+            raise _not_current(step_id, run)
+        if changes:
+            raise InvalidParams(
+                data={
+                    "details": "the run is waiting for a person to approve its step; its context "
+                    "cannot change until they decide"
+                }
+            )
+        step = run.position.get("step")
+        if isinstance(step, Mapping):
+            return self._ask(run, step, output)
+        return self._waiting_answer(run)
+
+    def _waiting_answer(self, run: RunRecord) -> dict[str, Any]:
+        step = run.position.get("step")
+        step_id = step.get("id") if isinstance(step, Mapping) else None
+        approve = f"handrail runs approve {run.id}"
+        decline = f"handrail runs decline {run.id}"
+        return {
+            "runId": run.id,
+            "accepted": False,
+            "status": "awaiting_approval",
+            "approval": {
+                "stepId": step_id,
+                "approve": approve + " [--comment TEXT]",
+                "decline": decline + " [--comment TEXT]",
+                "message": f"The output passed its rules and checks, but step `{step_id}` needs a "
+                f"person's approval. Ask the user to run `{approve}` (or `{decline} --comment "
+                "...` to send it back). Wait until they have, then call workflow_continue with this "
+                "runId and stepId (the output may be left out) to go on.",
+            },
+            **self._view(run),
+        }
+
+    def _after_decision(self, run: RunRecord, step_id: str) -> dict[str, Any]:
+        """workflow_continue {runId, stepId} once a person decided on that step."""
+        previous = ""  # the type of the event after this one (the log read backwards)
+        for event in reversed(self.store.events(run.id)):
+            if event.step_id == step_id and event.type == "accepted":
+                previous = "accepted"
+                continue  # an approval is written just before the acceptance it gives
+            if event.step_id == step_id and event.type in ("approved", "declined"):
+                if previous == "accepted" and event.type == "declined":
+                    break
+                if event.type == "approved":
+                    return {
+                        "runId": run.id,
+                        "accepted": True,
+                        "status": run.status,
+                        "approved": _decision_data(event.data),
+                        **self._view(run),
+                    }
+                issues, suggestions = _declined_issue(event.data)
+                return {
+                    "runId": run.id,
+                    "accepted": False,
+                    "status": run.status,
+                    "issues": issues,
+                    "suggestions": suggestions,
+                    **self._view(run),
+                }
+            if previous == "accepted" or (event.step_id == step_id and event.type == "rejected"):
+                break  # the step was last accepted without a person, or sent again since
+        raise InvalidParams(data={"details": "output is required with stepId"})
+
+    def approve(self, run_id: str, *, person: str, comment: str | None = None) -> dict[str, Any]:
+        """A person approves the step the run waits on: it is accepted and the run goes on."""
+        return self._decide(run_id, True, person=person, comment=comment, via="cli")
+
+    def decline(self, run_id: str, *, person: str, comment: str | None = None) -> dict[str, Any]:
+        """A person declines it: the run stays on the step, and the comment is an issue."""
+        return self._decide(run_id, False, person=person, comment=comment, via="cli")
+
+    def _decide(
+        self, run_id: str, approve: bool, *, person: str, comment: str | None, via: str
+    ) -> dict[str, Any]:
+        from handrail.engine import next_step
+
+        for _ in range(MAX_RETRIES):
+            run = self.run(run_id)
+            if run.status != "awaiting_approval":
+                details = f"the run is {run.status}, not waiting for a person's approval"
+                raise RunNotActive(data={"runId": run.id, "status": run.status, "details": details})
+            step_id, output = self._pending(run)
+            decided = {"person": person, "via": via, **({"comment": comment} if comment else {})}
+            try:
+                if not approve:
+                    written = self._write(
+                        run, RunUpdate(status="active"), [NewEvent("declined", step_id, decided)], person
+                    )
+                    issues, suggestions = _declined_issue(decided)
+                    return {
+                        "runId": run.id,
+                        "accepted": False,
+                        "status": written.status,
+                        "declined": _decision_data(decided),
+                        "issues": issues,
+                        "suggestions": suggestions,
+                        **self._view(written),
+                    }
+                workflow = self.pins.workflow(run.source_hash, None, self.store)
+                position = run.position
+                after = next_step(
+                    workflow, [*position["completedSteps"], step_id], run.context, state=position.get("state")
+                )
+                status = "completed" if after["isComplete"] else "active"
+                events = [
+                    NewEvent("approved", step_id, decided),
+                    NewEvent("accepted", step_id, {"output": output}),
+                ]
+                if status == "completed":
+                    events.append(NewEvent("completed"))
+                written = self._write(
+                    run, RunUpdate(status=status, position=after, accepted=run.accepted + 1), events, person
+                )
+            except Conflict:
+                continue
+            return {
+                "runId": run.id,
+                "accepted": True,
+                "status": written.status,
+                "approved": _decision_data(decided),
+                **self._view(written),
+            }
+        raise StateError("the run is changing too fast to write; try again", {"runId": run_id})
 
     def _check_size(self, context: Mapping[str, Any]) -> None:
         """A run's context, grown by many merges, stays within the limit each call's has."""
@@ -434,6 +651,41 @@ class Runs:
                 continue
             return {"runId": run.id, "status": written.status, "workflowId": run.workflow_id}
         raise StateError("the run is changing too fast to write; try again", {"runId": run_id})
+
+
+def _baseline(workflow: Workflow, folder: str) -> dict[str, Any] | None:
+    """Where git stands at the run's start, when a step's git check looks for changes."""
+    if not any(
+        getattr(c, "changes", False) for node in workflow.nodes.values() for c in getattr(node, "checks", ())
+    ):
+        return None
+    from handrail.checks import git_baseline
+
+    return git_baseline(folder).to_wire()
+
+
+class _off_the_clock:
+    """Time inside does not count against the request's budget (checks, a person)."""
+
+    def __enter__(self) -> None:
+        self.start = time.monotonic()
+
+    def __exit__(self, *exc: object) -> None:
+        spent = budget.current()
+        if spent is not None:
+            spent.deadline += time.monotonic() - self.start
+
+
+def _decision_data(data: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: data[k] for k in ("person", "comment") if k in data}
+
+
+def _declined_issue(data: Mapping[str, Any]) -> tuple[list[str], list[str]]:
+    issue = f"{data.get('person', 'a person')} declined this step"
+    comment = data.get("comment")
+    if comment:
+        issue += f": {comment}"
+    return [issue], ["Change the output as the comment asks, then submit the step again."]
 
 
 def _not_active(run: RunRecord) -> RunNotActive:

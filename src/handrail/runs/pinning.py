@@ -61,7 +61,9 @@ class Pins:
             )
         from handrail.compiler import compile_text
 
-        compiled = compile_text(document, f"<pinned {source_hash[:12]}>")
+        # runs start only from the catalog, i.e. from a source the user configured: the
+        # recompiled workflow keeps that origin, so its command checks still run
+        compiled = compile_text(document, f"<pinned {source_hash[:12]}>", origin="source")
         if compiled.workflow is None:  # it compiled when the run started: a newer handrail refuses it
             raise StorageError(
                 "the run's pinned workflow no longer compiles: "

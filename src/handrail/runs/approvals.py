@@ -1,0 +1,140 @@
+"""Approvals: what a person is asked when a step needs them, and how the answer comes.
+
+A run whose current step's `requireConfirmation` holds waits, after the step's rules
+and checks pass, in status `awaiting_approval` until a person decides. The transport
+says, per request, how this client can be asked (`REQUEST_APPROVER`):
+- a 2025-era client that declared `elicitation`, over a channel that can carry a
+  request back (stdio): `elicitation/create`, answered while the call waits;
+- a 2026-07-28 client that declared it: an `input_required` result (`InputRequired`),
+  answered on the client's retry of the same call;
+- any other client: nobody is asked here; a person runs `handrail runs approve RUN`.
+See spec/runs.md §6.
+"""
+
+from __future__ import annotations
+
+import getpass
+from collections.abc import Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+OUTPUT_START = 400  # how much of the output the question quotes
+APPROVAL_KEY = "approval"  # the key of our request in an input_required result
+ACTIONS = ("accept", "decline", "cancel")
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    approve: bool  # accept; decline and cancel are both "no"
+    person: str
+    comment: str | None = None
+    action: str = "accept"
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    run_id: str
+    step_id: str
+    title: str
+    output: str
+    workflow_id: str
+
+    def elicitation(self) -> dict[str, Any]:
+        """`elicitation/create` params (form mode): a message and one optional comment."""
+        text = " ".join(self.output.split())
+        if len(text) > OUTPUT_START:
+            text = text[: OUTPUT_START - 1].rstrip() + "…"
+        return {
+            "mode": "form",
+            "message": (
+                f"Approve step `{self.step_id}` ({self.title}) of run {self.run_id} "
+                f"({self.workflow_id})? The agent's output begins:\n\n{text}\n\n"
+                "Accept to approve it; decline to send it back to the agent."
+            ),
+            "requestedSchema": {
+                "type": "object",
+                "properties": {
+                    "comment": {
+                        "type": "string",
+                        "title": "Comment",
+                        "description": "Optional: a note for the run's record (on decline, what to change)",
+                        "maxLength": 2000,
+                    }
+                },
+            },
+        }
+
+
+class Approver(Protocol):
+    def ask(self, question: Question) -> Decision | None:
+        """The person's decision; None when they could not be asked or did not answer
+        in time (the run then waits for `handrail runs approve`)."""
+
+
+class InputRequired(Exception):
+    """Raised through the service to the protocol: answer `resultType: input_required`."""
+
+    def __init__(self, question: Question) -> None:
+        super().__init__(question.run_id)
+        self.question = question
+
+    def result(self) -> dict[str, Any]:
+        return {
+            "resultType": "input_required",
+            "inputRequests": {
+                APPROVAL_KEY: {"method": "elicitation/create", "params": self.question.elicitation()}
+            },
+            "requestState": f"{self.question.run_id}:{self.question.step_id}",
+        }
+
+
+# Set by a transport, per request, to how this client can be asked (None: it cannot).
+REQUEST_APPROVER: ContextVar[Approver | None] = ContextVar("handrail_request_approver", default=None)
+
+
+def local_person() -> str:
+    """The person at this machine: the OS user name."""
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "local"
+
+
+def decision_from(result: Any, person: str) -> Decision | None:
+    """An ElicitResult (`{action, content?}`) as a decision; None when it is not one."""
+    if not isinstance(result, Mapping) or result.get("action") not in ACTIONS:
+        return None
+    content = result.get("content")
+    comment = content.get("comment") if isinstance(content, Mapping) else None
+    comment = comment.strip()[:2000] if isinstance(comment, str) and comment.strip() else None
+    action = str(result["action"])
+    return Decision(action == "accept", person, comment, action)
+
+
+class AnsweredOnRetry:
+    """2026-07-28: the answer, when this call is the client's retry; else ask for it."""
+
+    def __init__(self, responses: Any, person: str) -> None:
+        self.responses = responses if isinstance(responses, Mapping) else {}
+        self.person = person
+
+    def ask(self, question: Question) -> Decision | None:
+        decision = decision_from(self.responses.get(APPROVAL_KEY), self.person)
+        if decision is None:
+            raise InputRequired(question)
+        return decision
+
+
+class AskedNow:
+    """2025 era over a two-way channel: `elicitation/create`, waited for."""
+
+    def __init__(self, send: Any, person: str, timeout: float) -> None:
+        self.send = send  # (method, params, timeout) -> result | None
+        self.person = person
+        self.timeout = timeout
+
+    def ask(self, question: Question) -> Decision | None:
+        return decision_from(
+            self.send("elicitation/create", question.elicitation(), self.timeout), self.person
+        )
