@@ -30,6 +30,7 @@ from handrail.limits import MAX_FILE_BYTES as DEFAULT_MAX_BYTES
 
 if TYPE_CHECKING:  # the compiler is loaded on first compile, after `initialize` is answered
     from handrail.compiler import Compiled
+    from handrail.git_sources import GitSource
     from handrail.model import Workflow
 
 log = logging.getLogger("handrail.catalog")
@@ -47,6 +48,7 @@ Stamp = tuple[int, int, int, int]  # mtime_ns, size, inode, ctime_ns
 class Source:
     name: str  # bundled | user | project | env | cli
     path: Path
+    git: GitSource | None = field(default=None, compare=False)  # a git repository's checkout
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +56,7 @@ class Entry:
     workflow: Workflow
     source: Source
     stale: bool = False  # the file broke; this is its last good version
+    origin: Mapping[str, Any] | None = None  # a git source's url and commit (of this version)
 
 
 Problem: TypeAlias = "Diagnostic | Compiled"  # a broken file's diagnostics are located on first look
@@ -116,7 +119,9 @@ def default_sources(
     environ: Mapping[str, str] | None = None,
     cwd: Path | None = None,
     home: Path | None = None,
+    git_refresh: float | None = None,
 ) -> list[Source]:
+    """Raises git_sources.GitSpecError for a `git+` source it cannot understand."""
     env = os.environ if environ is None else environ
     if bundled is None:
         bundled = env.get("WORKFLOW_INCLUDE_BUNDLED", "true").strip().lower() not in FALSE_WORDS
@@ -132,7 +137,14 @@ def default_sources(
         for part in env.get(variable, "").split(os.pathsep):
             if part.strip():
                 sources.append(Source(f"env:{variable}", Path(part.strip()).expanduser()))
+    from handrail import git_sources  # git sources are a module of their own
+
+    for spec in git_sources.specs_from_env(env):
+        sources.append(git_sources.source(f"env:{git_sources.ENV_VARIABLE}", spec, env, git_refresh))
     for item in extra:
+        if git_sources.is_git(item):
+            sources.append(git_sources.source("cli", str(item), env, git_refresh))
+            continue
         sources.append(Source("cli", Path(item).expanduser()))
     unique: list[Source] = []
     seen: set[Path] = set()
@@ -154,6 +166,12 @@ def _resolved(path: Path) -> Path:
 def discover(source: Source) -> tuple[list[Path], list[Diagnostic]]:
     """The *.json files of a source (recursively), refusing links that leave it and
     anything that is not a regular file (see handrail.folders)."""
+    if source.git is not None:  # fetched on first look; a failed fetch is a warning
+        problems = source.git.problems()
+        if not source.path.is_dir():
+            return [], problems
+        files, refused = folders.discover(source.path)
+        return files, problems + refused
     root = source.path
     if not root.exists() and not root.is_symlink():
         if source.name == "cli" or source.name.startswith("env:"):  # named on purpose: say so
@@ -185,6 +203,7 @@ class Catalog:
     _stamps: dict[Path, Stamp] = field(default_factory=dict)
     _compiled: dict[Path, Compiled] = field(default_factory=dict)
     _last_good: dict[Path, Workflow] = field(default_factory=dict)
+    _last_origin: dict[Path, Mapping[str, Any]] = field(default_factory=dict)  # of a git file's last good
     _digests: dict[Path, bytes | None] = field(default_factory=dict)  # of the bytes last compiled
     _checked_at: float = 0.0
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -209,6 +228,9 @@ class Catalog:
         if interval is not None:
             self.interval = interval
         self._deferred = True
+        for source in self.sources:
+            if source.git is not None:
+                source.git.start(self._stop, on_change=self._look)
         self._watcher = threading.Thread(target=self._watch, name="handrail-watch", daemon=True)
         self._watcher.start()
 
@@ -360,6 +382,7 @@ class Catalog:
                 except OSError:
                     continue
         refused_key = tuple((d.file, d.message) for d in refused)
+        refused_key += tuple(("git", s.git.commit or "") for s in self.sources if s.git is not None)
         if self._snapshot is not None and stamps == self._stamps and refused_key == self._refused:
             return  # nothing changed: no recompilation, no new snapshot
         changed = {p for p, s in stamps.items() if self._stamps.get(p) != s}
@@ -368,6 +391,7 @@ class Catalog:
             self._compiled.pop(path, None)
             self._digests.pop(path, None)
             self._last_good.pop(path, None)
+            self._last_origin.pop(path, None)
         for path in changed:
             data = _read(path, self.max_bytes)
             digest = hashlib.blake2b(data, digest_size=16).digest() if isinstance(data, bytes) else None
@@ -390,19 +414,22 @@ class Catalog:
         per_source: dict[Source, int] = {}
         for source, files in listing:
             count = 0
+            origin: Mapping[str, Any] | None = source.git.describe() if source.git else None
             for path in files:
                 compiled = self._compiled.get(path)
                 if compiled is None:
                     continue
-                workflow, stale = compiled.workflow, False
+                workflow, stale, served_origin = compiled.workflow, False, origin
                 if workflow is None:
                     problems.append(compiled)
                     workflow = self._last_good.get(path)
                     if workflow is None:
                         continue
-                    stale = True
+                    stale, served_origin = True, self._last_origin.get(path, origin)
                 else:
                     self._last_good[path] = workflow
+                    if origin is not None:
+                        self._last_origin[path] = origin
                 count += 1
                 previous = entries.get(workflow.id)
                 if previous is not None:
@@ -422,7 +449,7 @@ class Catalog:
                         )
                     else:
                         overrides.append((workflow.id, source, previous.source))
-                entries[workflow.id] = Entry(workflow, source, stale)
+                entries[workflow.id] = Entry(workflow, source, stale, served_origin)
             per_source[source] = count
         self._generation += 1
         return Snapshot(

@@ -21,7 +21,15 @@ def _add_source_options(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="PATH",
-        help="a workflow file or folder (repeatable; highest precedence)",
+        help="a workflow file or folder, or a git repository: git+https://host/org/repo.git[@ref][#subdir] "
+        "(also git+ssh://, git+file://; repeatable; highest precedence)",
+    )
+    parser.add_argument(
+        "--git-refresh",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="how often a server fetches its git sources again (default 60)",
     )
     parser.add_argument("--no-bundled", action="store_true", help="leave the bundled workflows out")
     parser.add_argument(
@@ -247,6 +255,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="ORIGIN",
         help="another Origin to accept, e.g. https://app.example.com (repeatable)",
     )
+    serve.add_argument(
+        "--tokens",
+        default=None,
+        metavar="FILE",
+        help="a token per person: lines of `NAME sha256:HEX` or `NAME TOKEN` (default "
+        "$HANDRAIL_TOKENS_FILE; see `handrail token`)",
+    )
     serve.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
     serve.add_argument("--reload-interval", type=float, default=0.5, metavar="SECONDS")
     _add_limit_options(serve)
@@ -259,7 +274,7 @@ def build_parser() -> argparse.ArgumentParser:
     dashboard.add_argument("--port", type=int, default=8766, help="port on 127.0.0.1 (default 8766)")
     dashboard.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
     dashboard.add_argument("--reload-interval", type=float, default=0.5, metavar="SECONDS")
-    dashboard.set_defaults(host="127.0.0.1", allow_host=[], allow_origin=[])
+    dashboard.set_defaults(host="127.0.0.1", allow_host=[], allow_origin=[], tokens=None)
     _add_limit_options(dashboard)
     _add_check_options(dashboard)
     _add_run_options(dashboard)
@@ -300,6 +315,8 @@ def build_parser() -> argparse.ArgumentParser:
     from handrail.runs_cli import add_runs_parser
 
     add_runs_parser(sub)
+    token = sub.add_parser("token", help="make a new random token and its tokens-file line")
+    token.add_argument("name", metavar="NAME", help="the person the token is for")
     return parser
 
 
@@ -352,6 +369,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "graph": _graph,
         "walk": _walk,
         "runs": _runs,
+        "token": _token,
     }[args.command]
     try:
         code: int = handler(args)
@@ -365,16 +383,22 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _catalog(args: argparse.Namespace) -> Any:
     from handrail.catalog import Catalog, default_sources
+    from handrail.git_sources import GitSpecError
 
     bundled = False if args.no_bundled else None
-    return Catalog(default_sources(args.workflows, bundled=bundled), max_bytes=args.max_file_size)
+    try:
+        sources = default_sources(args.workflows, bundled=bundled, git_refresh=args.git_refresh)
+    except GitSpecError as exc:
+        print(f"handrail {args.command}: {exc}", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE) from None
+    return Catalog(sources, max_bytes=args.max_file_size)
 
 
 def _warn_missing(args: argparse.Namespace) -> None:
     """Say at once that a --workflows path does not exist: a server logs its catalog's
     problems only after its first answer, which may be long after start-up."""
     for item in args.workflows:
-        if not Path(item).expanduser().exists():
+        if not item.startswith("git+") and not Path(item).expanduser().exists():
             print(
                 f"handrail {args.command}: warning: --workflows {item}: no such file or folder",
                 file=sys.stderr,
@@ -441,6 +465,9 @@ def _serve(args: argparse.Namespace) -> int:
     checks = _check_config(args, "serve")
     if checks is None:
         return EXIT_USAGE
+    people = _people(args)
+    if people is False:
+        return EXIT_USAGE
     try:
         sock = bind(args.host, args.port)
     except OSError as exc:
@@ -466,13 +493,53 @@ def _serve(args: argparse.Namespace) -> int:
             port,
             extra_hosts=args.allow_host,
             extra_origins=args.allow_origin,
+            # `dashboard` serves one person's local store on loopback: no token asked
             token=None if args.command == "dashboard" else (os.environ.get("HANDRAIL_TOKEN") or None),
+            people=None if args.command == "dashboard" else people,
             log_level=args.log_level,
             sock=sock,
             limits=_transport_limits(args),
         )
     finally:
         catalog.close()
+
+
+def _people(args: argparse.Namespace) -> Any:
+    """The people of --tokens (or HANDRAIL_TOKENS_FILE), None without one, False (said on
+    stderr) when the file cannot be used: a server must not start with half its people."""
+    import os
+
+    from handrail.people import People, TokensFileError
+
+    path = args.tokens or os.environ.get("HANDRAIL_TOKENS_FILE") or None
+    if path is None:
+        return None
+    try:
+        return People.load(path)
+    except TokensFileError as exc:
+        print(f"handrail serve: --tokens: {exc}", file=sys.stderr)
+        return False
+
+
+def _token(args: argparse.Namespace) -> int:
+    from handrail.people import NAME, new_token, token_line
+
+    if not NAME.match(args.name):
+        print(
+            "handrail token: a name is 1 to 64 letters, digits or . _ @ + - "
+            "(starting with a letter or digit)",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    token = new_token()
+    print(f"token: {token}")
+    print(f"line:  {token_line(args.name, token)}")
+    print(
+        f"Give the token to {args.name} (their client sends `Authorization: Bearer <token>`) and "
+        "add the line to the tokens file (--tokens); the file then holds only its hash.",
+        file=sys.stderr,
+    )
+    return EXIT_OK
 
 
 def _check_files(paths: Sequence[str]) -> tuple[list[Path], list[str]]:
@@ -576,6 +643,7 @@ def _list(args: argparse.Namespace) -> int:
             "file": e.workflow.file,
             "steps": e.workflow.step_count,
             "stale": e.stale,
+            **({"git": dict(e.origin)} if e.origin is not None else {}),
         }
         for e in snapshot.entries.values()
     ]
@@ -587,9 +655,10 @@ def _list(args: argparse.Namespace) -> int:
     width = max([len(r["id"]) for r in rows] + [2])
     for r in rows:
         stale = "  (file broken: serving last good version)" if r["stale"] else ""
+        commit = f"  (git {str(r['git']['commit'])[:12]})" if "git" in r else ""
         print(
             f"{r['id']:<{width}}  {r['version']:<8} {r['steps']:>3} steps  {r['source']:<8} "
-            f"{r['name']}{stale}"
+            f"{r['name']}{stale}{commit}"
         )
     if broken:
         print(f"\n{len(broken)} problem{'s' * (len(broken) != 1)} in workflow files:")
@@ -606,7 +675,15 @@ def _sources(args: argparse.Namespace) -> int:
         exists = source.path.exists()
         count = snapshot.per_source.get(source, 0)
         state = f"{count} workflow{'s' * (count != 1)}" if exists else "missing"
-        print(f"{rank}. {source.name:<28} {source.path}  [{state}]")
+        if source.git is not None:  # the repository, the commit served, and a failed fetch
+            git = source.git
+            at = f"commit {git.commit}" if git.commit else "nothing fetched"
+            print(f"{rank}. {source.name:<28} {git.spec.shown}  [{state}, {at}]")
+            print(f"     checkout {source.path}")
+            if git.error:
+                print(f"     cannot fetch: {git.error}")
+        else:
+            print(f"{rank}. {source.name:<28} {source.path}  [{state}]")
         for workflow_id, winner, loser in snapshot.overrides:
             if winner == source:
                 print(f"     overrides `{workflow_id}` from {loser.name} ({loser.path})")

@@ -7,7 +7,8 @@ protocol core is the stdio server's (`Protocol`), so both transports answer a
 request alike; this module adds only what HTTP needs:
 
 - Host and Origin are checked against allow-lists (DNS rebinding): 403;
-- a bearer token is required when HANDRAIL_TOKEN is set: 401;
+- a bearer token is required when HANDRAIL_TOKEN or a tokens file is set: 401; the
+  token names the person asking (handrail.people), set for the request's run calls;
 - GET (no server-to-client stream is offered) and DELETE (no sessions): 405;
 - an Accept that rules out JSON: 406; a body that is not JSON: 415; too large: 413;
 - MCP-Protocol-Version must name a version we speak; a 2026-07-28 request's
@@ -27,7 +28,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
-import hmac
 import logging
 import re
 import socket
@@ -47,6 +47,7 @@ from starlette.routing import Route
 from handrail import __version__
 from handrail.errors import explained
 from handrail.limits import TransportLimits
+from handrail.people import People, bearer
 from handrail.protocol import (
     ALL_VERSIONS,
     CLIENT_CAPABILITIES_KEY,
@@ -65,6 +66,7 @@ from handrail.protocol import (
     envelope,
     parse_error,
 )
+from handrail.runs.core import REQUEST_OWNER
 from handrail.service import Service
 from handrail.workers import Busy, WorkerPool, default_workers
 
@@ -92,7 +94,8 @@ _BASE64_HEADER = re.compile(r"^=\?base64\?(.*)\?=$")
 class HttpSettings:
     allowed_hosts: set[str] = field(default_factory=lambda: set(LOCAL_HOSTS))
     allowed_origins: set[str] = field(default_factory=set)  # beyond http(s)://<allowed host>[:port]
-    token: str | None = None
+    token: str | None = None  # HANDRAIL_TOKEN: one identity shared by whoever holds it
+    people: People | None = None  # --tokens FILE: a token per person
     max_body: int = MAX_BODY
     transport: TransportLimits = field(default_factory=TransportLimits)
 
@@ -195,12 +198,20 @@ def create_app(service: Service, settings: HttpSettings | None = None) -> Starle
     protocol = Protocol(service, stateless=True)  # no session state: one core serves every request
     limits = config.transport
     pool = WorkerPool(limits.workers or default_workers(), limits.max_queued)
+    people = People.combined(config.people, People.shared(config.token) if config.token else None)
 
     def origin_allowed(origin: str) -> bool:
         if origin in config.allowed_origins:
             return True
         parts = urlsplit(origin)
         return parts.scheme in ("http", "https") and _host_name(parts.netloc) in config.allowed_hosts
+
+    def person(request: Request) -> str | None:
+        """Who the request's bearer token names (None: no token, or one nobody holds)."""
+        assert people is not None
+        headers = request.headers.getlist("authorization")
+        token = bearer(headers[0]) if len(headers) == 1 else None
+        return None if token is None else people.identify(token)
 
     def refuse(request: Request, *, authenticate: bool = True) -> Response | None:
         hosts = request.headers.getlist("host")
@@ -214,13 +225,13 @@ def create_app(service: Service, settings: HttpSettings | None = None) -> Starle
             return _error(403, -32000, "Forbidden: more than one Origin header", origins=len(origins))
         if origins and not origin_allowed(origins[0]):
             return _error(403, -32000, "Forbidden: Origin not allowed", origin=origins[0])
-        if authenticate and config.token is not None:
-            given = request.headers.get("authorization", "")
-            expected = f"Bearer {config.token}"
-            if not hmac.compare_digest(given.encode(), expected.encode()):
+        if authenticate and people is not None:
+            asking = person(request)
+            if asking is None:
                 response = _error(401, -32000, "Unauthorized: a bearer token is required")
                 response.headers["WWW-Authenticate"] = 'Bearer realm="handrail"'
                 return response
+            request.state.person = asking
         return None
 
     async def read_body(request: Request) -> bytes | Response:
@@ -329,7 +340,7 @@ def create_app(service: Service, settings: HttpSettings | None = None) -> Starle
         if isinstance(body, Response):
             return body
         try:
-            return await pool.run(work, body, request.headers)
+            return await pool.run(work, body, request.headers, getattr(request.state, "person", None))
         except Busy as busy:
             response = _error(
                 503,
@@ -341,13 +352,18 @@ def create_app(service: Service, settings: HttpSettings | None = None) -> Starle
             response.headers["Retry-After"] = "1"
             return response
 
-    def work(body: bytes, headers: Headers) -> Response:
-        """The protocol's part of a request, on a worker thread."""
+    def work(body: bytes, headers: Headers, asking: str | None) -> Response:
+        """The protocol's part of a request, on a worker thread, as the person asking (set
+        here, in the thread that runs the request, and cleared after: threads are reused)."""
+        reset = REQUEST_OWNER.set(asking)
         try:
-            message = decode(body)
-        except ValueError as exc:
-            return _json(parse_error(exc), 400)
-        return answer(message, headers.get("mcp-protocol-version"), headers)
+            try:
+                message = decode(body)
+            except ValueError as exc:
+                return _json(parse_error(exc), 400)
+            return answer(message, headers.get("mcp-protocol-version"), headers)
+        finally:
+            REQUEST_OWNER.reset(reset)
 
     async def healthz(request: Request) -> Response:
         refused = refuse(request, authenticate=False)  # health checkers carry no token
@@ -371,7 +387,7 @@ def create_app(service: Service, settings: HttpSettings | None = None) -> Starle
         routes=[
             Route("/mcp", mcp, methods=["GET", "POST", "DELETE"]),
             Route("/healthz", healthz, methods=["GET"]),
-            *dashboard_routes(service, refuse, config.token),
+            *dashboard_routes(service, refuse, people),
         ]
     )
 
@@ -400,6 +416,7 @@ def serve(
     extra_hosts: Iterable[str] = (),
     extra_origins: Iterable[str] = (),
     token: str | None = None,
+    people: People | None = None,
     log_level: str = "warning",
     sock: socket.socket | None = None,
     limits: TransportLimits | None = None,
@@ -418,10 +435,14 @@ def serve(
             "name this machine's other names with --allow-host",
             ", ".join(sorted(hosts)),
         )
-    if token is None and host not in LOCAL_HOSTS:
-        log.warning("listening on %s without HANDRAIL_TOKEN: anyone who can reach it may call it", host)
+    if token is None and people is None and host not in LOCAL_HOSTS:
+        log.warning(
+            "listening on %s without HANDRAIL_TOKEN or --tokens: anyone who can reach it may call it",
+            host,
+        )
     settings = HttpSettings(
-        allowed_hosts=hosts, allowed_origins=set(extra_origins), token=token, transport=bounds
+        allowed_hosts=hosts, allowed_origins=set(extra_origins), token=token, people=people,
+        transport=bounds,
     )
     app = create_app(service, settings)
 

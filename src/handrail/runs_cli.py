@@ -6,9 +6,11 @@ Also the `--database` and `--runs-only` options that `start` and `serve` share.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from handrail.errors import HandrailError
@@ -97,6 +99,7 @@ def runs_command(args: argparse.Namespace) -> int:
 
 def _list(runs: Runs, args: argparse.Namespace) -> int:
     from handrail.store import ACTIVE_STATUSES
+    from handrail.store.base import LOCAL_OWNER
 
     statuses = None
     if args.status == "open":
@@ -111,7 +114,10 @@ def _list(runs: Runs, args: argparse.Namespace) -> int:
     for r in found:
         step = r.current_step
         where = step["id"] if step else ("-" if r.status != "active" else "(waiting for context)")
-        print(f"{r.id}  {r.status:<10} {r.workflow_id:<24} {where:<24} {r.updated_at}  {r.goal[:60]}")
+        owner = "" if r.owner == LOCAL_OWNER else f"  [{r.owner}]"  # a served run: whose it is
+        print(
+            f"{r.id}  {r.status:<10} {r.workflow_id:<24} {where:<24} {r.updated_at}  {r.goal[:60]}{owner}"
+        )
     print(f"\n{len(found)} run{'s' * (len(found) != 1)}")
     return EXIT_OK
 
@@ -133,8 +139,22 @@ def _run_dict(r: RunRecord) -> dict[str, Any]:
     }
 
 
+@contextlib.contextmanager
+def _as_owner(runs: Runs, run_id: str) -> Iterator[None]:
+    """Whoever can open the database may read and end anyone's run: act as its owner."""
+    from handrail.runs.core import REQUEST_OWNER
+
+    found = runs.store.get(run_id)
+    reset = REQUEST_OWNER.set(found.owner if found is not None else None)
+    try:
+        yield
+    finally:
+        REQUEST_OWNER.reset(reset)
+
+
 def _show(runs: Runs, args: argparse.Namespace) -> int:
-    run = runs.run(args.run_id)
+    with _as_owner(runs, args.run_id):
+        run = runs.run(args.run_id)
     events = runs.store.events(run.id)
     if args.format == "json":
         document = {"run": _run_dict(run), "events": [_event_dict(e) for e in events]}
@@ -211,7 +231,8 @@ def _markdown(run: RunRecord, events: list[Event]) -> str:
 
 
 def _abandon(runs: Runs, args: argparse.Namespace) -> int:
-    result = runs.abandon(args.run_id, args.reason)
+    with _as_owner(runs, args.run_id):
+        result = runs.abandon(args.run_id, args.reason)
     print(f"run {result['runId']} abandoned")
     return EXIT_OK
 

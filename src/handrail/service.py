@@ -241,13 +241,14 @@ class Service:
         return {
             "workflows": [
                 {
-                    "id": w.id,
-                    "name": w.name,
-                    "description": w.description,
-                    "category": w.category,
-                    "version": w.version,
+                    "id": e.workflow.id,
+                    "name": e.workflow.name,
+                    "description": e.workflow.description,
+                    "category": e.workflow.category,
+                    "version": e.workflow.version,
+                    **({"source": dict(e.origin)} if e.origin is not None else {}),  # git: url, commit
                 }
-                for w in snapshot.workflows
+                for e in snapshot.entries.values()
             ],
             "diagnostics": [d.as_dict() for d in snapshot.problems],
         }

@@ -21,8 +21,9 @@ from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Redire
 from starlette.routing import BaseRoute, Route
 
 from handrail.dashboard import views
-from handrail.dashboard.sessions import COOKIE, Session, Sessions, identity
+from handrail.dashboard.sessions import COOKIE, Identifies, Session, Sessions
 from handrail.errors import HandrailError
+from handrail.people import bearer
 from handrail.runs.core import REQUEST_OWNER
 from handrail.store.base import STATUSES
 
@@ -49,13 +50,13 @@ LISTED = 500
 Refuse = Callable[..., Response | None]
 
 
-def dashboard_routes(service: Any, refuse: Refuse, token: str | None) -> list[BaseRoute]:
-    """`refuse(request, authenticate=False)`: the transport's Host and Origin checks."""
+def dashboard_routes(service: Any, refuse: Refuse, people: Identifies | None) -> list[BaseRoute]:
+    """`refuse(request, authenticate=False)`: the transport's Host and Origin checks;
+    `people`: whom the tokens name (None: no token asked, one person's server)."""
     templates = Environment(
         loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(default=True)
     )
     sessions = Sessions()
-    people = identity(service, token)
     runs = service.runs
 
     def page(
@@ -77,16 +78,13 @@ def dashboard_routes(service: Any, refuse: Refuse, token: str | None) -> list[Ba
         )
         return response
 
-    def bearer(request: Request) -> str | None:
-        scheme, _, value = request.headers.get("authorization", "").partition(" ")
-        return value.strip() if scheme.lower() == "bearer" and value.strip() else None
-
     def signed_in(request: Request) -> tuple[Session | None, bool]:
         """The request's session, and whether it was made just now (its cookie must be set)."""
         session = sessions.get(request.cookies.get(COOKIE))
         if session is not None:
             return session, False
-        given = bearer(request)
+        headers = request.headers.getlist("authorization")
+        given = bearer(headers[0]) if len(headers) == 1 else None
         if given is not None and people is not None:
             person = people.identify(given)  # a script's request: kept nowhere, no cookie
             return (Sessions.passing(person), False) if person is not None else (None, False)

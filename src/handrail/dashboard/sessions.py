@@ -1,16 +1,14 @@
-"""Who is signed in: server-side sessions behind an opaque cookie, and the adapter
-from a bearer token to a person (issue 17's `People.identify`, else the shared
-HANDRAIL_TOKEN as the server's one owner)."""
+"""Who is signed in: server-side sessions behind an opaque cookie. The person a
+token names comes from the transport's `People` (handrail.people)."""
 
 from __future__ import annotations
 
-import hmac
 import secrets
 import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 COOKIE = "handrail_session"
 SESSION_SECONDS = 12 * 3600
@@ -63,27 +61,6 @@ class Sessions:
 
 
 class Identifies(Protocol):
+    """handrail.people.People: a token's person, or None."""
+
     def identify(self, token: str) -> str | None: ...
-
-
-class SharedToken:
-    """One token for everybody (HANDRAIL_TOKEN): whoever holds it is the server's owner."""
-
-    def __init__(self, token: str, owner: str) -> None:
-        self._token = token.encode()
-        self._owner = owner
-
-    def identify(self, token: str) -> str | None:
-        return self._owner if hmac.compare_digest(token.encode(), self._token) else None
-
-
-def identity(service: Any, token: str | None) -> Identifies | None:
-    """How a token names a person, or None when the server asks for no token. Uses
-    issue 17's `People` when the service carries one (agreed interface: `identify`)."""
-    people = getattr(service, "people", None)
-    if people is not None and callable(getattr(people, "identify", None)):
-        found: Identifies = people
-        return found
-    if token is not None:
-        return SharedToken(token, service.runs.default_owner)
-    return None

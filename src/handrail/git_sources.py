@@ -1,0 +1,310 @@
+"""Workflows from a git repository: `--workflows git+https://host/org/repo.git[@ref][#subdir]`.
+
+Also `git+file://`, `git+ssh://` and `git+http://`, and WorkRail's WORKFLOW_GIT_REPOS
+(comma-separated repository URLs, `git+` optional). The repository is fetched with
+the `git` program (an argument list, no shell, a timeout, no prompts, no hooks) into
+`$HANDRAIL_HOME/git/<hash of url and ref>/` (HANDRAIL_HOME defaults to ~/.handrail):
+the objects in `repo.git`, the files in `tree`, which the catalog reads as it reads
+any folder. A server fetches again every `refresh` seconds and checks the new commit
+out in place, so a file the commit breaks keeps its last good version in service by
+the catalog's own rule; a fetch that fails leaves the last checkout in service and is
+reported (H002, a warning) in `handrail sources`, `handrail list` and workflow_list.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit, urlunsplit
+
+from handrail.errors import Diagnostic
+
+if TYPE_CHECKING:
+    from handrail.catalog import Source
+
+log = logging.getLogger("handrail.git")
+
+PREFIX = "git+"
+SCHEMES = ("https", "http", "ssh", "file")
+DEFAULT_REFRESH = 60.0
+GIT_TIMEOUT = 120.0  # seconds one git command may take before it is killed
+ALLOWED_PROTOCOLS = "file:https:http:ssh"  # never ext:: (it runs a command) nor the others
+ENV_VARIABLE = "WORKFLOW_GIT_REPOS"
+
+
+class GitSpecError(ValueError):
+    """A git source that cannot be understood; the message says why."""
+
+
+def is_git(item: str | os.PathLike[str]) -> bool:
+    return isinstance(item, str) and item.startswith(PREFIX)
+
+
+@dataclass(frozen=True)
+class GitSpec:
+    url: str  # what git fetches
+    ref: str | None  # a branch, tag or commit; None: the remote's HEAD
+    subdir: str  # the folder of the repository that holds the workflows ("" for all)
+
+    @classmethod
+    def parse(cls, text: str) -> GitSpec:
+        """`git+SCHEME://host/path[@ref][#subdir]` (the `git+` may be left out)."""
+        raw = text.strip().removeprefix(PREFIX)
+        parts = urlsplit(raw)
+        if parts.scheme not in SCHEMES:
+            raise GitSpecError(
+                f"{text!r}: a git source is git+https://, git+http://, git+ssh:// or git+file:// "
+                "followed by the repository"
+            )
+        path, at, ref = parts.path.rpartition("@") if "@" in parts.path else (parts.path, "", "")
+        if at and not ref:
+            raise GitSpecError(f"{text!r}: nothing follows `@`; name a branch, tag or commit")
+        if ref.startswith("-") or any(c.isspace() for c in ref):
+            raise GitSpecError(f"{text!r}: {ref!r} is not a branch, tag or commit")
+        subdir = parts.fragment.strip("/")
+        if any(piece in ("..", "") for piece in subdir.split("/")) and subdir:
+            raise GitSpecError(f"{text!r}: the #subdir must be a relative path inside the repository")
+        if not path or (parts.scheme != "file" and not parts.netloc):
+            raise GitSpecError(f"{text!r}: no repository named")
+        url = urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
+        return cls(url, ref or None, subdir)
+
+    @property
+    def shown(self) -> str:
+        """The URL without any password or token in it: for logs and listings."""
+        parts = urlsplit(self.url)
+        if "@" not in parts.netloc:
+            return self.url
+        user, _, host = parts.netloc.rpartition("@")
+        name = user.partition(":")[0]
+        return urlunsplit((parts.scheme, f"{name}@{host}", parts.path, parts.query, ""))
+
+
+def source(name: str, text: str, environ: Mapping[str, str], refresh: float | None) -> Source:
+    """The catalog source of a git repository (its checkout folder, and the fetcher)."""
+    from handrail.catalog import Source
+
+    git = GitSource.of(text, environ, refresh=refresh)
+    return Source(name, git.path, git)
+
+
+def handrail_home(environ: Mapping[str, str] | None = None) -> Path:
+    env = os.environ if environ is None else environ
+    home = env.get("HANDRAIL_HOME", "").strip()
+    return Path(home).expanduser() if home else Path.home() / ".handrail"
+
+
+def specs_from_env(environ: Mapping[str, str]) -> list[str]:
+    """WorkRail's WORKFLOW_GIT_REPOS: repository URLs separated by commas."""
+    return [part.strip() for part in environ.get(ENV_VARIABLE, "").split(",") if part.strip()]
+
+
+@dataclass(eq=False)
+class GitSource:
+    """One repository's checkout in the cache, and what the last fetch found."""
+
+    spec: GitSpec
+    cache: Path
+    refresh: float = DEFAULT_REFRESH
+    timeout: float = GIT_TIMEOUT
+    commit: str | None = None  # the commit checked out (and served)
+    error: str | None = None  # why the last fetch failed, if it did
+    _synced: bool = False
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _thread: threading.Thread | None = None
+
+    @classmethod
+    def of(
+        cls, text: str, environ: Mapping[str, str] | None = None, *, refresh: float | None = None
+    ) -> GitSource:
+        spec = GitSpec.parse(text)
+        key = hashlib.sha256(f"{spec.url}@{spec.ref or ''}".encode()).hexdigest()[:24]
+        every = DEFAULT_REFRESH if refresh is None else refresh
+        return cls(spec, handrail_home(environ) / "git" / key, every)
+
+    @property
+    def tree(self) -> Path:
+        return self.cache / "tree"
+
+    @property
+    def path(self) -> Path:
+        """The folder the catalog reads."""
+        return self.tree / self.spec.subdir if self.spec.subdir else self.tree
+
+    def describe(self) -> dict[str, Any]:
+        """How a listing names where a workflow came from."""
+        out: dict[str, Any] = {"kind": "git", "url": self.spec.shown, "commit": self.commit}
+        if self.spec.ref:
+            out["ref"] = self.spec.ref
+        return out
+
+    def ensure(self) -> None:
+        """Fetch once, if nothing has been fetched by this process yet."""
+        if not self._synced:
+            self.sync()
+
+    def problems(self) -> list[Diagnostic]:
+        self.ensure()
+        if self.error is None:
+            return []
+        serving = f"serving commit {self.commit[:12]}" if self.commit else "no commit to serve yet"
+        return [
+            Diagnostic(
+                "H002",
+                "warning",
+                f"cannot fetch git source {self.spec.shown}: {self.error}; {serving}",
+                "",
+                1,
+                1,
+                "check the URL, the ref and this machine's access to the repository",
+                self.spec.shown,
+            )
+        ]
+
+    # -- fetching --------------------------------------------------------------------
+    def sync(self) -> bool:
+        """Fetch the ref and check its commit out; whether the commit or the error changed.
+        Never raises: a failure is kept in `error`, and the last checkout stays."""
+        with self._lock:
+            before = (self.commit, self.error)
+            try:
+                with _cache_lock(self.cache):
+                    self.commit = self._head()
+                    fetched = self._fetch()
+                    if fetched != self.commit:
+                        self._git("checkout", "--quiet", "--force", "--detach", fetched, work_tree=True)
+                        self.commit = fetched
+                self.error = None
+            except GitError as exc:  # the catalog reports it (H002), with every other problem
+                self.error = str(exc)
+            except OSError as exc:
+                self.error = f"the cache folder {self.cache} cannot be used ({exc.strerror or exc})"
+            self._synced = True
+            if self.commit != before[0]:
+                log.info("git source %s: now at commit %s", self.spec.shown, self.commit)
+            return (self.commit, self.error) != before
+
+    def _head(self) -> str | None:
+        """The commit the cache holds checked out (left by an earlier run), if any."""
+        if not (self.cache / "repo.git" / "HEAD").exists():
+            self.cache.mkdir(parents=True, exist_ok=True)
+            self._git("init", "--quiet", "--bare", "--template=", str(self.cache / "repo.git"), git_dir=False)
+            return None
+        try:
+            return self._git("rev-parse", "--verify", "--quiet", "HEAD^{commit}") or None
+        except GitError:  # a fresh repository has no HEAD yet
+            return None
+
+    def _fetch(self) -> str:
+        ref = self.spec.ref or "HEAD"
+        self._git("fetch", "--quiet", "--no-tags", "--no-recurse-submodules", "--", self.spec.url, ref)
+        return self._git("rev-parse", "--verify", "FETCH_HEAD^{commit}")
+
+    def _git(self, *args: str, git_dir: bool = True, work_tree: bool = False) -> str:
+        argv = ["git", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false"]
+        if git_dir:
+            argv.append(f"--git-dir={self.cache / 'repo.git'}")
+        if work_tree:
+            self.tree.mkdir(parents=True, exist_ok=True)
+            argv.append(f"--work-tree={self.tree}")
+        return _run([*argv, *args], args[0], self.timeout, self.spec.shown, self.spec.url)
+
+    # -- refreshing ------------------------------------------------------------------
+    def start(self, stop: threading.Event, on_change: Callable[[], None]) -> None:
+        """Fetch every `refresh` seconds on a daemon thread until `stop` is set; call
+        `on_change` after a fetch that moved the commit or changed the error."""
+        if self._thread is not None:
+            return
+
+        def loop() -> None:
+            while not stop.wait(self.refresh):
+                if self.sync():
+                    on_change()
+
+        self._thread = threading.Thread(target=loop, name="handrail-git", daemon=True)
+        self._thread.start()
+
+
+class GitError(Exception):
+    pass
+
+
+def _environment() -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        {
+            "GIT_TERMINAL_PROMPT": "0",  # a server has nobody to ask for a password
+            "GIT_ALLOW_PROTOCOL": ALLOWED_PROTOCOLS,
+            "GIT_ASKPASS": "",
+            "SSH_ASKPASS": "",
+            "LC_ALL": "C",
+        }
+    )
+    env.setdefault("GIT_SSH_COMMAND", "ssh -o BatchMode=yes")
+    for name in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY"):
+        env.pop(name, None)  # ours are given on the command line
+    return env
+
+
+def _run(argv: list[str], verb: str, timeout: float, shown: str, secret: str) -> str:
+    """Run git; its output, or GitError with its last words (any password in the URL hidden)."""
+    try:
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=_environment(),
+            start_new_session=True,  # on a timeout, ssh and the remote helpers go too
+        )
+    except FileNotFoundError:
+        raise GitError("the `git` program is not installed") from None
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise GitError(f"git {verb} took longer than {timeout:g} seconds") from None
+    if proc.returncode != 0:
+        lines = [w.strip() for w in err.decode("utf-8", "replace").replace(secret, shown).splitlines()]
+        said = [w.split(":", 1)[1].strip() for w in lines if w.startswith(("fatal:", "error:"))]
+        why = (said or [w for w in lines if w] or [f"exit status {proc.returncode}"])[0]
+        raise GitError(f"git {verb} failed: {why[:300]}")
+    return out.decode("utf-8", "replace").strip()
+
+
+@contextlib.contextmanager
+def _cache_lock(cache: Path) -> Iterator[None]:
+    """One fetch at a time per cache folder, across processes (replicas on one machine,
+    `handrail list` while a server runs)."""
+    cache.mkdir(parents=True, exist_ok=True)
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: one process at a time is the user's care
+        yield
+        return
+    with open(cache / "lock", "a+b") as handle:
+        deadline = time.monotonic() + GIT_TIMEOUT
+        while True:
+            try:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise GitError(f"another process holds {cache / 'lock'}") from None
+                time.sleep(0.05)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
