@@ -3,6 +3,7 @@ runs are started and moved over MCP (JSON-RPC over HTTP)."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -103,3 +104,77 @@ def test_without_a_token_the_page_asks_for_one_and_then_shows_the_runs(tmp_path:
         assert cookie["httpOnly"] is True and cookie["sameSite"] == "Strict"
         assert TOKEN not in cookie["value"]
         assert page.evaluate("document.cookie") == ""  # scripts cannot read the session
+
+
+def gated(program: str) -> dict[str, Any]:
+    """Tests that must pass (a command check), then a step a person must approve."""
+    script = (
+        "import os, sys; passed = os.path.exists('ok'); "
+        "print('3 passed' if passed else 'FAILED test_login: 401 != 200'); sys.exit(0 if passed else 1)"
+    )
+    return {
+        "id": "gated",
+        "name": "Gated release",
+        "description": "Tests, then a person approves the release.",
+        "version": "1.0.0",
+        "steps": [
+            {
+                "id": "tests",
+                "title": "Make the tests pass",
+                "prompt": "Fix the tests.",
+                "checks": [{"type": "command", "run": [program, "-c", script], "message": "The tests pass"}],
+            },
+            {"id": "ship", "title": "Ship", "prompt": "Ship it.", "requireConfirmation": True},
+            {"id": "announce", "title": "Announce", "prompt": "Announce it."},
+        ],
+    }
+
+
+def test_approve_on_the_run_page_lets_the_agents_next_continue_go_on_and_the_page_shows_the_check(
+    tmp_path: Path, page: Any
+) -> None:
+    write(tmp_path / "flows", gated(sys.executable))
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    database = f"sqlite:///{tmp_path / 'runs.db'}"
+    args = (
+        "--no-bundled",
+        "--workflows",
+        str(tmp_path / "flows"),
+        "--database",
+        database,
+        "--allow-commands",
+    )
+    with HttpServer(*args) as http:
+        started = http.rpc(
+            "workflow_start", {"workflowId": "gated", "goal": "Release 2.0", "workspace": str(workspace)}
+        )
+        run_id = started["result"]["runId"]
+        failed = submit(http, run_id, "tests", "All green, trust me.")
+        assert failed["accepted"] is False
+        (workspace / "ok").write_text("")
+        assert submit(http, run_id, "tests", "Fixed the login test.")["accepted"] is True
+        waiting = submit(http, run_id, "ship", "Tagged v2.0; ready to publish.")
+        assert waiting["status"] == "awaiting_approval"
+
+        page.goto(http.base + "/")
+        assert "awaiting" in (page.locator(f"tr[data-run='{run_id}']").get_attribute("class") or "")
+        page.click(f"tr[data-run='{run_id}'] a")
+        rejected = page.locator(".event-rejected")
+        assert "The tests pass" in rejected.locator(".issues").inner_text()
+        failing = page.locator(".event-check").first
+        assert "exit code 1" in failing.inner_text()
+        assert "FAILED test_login: 401 != 200" in failing.locator(".tail").inner_text()
+        assert "3 passed" in page.locator(".event-check").nth(1).locator(".tail").inner_text()
+
+        page.fill("#comment", "Ship it <b>now</b>")
+        page.click("#approve")
+        page.locator(".note").wait_for()
+        assert page.locator(".note").inner_text() == "Approved."
+        assert page.locator("#approval").count() == 0
+        approved = page.locator(".event-approved")
+        assert "Ship it <b>now</b>" in approved.inner_text()  # the comment, as text
+
+        goes_on = http.rpc("workflow_continue", {"runId": run_id, "stepId": "ship"})["result"]
+        assert goes_on["accepted"] is True and goes_on["step"]["id"] == "announce"
+        assert page.errors == []
