@@ -505,7 +505,7 @@ def _compile(path: Path, data: bytes | Diagnostic) -> Compiled:
     if isinstance(data, Diagnostic):
         return Compiled(display, None, (data,))
     try:
-        return compile_text(data, display)
+        return compile_text(data, display, origin="source")  # a configured source: may run commands
     except Exception as exc:  # a compiler bug in one file must not stop the others loading
         log.exception("compiling %s failed", display)
         refusal = folders.refusal(path, f"the file could not be compiled ({exc!r})")

@@ -247,6 +247,8 @@ class Runs:
         cached = self._recent.get(run_id)
         if cached is not None and cached.owner != self.owner():
             cached = None  # another person's: `run` says it is not found
+        elif cached is not None and (cached.status == "awaiting_approval" or output is None):
+            cached = None  # a person may have decided, from another process: read it
         for _ in range(MAX_RETRIES):
             run = cached if cached is not None else self.run(run_id)
             if seen is not None and run.accepted != seen.accepted and step_id is not None:
