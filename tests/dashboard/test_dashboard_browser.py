@@ -71,14 +71,24 @@ def test_a_runs_page_shows_its_rejected_attempt_with_the_issues_and_an_output_wi
     rejected = submit(server, run_id, "plan", hostile)
     assert rejected["accepted"] is False
     submit(server, run_id, "plan", "Plan: first the wheel.\n\n- wheel\n- brake")
+    long = "Built the wheel.\n\n" + "\n".join(f"- spoke {n} tightened" for n in range(60))
+    assert submit(server, run_id, "build", long)["accepted"] is True
     page.goto(f"{server.base}/runs/{run_id}")
+    folded = page.locator("[data-step='build'] details.output")
+    assert folded.count() == 1 and folded.get_attribute("open") is None  # long: folded
+    assert not folded.locator("li").first.is_visible()
+    folded.locator("summary").click()
+    assert folded.locator("li").first.is_visible()
     rejected_event = page.locator(".event-rejected")
     assert "Start the plan with 'Plan:'" in rejected_event.locator(".issues").inner_text()
     text = rejected_event.locator(".output").inner_text()
     assert "<script>window.pwned = 1</script>" in text and "<img src=x" in text
     assert rejected_event.locator(".output script, .output img").count() == 0
     assert rejected_event.locator(".output strong").inner_text() == "no plan"  # Markdown still renders
-    assert page.locator(".event-accepted .output li").all_inner_texts() == ["wheel", "brake"]
+    assert page.locator("[data-step='plan'] .event-accepted .output li").all_inner_texts() == [
+        "wheel",
+        "brake",
+    ]
     assert page.evaluate("window.pwned") is None
     page.locator(".graph svg").wait_for()  # Mermaid, from the package, drew the path
     assert page.locator(".graph svg .visited").count() >= 1
@@ -177,4 +187,24 @@ def test_approve_on_the_run_page_lets_the_agents_next_continue_go_on_and_the_pag
 
         goes_on = http.rpc("workflow_continue", {"runId": run_id, "stepId": "ship"})["result"]
         assert goes_on["accepted"] is True and goes_on["step"]["id"] == "announce"
+        assert page.errors == []
+
+
+def test_the_workflows_page_draws_each_graph_and_lists_the_broken_files(tmp_path: Path, page: Any) -> None:
+    write(tmp_path / "flows", build_feature())
+    (tmp_path / "flows" / "broken.json").write_text('{"id": "broken", "steps": 3}', "utf-8")
+    database = f"sqlite:///{tmp_path / 'runs.db'}"
+    with HttpServer("--no-bundled", "--workflows", str(tmp_path / "flows"), "--database", database) as http:
+        page.goto(http.base + "/workflows")
+        problems = page.locator(".problems")
+        assert "Broken files (1)" in problems.locator("h2").inner_text()
+        assert problems.locator("h3").inner_text().endswith("broken.json")
+        assert (
+            "H102" in problems.inner_text() and "expected an array, found a number" in problems.inner_text()
+        )
+        workflow = page.locator(f"#wf-{WORKFLOW_ID}")
+        assert "Build a feature" in workflow.locator("h2").inner_text()
+        workflow.locator("summary").click()
+        workflow.locator("svg").wait_for()  # drawn when unfolded, by the packaged Mermaid
+        assert "Each part" in (workflow.locator("svg").text_content() or "")
         assert page.errors == []

@@ -19,7 +19,7 @@ TOKEN = "another-s3cret"
 
 
 def serve_args(tmp_path: Path) -> tuple[str, ...]:
-    write(tmp_path / "flows", build_feature())
+    write(tmp_path / "flows", build_feature())  # beside any other workflow the test wrote
     return (
         "--no-bundled",
         "--workflows",
@@ -29,11 +29,11 @@ def serve_args(tmp_path: Path) -> tuple[str, ...]:
     )
 
 
-def signed_in(http: HttpServer) -> tuple[httpx.Client, str]:
+def signed_in(http: HttpServer, token: str = TOKEN) -> tuple[httpx.Client, str]:
     """A client holding a session cookie, and the page's CSRF token."""
     client = httpx.Client(base_url=http.base, timeout=15)
     origin = {"Origin": http.base}
-    reply = client.post("/signin", data={"token": TOKEN}, headers=origin, follow_redirects=False)
+    reply = client.post("/signin", data={"token": token}, headers=origin, follow_redirects=False)
     assert reply.status_code == 303, reply.text
     page = client.get("/")
     found = re.search(r'name="csrf" value="([^"]+)"', page.text)
@@ -121,3 +121,58 @@ def test_handrail_dashboard_serves_the_page_on_loopback_without_a_token(tmp_path
         proc.terminate()
         _, err = proc.communicate(timeout=10)
     assert f"the dashboard is at http://127.0.0.1:{port}/" in err.decode()
+
+
+def test_each_person_signed_in_sees_only_their_own_runs_and_the_approver_is_named(tmp_path: Path) -> None:
+    alice, bob = "alice-token-0123456789abcdef", "bob-token-fedcba9876543210xyz"
+    write(tmp_path / "flows", confirmed())
+    (tmp_path / "tokens").write_text(f"alice {alice}\nbob {bob}\n", "utf-8")
+    args = (*serve_args(tmp_path), "--tokens", str(tmp_path / "tokens"))
+    with HttpServer(*args) as http:
+        started = http.rpc(
+            "workflow_start",
+            {"workflowId": "confirmed", "goal": "Alice's release"},
+            headers={"Authorization": f"Bearer {alice}"},
+        )
+        run_id = started["result"]["runId"]
+        waiting = http.rpc(
+            "workflow_continue",
+            {"runId": run_id, "stepId": "ship", "output": "Ready."},
+            headers={"Authorization": f"Bearer {alice}"},
+        )
+        assert waiting["result"]["status"] == "awaiting_approval"
+        as_bob, bob_csrf = signed_in(http, bob)
+        as_alice, alice_csrf = signed_in(http, alice)
+        try:
+            assert as_bob.get("/api/runs").json() == {"runs": []}
+            assert as_bob.get(f"/runs/{run_id}").status_code == 404
+            refused = as_bob.post(
+                f"/runs/{run_id}/decline", data={"csrf": bob_csrf}, headers={"Origin": http.base}
+            )
+            assert "Run not found" in as_bob.get(refused.headers["location"]).text
+            (row,) = as_alice.get("/api/runs").json()["runs"]
+            assert row["runId"] == run_id and row["owner"] == "alice"
+            declined = as_alice.post(
+                f"/runs/{run_id}/decline",
+                data={"csrf": alice_csrf, "comment": "Not on a Friday"},
+                headers={"Origin": http.base},
+            )
+            page = as_alice.get(declined.headers["location"]).text
+            assert "Declined." in page and "Not on a Friday" in page
+            assert as_alice.get(f"/api/runs/{run_id}").json()["status"] == "active"
+        finally:
+            as_bob.close()
+            as_alice.close()
+
+
+def confirmed() -> dict[str, object]:
+    return {
+        "id": "confirmed",
+        "name": "Confirmed",
+        "description": "One step a person confirms.",
+        "version": "1.0.0",
+        "steps": [
+            {"id": "ship", "title": "Ship", "prompt": "Ship it.", "requireConfirmation": True},
+            {"id": "tell", "title": "Tell", "prompt": "Tell everyone."},
+        ],
+    }

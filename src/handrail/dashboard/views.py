@@ -137,8 +137,15 @@ def catalog(snapshot: Snapshot) -> dict[str, Any]:
             }
             for e in workflows
         ],
-        "problems": [d.as_dict() for d in snapshot.problems],
+        "broken": _by_file([d.as_dict() for d in snapshot.problems]),
     }
+
+
+def _by_file(diagnostics: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    files: dict[str, list[dict[str, Any]]] = {}
+    for d in diagnostics:
+        files.setdefault(d["file"], []).append(d)
+    return [{"file": name, "diagnostics": found} for name, found in files.items()]
 
 
 def pretty(value: Any) -> str:
