@@ -244,7 +244,8 @@ def dashboard_routes(service: Any, refuse: Refuse, people: Identifies | None) ->
         if refused is not None:
             return refused
         target = request.query_params.get("next", "/")
-        target = target if target.startswith("/") and not target.startswith("//") else "/"
+        # only a path of this server: never `//host` or `/\host`, which browsers take as another site
+        target = target if target.startswith("/") and not target.startswith(("//", "/\\")) else "/"
         if request.method == "GET":
             return page("signin.html", request, None, next=target)
         fields = await form(request)
