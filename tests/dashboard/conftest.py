@@ -20,7 +20,9 @@ def page(browser: Any) -> Iterator[Any]:
     context.set_default_timeout(15_000)
     page = context.new_page()
     errors: list[str] = []
-    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.on("pageerror", lambda error: errors.append(str(error)))  # a script that threw
+    # a resource that failed, or a script refused by the Content-Security-Policy
+    page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
     page.errors = errors
     try:
         yield page
