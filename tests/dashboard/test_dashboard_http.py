@@ -76,6 +76,12 @@ def test_approve_is_refused_without_the_forms_token_or_from_another_site(tmp_pat
             assert no_token.status_code == 403
             elsewhere = client.post(url, data={"csrf": csrf}, headers={"Origin": "https://evil.example"})
             assert elsewhere.status_code == 403
+            as_json = client.post(url, json={"csrf": csrf}, headers={"Origin": http.base})
+            assert as_json.status_code == 403  # only a form, and a small one, is read
+            huge = client.post(
+                url, data={"csrf": csrf, "comment": "x" * 100_000}, headers={"Origin": http.base}
+            )
+            assert huge.status_code == 403
             no_origin = client.post(url, data={"csrf": csrf})
             assert no_origin.status_code == 403
             other_verb = client.post(

@@ -12,7 +12,7 @@ import hmac
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote, urlsplit
+from urllib.parse import parse_qsl, quote, urlsplit
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.concurrency import run_in_threadpool
@@ -113,11 +113,19 @@ def dashboard_routes(service: Any, refuse: Refuse, people: Identifies | None) ->
         return f"{parts.scheme}://{parts.netloc}" == f"{request.url.scheme}://{request.headers.get('host')}"
 
     async def form(request: Request) -> dict[str, str] | None:
+        """A small urlencoded form (no multipart parser needed); None when it is not one."""
+        declared = request.headers.get("content-length", "")
+        kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        if not declared.isdigit() or int(declared) > MAX_FORM or kind != "application/x-www-form-urlencoded":
+            return None
         body = await request.body()
         if len(body) > MAX_FORM:
             return None
-        parsed = await request.form()
-        return {k: v for k, v in parsed.items() if isinstance(v, str)}
+        try:
+            pairs = parse_qsl(body.decode("utf-8"), keep_blank_values=True, max_num_fields=16)
+        except (UnicodeDecodeError, ValueError):
+            return None
+        return dict(pairs)
 
     def gate(handler: Callable[..., Any], *, api: bool = False) -> Callable[[Request], Any]:
         async def guarded(request: Request) -> Response:
