@@ -523,10 +523,10 @@ def test_a_compiler_crash_in_one_file_is_reported_and_hides_nothing(
     write(tmp_path / "b.json", "beta")
     real = compiler_module.compile_text  # the catalog compiles the bytes it read
 
-    def compile_text(data: Any, file: str) -> Any:
+    def compile_text(data: Any, file: str, **options: Any) -> Any:
         if Path(file).name == "a.json":
             raise RuntimeError("compiler bug")
-        return real(data, file)
+        return real(data, file, **options)
 
     monkeypatch.setattr(compiler_module, "compile_text", compile_text)
     snapshot = catalog_of(tmp_path).reload()

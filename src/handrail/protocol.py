@@ -492,7 +492,7 @@ class Protocol:
         return _tool_result(result)
 
     def _approver(self, params: dict[str, Any]) -> Any:
-        """How this client can be asked to approve a step (spec/runs.md §6), or None."""
+        """How this client can be asked to approve a step (spec/runs.md, "Approvals"), or None."""
         from handrail.runs.approvals import AnsweredOnRetry, AskedNow, local_person
         from handrail.runs.core import REQUEST_OWNER
 

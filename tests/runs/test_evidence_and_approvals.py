@@ -25,6 +25,7 @@ import mcp.types as types
 from mcp import Client, StdioServerParameters
 
 from tests.checks.workspaces import git, write
+from tests.http import CLIENT_CAPABILITIES_KEY, HttpServer, envelope, modern_headers
 from tests.protocol.process import ROOT
 
 FLOW = "evidence"
@@ -177,6 +178,7 @@ def test_every_check_type_decides_a_real_run_and_runs_show_has_the_evidence(tmp_
     assert any("The tests pass" in i and "1 test failed: no built.txt" in i for i in bare["issues"])
     assert bare["checks"][3]["output"].strip() == str(workspace)
     assert record["built"]["accepted"] is True and record["built"]["step"]["id"] == "release"
+    assert [c["passed"] for c in record["built"]["checks"]] == [True, True, True, True]
     assert record["dirty"]["accepted"] is False and "Nothing uncommitted" in record["dirty"]["issues"][0]
     assert record["clean"]["accepted"] is True and record["clean"]["status"] == "completed"
 
@@ -491,3 +493,91 @@ def test_handrail_runs_decline_sends_the_step_back_and_approving_a_run_not_waiti
     again = _cli(tmp_path, "approve", record["run"])
     assert again.returncode == 1 and "not waiting for a person's approval" in again.stderr
     assert _events(tmp_path, record["run"])[-1]["comment"] == "Too vague"
+
+
+# -- over HTTP (stateless): checks on the worker pool, approvals by retry or by the CLI ------------
+
+
+def _modern_call(arguments: dict[str, Any], **params: Any) -> dict[str, Any]:
+    meta = envelope(**{CLIENT_CAPABILITIES_KEY: {"elicitation": {}}})
+    return {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "workflow_continue", "arguments": arguments, **params, "_meta": meta},
+    }
+
+
+def test_over_http_checks_run_and_a_2026_client_approves_on_its_retry_while_a_2025_one_waits_for_the_cli(
+    tmp_path: Path,
+) -> None:
+    steps = [
+        {
+            "id": "plan",
+            "title": "Plan",
+            "prompt": "Write the plan.",
+            "requireConfirmation": True,
+            "checks": [{"type": "command", "run": ["sh", "-c", "echo checked"], "message": "It runs"}],
+        },
+        {"id": "build", "title": "Build", "prompt": "Build it."},
+    ]
+    workspace = _set_up(tmp_path, steps)
+    database = f"sqlite:///{tmp_path / 'runs.db'}"
+    common = (
+        "--no-bundled",
+        "--workflows",
+        str(tmp_path / "flows"),
+        "--database",
+        database,
+        "--allow-commands",
+    )
+    with HttpServer(*common) as http:
+        first = http.rpc(
+            "workflow_start", {"workflowId": FLOW, "goal": "Modern", "workspace": str(workspace)}
+        )
+        run = first["result"]["runId"]
+        arguments = {"runId": run, "stepId": "plan", "output": "Plan: one."}
+        message = _modern_call(arguments)
+        asked = http.post(message, modern_headers(message)).json()["result"]
+        assert asked["resultType"] == "input_required", asked
+        request = asked["inputRequests"]["approval"]
+        assert request["method"] == "elicitation/create" and run in request["params"]["message"]
+        retry = _modern_call(
+            arguments,
+            inputResponses={"approval": {"action": "accept", "content": {"comment": "Fine"}}},
+            requestState=asked["requestState"],
+        )
+        done = http.post(retry, modern_headers(retry)).json()["result"]
+        assert done["resultType"] == "complete" and done["structuredContent"]["accepted"] is True
+        assert done["structuredContent"]["step"]["id"] == "build"
+
+        second = http.rpc(
+            "workflow_start", {"workflowId": FLOW, "goal": "Classic", "workspace": str(workspace)}
+        )
+        other = second["result"]["runId"]
+        waiting = http.rpc("workflow_continue", {"runId": other, "stepId": "plan", "output": "Plan: two."})
+        assert waiting["result"]["status"] == "awaiting_approval"
+        approved = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "handrail",
+                "runs",
+                "approve",
+                other,
+                "--database",
+                database,
+                "--as",
+                "dana",
+            ],
+            env=_env(tmp_path),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert approved.returncode == 0, approved.stderr
+        after = http.rpc("workflow_continue", {"runId": other, "stepId": "plan"})["result"]
+        assert after["accepted"] is True and after["approved"] == {"person": "dana"}
+    events = _cli(tmp_path, "show", run, "--database", database, "--format", "json")
+    kinds = [e["type"] for e in json.loads(events.stdout)["events"]]
+    assert kinds == ["started", "check", "awaiting_approval", "approved", "accepted"]

@@ -8,7 +8,7 @@ says, per request, how this client can be asked (`REQUEST_APPROVER`):
 - a 2026-07-28 client that declared it: an `input_required` result (`InputRequired`),
   answered on the client's retry of the same call;
 - any other client: nobody is asked here; a person runs `handrail runs approve RUN`.
-See spec/runs.md §6.
+See spec/runs.md, "Approvals".
 """
 
 from __future__ import annotations

@@ -367,7 +367,14 @@ class Runs:
             events,
             self.owner(),
         )
-        return {"runId": run.id, "accepted": True, "status": written.status, **self._view(written)}
+        evidence = {"checks": [r.to_event() for r in results]} if results else {}
+        return {
+            "runId": run.id,
+            "accepted": True,
+            "status": written.status,
+            **evidence,
+            **self._view(written),
+        }
 
     def _evidence(
         self, workflow: Workflow, run: RunRecord, step_id: str, context: Mapping[str, Any]
@@ -400,7 +407,7 @@ class Runs:
                 return Baseline.from_wire(wire) if isinstance(wire, Mapping) else None
         return None
 
-    # -- approvals (spec/runs.md §6) -------------------------------------------------
+    # -- approvals (spec/runs.md, "Approvals") -------------------------------------------------
     def _ask(self, run: RunRecord, step: Mapping[str, Any], output: str) -> dict[str, Any]:
         """Ask the person through the client when it can be asked; else say who must act."""
         from handrail.runs.approvals import REQUEST_APPROVER, Question
