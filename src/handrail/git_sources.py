@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
 from handrail.errors import Diagnostic
+from handrail.store.open import handrail_home
 
 if TYPE_CHECKING:
     from handrail.catalog import Source
@@ -98,12 +99,6 @@ def source(name: str, text: str, environ: Mapping[str, str], refresh: float | No
     return Source(name, git.path, git)
 
 
-def handrail_home(environ: Mapping[str, str] | None = None) -> Path:
-    env = os.environ if environ is None else environ
-    home = env.get("HANDRAIL_HOME", "").strip()
-    return Path(home).expanduser() if home else Path.home() / ".handrail"
-
-
 def specs_from_env(environ: Mapping[str, str]) -> list[str]:
     """WorkRail's WORKFLOW_GIT_REPOS: repository URLs separated by commas."""
     return [part.strip() for part in environ.get(ENV_VARIABLE, "").split(",") if part.strip()]
@@ -151,7 +146,7 @@ class GitSource:
     def ensure(self) -> None:
         """Fetch once, if nothing has been fetched by this process yet."""
         if not self._synced:
-            self.sync()
+            self.sync(first=True)
 
     def problems(self) -> list[Diagnostic]:
         self.ensure()
@@ -172,10 +167,13 @@ class GitSource:
         ]
 
     # -- fetching --------------------------------------------------------------------
-    def sync(self) -> bool:
+    def sync(self, *, first: bool = False) -> bool:
         """Fetch the ref and check its commit out; whether the commit or the error changed.
-        Never raises: a failure is kept in `error`, and the last checkout stays."""
+        Never raises: a failure is kept in `error`, and the last checkout stays. `first`:
+        only if no fetch has been made yet (two threads may ask for the first at once)."""
         with self._lock:
+            if first and self._synced:
+                return False
             before = (self.commit, self.error)
             try:
                 with _cache_lock(self.cache):
@@ -212,6 +210,7 @@ class GitSource:
 
     def _git(self, *args: str, git_dir: bool = True, work_tree: bool = False) -> str:
         argv = ["git", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false"]
+        argv += ["-c", "submodule.recurse=false"]
         if git_dir:
             argv.append(f"--git-dir={self.cache / 'repo.git'}")
         if work_tree:
@@ -288,7 +287,8 @@ def _run(argv: list[str], verb: str, timeout: float, shown: str, secret: str) ->
 def _cache_lock(cache: Path) -> Iterator[None]:
     """One fetch at a time per cache folder, across processes (replicas on one machine,
     `handrail list` while a server runs)."""
-    cache.mkdir(parents=True, exist_ok=True)
+    cache.parent.mkdir(parents=True, exist_ok=True, mode=0o700)  # private workflows stay private
+    cache.mkdir(exist_ok=True, mode=0o700)
     try:
         import fcntl
     except ImportError:  # not POSIX: one process at a time is the user's care

@@ -441,7 +441,10 @@ def serve(
             host,
         )
     settings = HttpSettings(
-        allowed_hosts=hosts, allowed_origins=set(extra_origins), token=token, people=people,
+        allowed_hosts=hosts,
+        allowed_origins=set(extra_origins),
+        token=token,
+        people=people,
         transport=bounds,
     )
     app = create_app(service, settings)

@@ -96,8 +96,12 @@ class People:
             name, secret = fields
             if not NAME.match(name):
                 raise TokensFileError(
-                    f"{at}: a name is 1 to 64 letters, digits or . _ @ + - (starting with a letter "
-                    "or digit)"
+                    f"{at}: a name is 1 to 64 letters, digits or . _ @ + - (starting with a letter or digit)"
+                )
+            if name == LOCAL_OWNER:  # it would own every run started over stdio or the shared token
+                raise TokensFileError(
+                    f"{at}: the name `{LOCAL_OWNER}` is kept for HANDRAIL_TOKEN and runs started "
+                    "without a token"
                 )
             if secret.startswith(HASH_PREFIX):
                 hexdigest = secret[len(HASH_PREFIX) :].lower()

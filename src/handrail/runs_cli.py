@@ -115,9 +115,7 @@ def _list(runs: Runs, args: argparse.Namespace) -> int:
         step = r.current_step
         where = step["id"] if step else ("-" if r.status != "active" else "(waiting for context)")
         owner = "" if r.owner == LOCAL_OWNER else f"  [{r.owner}]"  # a served run: whose it is
-        print(
-            f"{r.id}  {r.status:<10} {r.workflow_id:<24} {where:<24} {r.updated_at}  {r.goal[:60]}{owner}"
-        )
+        print(f"{r.id}  {r.status:<10} {r.workflow_id:<24} {where:<24} {r.updated_at}  {r.goal[:60]}{owner}")
     print(f"\n{len(found)} run{'s' * (len(found) != 1)}")
     return EXIT_OK
 

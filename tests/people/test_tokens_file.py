@@ -32,6 +32,7 @@ def test_handrail_token_prints_a_new_token_and_the_line_that_admits_it(
         ("alice short-token", "at least 16 printable characters"),
         ("alice sha256:abc", "64 hexadecimal digits"),
         ("-alice 0123456789abcdef0123", "a name is 1 to 64 letters"),
+        ("local 0123456789abcdef4567", "the name `local` is kept for HANDRAIL_TOKEN"),
     ],
 )
 def test_a_bad_tokens_line_stops_serve_naming_the_file_and_line(

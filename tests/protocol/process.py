@@ -112,6 +112,7 @@ def clean_env(home: Path) -> dict[str, str]:
         k: v
         for k, v in os.environ.items()
         if k not in ("WORKFLOW_STORAGE_PATH", "HANDRAIL_WORKFLOWS", "WORKFLOW_INCLUDE_BUNDLED")
+        and k != "WORKFLOW_GIT_REPOS"
     }
     env["HOME"] = str(home)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT / "src"), env.get("PYTHONPATH")) if p)
