@@ -187,6 +187,10 @@ def test_approve_on_the_run_page_lets_the_agents_next_continue_go_on_and_the_pag
 
         goes_on = http.rpc("workflow_continue", {"runId": run_id, "stepId": "ship"})["result"]
         assert goes_on["accepted"] is True and goes_on["step"]["id"] == "announce"
+        assert "Now: Announce" in page.locator(".timeline").inner_text()
+        assert submit(http, run_id, "announce", "Announced.")["status"] == "completed"
+        page.locator(".facts .status-completed").wait_for()  # the open page follows the run by itself
+        assert "Announced." in page.locator("[data-step='announce']").inner_text()
         assert page.errors == []
 
 
