@@ -105,12 +105,13 @@ def dashboard_routes(service: Any, refuse: Refuse, people: Identifies | None) ->
         return run_in_threadpool(call)
 
     def same_origin(request: Request) -> bool:
-        """A form post must name our own origin (browsers send Origin on every POST)."""
+        """A form post must name this very host and port (browsers send Origin on every
+        POST); the scheme is not compared, so that a TLS-terminating proxy is no obstacle."""
         origin = request.headers.get("origin") or request.headers.get("referer")
         if origin is None:
             return False
         parts = urlsplit(origin)
-        return f"{parts.scheme}://{parts.netloc}" == f"{request.url.scheme}://{request.headers.get('host')}"
+        return parts.scheme in ("http", "https") and parts.netloc == request.headers.get("host")
 
     async def form(request: Request) -> dict[str, str] | None:
         """A small urlencoded form (no multipart parser needed); None when it is not one."""
