@@ -82,6 +82,8 @@ def test_approve_is_refused_without_the_forms_token_or_from_another_site(tmp_pat
                 url, data={"csrf": csrf, "comment": "x" * 100_000}, headers={"Origin": http.base}
             )
             assert huge.status_code == 403
+            other_local_app = client.post(url, data={"csrf": csrf}, headers={"Origin": "http://127.0.0.1:1"})
+            assert other_local_app.status_code == 403  # an allowed host, but not this server
             no_origin = client.post(url, data={"csrf": csrf})
             assert no_origin.status_code == 403
             other_verb = client.post(
