@@ -269,6 +269,17 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run_options(serve)
     _add_transport_options(serve, http=True)
 
+    dashboard = sub.add_parser("dashboard", help="watch and approve this machine's runs in a browser")
+    _add_source_options(dashboard)
+    dashboard.add_argument("--port", type=int, default=8766, help="port on 127.0.0.1 (default 8766)")
+    dashboard.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
+    dashboard.add_argument("--reload-interval", type=float, default=0.5, metavar="SECONDS")
+    dashboard.set_defaults(host="127.0.0.1", allow_host=[], allow_origin=[], tokens=None)
+    _add_limit_options(dashboard)
+    _add_check_options(dashboard)
+    _add_run_options(dashboard)
+    _add_transport_options(dashboard, http=True)
+
     check = sub.add_parser("check", help="report every problem in workflow files")
     check.add_argument("paths", nargs="+", metavar="PATH", help="files or folders (recursive)")
     check.add_argument("--format", choices=["text", "json", "sarif"], default="text")
@@ -350,6 +361,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     handler = {
         "start": _start,
         "serve": _serve,
+        "dashboard": _serve,  # the same server on loopback, for one person's local store
         "check": _check,
         "list": _list,
         "sources": _sources,
@@ -473,6 +485,7 @@ def _serve(args: argparse.Namespace) -> int:
     port = sock.getsockname()[1]
     where = f"[{args.host}]" if ":" in args.host else args.host
     print(f"handrail serve: serving MCP at http://{where}:{port}/mcp (Ctrl-C stops)", file=sys.stderr)
+    print(f"handrail {args.command}: the dashboard is at http://{where}:{port}/", file=sys.stderr)
     try:
         return serve(
             _service(catalog, args, checks),
@@ -480,8 +493,9 @@ def _serve(args: argparse.Namespace) -> int:
             port,
             extra_hosts=args.allow_host,
             extra_origins=args.allow_origin,
-            token=os.environ.get("HANDRAIL_TOKEN") or None,
-            people=people,
+            # `dashboard` serves one person's local store on loopback: no token asked
+            token=None if args.command == "dashboard" else (os.environ.get("HANDRAIL_TOKEN") or None),
+            people=None if args.command == "dashboard" else people,
             log_level=args.log_level,
             sock=sock,
             limits=_transport_limits(args),

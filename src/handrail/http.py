@@ -381,10 +381,13 @@ def create_app(service: Service, settings: HttpSettings | None = None) -> Starle
             }
         )
 
+    from handrail.dashboard import dashboard_routes  # the web page at / (issue 18)
+
     return Starlette(
         routes=[
             Route("/mcp", mcp, methods=["GET", "POST", "DELETE"]),
             Route("/healthz", healthz, methods=["GET"]),
+            *dashboard_routes(service, refuse, people),
         ]
     )
 

@@ -1,0 +1,302 @@
+"""The dashboard's routes, mounted beside /mcp (see handrail.http.create_app).
+
+Sign-in: a person posts their token once; the server keeps a session and gives the
+browser only an opaque id in an HttpOnly, SameSite=Strict cookie. Scripts may also
+send the token as `Authorization: Bearer`. Forms that change something (approve,
+decline, sign out) carry the session's CSRF token and must come from our own Origin.
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, quote, urlsplit
+
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from handrail.dashboard import views
+from handrail.dashboard.sessions import COOKIE, Identifies, Session, Sessions
+from handrail.errors import HandrailError
+from handrail.people import bearer
+from handrail.runs.core import REQUEST_OWNER
+from handrail.store.base import STATUSES
+
+HERE = Path(__file__).parent
+STATIC = {
+    "dashboard.css": "text/css",
+    "dashboard.js": "text/javascript",
+    "mermaid.min.js": "text/javascript",
+}
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; "  # Mermaid styles its SVG
+    "img-src 'self' data:; font-src 'self' data:; connect-src 'self'; form-action 'self'; "
+    "base-uri 'none'; frame-ancestors 'none'"
+)
+SECURITY_HEADERS = {
+    "Content-Security-Policy": CSP,
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+    "Cache-Control": "no-store",
+}
+MAX_FORM = 64 * 1024
+LISTED = 500
+
+Refuse = Callable[..., Response | None]
+
+
+def dashboard_routes(service: Any, refuse: Refuse, people: Identifies | None) -> list[BaseRoute]:
+    """`refuse(request, authenticate=False)`: the transport's Host and Origin checks;
+    `people`: whom the tokens name (None: no token asked, one person's server)."""
+    templates = Environment(
+        loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(default=True)
+    )
+    sessions = Sessions()
+    runs = service.runs
+
+    def page(
+        name: str, request: Request, session: Session | None, code: int = 200, **values: Any
+    ) -> Response:
+        html = templates.get_template(name).render(
+            session=session, signin_needed=people is not None, path=request.url.path, **values
+        )
+        return HTMLResponse(html, status_code=code, headers=SECURITY_HEADERS)
+
+    def with_cookie(response: Response, request: Request, session: Session) -> Response:
+        response.set_cookie(
+            COOKIE,
+            session.id,
+            httponly=True,
+            samesite="strict",
+            secure=request.url.scheme == "https",
+            path="/",
+        )
+        return response
+
+    def signed_in(request: Request) -> tuple[Session | None, bool]:
+        """The request's session, and whether it was made just now (its cookie must be set)."""
+        session = sessions.get(request.cookies.get(COOKIE))
+        if session is not None:
+            return session, False
+        headers = request.headers.getlist("authorization")
+        given = bearer(headers[0]) if len(headers) == 1 else None
+        if given is not None and people is not None:
+            person = people.identify(given)  # a script's request: kept nowhere, no cookie
+            return (Sessions.passing(person), False) if person is not None else (None, False)
+        if people is None:  # no token asked for: one person's local server
+            return sessions.create(runs.default_owner), True
+        return None, False
+
+    def as_person(session: Session, work: Callable[..., Any], *args: Any) -> Any:
+        """Run `work` on a worker thread as the signed-in person (their runs only)."""
+
+        def call() -> Any:
+            mark = REQUEST_OWNER.set(session.person)
+            try:
+                return work(*args)
+            finally:
+                REQUEST_OWNER.reset(mark)
+
+        return run_in_threadpool(call)
+
+    def same_origin(request: Request) -> bool:
+        """A form post must name this very host and port (browsers send Origin on every
+        POST); the scheme is not compared, so that a TLS-terminating proxy is no obstacle."""
+        origin = request.headers.get("origin") or request.headers.get("referer")
+        if origin is None:
+            return False
+        parts = urlsplit(origin)
+        return parts.scheme in ("http", "https") and parts.netloc == request.headers.get("host")
+
+    async def form(request: Request) -> dict[str, str] | None:
+        """A small urlencoded form (no multipart parser needed); None when it is not one."""
+        declared = request.headers.get("content-length", "")
+        kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        if not declared.isdigit() or int(declared) > MAX_FORM or kind != "application/x-www-form-urlencoded":
+            return None
+        body = await request.body()
+        if len(body) > MAX_FORM:
+            return None
+        try:
+            pairs = parse_qsl(body.decode("utf-8"), keep_blank_values=True, max_num_fields=16)
+        except (UnicodeDecodeError, ValueError):
+            return None
+        return dict(pairs)
+
+    def gate(handler: Callable[..., Any], *, api: bool = False) -> Callable[[Request], Any]:
+        async def guarded(request: Request) -> Response:
+            refused = refuse(request, authenticate=False)
+            if refused is not None:
+                return refused
+            session, new = signed_in(request)
+            if session is None:
+                if api:
+                    return JSONResponse(
+                        {"error": "Unauthorized: sign in or send a bearer token"},
+                        401,
+                        headers={"WWW-Authenticate": 'Bearer realm="handrail"'},
+                    )
+                return RedirectResponse("/signin?next=" + quote(request.url.path), 303)
+            response: Response = await handler(request, session)
+            return with_cookie(response, request, session) if new else response
+
+        return guarded
+
+    # -- pages ------------------------------------------------------------------
+    def listing(status: str | None, workflow: str | None) -> list[dict[str, Any]]:
+        statuses = [status] if status in STATUSES else None
+        found = runs.store.list_runs(statuses=statuses, owner=runs.owner(), limit=LISTED)
+        return [views.run_row(r) for r in views.filter_runs(found, workflow)]
+
+    async def runs_page(request: Request, session: Session) -> Response:
+        status = request.query_params.get("status") or None
+        workflow = request.query_params.get("workflow") or None
+        rows = await as_person(session, listing, status, workflow)
+        snapshot = service.catalog.ready
+        ids = sorted(snapshot.entries) if snapshot is not None else []
+        return page(
+            "runs.html",
+            request,
+            session,
+            rows=rows,
+            statuses=STATUSES,
+            workflows=ids,
+            status=status,
+            workflow=workflow,
+        )
+
+    def run_details(run_id: str) -> dict[str, Any]:
+        run = runs.run(run_id)
+        events = runs.store.events(run.id)
+        try:
+            workflow = runs.pinned(service.catalog.snapshot(), run)
+        except HandrailError:
+            workflow = None
+        return {
+            "run": run,
+            "row": views.run_row(run),
+            "events": events,
+            "blocks": views.timeline(events, workflow),
+            "graph": views.run_graph(workflow, run, events) if workflow is not None else None,
+        }
+
+    async def run_page(request: Request, session: Session) -> Response:
+        run_id = request.path_params["run_id"]
+        try:
+            details = await as_person(session, run_details, run_id)
+        except HandrailError as exc:
+            return page("missing.html", request, session, code=404, run_id=run_id, message=exc.message)
+        run = details["run"]
+        return page(
+            "run.html",
+            request,
+            session,
+            **details,
+            context=views.pretty(dict(run.context)),
+            step=run.position.get("step"),
+            note=request.query_params.get("note"),
+        )
+
+    async def workflows_page(request: Request, session: Session) -> Response:
+        data = await run_in_threadpool(lambda: views.catalog(service.catalog.snapshot()))
+        return page("workflows.html", request, session, **data)
+
+    async def decide(request: Request, session: Session) -> Response:
+        run_id = request.path_params["run_id"]
+        verb = request.path_params["verb"]
+        if verb not in ("approve", "decline"):
+            return Response(status_code=404)
+        fields = await form(request)
+        if fields is None or not same_origin(request):
+            return HTMLResponse("Forbidden: cross-site request", 403, headers=SECURITY_HEADERS)
+        if not hmac.compare_digest(fields.get("csrf", "").encode(), session.csrf.encode()):
+            return HTMLResponse("Forbidden: the form's token does not match", 403, headers=SECURITY_HEADERS)
+        comment = fields.get("comment", "").strip() or None
+        method = getattr(runs, verb, None)  # issue 16: Runs.approve / Runs.decline
+        if method is None:
+            note = f"This server cannot {verb} runs yet."
+        else:
+            try:
+                await as_person(session, lambda: method(run_id, person=session.person, comment=comment))
+                note = "Approved." if verb == "approve" else "Declined."
+            except HandrailError as exc:
+                details = exc.data.get("details")
+                note = exc.message + (f": {details}" if details else "")
+        return RedirectResponse(f"/runs/{quote(run_id)}?note={quote(note)}", 303)
+
+    # -- JSON -------------------------------------------------------------------
+    async def api_runs(request: Request, session: Session) -> Response:
+        status = request.query_params.get("status") or None
+        workflow = request.query_params.get("workflow") or None
+        rows = await as_person(session, listing, status, workflow)
+        return JSONResponse({"runs": rows}, headers={"Cache-Control": "no-store"})
+
+    async def api_run(request: Request, session: Session) -> Response:
+        def one(run_id: str) -> dict[str, Any]:
+            run = runs.run(run_id)
+            return {**views.run_row(run), "version": run.version}
+
+        try:
+            row = await as_person(session, one, request.path_params["run_id"])
+        except HandrailError as exc:
+            return JSONResponse({"error": exc.message}, 404)
+        return JSONResponse(row, headers={"Cache-Control": "no-store"})
+
+    # -- sign-in ----------------------------------------------------------------
+    async def signin(request: Request) -> Response:
+        refused = refuse(request, authenticate=False)
+        if refused is not None:
+            return refused
+        target = request.query_params.get("next", "/")
+        # only a path of this server: never `//host` or `/\host`, which browsers take as another site
+        target = target if target.startswith("/") and not target.startswith(("//", "/\\")) else "/"
+        if request.method == "GET":
+            return page("signin.html", request, None, next=target)
+        fields = await form(request)
+        if fields is None or not same_origin(request):
+            return HTMLResponse("Forbidden: cross-site request", 403, headers=SECURITY_HEADERS)
+        person = people.identify(fields.get("token", "")) if people is not None else runs.default_owner
+        if person is None:
+            return page("signin.html", request, None, code=401, next=target, failed=True)
+        return with_cookie(RedirectResponse(target, 303), request, sessions.create(person))
+
+    async def signout(request: Request) -> Response:
+        refused = refuse(request, authenticate=False)
+        if refused is not None:
+            return refused
+        fields = await form(request)
+        session = sessions.get(request.cookies.get(COOKIE))
+        if fields is None or not same_origin(request) or session is None:
+            return HTMLResponse("Forbidden", 403, headers=SECURITY_HEADERS)
+        if hmac.compare_digest(fields.get("csrf", "").encode(), session.csrf.encode()):
+            sessions.end(session.id)
+        response = RedirectResponse("/signin", 303)
+        response.delete_cookie(COOKIE, path="/")
+        return response
+
+    async def static(request: Request) -> Response:
+        name = request.path_params["name"]
+        if name not in STATIC:
+            return Response(status_code=404)
+        return FileResponse(
+            HERE / "static" / name,
+            media_type=STATIC[name],
+            headers={"Cache-Control": "max-age=3600", "X-Content-Type-Options": "nosniff"},
+        )
+
+    return [
+        Route("/", gate(runs_page), methods=["GET"]),
+        Route("/runs/{run_id}", gate(run_page), methods=["GET"]),
+        Route("/runs/{run_id}/{verb:str}", gate(decide), methods=["POST"]),
+        Route("/workflows", gate(workflows_page), methods=["GET"]),
+        Route("/api/runs", gate(api_runs, api=True), methods=["GET"]),
+        Route("/api/runs/{run_id}", gate(api_run, api=True), methods=["GET"]),
+        Route("/signin", signin, methods=["GET", "POST"]),
+        Route("/signout", signout, methods=["POST"]),
+        Route("/static/{name}", static, methods=["GET"]),
+    ]

@@ -1,0 +1,114 @@
+// The dashboard's only script (the Content-Security-Policy forbids inline script).
+// Everything from the server is put in the page as text (textContent), never as HTML.
+"use strict";
+
+const POLL_MS = 1500;
+
+function drawGraphs(root) {
+  if (!window.mermaid) return;
+  const nodes = Array.from(root.querySelectorAll("pre.mermaid:not([data-processed])"))
+    .filter((el) => !el.closest("details:not([open])"));
+  if (nodes.length) window.mermaid.run({ nodes: nodes });
+}
+
+function cell(text, code) {
+  const td = document.createElement("td");
+  const inner = document.createElement(code ? "code" : "span");
+  inner.textContent = text;
+  td.appendChild(inner);
+  return td;
+}
+
+function runRow(r) {
+  const tr = document.createElement("tr");
+  tr.className = "run" + (r.status === "awaiting_approval" ? " awaiting" : "");
+  tr.dataset.run = r.runId;
+  const first = document.createElement("td");
+  const link = document.createElement("a");
+  link.href = "/runs/" + encodeURIComponent(r.runId);
+  link.textContent = r.workflowId;
+  first.appendChild(link);
+  tr.appendChild(first);
+  tr.appendChild(cell(r.goal));
+  const status = document.createElement("td");
+  const badge = document.createElement("span");
+  badge.className = "status status-" + r.status;
+  badge.textContent = r.status.replace("_", " ");
+  status.appendChild(badge);
+  tr.appendChild(status);
+  const step = document.createElement("td");
+  if (r.currentStep) {
+    step.append(r.currentStep.title + " ");
+    const code = document.createElement("code");
+    code.textContent = r.currentStep.id;
+    step.appendChild(code);
+  } else {
+    step.textContent = "–";
+  }
+  tr.appendChild(step);
+  tr.appendChild(cell(r.owner));
+  tr.appendChild(cell(r.workspace, true));
+  tr.appendChild(cell(r.updatedAt));
+  return tr;
+}
+
+function watchRuns(table) {
+  const query = new URLSearchParams();
+  if (table.dataset.status) query.set("status", table.dataset.status);
+  if (table.dataset.workflow) query.set("workflow", table.dataset.workflow);
+  const live = document.getElementById("live");
+  let last = "";
+  async function poll() {
+    try {
+      const response = await fetch("/api/runs?" + query, { credentials: "same-origin" });
+      if (!response.ok) throw new Error(String(response.status));
+      const body = await response.text();
+      if (body !== last) {
+        last = body;
+        const rows = JSON.parse(body).runs;
+        table.tBodies[0].replaceChildren(...rows.map(runRow));
+        document.getElementById("empty").hidden = rows.length > 0;
+      }
+      live.textContent = "live";
+      live.className = "live";
+    } catch (error) {
+      live.textContent = "offline";
+      live.className = "live off";
+    }
+    setTimeout(poll, POLL_MS);
+  }
+  setTimeout(poll, POLL_MS);
+}
+
+function watchRun(facts) {
+  const url = "/api/runs/" + encodeURIComponent(facts.dataset.run);
+  async function poll() {
+    try {
+      const response = await fetch(url, { credentials: "same-origin" });
+      if (response.ok) {
+        const run = await response.json();
+        const typing = document.activeElement && document.activeElement.tagName === "TEXTAREA"
+          && document.activeElement.value;
+        if (String(run.version) !== facts.dataset.version && !typing) {
+          window.location.replace(window.location.pathname);
+          return;
+        }
+      }
+    } catch (error) { /* the server is away: try again */ }
+    setTimeout(poll, POLL_MS);
+  }
+  setTimeout(poll, POLL_MS);
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  if (window.mermaid) {
+    window.mermaid.initialize({ startOnLoad: false, securityLevel: "strict", theme: "neutral" });
+    drawGraphs(document);
+    document.querySelectorAll("details").forEach((d) =>
+      d.addEventListener("toggle", () => { if (d.open) drawGraphs(d); }));
+  }
+  const table = document.getElementById("runs");
+  if (table) watchRuns(table);
+  const facts = document.getElementById("run");
+  if (facts) watchRun(facts);
+});

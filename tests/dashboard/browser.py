@@ -1,0 +1,56 @@
+"""Debian's chromium, driven by Playwright (never `playwright install`: the browser is
+the system's, installed by `.ci/run`). Outside CI a missing chromium skips the test
+with the reason; under CI=true it fails."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+def require_chromium() -> None:
+    if os.path.exists(CHROMIUM) or shutil.which("chromium"):
+        return
+    reason = f"no chromium at {CHROMIUM} (apt-get install -y chromium)"
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(reason)
+    pytest.skip(reason)
+
+
+@contextmanager
+def chromium() -> Iterator[Any]:
+    """A launched headless browser."""
+    require_chromium()
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:  # the test extra names it; say so rather than skip silently in CI
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail("playwright is not installed (pip install -e '.[test]')")
+        pytest.skip("playwright is not installed (pip install -e '.[test]')")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM if os.path.exists(CHROMIUM) else shutil.which("chromium"),
+            args=ARGS,
+            headless=True,
+        )
+        try:
+            yield browser
+        finally:
+            browser.close()
