@@ -76,17 +76,18 @@ class WorkerPool:
                 outcome()
 
         def job() -> None:
+            outcome: Callable[[], None]
             try:
                 result = function(*args)
+                outcome = lambda: future.set_result(result)  # noqa: E731
             except BaseException as exc:
                 failure = exc
-                with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits any more
-                    loop.call_soon_threadsafe(settle, lambda: future.set_exception(failure))
-            else:
-                with contextlib.suppress(RuntimeError):
-                    loop.call_soon_threadsafe(settle, lambda: future.set_result(result))
+                outcome = lambda: future.set_exception(failure)  # noqa: E731
             finally:
+                # freed before the answer can reach the client: its next request finds room
                 self._slots.release()
+            with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits any more
+                loop.call_soon_threadsafe(settle, outcome)
 
         self._jobs.put(job)
         return await future
