@@ -19,6 +19,7 @@ import pytest
 
 from handrail.compiler import compile_path
 from handrail.engine.validate import validate_output
+from handrail.errors import Findings
 from handrail.expr.ast import All, Any_, Compare, Node, Not
 from handrail.expr.parse import parse_condition
 from handrail.model import Loop, Step, Workflow
@@ -116,12 +117,9 @@ def operators(tree: Node) -> Iterator[str]:
 
 
 def parse(condition: Any) -> Node:
-    problems: list[str] = []
-
-    def report(code: str, severity: str, message: str, *rest: Any) -> None:
-        problems.append(f"{code} {message}")
-
+    report = Findings()
     tree = parse_condition(condition, "", report)
+    problems = [f"{f.code} {f.message}" for f in report.findings]
     assert not problems, (condition, problems)
     return tree
 

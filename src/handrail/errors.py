@@ -6,9 +6,8 @@ protocol layer maps it to the wire without knowing what went wrong.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import Any, Literal, NamedTuple
 
 Severity = Literal["error", "warning"]
 
@@ -119,49 +118,90 @@ class SecurityError(HandrailError):
     title = "Security error"
 
 
-@dataclass(slots=True)
-class DiagnosticSink:
-    """Collects diagnostics during one compilation (every problem, not the first)."""
+class Finding(NamedTuple):
+    """A diagnostic not yet located in the source: the compiler finds by JSON pointer
+    (and, inside a string, by offset) and looks up lines only when asked."""
 
-    items: list[Diagnostic] = field(default_factory=list)
+    code: str
+    severity: Severity
+    message: str
+    pointer: str
+    hint: str | None = None
+    offset: int | None = None
 
-    @property
-    def has_errors(self) -> bool:
-        return any(d.severity == "error" for d in self.items)
+
+class Reporter:
+    """Where the compiler says what it found: `report.error(code, message, at, hint)`
+    and `report.warning(...)`; a subclass decides what `add` does with a finding."""
+
+    __slots__ = ()
+
+    def add(self, finding: Finding) -> None:
+        raise NotImplementedError
+
+    def error(
+        self, code: str, message: str, at: str, hint: str | None = None, offset: int | None = None
+    ) -> None:
+        self.add(Finding(code, "error", message, at, hint, offset))
+
+    def warning(
+        self, code: str, message: str, at: str, hint: str | None = None, offset: int | None = None
+    ) -> None:
+        self.add(Finding(code, "warning", message, at, hint, offset))
+
+    def watch(self) -> Watch:
+        """A reporter that passes everything on to this one and remembers whether an
+        error went by (a stage then knows its own output is unusable)."""
+        return Watch(self)
 
 
-class ErrorWatch:
-    """A diagnostics reporter that passes everything on to `report` and remembers
-    whether an error went by (a stage then knows its own output is unusable)."""
+class Findings(Reporter):
+    """A reporter that keeps each finding, unlocated, in `findings`."""
 
-    __slots__ = ("failed", "report")
+    __slots__ = ("findings",)
 
-    def __init__(self, report: Callable[..., None]) -> None:
-        self.report = report
+    def __init__(self, findings: list[Finding] | None = None) -> None:
+        self.findings: list[Finding] = [] if findings is None else findings
+
+    def add(self, finding: Finding) -> None:
+        self.findings.append(finding)
+
+
+class Watch(Reporter):
+    __slots__ = ("failed", "parent")
+
+    def __init__(self, parent: Reporter) -> None:
+        self.parent = parent
         self.failed = False
 
-    def __call__(
-        self,
-        code: str,
-        severity: str,
-        message: str,
-        pointer: str,
-        hint: str | None = None,
-        offset: int | None = None,
-    ) -> None:
-        self.failed = self.failed or severity == "error"
-        self.report(code, severity, message, pointer, hint, offset)
+    def add(self, finding: Finding) -> None:
+        self.failed = self.failed or finding.severity == "error"
+        self.parent.add(finding)
 
 
-def ignore(
-    code: str,
-    severity: str,
-    message: str,
-    pointer: str,
-    hint: str | None = None,
-    offset: int | None = None,
-) -> None:
-    """A reporter that drops everything: for a second look at a source already reported."""
+class _Ignore(Reporter):
+    __slots__ = ()
+
+    def add(self, finding: Finding) -> None:
+        pass
+
+
+IGNORE: Reporter = _Ignore()
+"""A reporter that drops everything: for a second look at a source already reported."""
+
+
+def json_kind(value: Any, *, array: str = "an array") -> str:
+    """What a JSON value is, as a finding names it ("a string", "null", ...); `array`
+    names a list (conditions say "a list", the schema "an array")."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return array if isinstance(value, list | tuple) else "an object"
 
 
 class RunNotFound(HandrailError):

@@ -16,8 +16,8 @@ from typing import Any
 from handrail import budget
 from handrail.compiler.checks import Commands, compile_checks
 from handrail.compiler.source import KEY
-from handrail.errors import ErrorWatch, ignore
-from handrail.expr import Report, compile_condition, did_you_mean
+from handrail.errors import IGNORE
+from handrail.expr import Reporter, compile_condition, did_you_mean
 from handrail.expr.ast import All, Any_, Compare, Not, Truthy, variables
 from handrail.expr.parse import parse_condition
 from handrail.model import Condition, Loop, Node, Rule, Step, StepCheck, Workflow, WorkflowOrigin
@@ -51,7 +51,7 @@ class _Entry:
 @dataclass
 class _Build:
     document: Mapping[str, Any]
-    report: Report
+    report: Reporter
     entries: dict[str, _Entry] = field(default_factory=dict)
     order: list[str] = field(default_factory=list)
     owner: dict[str, str] = field(default_factory=dict)  # body step id -> loop id
@@ -64,9 +64,8 @@ class _Build:
             sid = raw["id"]
             if sid in self.entries:
                 first = self.entries[sid].pointer
-                self.report(
+                self.report.error(
                     "H200",
-                    "error",
                     f"duplicate step id `{sid}`",
                     f"{pointer}/id",
                     f"the first `{sid}` is at {first}; ids must be unique, loop bodies included",
@@ -94,27 +93,24 @@ class _Build:
                 continue
             where = f"{entry.pointer}/body"
             if body not in self.entries:
-                self.report(
+                self.report.error(
                     "H201",
-                    "error",
                     f"loop body `{body}` names no step of this workflow",
                     where,
                     did_you_mean(body, self.order),
                 )
             elif body == sid:
-                self.report("H208", "error", f"loop `{sid}` names itself as its body", where)
+                self.report.error("H208", f"loop `{sid}` names itself as its body", where)
             elif body in self.owner:
-                self.report(
+                self.report.error(
                     "H202",
-                    "error",
                     f"step `{body}` is already the body of loop `{self.owner[body]}`",
                     where,
                     "a step can be the body of one loop; copy it under a new id",
                 )
             elif self.entries[body].parent is not None:
-                self.report(
+                self.report.error(
                     "H202",
-                    "error",
                     f"step `{body}` is already inside loop `{self.entries[body].parent}`",
                     where,
                 )
@@ -144,9 +140,8 @@ class _Build:
             ring = cycle[start:] + cycle[:start]
             # `ring` runs from a step to the loop whose body it is; say it from the outside in
             path = " -> ".join(f"`{i}`" for i in [first, *reversed(ring[1:]), first])
-            self.report(
+            self.report.error(
                 "H208",
-                "error",
                 f"loops contain each other: {path}",
                 f"{self.entries[first].pointer}/body",
                 "a loop's body cannot lead back to the loop; break the cycle",
@@ -176,7 +171,7 @@ class _Build:
         """The root names a condition reads, for templates (known_vars) and for H307."""
         if condition is None:
             return
-        tree = parse_condition(condition, at, ignore)  # problems are reported when it is compiled
+        tree = parse_condition(condition, at, IGNORE)  # problems are reported when it is compiled
         seen: set[str] = set()
         stack: list[Any] = [tree]
         while stack:
@@ -220,9 +215,8 @@ class _Build:
             if name not in unmentioned:
                 suggest = len(unmentioned) < SUGGESTED_NAMES and len(candidates) <= SUGGESTION_CANDIDATES
                 unmentioned[name] = did_you_mean(name, candidates) if suggest else None
-            self.report(
+            self.report.warning(
                 "H307",
-                "warning",
                 f"the condition reads `{name}`, which no prompt, guidance, loop or template mentions",
                 at,
                 unmentioned[name]
@@ -238,9 +232,8 @@ class _Build:
                 continue  # an expression; shown as written
             root = name.split(".")[0]
             if root not in self.known_vars:
-                self.report(
+                self.report.warning(
                     "H500",
-                    "warning",
                     f"template `{{{{{name}}}}}` names `{root}`, which no condition tests and no loop sets",
                     at,
                     did_you_mean(root, sorted(self.known_vars))
@@ -255,9 +248,8 @@ class _Build:
         for index, ref in enumerate(refs):
             name = ref[:-2] if ref.endswith("()") else ref
             if name not in visible:
-                self.report(
+                self.report.error(
                     "H206",
-                    "error",
                     f"function `{name}` is not defined",
                     f"{entry.pointer}/functionReferences/{index}",
                     did_you_mean(name, list(visible)) or "define it in functionDefinitions",
@@ -268,7 +260,7 @@ class _Build:
         """The compiled condition; None when there is none, or when it has errors (reported)."""
         if key not in raw:
             return None
-        watch = ErrorWatch(self.report)
+        watch = self.report.watch()
         compiled = compile_condition(raw[key], f"{at}/{key}", watch, what=what)
         return None if watch.failed else compiled
 
@@ -289,7 +281,7 @@ def _names_in(condition: Any, out: set[str]) -> None:
     """The root names of the variables a condition reads, whatever its form."""
     if condition is None:
         return
-    tree = parse_condition(condition, "", ignore)  # problems are reported when it is compiled
+    tree = parse_condition(condition, "", IGNORE)  # problems are reported when it is compiled
     out.update(name.split(".")[0] for name in variables(tree))
 
 
@@ -332,7 +324,7 @@ def build_workflow(
     document: Mapping[str, Any],
     text: str,
     file: str,
-    report: Report,
+    report: Reporter,
     *,
     commands: Commands | None = None,
     origin: WorkflowOrigin = "submitted",
@@ -356,9 +348,8 @@ def build_workflow(
             b.check_templates(line, f"{at}/guidance/{index}")
         run_condition = b.condition(raw, "runCondition", at, "runCondition")
         if run_condition is not None and run_condition.constant is False:
-            report(
+            report.warning(
                 "H203",
-                "warning",
                 f"step `{sid}` can never run",
                 f"{at}/runCondition",
                 "its runCondition never holds",
@@ -401,10 +392,10 @@ def build_workflow(
         try:
             source = json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode()
         except (RecursionError, ValueError):
-            report("H001", "error", "the workflow is nested too deeply", "")
+            report.error("H001", "the workflow is nested too deeply", "")
             source = b""
         if len(source) and _too_deep_for_orjson(document):
-            report("H001", "error", "the workflow is nested too deeply", "")
+            report.error("H001", "the workflow is nested too deeply", "")
             source = b""
     return Workflow(
         id=document["id"],
@@ -440,9 +431,8 @@ def _loop(
     if not (isinstance(max_iterations, int) or float(max_iterations).is_integer()) or not (
         1 <= max_iterations <= MAX_ITERATIONS
     ):
-        b.report(
+        b.report.error(
             "H204",
-            "error",
             f"maxIterations is {max_iterations}; it must be a whole number from 1 to {MAX_ITERATIONS}",
             f"{where}/maxIterations",
         )
@@ -450,9 +440,8 @@ def _loop(
     condition = None
     if kind in ("while", "until"):
         if "condition" not in cfg:
-            b.report(
+            b.report.error(
                 "H205",
-                "error",
                 f"a `{kind}` loop needs a `condition`",
                 where,
                 'add "condition": {"var": "...", "equals": ...}',
@@ -462,44 +451,39 @@ def _loop(
     count = cfg.get("count")
     if kind == "for":
         if count is None:
-            b.report(
+            b.report.error(
                 "H205",
-                "error",
                 "a `for` loop needs a `count`: a number or a context variable",
                 where,
                 'add "count": 3',
             )
         elif not isinstance(count, str):
             if not float(count).is_integer():
-                b.report("H204", "error", f"count {count} is not a whole number", f"{where}/count")
+                b.report.error("H204", f"count {count} is not a whole number", f"{where}/count")
             count = int(count)
             if count > max_iterations:
-                b.report(
+                b.report.warning(
                     "H209",
-                    "warning",
                     f"count {count} exceeds maxIterations {max_iterations}; "
                     f"the loop stops after {max_iterations}",
                     f"{where}/count",
                 )
             if count == 0:
-                b.report(
+                b.report.warning(
                     "H203",
-                    "warning",
                     f"loop `{sid}` runs zero times, so its body never runs",
                     f"{where}/count",
                 )
     if kind == "forEach" and not cfg.get("items"):
-        b.report(
+        b.report.error(
             "H205",
-            "error",
             "a `forEach` loop needs `items`: the context variable holding the list",
             where,
             'add "items": "<variable>"',
         )
     if (kind in ("forEach",) and "count" in cfg) or (kind != "forEach" and "items" in cfg):
-        b.report(
+        b.report.warning(
             "H405",
-            "warning",
             f"a `{kind}` loop ignores " + ("`count`" if "count" in cfg and kind == "forEach" else "`items`"),
             where,
         )
@@ -524,15 +508,14 @@ def _loop(
     )
 
 
-def _check_file_name(workflow_id: str, file: str, report: Report) -> None:
+def _check_file_name(workflow_id: str, file: str, report: Reporter) -> None:
     if file.startswith("<"):
         return
     name = file.replace("\\", "/").rsplit("/", 1)[-1]
     stem = name[:-5] if name.endswith(".json") else name
     if stem != workflow_id:
-        report(
+        report.warning(
             "H207",
-            "warning",
             f"workflow id `{workflow_id}` differs from the file name `{name}`",
             "/id",
             f"rename the file to `{workflow_id}.json`",

@@ -13,9 +13,8 @@ from typing import Any
 
 from handrail._resources import resource
 from handrail.compiler.source import KEY
+from handrail.errors import Finding, json_kind
 from handrail.expr import did_you_mean
-
-Raw = tuple[str, str, str, str, str | None, int | None]  # code, severity, message, pointer, hint, offset
 
 
 @cache
@@ -32,15 +31,15 @@ def _pointer(path: Any) -> str:
     return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in path)
 
 
-def schema_diagnostics(document: Any) -> list[Raw]:
-    out: list[Raw] = []
+def schema_diagnostics(document: Any) -> list[Finding]:
+    out: list[Finding] = []
     for error in _validator().iter_errors(document):
         out.extend(_explain(error))
     # jsonschema raises `required` once per missing name, and each names them all
     return list(dict.fromkeys(out))
 
 
-def _explain(error: Any) -> Iterator[Raw]:
+def _explain(error: Any) -> Iterator[Finding]:
     at = _pointer(error.absolute_path)
     kind = error.validator
     schema = error.schema if isinstance(error.schema, dict) else {}
@@ -51,7 +50,7 @@ def _explain(error: Any) -> Iterator[Raw]:
         for key in sorted(set(instance) - set(allowed)):
             if is_condition:
                 alias = OPERATOR_ALIASES.get(key)
-                yield (
+                yield Finding(
                     "H301",
                     "error",
                     f"unknown condition operator `{key}`",
@@ -63,11 +62,11 @@ def _explain(error: Any) -> Iterator[Raw]:
                 )
             else:
                 hint = did_you_mean(key, allowed) or "remove it; known fields: " + ", ".join(allowed)
-                yield ("H101", "error", f"unknown field `{key}`", f"{at}/{_escape(key)}", hint, KEY)
+                yield Finding("H101", "error", f"unknown field `{key}`", f"{at}/{_escape(key)}", hint, KEY)
     elif kind == "required":
         for name in error.validator_value:
             if name not in instance:
-                yield (
+                yield Finding(
                     "H100",
                     "error",
                     f"missing required field `{name}`",
@@ -76,10 +75,10 @@ def _explain(error: Any) -> Iterator[Raw]:
                     None,
                 )
     elif kind == "type":
-        yield (
+        yield Finding(
             "H102",
             "error",
-            f"expected {_types(error.validator_value)}, found {_kind(instance)}",
+            f"expected {_types(error.validator_value)}, found {json_kind(instance)}",
             at,
             None,
             None,
@@ -88,7 +87,7 @@ def _explain(error: Any) -> Iterator[Raw]:
         seen: list[Any] = []
         for index, item in enumerate(instance):
             if item in seen:
-                yield (
+                yield Finding(
                     "H103",
                     "error",
                     f"duplicate entry {_short(item)}",
@@ -98,7 +97,7 @@ def _explain(error: Any) -> Iterator[Raw]:
                 )
             seen.append(item)
     elif kind == "pattern" and at == "/version":
-        yield (
+        yield Finding(
             "H103",
             "error",
             f"{_short(instance)} is not a semantic version (MAJOR.MINOR.PATCH)",
@@ -107,7 +106,7 @@ def _explain(error: Any) -> Iterator[Raw]:
             None,
         )
     elif kind == "pattern":
-        yield (
+        yield Finding(
             "H103",
             "error",
             f"{_short(instance)} does not match {error.validator_value}",
@@ -118,7 +117,7 @@ def _explain(error: Any) -> Iterator[Raw]:
     elif kind in ("enum", "const"):
         options = error.validator_value if kind == "enum" else [error.validator_value]
         words = [str(o) for o in options]
-        yield (
+        yield Finding(
             "H103",
             "error",
             f"{_short(instance)} is not one of {', '.join(words)}",
@@ -127,11 +126,11 @@ def _explain(error: Any) -> Iterator[Raw]:
             None,
         )
     elif kind == "minItems" and error.validator_value == 1:
-        yield ("H103", "error", "the list is empty; it needs at least one entry", at, None, None)
+        yield Finding("H103", "error", "the list is empty; it needs at least one entry", at, None, None)
     elif kind == "minLength" and error.validator_value == 1:
-        yield ("H103", "error", "the text is empty", at, None, None)
+        yield Finding("H103", "error", "the text is empty", at, None, None)
     elif kind in ("minProperties", "maxProperties"):
-        yield (
+        yield Finding(
             "H103",
             "error",
             "a composition holds exactly one of `and`, `or`, `not`",
@@ -140,7 +139,7 @@ def _explain(error: Any) -> Iterator[Raw]:
             None,
         )
     else:
-        yield ("H103", "error", _clean(error.message), at, None, None)
+        yield Finding("H103", "error", _clean(error.message), at, None, None)
 
 
 # Operator names other condition languages use, and handrail's word for each.
@@ -188,18 +187,6 @@ def _pattern_hint(pattern: str, value: Any) -> str | None:
 def _types(value: Any) -> str:
     names = value if isinstance(value, list) else [value]
     return " or ".join(("an " if n in ("object", "array") else "a ") + str(n) for n in names)
-
-
-def _kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    return "an array" if isinstance(value, list) else "an object"
 
 
 def _short(value: Any) -> str:

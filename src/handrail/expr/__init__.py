@@ -4,17 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from handrail.errors import ErrorWatch, ignore
+from handrail.errors import IGNORE, Reporter
 from handrail.expr.ast import Const, Node, literals_by_variable, to_text, variables
 from handrail.expr.fold import fold
-from handrail.expr.parse import Report, did_you_mean, parse_condition
+from handrail.expr.parse import did_you_mean, parse_condition
 from handrail.expr.semantics import MISSING, compile_node, lenient_equals, lookup, truthy
 from handrail.expr.unknowns import compile_unknowns
 from handrail.model import Condition
 
 __all__ = [
     "MISSING",
-    "Report",
+    "Reporter",
     "compile_condition",
     "condition_from_tree",
     "did_you_mean",
@@ -24,23 +24,22 @@ __all__ = [
 ]
 
 
-def compile_condition(source: Any, at: str, report: Report, *, what: str = "condition") -> Condition:
-    watch = ErrorWatch(report)
+def compile_condition(source: Any, at: str, report: Reporter, *, what: str = "condition") -> Condition:
+    watch = report.watch()
     tree = parse_condition(source, at, watch)
     # a condition that failed to parse is already reported; its stand-in is not folded
-    return condition_from_tree(tree, at, ignore if watch.failed else report, what=what)
+    return condition_from_tree(tree, at, IGNORE if watch.failed else report, what=what)
 
 
-def condition_from_tree(tree: Node, at: str, report: Report, *, what: str = "condition") -> Condition:
+def condition_from_tree(tree: Node, at: str, report: Reporter, *, what: str = "condition") -> Condition:
     warned = False
 
     def warn(reason: str, always: bool, node: Node) -> None:
         nonlocal warned
         warned = True
         verdict = "always holds" if always else "never holds"
-        report(
+        report.warning(
             "H302" if always else "H303",
-            "warning",
             f"this {what} {verdict}: {reason}",
             node.at or at,
         )
@@ -49,9 +48,8 @@ def condition_from_tree(tree: Node, at: str, report: Report, *, what: str = "con
     constant = folded.value if isinstance(folded, Const) else None
     if constant is not None and not warned:
         verdict = "always holds" if constant else "never holds"
-        report(
+        report.warning(
             "H302" if constant else "H303",
-            "warning",
             f"this {what} {verdict}: it reads no variable that can change it",
             at,
             "remove it" if constant else None,
