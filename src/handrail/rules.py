@@ -14,7 +14,7 @@ from typing import Any
 from handrail import budget
 from handrail.caching import BoundedCache
 from handrail.errors import ValidationEngineError
-from handrail.expr import Reporter, compile_condition
+from handrail.expr import ParsedConditions, Reporter, compile_condition
 from handrail.model import Check, Condition, Context, Output, Rule
 from handrail.patterns import PatternError, compile_pattern, flag_bits, harden
 
@@ -40,11 +40,14 @@ def backtracking_message(reason: str, what: str = "this regex") -> str:
     return f"{what} needs the backtracking engine ({reason}): each search is cut off at a time limit"
 
 
-def compile_criteria(criteria: Any, at: str, report: Reporter) -> tuple[Rule, ...]:
-    """`validationCriteria` (a list, all must pass, or one composition) -> rules."""
+def compile_criteria(
+    criteria: Any, at: str, report: Reporter, *, parsed: ParsedConditions | None = None
+) -> tuple[Rule, ...]:
+    """`validationCriteria` (a list, all must pass, or one composition) -> rules;
+    `parsed` holds the rules' conditions when the compiler has parsed them already."""
     if isinstance(criteria, list):
-        return tuple(_compile(item, f"{at}/{i}", report) for i, item in enumerate(criteria))
-    return (_compile(criteria, at, report),)
+        return tuple(_compile(item, f"{at}/{i}", report, parsed) for i, item in enumerate(criteria))
+    return (_compile(criteria, at, report, parsed),)
 
 
 def run_rules(rules: tuple[Rule, ...], output: Output, context: Context) -> Failures:
@@ -63,12 +66,12 @@ def criteria_text(rule: Rule) -> str:
     return text
 
 
-def _compile(raw: Any, at: str, report: Reporter) -> Rule:
+def _compile(raw: Any, at: str, report: Reporter, parsed: ParsedConditions | None) -> Rule:
     if not isinstance(raw, Mapping):
         report.error("H403", "a validation rule is an object", at)
         return _broken()
     if "type" not in raw:
-        return _composition(raw, at, report)
+        return _composition(raw, at, report, parsed)
     kind = raw.get("type")
     message = str(raw.get("message") or f"output fails the {kind} rule")
     for key in raw:
@@ -81,7 +84,9 @@ def _compile(raw: Any, at: str, report: Reporter) -> Rule:
             )
     condition = None
     if "condition" in raw:
-        condition = compile_condition(raw["condition"], f"{at}/condition", report, what="rule condition")
+        condition = compile_condition(
+            raw["condition"], f"{at}/condition", report, what="rule condition", parsed=parsed
+        )
     if kind == "contains":
         built = _contains(raw, message, at, report)
     elif kind == "regex":
@@ -233,14 +238,14 @@ def _schema(raw: Mapping[str, Any], message: str, at: str, report: Reporter) -> 
     return description, check
 
 
-def _composition(raw: Mapping[str, Any], at: str, report: Reporter) -> Rule:
+def _composition(raw: Mapping[str, Any], at: str, report: Reporter, parsed: ParsedConditions | None) -> Rule:
     keys = [k for k in ("and", "or", "not") if k in raw]
     if len(keys) != 1 or len(raw) != 1:
         report.error("H403", "a composition holds exactly one of `and`, `or`, `not`", at)
         return _broken()
     key = keys[0]
     if key == "not":
-        inner = _compile(raw["not"], f"{at}/not", report)
+        inner = _compile(raw["not"], f"{at}/not", report, parsed)
         inner_check = inner.check
         failure = [
             (
@@ -259,7 +264,7 @@ def _composition(raw: Mapping[str, Any], at: str, report: Reporter) -> Rule:
     if not isinstance(items, list) or not items:
         report.error("H403", f"`{key}` takes a non-empty list of rules", f"{at}/{key}")
         return _broken()
-    parts = tuple(_compile(item, f"{at}/{key}/{i}", report) for i, item in enumerate(items))
+    parts = tuple(_compile(item, f"{at}/{key}/{i}", report, parsed) for i, item in enumerate(items))
     checks = tuple(p.check for p in parts)
     if key == "and":
 

@@ -16,10 +16,8 @@ from typing import Any
 from handrail import budget
 from handrail.compiler.checks import Commands, compile_checks
 from handrail.compiler.source import KEY
-from handrail.errors import IGNORE
-from handrail.expr import Reporter, compile_condition, did_you_mean
+from handrail.expr import ParsedConditions, Reporter, compile_condition, did_you_mean
 from handrail.expr.ast import All, Any_, Compare, Not, Truthy, variables
-from handrail.expr.parse import parse_condition
 from handrail.model import Condition, Loop, Node, Rule, Step, StepCheck, Workflow, WorkflowOrigin
 from handrail.rules import compile_criteria, criteria_text
 
@@ -57,6 +55,7 @@ class _Build:
     owner: dict[str, str] = field(default_factory=dict)  # body step id -> loop id
     known_vars: set[str] = field(default_factory=set)
     reads: list[tuple[str, str]] = field(default_factory=list)  # (root, pointer) a step's decision reads
+    parsed: ParsedConditions = field(default_factory=ParsedConditions)  # each condition parsed once
 
     def collect(self, steps: list[Any], at: str, parent: str | None, functions: tuple[str, ...]) -> None:
         for index, raw in enumerate(steps):
@@ -153,10 +152,10 @@ class _Build:
             raw = entry.raw
             for key in ("runCondition", "requireConfirmation"):
                 self.note_reads(raw.get(key), f"{entry.pointer}/{key}")
-            for rule in _walk_rules(raw.get("validationCriteria")):
-                _names_in(rule.get("condition"), self.known_vars)
-            for check in raw.get("checks", ()):
-                _names_in(check.get("condition"), self.known_vars)
+            for rule, at in _walk_rules(raw.get("validationCriteria"), f"{entry.pointer}/validationCriteria"):
+                self.note_names(rule.get("condition"), f"{at}/condition")
+            for index, check in enumerate(raw.get("checks", ())):
+                self.note_names(check.get("condition"), f"{entry.pointer}/checks/{index}/condition")
             if raw.get("type") == "loop":
                 cfg = raw["loop"]
                 self.note_reads(cfg.get("condition"), f"{entry.pointer}/loop/condition")
@@ -171,7 +170,7 @@ class _Build:
         """The root names a condition reads, for templates (known_vars) and for H307."""
         if condition is None:
             return
-        tree = parse_condition(condition, at, IGNORE)  # problems are reported when it is compiled
+        tree, _ = self.parsed.parse(condition, at)  # problems are reported when it is compiled
         seen: set[str] = set()
         stack: list[Any] = [tree]
         while stack:
@@ -186,6 +185,13 @@ class _Build:
                 stack.extend(reversed(node.items))
             elif isinstance(node, Not):
                 stack.append(node.item)
+
+    def note_names(self, condition: Any, at: str) -> None:
+        """The root names of the variables a condition reads, whatever its form."""
+        if condition is None:
+            return
+        tree, _ = self.parsed.parse(condition, at)  # problems are reported when it is compiled
+        self.known_vars.update(name.split(".")[0] for name in variables(tree))
 
     def check_condition_variables(self) -> None:
         """A condition that reads a variable no text of the workflow mentions (no prompt,
@@ -261,7 +267,7 @@ class _Build:
         if key not in raw:
             return None
         watch = self.report.watch()
-        compiled = compile_condition(raw[key], f"{at}/{key}", watch, what=what)
+        compiled = compile_condition(raw[key], f"{at}/{key}", watch, what=what, parsed=self.parsed)
         return None if watch.failed else compiled
 
     def confirmation(self, raw: Mapping[str, Any], at: str) -> bool | Condition:
@@ -269,20 +275,16 @@ class _Build:
         if isinstance(value, bool):
             return value
         return compile_condition(
-            value, f"{at}/requireConfirmation", self.report, what="confirmation condition"
+            value,
+            f"{at}/requireConfirmation",
+            self.report,
+            what="confirmation condition",
+            parsed=self.parsed,
         )
 
 
 def _function_names(defs: Any) -> tuple[str, ...]:
     return tuple(d["name"] for d in defs or () if isinstance(d, Mapping) and "name" in d)
-
-
-def _names_in(condition: Any, out: set[str]) -> None:
-    """The root names of the variables a condition reads, whatever its form."""
-    if condition is None:
-        return
-    tree = parse_condition(condition, "", IGNORE)  # problems are reported when it is compiled
-    out.update(name.split(".")[0] for name in variables(tree))
 
 
 # Keys whose strings are read by the engine, not by the agent: they mention nothing.
@@ -305,18 +307,19 @@ def _prose(document: Mapping[str, Any]) -> str:
     return "\n".join(texts)
 
 
-def _walk_rules(criteria: Any) -> list[Mapping[str, Any]]:
-    out: list[Mapping[str, Any]] = []
-    stack = [criteria]
+def _walk_rules(criteria: Any, at: str) -> list[tuple[Mapping[str, Any], str]]:
+    """Every rule of `validationCriteria`, with its place (as compile_criteria names it)."""
+    out: list[tuple[Mapping[str, Any], str]] = []
+    stack = [(criteria, at)]
     while stack:
-        item = stack.pop()
+        item, where = stack.pop()
         if isinstance(item, list):
-            stack.extend(item)
+            stack.extend((v, f"{where}/{i}") for i, v in enumerate(item))
         elif isinstance(item, Mapping):
             if "type" in item:
-                out.append(item)
+                out.append((item, where))
             else:
-                stack.extend(v for k, v in item.items() if k in ("and", "or", "not"))
+                stack.extend((v, f"{where}/{k}") for k, v in item.items() if k in ("and", "or", "not"))
     return out
 
 
@@ -361,10 +364,12 @@ def build_workflow(
         refs = b.check_functions(entry, workflow_functions)
         rules: tuple[Rule, ...] = ()
         if "validationCriteria" in raw:
-            rules = compile_criteria(raw["validationCriteria"], f"{at}/validationCriteria", report)
+            rules = compile_criteria(
+                raw["validationCriteria"], f"{at}/validationCriteria", report, parsed=b.parsed
+            )
         checks: tuple[StepCheck, ...] = ()
         if "checks" in raw:
-            checks = compile_checks(raw["checks"], f"{at}/checks", report, commands=commands)
+            checks = compile_checks(raw["checks"], f"{at}/checks", report, commands=commands, parsed=b.parsed)
         nodes[sid] = Step(
             id=sid,
             title=raw["title"],

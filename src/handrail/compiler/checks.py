@@ -12,7 +12,7 @@ import shutil
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from handrail.expr import Reporter, compile_condition
+from handrail.expr import ParsedConditions, Reporter, compile_condition
 from handrail.globs import GlobError, compile_glob
 from handrail.model import CommandCheck, FileCheck, GitCheck, Glob, StepCheck
 from handrail.patterns import PatternError, compile_pattern
@@ -29,20 +29,29 @@ COMMON_FIELDS = ("type", "message", "condition")
 
 
 def compile_checks(
-    raw: Sequence[Any], at: str, report: Reporter, *, commands: Commands | None = None
+    raw: Sequence[Any],
+    at: str,
+    report: Reporter,
+    *,
+    commands: Commands | None = None,
+    parsed: ParsedConditions | None = None,
 ) -> tuple[StepCheck, ...]:
     """Every check that compiled; `commands` (the configured ones, when known) lets an
     unknown command name be reported."""
     out: list[StepCheck] = []
     for index, item in enumerate(raw):
-        built = _compile(item, f"{at}/{index}", report, commands)
+        built = _compile(item, f"{at}/{index}", report, commands, parsed)
         if built is not None:
             out.append(built)
     return tuple(out)
 
 
 def _compile(
-    raw: Mapping[str, Any], at: str, report: Reporter, commands: Commands | None
+    raw: Mapping[str, Any],
+    at: str,
+    report: Reporter,
+    commands: Commands | None,
+    parsed: ParsedConditions | None,
 ) -> StepCheck | None:
     kind = raw["type"]
     ok = True
@@ -58,7 +67,9 @@ def _compile(
             ok = False
     condition = None
     if "condition" in raw:
-        condition = compile_condition(raw["condition"], f"{at}/condition", report, what="check condition")
+        condition = compile_condition(
+            raw["condition"], f"{at}/condition", report, what="check condition", parsed=parsed
+        )
     message = raw["message"]
     if kind == "command":
         built: StepCheck | None = _command(raw, message, condition, at, report, commands)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from handrail.errors import IGNORE, Reporter
+from handrail.errors import IGNORE, Finding, Findings, Reporter
 from handrail.expr.ast import Const, Node, literals_by_variable, to_text, variables
 from handrail.expr.fold import fold
 from handrail.expr.parse import did_you_mean, parse_condition
@@ -14,6 +14,7 @@ from handrail.model import Condition
 
 __all__ = [
     "MISSING",
+    "ParsedConditions",
     "Reporter",
     "compile_condition",
     "condition_from_tree",
@@ -24,11 +25,40 @@ __all__ = [
 ]
 
 
-def compile_condition(source: Any, at: str, report: Reporter, *, what: str = "condition") -> Condition:
-    watch = report.watch()
-    tree = parse_condition(source, at, watch)
+class ParsedConditions:
+    """Condition trees parsed once per compile: the builder reads which variables a
+    condition tests before it compiles the condition, and both find the tree here, by
+    the condition's place (a tree records its place, so a different place parses anew)."""
+
+    __slots__ = ("_trees",)
+
+    def __init__(self) -> None:
+        self._trees: dict[str, tuple[Any, Node, tuple[Finding, ...]]] = {}
+
+    def parse(self, source: Any, at: str) -> tuple[Node, tuple[Finding, ...]]:
+        """The tree, and what parsing it found (not reported: compiling reports it)."""
+        hit = self._trees.get(at)
+        if hit is None or hit[0] is not source:
+            found = Findings()
+            hit = (source, parse_condition(source, at, found), tuple(found.findings))
+            self._trees[at] = hit
+        return hit[1], hit[2]
+
+
+def compile_condition(
+    source: Any,
+    at: str,
+    report: Reporter,
+    *,
+    what: str = "condition",
+    parsed: ParsedConditions | None = None,
+) -> Condition:
+    tree, findings = (parsed or ParsedConditions()).parse(source, at)
+    for finding in findings:
+        report.add(finding)
+    failed = any(f.severity == "error" for f in findings)
     # a condition that failed to parse is already reported; its stand-in is not folded
-    return condition_from_tree(tree, at, IGNORE if watch.failed else report, what=what)
+    return condition_from_tree(tree, at, IGNORE if failed else report, what=what)
 
 
 def condition_from_tree(tree: Node, at: str, report: Reporter, *, what: str = "condition") -> Condition:

@@ -16,7 +16,6 @@ from handrail.errors import Reporter, json_kind
 from handrail.expr.ast import (
     COMPARISONS,
     NUMERIC,
-    TEXT_OPERATORS,
     All,
     Any_,
     Compare,
@@ -111,10 +110,10 @@ def _parse_object(obj: Mapping[str, Any], at: str, report: Reporter) -> Node:
         )
         return Const(False, at)
     op = comparisons[0]
-    return _comparison(var, op, obj[op], at, f"{at}/{op}", report)
+    return comparison(var, op, obj[op], at, f"{at}/{op}", report)
 
 
-def _comparison(var: str, op: str, value: Any, at: str, where: str, report: Reporter) -> Node:
+def comparison(var: str, op: str, value: Any, at: str, where: str, report: Reporter) -> Node:
     kind = json_kind(value, array="a list")
     if op in NUMERIC and (not isinstance(value, int | float) or isinstance(value, bool)):
         report.error("H304", f"`{op}` compares numbers, not {kind}", where)
@@ -156,7 +155,6 @@ def _parser() -> Lark:
 
 
 def parse_text(text: str, at: str, report: Reporter) -> Node:
-    from lark import Token, Tree
     from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 
     try:
@@ -179,68 +177,9 @@ def parse_text(text: str, at: str, report: Reporter) -> Node:
         report.error("H300", f"condition syntax: {message}", at, hint, offset)
         return Const(False, at)
 
-    def literal(node: Any) -> Any:
-        if isinstance(node, Tree):
-            kind = node.data
-            if kind == "list":
-                return [literal(c) for c in node.children]
-            token = node.children[0] if node.children else None
-            if kind == "string":
-                return _unquote(str(token))
-            if kind == "number":
-                spelled = str(token)
-                if len(spelled) <= 4000 and not any(c in spelled for c in ".eE"):
-                    return int(spelled)  # exact, as the JSON form reads it
-                number = float(spelled)
-                return int(number) if number.is_integer() and "." not in spelled else number
-            return {"true": True, "false": False, "null": None}[str(kind)]
-        raise ValueError(node)
+    from handrail.expr.text_form import ToCondition  # imports lark: on first use of the text form
 
-    def build(node: Any) -> Node:
-        kind = node.data
-        if kind == "or_expr":
-            return Any_(tuple(build(c) for c in node.children), at)
-        if kind == "and_expr":
-            return All(tuple(build(c) for c in node.children), at)
-        if kind == "negation":
-            return Not(build(node.children[0]), at)
-        if kind == "truthy":
-            return Truthy(_name(node.children[0]), at)
-        if kind == "constant":
-            value = literal(node.children[0])
-            if isinstance(value, bool):
-                return Const(value, at)
-            report.error("H304", f"{value!r} alone is not a condition", at)
-            return Const(False, at)
-        if kind == "comparison":
-            name, op_token, value_node = node.children
-            assert isinstance(op_token, Token)
-            return _comparison(
-                _name(name), TEXT_OPERATORS[str(op_token)], literal(value_node), at, at, report
-            )
-        raise ValueError(kind)
-
-    return build(tree)
-
-
-def _name(tree: Any) -> str:
-    return ".".join(str(t) for t in tree.children)
-
-
-def _unquote(token: str) -> str:
-    body = token[1:-1]
-    out: list[str] = []
-    i = 0
-    while i < len(body):
-        ch = body[i]
-        if ch == "\\" and i + 1 < len(body):
-            nxt = body[i + 1]
-            out.append({"n": "\n", "t": "\t", "r": "\r"}.get(nxt, nxt))
-            i += 2
-            continue
-        out.append(ch)
-        i += 1
-    return "".join(out)
+    return ToCondition(at, report).transform(tree)
 
 
 _TERMINALS = {
