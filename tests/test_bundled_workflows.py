@@ -20,7 +20,7 @@ import pytest
 from handrail.compiler import compile_path
 from handrail.engine.validate import validate_output
 from handrail.errors import Findings
-from handrail.expr.ast import All, Any_, Compare, Node, Not
+from handrail.expr.ast import All, Any_, Compare, Expr, Not
 from handrail.expr.parse import parse_condition
 from handrail.model import Loop, Step, Workflow
 from tests.conftest import ROOT, bundled_files
@@ -104,7 +104,7 @@ def every_condition(step: dict[str, Any]) -> Iterator[Any]:
             yield rule["condition"]
 
 
-def operators(tree: Node) -> Iterator[str]:
+def operators(tree: Expr) -> Iterator[str]:
     if isinstance(tree, Compare):
         yield tree.op
     elif isinstance(tree, All | Any_):
@@ -116,7 +116,7 @@ def operators(tree: Node) -> Iterator[str]:
         yield from operators(tree.item)
 
 
-def parse(condition: Any) -> Node:
+def parse(condition: Any) -> Expr:
     report = Findings()
     tree = parse_condition(condition, "", report)
     problems = [f"{f.code} {f.message}" for f in report.findings]

@@ -18,7 +18,7 @@ from handrail.compiler.checks import Commands, compile_checks
 from handrail.compiler.source import KEY
 from handrail.expr import ParsedConditions, Reporter, compile_condition, did_you_mean
 from handrail.expr.ast import All, Any_, Compare, Not, Truthy, variables
-from handrail.model import Condition, Loop, Node, Rule, Step, StepCheck, Workflow, WorkflowOrigin
+from handrail.model import AnyStep, Condition, Loop, Rule, Step, StepCheck, Workflow, WorkflowOrigin
 from handrail.rules import compile_criteria, criteria_text
 
 TEMPLATE = re.compile(r"\{\{\s*([^{}]*?)\s*\}\}")
@@ -340,7 +340,7 @@ def build_workflow(
     workflow_functions = _function_names(document.get("functionDefinitions")) + tuple(
         m.group(1) for line in document.get("metaGuidance", ()) if (m := GUIDANCE_FUNCTION.match(line))
     )
-    nodes: dict[str, Node] = {}
+    nodes: dict[str, AnyStep] = {}
     for sid in b.order:
         budget.check()  # a workflow a client sends is compiled within its request's budget
         entry = b.entries[sid]

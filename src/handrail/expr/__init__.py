@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from handrail.errors import IGNORE, Finding, Findings, Reporter
-from handrail.expr.ast import Const, Node, literals_by_variable, to_text, variables
+from handrail.expr.ast import Const, Expr, literals_by_variable, to_text, variables
 from handrail.expr.fold import fold
 from handrail.expr.parse import did_you_mean, parse_condition
 from handrail.expr.semantics import MISSING, compile_node, lenient_equals, lookup, truthy
@@ -33,9 +33,9 @@ class ParsedConditions:
     __slots__ = ("_trees",)
 
     def __init__(self) -> None:
-        self._trees: dict[str, tuple[Any, Node, tuple[Finding, ...]]] = {}
+        self._trees: dict[str, tuple[Any, Expr, tuple[Finding, ...]]] = {}
 
-    def parse(self, source: Any, at: str) -> tuple[Node, tuple[Finding, ...]]:
+    def parse(self, source: Any, at: str) -> tuple[Expr, tuple[Finding, ...]]:
         """The tree, and what parsing it found (not reported: compiling reports it)."""
         hit = self._trees.get(at)
         if hit is None or hit[0] is not source:
@@ -61,10 +61,10 @@ def compile_condition(
     return condition_from_tree(tree, at, IGNORE if failed else report, what=what)
 
 
-def condition_from_tree(tree: Node, at: str, report: Reporter, *, what: str = "condition") -> Condition:
+def condition_from_tree(tree: Expr, at: str, report: Reporter, *, what: str = "condition") -> Condition:
     warned = False
 
-    def warn(reason: str, always: bool, node: Node) -> None:
+    def warn(reason: str, always: bool, node: Expr) -> None:
         nonlocal warned
         warned = True
         verdict = "always holds" if always else "never holds"

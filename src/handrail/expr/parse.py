@@ -20,7 +20,7 @@ from handrail.expr.ast import (
     Any_,
     Compare,
     Const,
-    Node,
+    Expr,
     Not,
     Truthy,
     freeze,
@@ -43,7 +43,7 @@ def did_you_mean(word: str, options: tuple[str, ...] | list[str]) -> str | None:
     return f"did you mean `{close[0]}`?" if close else None
 
 
-def parse_condition(source: Any, at: str, report: Reporter) -> Node:
+def parse_condition(source: Any, at: str, report: Reporter) -> Expr:
     if isinstance(source, str):
         return parse_text(source, at, report)
     if isinstance(source, Mapping):
@@ -52,7 +52,7 @@ def parse_condition(source: Any, at: str, report: Reporter) -> Node:
     return Const(False, at)
 
 
-def _parse_object(obj: Mapping[str, Any], at: str, report: Reporter) -> Node:
+def _parse_object(obj: Mapping[str, Any], at: str, report: Reporter) -> Expr:
     ok = True
     for key in obj:
         if key not in KNOWN_KEYS:
@@ -113,7 +113,7 @@ def _parse_object(obj: Mapping[str, Any], at: str, report: Reporter) -> Node:
     return comparison(var, op, obj[op], at, f"{at}/{op}", report)
 
 
-def comparison(var: str, op: str, value: Any, at: str, where: str, report: Reporter) -> Node:
+def comparison(var: str, op: str, value: Any, at: str, where: str, report: Reporter) -> Expr:
     kind = json_kind(value, array="a list")
     if op in NUMERIC and (not isinstance(value, int | float) or isinstance(value, bool)):
         report.error("H304", f"`{op}` compares numbers, not {kind}", where)
@@ -154,7 +154,7 @@ def _parser() -> Lark:
     return Lark(grammar, parser="lalr", maybe_placeholders=False, cache=True)
 
 
-def parse_text(text: str, at: str, report: Reporter) -> Node:
+def parse_text(text: str, at: str, report: Reporter) -> Expr:
     from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 
     try:

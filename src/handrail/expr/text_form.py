@@ -9,11 +9,11 @@ from typing import Any
 from lark import Transformer
 
 from handrail.errors import Reporter
-from handrail.expr.ast import TEXT_OPERATORS, All, Any_, Const, Node, Not, Truthy
+from handrail.expr.ast import TEXT_OPERATORS, All, Any_, Const, Expr, Not, Truthy
 from handrail.expr.parse import comparison
 
 
-class ToCondition(Transformer[Any, Node]):
+class ToCondition(Transformer[Any, Expr]):
     """Builds the condition tree bottom-up; every node is located at the condition's `at`."""
 
     def __init__(self, at: str, report: Reporter) -> None:
@@ -21,26 +21,26 @@ class ToCondition(Transformer[Any, Node]):
         self.at = at
         self.report = report
 
-    def or_expr(self, items: Sequence[Node]) -> Node:
+    def or_expr(self, items: Sequence[Expr]) -> Expr:
         return Any_(tuple(items), self.at)
 
-    def and_expr(self, items: Sequence[Node]) -> Node:
+    def and_expr(self, items: Sequence[Expr]) -> Expr:
         return All(tuple(items), self.at)
 
-    def negation(self, items: Sequence[Node]) -> Node:
+    def negation(self, items: Sequence[Expr]) -> Expr:
         return Not(items[0], self.at)
 
-    def truthy(self, items: Sequence[str]) -> Node:
+    def truthy(self, items: Sequence[str]) -> Expr:
         return Truthy(items[0], self.at)
 
-    def constant(self, items: Sequence[Any]) -> Node:
+    def constant(self, items: Sequence[Any]) -> Expr:
         value = items[0]
         if isinstance(value, bool):
             return Const(value, self.at)
         self.report.error("H304", f"{value!r} alone is not a condition", self.at)
         return Const(False, self.at)
 
-    def comparison(self, items: Sequence[Any]) -> Node:
+    def comparison(self, items: Sequence[Any]) -> Expr:
         name, op, value = items
         at = self.at
         return comparison(name, TEXT_OPERATORS[str(op)], value, at, at, self.report)
