@@ -15,6 +15,7 @@ from handrail import budget
 from handrail.caching import BoundedCache
 from handrail.errors import ValidationEngineError
 from handrail.expr import ParsedConditions, Reporter, compile_condition
+from handrail.internals import regex_patterns, validator_globals
 from handrail.model import Check, Condition, Context, Output, Rule
 from handrail.patterns import PatternError, compile_pattern, flag_bits, harden
 
@@ -313,9 +314,9 @@ def _compiled_schema(schema: Mapping[str, Any]) -> tuple[SchemaCheck, list[tuple
     import fastjsonschema
 
     compiled = fastjsonschema.compile(json.loads(key), use_default=False, handlers=_NO_REMOTE)
-    names = getattr(compiled, "__globals__", {})
+    names = validator_globals(compiled)
     # the schema's `pattern`s run on agents' output: linear-time engines, as for regex rules
-    fallbacks = harden(names.get("REGEX_PATTERNS", {}))
+    fallbacks = harden(regex_patterns(names))
     _guard_references(names)
 
     def validate(value: Any) -> tuple[str, str] | None:
