@@ -77,15 +77,29 @@ class HandrailError(Exception):
         self.data: dict[str, Any] = data or {}
         super().__init__(self.message)
 
+    def fix(self) -> str:
+        """What a model is told, after the error, to correct its call ("" for nothing)."""
+        return ""
+
 
 class InvalidParams(HandrailError):
     code = -32602
     title = "Invalid params"
 
+    def fix(self) -> str:
+        return " Check the tool's inputSchema and call again."
+
 
 class WorkflowNotFound(HandrailError):
     code = -32001
     title = "Workflow not found"
+
+    def fix(self) -> str:
+        close = self.data.get("didYouMean")
+        text = f" No workflow has the id {self.data.get('workflowId')!r}."
+        return text + (
+            f" Did you mean {', '.join(close)}?" if close else " Call workflow_list to see the ids."
+        )
 
 
 class InvalidWorkflow(HandrailError):
@@ -97,6 +111,11 @@ class StepNotFound(HandrailError):
     code = -32003
     title = "Step not found"
 
+    def fix(self) -> str:
+        return (
+            f" Step {self.data.get('stepId')!r} is not in the workflow; call workflow_get to see its steps."
+        )
+
 
 class ValidationEngineError(HandrailError):
     code = -32004
@@ -106,6 +125,9 @@ class ValidationEngineError(HandrailError):
 class StateError(HandrailError):
     code = -32005
     title = "State error"
+
+    def fix(self) -> str:
+        return " Send back the completedSteps and state of the previous workflow_next result unchanged."
 
 
 class StorageError(HandrailError):

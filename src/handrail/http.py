@@ -64,6 +64,7 @@ from handrail.protocol import (
     encode,
     envelope,
     parse_error,
+    valid_id,
 )
 from handrail.service import Service
 from handrail.workers import Busy, WorkerPool, default_workers
@@ -173,10 +174,6 @@ def header_mismatch(message: dict[str, Any], meta: dict[str, Any], headers: Head
         if value is not None and _decode_header(headers.get("mcp-name")) != value:
             return f"the Mcp-Name header does not match the request's {key}"
     return None
-
-
-def _valid_id(rid: Any) -> bool:
-    return isinstance(rid, str) or (isinstance(rid, int) and not isinstance(rid, bool))
 
 
 def _status_of(reply: Any, modern: bool) -> int:
@@ -289,7 +286,7 @@ def create_app(service: Service, settings: HttpSettings | None = None) -> Starle
                 return unsupported_header(version)
             reply = protocol.reply(message)
             return Response(status_code=202) if reply is None else _json(reply, _status_of(reply, False))
-        rid = message["id"] if _valid_id(message["id"]) else None
+        rid = message["id"] if valid_id(message["id"]) else None
         meta = envelope(message)
         if meta is not None:
             mismatch = header_mismatch(message, meta, headers)

@@ -56,6 +56,7 @@ PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR =
 SERVER_ERROR = -32000
 HEADER_MISMATCH = -32020  # 2026-07-28: HTTP headers disagree with the body
 UNSUPPORTED_PROTOCOL_VERSION = -32022  # 2026-07-28: data {supported, requested}
+RESOURCE_NOT_FOUND = -32002  # an unknown resource, before 2026-07-28 (then -32602)
 _MISSING = object()
 
 # The reserved `_meta` keys of the 2026-07-28 revision.
@@ -264,7 +265,7 @@ class Protocol:
             return _error(None, INVALID_REQUEST, "Invalid Request", {"details": "a message is a JSON object"})
         rid = message.get("id", _MISSING)
         is_notification = rid is _MISSING
-        if not is_notification and not _valid_id(rid):
+        if not is_notification and not valid_id(rid):
             return _error(
                 None,
                 INVALID_REQUEST,
@@ -532,8 +533,8 @@ class Protocol:
         )
         return {"resources": resources}
 
-    def _resources_read(self, params: dict[str, Any], missing: int = -32002) -> dict[str, Any]:
-        """`missing`: the code for an unknown workflow, -32002 in the handshake era and
+    def _resources_read(self, params: dict[str, Any], missing: int = RESOURCE_NOT_FOUND) -> dict[str, Any]:
+        """`missing`: the code for an unknown workflow, RESOURCE_NOT_FOUND in the handshake era and
         -32602 (Invalid params) from 2026-07-28 on."""
         uri = params.get("uri")
         if not isinstance(uri, str):
@@ -605,7 +606,7 @@ class Protocol:
         snapshot = self.service.catalog.snapshot()
         name = uri[len("workflow://") :] if uri.startswith("workflow://") else None
         if name is None or (name != "schema" and snapshot.get(name) is None):
-            raise RpcError(-32002, "Resource not found", {"uri": uri})
+            raise RpcError(RESOURCE_NOT_FOUND, "Resource not found", {"uri": uri})
         self.subscriptions.subscribe(uri, snapshot)
         return {}
 
@@ -680,7 +681,8 @@ def parse_error(exc: ValueError) -> dict[str, Any]:
     return _error(None, PARSE_ERROR, "Parse error", {"details": str(exc)})
 
 
-def _valid_id(rid: Any) -> bool:
+def valid_id(rid: Any) -> bool:
+    """Whether `rid` can be a JSON-RPC request's id (a string or an integer, not a bool)."""
     return isinstance(rid, str) or (isinstance(rid, int) and not isinstance(rid, bool))
 
 
@@ -722,17 +724,7 @@ def _fix_text(tool: str, exc: HandrailError) -> str:
     text = f"{tool} failed: {exc.message} (code {exc.code})."
     if "details" in data:
         text += f" {data['details']}."
-    if exc.code == -32001:
-        close = data.get("didYouMean")
-        text += f" No workflow has the id {data.get('workflowId')!r}."
-        text += f" Did you mean {', '.join(close)}?" if close else " Call workflow_list to see the ids."
-    elif exc.code == -32003:
-        text += f" Step {data.get('stepId')!r} is not in the workflow; call workflow_get to see its steps."
-    elif exc.code == -32005:
-        text += " Send back the completedSteps and state of the previous workflow_next result unchanged."
-    elif exc.code == -32602:
-        text += " Check the tool's inputSchema and call again."
-    return text
+    return text + exc.fix()
 
 
 def prompt_text(workflow: Any) -> str:
