@@ -66,16 +66,41 @@ def explained(title: str, data: Any) -> str:
     return f"{title}: {what}"
 
 
-class HandrailError(Exception):
-    """An error a caller can act on; `code` is its JSON-RPC error code."""
+class RpcError(Exception):
+    """A JSON-RPC error: the one type the service, the protocol and both transports
+    raise and answer with (`response`), as the MCP SDK's `MCPError` is."""
+
+    code: int
+    message: str
+    data: Any
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.code, self.message, self.data = code, message, data
+
+    def response(self, rid: Any) -> dict[str, Any]:
+        return error_response(rid, self.code, self.message, self.data)
+
+
+def error_response(rid: Any, code: int, message: str, data: Any = None) -> dict[str, Any]:
+    """A JSON-RPC error response, as every transport sends it."""
+    # "Invalid params: unknown tool `x`", not only "Invalid params": SDKs show the message
+    error: dict[str, Any] = {"code": code, "message": explained(message, data)}
+    if data is not None:
+        error["data"] = data
+    return {"jsonrpc": "2.0", "id": rid, "error": error}
+
+
+class HandrailError(RpcError):
+    """An error a caller can act on: each subclass owns its JSON-RPC `code`, its `title`
+    (the message when none is given) and the `fix` text a model is shown."""
 
     code = -32000
     title = "Server error"
 
     def __init__(self, message: str | None = None, data: dict[str, Any] | None = None) -> None:
-        self.message = message or explained(self.title, data)
-        self.data: dict[str, Any] = data or {}
-        super().__init__(self.message)
+        message = message or explained(self.title, data)
+        super().__init__(self.code, message, data or {})
 
     def fix(self) -> str:
         """What a model is told, after the error, to correct its call ("" for nothing)."""

@@ -45,7 +45,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from handrail import __version__
-from handrail.errors import explained
+from handrail.errors import error_response
 from handrail.limits import TransportLimits
 from handrail.protocol import (
     ALL_VERSIONS,
@@ -113,10 +113,7 @@ def _host_name(value: str) -> str:
 
 
 def _error(status: int, code: int, message: str, rid: Any = None, **data: Any) -> Response:
-    error: dict[str, Any] = {"code": code, "message": explained(message, data)}
-    if data:
-        error["data"] = data
-    body = {"jsonrpc": "2.0", "id": rid, "error": error}
+    body = error_response(rid, code, message, data or None)
     return Response(encode(body), status_code=status, media_type="application/json")
 
 

@@ -24,7 +24,7 @@ from typing import Any
 
 from handrail import __version__
 from handrail.client_requests import ClientRequests
-from handrail.errors import HandrailError, explained
+from handrail.errors import HandrailError, RpcError, error_response
 from handrail.mcp_surface.completion import TEMPLATES, CompletionError, complete
 from handrail.mcp_surface.logging_bridge import LEVELS, LogBridge
 from handrail.mcp_surface.subscriptions import Subscriptions
@@ -81,12 +81,6 @@ CACHE_HINTS: dict[str, tuple[int, str]] = {
 }
 _SERVER_STAMP = {SERVER_INFO_KEY: SERVER_INFO}  # `_meta` of every 2026 result (encoded, never mutated)
 _BEFORE_INITIALIZE = frozenset({"initialize", "ping", "server/discover"})
-
-
-class RpcError(Exception):
-    def __init__(self, code: int, message: str, data: Any = None) -> None:
-        super().__init__(message)
-        self.code, self.message, self.data = code, message, data
 
 
 def encode(message: Any) -> bytes:
@@ -234,7 +228,7 @@ class Protocol:
         """The answer to one decoded message or batch: a response, a list of them, or None."""
         if isinstance(message, list):
             if not message:
-                return _error(None, INVALID_REQUEST, "Invalid Request", {"details": "empty batch"})
+                return error_response(None, INVALID_REQUEST, "Invalid Request", {"details": "empty batch"})
             replies = [r for r in (self._one(m) for m in message) if r is not None]
             return replies or None
         return self._one(message)
@@ -262,11 +256,13 @@ class Protocol:
 
     def _one(self, message: Any) -> dict[str, Any] | None:
         if not isinstance(message, dict):
-            return _error(None, INVALID_REQUEST, "Invalid Request", {"details": "a message is a JSON object"})
+            return error_response(
+                None, INVALID_REQUEST, "Invalid Request", {"details": "a message is a JSON object"}
+            )
         rid = message.get("id", _MISSING)
         is_notification = rid is _MISSING
         if not is_notification and not valid_id(rid):
-            return _error(
+            return error_response(
                 None,
                 INVALID_REQUEST,
                 "Invalid Request",
@@ -277,7 +273,7 @@ class Protocol:
             return (
                 None
                 if is_notification
-                else _error(
+                else error_response(
                     reply_id,
                     INVALID_REQUEST,
                     "Invalid Request",
@@ -291,7 +287,7 @@ class Protocol:
             if "result" in message or "error" in message:
                 self.client_requests.resolve(message)  # the answer to one of our requests, if any
                 return None
-            return _error(
+            return error_response(
                 reply_id, INVALID_REQUEST, "Invalid Request", {"details": "method must be a string"}
             )
         if is_notification:
@@ -316,14 +312,12 @@ class Protocol:
             ):
                 return {"jsonrpc": "2.0", "id": rid, "result": self._modern(method, params, meta)}
             return {"jsonrpc": "2.0", "id": rid, "result": self._dispatch(method, params)}
-        except RpcError as exc:
-            return _error(rid, exc.code, exc.message, exc.data)
-        except HandrailError as exc:
-            return _error(rid, exc.code, exc.message, exc.data)
+        except RpcError as exc:  # HandrailError included
+            return exc.response(rid)
         except Exception:
             error_id = os.urandom(6).hex()
             log.exception("internal error %s while handling %s", error_id, method)
-            return _error(rid, INTERNAL_ERROR, "Internal error", {"errorId": error_id})
+            return error_response(rid, INTERNAL_ERROR, "Internal error", {"errorId": error_id})
 
     # -- dispatch ------------------------------------------------------------------
     def _dispatch(self, method: str, params: dict[str, Any]) -> Any:
@@ -678,20 +672,12 @@ def _bad_envelope(details: str) -> RpcError:
 
 
 def parse_error(exc: ValueError) -> dict[str, Any]:
-    return _error(None, PARSE_ERROR, "Parse error", {"details": str(exc)})
+    return error_response(None, PARSE_ERROR, "Parse error", {"details": str(exc)})
 
 
 def valid_id(rid: Any) -> bool:
     """Whether `rid` can be a JSON-RPC request's id (a string or an integer, not a bool)."""
     return isinstance(rid, str) or (isinstance(rid, int) and not isinstance(rid, bool))
-
-
-def _error(rid: Any, code: int, message: str, data: Any = None) -> dict[str, Any]:
-    # "Invalid params: unknown tool `x`", not only "Invalid params": SDKs show the message
-    error: dict[str, Any] = {"code": code, "message": explained(message, data)}
-    if data is not None:
-        error["data"] = data
-    return {"jsonrpc": "2.0", "id": rid, "error": error}
 
 
 def _published_tools() -> tuple[dict[str, Any], ...]:
