@@ -211,15 +211,17 @@ def compile_node(node: Expr) -> Predicate:
         case Not(item=item):
             inner = compile_node(item)
             return lambda ctx: not inner(ctx)
-        case All(items=items):
-            parts = tuple(compile_node(i) for i in items)
-            if len(parts) == 2:
-                first, second = parts
-                return lambda ctx: first(ctx) and second(ctx)
-            return lambda ctx: all(p(ctx) for p in parts)
-        case Any_(items=items):
-            parts = tuple(compile_node(i) for i in items)
-            if len(parts) == 2:
-                first, second = parts
-                return lambda ctx: first(ctx) or second(ctx)
-            return lambda ctx: any(p(ctx) for p in parts)
+        case All(items=items) | Any_(items=items):
+            return _combined(tuple(compile_node(i) for i in items), every=isinstance(node, All))
+
+
+def _combined(parts: tuple[Predicate, ...], *, every: bool) -> Predicate:
+    """`and` (every) or `or`; two parts, the common case, without a generator."""
+    if len(parts) == 2:
+        first, second = parts
+        if every:
+            return lambda ctx: first(ctx) and second(ctx)
+        return lambda ctx: first(ctx) or second(ctx)
+    if every:
+        return lambda ctx: all(p(ctx) for p in parts)
+    return lambda ctx: any(p(ctx) for p in parts)
