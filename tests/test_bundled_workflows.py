@@ -19,7 +19,8 @@ import pytest
 
 from handrail.compiler import compile_path
 from handrail.engine.validate import validate_output
-from handrail.expr.ast import All, Any_, Compare, Node, Not
+from handrail.errors import Findings
+from handrail.expr.ast import All, Any_, Compare, Expr, Not
 from handrail.expr.parse import parse_condition
 from handrail.model import Loop, Step, Workflow
 from tests.conftest import ROOT, bundled_files
@@ -103,7 +104,7 @@ def every_condition(step: dict[str, Any]) -> Iterator[Any]:
             yield rule["condition"]
 
 
-def operators(tree: Node) -> Iterator[str]:
+def operators(tree: Expr) -> Iterator[str]:
     if isinstance(tree, Compare):
         yield tree.op
     elif isinstance(tree, All | Any_):
@@ -115,13 +116,10 @@ def operators(tree: Node) -> Iterator[str]:
         yield from operators(tree.item)
 
 
-def parse(condition: Any) -> Node:
-    problems: list[str] = []
-
-    def report(code: str, severity: str, message: str, *rest: Any) -> None:
-        problems.append(f"{code} {message}")
-
+def parse(condition: Any) -> Expr:
+    report = Findings()
     tree = parse_condition(condition, "", report)
+    problems = [f"{f.code} {f.message}" for f in report.findings]
     assert not problems, (condition, problems)
     return tree
 

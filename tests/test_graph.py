@@ -18,7 +18,7 @@ from handrail.cli import main
 from handrail.compiler import compile_path, compile_text
 from handrail.graph import (
     Cluster,
-    Node,
+    DiagramNode,
     build,
     dot_string,
     loop_bound,
@@ -285,7 +285,7 @@ def test_every_node_lies_on_a_path_from_start_to_end(workflow: Workflow) -> None
         assert mermaid_text([f"({step.id})"]) in labels
 
 
-def key_of(members: list[Node | Cluster], node: Step | Loop) -> str:
+def key_of(members: list[DiagramNode | Cluster], node: Step | Loop) -> str:
     """The graph node drawn for a step (its box) or a loop (its head)."""
     for member in members:
         if isinstance(member, Cluster):

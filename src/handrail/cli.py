@@ -16,6 +16,8 @@ EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
 
 
 def _add_source_options(parser: argparse.ArgumentParser) -> None:
+    from handrail.limits import MAX_FILE_BYTES
+
     parser.add_argument(
         "--workflows",
         action="append",
@@ -35,9 +37,9 @@ def _add_source_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-file-size",
         type=int,
-        default=1_000_000,
+        default=MAX_FILE_BYTES,
         metavar="BYTES",
-        help="refuse workflow files larger than this (default 1000000)",
+        help=f"refuse workflow files larger than this (default {MAX_FILE_BYTES})",
     )
 
 
@@ -204,6 +206,8 @@ def _limits(args: argparse.Namespace) -> Any:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from handrail import limits
+
     parser = argparse.ArgumentParser(
         prog="handrail", description="Step-by-step workflows for AI agents, over MCP."
     )
@@ -221,9 +225,9 @@ def build_parser() -> argparse.ArgumentParser:
     start.add_argument(
         "--max-line",
         type=int,
-        default=4 * 1024 * 1024,
+        default=limits.MAX_LINE_BYTES,
         metavar="BYTES",
-        help="longest accepted message line (default 4 MiB)",
+        help=f"longest accepted message line (default {limits.MAX_LINE_BYTES // 2**20} MiB)",
     )
     _add_limit_options(start)
     _add_check_options(start)
@@ -232,9 +236,10 @@ def build_parser() -> argparse.ArgumentParser:
     start.add_argument(
         "--reload-interval",
         type=float,
-        default=0.5,
+        default=limits.RELOAD_INTERVAL_S,
         metavar="SECONDS",
-        help="at most how long changed workflow files are gathered before a reload (default 0.5)",
+        help="at most how long changed workflow files are gathered before a reload "
+        f"(default {limits.RELOAD_INTERVAL_S})",
     )
 
     serve = sub.add_parser("serve", help="serve the workflows over Streamable HTTP at /mcp")
@@ -263,7 +268,7 @@ def build_parser() -> argparse.ArgumentParser:
         "$HANDRAIL_TOKENS_FILE; see `handrail token`)",
     )
     serve.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
-    serve.add_argument("--reload-interval", type=float, default=0.5, metavar="SECONDS")
+    serve.add_argument("--reload-interval", type=float, default=limits.RELOAD_INTERVAL_S, metavar="SECONDS")
     _add_limit_options(serve)
     _add_check_options(serve)
     _add_run_options(serve)
@@ -283,7 +288,7 @@ def build_parser() -> argparse.ArgumentParser:
     check = sub.add_parser("check", help="report every problem in workflow files")
     check.add_argument("paths", nargs="+", metavar="PATH", help="files or folders (recursive)")
     check.add_argument("--format", choices=["text", "json", "sarif"], default="text")
-    check.add_argument("--max-file-size", type=int, default=1_000_000, metavar="BYTES")
+    check.add_argument("--max-file-size", type=int, default=limits.MAX_FILE_BYTES, metavar="BYTES")
     _add_check_options(check, serving=False)
 
     listing = sub.add_parser("list", help="the workflows in service, and broken files")

@@ -6,9 +6,8 @@ protocol layer maps it to the wire without knowing what went wrong.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import Any, Literal, NamedTuple
 
 Severity = Literal["error", "warning"]
 
@@ -67,26 +66,65 @@ def explained(title: str, data: Any) -> str:
     return f"{title}: {what}"
 
 
-class HandrailError(Exception):
-    """An error a caller can act on; `code` is its JSON-RPC error code."""
+class RpcError(Exception):
+    """A JSON-RPC error: the one type the service, the protocol and both transports
+    raise and answer with (`response`), as the MCP SDK's `MCPError` is."""
+
+    code: int
+    message: str
+    data: Any
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.code, self.message, self.data = code, message, data
+
+    def response(self, rid: Any) -> dict[str, Any]:
+        return error_response(rid, self.code, self.message, self.data)
+
+
+def error_response(rid: Any, code: int, message: str, data: Any = None) -> dict[str, Any]:
+    """A JSON-RPC error response, as every transport sends it."""
+    # "Invalid params: unknown tool `x`", not only "Invalid params": SDKs show the message
+    error: dict[str, Any] = {"code": code, "message": explained(message, data)}
+    if data is not None:
+        error["data"] = data
+    return {"jsonrpc": "2.0", "id": rid, "error": error}
+
+
+class HandrailError(RpcError):
+    """An error a caller can act on: each subclass owns its JSON-RPC `code`, its `title`
+    (the message when none is given) and the `fix` text a model is shown."""
 
     code = -32000
     title = "Server error"
 
     def __init__(self, message: str | None = None, data: dict[str, Any] | None = None) -> None:
-        self.message = message or explained(self.title, data)
-        self.data: dict[str, Any] = data or {}
-        super().__init__(self.message)
+        message = message or explained(self.title, data)
+        super().__init__(self.code, message, data or {})
+
+    def fix(self) -> str:
+        """What a model is told, after the error, to correct its call ("" for nothing)."""
+        return ""
 
 
 class InvalidParams(HandrailError):
     code = -32602
     title = "Invalid params"
 
+    def fix(self) -> str:
+        return " Check the tool's inputSchema and call again."
+
 
 class WorkflowNotFound(HandrailError):
     code = -32001
     title = "Workflow not found"
+
+    def fix(self) -> str:
+        close = self.data.get("didYouMean")
+        text = f" No workflow has the id {self.data.get('workflowId')!r}."
+        return text + (
+            f" Did you mean {', '.join(close)}?" if close else " Call workflow_list to see the ids."
+        )
 
 
 class InvalidWorkflow(HandrailError):
@@ -98,6 +136,11 @@ class StepNotFound(HandrailError):
     code = -32003
     title = "Step not found"
 
+    def fix(self) -> str:
+        return (
+            f" Step {self.data.get('stepId')!r} is not in the workflow; call workflow_get to see its steps."
+        )
+
 
 class ValidationEngineError(HandrailError):
     code = -32004
@@ -107,6 +150,9 @@ class ValidationEngineError(HandrailError):
 class StateError(HandrailError):
     code = -32005
     title = "State error"
+
+    def fix(self) -> str:
+        return " Send back the completedSteps and state of the previous workflow_next result unchanged."
 
 
 class StorageError(HandrailError):
@@ -119,49 +165,90 @@ class SecurityError(HandrailError):
     title = "Security error"
 
 
-@dataclass(slots=True)
-class DiagnosticSink:
-    """Collects diagnostics during one compilation (every problem, not the first)."""
+class Finding(NamedTuple):
+    """A diagnostic not yet located in the source: the compiler finds by JSON pointer
+    (and, inside a string, by offset) and looks up lines only when asked."""
 
-    items: list[Diagnostic] = field(default_factory=list)
+    code: str
+    severity: Severity
+    message: str
+    pointer: str
+    hint: str | None = None
+    offset: int | None = None
 
-    @property
-    def has_errors(self) -> bool:
-        return any(d.severity == "error" for d in self.items)
+
+class Reporter:
+    """Where the compiler says what it found: `report.error(code, message, at, hint)`
+    and `report.warning(...)`; a subclass decides what `add` does with a finding."""
+
+    __slots__ = ()
+
+    def add(self, finding: Finding) -> None:
+        raise NotImplementedError
+
+    def error(
+        self, code: str, message: str, at: str, hint: str | None = None, offset: int | None = None
+    ) -> None:
+        self.add(Finding(code, "error", message, at, hint, offset))
+
+    def warning(
+        self, code: str, message: str, at: str, hint: str | None = None, offset: int | None = None
+    ) -> None:
+        self.add(Finding(code, "warning", message, at, hint, offset))
+
+    def watch(self) -> Watch:
+        """A reporter that passes everything on to this one and remembers whether an
+        error went by (a stage then knows its own output is unusable)."""
+        return Watch(self)
 
 
-class ErrorWatch:
-    """A diagnostics reporter that passes everything on to `report` and remembers
-    whether an error went by (a stage then knows its own output is unusable)."""
+class Findings(Reporter):
+    """A reporter that keeps each finding, unlocated, in `findings`."""
 
-    __slots__ = ("failed", "report")
+    __slots__ = ("findings",)
 
-    def __init__(self, report: Callable[..., None]) -> None:
-        self.report = report
+    def __init__(self, findings: list[Finding] | None = None) -> None:
+        self.findings: list[Finding] = [] if findings is None else findings
+
+    def add(self, finding: Finding) -> None:
+        self.findings.append(finding)
+
+
+class Watch(Reporter):
+    __slots__ = ("failed", "parent")
+
+    def __init__(self, parent: Reporter) -> None:
+        self.parent = parent
         self.failed = False
 
-    def __call__(
-        self,
-        code: str,
-        severity: str,
-        message: str,
-        pointer: str,
-        hint: str | None = None,
-        offset: int | None = None,
-    ) -> None:
-        self.failed = self.failed or severity == "error"
-        self.report(code, severity, message, pointer, hint, offset)
+    def add(self, finding: Finding) -> None:
+        self.failed = self.failed or finding.severity == "error"
+        self.parent.add(finding)
 
 
-def ignore(
-    code: str,
-    severity: str,
-    message: str,
-    pointer: str,
-    hint: str | None = None,
-    offset: int | None = None,
-) -> None:
-    """A reporter that drops everything: for a second look at a source already reported."""
+class _Ignore(Reporter):
+    __slots__ = ()
+
+    def add(self, finding: Finding) -> None:
+        pass
+
+
+IGNORE: Reporter = _Ignore()
+"""A reporter that drops everything: for a second look at a source already reported."""
+
+
+def json_kind(value: Any, *, array: str = "an array") -> str:
+    """What a JSON value is, as a finding names it ("a string", "null", ...); `array`
+    names a list (conditions say "a list", the schema "an array")."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return array if isinstance(value, list | tuple) else "an object"
 
 
 class RunNotFound(HandrailError):

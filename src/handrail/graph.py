@@ -33,7 +33,7 @@ EdgeStyle = Literal["normal", "skip", "back"]
 
 
 @dataclass(slots=True)
-class Node:
+class DiagramNode:
     key: str
     kind: NodeKind
     lines: list[str]
@@ -43,7 +43,7 @@ class Node:
 class Cluster:
     key: str
     lines: list[str]  # the title
-    members: list[Node | Cluster] = field(default_factory=list)
+    members: list[DiagramNode | Cluster] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -57,7 +57,7 @@ class Edge:
 @dataclass(slots=True)
 class Graph:
     title: str
-    root: list[Node | Cluster]
+    root: list[DiagramNode | Cluster]
     edges: list[Edge]
 
 
@@ -125,18 +125,18 @@ class _Builder:
                 label = f"{label}, {when}" if label else when
             self.edges.append(Edge(p.source, target, label, p.style))
 
-    def join(self, frontier: list[_Pending], into: list[Node | Cluster]) -> list[_Pending]:
+    def join(self, frontier: list[_Pending], into: list[DiagramNode | Cluster]) -> list[_Pending]:
         """Several edges made one, before a conditional node: keeps the graph linear."""
         if len(frontier) <= 1:
             return frontier
         self.joins += 1
         key = self.key("join_", str(self.joins))
-        into.append(Node(key, "join", []))
+        into.append(DiagramNode(key, "join", []))
         self.connect(frontier, key)
         return [_Pending(key)]
 
     def sequence(
-        self, ids: tuple[str, ...], into: list[Node | Cluster], frontier: list[_Pending]
+        self, ids: tuple[str, ...], into: list[DiagramNode | Cluster], frontier: list[_Pending]
     ) -> list[_Pending]:
         for sid in ids:
             node = self.workflow.nodes[sid]
@@ -160,23 +160,23 @@ class _Builder:
             frontier = after
         return frontier
 
-    def step(self, step: Step, into: list[Node | Cluster]) -> str:
+    def step(self, step: Step, into: list[DiagramNode | Cluster]) -> str:
         key = self.key("step_", step.id)
         lines = [*wrap(step.title), f"({step.id})"]
         confirmation = _confirmation(step.confirmation)
         if confirmation is not None:
             lines.extend(wrap(confirmation))
-        into.append(Node(key, "confirm" if confirmation is not None else "step", lines))
+        into.append(DiagramNode(key, "confirm" if confirmation is not None else "step", lines))
         return key
 
-    def loop(self, loop: Loop, into: list[Node | Cluster]) -> tuple[Cluster, str]:
+    def loop(self, loop: Loop, into: list[DiagramNode | Cluster]) -> tuple[Cluster, str]:
         cluster = Cluster(
             self.key("loop_", loop.id),
             [*wrap(loop.title), *wrap(f"{loop_bound(loop)} · max {loop.max_iterations}")],
         )
         into.append(cluster)
         head = self.key("head_", loop.id)
-        cluster.members.append(Node(head, "head", [loop.id]))
+        cluster.members.append(DiagramNode(head, "head", [loop.id]))
         return cluster, head
 
     def body(self, loop: Loop, cluster: Cluster, head: str) -> None:
@@ -204,10 +204,10 @@ def _confirmation(value: bool | Condition) -> str | None:
 def build(workflow: Workflow) -> Graph:
     """The intermediate graph both renderers draw."""
     builder = _Builder(workflow)
-    root: list[Node | Cluster] = [Node("wf_start", "start", ["Start"])]
+    root: list[DiagramNode | Cluster] = [DiagramNode("wf_start", "start", ["Start"])]
     builder.keys.update({"wf_start", "wf_end"})
     frontier = builder.sequence(workflow.sequence, root, [_Pending("wf_start")])
-    root.append(Node("wf_end", "end", ["End"]))
+    root.append(DiagramNode("wf_end", "end", ["End"]))
     builder.connect(frontier, "wf_end")
     return Graph(f"{workflow.name} ({workflow.id} {workflow.version})", root, builder.edges)
 
@@ -261,7 +261,7 @@ def to_mermaid(workflow: Workflow) -> str:
     out = ["---", f"title: {_yaml_string(graph.title)}", "---", "flowchart TD"]
     classes: dict[str, list[str]] = {}
 
-    def emit(members: list[Node | Cluster], indent: str) -> None:
+    def emit(members: list[DiagramNode | Cluster], indent: str) -> None:
         for member in members:
             if isinstance(member, Cluster):
                 out.append(f'{indent}subgraph {member.key} ["{mermaid_text(member.lines)}"]')
@@ -328,7 +328,7 @@ def to_dot(workflow: Workflow) -> str:
         '    edge [fontname="Helvetica", fontsize=10];',
     ]
 
-    def emit(members: list[Node | Cluster], indent: str) -> None:
+    def emit(members: list[DiagramNode | Cluster], indent: str) -> None:
         for member in members:
             if isinstance(member, Cluster):
                 out.append(f"{indent}subgraph cluster_{member.key} {{")

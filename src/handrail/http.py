@@ -45,7 +45,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from handrail import __version__
-from handrail.errors import explained
+from handrail.errors import error_response
 from handrail.limits import TransportLimits
 from handrail.people import People, bearer
 from handrail.protocol import (
@@ -65,6 +65,7 @@ from handrail.protocol import (
     encode,
     envelope,
     parse_error,
+    valid_id,
 )
 from handrail.runs.core import REQUEST_OWNER
 from handrail.service import Service
@@ -115,10 +116,7 @@ def _host_name(value: str) -> str:
 
 
 def _error(status: int, code: int, message: str, rid: Any = None, **data: Any) -> Response:
-    error: dict[str, Any] = {"code": code, "message": explained(message, data)}
-    if data:
-        error["data"] = data
-    body = {"jsonrpc": "2.0", "id": rid, "error": error}
+    body = error_response(rid, code, message, data or None)
     return Response(encode(body), status_code=status, media_type="application/json")
 
 
@@ -176,10 +174,6 @@ def header_mismatch(message: dict[str, Any], meta: dict[str, Any], headers: Head
         if value is not None and _decode_header(headers.get("mcp-name")) != value:
             return f"the Mcp-Name header does not match the request's {key}"
     return None
-
-
-def _valid_id(rid: Any) -> bool:
-    return isinstance(rid, str) or (isinstance(rid, int) and not isinstance(rid, bool))
 
 
 def _status_of(reply: Any, modern: bool) -> int:
@@ -300,7 +294,7 @@ def create_app(service: Service, settings: HttpSettings | None = None) -> Starle
                 return unsupported_header(version)
             reply = protocol.reply(message)
             return Response(status_code=202) if reply is None else _json(reply, _status_of(reply, False))
-        rid = message["id"] if _valid_id(message["id"]) else None
+        rid = message["id"] if valid_id(message["id"]) else None
         meta = envelope(message)
         if meta is not None:
             mismatch = header_mismatch(message, meta, headers)

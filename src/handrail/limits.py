@@ -28,6 +28,7 @@ MAX_REPLY_BYTES = MAX_LINE_BYTES  # a tool's result as JSON, templates' output i
 MAX_WORKFLOW_STEPS = 5_000  # steps and loops of a workflow given to workflow_validate_json
 MAX_WORKFLOW_DEPTH = 100  # how deeply that workflow's JSON nests
 MAX_FOLDER_DEPTH = 32  # folders below a workflow source deeper than this are not entered
+RELOAD_INTERVAL_S = 0.5  # a server gathers changed workflow files this long before a reload
 
 
 @dataclass(frozen=True, slots=True)

@@ -167,7 +167,7 @@ class Loop:
     pointer: str
 
 
-Node = Step | Loop
+AnyStep = Step | Loop
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,7 +182,7 @@ class Workflow:
     clarification_prompts: tuple[str, ...]
     meta_guidance: tuple[str, ...]
     sequence: tuple[str, ...]  # top-level ids in order, loop bodies left out
-    nodes: Mapping[str, Node]  # every step and loop by id (read-only)
+    nodes: Mapping[str, AnyStep]  # every step and loop by id (read-only)
     document: bytes  # the source JSON, re-parsed per workflow_get so no caller shares it
     file: str
     revision: str  # digest of the source; changes whenever the file does

@@ -36,12 +36,12 @@ from typing import Any, Literal
 from handrail import budget
 from handrail.caching import BoundedCache
 from handrail.errors import ValidationEngineError
+from handrail.internals import is_format_pattern, sre_constants, sre_parse
 from handrail.limits import REGEX_TIMEOUT_MS
 
 _FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "u": 0, "g": 0, "y": 0}
 
-_P: Any = importlib.import_module("re._parser")  # Python's own pattern parser (no stubs)
-_C: Any = importlib.import_module("re._constants")
+_P, _C = sre_parse, sre_constants  # Python's own pattern parser: see handrail.internals
 
 _I, _M, _S, _A = re.IGNORECASE, re.MULTILINE, re.DOTALL, re.ASCII
 MAX_CODE_POINT = 0x10FFFF
@@ -347,7 +347,7 @@ def harden(patterns: MutableMapping[str, Any]) -> list[tuple[str, str]]:
         if not isinstance(compiled, re.Pattern):
             continue
         # `pattern` and patternProperties call .search; formats call .match
-        anchored = name.endswith("_re_pattern")
+        anchored = is_format_pattern(name)
         hardened = compile_pattern(compiled.pattern, compiled.flags, anchored=anchored)
         patterns[name] = _Matcher(hardened)
         if hardened.fallback is not None:

@@ -24,7 +24,7 @@ from typing import Any
 
 from handrail import __version__
 from handrail.client_requests import ClientRequests
-from handrail.errors import HandrailError, explained
+from handrail.errors import HandrailError, RpcError, error_response
 from handrail.mcp_surface.completion import TEMPLATES, CompletionError, complete
 from handrail.mcp_surface.logging_bridge import LEVELS, LogBridge
 from handrail.mcp_surface.subscriptions import Subscriptions
@@ -56,6 +56,7 @@ PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR =
 SERVER_ERROR = -32000
 HEADER_MISMATCH = -32020  # 2026-07-28: HTTP headers disagree with the body
 UNSUPPORTED_PROTOCOL_VERSION = -32022  # 2026-07-28: data {supported, requested}
+RESOURCE_NOT_FOUND = -32002  # an unknown resource, before 2026-07-28 (then -32602)
 _MISSING = object()
 
 # The reserved `_meta` keys of the 2026-07-28 revision.
@@ -80,12 +81,6 @@ CACHE_HINTS: dict[str, tuple[int, str]] = {
 }
 _SERVER_STAMP = {SERVER_INFO_KEY: SERVER_INFO}  # `_meta` of every 2026 result (encoded, never mutated)
 _BEFORE_INITIALIZE = frozenset({"initialize", "ping", "server/discover"})
-
-
-class RpcError(Exception):
-    def __init__(self, code: int, message: str, data: Any = None) -> None:
-        super().__init__(message)
-        self.code, self.message, self.data = code, message, data
 
 
 def encode(message: Any) -> bytes:
@@ -233,7 +228,7 @@ class Protocol:
         """The answer to one decoded message or batch: a response, a list of them, or None."""
         if isinstance(message, list):
             if not message:
-                return _error(None, INVALID_REQUEST, "Invalid Request", {"details": "empty batch"})
+                return error_response(None, INVALID_REQUEST, "Invalid Request", {"details": "empty batch"})
             replies = [r for r in (self._one(m) for m in message) if r is not None]
             return replies or None
         return self._one(message)
@@ -261,11 +256,13 @@ class Protocol:
 
     def _one(self, message: Any) -> dict[str, Any] | None:
         if not isinstance(message, dict):
-            return _error(None, INVALID_REQUEST, "Invalid Request", {"details": "a message is a JSON object"})
+            return error_response(
+                None, INVALID_REQUEST, "Invalid Request", {"details": "a message is a JSON object"}
+            )
         rid = message.get("id", _MISSING)
         is_notification = rid is _MISSING
-        if not is_notification and not _valid_id(rid):
-            return _error(
+        if not is_notification and not valid_id(rid):
+            return error_response(
                 None,
                 INVALID_REQUEST,
                 "Invalid Request",
@@ -276,7 +273,7 @@ class Protocol:
             return (
                 None
                 if is_notification
-                else _error(
+                else error_response(
                     reply_id,
                     INVALID_REQUEST,
                     "Invalid Request",
@@ -290,7 +287,7 @@ class Protocol:
             if "result" in message or "error" in message:
                 self.client_requests.resolve(message)  # the answer to one of our requests, if any
                 return None
-            return _error(
+            return error_response(
                 reply_id, INVALID_REQUEST, "Invalid Request", {"details": "method must be a string"}
             )
         if is_notification:
@@ -315,14 +312,12 @@ class Protocol:
             ):
                 return {"jsonrpc": "2.0", "id": rid, "result": self._modern(method, params, meta)}
             return {"jsonrpc": "2.0", "id": rid, "result": self._dispatch(method, params)}
-        except RpcError as exc:
-            return _error(rid, exc.code, exc.message, exc.data)
-        except HandrailError as exc:
-            return _error(rid, exc.code, exc.message, exc.data)
+        except RpcError as exc:  # HandrailError included
+            return exc.response(rid)
         except Exception:
             error_id = os.urandom(6).hex()
             log.exception("internal error %s while handling %s", error_id, method)
-            return _error(rid, INTERNAL_ERROR, "Internal error", {"errorId": error_id})
+            return error_response(rid, INTERNAL_ERROR, "Internal error", {"errorId": error_id})
 
     # -- dispatch ------------------------------------------------------------------
     def _dispatch(self, method: str, params: dict[str, Any]) -> Any:
@@ -532,8 +527,8 @@ class Protocol:
         )
         return {"resources": resources}
 
-    def _resources_read(self, params: dict[str, Any], missing: int = -32002) -> dict[str, Any]:
-        """`missing`: the code for an unknown workflow, -32002 in the handshake era and
+    def _resources_read(self, params: dict[str, Any], missing: int = RESOURCE_NOT_FOUND) -> dict[str, Any]:
+        """`missing`: the code for an unknown workflow, RESOURCE_NOT_FOUND in the handshake era and
         -32602 (Invalid params) from 2026-07-28 on."""
         uri = params.get("uri")
         if not isinstance(uri, str):
@@ -605,7 +600,7 @@ class Protocol:
         snapshot = self.service.catalog.snapshot()
         name = uri[len("workflow://") :] if uri.startswith("workflow://") else None
         if name is None or (name != "schema" and snapshot.get(name) is None):
-            raise RpcError(-32002, "Resource not found", {"uri": uri})
+            raise RpcError(RESOURCE_NOT_FOUND, "Resource not found", {"uri": uri})
         self.subscriptions.subscribe(uri, snapshot)
         return {}
 
@@ -677,19 +672,12 @@ def _bad_envelope(details: str) -> RpcError:
 
 
 def parse_error(exc: ValueError) -> dict[str, Any]:
-    return _error(None, PARSE_ERROR, "Parse error", {"details": str(exc)})
+    return error_response(None, PARSE_ERROR, "Parse error", {"details": str(exc)})
 
 
-def _valid_id(rid: Any) -> bool:
+def valid_id(rid: Any) -> bool:
+    """Whether `rid` can be a JSON-RPC request's id (a string or an integer, not a bool)."""
     return isinstance(rid, str) or (isinstance(rid, int) and not isinstance(rid, bool))
-
-
-def _error(rid: Any, code: int, message: str, data: Any = None) -> dict[str, Any]:
-    # "Invalid params: unknown tool `x`", not only "Invalid params": SDKs show the message
-    error: dict[str, Any] = {"code": code, "message": explained(message, data)}
-    if data is not None:
-        error["data"] = data
-    return {"jsonrpc": "2.0", "id": rid, "error": error}
 
 
 def _published_tools() -> tuple[dict[str, Any], ...]:
@@ -722,17 +710,7 @@ def _fix_text(tool: str, exc: HandrailError) -> str:
     text = f"{tool} failed: {exc.message} (code {exc.code})."
     if "details" in data:
         text += f" {data['details']}."
-    if exc.code == -32001:
-        close = data.get("didYouMean")
-        text += f" No workflow has the id {data.get('workflowId')!r}."
-        text += f" Did you mean {', '.join(close)}?" if close else " Call workflow_list to see the ids."
-    elif exc.code == -32003:
-        text += f" Step {data.get('stepId')!r} is not in the workflow; call workflow_get to see its steps."
-    elif exc.code == -32005:
-        text += " Send back the completedSteps and state of the previous workflow_next result unchanged."
-    elif exc.code == -32602:
-        text += " Check the tool's inputSchema and call again."
-    return text
+    return text + exc.fix()
 
 
 def prompt_text(workflow: Any) -> str:

@@ -14,7 +14,8 @@ from typing import Any
 from handrail import budget
 from handrail.caching import BoundedCache
 from handrail.errors import ValidationEngineError
-from handrail.expr import Report, compile_condition
+from handrail.expr import ParsedConditions, Reporter, compile_condition
+from handrail.internals import regex_patterns, validator_globals
 from handrail.model import Check, Condition, Context, Output, Rule
 from handrail.patterns import PatternError, compile_pattern, flag_bits, harden
 
@@ -40,11 +41,14 @@ def backtracking_message(reason: str, what: str = "this regex") -> str:
     return f"{what} needs the backtracking engine ({reason}): each search is cut off at a time limit"
 
 
-def compile_criteria(criteria: Any, at: str, report: Report) -> tuple[Rule, ...]:
-    """`validationCriteria` (a list, all must pass, or one composition) -> rules."""
+def compile_criteria(
+    criteria: Any, at: str, report: Reporter, *, parsed: ParsedConditions | None = None
+) -> tuple[Rule, ...]:
+    """`validationCriteria` (a list, all must pass, or one composition) -> rules;
+    `parsed` holds the rules' conditions when the compiler has parsed them already."""
     if isinstance(criteria, list):
-        return tuple(_compile(item, f"{at}/{i}", report) for i, item in enumerate(criteria))
-    return (_compile(criteria, at, report),)
+        return tuple(_compile(item, f"{at}/{i}", report, parsed) for i, item in enumerate(criteria))
+    return (_compile(criteria, at, report, parsed),)
 
 
 def run_rules(rules: tuple[Rule, ...], output: Output, context: Context) -> Failures:
@@ -63,26 +67,27 @@ def criteria_text(rule: Rule) -> str:
     return text
 
 
-def _compile(raw: Any, at: str, report: Report) -> Rule:
+def _compile(raw: Any, at: str, report: Reporter, parsed: ParsedConditions | None) -> Rule:
     if not isinstance(raw, Mapping):
-        report("H403", "error", "a validation rule is an object", at)
+        report.error("H403", "a validation rule is an object", at)
         return _broken()
     if "type" not in raw:
-        return _composition(raw, at, report)
+        return _composition(raw, at, report, parsed)
     kind = raw.get("type")
     message = str(raw.get("message") or f"output fails the {kind} rule")
     for key in raw:
         if key not in COMMON_FIELDS and key not in RULE_FIELDS.get(str(kind), ()):
-            report(
+            report.warning(
                 "H405",
-                "warning",
                 f"`{key}` has no effect on a `{kind}` rule",
                 f"{at}/{key}",
                 f"a `{kind}` rule reads {', '.join(RULE_FIELDS.get(str(kind), ()))}",
             )
     condition = None
     if "condition" in raw:
-        condition = compile_condition(raw["condition"], f"{at}/condition", report, what="rule condition")
+        condition = compile_condition(
+            raw["condition"], f"{at}/condition", report, what="rule condition", parsed=parsed
+        )
     if kind == "contains":
         built = _contains(raw, message, at, report)
     elif kind == "regex":
@@ -92,7 +97,7 @@ def _compile(raw: Any, at: str, report: Report) -> Rule:
     elif kind == "schema":
         built = _schema(raw, message, at, report)
     else:
-        report("H403", "error", f"unknown rule type `{kind}`", f"{at}/type")
+        report.error("H403", f"unknown rule type `{kind}`", f"{at}/type")
         return _broken()
     if built is None:
         return _broken()
@@ -112,12 +117,11 @@ def _when(condition: Condition | None, check: Check) -> Check:
     return lambda out, ctx: check(out, ctx) if holds(ctx) else []
 
 
-def _contains(raw: Mapping[str, Any], message: str, at: str, report: Report) -> tuple[str, Check] | None:
+def _contains(raw: Mapping[str, Any], message: str, at: str, report: Reporter) -> tuple[str, Check] | None:
     value = raw.get("value")
     if not isinstance(value, str) or value == "":
-        report(
+        report.error(
             "H403",
-            "error",
             "a `contains` rule needs a non-empty `value`",
             at,
             'add "value": "<text>"',
@@ -127,25 +131,24 @@ def _contains(raw: Mapping[str, Any], message: str, at: str, report: Report) -> 
     return f'contains "{value}"', lambda out, ctx: [] if value in out.text else failure
 
 
-def _regex(raw: Mapping[str, Any], message: str, at: str, report: Report) -> tuple[str, Check] | None:
+def _regex(raw: Mapping[str, Any], message: str, at: str, report: Reporter) -> tuple[str, Check] | None:
     pattern, flags = raw.get("pattern"), raw.get("flags", "")
     if not isinstance(pattern, str):
-        report("H403", "error", "a `regex` rule needs a `pattern`", at, 'add "pattern": "<regex>"')
+        report.error("H403", "a `regex` rule needs a `pattern`", at, 'add "pattern": "<regex>"')
         return None
     if not isinstance(flags, str):
-        report("H401", "error", 'invalid regex flags: `flags` is a string such as "im"', f"{at}/flags")
+        report.error("H401", 'invalid regex flags: `flags` is a string such as "im"', f"{at}/flags")
         return None
     try:
         flag_bits(flags)  # first: a pattern's own error may mention flags, e.g. "(?i)" placement
     except PatternError as exc:
-        report("H401", "error", f"invalid regex flags: {exc.message}", f"{at}/flags")
+        report.error("H401", f"invalid regex flags: {exc.message}", f"{at}/flags")
         return None
     try:
         compiled = compile_pattern(pattern, flags)
     except PatternError as exc:
-        report(
+        report.error(
             "H400",
-            "error",
             f"invalid regex: {exc.message}",
             f"{at}/pattern",
             None,
@@ -153,24 +156,24 @@ def _regex(raw: Mapping[str, Any], message: str, at: str, report: Report) -> tup
         )
         return None
     if compiled.fallback is not None:
-        report("H406", "warning", backtracking_message(compiled.fallback), f"{at}/pattern", BACKTRACKING_HINT)
+        report.warning("H406", backtracking_message(compiled.fallback), f"{at}/pattern", BACKTRACKING_HINT)
     search = compiled.search
     shown = f"/{pattern}/{flags}"
     failure = [(message, f"Make the output match the pattern {shown}.")]
     return f"matches {shown}", lambda out, ctx: [] if search(out.text) else failure
 
 
-def _length(raw: Mapping[str, Any], message: str, at: str, report: Report) -> tuple[str, Check] | None:
+def _length(raw: Mapping[str, Any], message: str, at: str, report: Reporter) -> tuple[str, Check] | None:
     low, high = raw.get("min"), raw.get("max")
     if low is None and high is None:
-        report("H403", "error", "a `length` rule needs `min`, `max` or both", at)
+        report.error("H403", "a `length` rule needs `min`, `max` or both", at)
         return None
     for key, bound in (("min", low), ("max", high)):
         if bound is not None and (not isinstance(bound, int | float) or isinstance(bound, bool) or bound < 0):
-            report("H403", "error", f"`{key}` of a `length` rule is a number of characters", f"{at}/{key}")
+            report.error("H403", f"`{key}` of a `length` rule is a number of characters", f"{at}/{key}")
             return None
     if low is not None and high is not None and low > high:
-        report("H404", "error", f"`min` ({low}) is greater than `max` ({high})", f"{at}/min")
+        report.error("H404", f"`min` ({low}) is greater than `max` ({high})", f"{at}/min")
         return None
     if low is not None and high is not None:
         description = f"between {low} and {high} characters"
@@ -190,29 +193,29 @@ def _length(raw: Mapping[str, Any], message: str, at: str, report: Report) -> tu
     return description, check
 
 
-def _schema(raw: Mapping[str, Any], message: str, at: str, report: Report) -> tuple[str, Check] | None:
+def _schema(raw: Mapping[str, Any], message: str, at: str, report: Reporter) -> tuple[str, Check] | None:
     schema = raw.get("schema")
     if not isinstance(schema, Mapping):
-        report("H403", "error", "a `schema` rule needs a `schema` object", at)
+        report.error("H403", "a `schema` rule needs a `schema` object", at)
         return None
     problem = schema_problem(schema)
     if problem is not None:
         where, text = problem
-        report("H402", "error", f"invalid JSON Schema: {text}", f"{at}/schema{where}")
+        report.error("H402", f"invalid JSON Schema: {text}", f"{at}/schema{where}")
         return None
     from handrail.schema_cost import hazards
 
     for code, where, text in hazards(schema):
-        report(code, "error", text, f"{at}/schema{where}")
+        report.error(code, text, f"{at}/schema{where}")
         return None
     try:
         validate, fallbacks = _compiled_schema(schema)
     except Exception as exc:  # valid by the meta-schema, yet unusable, e.g. an unresolvable $ref
-        report("H402", "error", f"invalid JSON Schema: {exc}", f"{at}/schema")
+        report.error("H402", f"invalid JSON Schema: {exc}", f"{at}/schema")
         return None
     for pattern, reason in fallbacks:
         message = backtracking_message(reason, f"the schema's pattern {pattern!r}")
-        report("H406", "warning", message, f"{at}/schema", BACKTRACKING_HINT)
+        report.warning("H406", message, f"{at}/schema", BACKTRACKING_HINT)
     required = schema.get("required")
     description = "JSON matching the schema"
     if isinstance(required, list) and required:
@@ -236,14 +239,14 @@ def _schema(raw: Mapping[str, Any], message: str, at: str, report: Report) -> tu
     return description, check
 
 
-def _composition(raw: Mapping[str, Any], at: str, report: Report) -> Rule:
+def _composition(raw: Mapping[str, Any], at: str, report: Reporter, parsed: ParsedConditions | None) -> Rule:
     keys = [k for k in ("and", "or", "not") if k in raw]
     if len(keys) != 1 or len(raw) != 1:
-        report("H403", "error", "a composition holds exactly one of `and`, `or`, `not`", at)
+        report.error("H403", "a composition holds exactly one of `and`, `or`, `not`", at)
         return _broken()
     key = keys[0]
     if key == "not":
-        inner = _compile(raw["not"], f"{at}/not", report)
+        inner = _compile(raw["not"], f"{at}/not", report, parsed)
         inner_check = inner.check
         failure = [
             (
@@ -260,9 +263,9 @@ def _composition(raw: Mapping[str, Any], at: str, report: Report) -> Rule:
         return Rule("not", f"not ({inner.description})", negate)
     items = raw[key]
     if not isinstance(items, list) or not items:
-        report("H403", "error", f"`{key}` takes a non-empty list of rules", f"{at}/{key}")
+        report.error("H403", f"`{key}` takes a non-empty list of rules", f"{at}/{key}")
         return _broken()
-    parts = tuple(_compile(item, f"{at}/{key}/{i}", report) for i, item in enumerate(items))
+    parts = tuple(_compile(item, f"{at}/{key}/{i}", report, parsed) for i, item in enumerate(items))
     checks = tuple(p.check for p in parts)
     if key == "and":
 
@@ -311,9 +314,9 @@ def _compiled_schema(schema: Mapping[str, Any]) -> tuple[SchemaCheck, list[tuple
     import fastjsonschema
 
     compiled = fastjsonschema.compile(json.loads(key), use_default=False, handlers=_NO_REMOTE)
-    names = getattr(compiled, "__globals__", {})
+    names = validator_globals(compiled)
     # the schema's `pattern`s run on agents' output: linear-time engines, as for regex rules
-    fallbacks = harden(names.get("REGEX_PATTERNS", {}))
+    fallbacks = harden(regex_patterns(names))
     _guard_references(names)
 
     def validate(value: Any) -> tuple[str, str] | None:

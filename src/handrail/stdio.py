@@ -18,8 +18,9 @@ from collections.abc import Callable
 from types import FrameType
 from typing import BinaryIO, cast
 
+from handrail.errors import error_response
 from handrail.limits import MAX_LINE_BYTES, SHUTDOWN_TIMEOUT_S
-from handrail.protocol import INTERNAL_ERROR, INVALID_REQUEST, Protocol, _error, encode
+from handrail.protocol import INTERNAL_ERROR, INVALID_REQUEST, Protocol, encode
 
 DEFAULT_MAX_LINE = MAX_LINE_BYTES
 CHUNK = 1 << 16
@@ -203,7 +204,7 @@ _OVERSIZED = b"\x00oversized"  # a marker, never a line: a read line is never th
 
 
 def _too_long(max_line: int) -> dict[str, object]:
-    return _error(
+    return error_response(
         None,
         INVALID_REQUEST,
         "Invalid Request",
@@ -229,4 +230,4 @@ def _handle(protocol: Protocol, line: bytes) -> bytes | None:
     except Exception:
         error_id = os.urandom(6).hex()
         log.exception("internal error %s while handling a line", error_id)
-        return encode(_error(None, INTERNAL_ERROR, "Internal error", {"errorId": error_id}))
+        return encode(error_response(None, INTERNAL_ERROR, "Internal error", {"errorId": error_id}))

@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from handrail.errors import IGNORE, Finding, Reporter
 from handrail.expr import compile_condition
 from handrail.expr.parse import parse_condition
 from handrail.expr.semantics import compile_node
@@ -25,26 +26,18 @@ PROPERTY = settings(
 )
 
 
-class Diagnostics(list[dict[str, Any]]):
-    """A report callback that keeps what it is told."""
+class Diagnostics(list[dict[str, Any]], Reporter):
+    """A reporter that keeps what it is told."""
 
-    def __call__(
-        self,
-        code: str,
-        severity: str,
-        message: str,
-        pointer: str,
-        hint: str | None = None,
-        offset: int | None = None,
-    ) -> None:
+    def add(self, finding: Finding) -> None:
         self.append(
             {
-                "code": code,
-                "severity": severity,
-                "pointer": pointer,
-                "offset": offset,
-                "hint": hint,
-                "message": message,
+                "code": finding.code,
+                "severity": finding.severity,
+                "pointer": finding.pointer,
+                "offset": finding.offset,
+                "hint": finding.hint,
+                "message": finding.message,
             }
         )
 
@@ -53,8 +46,7 @@ class Diagnostics(list[dict[str, Any]]):
         return [d for d in self if d["severity"] == "error"]
 
 
-def ignore(*args: Any, **kwargs: Any) -> None:
-    return None
+ignore = IGNORE
 
 
 def evaluate(case: dict[str, Any]) -> dict[str, Any]:

@@ -13,10 +13,9 @@ from pathlib import Path
 from handrail.compiler.build import build_workflow
 from handrail.compiler.checks import Commands
 from handrail.compiler.readable import not_said_already, readable_checks
-from handrail.compiler.schema_errors import Raw, schema_diagnostics
+from handrail.compiler.schema_errors import schema_diagnostics
 from handrail.compiler.source import SourceMap, parse_json
-from handrail.errors import Diagnostic
-from handrail.expr import Report
+from handrail.errors import Diagnostic, Finding, Findings
 from handrail.limits import MAX_FILE_BYTES
 from handrail.model import Workflow, WorkflowOrigin
 from handrail.schemas import check_workflow
@@ -117,23 +116,23 @@ def compile_text(
     document, problem = parse_json(text)
     if problem is not None:
         return _failure(file, "H001", problem.message, problem.line, problem.column)
-    raw: list[Raw] = []
-    report = collector(raw)
+    report = Findings()
+    raw = report.findings
 
     workflow = None
     schema_failed = False
-    late: list[Raw] = []  # what the other checks find in a file that fails the schema
+    late = Findings()  # what the other checks find in a file that fails the schema
     try:  # both validators and the builder recurse; no workflow nests hundreds deep
         if check_workflow(document):
             workflow = build_workflow(document, text, file, report, commands=commands, origin=origin)
         else:
             schema_failed = True
-            readable_checks(document, text, file, collector(late))
+            readable_checks(document, text, file, late)
     except RecursionError:
         return _failure(file, "H001", "the workflow is nested too deeply")
     if not raw and not schema_failed:
         return Compiled(file, workflow, ())
-    failed = schema_failed or any(severity == "error" for _, severity, *_ in raw)
+    failed = schema_failed or any(f.severity == "error" for f in raw)
 
     def locate() -> Located:
         found = list(raw)
@@ -141,32 +140,16 @@ def compile_text(
             try:
                 found.extend(schema_diagnostics(document))
             except RecursionError:
-                found.append(("H001", "error", "the workflow is nested too deeply", "", None, None))
+                found.append(Finding("H001", "error", "the workflow is nested too deeply", ""))
             if not found:  # the two validators disagree; never let a bad file through silently
-                found.append(("H103", "error", "the workflow does not satisfy the schema", "", None, None))
-            found.extend(not_said_already(late, found))
+                found.append(Finding("H103", "error", "the workflow does not satisfy the schema", ""))
+            found.extend(not_said_already(late.findings, found))
         return _located(found, text, file)
 
     return Compiled(file, None if failed else workflow, locate)
 
 
-def collector(into: list[Raw]) -> Report:
-    """A reporter that keeps each diagnostic, unlocated, in `into`."""
-
-    def report(
-        code: str,
-        severity: str,
-        message: str,
-        pointer: str,
-        hint: str | None = None,
-        offset: int | None = None,
-    ) -> None:
-        into.append((code, severity, message, pointer, hint, offset))
-
-    return report
-
-
-def _located(raw: list[Raw], text: str, file: str) -> Located:
+def _located(raw: list[Finding], text: str, file: str) -> Located:
     where = SourceMap(text)
     diagnostics = []
     for code, severity, message, pointer, hint, offset in raw:
@@ -174,7 +157,7 @@ def _located(raw: list[Raw], text: str, file: str) -> Located:
         diagnostics.append(
             Diagnostic(
                 code,
-                "error" if severity == "error" else "warning",
+                severity,
                 message,
                 pointer,
                 line,

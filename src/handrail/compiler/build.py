@@ -16,11 +16,9 @@ from typing import Any
 from handrail import budget
 from handrail.compiler.checks import Commands, compile_checks
 from handrail.compiler.source import KEY
-from handrail.errors import ErrorWatch, ignore
-from handrail.expr import Report, compile_condition, did_you_mean
+from handrail.expr import ParsedConditions, Reporter, compile_condition, did_you_mean
 from handrail.expr.ast import All, Any_, Compare, Not, Truthy, variables
-from handrail.expr.parse import parse_condition
-from handrail.model import Condition, Loop, Node, Rule, Step, StepCheck, Workflow, WorkflowOrigin
+from handrail.model import AnyStep, Condition, Loop, Rule, Step, StepCheck, Workflow, WorkflowOrigin
 from handrail.rules import compile_criteria, criteria_text
 
 TEMPLATE = re.compile(r"\{\{\s*([^{}]*?)\s*\}\}")
@@ -51,12 +49,13 @@ class _Entry:
 @dataclass
 class _Build:
     document: Mapping[str, Any]
-    report: Report
+    report: Reporter
     entries: dict[str, _Entry] = field(default_factory=dict)
     order: list[str] = field(default_factory=list)
     owner: dict[str, str] = field(default_factory=dict)  # body step id -> loop id
     known_vars: set[str] = field(default_factory=set)
     reads: list[tuple[str, str]] = field(default_factory=list)  # (root, pointer) a step's decision reads
+    parsed: ParsedConditions = field(default_factory=ParsedConditions)  # each condition parsed once
 
     def collect(self, steps: list[Any], at: str, parent: str | None, functions: tuple[str, ...]) -> None:
         for index, raw in enumerate(steps):
@@ -64,9 +63,8 @@ class _Build:
             sid = raw["id"]
             if sid in self.entries:
                 first = self.entries[sid].pointer
-                self.report(
+                self.report.error(
                     "H200",
-                    "error",
                     f"duplicate step id `{sid}`",
                     f"{pointer}/id",
                     f"the first `{sid}` is at {first}; ids must be unique, loop bodies included",
@@ -94,27 +92,24 @@ class _Build:
                 continue
             where = f"{entry.pointer}/body"
             if body not in self.entries:
-                self.report(
+                self.report.error(
                     "H201",
-                    "error",
                     f"loop body `{body}` names no step of this workflow",
                     where,
                     did_you_mean(body, self.order),
                 )
             elif body == sid:
-                self.report("H208", "error", f"loop `{sid}` names itself as its body", where)
+                self.report.error("H208", f"loop `{sid}` names itself as its body", where)
             elif body in self.owner:
-                self.report(
+                self.report.error(
                     "H202",
-                    "error",
                     f"step `{body}` is already the body of loop `{self.owner[body]}`",
                     where,
                     "a step can be the body of one loop; copy it under a new id",
                 )
             elif self.entries[body].parent is not None:
-                self.report(
+                self.report.error(
                     "H202",
-                    "error",
                     f"step `{body}` is already inside loop `{self.entries[body].parent}`",
                     where,
                 )
@@ -144,9 +139,8 @@ class _Build:
             ring = cycle[start:] + cycle[:start]
             # `ring` runs from a step to the loop whose body it is; say it from the outside in
             path = " -> ".join(f"`{i}`" for i in [first, *reversed(ring[1:]), first])
-            self.report(
+            self.report.error(
                 "H208",
-                "error",
                 f"loops contain each other: {path}",
                 f"{self.entries[first].pointer}/body",
                 "a loop's body cannot lead back to the loop; break the cycle",
@@ -158,10 +152,10 @@ class _Build:
             raw = entry.raw
             for key in ("runCondition", "requireConfirmation"):
                 self.note_reads(raw.get(key), f"{entry.pointer}/{key}")
-            for rule in _walk_rules(raw.get("validationCriteria")):
-                _names_in(rule.get("condition"), self.known_vars)
-            for check in raw.get("checks", ()):
-                _names_in(check.get("condition"), self.known_vars)
+            for rule, at in _walk_rules(raw.get("validationCriteria"), f"{entry.pointer}/validationCriteria"):
+                self.note_names(rule.get("condition"), f"{at}/condition")
+            for index, check in enumerate(raw.get("checks", ())):
+                self.note_names(check.get("condition"), f"{entry.pointer}/checks/{index}/condition")
             if raw.get("type") == "loop":
                 cfg = raw["loop"]
                 self.note_reads(cfg.get("condition"), f"{entry.pointer}/loop/condition")
@@ -176,7 +170,7 @@ class _Build:
         """The root names a condition reads, for templates (known_vars) and for H307."""
         if condition is None:
             return
-        tree = parse_condition(condition, at, ignore)  # problems are reported when it is compiled
+        tree, _ = self.parsed.parse(condition, at)  # problems are reported when it is compiled
         seen: set[str] = set()
         stack: list[Any] = [tree]
         while stack:
@@ -191,6 +185,13 @@ class _Build:
                 stack.extend(reversed(node.items))
             elif isinstance(node, Not):
                 stack.append(node.item)
+
+    def note_names(self, condition: Any, at: str) -> None:
+        """The root names of the variables a condition reads, whatever its form."""
+        if condition is None:
+            return
+        tree, _ = self.parsed.parse(condition, at)  # problems are reported when it is compiled
+        self.known_vars.update(name.split(".")[0] for name in variables(tree))
 
     def check_condition_variables(self) -> None:
         """A condition that reads a variable no text of the workflow mentions (no prompt,
@@ -220,9 +221,8 @@ class _Build:
             if name not in unmentioned:
                 suggest = len(unmentioned) < SUGGESTED_NAMES and len(candidates) <= SUGGESTION_CANDIDATES
                 unmentioned[name] = did_you_mean(name, candidates) if suggest else None
-            self.report(
+            self.report.warning(
                 "H307",
-                "warning",
                 f"the condition reads `{name}`, which no prompt, guidance, loop or template mentions",
                 at,
                 unmentioned[name]
@@ -238,9 +238,8 @@ class _Build:
                 continue  # an expression; shown as written
             root = name.split(".")[0]
             if root not in self.known_vars:
-                self.report(
+                self.report.warning(
                     "H500",
-                    "warning",
                     f"template `{{{{{name}}}}}` names `{root}`, which no condition tests and no loop sets",
                     at,
                     did_you_mean(root, sorted(self.known_vars))
@@ -255,9 +254,8 @@ class _Build:
         for index, ref in enumerate(refs):
             name = ref[:-2] if ref.endswith("()") else ref
             if name not in visible:
-                self.report(
+                self.report.error(
                     "H206",
-                    "error",
                     f"function `{name}` is not defined",
                     f"{entry.pointer}/functionReferences/{index}",
                     did_you_mean(name, list(visible)) or "define it in functionDefinitions",
@@ -268,8 +266,8 @@ class _Build:
         """The compiled condition; None when there is none, or when it has errors (reported)."""
         if key not in raw:
             return None
-        watch = ErrorWatch(self.report)
-        compiled = compile_condition(raw[key], f"{at}/{key}", watch, what=what)
+        watch = self.report.watch()
+        compiled = compile_condition(raw[key], f"{at}/{key}", watch, what=what, parsed=self.parsed)
         return None if watch.failed else compiled
 
     def confirmation(self, raw: Mapping[str, Any], at: str) -> bool | Condition:
@@ -277,20 +275,16 @@ class _Build:
         if isinstance(value, bool):
             return value
         return compile_condition(
-            value, f"{at}/requireConfirmation", self.report, what="confirmation condition"
+            value,
+            f"{at}/requireConfirmation",
+            self.report,
+            what="confirmation condition",
+            parsed=self.parsed,
         )
 
 
 def _function_names(defs: Any) -> tuple[str, ...]:
     return tuple(d["name"] for d in defs or () if isinstance(d, Mapping) and "name" in d)
-
-
-def _names_in(condition: Any, out: set[str]) -> None:
-    """The root names of the variables a condition reads, whatever its form."""
-    if condition is None:
-        return
-    tree = parse_condition(condition, "", ignore)  # problems are reported when it is compiled
-    out.update(name.split(".")[0] for name in variables(tree))
 
 
 # Keys whose strings are read by the engine, not by the agent: they mention nothing.
@@ -313,18 +307,19 @@ def _prose(document: Mapping[str, Any]) -> str:
     return "\n".join(texts)
 
 
-def _walk_rules(criteria: Any) -> list[Mapping[str, Any]]:
-    out: list[Mapping[str, Any]] = []
-    stack = [criteria]
+def _walk_rules(criteria: Any, at: str) -> list[tuple[Mapping[str, Any], str]]:
+    """Every rule of `validationCriteria`, with its place (as compile_criteria names it)."""
+    out: list[tuple[Mapping[str, Any], str]] = []
+    stack = [(criteria, at)]
     while stack:
-        item = stack.pop()
+        item, where = stack.pop()
         if isinstance(item, list):
-            stack.extend(item)
+            stack.extend((v, f"{where}/{i}") for i, v in enumerate(item))
         elif isinstance(item, Mapping):
             if "type" in item:
-                out.append(item)
+                out.append((item, where))
             else:
-                stack.extend(v for k, v in item.items() if k in ("and", "or", "not"))
+                stack.extend((v, f"{where}/{k}") for k, v in item.items() if k in ("and", "or", "not"))
     return out
 
 
@@ -332,7 +327,7 @@ def build_workflow(
     document: Mapping[str, Any],
     text: str,
     file: str,
-    report: Report,
+    report: Reporter,
     *,
     commands: Commands | None = None,
     origin: WorkflowOrigin = "submitted",
@@ -345,7 +340,7 @@ def build_workflow(
     workflow_functions = _function_names(document.get("functionDefinitions")) + tuple(
         m.group(1) for line in document.get("metaGuidance", ()) if (m := GUIDANCE_FUNCTION.match(line))
     )
-    nodes: dict[str, Node] = {}
+    nodes: dict[str, AnyStep] = {}
     for sid in b.order:
         budget.check()  # a workflow a client sends is compiled within its request's budget
         entry = b.entries[sid]
@@ -356,9 +351,8 @@ def build_workflow(
             b.check_templates(line, f"{at}/guidance/{index}")
         run_condition = b.condition(raw, "runCondition", at, "runCondition")
         if run_condition is not None and run_condition.constant is False:
-            report(
+            report.warning(
                 "H203",
-                "warning",
                 f"step `{sid}` can never run",
                 f"{at}/runCondition",
                 "its runCondition never holds",
@@ -370,10 +364,12 @@ def build_workflow(
         refs = b.check_functions(entry, workflow_functions)
         rules: tuple[Rule, ...] = ()
         if "validationCriteria" in raw:
-            rules = compile_criteria(raw["validationCriteria"], f"{at}/validationCriteria", report)
+            rules = compile_criteria(
+                raw["validationCriteria"], f"{at}/validationCriteria", report, parsed=b.parsed
+            )
         checks: tuple[StepCheck, ...] = ()
         if "checks" in raw:
-            checks = compile_checks(raw["checks"], f"{at}/checks", report, commands=commands)
+            checks = compile_checks(raw["checks"], f"{at}/checks", report, commands=commands, parsed=b.parsed)
         nodes[sid] = Step(
             id=sid,
             title=raw["title"],
@@ -401,10 +397,10 @@ def build_workflow(
         try:
             source = json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode()
         except (RecursionError, ValueError):
-            report("H001", "error", "the workflow is nested too deeply", "")
+            report.error("H001", "the workflow is nested too deeply", "")
             source = b""
         if len(source) and _too_deep_for_orjson(document):
-            report("H001", "error", "the workflow is nested too deeply", "")
+            report.error("H001", "the workflow is nested too deeply", "")
             source = b""
     return Workflow(
         id=document["id"],
@@ -440,9 +436,8 @@ def _loop(
     if not (isinstance(max_iterations, int) or float(max_iterations).is_integer()) or not (
         1 <= max_iterations <= MAX_ITERATIONS
     ):
-        b.report(
+        b.report.error(
             "H204",
-            "error",
             f"maxIterations is {max_iterations}; it must be a whole number from 1 to {MAX_ITERATIONS}",
             f"{where}/maxIterations",
         )
@@ -450,9 +445,8 @@ def _loop(
     condition = None
     if kind in ("while", "until"):
         if "condition" not in cfg:
-            b.report(
+            b.report.error(
                 "H205",
-                "error",
                 f"a `{kind}` loop needs a `condition`",
                 where,
                 'add "condition": {"var": "...", "equals": ...}',
@@ -462,44 +456,39 @@ def _loop(
     count = cfg.get("count")
     if kind == "for":
         if count is None:
-            b.report(
+            b.report.error(
                 "H205",
-                "error",
                 "a `for` loop needs a `count`: a number or a context variable",
                 where,
                 'add "count": 3',
             )
         elif not isinstance(count, str):
             if not float(count).is_integer():
-                b.report("H204", "error", f"count {count} is not a whole number", f"{where}/count")
+                b.report.error("H204", f"count {count} is not a whole number", f"{where}/count")
             count = int(count)
             if count > max_iterations:
-                b.report(
+                b.report.warning(
                     "H209",
-                    "warning",
                     f"count {count} exceeds maxIterations {max_iterations}; "
                     f"the loop stops after {max_iterations}",
                     f"{where}/count",
                 )
             if count == 0:
-                b.report(
+                b.report.warning(
                     "H203",
-                    "warning",
                     f"loop `{sid}` runs zero times, so its body never runs",
                     f"{where}/count",
                 )
     if kind == "forEach" and not cfg.get("items"):
-        b.report(
+        b.report.error(
             "H205",
-            "error",
             "a `forEach` loop needs `items`: the context variable holding the list",
             where,
             'add "items": "<variable>"',
         )
     if (kind in ("forEach",) and "count" in cfg) or (kind != "forEach" and "items" in cfg):
-        b.report(
+        b.report.warning(
             "H405",
-            "warning",
             f"a `{kind}` loop ignores " + ("`count`" if "count" in cfg and kind == "forEach" else "`items`"),
             where,
         )
@@ -524,15 +513,14 @@ def _loop(
     )
 
 
-def _check_file_name(workflow_id: str, file: str, report: Report) -> None:
+def _check_file_name(workflow_id: str, file: str, report: Reporter) -> None:
     if file.startswith("<"):
         return
     name = file.replace("\\", "/").rsplit("/", 1)[-1]
     stem = name[:-5] if name.endswith(".json") else name
     if stem != workflow_id:
-        report(
+        report.warning(
             "H207",
-            "warning",
             f"workflow id `{workflow_id}` differs from the file name `{name}`",
             "/id",
             f"rename the file to `{workflow_id}.json`",

@@ -12,7 +12,7 @@ import shutil
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from handrail.expr import Report, compile_condition
+from handrail.expr import ParsedConditions, Reporter, compile_condition
 from handrail.globs import GlobError, compile_glob
 from handrail.model import CommandCheck, FileCheck, GitCheck, Glob, StepCheck
 from handrail.patterns import PatternError, compile_pattern
@@ -29,27 +29,37 @@ COMMON_FIELDS = ("type", "message", "condition")
 
 
 def compile_checks(
-    raw: Sequence[Any], at: str, report: Report, *, commands: Commands | None = None
+    raw: Sequence[Any],
+    at: str,
+    report: Reporter,
+    *,
+    commands: Commands | None = None,
+    parsed: ParsedConditions | None = None,
 ) -> tuple[StepCheck, ...]:
     """Every check that compiled; `commands` (the configured ones, when known) lets an
     unknown command name be reported."""
     out: list[StepCheck] = []
     for index, item in enumerate(raw):
-        built = _compile(item, f"{at}/{index}", report, commands)
+        built = _compile(item, f"{at}/{index}", report, commands, parsed)
         if built is not None:
             out.append(built)
     return tuple(out)
 
 
-def _compile(raw: Mapping[str, Any], at: str, report: Report, commands: Commands | None) -> StepCheck | None:
+def _compile(
+    raw: Mapping[str, Any],
+    at: str,
+    report: Reporter,
+    commands: Commands | None,
+    parsed: ParsedConditions | None,
+) -> StepCheck | None:
     kind = raw["type"]
     ok = True
     for key in raw:
         if key not in COMMON_FIELDS and key not in CHECK_FIELDS[kind]:
             owner = next(k for k, fields in CHECK_FIELDS.items() if key in fields)
-            report(
+            report.error(
                 "H601",
-                "error",
                 f"`{key}` belongs to a `{owner}` check, not to a `{kind}` check",
                 f"{at}/{key}",
                 f"a `{kind}` check reads {', '.join(CHECK_FIELDS[kind])}",
@@ -57,7 +67,9 @@ def _compile(raw: Mapping[str, Any], at: str, report: Report, commands: Commands
             ok = False
     condition = None
     if "condition" in raw:
-        condition = compile_condition(raw["condition"], f"{at}/condition", report, what="check condition")
+        condition = compile_condition(
+            raw["condition"], f"{at}/condition", report, what="check condition", parsed=parsed
+        )
     message = raw["message"]
     if kind == "command":
         built: StepCheck | None = _command(raw, message, condition, at, report, commands)
@@ -73,13 +85,12 @@ def _command(
     message: str,
     condition: Any,
     at: str,
-    report: Report,
+    report: Reporter,
     commands: Commands | None,
 ) -> CommandCheck | None:
     if "run" not in raw:
-        report(
+        report.error(
             "H600",
-            "error",
             "a `command` check needs `run`",
             at,
             'add "run": ["program", "argument"] or "run": {"command": "test"}',
@@ -93,9 +104,8 @@ def _command(
         name = run["command"]
         if commands is not None and name not in commands:
             known = ", ".join(f"`{n}`" for n in sorted(commands)) or "none"
-            report(
+            report.warning(
                 "H604",
-                "warning",
                 f"no command `{name}` is configured (configured: {known})",
                 f"{at}/run/command",
                 f'start the server with --command {name}="..." or set it in HANDRAIL_COMMANDS',
@@ -105,9 +115,8 @@ def _command(
     else:
         argv = tuple(run)
         if not argv or not argv[0]:
-            report(
+            report.error(
                 "H602",
-                "error",
                 "`run` names no program" if argv else "`run` is empty",
                 f"{at}/run" if not argv else f"{at}/run/0",
                 'write the program and its arguments: ["pytest", "-q"]',
@@ -115,9 +124,8 @@ def _command(
             return None
         program = argv[0]
         if "/" not in program and shutil.which(program) is None:
-            report(
+            report.warning(
                 "H603",
-                "warning",
                 f"`{program}` is not found on PATH here",
                 f"{at}/run/0",
                 "install it, or name a configured command instead",
@@ -136,27 +144,28 @@ def _command(
     )
 
 
-def _glob(text: str, at: str, report: Report) -> Glob | None:
+def _glob(text: str, at: str, report: Reporter) -> Glob | None:
     try:
         return compile_glob(text)
     except GlobError as exc:
         if exc.escapes:
-            report(
+            report.error(
                 "H606",
-                "error",
                 f"the path leaves the workspace: {exc.message}",
                 at,
                 "checks look only inside the workspace; write the path relative to it",
                 exc.offset,
             )
         else:
-            report("H605", "error", f"invalid glob: {exc.message}", at, None, exc.offset)
+            report.error("H605", f"invalid glob: {exc.message}", at, None, exc.offset)
         return None
 
 
-def _file(raw: Mapping[str, Any], message: str, condition: Any, at: str, report: Report) -> FileCheck | None:
+def _file(
+    raw: Mapping[str, Any], message: str, condition: Any, at: str, report: Reporter
+) -> FileCheck | None:
     if "path" not in raw:
-        report("H600", "error", "a `file` check needs `path`", at, 'add "path": "docs/adr/*.md"')
+        report.error("H600", "a `file` check needs `path`", at, 'add "path": "docs/adr/*.md"')
         return None
     glob = _glob(raw["path"], f"{at}/path", report)
     regex = None
@@ -164,12 +173,10 @@ def _file(raw: Mapping[str, Any], message: str, condition: Any, at: str, report:
         try:
             regex = compile_pattern(raw["contains"], "m")
         except PatternError as exc:
-            report("H400", "error", f"invalid regex: {exc.message}", f"{at}/contains", None, exc.offset)
+            report.error("H400", f"invalid regex: {exc.message}", f"{at}/contains", None, exc.offset)
             return None
         if regex.fallback is not None:
-            report(
-                "H406", "warning", backtracking_message(regex.fallback), f"{at}/contains", BACKTRACKING_HINT
-            )
+            report.warning("H406", backtracking_message(regex.fallback), f"{at}/contains", BACKTRACKING_HINT)
     if glob is None:
         return None
     description = f"a file matches `{glob.text}`"
@@ -178,12 +185,11 @@ def _file(raw: Mapping[str, Any], message: str, condition: Any, at: str, report:
     return FileCheck(message, description, condition, glob, regex, at)
 
 
-def _git(raw: Mapping[str, Any], message: str, condition: Any, at: str, report: Report) -> GitCheck | None:
+def _git(raw: Mapping[str, Any], message: str, condition: Any, at: str, report: Reporter) -> GitCheck | None:
     changes, clean = bool(raw.get("changes")), bool(raw.get("clean"))
     if not changes and not clean:
-        report(
+        report.error(
             "H600",
-            "error",
             "a `git` check needs `changes: true`, `clean: true` or both",
             at,
             'add "changes": true (work was done) or "clean": true (nothing left uncommitted)',

@@ -16,13 +16,12 @@ from pathlib import PurePath
 from typing import Any
 
 from handrail.compiler.build import build_workflow
-from handrail.compiler.schema_errors import Raw
-from handrail.expr import Report
+from handrail.errors import Finding, Reporter
 
 _LOOP_KINDS = ("while", "until", "for", "forEach")
 
 
-def readable_checks(document: Any, text: str, file: str, report: Report) -> None:
+def readable_checks(document: Any, text: str, file: str, report: Reporter) -> None:
     copy = _readable_workflow(document, file)
     if copy is None:
         return
@@ -31,13 +30,15 @@ def readable_checks(document: Any, text: str, file: str, report: Report) -> None
         build_workflow(copy, text, file, report)
 
 
-def not_said_already(late: list[Raw], said: list[Raw]) -> list[Raw]:
+def not_said_already(late: list[Finding], said: list[Finding]) -> list[Finding]:
     """`late` without what falls where the schema already reported a problem (an
     unknown or missing field is reported on its object, so what lies inside is kept)."""
     places = {pointer for code, _, _, pointer, *_ in said if code not in ("H100", "H101")}
     places |= {pointer for code, _, _, pointer, *_ in said if code == "H101"}
     return [
-        item for item in late if not any(item[3] == p or item[3].startswith(p + "/") for p in places if p)
+        item
+        for item in late
+        if not any(item.pointer == p or item.pointer.startswith(p + "/") for p in places if p)
     ]
 
 

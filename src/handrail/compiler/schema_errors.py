@@ -7,15 +7,14 @@ imported on the slow path alone.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import cache
 from typing import Any
 
 from handrail._resources import resource
 from handrail.compiler.source import KEY
+from handrail.errors import Finding, json_kind
 from handrail.expr import did_you_mean
-
-Raw = tuple[str, str, str, str, str | None, int | None]  # code, severity, message, pointer, hint, offset
 
 
 @cache
@@ -32,115 +31,111 @@ def _pointer(path: Any) -> str:
     return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in path)
 
 
-def schema_diagnostics(document: Any) -> list[Raw]:
-    out: list[Raw] = []
+def schema_diagnostics(document: Any) -> list[Finding]:
+    out: list[Finding] = []
     for error in _validator().iter_errors(document):
         out.extend(_explain(error))
     # jsonschema raises `required` once per missing name, and each names them all
     return list(dict.fromkeys(out))
 
 
-def _explain(error: Any) -> Iterator[Raw]:
-    at = _pointer(error.absolute_path)
-    kind = error.validator
+def _explain(error: Any) -> Iterator[Finding]:
+    """What one jsonschema error means to an author, by the keyword that failed (as
+    jsonschema binds a function to each keyword); any other keyword says its message."""
+    explain = _EXPLAIN.get(error.validator, _other)
+    return explain(error, _pointer(error.absolute_path))
+
+
+def _error(code: str, message: str, at: str, hint: str | None = None, offset: int | None = None) -> Finding:
+    return Finding(code, "error", message, at, hint, offset)
+
+
+def _additional_properties(error: Any, at: str) -> Iterator[Finding]:
     schema = error.schema if isinstance(error.schema, dict) else {}
+    allowed = sorted(schema.get("properties", {}))
+    is_condition = "var" in allowed and "and" in allowed
+    for key in sorted(set(error.instance) - set(allowed)):
+        if is_condition:
+            alias = OPERATOR_ALIASES.get(key)
+            hint = f"did you mean `{alias}`?" if alias else did_you_mean(key, allowed)
+            hint = hint or "operators: " + ", ".join(allowed)
+            yield _error("H301", f"unknown condition operator `{key}`", f"{at}/{_escape(key)}", hint, KEY)
+        else:
+            hint = did_you_mean(key, allowed) or "remove it; known fields: " + ", ".join(allowed)
+            yield _error("H101", f"unknown field `{key}`", f"{at}/{_escape(key)}", hint, KEY)
+
+
+def _required(error: Any, at: str) -> Iterator[Finding]:
+    for name in error.validator_value:
+        if name not in error.instance:
+            yield _error("H100", f"missing required field `{name}`", at, _add_hint(name))
+
+
+def _type(error: Any, at: str) -> Iterator[Finding]:
+    found = json_kind(error.instance)
+    yield _error("H102", f"expected {_types(error.validator_value)}, found {found}", at)
+
+
+def _unique_items(error: Any, at: str) -> Iterator[Finding]:
+    seen: list[Any] = []
+    for index, item in enumerate(error.instance):
+        if item in seen:
+            yield _error(
+                "H103", f"duplicate entry {_short(item)}", f"{at}/{index}", "remove the repeated entry"
+            )
+        seen.append(item)
+
+
+def _pattern(error: Any, at: str) -> Iterator[Finding]:
     instance = error.instance
-    if kind == "additionalProperties":
-        allowed = sorted(schema.get("properties", {}))
-        is_condition = "var" in allowed and "and" in allowed
-        for key in sorted(set(instance) - set(allowed)):
-            if is_condition:
-                alias = OPERATOR_ALIASES.get(key)
-                yield (
-                    "H301",
-                    "error",
-                    f"unknown condition operator `{key}`",
-                    f"{at}/{_escape(key)}",
-                    f"did you mean `{alias}`?"
-                    if alias
-                    else did_you_mean(key, allowed) or "operators: " + ", ".join(allowed),
-                    KEY,
-                )
-            else:
-                hint = did_you_mean(key, allowed) or "remove it; known fields: " + ", ".join(allowed)
-                yield ("H101", "error", f"unknown field `{key}`", f"{at}/{_escape(key)}", hint, KEY)
-    elif kind == "required":
-        for name in error.validator_value:
-            if name not in instance:
-                yield (
-                    "H100",
-                    "error",
-                    f"missing required field `{name}`",
-                    at,
-                    _add_hint(name),
-                    None,
-                )
-    elif kind == "type":
-        yield (
-            "H102",
-            "error",
-            f"expected {_types(error.validator_value)}, found {_kind(instance)}",
-            at,
-            None,
-            None,
-        )
-    elif kind == "uniqueItems":
-        seen: list[Any] = []
-        for index, item in enumerate(instance):
-            if item in seen:
-                yield (
-                    "H103",
-                    "error",
-                    f"duplicate entry {_short(item)}",
-                    f"{at}/{index}",
-                    "remove the repeated entry",
-                    None,
-                )
-            seen.append(item)
-    elif kind == "pattern" and at == "/version":
-        yield (
-            "H103",
-            "error",
-            f"{_short(instance)} is not a semantic version (MAJOR.MINOR.PATCH)",
-            at,
-            _version_hint(instance),
-            None,
-        )
-    elif kind == "pattern":
-        yield (
-            "H103",
-            "error",
-            f"{_short(instance)} does not match {error.validator_value}",
-            at,
-            _pattern_hint(error.validator_value, instance),
-            None,
-        )
-    elif kind in ("enum", "const"):
-        options = error.validator_value if kind == "enum" else [error.validator_value]
-        words = [str(o) for o in options]
-        yield (
-            "H103",
-            "error",
-            f"{_short(instance)} is not one of {', '.join(words)}",
-            at,
-            did_you_mean(str(instance), words),
-            None,
-        )
-    elif kind == "minItems" and error.validator_value == 1:
-        yield ("H103", "error", "the list is empty; it needs at least one entry", at, None, None)
-    elif kind == "minLength" and error.validator_value == 1:
-        yield ("H103", "error", "the text is empty", at, None, None)
-    elif kind in ("minProperties", "maxProperties"):
-        yield (
-            "H103",
-            "error",
-            "a composition holds exactly one of `and`, `or`, `not`",
-            at,
-            None,
-            None,
-        )
+    if at == "/version":
+        message = f"{_short(instance)} is not a semantic version (MAJOR.MINOR.PATCH)"
+        yield _error("H103", message, at, _version_hint(instance))
     else:
-        yield ("H103", "error", _clean(error.message), at, None, None)
+        message = f"{_short(instance)} does not match {error.validator_value}"
+        yield _error("H103", message, at, _pattern_hint(error.validator_value, instance))
+
+
+def _one_of(error: Any, at: str) -> Iterator[Finding]:
+    options = error.validator_value if error.validator == "enum" else [error.validator_value]
+    words = [str(o) for o in options]
+    message = f"{_short(error.instance)} is not one of {', '.join(words)}"
+    yield _error("H103", message, at, did_you_mean(str(error.instance), words))
+
+
+def _min_items(error: Any, at: str) -> Iterator[Finding]:
+    if error.validator_value != 1:
+        return _other(error, at)
+    return iter((_error("H103", "the list is empty; it needs at least one entry", at),))
+
+
+def _min_length(error: Any, at: str) -> Iterator[Finding]:
+    if error.validator_value != 1:
+        return _other(error, at)
+    return iter((_error("H103", "the text is empty", at),))
+
+
+def _composition(error: Any, at: str) -> Iterator[Finding]:
+    yield _error("H103", "a composition holds exactly one of `and`, `or`, `not`", at)
+
+
+def _other(error: Any, at: str) -> Iterator[Finding]:
+    yield _error("H103", _clean(error.message), at)
+
+
+_EXPLAIN: dict[str, Callable[[Any, str], Iterator[Finding]]] = {
+    "additionalProperties": _additional_properties,
+    "required": _required,
+    "type": _type,
+    "uniqueItems": _unique_items,
+    "pattern": _pattern,
+    "enum": _one_of,
+    "const": _one_of,
+    "minItems": _min_items,
+    "minLength": _min_length,
+    "minProperties": _composition,
+    "maxProperties": _composition,
+}
 
 
 # Operator names other condition languages use, and handrail's word for each.
@@ -188,18 +183,6 @@ def _pattern_hint(pattern: str, value: Any) -> str | None:
 def _types(value: Any) -> str:
     names = value if isinstance(value, list) else [value]
     return " or ".join(("an " if n in ("object", "array") else "a ") + str(n) for n in names)
-
-
-def _kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    return "an array" if isinstance(value, list) else "an object"
 
 
 def _short(value: Any) -> str:

@@ -17,7 +17,7 @@ from typing import Any
 from handrail import budget
 from handrail.engine.guidance import compose, confirmation, step_view
 from handrail.engine.state import Frame, read_state
-from handrail.errors import InvalidParams, StepNotFound
+from handrail.errors import InvalidParams, StepNotFound, json_kind
 from handrail.expr import MISSING, lookup
 from handrail.expr.semantics import is_number
 from handrail.model import Condition, Context, Loop, Step, Workflow
@@ -287,19 +287,7 @@ def _unusable(value: Any, wanted: str) -> str | None:
     """Why a variable that is set cannot drive a loop; None when it is simply not set."""
     if value is MISSING:
         return None
-    if value is None:
-        kind = "null"
-    elif isinstance(value, bool):
-        kind = "a boolean"
-    elif is_number(value):
-        kind = "a number"
-    elif isinstance(value, str):
-        kind = "a string"
-    elif isinstance(value, list):
-        kind = "a list"
-    else:
-        kind = "an object"
-    return f"it is {kind}, it must be {wanted}"
+    return f"it is {json_kind(value, array='a list')}, it must be {wanted}"
 
 
 def _own_variables(loop: Loop) -> set[str]:

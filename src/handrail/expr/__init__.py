@@ -4,17 +4,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from handrail.errors import ErrorWatch, ignore
-from handrail.expr.ast import Const, Node, literals_by_variable, to_text, variables
+from handrail.errors import IGNORE, Finding, Findings, Reporter
+from handrail.expr.ast import Const, Expr, literals_by_variable, to_text, variables
 from handrail.expr.fold import fold
-from handrail.expr.parse import Report, did_you_mean, parse_condition
+from handrail.expr.parse import did_you_mean, parse_condition
 from handrail.expr.semantics import MISSING, compile_node, lenient_equals, lookup, truthy
 from handrail.expr.unknowns import compile_unknowns
 from handrail.model import Condition
 
 __all__ = [
     "MISSING",
-    "Report",
+    "ParsedConditions",
+    "Reporter",
     "compile_condition",
     "condition_from_tree",
     "did_you_mean",
@@ -24,23 +25,51 @@ __all__ = [
 ]
 
 
-def compile_condition(source: Any, at: str, report: Report, *, what: str = "condition") -> Condition:
-    watch = ErrorWatch(report)
-    tree = parse_condition(source, at, watch)
+class ParsedConditions:
+    """Condition trees parsed once per compile: the builder reads which variables a
+    condition tests before it compiles the condition, and both find the tree here, by
+    the condition's place (a tree records its place, so a different place parses anew)."""
+
+    __slots__ = ("_trees",)
+
+    def __init__(self) -> None:
+        self._trees: dict[str, tuple[Any, Expr, tuple[Finding, ...]]] = {}
+
+    def parse(self, source: Any, at: str) -> tuple[Expr, tuple[Finding, ...]]:
+        """The tree, and what parsing it found (not reported: compiling reports it)."""
+        hit = self._trees.get(at)
+        if hit is None or hit[0] is not source:
+            found = Findings()
+            hit = (source, parse_condition(source, at, found), tuple(found.findings))
+            self._trees[at] = hit
+        return hit[1], hit[2]
+
+
+def compile_condition(
+    source: Any,
+    at: str,
+    report: Reporter,
+    *,
+    what: str = "condition",
+    parsed: ParsedConditions | None = None,
+) -> Condition:
+    tree, findings = (parsed or ParsedConditions()).parse(source, at)
+    for finding in findings:
+        report.add(finding)
+    failed = any(f.severity == "error" for f in findings)
     # a condition that failed to parse is already reported; its stand-in is not folded
-    return condition_from_tree(tree, at, ignore if watch.failed else report, what=what)
+    return condition_from_tree(tree, at, IGNORE if failed else report, what=what)
 
 
-def condition_from_tree(tree: Node, at: str, report: Report, *, what: str = "condition") -> Condition:
+def condition_from_tree(tree: Expr, at: str, report: Reporter, *, what: str = "condition") -> Condition:
     warned = False
 
-    def warn(reason: str, always: bool, node: Node) -> None:
+    def warn(reason: str, always: bool, node: Expr) -> None:
         nonlocal warned
         warned = True
         verdict = "always holds" if always else "never holds"
-        report(
+        report.warning(
             "H302" if always else "H303",
-            "warning",
             f"this {what} {verdict}: {reason}",
             node.at or at,
         )
@@ -49,9 +78,8 @@ def condition_from_tree(tree: Node, at: str, report: Report, *, what: str = "con
     constant = folded.value if isinstance(folded, Const) else None
     if constant is not None and not warned:
         verdict = "always holds" if constant else "never holds"
-        report(
+        report.warning(
             "H302" if constant else "H303",
-            "warning",
             f"this {what} {verdict}: it reads no variable that can change it",
             at,
             "remove it" if constant else None,

@@ -56,19 +56,19 @@ class Truthy:
 
 @dataclass(frozen=True, slots=True)
 class All:
-    items: tuple[Node, ...]
+    items: tuple[Expr, ...]
     at: str = field(default="", compare=False)
 
 
 @dataclass(frozen=True, slots=True)
 class Any_:
-    items: tuple[Node, ...]
+    items: tuple[Expr, ...]
     at: str = field(default="", compare=False)
 
 
 @dataclass(frozen=True, slots=True)
 class Not:
-    item: Node
+    item: Expr
     at: str = field(default="", compare=False)
 
 
@@ -78,7 +78,7 @@ class Const:
     at: str = field(default="", compare=False)
 
 
-Node = Compare | Truthy | All | Any_ | Not | Const
+Expr = Compare | Truthy | All | Any_ | Not | Const  # a condition tree (a node of it)
 
 
 class FrozenDict(dict[str, Any]):
@@ -117,66 +117,71 @@ def literal_text(value: Any) -> str:
     return repr(value)
 
 
-def to_text(node: Node, parent: str = "") -> str:
+def to_text(node: Expr, parent: str = "") -> str:
     """The text form of a tree: how conditions are shown to people and models."""
-    if isinstance(node, Compare):
-        return f"{node.var} {OPERATOR_TEXT[node.op]} {literal_text(node.value)}"
-    if isinstance(node, Truthy):
-        return node.var
-    if isinstance(node, Const):
-        return "true" if node.value else "false"
-    if isinstance(node, Not):
-        inner = to_text(node.item, "not")
-        return f"not {inner}"
-    word = "and" if isinstance(node, All) else "or"
-    if not node.items:  # an empty `and` holds, an empty `or` does not
+    match node:
+        case Compare(var=var, op=op, value=value):
+            return f"{var} {OPERATOR_TEXT[op]} {literal_text(value)}"
+        case Truthy(var=var):
+            return var
+        case Const(value=value):
+            return "true" if value else "false"
+        case Not(item=item):
+            return f"not {to_text(item, 'not')}"
+        case All(items=items):
+            word = "and"
+        case Any_(items=items):
+            word = "or"
+    if not items:  # an empty `and` holds, an empty `or` does not
         return "true" if word == "and" else "false"
-    text = f" {word} ".join(to_text(i, word) for i in node.items)
+    text = f" {word} ".join(to_text(i, word) for i in items)
     if (parent in ("and", "not") and word == "or") or parent == "not":
         return f"({text})"
     return text
 
 
-def variables(node: Node) -> list[str]:
+def variables(node: Expr) -> list[str]:
     """Every variable path the tree reads, in order of first use."""
     out: dict[str, None] = {}  # ordered, and linear in the size of the tree
 
-    def visit(n: Node) -> None:
-        if isinstance(n, Compare | Truthy):
-            out.setdefault(n.var)
-        elif isinstance(n, All | Any_):
-            for i in n.items:
-                visit(i)
-        elif isinstance(n, Not):
-            visit(n.item)
+    def visit(n: Expr) -> None:
+        match n:
+            case Compare(var=var) | Truthy(var=var):
+                out.setdefault(var)
+            case All(items=items) | Any_(items=items):
+                for i in items:
+                    visit(i)
+            case Not(item=item):
+                visit(item)
 
     visit(node)
     return list(out)
 
 
-def literals_for(node: Node, var: str) -> list[Any]:
+def literals_for(node: Expr, var: str) -> list[Any]:
     """The literal values the tree compares `var` against (for 'set X to one of ...')."""
     return literals_by_variable(node).get(var, [])
 
 
-def literals_by_variable(node: Node) -> dict[str, list[Any]]:
+def literals_by_variable(node: Expr) -> dict[str, list[Any]]:
     """`literals_for` of every variable, in one walk of the tree (one walk per variable
     was quadratic in a long `or`). Values are kept once by `==`, as a list would."""
     out: dict[str, _Distinct] = {}
 
-    def visit(n: Node) -> None:
-        if isinstance(n, Compare):
-            values = n.value if n.op == "in" and isinstance(n.value, tuple) else (n.value,)
-            found = out.setdefault(n.var, _Distinct())
-            for v in values:
-                found.add(v)
-        elif isinstance(n, Truthy):
-            out.setdefault(n.var, _Distinct()).add(True)
-        elif isinstance(n, All | Any_):
-            for i in n.items:
-                visit(i)
-        elif isinstance(n, Not):
-            visit(n.item)
+    def visit(n: Expr) -> None:
+        match n:
+            case Compare(var=var, op=op, value=value):
+                values = value if op == "in" and isinstance(value, tuple) else (value,)
+                found = out.setdefault(var, _Distinct())
+                for v in values:
+                    found.add(v)
+            case Truthy(var=var):
+                out.setdefault(var, _Distinct()).add(True)
+            case All(items=items) | Any_(items=items):
+                for i in items:
+                    visit(i)
+            case Not(item=item):
+                visit(item)
 
     visit(node)
     return {name: found.items for name, found in out.items()}

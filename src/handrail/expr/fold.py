@@ -9,29 +9,34 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from handrail.expr.ast import All, Any_, Compare, Const, Node, Not, Truthy
+from handrail.expr.ast import All, Any_, Compare, Const, Expr, Not, Truthy
 from handrail.expr.semantics import as_number, is_number, lenient_equals
 
-Warn = Callable[[str, bool, Node], None]  # (reason, always_holds, node)
+Warn = Callable[[str, bool, Expr], None]  # (reason, always_holds, node)
 
 
-def fold(node: Node, warn: Warn) -> Node:
-    if isinstance(node, Compare):
-        if node.op == "in" and node.value == ():
+def fold(node: Expr, warn: Warn) -> Expr:
+    match node:
+        case Compare(op="in", value=value) if value == ():  # not a sequence pattern: () only
             warn("`in` an empty list never holds", False, node)
             return Const(False, node.at)
-        return node
-    if isinstance(node, Truthy | Const):
-        return node
-    if isinstance(node, Not):
-        inner = fold(node.item, warn)
-        if isinstance(inner, Const):
-            return Const(not inner.value, node.at)
-        if isinstance(inner, Not):
-            return inner.item
-        return Not(inner, node.at)
+        case Compare() | Truthy() | Const():
+            return node
+        case Not(item=item):
+            match fold(item, warn):
+                case Const(value=value):
+                    return Const(not value, node.at)
+                case Not(item=twice):
+                    return twice
+                case inner:
+                    return Not(inner, node.at)
+        case All() | Any_():
+            return _fold_parts(node, warn)
+
+
+def _fold_parts(node: All | Any_, warn: Warn) -> Expr:
     is_all = isinstance(node, All)
-    items: list[Node] = []
+    items: list[Expr] = []
     seen: set[Any] = set()  # keys are hashable; a set keeps a long `or` linear
     for child in node.items:
         folded = fold(child, warn)
@@ -56,18 +61,22 @@ def fold(node: Node, warn: Warn) -> Node:
     return All(tuple(items), node.at) if is_all else Any_(tuple(items), node.at)
 
 
-def _key(node: Node) -> Any:
+def _key(node: Expr) -> Any:
     """Structural identity of a tree. Not `==` on nodes: Python has 1 == True and
     0 == False, but `x == 1` and `x == true` are different conditions."""
-    if isinstance(node, Compare):
-        return ("compare", node.var, node.op, _tag(node.value))
-    if isinstance(node, Truthy):
-        return ("truthy", node.var)
-    if isinstance(node, Const):
-        return ("const", node.value)
-    if isinstance(node, Not):
-        return ("not", _key(node.item))
-    return ("and" if isinstance(node, All) else "or", tuple(_key(i) for i in node.items))
+    match node:
+        case Compare(var=var, op=op, value=value):
+            return ("compare", var, op, _tag(value))
+        case Truthy(var=var):
+            return ("truthy", var)
+        case Const(value=value):
+            return ("const", value)
+        case Not(item=item):
+            return ("not", _key(item))
+        case All(items=items):
+            return ("and", tuple(_key(i) for i in items))
+        case Any_(items=items):
+            return ("or", tuple(_key(i) for i in items))
 
 
 def _tag(value: Any) -> Any:
@@ -112,7 +121,7 @@ def _interchangeable_key(value: Any) -> Any:
     return _tag(value)
 
 
-def _has_negated_pair(items: list[Node]) -> bool:
+def _has_negated_pair(items: list[Expr]) -> bool:
     """Whether two of `items` negate each other (`c` and `not c`, `x == v` and `x != v`).
     Hashing the parts keeps it linear: a pairwise search made an `or` of 16,000 terms
     take minutes."""
@@ -127,7 +136,7 @@ def _has_negated_pair(items: list[Node]) -> bool:
     return not equal.isdisjoint(unequal)
 
 
-def _contradicts(items: list[Node]) -> bool:
+def _contradicts(items: list[Expr]) -> bool:
     if _has_negated_pair(items):
         return True
     equals: dict[str, dict[Any, Any]] = {}  # var -> one value per interchangeable class
@@ -160,5 +169,5 @@ def _contradicts(items: list[Node]) -> bool:
     return False
 
 
-def _exhaustive(items: list[Node]) -> bool:
+def _exhaustive(items: list[Expr]) -> bool:
     return _has_negated_pair(items)

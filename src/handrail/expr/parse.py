@@ -9,18 +9,18 @@ from __future__ import annotations
 import difflib
 from collections.abc import Mapping
 from functools import cache
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from handrail._resources import resource
+from handrail.errors import Reporter, json_kind
 from handrail.expr.ast import (
     COMPARISONS,
     NUMERIC,
-    TEXT_OPERATORS,
     All,
     Any_,
     Compare,
     Const,
-    Node,
+    Expr,
     Not,
     Truthy,
     freeze,
@@ -34,18 +34,6 @@ COMPOSITES = ("and", "or", "not")
 KNOWN_KEYS = ("var", *COMPARISONS, *COMPOSITES)
 
 
-class Report(Protocol):
-    def __call__(
-        self,
-        code: str,
-        severity: str,
-        message: str,
-        pointer: str,
-        hint: str | None = None,
-        offset: int | None = None,
-    ) -> None: ...
-
-
 def did_you_mean(word: str, options: tuple[str, ...] | list[str]) -> str | None:
     close = difflib.get_close_matches(word, options, n=1, cutoff=0.6)
     if not close:
@@ -55,23 +43,22 @@ def did_you_mean(word: str, options: tuple[str, ...] | list[str]) -> str | None:
     return f"did you mean `{close[0]}`?" if close else None
 
 
-def parse_condition(source: Any, at: str, report: Report) -> Node:
+def parse_condition(source: Any, at: str, report: Reporter) -> Expr:
     if isinstance(source, str):
         return parse_text(source, at, report)
     if isinstance(source, Mapping):
         return _parse_object(source, at, report)
-    report("H301", "error", "a condition is an object or a text expression", at)
+    report.error("H301", "a condition is an object or a text expression", at)
     return Const(False, at)
 
 
-def _parse_object(obj: Mapping[str, Any], at: str, report: Report) -> Node:
+def _parse_object(obj: Mapping[str, Any], at: str, report: Reporter) -> Expr:
     ok = True
     for key in obj:
         if key not in KNOWN_KEYS:
             ok = False
-            report(
+            report.error(
                 "H301",
-                "error",
                 f"unknown condition operator `{key}`",
                 f"{at}/{_escape(key)}",
                 did_you_mean(key, KNOWN_KEYS),
@@ -79,9 +66,8 @@ def _parse_object(obj: Mapping[str, Any], at: str, report: Report) -> Node:
     composites = [k for k in COMPOSITES if k in obj]
     comparisons = [k for k in COMPARISONS if k in obj]
     if composites and ("var" in obj or comparisons or len(composites) > 1):
-        report(
+        report.error(
             "H305",
-            "error",
             f"a condition holds one operator, this one mixes {', '.join(sorted(obj))}",
             at,
             'wrap the parts in {"and": [...]}',
@@ -95,15 +81,14 @@ def _parse_object(obj: Mapping[str, Any], at: str, report: Report) -> Node:
         if key == "not":
             return Not(parse_condition(value, f"{at}/not", report), at)
         if not isinstance(value, list):
-            report("H301", "error", f"`{key}` takes a list of conditions", f"{at}/{key}")
+            report.error("H301", f"`{key}` takes a list of conditions", f"{at}/{key}")
             return Const(False, at)
         items = tuple(parse_condition(v, f"{at}/{key}/{i}", report) for i, v in enumerate(value))
         return All(items, at) if key == "and" else Any_(items, at)
     if "var" not in obj:
         if comparisons:
-            report(
+            report.error(
                 "H306",
-                "error",
                 f"`{comparisons[0]}` compares a variable, but the condition names none",
                 at,
                 'add "var": "<context variable>"',
@@ -112,43 +97,42 @@ def _parse_object(obj: Mapping[str, Any], at: str, report: Report) -> Node:
         return Const(True, at)  # the empty condition holds
     var = obj["var"]
     if not isinstance(var, str) or not var:
-        report("H301", "error", "`var` names a context variable (a non-empty string)", f"{at}/var")
+        report.error("H301", "`var` names a context variable (a non-empty string)", f"{at}/var")
         return Const(False, at)
     if not comparisons:
         return Truthy(var, at)
     if len(comparisons) > 1:
-        report(
+        report.error(
             "H305",
-            "error",
             f"a condition holds one comparison, this one has {', '.join(comparisons)}",
             at,
             'split it into {"and": [...]}',
         )
         return Const(False, at)
     op = comparisons[0]
-    return _comparison(var, op, obj[op], at, f"{at}/{op}", report)
+    return comparison(var, op, obj[op], at, f"{at}/{op}", report)
 
 
-def _comparison(var: str, op: str, value: Any, at: str, where: str, report: Report) -> Node:
+def comparison(var: str, op: str, value: Any, at: str, where: str, report: Reporter) -> Expr:
+    kind = json_kind(value, array="a list")
     if op in NUMERIC and (not isinstance(value, int | float) or isinstance(value, bool)):
-        report("H304", "error", f"`{op}` compares numbers, not {_kind(value)}", where)
+        report.error("H304", f"`{op}` compares numbers, not {kind}", where)
         return Const(False, at)
     if op in ("startsWith", "endsWith", "matches") and not isinstance(value, str):
-        report("H304", "error", f"`{op}` takes a string, not {_kind(value)}", where)
+        report.error("H304", f"`{op}` takes a string, not {kind}", where)
         return Const(False, at)
     if op == "in" and not isinstance(value, list | tuple):
-        report("H304", "error", f"`in` takes a list of values, not {_kind(value)}", where)
+        report.error("H304", f"`in` takes a list of values, not {kind}", where)
         return Const(False, at)
     if op == "matches":
         try:
             compiled = compile_pattern(value)
         except PatternError as exc:
-            report("H400", "error", f"invalid regex in `matches`: {exc.message}", where)
+            report.error("H400", f"invalid regex in `matches`: {exc.message}", where)
             return Const(False, at)
         if compiled.fallback is not None:
-            report(
+            report.warning(
                 "H406",
-                "warning",
                 f"the regex of `matches` needs the backtracking engine ({compiled.fallback}): "
                 "each search is cut off at a time limit",
                 where,
@@ -156,20 +140,6 @@ def _comparison(var: str, op: str, value: Any, at: str, where: str, report: Repo
                 "runs in linear time on any text",
             )
     return Compare(var, op, freeze(value), at)
-
-
-def _kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list | tuple):
-        return "a list"
-    return "an object"
 
 
 def _escape(key: str) -> str:
@@ -184,8 +154,7 @@ def _parser() -> Lark:
     return Lark(grammar, parser="lalr", maybe_placeholders=False, cache=True)
 
 
-def parse_text(text: str, at: str, report: Report) -> Node:
-    from lark import Token, Tree
+def parse_text(text: str, at: str, report: Reporter) -> Expr:
     from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 
     try:
@@ -205,71 +174,12 @@ def parse_text(text: str, at: str, report: Report) -> Node:
                 offset = token.start_pos if token.start_pos is not None else offset
         expected = sorted(_readable(t) for t in (getattr(exc, "expected", None) or ()))
         hint = f"expected {', '.join(expected[:6])}" if expected else None
-        report("H300", "error", f"condition syntax: {message}", at, hint, offset)
+        report.error("H300", f"condition syntax: {message}", at, hint, offset)
         return Const(False, at)
 
-    def literal(node: Any) -> Any:
-        if isinstance(node, Tree):
-            kind = node.data
-            if kind == "list":
-                return [literal(c) for c in node.children]
-            token = node.children[0] if node.children else None
-            if kind == "string":
-                return _unquote(str(token))
-            if kind == "number":
-                spelled = str(token)
-                if len(spelled) <= 4000 and not any(c in spelled for c in ".eE"):
-                    return int(spelled)  # exact, as the JSON form reads it
-                number = float(spelled)
-                return int(number) if number.is_integer() and "." not in spelled else number
-            return {"true": True, "false": False, "null": None}[str(kind)]
-        raise ValueError(node)
+    from handrail.expr.text_form import ToCondition  # imports lark: on first use of the text form
 
-    def build(node: Any) -> Node:
-        kind = node.data
-        if kind == "or_expr":
-            return Any_(tuple(build(c) for c in node.children), at)
-        if kind == "and_expr":
-            return All(tuple(build(c) for c in node.children), at)
-        if kind == "negation":
-            return Not(build(node.children[0]), at)
-        if kind == "truthy":
-            return Truthy(_name(node.children[0]), at)
-        if kind == "constant":
-            value = literal(node.children[0])
-            if isinstance(value, bool):
-                return Const(value, at)
-            report("H304", "error", f"{value!r} alone is not a condition", at)
-            return Const(False, at)
-        if kind == "comparison":
-            name, op_token, value_node = node.children
-            assert isinstance(op_token, Token)
-            return _comparison(
-                _name(name), TEXT_OPERATORS[str(op_token)], literal(value_node), at, at, report
-            )
-        raise ValueError(kind)
-
-    return build(tree)
-
-
-def _name(tree: Any) -> str:
-    return ".".join(str(t) for t in tree.children)
-
-
-def _unquote(token: str) -> str:
-    body = token[1:-1]
-    out: list[str] = []
-    i = 0
-    while i < len(body):
-        ch = body[i]
-        if ch == "\\" and i + 1 < len(body):
-            nxt = body[i + 1]
-            out.append({"n": "\n", "t": "\t", "r": "\r"}.get(nxt, nxt))
-            i += 2
-            continue
-        out.append(ch)
-        i += 1
-    return "".join(out)
+    return ToCondition(at, report).transform(tree)
 
 
 _TERMINALS = {

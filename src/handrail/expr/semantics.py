@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from handrail.expr.ast import All, Any_, Compare, Const, Node, Not, Truthy
+from handrail.expr.ast import All, Any_, Compare, Const, Expr, Not, Truthy
 from handrail.patterns import compile_pattern
 
 
@@ -192,34 +192,36 @@ def _compare(op: str, expected: Any) -> Callable[[Any], bool]:
     raise ValueError(f"unknown operator {op}")
 
 
-def compile_node(node: Node) -> Predicate:
+def compile_node(node: Expr) -> Predicate:
     """Tree -> closure. Called once per condition at load time."""
-    if isinstance(node, Const):
-        value = node.value
-        return lambda ctx: value
-    if isinstance(node, Truthy):
-        path = node.var
-        get = getter(path)
-        return lambda ctx: truthy(get(ctx))
-    if isinstance(node, Compare):
-        path, test = node.var, _compare(node.op, node.value)
-        if node.op == "not_equals" or (node.op == "equals" and node.value is None):
+    match node:
+        case Const(value=value):
+            return lambda ctx: value
+        case Truthy(var=path):
             get = getter(path)
-            return lambda ctx: test(get(ctx))
-        # every other comparison is false on a missing variable
-        read = getter(path)
-        return lambda ctx: (v := read(ctx)) is not MISSING and test(v)
-    if isinstance(node, Not):
-        inner = compile_node(node.item)
-        return lambda ctx: not inner(ctx)
-    parts = tuple(compile_node(i) for i in node.items)
-    if isinstance(node, All):
-        if len(parts) == 2:
-            first, second = parts
-            return lambda ctx: first(ctx) and second(ctx)
-        return lambda ctx: all(p(ctx) for p in parts)
-    assert isinstance(node, Any_)
+            return lambda ctx: truthy(get(ctx))
+        case Compare(var=path, op=op, value=expected):
+            test = _compare(op, expected)
+            if op == "not_equals" or (op == "equals" and expected is None):
+                get = getter(path)
+                return lambda ctx: test(get(ctx))
+            # every other comparison is false on a missing variable
+            read = getter(path)
+            return lambda ctx: (v := read(ctx)) is not MISSING and test(v)
+        case Not(item=item):
+            inner = compile_node(item)
+            return lambda ctx: not inner(ctx)
+        case All(items=items) | Any_(items=items):
+            return _combined(tuple(compile_node(i) for i in items), every=isinstance(node, All))
+
+
+def _combined(parts: tuple[Predicate, ...], *, every: bool) -> Predicate:
+    """`and` (every) or `or`; two parts, the common case, without a generator."""
     if len(parts) == 2:
         first, second = parts
+        if every:
+            return lambda ctx: first(ctx) and second(ctx)
         return lambda ctx: first(ctx) or second(ctx)
+    if every:
+        return lambda ctx: all(p(ctx) for p in parts)
     return lambda ctx: any(p(ctx) for p in parts)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from handrail.expr.ast import All, Any_, Compare, Const, Node, Not, Truthy
+from handrail.expr.ast import All, Any_, Compare, Const, Expr, Not, Truthy
 from handrail.expr.semantics import MISSING, compile_node, getter
 from handrail.model import Context
 
@@ -20,30 +20,36 @@ from handrail.model import Context
 Verdict = tuple[bool | None, tuple[str, ...]]
 
 
-def compile_unknowns(node: Node) -> Callable[[Context], tuple[str, ...]]:
+def compile_unknowns(node: Expr) -> Callable[[Context], tuple[str, ...]]:
     """Context -> the unset variables whose values could change the outcome, in order."""
     verdict = _compile(node)
     return lambda ctx: verdict(ctx)[1]
 
 
-def _compile(node: Node) -> Callable[[Context], Verdict]:
-    if isinstance(node, Const):
-        decided: Verdict = (node.value, ())
-        return lambda ctx: decided
-    if isinstance(node, Truthy | Compare):
-        read, holds, unknown = getter(node.var), compile_node(node), (None, (node.var,))
-        return lambda ctx: unknown if read(ctx) is MISSING else (holds(ctx), ())
-    if isinstance(node, Not):
-        inner = _compile(node.item)
+def _compile(node: Expr) -> Callable[[Context], Verdict]:
+    match node:
+        case Const(value=value):
+            decided: Verdict = (value, ())
+            return lambda ctx: decided
+        case Truthy(var=var) | Compare(var=var):
+            read, holds, unknown = getter(var), compile_node(node), (None, (var,))
+            return lambda ctx: unknown if read(ctx) is MISSING else (holds(ctx), ())
+        case Not(item=item):
+            inner = _compile(item)
 
-        def negated(ctx: Context) -> Verdict:
-            value, names = inner(ctx)
-            return (None if value is None else not value), names
+            def negated(ctx: Context) -> Verdict:
+                value, names = inner(ctx)
+                return (None if value is None else not value), names
 
-        return negated
-    parts = tuple(_compile(i) for i in node.items)
-    deciding = isinstance(node, Any_)  # the value that decides: true in `or`, false in `and`
-    assert isinstance(node, All | Any_)
+            return negated
+        case All(items=items) | Any_(items=items):
+            return _combined(tuple(_compile(i) for i in items), deciding=isinstance(node, Any_))
+
+
+def _combined(
+    parts: tuple[Callable[[Context], Verdict], ...], *, deciding: bool
+) -> Callable[[Context], Verdict]:
+    """`and` (deciding False) or `or` (deciding True): the value that decides it."""
 
     def combined(ctx: Context) -> Verdict:
         names: dict[str, None] = {}  # in order, each once: linear however wide the condition

@@ -1,0 +1,122 @@
+"""The private interfaces of other code that handrail relies on, in one place.
+
+- Python's own regex parser, `re._parser` and `re._constants` (Python 3.11 to 3.13):
+  patterns.py reads a pattern's parse tree to translate it for the linear-time
+  engines. A tree is `parse(pattern, flags).data`, a list of (opcode, argument)
+  pairs whose opcodes are the constants named in `SRE_NAMES`.
+- fastjsonschema's generated validators (2.22 to 2.x): a compiled validator is a
+  function whose globals hold `REGEX_PATTERNS` (compiled `re` patterns by their
+  source; a format's pattern under `<format>_re_pattern`, called with `.match`,
+  the others with `.search`) and its `validate...` functions, which call each other
+  by name (`$ref`). rules.py swaps the patterns and wraps those functions.
+
+`check()` says, naming the versions, which of these is not as expected; the contract
+tests (tests/test_internals.py) run it, so an upgrade that changes one fails loudly
+there instead of quietly mistranslating patterns.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Callable, MutableMapping
+from typing import Any
+
+sre_parse: Any = importlib.import_module("re._parser")  # no stubs: private
+sre_constants: Any = importlib.import_module("re._constants")
+
+SRE_NAMES = (
+    "ANY",
+    "ASSERT",
+    "ASSERT_NOT",
+    "AT",
+    "ATOMIC_GROUP",
+    "AT_BEGINNING",
+    "AT_BEGINNING_STRING",
+    "AT_BOUNDARY",
+    "AT_END",
+    "AT_END_STRING",
+    "AT_NON_BOUNDARY",
+    "BRANCH",
+    "CATEGORY",
+    "CATEGORY_DIGIT",
+    "CATEGORY_NOT_DIGIT",
+    "CATEGORY_NOT_SPACE",
+    "CATEGORY_NOT_WORD",
+    "CATEGORY_SPACE",
+    "CATEGORY_WORD",
+    "GROUPREF",
+    "GROUPREF_EXISTS",
+    "IN",
+    "LITERAL",
+    "MAXREPEAT",
+    "MAX_REPEAT",
+    "MIN_REPEAT",
+    "NEGATE",
+    "NOT_LITERAL",
+    "POSSESSIVE_REPEAT",
+    "RANGE",
+    "SUBPATTERN",
+)
+
+FORMAT_PATTERN_SUFFIX = "_re_pattern"  # REGEX_PATTERNS' key of a format's pattern
+
+
+class InternalsChanged(RuntimeError):
+    """A private interface handrail relies on is not as it was written against."""
+
+
+def validator_globals(compiled: Callable[..., Any]) -> dict[str, Any]:
+    """The globals of a validator fastjsonschema compiled: its patterns and functions."""
+    names = getattr(compiled, "__globals__", None)
+    if not isinstance(names, dict) or not isinstance(names.get("REGEX_PATTERNS"), dict):
+        raise InternalsChanged(
+            f"fastjsonschema {_version('fastjsonschema')}: a compiled validator no longer keeps "
+            "REGEX_PATTERNS in its globals (handrail is written against 2.22 to 2.x)"
+        )
+    return names
+
+
+def regex_patterns(names: dict[str, Any]) -> MutableMapping[str, Any]:
+    patterns: MutableMapping[str, Any] = names["REGEX_PATTERNS"]
+    return patterns
+
+
+def is_format_pattern(name: str) -> bool:
+    """Whether REGEX_PATTERNS' entry `name` is a format's (called with `.match`)."""
+    return name.endswith(FORMAT_PATTERN_SUFFIX)
+
+
+def check() -> list[str]:
+    """What is not as expected, each naming the version found; empty when all is."""
+    python = "Python " + sys.version.split()[0]
+    problems = [
+        f"{python}: re._constants has no {name} (handrail is written against Python 3.11 to 3.13)"
+        for name in SRE_NAMES
+        if not hasattr(sre_constants, name)
+    ]
+    try:
+        items = list(sre_parse.parse("a", 0).data)
+        if items != [(sre_constants.LITERAL, ord("a"))]:
+            problems.append(f"{python}: re._parser.parse('a').data is {items!r}, not [(LITERAL, 97)]")
+    except Exception as exc:  # any failure here is the change to report
+        problems.append(f"{python}: re._parser.parse no longer reads a pattern ({exc!r})")
+    try:
+        import fastjsonschema
+
+        compiled = fastjsonschema.compile({"type": "string", "format": "date", "pattern": "^x"})
+        patterns = regex_patterns(validator_globals(compiled))
+        if set(patterns) != {"^x", "date" + FORMAT_PATTERN_SUFFIX}:
+            problems.append(
+                f"fastjsonschema {_version('fastjsonschema')}: REGEX_PATTERNS keys are {sorted(patterns)}, "
+                f"not the pattern and `date{FORMAT_PATTERN_SUFFIX}`"
+            )
+    except InternalsChanged as exc:
+        problems.append(str(exc))
+    return problems
+
+
+def _version(package: str) -> str:
+    from importlib.metadata import version
+
+    return version(package)
