@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from markdown_it import MarkdownIt
 from markupsafe import Markup
 
-from handrail.graph import Cluster, Node, build, to_mermaid
+from handrail.graph import Cluster, DiagramNode, build, to_mermaid
 from handrail.model import Step
 
 if TYPE_CHECKING:
@@ -92,7 +92,7 @@ def step_keys(workflow: Workflow) -> dict[str, str]:
     """Each step's node key in the graph of `handrail graph` (step ids are unique)."""
     keys: dict[str, str] = {}
 
-    def walk(members: Sequence[Node | Cluster]) -> None:
+    def walk(members: Sequence[DiagramNode | Cluster]) -> None:
         for member in members:
             if isinstance(member, Cluster):
                 walk(member.members)
