@@ -39,6 +39,11 @@ def find_binaries() -> tuple[Path, Path] | None:
     return (Path(found), Path(pg_ctl)) if found and pg_ctl else None
 
 
+def _runuser() -> str | None:
+    """runuser lives in /usr/sbin, which a root PATH may leave out."""
+    return shutil.which("runuser") or shutil.which("runuser", path="/usr/sbin:/sbin")
+
+
 def unavailable() -> str | None:
     """Why no cluster can be started here, or None."""
     if find_binaries() is None:
@@ -48,7 +53,7 @@ def unavailable() -> str | None:
             pwd.getpwnam("postgres")
         except KeyError:
             return "running as root and there is no postgres user to run initdb as"
-        if shutil.which("runuser") is None:
+        if _runuser() is None:
             return "running as root and runuser is missing"
     return None
 
@@ -72,7 +77,7 @@ class Cluster:
         if os.geteuid() == 0:
             account = pwd.getpwnam("postgres")
             os.chown(self.folder, account.pw_uid, account.pw_gid)
-            self._as = ["runuser", "-u", "postgres", "--"]
+            self._as = [_runuser() or "runuser", "-u", "postgres", "--"]
         self._count = 0
         self._lock = threading.Lock()
         self.started = False
