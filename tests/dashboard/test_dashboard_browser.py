@@ -3,6 +3,8 @@ runs are started and moved over MCP (JSON-RPC over HTTP)."""
 
 from __future__ import annotations
 
+import json
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -184,6 +186,15 @@ def test_approve_on_the_run_page_lets_the_agents_next_continue_go_on_and_the_pag
         assert page.locator("#approval").count() == 0
         approved = page.locator(".event-approved")
         assert "Ship it <b>now</b>" in approved.inner_text()  # the comment, as text
+        shown = subprocess.run(
+            [sys.executable, "-m", "handrail", "runs", "show", run_id, "--format", "json"]
+            + ["--database", database],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        (decision,) = [e for e in json.loads(shown.stdout)["events"] if e["type"] == "approved"]
+        assert decision["via"] == "dashboard" and decision["comment"] == "Ship it <b>now</b>"
 
         goes_on = http.rpc("workflow_continue", {"runId": run_id, "stepId": "ship"})["result"]
         assert goes_on["accepted"] is True and goes_on["step"]["id"] == "announce"

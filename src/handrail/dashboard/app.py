@@ -217,16 +217,15 @@ def dashboard_routes(service: Any, refuse: Refuse, people: Identifies | None) ->
         if not hmac.compare_digest(fields.get("csrf", "").encode(), session.csrf.encode()):
             return HTMLResponse("Forbidden: the form's token does not match", 403, headers=SECURITY_HEADERS)
         comment = fields.get("comment", "").strip() or None
-        method = getattr(runs, verb, None)  # issue 16: Runs.approve / Runs.decline
-        if method is None:
-            note = f"This server cannot {verb} runs yet."
-        else:
-            try:
-                await as_person(session, lambda: method(run_id, person=session.person, comment=comment))
-                note = "Approved." if verb == "approve" else "Declined."
-            except HandrailError as exc:
-                details = exc.data.get("details")
-                note = exc.message + (f": {details}" if details else "")
+        method = runs.approve if verb == "approve" else runs.decline
+        try:
+            await as_person(
+                session, lambda: method(run_id, person=session.person, comment=comment, via="dashboard")
+            )
+            note = "Approved." if verb == "approve" else "Declined."
+        except HandrailError as exc:
+            details = exc.data.get("details")
+            note = exc.message + (f": {details}" if details else "")
         return RedirectResponse(f"/runs/{quote(run_id)}?note={quote(note)}", 303)
 
     # -- JSON -------------------------------------------------------------------

@@ -506,13 +506,18 @@ class Runs:
                 break  # the step was last accepted without a person, or sent again since
         raise InvalidParams(data={"details": "output is required with stepId"})
 
-    def approve(self, run_id: str, *, person: str, comment: str | None = None) -> dict[str, Any]:
-        """A person approves the step the run waits on: it is accepted and the run goes on."""
-        return self._decide(run_id, True, person=person, comment=comment, via="cli")
+    def approve(
+        self, run_id: str, *, person: str, comment: str | None = None, via: str = "cli"
+    ) -> dict[str, Any]:
+        """A person approves the step the run waits on: it is accepted and the run goes on.
+        `via`: where the person decided (`cli`, `dashboard`), recorded on the event."""
+        return self._decide(run_id, True, person=person, comment=comment, via=via)
 
-    def decline(self, run_id: str, *, person: str, comment: str | None = None) -> dict[str, Any]:
+    def decline(
+        self, run_id: str, *, person: str, comment: str | None = None, via: str = "cli"
+    ) -> dict[str, Any]:
         """A person declines it: the run stays on the step, and the comment is an issue."""
-        return self._decide(run_id, False, person=person, comment=comment, via="cli")
+        return self._decide(run_id, False, person=person, comment=comment, via=via)
 
     def _decide(
         self, run_id: str, approve: bool, *, person: str, comment: str | None, via: str
