@@ -186,9 +186,9 @@ def test_approve_on_the_run_page_lets_the_agents_next_continue_go_on_and_the_pag
         assert page.locator("#approval").count() == 0
         approved = page.locator(".event-approved")
         assert "Ship it <b>now</b>" in approved.inner_text()  # the comment, as text
+        show = ("runs", "show", run_id, "--format", "json", "--database", database)
         shown = subprocess.run(
-            [sys.executable, "-m", "handrail", "runs", "show", run_id, "--format", "json"]
-            + ["--database", database],
+            [sys.executable, "-m", "handrail", *show],
             capture_output=True,
             text=True,
             timeout=60,
