@@ -19,14 +19,13 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import CORPUS
+from tests.conftest import ROOT
 from tests.helpers.slow import PROGRAM
 from tests.http import HttpServer
 
-LOOPS = CORPUS / "workflows" / "examples" / "loops"
-ARGS = ("--no-bundled", "--workflows", str(LOOPS))
-BATCH = "simple-batch-example"
-NEXT = {"name": "workflow_next", "arguments": {"workflowId": BATCH, "completedSteps": []}}
+ARGS = ("--no-bundled", "--workflows", str(ROOT / "workflows"))  # the bundled files: no corpus needed
+FIRST = "coding-task"
+NEXT = {"name": "workflow_next", "arguments": {"workflowId": FIRST, "completedSteps": []}}
 
 
 def slow_call(http: HttpServer, seconds: float) -> dict[str, Any]:
@@ -70,7 +69,7 @@ def test_health_and_other_clients_answer_while_a_slow_request_runs(slow_server: 
                 json={"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": NEXT},
                 headers={"Accept": "application/json"},
             ).json()
-            assert reply["result"]["structuredContent"]["step"]["id"] == "load-data"
+            assert reply["result"]["structuredContent"]["step"]["id"] == "understand"
     assert slow["thread"].is_alive(), "the slow request should still be running"
     slow["thread"].join(30)
     assert slow["response"].json()["result"] == {"slow": True}

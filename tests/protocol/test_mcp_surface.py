@@ -25,6 +25,7 @@ from tests.http import HttpServer
 from tests.protocol.process import LATEST, ROOT, Server
 
 LOOPS = CORPUS / "workflows" / "examples" / "loops"
+pytestmark = pytest.mark.corpus  # serves and edits copies of the corpus's loop examples
 BATCH = "simple-batch-example"
 RETRY = "simple-retry-example"
 WAIT = 15.0  # the catalog looks every fraction of a second; a loaded machine may take longer
