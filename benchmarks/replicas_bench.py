@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import tempfile
 import threading
 import time
@@ -28,6 +27,7 @@ from typing import Any
 import httpx
 
 from benchmarks.runs_bench import OUTPUT, WORKFLOW
+from benchmarks.saving import save
 from tests.http import HttpServer
 from tests.postgres import Cluster, unavailable
 
@@ -152,12 +152,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     seconds, rounds = (0.5, 1) if args.quick else (args.seconds, args.rounds)
     results = measure(seconds, rounds, args.clients)
-    text = report(results)
-    args.out.mkdir(parents=True, exist_ok=True)
     name = "replicas-quick" if args.quick else "replicas"  # a smoke run keeps the real figures
-    (args.out / f"{name}.json").write_text(json.dumps(results, indent=2) + "\n")
-    (args.out / f"{name}.md").write_text(text)
-    sys.stdout.write(text)
+    save(args.out, name, results, report(results))
     return 0
 
 

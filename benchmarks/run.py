@@ -10,7 +10,6 @@ interpreter in-process, the floor server over stdio.
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import statistics
 import sys
@@ -20,6 +19,7 @@ from typing import Any
 
 from benchmarks import stdio_bench
 from benchmarks.inprocess import workloads
+from benchmarks.saving import save
 from benchmarks.timing import per_call_ns
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -125,12 +125,7 @@ def main(argv: list[str] | None = None) -> int:
         "in_process": in_process(args.quick),
         "stdio": stdio_bench.run(n, spawns, soak),
     }
-    args.out.mkdir(parents=True, exist_ok=True)
-    name = "quick" if args.quick else "latest"
-    (args.out / f"{name}.json").write_text(json.dumps(results, indent=2) + "\n")
-    text = report(results)
-    (args.out / f"{name}.md").write_text(text)
-    print(text)
+    save(args.out, "quick" if args.quick else "latest", results, report(results))
     return 0
 
 

@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.saving import save
 from benchmarks.stdio_bench import Server, sequential
 from benchmarks.timing import percentile
 
@@ -209,12 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     n, spawns = (20, 2) if args.quick else (min(args.n, 990), 10)
     results = measure(n, spawns)
-    args.out.mkdir(parents=True, exist_ok=True)
-    name = "runs-quick" if args.quick else "runs"
-    (args.out / f"{name}.json").write_text(json.dumps(results, indent=2) + "\n")
-    text = report(results)
-    (args.out / f"{name}.md").write_text(text)
-    print(text)
+    save(args.out, "runs-quick" if args.quick else "runs", results, report(results))
     return 0
 
 
