@@ -50,3 +50,23 @@ def test_a_refused_password_is_a_storage_error_that_never_shows_it(
     assert main(["runs", "list", "--database", wrong]) == 1
     out, err = capsys.readouterr()
     assert "password authentication failed" in err and "not-the-" not in out + err
+
+
+def test_a_server_whose_database_connections_were_dropped_reconnects_on_the_next_call(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    import psycopg
+
+    write(tmp_path / "flows", build_feature())
+    with HttpServer("--no-bundled", "--workflows", str(tmp_path / "flows"), "--database", postgres_url) as http:
+        first = http.rpc("workflow_start", {"workflowId": WORKFLOW_ID, "goal": "Before", "workspace": str(tmp_path)})
+        assert "result" in first, first
+        # what a database restart or an idle-connection cut does to the server's pool
+        with psycopg.connect(postgres_url, autocommit=True) as admin:
+            ended = admin.execute(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+                " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            ).fetchone()
+        assert ended is not None and ended[0] >= 1, "the server held a pooled connection"
+        again = http.rpc("workflow_start", {"workflowId": WORKFLOW_ID, "goal": "After", "workspace": str(tmp_path)})
+        assert "result" in again, again

@@ -83,6 +83,9 @@ class PostgresStore:
             max_size=max(1, pool_max),
             kwargs={"connect_timeout": CONNECT_TIMEOUT_S, "autocommit": True},
             timeout=CONNECT_TIMEOUT_S,
+            # a connection the server dropped (a restart, an idle timeout, a proxy) is
+            # replaced when taken, instead of failing the call that took it
+            check=ConnectionPool.check_connection,
             open=True,
             name="handrail-runs",
         )
