@@ -58,8 +58,13 @@ def test_a_server_whose_database_connections_were_dropped_reconnects_on_the_next
     import psycopg
 
     write(tmp_path / "flows", build_feature())
-    with HttpServer("--no-bundled", "--workflows", str(tmp_path / "flows"), "--database", postgres_url) as http:
-        first = http.rpc("workflow_start", {"workflowId": WORKFLOW_ID, "goal": "Before", "workspace": str(tmp_path)})
+    flows = ("--no-bundled", "--workflows", str(tmp_path / "flows"))
+
+    def start(goal: str) -> dict[str, object]:
+        return http.rpc("workflow_start", {"workflowId": WORKFLOW_ID, "goal": goal, "workspace": str(tmp_path)})
+
+    with HttpServer(*flows, "--database", postgres_url) as http:
+        first = start("Before")
         assert "result" in first, first
         # what a database restart or an idle-connection cut does to the server's pool
         with psycopg.connect(postgres_url, autocommit=True) as admin:
@@ -68,5 +73,5 @@ def test_a_server_whose_database_connections_were_dropped_reconnects_on_the_next
                 " WHERE datname = current_database() AND pid <> pg_backend_pid()"
             ).fetchone()
         assert ended is not None and ended[0] >= 1, "the server held a pooled connection"
-        again = http.rpc("workflow_start", {"workflowId": WORKFLOW_ID, "goal": "After", "workspace": str(tmp_path)})
+        again = start("After")
         assert "result" in again, again
