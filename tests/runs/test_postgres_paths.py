@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 from pathlib import Path
 
 import pytest
@@ -60,8 +61,9 @@ def test_a_server_whose_database_connections_were_dropped_reconnects_on_the_next
     write(tmp_path / "flows", build_feature())
     flows = ("--no-bundled", "--workflows", str(tmp_path / "flows"))
 
-    def start(goal: str) -> dict[str, object]:
-        return http.rpc("workflow_start", {"workflowId": WORKFLOW_ID, "goal": goal, "workspace": str(tmp_path)})
+    def start(goal: str) -> Any:
+        arguments = {"workflowId": WORKFLOW_ID, "goal": goal, "workspace": str(tmp_path)}
+        return http.rpc("workflow_start", arguments)
 
     with HttpServer(*flows, "--database", postgres_url) as http:
         first = start("Before")
