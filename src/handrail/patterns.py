@@ -37,7 +37,6 @@ from handrail import budget
 from handrail.caching import BoundedCache
 from handrail.errors import ValidationEngineError
 from handrail.internals import is_format_pattern, sre_constants, sre_parse
-from handrail.limits import REGEX_TIMEOUT_MS
 
 _FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "u": 0, "g": 0, "y": 0}
 
@@ -96,19 +95,11 @@ def flag_bits(flags: str) -> int:
 
 # -- the time limit of the backtracking engine ---------------------------------------
 
-_timeout_ms = REGEX_TIMEOUT_MS
-
-
-def set_timeout(milliseconds: int) -> None:
-    """The time limit of one search on the backtracking engine (the server's option)."""
-    global _timeout_ms
-    if milliseconds <= 0:
-        raise ValueError("the regex time limit is a positive number of milliseconds")
-    _timeout_ms = milliseconds
-
 
 def timeout_ms() -> int:
-    return _timeout_ms
+    """The time limit of one search on the backtracking engine: the running request's
+    (`regexTimeoutMs` of its service, see budget.py), else `limits.REGEX_TIMEOUT_MS`."""
+    return budget.regex_ms()
 
 
 # -- compiled patterns ---------------------------------------------------------------
@@ -213,7 +204,7 @@ class Regex:
         if compiled is None:
             with _LOCK:
                 compiled = self._backtracking = self._backtracking or self._compile_backtracking()
-        limit = _timeout_ms
+        limit = budget.regex_ms()
         left = budget.remaining()  # the whole request's time, not only this search's
         seconds = limit / 1000 if left is None else min(limit / 1000, left)
         try:

@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from handrail import patterns
+from handrail import budget, patterns
 from handrail.compiler import compile_text
 from handrail.engine import next_step, validate_output
 from handrail.patterns import PatternError, RegexTimeout, compile_pattern
@@ -50,12 +50,9 @@ CATASTROPHIC = [
 
 @pytest.fixture
 def short_timeout() -> Iterator[int]:
-    before = patterns.timeout_ms()
-    patterns.set_timeout(20)
-    try:
+    # the limit travels with a request's budget; an hour and no reply bound leave only it
+    with budget.spend(3600, 1 << 40, regex_ms=20):
         yield 20
-    finally:
-        patterns.set_timeout(before)
 
 
 @pytest.mark.parametrize(("pattern", "flags", "text", "found"), CATASTROPHIC, ids=lambda v: str(v)[:20])
