@@ -18,7 +18,9 @@ SLOW_TEXT = "a" * 40 + "!"
 
 
 def _protocol(folder: Path, regex_timeout_ms: int) -> Protocol:
-    protocol = Protocol(Service(load_catalog(folder, bundled=False), Limits(regex_timeout_ms=regex_timeout_ms)))
+    protocol = Protocol(
+        Service(load_catalog(folder, bundled=False), Limits(regex_timeout_ms=regex_timeout_ms))
+    )
     _send(protocol, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {}})
     return protocol
 
