@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from handrail import budget, patterns
 from handrail.compiler import compile_text
 from handrail.engine import next_step, validate_output
-from handrail.patterns import PatternError, RegexTimeout, compile_pattern
+from handrail.patterns import PatternError, RegexTimeout, charsets, compile_pattern
 from tests.conftest import CORPUS, ROOT
 
 N = 100_000
@@ -342,7 +342,7 @@ def test_invalid_patterns_keep_pythons_messages() -> None:
 
 def test_the_character_sets_are_pythons() -> None:
     for name in ("w", "d", "s"):
-        assert patterns.category(name) == patterns._scan(patterns._CLASSES[name], 0x110000)
+        assert patterns.category(name) == charsets.scan(charsets.CLASSES[name], 0x110000)
 
 
 def test_case_folding_cannot_widen_the_character_sets() -> None:
@@ -352,7 +352,7 @@ def test_case_folding_cannot_widen_the_character_sets() -> None:
     for name in ("w", "d", "s"):
         members = patterns.category(name)
         outside = "".join(
-            chr(c) for lo, hi in patterns._complement(members) for c in range(lo, min(hi, 0x3FFFF) + 1)
+            chr(c) for lo, hi in charsets.complement(members) for c in range(lo, min(hi, 0x3FFFF) + 1)
         )
         member = {"w": "a", "d": "0", "s": " "}[name]  # a class mixing the set with a member of it
         for pattern in (f"\\{name}", f"[\\{name}]", f"[\\{name}{member}]"):
