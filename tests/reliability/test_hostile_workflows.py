@@ -24,7 +24,7 @@ from handrail.catalog import load_catalog
 from handrail.patterns import compiled
 from handrail.protocol import Protocol
 from handrail.service import Service
-from tests.protocol.process import Server
+from tests.helpers.server import Server
 
 BUDGET_SECONDS = 3  # the server's --max-request-seconds: room for a loaded machine
 HANGS = 30.0  # far past any budget: a call this slow is a hang
