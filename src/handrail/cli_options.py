@@ -49,19 +49,26 @@ def add_limit_options(parser: argparse.ArgumentParser) -> None:
             raise argparse.ArgumentTypeError(f"{text} is not a positive integer")
         return value
 
-    for flag, default, metavar, what in (
-        ("--max-output", limits.MAX_OUTPUT_LENGTH, "CHARS", "longest workflow_validate output"),
-        ("--max-context", limits.MAX_CONTEXT_BYTES, "BYTES", "largest context, as JSON"),
-        ("--max-depth", limits.MAX_DEPTH, "LEVELS", "deepest nesting of a tool call's arguments"),
-        ("--max-completed-steps", limits.MAX_COMPLETED_STEPS, "N", "most entries in completedSteps"),
-        ("--regex-timeout", limits.REGEX_TIMEOUT_MS, "MS", "time limit of a backtracking regex search"),
-        ("--max-request-seconds", limits.MAX_REQUEST_SECONDS, "S", "time budget of one request"),
-        ("--max-reply", limits.MAX_REPLY_BYTES, "BYTES", "largest result of a tool, as JSON"),
-        ("--max-workflow-steps", limits.MAX_WORKFLOW_STEPS, "N", "most steps in workflow_validate_json"),
-        ("--max-workflow-depth", limits.MAX_WORKFLOW_DEPTH, "LEVELS", "nesting of workflow_validate_json"),
+    defaults = limits.Limits()
+    for flag, field, metavar, what in (
+        ("--max-output", "max_output_length", "CHARS", "longest workflow_validate output"),
+        ("--max-context", "max_context_bytes", "BYTES", "largest context, as JSON"),
+        ("--max-depth", "max_depth", "LEVELS", "deepest nesting of a tool call's arguments"),
+        ("--max-completed-steps", "max_completed_steps", "N", "most entries in completedSteps"),
+        ("--regex-timeout", "regex_timeout_ms", "MS", "time limit of a backtracking regex search"),
+        ("--max-request-seconds", "max_request_seconds", "S", "time budget of one request"),
+        ("--max-reply", "max_reply_bytes", "BYTES", "largest result of a tool, as JSON"),
+        ("--max-workflow-steps", "max_workflow_steps", "N", "most steps in workflow_validate_json"),
+        ("--max-workflow-depth", "max_workflow_depth", "LEVELS", "nesting of workflow_validate_json"),
     ):
+        default = getattr(defaults, field)
         parser.add_argument(
-            flag, type=positive, default=default, metavar=metavar, help=f"{what} (default {default})"
+            flag,
+            dest=field,  # the Limits field it sets (see limits_of)
+            type=positive,
+            default=default,
+            metavar=metavar,
+            help=f"{what} (default {default})",
         )
 
 
@@ -170,34 +177,26 @@ def add_transport_options(parser: argparse.ArgumentParser, *, http: bool) -> Non
 
 
 def transport_limits(args: argparse.Namespace) -> Any:
+    from dataclasses import fields
+
     from handrail.limits import TransportLimits
 
-    return TransportLimits(
-        workers=args.workers or 0,
-        max_queued=args.max_queued,
-        header_timeout=args.header_timeout,
-        body_timeout=args.body_timeout,
-        keep_alive=args.keep_alive,
-        max_connections=args.max_connections,
-        shutdown_timeout=args.shutdown_timeout,
-    )
+    given = {item.name: getattr(args, item.name) for item in fields(TransportLimits)}
+    given["workers"] = given["workers"] or 0  # None: a default for this machine
+    return TransportLimits(**given)
 
 
 def limits_of(args: argparse.Namespace) -> Any:
+    """The Limits of a server's options: add_limit_options names each after its field."""
+    from dataclasses import fields
+
     from handrail.limits import MAX_LINE_BYTES, Limits
 
+    given = {item.name: getattr(args, item.name) for item in fields(Limits) if hasattr(args, item.name)}
     return Limits(
+        **given,
         max_line_bytes=getattr(args, "max_line", MAX_LINE_BYTES),
-        max_output_length=args.max_output,
-        max_context_bytes=args.max_context,
-        max_depth=args.max_depth,
-        max_completed_steps=args.max_completed_steps,
         max_workflow_bytes=args.max_file_size,
-        regex_timeout_ms=args.regex_timeout,
-        max_request_seconds=args.max_request_seconds,
-        max_reply_bytes=args.max_reply,
-        max_workflow_steps=args.max_workflow_steps,
-        max_workflow_depth=args.max_workflow_depth,
     )
 
 
