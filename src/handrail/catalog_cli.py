@@ -11,15 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from handrail import __version__
-from handrail.cli_options import (
-    EXIT_ERRORS,
-    EXIT_OK,
-    EXIT_USAGE,
-    add_check_options,
-    add_source_options,
-    catalog_of,
-    check_config_of,
-)
+from handrail import cli_options as options
+from handrail.cli_options import EXIT_ERRORS, EXIT_OK, EXIT_USAGE
 
 
 def add_check(sub: Any) -> None:
@@ -29,25 +22,25 @@ def add_check(sub: Any) -> None:
     check.add_argument("paths", nargs="+", metavar="PATH", help="files or folders (recursive)")
     check.add_argument("--format", choices=["text", "json", "sarif"], default="text")
     check.add_argument("--max-file-size", type=int, default=limits.MAX_FILE_BYTES, metavar="BYTES")
-    add_check_options(check, serving=False)
+    options.add_check_options(check, serving=False)
 
 
 def add_list(sub: Any) -> None:
     listing = sub.add_parser("list", help="the workflows in service, and broken files")
-    add_source_options(listing)
+    options.add_source_options(listing)
     listing.add_argument("--format", choices=["text", "json"], default="text")
 
 
 def add_sources(sub: Any) -> None:
     sources = sub.add_parser("sources", help="where workflows come from, in precedence order")
-    add_source_options(sources)
+    options.add_source_options(sources)
 
 
 def add_graph(sub: Any) -> None:
     graph = sub.add_parser("graph", help="draw a workflow's step graph (Mermaid or Graphviz dot)")
     graph.add_argument("workflow_id", metavar="ID", help="the workflow's id")
     graph.add_argument("--format", choices=["mermaid", "dot"], default="mermaid")
-    add_source_options(graph)
+    options.add_source_options(graph)
 
 
 def add_walk(sub: Any) -> None:
@@ -59,7 +52,7 @@ def add_walk(sub: Any) -> None:
         action="store_true",
         help="answer every prompt with a canned output and the first value a condition looks for",
     )
-    add_source_options(walk)
+    options.add_source_options(walk)
 
 
 def check_files(paths: Sequence[str]) -> tuple[list[Path], list[str]]:
@@ -84,7 +77,7 @@ def check(args: argparse.Namespace) -> int:
         print(f"handrail check: no such file or folder: {item}", file=sys.stderr)
     if missing:
         return EXIT_USAGE
-    config = check_config_of(args, "check")
+    config = options.check_config_of(args, "check")
     if config is None:
         return EXIT_USAGE
     # command names are checked only against a configuration that names some
@@ -153,7 +146,7 @@ def sarif(diagnostics: Sequence[Any]) -> dict[str, Any]:
 
 
 def list_command(args: argparse.Namespace) -> int:
-    snapshot = catalog_of(args).snapshot()
+    snapshot = options.catalog_of(args).snapshot()
     rows = [
         {
             "id": e.workflow.id,
@@ -189,7 +182,7 @@ def list_command(args: argparse.Namespace) -> int:
 
 
 def sources(args: argparse.Namespace) -> int:
-    catalog = catalog_of(args)
+    catalog = options.catalog_of(args)
     snapshot = catalog.snapshot()
     for rank, source in enumerate(catalog.sources, 1):
         exists = source.path.exists()
@@ -215,7 +208,7 @@ def workflow_of(args: argparse.Namespace, command: str) -> Any:
     """The workflow named by args.workflow_id, or None after saying on stderr that there is none."""
     import difflib
 
-    snapshot = catalog_of(args).snapshot()
+    snapshot = options.catalog_of(args).snapshot()
     found = snapshot.get(args.workflow_id)
     if found is None:
         message = f"handrail {command}: no workflow `{args.workflow_id}`"

@@ -7,26 +7,15 @@ import logging
 import sys
 from typing import Any
 
-from handrail.cli_options import (
-    EXIT_USAGE,
-    add_check_options,
-    add_limit_options,
-    add_run_options,
-    add_source_options,
-    add_transport_options,
-    catalog_of,
-    check_config_of,
-    limits_of,
-    transport_limits,
-    warn_missing,
-)
+from handrail import cli_options as options
+from handrail.cli_options import EXIT_USAGE
 
 
 def add_start(sub: Any) -> None:
     from handrail import limits
 
     start = sub.add_parser("start", help="serve the workflows over stdio (for MCP clients)")
-    add_source_options(start)
+    options.add_source_options(start)
     start.add_argument(
         "--log-level",
         default="warning",
@@ -40,10 +29,10 @@ def add_start(sub: Any) -> None:
         metavar="BYTES",
         help=f"longest accepted message line (default {limits.MAX_LINE_BYTES // 2**20} MiB)",
     )
-    add_limit_options(start)
-    add_check_options(start)
-    add_run_options(start)
-    add_transport_options(start, http=False)
+    options.add_limit_options(start)
+    options.add_check_options(start)
+    options.add_run_options(start)
+    options.add_transport_options(start, http=False)
     start.add_argument(
         "--reload-interval",
         type=float,
@@ -58,7 +47,7 @@ def add_serve(sub: Any) -> None:
     from handrail import limits
 
     serve = sub.add_parser("serve", help="serve the workflows over Streamable HTTP at /mcp")
-    add_source_options(serve)
+    options.add_source_options(serve)
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8765, help="port (default 8765)")
     serve.add_argument(
@@ -84,27 +73,27 @@ def add_serve(sub: Any) -> None:
     )
     serve.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
     serve.add_argument("--reload-interval", type=float, default=limits.RELOAD_INTERVAL_S, metavar="SECONDS")
-    add_limit_options(serve)
-    add_check_options(serve)
-    add_run_options(serve)
-    add_transport_options(serve, http=True)
+    options.add_limit_options(serve)
+    options.add_check_options(serve)
+    options.add_run_options(serve)
+    options.add_transport_options(serve, http=True)
 
 
 def add_dashboard(sub: Any) -> None:
     from handrail import limits
 
     dashboard = sub.add_parser("dashboard", help="watch and approve this machine's runs in a browser")
-    add_source_options(dashboard)
+    options.add_source_options(dashboard)
     dashboard.add_argument("--port", type=int, default=8766, help="port on 127.0.0.1 (default 8766)")
     dashboard.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
     dashboard.add_argument(
         "--reload-interval", type=float, default=limits.RELOAD_INTERVAL_S, metavar="SECONDS"
     )
     dashboard.set_defaults(host="127.0.0.1", allow_host=[], allow_origin=[], tokens=None)
-    add_limit_options(dashboard)
-    add_check_options(dashboard)
-    add_run_options(dashboard)
-    add_transport_options(dashboard, http=True)
+    options.add_limit_options(dashboard)
+    options.add_check_options(dashboard)
+    options.add_run_options(dashboard)
+    options.add_transport_options(dashboard, http=True)
 
 
 def service_of(catalog: Any, args: argparse.Namespace, checks: Any) -> Any:
@@ -119,7 +108,11 @@ def service_of(catalog: Any, args: argparse.Namespace, checks: Any) -> Any:
         print(f"handrail {args.command}: --database: {exc.message}", file=sys.stderr)
         raise SystemExit(EXIT_USAGE) from None
     return Service(
-        catalog, limits_of(args), runs=default_runs(args.database), runs_only=args.runs_only, checks=checks
+        catalog,
+        options.limits_of(args),
+        runs=default_runs(args.database),
+        runs_only=args.runs_only,
+        checks=checks,
     )
 
 
@@ -151,12 +144,12 @@ def start(args: argparse.Namespace) -> int:
 
     if is_terminal(sys.stdin):
         print(START_AT_A_TERMINAL, file=sys.stderr)
-    warn_missing(args)
-    checks = check_config_of(args, "start")
+    options.warn_missing(args)
+    checks = options.check_config_of(args, "start")
     if checks is None:
         return EXIT_USAGE
-    catalog = catalog_of(args)
-    limits = limits_of(args)
+    catalog = options.catalog_of(args)
+    limits = options.limits_of(args)
     try:
         # `initialize` is answered from a quick read of the sources; the workflows are
         # compiled (and watched) right after that first answer is out
@@ -180,7 +173,7 @@ def serve_command(args: argparse.Namespace) -> int:
     )
     from handrail.http import bind, serve
 
-    checks = check_config_of(args, "serve")
+    checks = options.check_config_of(args, "serve")
     if checks is None:
         return EXIT_USAGE
     people = people_of(args)
@@ -197,8 +190,8 @@ def serve_command(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_USAGE
-    warn_missing(args)
-    catalog = catalog_of(args)
+    options.warn_missing(args)
+    catalog = options.catalog_of(args)
     catalog.watch(interval=args.reload_interval)
     port = sock.getsockname()[1]
     where = f"[{args.host}]" if ":" in args.host else args.host
@@ -216,7 +209,7 @@ def serve_command(args: argparse.Namespace) -> int:
             people=None if args.command == "dashboard" else people,
             log_level=args.log_level,
             sock=sock,
-            limits=transport_limits(args),
+            limits=options.transport_limits(args),
         )
     finally:
         catalog.close()
