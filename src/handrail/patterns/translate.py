@@ -13,6 +13,7 @@ from functools import lru_cache
 from typing import Any, Literal
 
 from handrail.internals import sre_constants, sre_parse
+from handrail.patterns.boundaries import edge
 from handrail.patterns.charsets import (
     ASCII_CATEGORIES,
     SURROGATES,
@@ -21,7 +22,6 @@ from handrail.patterns.charsets import (
     complement,
     union,
     without_surrogates,
-    word_kinds,
 )
 
 _P, _C = sre_parse, sre_constants  # Python's own pattern parser: see handrail.internals
@@ -226,8 +226,8 @@ class _Writer:
             at_edge = f"(?<={w})(?!{w})|(?<!{w})(?={w})"
             inside = f"(?<={w})(?={w})|(?<!{w})(?!{w})"
             return f"(?:{inside if negated else at_edge})"
-        before, before_empty = _edge(items[:i], words, from_end=True)
-        after, after_empty = _edge(items[i + 1 :], words, from_end=False)
+        before, before_empty = edge(items[:i], words, from_end=True)
+        after, after_empty = edge(items[i + 1 :], words, from_end=False)
         word = self.chars(words, negate=False, fold=False, user=False)
         other = self.chars(words, negate=True, fold=False, user=False)
         if not before_empty and not after_empty and len(before) == 1 and len(after) == 1:
@@ -359,59 +359,6 @@ def _category_set(name: Any, ascii_only: bool) -> Ranges:
     letter, negated = key
     ranges = table[letter] if table is not None else category(letter)
     return complement(ranges) if negated else ranges
-
-
-def _edge(items: Sequence[Any], words: Ranges, *, from_end: bool) -> tuple[frozenset[str], bool]:
-    """Whether the characters a sequence can start (or end) with are word characters:
-    ({"w"}, {"n"} or both, whether the sequence can match nothing)."""
-    kinds: set[str] = set()
-    for op, av in reversed(items) if from_end else items:
-        found, empty = _edge_node(op, av, words, from_end)
-        kinds |= found
-        if not empty:
-            return frozenset(kinds), False
-    return frozenset(kinds), True
-
-
-_BOTH = frozenset({"w", "n"})
-
-
-def _edge_node(op: Any, av: Any, words: Ranges, from_end: bool) -> tuple[frozenset[str], bool]:
-    if op is _C.LITERAL:
-        return word_kinds(((av, av),), words), False
-    if op is _C.IN:
-        ranges: list[tuple[int, int]] = []
-        for item, value in av:
-            if item is _C.LITERAL:
-                ranges.append((value, value))
-            elif item is _C.RANGE:
-                ranges.append(value)
-            elif item is _C.CATEGORY and value in (_C.CATEGORY_DIGIT, _C.CATEGORY_WORD):
-                ranges.extend(words if value is _C.CATEGORY_WORD else category("d"))
-            elif item is _C.CATEGORY and value in (_C.CATEGORY_SPACE, _C.CATEGORY_NOT_WORD):
-                ranges.extend(category("s") if value is _C.CATEGORY_SPACE else complement(words))
-            else:  # a negated class or category: could be either
-                return _BOTH, False
-        return word_kinds(tuple(ranges), words), False
-    if op in (_C.MAX_REPEAT, _C.MIN_REPEAT, _C.POSSESSIVE_REPEAT):
-        lo, hi, sub = av
-        if hi == 0:
-            return frozenset(), True
-        found, empty = _edge(list(sub), words, from_end=from_end)
-        return found, empty or lo == 0
-    if op is _C.SUBPATTERN:
-        return _edge(list(av[3]), words, from_end=from_end)
-    if op is _C.BRANCH:
-        kinds: set[str] = set()
-        any_empty = False
-        for alternative in av[1]:
-            found, empty = _edge(list(alternative), words, from_end=from_end)
-            kinds |= found
-            any_empty = any_empty or empty
-        return frozenset(kinds), any_empty
-    if op is _C.AT:
-        return frozenset(), True  # takes no character
-    return _BOTH, False  # any character, a negated literal, or what RE2 cannot run anyway
 
 
 _UNSUPPORTED = {
