@@ -399,7 +399,7 @@ def _key(rid: Any) -> str:
 
 def check(line: bytes, reply: bytes | None, *, framed: bool = False) -> None:
     """Raise Violation unless `reply` is what the server owes for `line`."""
-    from tests.protocol.process import check_message
+    from tests.helpers.server import check_message
 
     owed = expected(line, framed=framed)
     if reply is None:
@@ -511,7 +511,7 @@ def run_in_process(seed: int, n: int, protocol: Any = None) -> Tally:
 def run_process(seed: int, n: int, *, max_line: int = 65_536, group: int = 40) -> Tally:
     """`n` lines through a real `handrail start --max-line max_line`, in groups, each
     fenced by a ping whose reply marks the end of the group's replies."""
-    from tests.protocol.process import Server
+    from tests.helpers.server import Server
 
     generator = Generator(seed, max_line=max_line, process=True)
     tally = Tally("handrail start")
@@ -561,7 +561,7 @@ def run_documents(seed: int, n: int) -> Tally:
     import tempfile
 
     from benchmarks import hostile
-    from tests.protocol.process import Server
+    from tests.helpers.server import Server
 
     rng = random.Random(seed)
     tally = Tally("hostile docs")

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.protocol.process import Server, clean_env
+from tests.helpers.server import Server, clean_env
 
 TIMEOUT = 20.0
 

@@ -39,8 +39,13 @@ def test_numeric_keywords_in_rule_schemas_are_checked_without_crashing() -> None
 
 
 def test_the_workflow_validator_accepts_a_minimal_workflow_and_rejects_garbage() -> None:
-    minimal = {"id": "abc", "name": "n", "description": "d", "version": "1.0.0",
-               "steps": [{"id": "one", "title": "t", "prompt": "p"}]}
+    minimal = {
+        "id": "abc",
+        "name": "n",
+        "description": "d",
+        "version": "1.0.0",
+        "steps": [{"id": "one", "title": "t", "prompt": "p"}],
+    }
     assert check_workflow(minimal) is True
     assert check_workflow({"id": "abc"}) is False
     assert check_workflow([1, 2]) is False

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from handrail.suggest import EXACT_UP_TO, close_matches
-from tests.protocol.process import Server
+from tests.helpers.server import Server
 
 
 def test_an_unknown_id_in_a_large_catalog_gets_the_close_ids_suggested(tmp_path: Path) -> None:

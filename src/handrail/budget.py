@@ -9,7 +9,9 @@ clear error instead of running on. Outside a request (the library, `handrail
 check`) there is no budget and the checks cost one context-variable read.
 
 The budget lives in a context variable, so each thread of a worker pool (and each
-task) sees only its own request's budget.
+task) sees only its own request's budget. It also carries the time limit of one
+backtracking regex search (`regexTimeoutMs`), so each `Service` in a process applies
+its own: outside a request the limit is `limits.REGEX_TIMEOUT_MS`.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 
 from handrail.errors import HandrailError
+from handrail.limits import REGEX_TIMEOUT_MS
 
 
 class OverBudget(HandrailError):
@@ -35,6 +38,7 @@ class Budget:
     deadline: float  # time.monotonic() past which the request is cut off
     seconds: int
     reply_bytes: int
+    regex_ms: int = REGEX_TIMEOUT_MS  # one search on the backtracking regex engine
     rendered: int = 0  # characters templates have produced so far in this request
 
 
@@ -42,9 +46,11 @@ _current: ContextVar[Budget | None] = ContextVar("handrail_budget", default=None
 
 
 @contextmanager
-def spend(seconds: int, reply_bytes: int) -> Iterator[Budget]:
+def spend(seconds: int, reply_bytes: int, regex_ms: int = REGEX_TIMEOUT_MS) -> Iterator[Budget]:
     """The budget of one request, for the code that runs inside the `with`."""
-    budget = Budget(time.monotonic() + seconds, seconds, reply_bytes)
+    if regex_ms <= 0:
+        raise ValueError("the regex time limit is a positive number of milliseconds")
+    budget = Budget(time.monotonic() + seconds, seconds, reply_bytes, regex_ms)
     token = _current.set(budget)
     try:
         yield budget
@@ -54,6 +60,12 @@ def spend(seconds: int, reply_bytes: int) -> Iterator[Budget]:
 
 def current() -> Budget | None:
     return _current.get()
+
+
+def regex_ms() -> int:
+    """The time limit of one backtracking regex search in the running request."""
+    budget = _current.get()
+    return REGEX_TIMEOUT_MS if budget is None else budget.regex_ms
 
 
 def check() -> None:

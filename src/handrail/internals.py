@@ -1,7 +1,7 @@
 """The private interfaces of other code that handrail relies on, in one place.
 
 - Python's own regex parser, `re._parser` and `re._constants` (Python 3.11 to 3.13):
-  patterns.py reads a pattern's parse tree to translate it for the linear-time
+  handrail.patterns reads a pattern's parse tree to translate it for the linear-time
   engines. A tree is `parse(pattern, flags).data`, a list of (opcode, argument)
   pairs whose opcodes are the constants named in `SRE_NAMES`.
 - fastjsonschema's generated validators (2.22 to 2.x): a compiled validator is a

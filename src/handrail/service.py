@@ -70,9 +70,6 @@ class Service:
         self.runs.max_context_bytes = self.limits.max_context_bytes
         self.runs.check_config = checks
         self.runs_only = runs_only
-        from handrail import patterns
-
-        patterns.set_timeout(self.limits.regex_timeout_ms)  # one engine per process
         self._validators: dict[str, Validator] = {}
         self._listing: tuple[Snapshot, Encoded] | None = None
         self._documents: dict[str, tuple[Workflow, Encoded]] = {}  # id -> its last workflow_get answer
@@ -105,7 +102,7 @@ class Service:
         limits = self.limits
         snapshot = self.catalog.snapshot()  # a reload of changed files is not the request's cost
         # one budget per request, whichever transport or thread runs it (see budget.py)
-        with budget.spend(limits.max_request_seconds, limits.max_reply_bytes):
+        with budget.spend(limits.max_request_seconds, limits.max_reply_bytes, limits.regex_timeout_ms):
             self._limit(name, arguments)
             self._check(name, arguments)
             result = self._handlers[name](snapshot, arguments)

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.conftest import ROOT, SPEC
-from tests.protocol.process import Server, clean_env
+from tests.helpers.server import Server, clean_env
 
 CASES = SPEC / "cases" / "compiler"
 WORKFLOW: dict[str, Any] = {

@@ -22,7 +22,7 @@ from typing import Any
 
 import httpx
 
-from tests.protocol.process import clean_env
+from tests.helpers.server import clean_env
 
 TIMEOUT = 15.0
 MODERN = "2026-07-28"

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tests.protocol.process import Server
+from tests.helpers.server import Server
 
 WORKFLOW = {
     "id": "deciding",

@@ -28,6 +28,7 @@ from mcp_types import UnsupportedProtocolVersionErrorData
 from mcp_types.methods import parse_server_result, validate_client_request
 
 from tests.conftest import CORPUS
+from tests.helpers.server import LATEST, ROOT, Server
 from tests.http import (
     CLIENT_CAPABILITIES_KEY,
     MODERN,
@@ -38,7 +39,6 @@ from tests.http import (
     modern_headers,
     modern_request,
 )
-from tests.protocol.process import LATEST, ROOT, Server
 
 LOOPS = CORPUS / "workflows" / "examples" / "loops"
 ARGS = ("--no-bundled", "--workflows", str(LOOPS))

@@ -26,7 +26,7 @@ from referencing import Registry
 
 from handrail.compiler import compile_path
 from tests.conftest import CORPUS, corpus_text
-from tests.protocol.process import LATEST, Server, check_message, clean_env, command
+from tests.helpers.server import LATEST, Server, check_message, clean_env, command
 
 LOOPS = CORPUS / "workflows" / "examples" / "loops"
 ARGS = ("--no-bundled", "--workflows", str(LOOPS))

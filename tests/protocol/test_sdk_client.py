@@ -24,7 +24,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.types.methods import parse_server_result
 
 from tests.conftest import CORPUS, corpus_text
-from tests.protocol.process import ROOT, Server
+from tests.helpers.server import ROOT, Server
 
 pytestmark = pytest.mark.corpus  # served or walked workflows come from the WorkRail corpus
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.server import LATEST, clean_env
 from tests.helpers.slow import PROGRAM
-from tests.protocol.process import LATEST, clean_env
 
 INITIALIZE = {
     "jsonrpc": "2.0",

@@ -22,8 +22,8 @@ from handrail.compiler import compile_path
 from handrail.engine import next_step
 from handrail.model import Loop, Workflow
 from tests.conftest import CORPUS
+from tests.helpers.server import Server
 from tests.helpers.walker import Walk, engine_call, walk
-from tests.protocol.process import Server
 
 pytestmark = pytest.mark.corpus  # served or walked workflows come from the WorkRail corpus
 

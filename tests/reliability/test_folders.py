@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
+from tests.helpers.server import Server, clean_env
 from tests.http import HttpServer
-from tests.protocol.process import Server, clean_env
 
 GOOD = {
     "id": "good",

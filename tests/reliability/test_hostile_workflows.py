@@ -19,11 +19,12 @@ from typing import Any
 import pytest
 
 from benchmarks import hostile
-from handrail import patterns, rules
+from handrail import rules
 from handrail.catalog import load_catalog
+from handrail.patterns import compiled
 from handrail.protocol import Protocol
 from handrail.service import Service
-from tests.protocol.process import Server
+from tests.helpers.server import Server
 
 BUDGET_SECONDS = 3  # the server's --max-request-seconds: room for a loaded machine
 HANGS = 30.0  # far past any budget: a call this slow is a hang
@@ -272,7 +273,7 @@ def test_workflows_sent_to_workflow_validate_json_leave_no_cache_behind() -> Non
     protocol = Protocol(Service(load_catalog(bundled=True)))
     hello = {"protocolVersion": "2025-06-18", "capabilities": {}}
     protocol.handle(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": hello}))
-    validators, regexes = len(rules._validators), len(patterns._cache)
+    validators, regexes = len(rules._validators), len(compiled._cache)
     for i in range(300):
         schema = {"type": "object", "properties": {f"p{i}": {"type": "string", "pattern": f"^x{i}(a|b)+$"}}}
         document = hostile.schema_rule(schema, f"client-{i}")
@@ -287,7 +288,7 @@ def test_workflows_sent_to_workflow_validate_json_leave_no_cache_behind() -> Non
         }
         reply = json.loads(protocol.handle(json.dumps(line)) or b"null")
         assert reply["result"]["valid"] is True, reply
-    assert (len(rules._validators), len(patterns._cache)) == (validators, regexes)
+    assert (len(rules._validators), len(compiled._cache)) == (validators, regexes)
 
 
 # -- the fuzzers' share: random hostile documents -------------------------------------------

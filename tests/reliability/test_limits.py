@@ -21,7 +21,7 @@ from handrail.limits import MAX_LINE_BYTES, Limits
 from handrail.protocol import Protocol
 from handrail.service import Service
 from tests.conftest import CORPUS
-from tests.protocol.process import Server
+from tests.helpers.server import Server
 
 LOOPS = CORPUS / "workflows" / "examples" / "loops"
 BATCH = "simple-batch-example"

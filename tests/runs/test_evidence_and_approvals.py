@@ -25,8 +25,8 @@ import mcp.types as types
 from mcp import Client, StdioServerParameters
 
 from tests.checks.workspaces import git, write
+from tests.helpers.server import ROOT, Server
 from tests.http import CLIENT_CAPABILITIES_KEY, HttpServer, envelope, modern_headers
-from tests.protocol.process import ROOT
 
 FLOW = "evidence"
 TEST_COMMAND = "test=sh -c 'test -f built.txt || { echo 1 test failed: no built.txt; exit 1; }'"
@@ -281,81 +281,21 @@ def test_sigterm_while_a_check_runs_stops_the_server_and_the_check(tmp_path: Pat
             ],
         }
     ]
-    workspace = _set_up(tmp_path, steps)
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "handrail",
-            "start",
-            "--no-bundled",
-            "--workflows",
-            str(tmp_path / "flows"),
-            "--allow-commands",
-        ],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        env=_env(tmp_path),
-        cwd=workspace,
-    )
-    assert process.stdin is not None and process.stdout is not None
-
-    def send(message: dict[str, Any]) -> dict[str, Any] | None:
-        assert process.stdin is not None and process.stdout is not None
-        process.stdin.write(json.dumps(message).encode() + b"\n")
-        process.stdin.flush()
-        if "id" not in message:
-            return None
-        return dict(json.loads(process.stdout.readline()))
-
-    try:
-        send(
-            {
-                "jsonrpc": "2.0",
-                "id": 1,
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": "2025-06-18",
-                    "capabilities": {},
-                    "clientInfo": {"name": "t", "version": "1"},
-                },
-            }
-        )
-        started = send(
-            {
-                "jsonrpc": "2.0",
-                "id": 2,
-                "method": "workflow_start",
-                "params": {"workflowId": FLOW, "goal": "Stop"},
-            }
-        )
-        assert started is not None
-        run = started["result"]["runId"]
-        process.stdin.write(
-            json.dumps(
-                {
-                    "jsonrpc": "2.0",
-                    "id": 3,
-                    "method": "workflow_continue",
-                    "params": {"runId": run, "stepId": "slow", "output": "Waiting."},
-                }
-            ).encode()
-            + b"\n"
-        )
-        process.stdin.flush()
-        pidfile = workspace / "check.pid"
+    _set_up(tmp_path, steps)
+    flows = str(tmp_path / "flows")
+    with Server("--no-bundled", "--workflows", flows, "--allow-commands") as server:
+        server.initialize()
+        run = server.result("workflow_start", {"workflowId": FLOW, "goal": "Stop"})["runId"]
+        arguments = {"runId": run, "stepId": "slow", "output": "Waiting."}
+        server.send({"jsonrpc": "2.0", "id": 3, "method": "workflow_continue", "params": arguments})
+        pidfile = server.folder / "check.pid"  # the server's working folder is the workspace
         deadline = time.monotonic() + 20
         while not (pidfile.exists() and pidfile.read_text().strip()) and time.monotonic() < deadline:
             time.sleep(0.05)
         check_pid = int(pidfile.read_text())
-        process.send_signal(signal.SIGTERM)
-        assert process.wait(timeout=20) == 0
+        server.signal(signal.SIGTERM)
+        assert server.wait(timeout=20) == 0
         _assert_gone(check_pid)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
 
 
 def _assert_gone(pid: int) -> None:

@@ -12,7 +12,7 @@ import mcp.types as types
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from handrail.client_requests import MAX_PENDING, ClientRequests
-from tests.protocol.process import ROOT, Server
+from tests.helpers.server import ROOT, Server
 from tests.runs.workflows import WORKFLOW_ID, build_feature, write
 
 
@@ -64,7 +64,7 @@ def test_a_run_started_without_a_workspace_works_in_the_clients_first_root(tmp_p
 def test_a_client_without_roots_is_never_sent_a_request(tmp_path: Path) -> None:
     write(tmp_path / "flows", build_feature())
     with Server("--no-bundled", "--workflows", str(tmp_path / "flows")) as server:
-        server.initialize()  # declares no capabilities; process.py fails on any request from the server
+        server.initialize()  # declares no capabilities; the driver fails on any request from the server
         started = server.result("workflow_start", {"workflowId": WORKFLOW_ID, "goal": "Here"})
         listed = server.result("workflow_resume", {})
         assert [r["runId"] for r in listed["runs"]] == [started["runId"]]

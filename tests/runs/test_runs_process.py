@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests.protocol.process import Server
+from tests.helpers.server import Server
 from tests.runs.workflows import WORKFLOW_ID, build_feature, write
 
 PARTS = [f"part-{i}" for i in range(40)]

@@ -15,7 +15,7 @@ from typing import Any
 import anyio
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
-from tests.protocol.process import ROOT
+from tests.helpers.server import ROOT
 from tests.runs.workflows import WORKFLOW_ID, build_feature, write
 
 LAUNCH = (

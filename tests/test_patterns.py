@@ -20,10 +20,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from handrail import patterns
+from handrail import budget, patterns
 from handrail.compiler import compile_text
 from handrail.engine import next_step, validate_output
-from handrail.patterns import PatternError, RegexTimeout, compile_pattern
+from handrail.patterns import PatternError, RegexTimeout, charsets, compile_pattern
 from tests.conftest import CORPUS, ROOT
 
 N = 100_000
@@ -50,12 +50,9 @@ CATASTROPHIC = [
 
 @pytest.fixture
 def short_timeout() -> Iterator[int]:
-    before = patterns.timeout_ms()
-    patterns.set_timeout(20)
-    try:
+    # the limit travels with a request's budget; an hour and no reply bound leave only it
+    with budget.spend(3600, 1 << 40, regex_ms=20):
         yield 20
-    finally:
-        patterns.set_timeout(before)
 
 
 @pytest.mark.parametrize(("pattern", "flags", "text", "found"), CATASTROPHIC, ids=lambda v: str(v)[:20])
@@ -345,7 +342,7 @@ def test_invalid_patterns_keep_pythons_messages() -> None:
 
 def test_the_character_sets_are_pythons() -> None:
     for name in ("w", "d", "s"):
-        assert patterns.category(name) == patterns._scan(patterns._CLASSES[name], 0x110000)
+        assert patterns.category(name) == charsets.scan(charsets.CLASSES[name], 0x110000)
 
 
 def test_case_folding_cannot_widen_the_character_sets() -> None:
@@ -355,7 +352,7 @@ def test_case_folding_cannot_widen_the_character_sets() -> None:
     for name in ("w", "d", "s"):
         members = patterns.category(name)
         outside = "".join(
-            chr(c) for lo, hi in patterns._complement(members) for c in range(lo, min(hi, 0x3FFFF) + 1)
+            chr(c) for lo, hi in charsets.complement(members) for c in range(lo, min(hi, 0x3FFFF) + 1)
         )
         member = {"w": "a", "d": "0", "s": " "}[name]  # a class mixing the set with a member of it
         for pattern in (f"\\{name}", f"[\\{name}]", f"[\\{name}{member}]"):

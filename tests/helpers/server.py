@@ -1,4 +1,5 @@
-"""Drive a real `handrail start` process through its pipes.
+"""Drive a real `handrail start` process through its pipes: the one driver the tests
+use for raw JSON lines to a server (the MCP SDK client tests use the SDK's).
 
 `Server` spawns `python -m handrail start ...` in a private, empty working folder
 (also its HOME, with the workflow environment variables removed), so the catalog
@@ -213,6 +214,10 @@ class Server:
         if isinstance(item, Exception):
             raise AssertionError(f"not a JSON-RPC message on stdout: {item}")
         return item
+
+    def quiet(self) -> bool:
+        """Whether nothing has arrived on stdout that `recv` has not yet returned."""
+        return self._queue.empty()
 
     def at_eof(self, timeout: float = TIMEOUT) -> bool:
         """True once stdout closed with nothing further on it."""

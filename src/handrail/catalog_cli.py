@@ -1,0 +1,251 @@
+"""`handrail check`, `list`, `sources`, `graph` and `walk`: the workflow files and the
+catalog they make, for people."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from handrail import __version__
+from handrail import cli_options as options
+from handrail.cli_options import EXIT_ERRORS, EXIT_OK, EXIT_USAGE
+
+
+def add_check(sub: Any) -> None:
+    from handrail import limits
+
+    check = sub.add_parser("check", help="report every problem in workflow files")
+    check.add_argument("paths", nargs="+", metavar="PATH", help="files or folders (recursive)")
+    check.add_argument("--format", choices=["text", "json", "sarif"], default="text")
+    check.add_argument("--max-file-size", type=int, default=limits.MAX_FILE_BYTES, metavar="BYTES")
+    options.add_check_options(check, serving=False)
+
+
+def add_list(sub: Any) -> None:
+    listing = sub.add_parser("list", help="the workflows in service, and broken files")
+    options.add_source_options(listing)
+    listing.add_argument("--format", choices=["text", "json"], default="text")
+
+
+def add_sources(sub: Any) -> None:
+    sources = sub.add_parser("sources", help="where workflows come from, in precedence order")
+    options.add_source_options(sources)
+
+
+def add_graph(sub: Any) -> None:
+    graph = sub.add_parser("graph", help="draw a workflow's step graph (Mermaid or Graphviz dot)")
+    graph.add_argument("workflow_id", metavar="ID", help="the workflow's id")
+    graph.add_argument("--format", choices=["mermaid", "dot"], default="mermaid")
+    options.add_source_options(graph)
+
+
+def add_walk(sub: Any) -> None:
+    walk = sub.add_parser("walk", help="play a workflow in the terminal, as an agent would")
+    walk.add_argument("workflow_id", metavar="ID", help="the workflow's id")
+    walk.add_argument("--context", default=None, metavar="JSON", help="the initial context, a JSON object")
+    walk.add_argument(
+        "--auto",
+        action="store_true",
+        help="answer every prompt with a canned output and the first value a condition looks for",
+    )
+    options.add_source_options(walk)
+
+
+def check_files(paths: Sequence[str]) -> tuple[list[Path], list[str]]:
+    files: list[Path] = []
+    missing: list[str] = []
+    for item in paths:
+        path = Path(item)
+        if path.is_dir():
+            files.extend(sorted(p for p in path.rglob("*.json") if p.is_file()))
+        elif path.is_file():
+            files.append(path)
+        else:
+            missing.append(item)
+    return files, missing
+
+
+def check(args: argparse.Namespace) -> int:
+    from handrail.compiler import compile_path
+
+    files, missing = check_files(args.paths)
+    for item in missing:
+        print(f"handrail check: no such file or folder: {item}", file=sys.stderr)
+    if missing:
+        return EXIT_USAGE
+    config = options.check_config_of(args, "check")
+    if config is None:
+        return EXIT_USAGE
+    # command names are checked only against a configuration that names some
+    commands = config.commands if config.commands_configured else None
+    diagnostics: list[Any] = []
+    for path in files:
+        diagnostics.extend(compile_path(path, max_bytes=args.max_file_size, commands=commands).diagnostics)
+    errors = sum(d.severity == "error" for d in diagnostics)
+    warnings = len(diagnostics) - errors
+    if args.format == "json":
+        print(json.dumps([d.as_dict() for d in diagnostics], indent=2, ensure_ascii=False))
+    elif args.format == "sarif":
+        print(json.dumps(sarif(diagnostics), indent=2, ensure_ascii=False))
+    else:
+        for d in diagnostics:
+            print(d.render())
+        noun = "file" if len(files) == 1 else "files"
+        print(
+            f"checked {len(files)} {noun}: {errors} error{'s' * (errors != 1)}, "
+            f"{warnings} warning{'s' * (warnings != 1)}"
+        )
+    return EXIT_ERRORS if errors else EXIT_OK
+
+
+def sarif(diagnostics: Sequence[Any]) -> dict[str, Any]:
+    from handrail.compiler.codes import CODES
+
+    used = sorted({d.code for d in diagnostics})
+    rules = [{"id": code, "shortDescription": {"text": CODES.get(code, code)}} for code in used]
+    results = []
+    for d in diagnostics:
+        message = d.message + (f" ({d.hint})" if d.hint else "")
+        results.append(
+            {
+                "ruleId": d.code,
+                "level": "error" if d.severity == "error" else "warning",
+                "message": {"text": message},
+                "locations": [
+                    {
+                        "physicalLocation": {
+                            "artifactLocation": {"uri": Path(d.file).as_posix()},
+                            "region": {"startLine": d.line, "startColumn": d.column},
+                        },
+                        "logicalLocations": [{"fullyQualifiedName": d.pointer or "/", "kind": "element"}],
+                    }
+                ],
+            }
+        )
+    return {
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "handrail",
+                        "version": __version__,
+                        "informationUri": "https://handrail.dev",
+                        "rules": rules,
+                    }
+                },
+                "results": results,
+            }
+        ],
+    }
+
+
+def list_command(args: argparse.Namespace) -> int:
+    snapshot = options.catalog_of(args).snapshot()
+    rows = [
+        {
+            "id": e.workflow.id,
+            "name": e.workflow.name,
+            "version": e.workflow.version,
+            "source": e.source.name,
+            "file": e.workflow.file,
+            "steps": e.workflow.step_count,
+            "stale": e.stale,
+            **({"git": dict(e.origin)} if e.origin is not None else {}),
+        }
+        for e in snapshot.entries.values()
+    ]
+    broken = [d.as_dict() for d in snapshot.problems]
+    code = EXIT_ERRORS if any(d.severity == "error" for d in snapshot.problems) else EXIT_OK
+    if args.format == "json":
+        print(json.dumps({"workflows": rows, "diagnostics": broken}, indent=2, ensure_ascii=False))
+        return code
+    width = max([len(r["id"]) for r in rows] + [2])
+    for r in rows:
+        stale = "  (file broken: serving last good version)" if r["stale"] else ""
+        commit = f"  (git {str(r['git']['commit'])[:12]})" if "git" in r else ""
+        print(
+            f"{r['id']:<{width}}  {r['version']:<8} {r['steps']:>3} steps  {r['source']:<8} "
+            f"{r['name']}{stale}{commit}"
+        )
+    if broken:
+        print(f"\n{len(broken)} problem{'s' * (len(broken) != 1)} in workflow files:")
+        for d in snapshot.problems:
+            print("  " + d.render())
+    print(f"\n{len(rows)} workflow{'s' * (len(rows) != 1)}")
+    return code
+
+
+def sources(args: argparse.Namespace) -> int:
+    catalog = options.catalog_of(args)
+    snapshot = catalog.snapshot()
+    for rank, source in enumerate(catalog.sources, 1):
+        exists = source.path.exists()
+        count = snapshot.per_source.get(source, 0)
+        state = f"{count} workflow{'s' * (count != 1)}" if exists else "missing"
+        if source.git is not None:  # the repository, the commit served, and a failed fetch
+            git = source.git
+            at = f"commit {git.commit}" if git.commit else "nothing fetched"
+            print(f"{rank}. {source.name:<28} {git.spec.shown}  [{state}, {at}]")
+            print(f"     checkout {source.path}")
+            if git.error:
+                print(f"     cannot fetch: {git.error}")
+        else:
+            print(f"{rank}. {source.name:<28} {source.path}  [{state}]")
+        for workflow_id, winner, loser in snapshot.overrides:
+            if winner == source:
+                print(f"     overrides `{workflow_id}` from {loser.name} ({loser.path})")
+    print("\nLater sources take precedence over earlier ones.")
+    return EXIT_OK
+
+
+def workflow_of(args: argparse.Namespace, command: str) -> Any:
+    """The workflow named by args.workflow_id, or None after saying on stderr that there is none."""
+    import difflib
+
+    snapshot = options.catalog_of(args).snapshot()
+    found = snapshot.get(args.workflow_id)
+    if found is None:
+        message = f"handrail {command}: no workflow `{args.workflow_id}`"
+        close = difflib.get_close_matches(args.workflow_id, list(snapshot.entries), n=3, cutoff=0.5)
+        if close:
+            message += "; did you mean " + " or ".join(f"`{c}`" for c in close) + "?"
+        elif snapshot.entries:
+            message += " (`handrail list` shows them all)"
+        print(message, file=sys.stderr)
+    return found
+
+
+def graph(args: argparse.Namespace) -> int:
+    from handrail.graph import render
+
+    workflow = workflow_of(args, "graph")
+    if workflow is None:
+        return EXIT_ERRORS
+    sys.stdout.write(render(workflow, args.format))
+    return EXIT_OK
+
+
+def walk_command(args: argparse.Namespace) -> int:
+    from handrail.walkthrough import walk
+
+    context: Any = {}
+    if args.context is not None:
+        try:
+            context = json.loads(args.context)
+        except ValueError as exc:
+            print(f"handrail walk: --context is not JSON: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        if not isinstance(context, dict):
+            print("handrail walk: --context must be a JSON object", file=sys.stderr)
+            return EXIT_USAGE
+    workflow = workflow_of(args, "walk")
+    if workflow is None:
+        return EXIT_ERRORS
+    code: int = walk(workflow, sys.stdin, sys.stdout, context=context, auto=args.auto)
+    return code

@@ -1,0 +1,231 @@
+"""The options `handrail` commands share (sources, limits, checks, transports, runs),
+and what they make: the catalog, the Limits, the CheckConfig, the TransportLimits."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
+
+
+def add_source_options(parser: argparse.ArgumentParser) -> None:
+    from handrail.limits import MAX_FILE_BYTES
+
+    parser.add_argument(
+        "--workflows",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="a workflow file or folder, or a git repository: git+https://host/org/repo.git[@ref][#subdir] "
+        "(also git+ssh://, git+file://; repeatable; highest precedence)",
+    )
+    parser.add_argument(
+        "--git-refresh",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="how often a server fetches its git sources again (default 60)",
+    )
+    parser.add_argument("--no-bundled", action="store_true", help="leave the bundled workflows out")
+    parser.add_argument(
+        "--max-file-size",
+        type=int,
+        default=MAX_FILE_BYTES,
+        metavar="BYTES",
+        help=f"refuse workflow files larger than this (default {MAX_FILE_BYTES})",
+    )
+
+
+def add_limit_options(parser: argparse.ArgumentParser) -> None:
+    """What a server refuses (see handrail.limits); over a limit is -32602 naming it."""
+    from handrail import limits
+
+    def positive(text: str) -> int:
+        value = int(text)
+        if value < 1:
+            raise argparse.ArgumentTypeError(f"{text} is not a positive integer")
+        return value
+
+    defaults = limits.Limits()
+    for flag, field, metavar, what in (
+        ("--max-output", "max_output_length", "CHARS", "longest workflow_validate output"),
+        ("--max-context", "max_context_bytes", "BYTES", "largest context, as JSON"),
+        ("--max-depth", "max_depth", "LEVELS", "deepest nesting of a tool call's arguments"),
+        ("--max-completed-steps", "max_completed_steps", "N", "most entries in completedSteps"),
+        ("--regex-timeout", "regex_timeout_ms", "MS", "time limit of a backtracking regex search"),
+        ("--max-request-seconds", "max_request_seconds", "S", "time budget of one request"),
+        ("--max-reply", "max_reply_bytes", "BYTES", "largest result of a tool, as JSON"),
+        ("--max-workflow-steps", "max_workflow_steps", "N", "most steps in workflow_validate_json"),
+        ("--max-workflow-depth", "max_workflow_depth", "LEVELS", "nesting of workflow_validate_json"),
+    ):
+        default = getattr(defaults, field)
+        parser.add_argument(
+            flag,
+            dest=field,  # the Limits field it sets (see limits_of)
+            type=positive,
+            default=default,
+            metavar=metavar,
+            help=f"{what} (default {default})",
+        )
+
+
+def add_check_options(parser: argparse.ArgumentParser, *, serving: bool = True) -> None:
+    """What checks may do (see spec/checks.md); the environment gives the same."""
+    if serving:
+        parser.add_argument(
+            "--allow-commands",
+            action="store_true",
+            help="let workflows' command checks run programs in the workspace (or HANDRAIL_ALLOW_COMMANDS=1)",
+        )
+    parser.add_argument(
+        "--command",
+        action="append",
+        dest="commands",  # `command` is the subcommand
+        default=[],
+        metavar="NAME=COMMAND",
+        help='a command checks may name, e.g. test="pytest -q" (repeatable; '
+        'also HANDRAIL_COMMANDS=\'test="pytest -q" lint="ruff check ."\')',
+    )
+
+
+def check_config_of(args: argparse.Namespace, command: str) -> Any:
+    """The CheckConfig of the options and the environment; None after saying what is wrong."""
+    import os
+
+    from handrail.checks.config import check_config
+
+    try:
+        return check_config(
+            allow_commands=getattr(args, "allow_commands", False),
+            commands=args.commands,
+            environ=os.environ,
+        )
+    except ValueError as exc:
+        print(f"handrail {command}: {exc}", file=sys.stderr)
+        return None
+
+
+def add_transport_options(parser: argparse.ArgumentParser, *, http: bool) -> None:
+    """What a transport bounds (see handrail.limits.TransportLimits and SECURITY.md)."""
+    from handrail import limits
+
+    def positive(kind: type[int] | type[float], zero: bool = False) -> Any:
+        def parse(text: str) -> int | float:
+            value = kind(text)
+            if value < 0 or (value == 0 and not zero):
+                raise argparse.ArgumentTypeError(
+                    f"{text} is not a {'non-negative' if zero else 'positive'} number"
+                )
+            return value
+
+        return parse
+
+    options: list[tuple[str, Any, type[int] | type[float], str, str]] = [
+        (
+            "--shutdown-timeout",
+            limits.SHUTDOWN_TIMEOUT_S,
+            float,
+            "SECONDS",
+            "on SIGTERM or end of input, how long requests in hand may still take",
+        ),
+    ]
+    if http:
+        options += [
+            ("--workers", None, int, "N", "threads answering requests (default: 4 per core, 4 to 32)"),
+            (
+                "--max-queued",
+                limits.MAX_QUEUED_REQUESTS,
+                int,
+                "N",
+                "requests waiting for a worker before more are refused with 503",
+            ),
+            (
+                "--header-timeout",
+                limits.HEADER_TIMEOUT_S,
+                float,
+                "SECONDS",
+                "time a client has to send a request's headers",
+            ),
+            (
+                "--body-timeout",
+                limits.BODY_TIMEOUT_S,
+                float,
+                "SECONDS",
+                "time a client has to send a request's body (408 after it)",
+            ),
+            ("--keep-alive", limits.KEEP_ALIVE_S, int, "SECONDS", "idle kept-alive connections close after"),
+            (
+                "--max-connections",
+                limits.MAX_CONNECTIONS,
+                int,
+                "N",
+                "open connections before new requests get 503",
+            ),
+        ]
+    for flag, default, kind, metavar, what in options:
+        shown = "" if default is None else f" (default {default:g})"
+        parser.add_argument(
+            flag,
+            type=positive(kind, zero=flag == "--max-queued"),
+            default=default,
+            metavar=metavar,
+            help=f"{what}{shown}",
+        )
+
+
+def transport_limits(args: argparse.Namespace) -> Any:
+    from dataclasses import fields
+
+    from handrail.limits import TransportLimits
+
+    given = {item.name: getattr(args, item.name) for item in fields(TransportLimits)}
+    given["workers"] = given["workers"] or 0  # None: a default for this machine
+    return TransportLimits(**given)
+
+
+def limits_of(args: argparse.Namespace) -> Any:
+    """The Limits of a server's options: add_limit_options names each after its field."""
+    from dataclasses import fields
+
+    from handrail.limits import MAX_LINE_BYTES, Limits
+
+    given = {item.name: getattr(args, item.name) for item in fields(Limits) if hasattr(args, item.name)}
+    return Limits(
+        **given,
+        max_line_bytes=getattr(args, "max_line", MAX_LINE_BYTES),
+        max_workflow_bytes=args.max_file_size,
+    )
+
+
+def add_run_options(parser: argparse.ArgumentParser) -> None:
+    from handrail.runs_cli import add_database_option, add_runs_only_option
+
+    add_database_option(parser)
+    add_runs_only_option(parser)
+
+
+def catalog_of(args: argparse.Namespace) -> Any:
+    from handrail.catalog import Catalog, default_sources
+    from handrail.git_sources import GitSpecError
+
+    bundled = False if args.no_bundled else None
+    try:
+        sources = default_sources(args.workflows, bundled=bundled, git_refresh=args.git_refresh)
+    except GitSpecError as exc:
+        print(f"handrail {args.command}: {exc}", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE) from None
+    return Catalog(sources, max_bytes=args.max_file_size)
+
+
+def warn_missing(args: argparse.Namespace) -> None:
+    """Say at once that a --workflows path does not exist: a server logs its catalog's
+    problems only after its first answer, which may be long after start-up."""
+    for item in args.workflows:
+        if not item.startswith("git+") and not Path(item).expanduser().exists():
+            print(
+                f"handrail {args.command}: warning: --workflows {item}: no such file or folder",
+                file=sys.stderr,
+            )

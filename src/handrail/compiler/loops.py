@@ -1,0 +1,107 @@
+"""A loop step compiled: its kind, condition, count or items, and their problems
+(H203 to H205, H209, H405)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from handrail.compiler.names import LOOP_DEFAULTS
+from handrail.compiler.steps import Entry
+from handrail.model import Condition, Loop
+
+if TYPE_CHECKING:
+    from handrail.compiler.build import Build
+
+MAX_ITERATIONS = 1000
+
+
+def compile_loop(
+    b: Build,
+    entry: Entry,
+    sid: str,
+    run_condition: Condition | None,
+    confirmation: bool | Condition,
+) -> Loop:
+    raw, at = entry.raw, entry.pointer
+    cfg = raw["loop"]
+    kind = cfg["type"]
+    where = f"{at}/loop"
+    max_iterations = cfg["maxIterations"]
+    if not (isinstance(max_iterations, int) or float(max_iterations).is_integer()) or not (
+        1 <= max_iterations <= MAX_ITERATIONS
+    ):
+        b.report.error(
+            "H204",
+            f"maxIterations is {max_iterations}; it must be a whole number from 1 to {MAX_ITERATIONS}",
+            f"{where}/maxIterations",
+        )
+        max_iterations = max(1, min(MAX_ITERATIONS, int(max_iterations)))
+    condition = None
+    if kind in ("while", "until"):
+        if "condition" not in cfg:
+            b.report.error(
+                "H205",
+                f"a `{kind}` loop needs a `condition`",
+                where,
+                'add "condition": {"var": "...", "equals": ...}',
+            )
+        else:
+            condition = b.condition(cfg, "condition", where, "loop condition")
+    count = cfg.get("count")
+    if kind == "for":
+        if count is None:
+            b.report.error(
+                "H205",
+                "a `for` loop needs a `count`: a number or a context variable",
+                where,
+                'add "count": 3',
+            )
+        elif not isinstance(count, str):
+            if not float(count).is_integer():
+                b.report.error("H204", f"count {count} is not a whole number", f"{where}/count")
+            count = int(count)
+            if count > max_iterations:
+                b.report.warning(
+                    "H209",
+                    f"count {count} exceeds maxIterations {max_iterations}; "
+                    f"the loop stops after {max_iterations}",
+                    f"{where}/count",
+                )
+            if count == 0:
+                b.report.warning(
+                    "H203",
+                    f"loop `{sid}` runs zero times, so its body never runs",
+                    f"{where}/count",
+                )
+    if kind == "forEach" and not cfg.get("items"):
+        b.report.error(
+            "H205",
+            "a `forEach` loop needs `items`: the context variable holding the list",
+            where,
+            'add "items": "<variable>"',
+        )
+    if (kind in ("forEach",) and "count" in cfg) or (kind != "forEach" and "items" in cfg):
+        b.report.warning(
+            "H405",
+            f"a `{kind}` loop ignores " + ("`count`" if "count" in cfg and kind == "forEach" else "`items`"),
+            where,
+        )
+    body = raw["body"]
+    body_ids = (body,) if isinstance(body, str) else tuple(s["id"] for s in body)
+    return Loop(
+        id=sid,
+        title=raw["title"],
+        kind=kind,
+        condition=condition,
+        items=cfg.get("items"),
+        count=count if isinstance(count, int | str) else None,
+        max_iterations=int(max_iterations),
+        iteration_var=cfg.get("iterationVar", LOOP_DEFAULTS["iterationVar"]),
+        item_var=cfg.get("itemVar", LOOP_DEFAULTS["itemVar"]),
+        index_var=cfg.get("indexVar", LOOP_DEFAULTS["indexVar"]),
+        body=tuple(i for i in body_ids if i in b.steps.entries),
+        confirmation=confirmation,
+        run_condition=run_condition,
+        loop=entry.parent,
+        pointer=at,
+    )

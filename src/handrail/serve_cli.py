@@ -1,0 +1,232 @@
+"""`handrail start` (stdio), `handrail serve` (Streamable HTTP) and `handrail dashboard`."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from typing import Any
+
+from handrail import cli_options as options
+from handrail.cli_options import EXIT_USAGE
+
+
+def add_start(sub: Any) -> None:
+    from handrail import limits
+
+    start = sub.add_parser("start", help="serve the workflows over stdio (for MCP clients)")
+    options.add_source_options(start)
+    start.add_argument(
+        "--log-level",
+        default="warning",
+        choices=["debug", "info", "warning", "error"],
+        help="stderr log level",
+    )
+    start.add_argument(
+        "--max-line",
+        type=int,
+        default=limits.MAX_LINE_BYTES,
+        metavar="BYTES",
+        help=f"longest accepted message line (default {limits.MAX_LINE_BYTES // 2**20} MiB)",
+    )
+    options.add_limit_options(start)
+    options.add_check_options(start)
+    options.add_run_options(start)
+    options.add_transport_options(start, http=False)
+    start.add_argument(
+        "--reload-interval",
+        type=float,
+        default=limits.RELOAD_INTERVAL_S,
+        metavar="SECONDS",
+        help="at most how long changed workflow files are gathered before a reload "
+        f"(default {limits.RELOAD_INTERVAL_S})",
+    )
+
+
+def add_serve(sub: Any) -> None:
+    from handrail import limits
+
+    serve = sub.add_parser("serve", help="serve the workflows over Streamable HTTP at /mcp")
+    options.add_source_options(serve)
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8765, help="port (default 8765)")
+    serve.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="HOST",
+        help="another Host header value to accept (repeatable; localhost is always accepted)",
+    )
+    serve.add_argument(
+        "--allow-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="another Origin to accept, e.g. https://app.example.com (repeatable)",
+    )
+    serve.add_argument(
+        "--tokens",
+        default=None,
+        metavar="FILE",
+        help="a token per person: lines of `NAME sha256:HEX` or `NAME TOKEN` (default "
+        "$HANDRAIL_TOKENS_FILE; see `handrail token`)",
+    )
+    serve.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
+    serve.add_argument("--reload-interval", type=float, default=limits.RELOAD_INTERVAL_S, metavar="SECONDS")
+    options.add_limit_options(serve)
+    options.add_check_options(serve)
+    options.add_run_options(serve)
+    options.add_transport_options(serve, http=True)
+
+
+def add_dashboard(sub: Any) -> None:
+    from handrail import limits
+
+    dashboard = sub.add_parser("dashboard", help="watch and approve this machine's runs in a browser")
+    options.add_source_options(dashboard)
+    dashboard.add_argument("--port", type=int, default=8766, help="port on 127.0.0.1 (default 8766)")
+    dashboard.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
+    dashboard.add_argument(
+        "--reload-interval", type=float, default=limits.RELOAD_INTERVAL_S, metavar="SECONDS"
+    )
+    dashboard.set_defaults(host="127.0.0.1", allow_host=[], allow_origin=[], tokens=None)
+    options.add_limit_options(dashboard)
+    options.add_check_options(dashboard)
+    options.add_run_options(dashboard)
+    options.add_transport_options(dashboard, http=True)
+
+
+def service_of(catalog: Any, args: argparse.Namespace, checks: Any) -> Any:
+    """The service of `start` and `serve`: the catalog, the limits, the run store, the checks."""
+    from handrail.errors import StorageError
+    from handrail.service import Service, default_runs
+    from handrail.store.open import check_url
+
+    try:
+        check_url(args.database)
+    except StorageError as exc:
+        print(f"handrail {args.command}: --database: {exc.message}", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE) from None
+    return Service(
+        catalog,
+        options.limits_of(args),
+        runs=default_runs(args.database),
+        runs_only=args.runs_only,
+        checks=checks,
+    )
+
+
+START_AT_A_TERMINAL = """\
+handrail start: serving MCP over stdio. This is for an MCP client, which spawns the
+command and speaks JSON-RPC on its stdin and stdout; typed lines are read as JSON-RPC.
+To try a workflow by hand:    handrail walk coding-task
+To serve over HTTP:           handrail serve
+To connect a client:          see "Connect a client" in the README, e.g.
+                              claude mcp add handrail -- /path/to/.venv/bin/handrail start
+Serving now; Ctrl-D or Ctrl-C stops."""
+
+
+def is_terminal(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+def start(args: argparse.Namespace) -> int:
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=args.log_level.upper(),
+        format="handrail %(levelname)s %(name)s: %(message)s",
+    )
+    from handrail.protocol import Protocol
+    from handrail.stdio import serve
+
+    if is_terminal(sys.stdin):
+        print(START_AT_A_TERMINAL, file=sys.stderr)
+    options.warn_missing(args)
+    checks = options.check_config_of(args, "start")
+    if checks is None:
+        return EXIT_USAGE
+    catalog = options.catalog_of(args)
+    limits = options.limits_of(args)
+    try:
+        # `initialize` is answered from a quick read of the sources; the workflows are
+        # compiled (and watched) right after that first answer is out
+        return serve(
+            Protocol(service_of(catalog, args, checks)),
+            max_line=limits.max_line_bytes,
+            after_first_reply=lambda: catalog.watch(interval=args.reload_interval),
+            shutdown_timeout=args.shutdown_timeout,
+        )
+    finally:
+        catalog.close()
+
+
+def serve_command(args: argparse.Namespace) -> int:
+    import os
+
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=args.log_level.upper(),
+        format="handrail %(levelname)s %(name)s: %(message)s",
+    )
+    from handrail.http import bind, serve
+
+    checks = options.check_config_of(args, "serve")
+    if checks is None:
+        return EXIT_USAGE
+    people = people_of(args)
+    if people is False:
+        return EXIT_USAGE
+    try:
+        sock = bind(args.host, args.port)
+    except OSError as exc:
+        import errno
+
+        why = "is in use" if exc.errno == errno.EADDRINUSE else f"cannot be used ({exc.strerror or exc})"
+        print(
+            f"handrail serve: port {args.port} on {args.host} {why}; choose another with --port",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    options.warn_missing(args)
+    catalog = options.catalog_of(args)
+    catalog.watch(interval=args.reload_interval)
+    port = sock.getsockname()[1]
+    where = f"[{args.host}]" if ":" in args.host else args.host
+    print(f"handrail serve: serving MCP at http://{where}:{port}/mcp (Ctrl-C stops)", file=sys.stderr)
+    print(f"handrail {args.command}: the dashboard is at http://{where}:{port}/", file=sys.stderr)
+    try:
+        return serve(
+            service_of(catalog, args, checks),
+            args.host,
+            port,
+            extra_hosts=args.allow_host,
+            extra_origins=args.allow_origin,
+            # `dashboard` serves one person's local store on loopback: no token asked
+            token=None if args.command == "dashboard" else (os.environ.get("HANDRAIL_TOKEN") or None),
+            people=None if args.command == "dashboard" else people,
+            log_level=args.log_level,
+            sock=sock,
+            limits=options.transport_limits(args),
+        )
+    finally:
+        catalog.close()
+
+
+def people_of(args: argparse.Namespace) -> Any:
+    """The people of --tokens (or HANDRAIL_TOKENS_FILE), None without one, False (said on
+    stderr) when the file cannot be used: a server must not start with half its people."""
+    import os
+
+    from handrail.people import People, TokensFileError
+
+    path = args.tokens or os.environ.get("HANDRAIL_TOKENS_FILE") or None
+    if path is None:
+        return None
+    try:
+        return People.load(path)
+    except TokensFileError as exc:
+        print(f"handrail serve: --tokens: {exc}", file=sys.stderr)
+        return False

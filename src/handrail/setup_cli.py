@@ -1,0 +1,99 @@
+"""`handrail init` (a first workflow) and `handrail token` (a person's token)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from handrail.cli_options import EXIT_OK, EXIT_USAGE
+
+
+def add_init(sub: Any) -> None:
+    init = sub.add_parser("init", help="create ~/.handrail/workflows with a sample workflow")
+    init.add_argument(
+        "--dir", type=Path, default=None, help="folder to create (default ~/.handrail/workflows)"
+    )
+
+
+def add_token(sub: Any) -> None:
+    token = sub.add_parser("token", help="make a new random token and its tokens-file line")
+    token.add_argument("name", metavar="NAME", help="the person the token is for")
+
+
+def token(args: argparse.Namespace) -> int:
+    from handrail.people import NAME, new_token, token_line
+
+    if not NAME.match(args.name):
+        print(
+            "handrail token: a name is 1 to 64 letters, digits or . _ @ + - "
+            "(starting with a letter or digit)",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    token = new_token()
+    print(f"token: {token}")
+    print(f"line:  {token_line(args.name, token)}")
+    print(
+        f"Give the token to {args.name} (their client sends `Authorization: Bearer <token>`) and "
+        "add the line to the tokens file (--tokens); the file then holds only its hash.",
+        file=sys.stderr,
+    )
+    return EXIT_OK
+
+
+SAMPLE = {
+    "$schema": "https://handrail.dev/schemas/workflow/v1.json",
+    "id": "my-first-workflow",
+    "name": "My First Workflow",
+    "description": "A sample: understand a task, do it, and report, with a check on the report.",
+    "version": "0.1.0",
+    "steps": [
+        {
+            "id": "understand",
+            "title": "Understand the task",
+            "prompt": (
+                "Restate the task in your own words and list open questions. "
+                "When none is left, set `ready` to true in the context."
+            ),
+        },
+        {
+            "id": "do-it",
+            "title": "Do the work",
+            "prompt": "Carry out the task.",
+            "runCondition": "ready == true",  # `check` warns (H307) when no text asks for it
+        },
+        {
+            "id": "report",
+            "title": "Report",
+            "prompt": "Summarise what you did and how you checked it.",
+            "validationCriteria": [
+                {"type": "length", "min": 40, "message": "The report needs a few sentences"}
+            ],
+        },
+    ],
+}
+
+
+def init(args: argparse.Namespace) -> int:
+    folder: Path = args.dir or Path.home() / ".handrail" / "workflows"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        target = folder / "my-first-workflow.json"
+        if target.exists():
+            print(f"{target} already exists; left as it is.")
+        else:
+            target.write_text(json.dumps(SAMPLE, indent=2) + "\n", encoding="utf-8")
+            print(f"created {target}")
+    except OSError as exc:
+        print(f"handrail init: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    print(
+        "\nNext:\n"
+        f"  handrail check {folder}        # see that it compiles\n"
+        "  handrail list                   # see every workflow the server will offer\n"
+        "  handrail start                  # serve them to your MCP client over stdio"
+    )
+    return EXIT_OK

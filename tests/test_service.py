@@ -1,0 +1,65 @@
+"""The service (handrail.service): what each `Service` in a process keeps to itself."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+from handrail.catalog import load_catalog
+from handrail.limits import Limits
+from handrail.protocol import Protocol
+from handrail.service import Service
+
+# a lookahead sends the rule to the backtracking engine; on this text it never finishes
+SLOW_RULE = {"type": "regex", "pattern": "(?=(a|aa)+$)", "message": "all a"}
+SLOW_TEXT = "a" * 40 + "!"
+
+
+def _protocol(folder: Path, regex_timeout_ms: int) -> Protocol:
+    protocol = Protocol(
+        Service(load_catalog(folder, bundled=False), Limits(regex_timeout_ms=regex_timeout_ms))
+    )
+    _send(protocol, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {}})
+    return protocol
+
+
+def _send(protocol: Protocol, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    line = protocol.handle(json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}))
+    assert line is not None
+    reply: dict[str, Any] = json.loads(line)
+    return reply
+
+
+def _cut_off_after(protocol: Protocol) -> Any:
+    """The limit a timed-out workflow_validate names, as a client reads it off the wire."""
+    arguments = {"workflowId": "slow", "stepId": "check", "output": SLOW_TEXT}
+    reply = _send(protocol, "tools/call", {"name": "workflow_validate", "arguments": arguments})
+    result = reply["result"]
+    assert result["isError"] is True, reply
+    error = result["structuredContent"]
+    assert error["code"] == -32004 and error["data"]["limit"] == "regexTimeoutMs", reply
+    return error["data"]["value"]
+
+
+def test_two_services_in_one_process_each_apply_their_own_regex_time_limit(tmp_path: Path) -> None:
+    step = {"id": "check", "title": "t", "prompt": "p", "validationCriteria": [SLOW_RULE]}
+    workflow = {"id": "slow", "name": "S", "description": "d", "version": "1.0.0", "steps": [step]}
+    (tmp_path / "slow.json").write_text(json.dumps(workflow), encoding="utf-8")
+    short = _protocol(tmp_path, regex_timeout_ms=20)
+    longer = _protocol(tmp_path, regex_timeout_ms=60)  # made second: it must not change the first's
+    assert _cut_off_after(short) == 20
+    assert _cut_off_after(longer) == 60
+
+    # and at the same time, from two threads
+    seen: dict[int, Any] = {}
+    threads = [
+        threading.Thread(target=lambda p=p, ms=ms: seen.__setitem__(ms, _cut_off_after(p)))
+        for p, ms in ((short, 20), (longer, 60))
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert seen == {20: 20, 60: 60}
