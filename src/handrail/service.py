@@ -264,21 +264,24 @@ class Service:
 
     def workflow_next(self, snapshot: Snapshot, args: dict[str, Any]) -> dict[str, Any]:
         from handrail.engine import next_step  # loaded after `initialize` (see handrail/__init__)
+        from handrail.result_json import next_json
 
         workflow = self.workflow(snapshot, args["workflowId"])
-        return next_step(
+        result = next_step(
             workflow,
             args["completedSteps"],
             args.get("context"),
             current_step=args.get("currentStep"),
             state=args.get("state"),
         )
+        return next_json(result)  # the typed result to the wire, here and nowhere else
 
     def workflow_validate(self, snapshot: Snapshot, args: dict[str, Any]) -> dict[str, Any]:
         from handrail.engine import validate_output
+        from handrail.result_json import verdict_json
 
         workflow = self.workflow(snapshot, args["workflowId"])
-        return validate_output(workflow, args["stepId"], args["output"], args.get("context"))
+        return verdict_json(validate_output(workflow, args["stepId"], args["output"], args.get("context")))
 
     def workflow_validate_json(self, snapshot: Snapshot, args: dict[str, Any]) -> dict[str, Any]:
         from handrail.caching import transient

@@ -16,6 +16,7 @@ from typing import Any
 
 from handrail import budget
 from handrail.engine.guidance import compose, confirmation, step_view
+from handrail.engine.results import Guidance, LoopNeed, LoopPosition, LoopView, MissingContext, NextResult
 from handrail.engine.state import Frame, read_state
 from handrail.errors import InvalidParams, StepNotFound, json_kind
 from handrail.expr import MISSING, lookup
@@ -32,7 +33,7 @@ class _Walk:
     frames: list[Frame]
     waiting: dict[str, list[Any]] = field(default_factory=dict)  # missing variable -> wanted values
     unusable: dict[str, str] = field(default_factory=dict)  # variable set to a value of the wrong kind
-    kinds: dict[str, tuple[str, str]] = field(default_factory=dict)  # loop variable -> (kind, loop id)
+    kinds: dict[str, tuple[LoopNeed, str]] = field(default_factory=dict)  # loop variable -> (kind, loop id)
     notes: list[str] = field(default_factory=list)
     waits: int = 0  # how many times something waited on the context; a loop compares before/after
     stalled: bool = False  # a running loop waits on the context: nothing after it may run
@@ -333,9 +334,10 @@ def next_step(
     context: Mapping[str, Any] | None = None,
     *,
     current_step: str | None = None,
-    state: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
-    """The seed's {step, guidance, isComplete}, plus `completedSteps` and `state` to send back."""
+    state: Mapping[str, Any] | Sequence[LoopPosition] | None = None,
+) -> NextResult:
+    """The first step, in order, that is not done and may run now, with its guidance.
+    `state`: the previous result's `loops` (or their wire form, `{"loops": [...]}`)."""
     context = {} if context is None else context
     if not isinstance(context, Mapping):
         raise InvalidParams(data={"details": "context must be an object"})
@@ -343,86 +345,69 @@ def next_step(
     if current_step is not None and current_step not in workflow.nodes:
         raise StepNotFound(data={"stepId": current_step, "workflowId": workflow.id})
     done = set(completed_steps)
-    frames = read_state(workflow, state, done)
+    frames = read_state(workflow, _wire_state(state), done)
     walk = _Walk(workflow, context, list(dict.fromkeys(completed_steps)), done, frames)
     step = walk.walk(workflow.sequence, 0)
-    result: dict[str, Any] = {
-        "completedSteps": walk.completed,
-        "state": {"loops": [f.as_dict() for f in walk.frames]},
-    }
-    if step is not None:
-        depth = walk.depth  # the running loops that enclose the step (an earlier step may reappear)
-        scope = walk.scope(depth)
-        enclosing = [(f, f.variables(walk.scope(i))) for i, f in enumerate(walk.frames[:depth])]
-        view = result["step"] = step_view(step, scope)
-        result["guidance"] = compose(
-            workflow, step, view, scope, enclosing, first=not completed_steps, notes=walk.notes
-        )
-        result["isComplete"] = False
-        for frame, _ in enclosing:
-            # a loop that asks for confirmation asks once, as it is entered
-            entering = frame.iteration == 1 and not walk.done.intersection(frame.loop.body)
-            if entering and confirmation(frame.loop.confirmation, scope):
-                result["guidance"]["requiresConfirmation"] = True
-        if enclosing:
-            frame, variables = enclosing[-1]
-            result["loop"] = {
-                "id": frame.loop.id,
-                "title": frame.loop.title,
-                "iteration": frame.iteration,
-                **variables,
-            }
-        return result
-    result["step"] = None
-    if walk.waiting:
-        result["isComplete"] = False
-        result["guidance"] = _blocked(walk.waiting, walk.unusable, walk.kinds, walk.notes)
-    else:
-        result["isComplete"] = True
+    completed = tuple(walk.completed)
+    loops = tuple(LoopPosition(f.loop.id, f.iteration) for f in walk.frames)
+    if step is None:
+        if walk.waiting:
+            return NextResult(completed, loops, None, blocked(walk), False)
         text = f"Workflow `{workflow.name}` is complete: every step that applies is done."
-        result["guidance"] = {
-            "prompt": " ".join([text, *walk.notes]),
-            "requiresConfirmation": False,
-            "validationCriteria": [],
-        }
-    return result
+        return NextResult(completed, loops, None, Guidance(" ".join([text, *walk.notes]), False, ()), True)
+    depth = walk.depth  # the running loops that enclose the step (an earlier step may reappear)
+    scope = walk.scope(depth)
+    enclosing = [(f, f.variables(walk.scope(i))) for i, f in enumerate(walk.frames[:depth])]
+    view = step_view(step, scope)
+    requires = view.require_confirmation
+    for frame, _ in enclosing:
+        # a loop that asks for confirmation asks once, as it is entered
+        entering = frame.iteration == 1 and not walk.done.intersection(frame.loop.body)
+        if entering and confirmation(frame.loop.confirmation, scope):
+            requires = True
+    guidance = compose(
+        workflow, step, view, enclosing, first=not completed_steps, requires_confirmation=requires, notes=walk.notes
+    )
+    loop = None
+    if enclosing:
+        frame, variables = enclosing[-1]
+        loop = LoopView(frame.loop.id, frame.loop.title, frame.iteration, variables)
+    return NextResult(completed, loops, view, guidance, False, loop)
 
 
-def loop_need(kind: str, loop_id: str) -> str:
+def _wire_state(state: Mapping[str, Any] | Sequence[LoopPosition] | None) -> Any:
+    """The typed `loops` of a previous result, in the form `read_state` checks."""
+    if isinstance(state, tuple | list) and all(isinstance(p, LoopPosition) for p in state):
+        return {"loops": [{"id": p.id, "iteration": p.iteration} for p in state]}
+    return state
+
+
+def loop_need(kind: LoopNeed, loop_id: str) -> str:
     """What a loop's `count` ("number") or `items` ("list") variable must hold, in words."""
     if kind == "number":
         return f"a number: loop `{loop_id}` runs that many times"
     return f"a JSON list: loop `{loop_id}` goes through it"
 
 
-def _blocked(
-    waiting: dict[str, list[Any]],
-    unusable: dict[str, str],
-    kinds: dict[str, tuple[str, str]],
-    notes: Sequence[str],
-) -> dict[str, Any]:
+def blocked(walk: _Walk) -> Guidance:
+    """The guidance of a walk that found no step because the context lacks variables."""
+    missing = []
     lines = []
-    for name, values in waiting.items():
+    for name, values in walk.waiting.items():
+        kind, loop_id = walk.kinds.get(name, (None, None))
+        unusable = walk.unusable.get(name)
+        missing.append(MissingContext(name, tuple(values), kind, loop_id, unusable))
         line = f"- `{name}`"
         if values:
             wanted = ", ".join(json.dumps(v, ensure_ascii=False) for v in values)
             line += f" (the conditions look for {wanted})"
-        if name in unusable:
-            line += f" ({unusable[name]})"
-        elif name in kinds:
-            kind, loop_id = kinds[name]
+        if unusable:
+            line += f" ({unusable})"
+        elif kind is not None and loop_id is not None:
             line += f" ({loop_need(kind, loop_id)})"
         lines.append(line)
     prompt = (
         "No remaining step can run yet: their conditions read context variables that are not set.\n"
         "Set these in `context` and call workflow_next again:\n" + "\n".join(lines)
     )
-    guidance: dict[str, Any] = {
-        "prompt": "\n\n".join([prompt, *notes]),
-        "requiresConfirmation": False,
-        "validationCriteria": [],
-        "missingContext": {name: list(values) for name, values in waiting.items()},
-    }
-    if kinds:  # what a loop needs, for a client that builds the value: "number" or "list"
-        guidance["missingKinds"] = {name: kind for name, (kind, _) in kinds.items() if name in waiting}
-    return guidance
+    return Guidance("\n\n".join([prompt, *walk.notes]), False, (), None, tuple(missing))

@@ -177,15 +177,17 @@ class Runs:
         context: Mapping[str, Any] | None,
     ) -> dict[str, Any]:
         from handrail.engine import next_step
+        from handrail.result_json import next_json
         from handrail.store.sqlite import now
 
         folder = self.workspace(workspace)
         context = dict(context or {})
         baseline = _baseline(workflow, folder)
-        position = next_step(workflow, [], context)
+        first = next_step(workflow, [], context)
+        position = next_json(first)  # the run row keeps the engine's answer as workflow_next gives it
         source_hash = self.pins.hash_of(workflow)
         self.store.put_source(source_hash, workflow.id, workflow.document)
-        status = "completed" if position["isComplete"] else "active"
+        status = "completed" if first.is_complete else "active"
         at = now()
         run = RunRecord(
             id=new_run_id(),
@@ -279,6 +281,7 @@ class Runs:
         changes: Mapping[str, Any] | None,
     ) -> dict[str, Any]:
         from handrail.engine import next_step, validate_output
+        from handrail.result_json import next_json
 
         if run.status == "awaiting_approval":  # a person approves (or declines) the step first
             return self._awaiting(run, step_id, changes)
@@ -293,7 +296,9 @@ class Runs:
         if changes:
             context = merge_context(run.context, changes)
             self._check_size(context)
-            position = next_step(workflow, position["completedSteps"], context, state=position.get("state"))
+            position = next_json(
+                next_step(workflow, position["completedSteps"], context, state=position.get("state"))
+            )
         update = RunUpdate(context=context if changed else None, position=position if changed else None)
         change_data = {"contextChanges": dict(changes)} if changes else {}
         if step_id is None or output is None:  # context only
@@ -303,24 +308,20 @@ class Runs:
         if not isinstance(current, dict) or current.get("id") != step_id:
             raise _not_current(step_id, run, position=position)
         verdict = validate_output(workflow, step_id, output, context)
-        if not verdict["valid"]:
+        if not verdict.valid:
+            issues, suggestions = list(verdict.issues), list(verdict.suggestions)
             event = NewEvent(
                 "rejected",
                 step_id,
-                {
-                    "output": output,
-                    "issues": verdict["issues"],
-                    "suggestions": verdict["suggestions"],
-                    **change_data,
-                },
+                {"output": output, "issues": issues, "suggestions": suggestions, **change_data},
             )
             written = self._write(run, update, [event], self.owner())
             return {
                 "runId": run.id,
                 "accepted": False,
                 "status": written.status,
-                "issues": verdict["issues"],
-                "suggestions": verdict["suggestions"],
+                "issues": issues,
+                "suggestions": suggestions,
                 **self._view(written),  # the same step, with its loop where it has one
             }
         # the step's checks (after the rules pass, before acceptance); then a person, when
@@ -355,8 +356,9 @@ class Runs:
             )
             return self._ask(written, current, output)
         completed = [*position["completedSteps"], step_id]
-        after = next_step(workflow, completed, context, state=position.get("state"))
-        status = "completed" if after["isComplete"] else "active"
+        result = next_step(workflow, completed, context, state=position.get("state"))
+        after = next_json(result)
+        status = "completed" if result.is_complete else "active"
         events = [*checked, NewEvent("accepted", step_id, {"output": output, **change_data})]
         if status == "completed":
             events.append(NewEvent("completed"))
@@ -523,6 +525,7 @@ class Runs:
         self, run_id: str, approve: bool, *, person: str, comment: str | None, via: str
     ) -> dict[str, Any]:
         from handrail.engine import next_step
+        from handrail.result_json import next_json
 
         for _ in range(MAX_RETRIES):
             run = self.run(run_id)
@@ -548,10 +551,11 @@ class Runs:
                     }
                 workflow = self.pins.workflow(run.source_hash, None, self.store)
                 position = run.position
-                after = next_step(
+                result = next_step(
                     workflow, [*position["completedSteps"], step_id], run.context, state=position.get("state")
                 )
-                status = "completed" if after["isComplete"] else "active"
+                after = next_json(result)
+                status = "completed" if result.is_complete else "active"
                 events = [
                     NewEvent("approved", step_id, decided),
                     NewEvent("accepted", step_id, {"output": output}),
