@@ -1,4 +1,5 @@
-"""The engine's typed results as the tools' JSON (the seed's shapes, spec/engine.md): the one conversion to the wire.
+"""The engine's typed results as the tools' JSON (the seed's shapes, spec/engine.md):
+the one conversion to the wire.
 
 The service answers `workflow_next` and `workflow_validate` with these; runs store a
 position in the same shape. Key order is part of the output (replies are compared

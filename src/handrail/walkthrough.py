@@ -67,7 +67,7 @@ class Walkthrough:
     echo: bool | None = None  # write what is read back out; default: when input is no terminal
     max_calls: int = 10_000
     completed: list[str] = field(default_factory=list)
-    state: tuple[LoopPosition, ...] = ()
+    state: tuple[LoopPosition, ...] | None = None  # the running loops, from the last result
     steps_done: int = 0
 
     def __post_init__(self) -> None:

@@ -334,7 +334,7 @@ def next_step(
     context: Mapping[str, Any] | None = None,
     *,
     current_step: str | None = None,
-    state: Mapping[str, Any] | Sequence[LoopPosition] | None = None,
+    state: Mapping[str, Any] | tuple[LoopPosition, ...] | None = None,
 ) -> NextResult:
     """The first step, in order, that is not done and may run now, with its guidance.
     `state`: the previous result's `loops` (or their wire form, `{"loops": [...]}`)."""
@@ -366,7 +366,13 @@ def next_step(
         if entering and confirmation(frame.loop.confirmation, scope):
             requires = True
     guidance = compose(
-        workflow, step, view, enclosing, first=not completed_steps, requires_confirmation=requires, notes=walk.notes
+        workflow,
+        step,
+        view,
+        enclosing,
+        first=not completed_steps,
+        requires_confirmation=requires,
+        notes=walk.notes,
     )
     loop = None
     if enclosing:
@@ -375,9 +381,9 @@ def next_step(
     return NextResult(completed, loops, view, guidance, False, loop)
 
 
-def _wire_state(state: Mapping[str, Any] | Sequence[LoopPosition] | None) -> Any:
+def _wire_state(state: Mapping[str, Any] | tuple[LoopPosition, ...] | None) -> Any:
     """The typed `loops` of a previous result, in the form `read_state` checks."""
-    if isinstance(state, tuple | list) and all(isinstance(p, LoopPosition) for p in state):
+    if isinstance(state, tuple) and all(isinstance(p, LoopPosition) for p in state):  # JSON has no tuples
         return {"loops": [{"id": p.id, "iteration": p.iteration} for p in state]}
     return state
 
