@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from handrail.engine.results import Guidance, NextResult, StepView, Verdict
+from handrail.engine.guidance import shared_view
+from handrail.engine.results import PASSED, Guidance, NextResult, StepView, Verdict
 
 
 def next_json(result: NextResult) -> dict[str, Any]:
@@ -36,6 +37,23 @@ def next_json(result: NextResult) -> dict[str, Any]:
 
 
 def step_json(step: StepView) -> dict[str, Any]:
+    if not shared_view(step):
+        return _step_json(step)
+    # the same view on every call for this step: its JSON is made once, and each answer gets
+    # its own copy of the top level (the lists inside are shared: replies are only read)
+    cached = _shared_json.get(id(step))
+    if cached is None or cached[0] is not step:
+        if len(_shared_json) >= SHARED_JSON:
+            _shared_json.clear()
+        cached = _shared_json[id(step)] = (step, _step_json(step))
+    return cached[1].copy()
+
+
+SHARED_JSON = 4096
+_shared_json: dict[int, tuple[StepView, dict[str, Any]]] = {}  # the view is held: its id stays its own
+
+
+def _step_json(step: StepView) -> dict[str, Any]:
     out: dict[str, Any] = {"id": step.id, "title": step.title, "prompt": step.prompt}
     if step.agent_role is not None:
         out["agentRole"] = step.agent_role
@@ -69,4 +87,6 @@ def guidance_json(guidance: Guidance) -> dict[str, Any]:
 
 def verdict_json(verdict: Verdict) -> dict[str, Any]:
     """workflow_validate's answer: {valid, issues, suggestions}."""
+    if verdict is PASSED:
+        return {"valid": True, "issues": [], "suggestions": []}
     return {"valid": verdict.valid, "issues": list(verdict.issues), "suggestions": list(verdict.suggestions)}

@@ -18,12 +18,17 @@ def confirmation(value: bool | Condition, scope: Context) -> bool:
 
 
 def step_view(step: Step, scope: Context) -> StepView:
-    return StepView(
+    """The step with its texts rendered in `scope`; made once for a step whose view
+    cannot depend on the context (no templates, no conditions, no checks)."""
+    cached = _static_views.get(id(step))
+    if cached is not None and cached[0] is step:
+        return cached[1]
+    view = StepView(
         step.id,
         render(step.title, scope),
         render(step.prompt, scope),
         render(step.agent_role, scope) if step.agent_role else None,
-        tuple(render(g, scope) for g in step.guidance) if step.guidance else (),
+        tuple([render(g, scope) for g in step.guidance]) if step.guidance else (),
         step.ask_for_files,
         confirmation(step.confirmation, scope),
         step.run_condition.text if step.run_condition is not None else None,
@@ -31,6 +36,28 @@ def step_view(step: Step, scope: Context) -> StepView:
         # information only: checks run in runs, never in this stateless call
         tuple(checks_text(step, scope)) if step.checks else (),
     )
+    if _static(step):
+        if len(_static_views) >= STATIC_VIEWS:
+            _static_views.clear()  # reloads leave old steps behind: start again
+            _shared.clear()
+        _static_views[id(step)] = (step, view)  # the step is held, so its id is not reused
+        _shared.add(id(view))
+    return view
+
+
+def shared_view(view: StepView) -> bool:
+    """Whether `view` is the one every call gets for its step (so worth converting once)."""
+    return id(view) in _shared
+
+
+STATIC_VIEWS = 4096
+_static_views: dict[int, tuple[Step, StepView]] = {}
+_shared: set[int] = set()  # ids of the views above, alive while they are held there
+
+
+def _static(step: Step) -> bool:
+    texts = (step.title, step.prompt, step.agent_role or "", *step.guidance)
+    return isinstance(step.confirmation, bool) and not step.checks and not any("{{" in t for t in texts)
 
 
 def checks_text(step: Step, scope: Context) -> list[str]:

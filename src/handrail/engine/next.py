@@ -53,7 +53,7 @@ def next_step(
     walk = Walk(workflow, context, list(dict.fromkeys(completed_steps)), done, frames)
     step = walk.walk(workflow.sequence, 0)
     completed = tuple(walk.completed)
-    loops = tuple(LoopPosition(f.loop.id, f.iteration) for f in walk.frames)
+    loops = tuple([LoopPosition(f.loop.id, f.iteration) for f in walk.frames]) if walk.frames else ()
     if step is None:
         if walk.waiting:
             return NextResult(completed, loops, None, blocked(walk), False)

@@ -32,8 +32,8 @@ def validate_output(
     failures = run_rules(step.rules, Output(output), context or {})
     if not failures:
         return PASSED
-    suggestions = tuple(dict.fromkeys(s for _, s in failures if s)) or (GENERIC_SUGGESTION,)
-    return Verdict(False, tuple(issue for issue, _ in failures), suggestions)
+    suggestions = tuple(dict.fromkeys([s for _, s in failures if s])) or (GENERIC_SUGGESTION,)
+    return Verdict(False, tuple([issue for issue, _ in failures]), suggestions)
 
 
 _EMPTY = Verdict(False, ("The output is empty.",), ("Describe what you did in this step.",))
