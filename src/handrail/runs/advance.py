@@ -18,6 +18,8 @@ if TYPE_CHECKING:
 
 
 class Advance(Decisions):
+    """workflow_continue, over the decisions of a person (a step may wait for one)."""
+
     # -- workflow_continue -----------------------------------------------------------
     def continue_(
         self,

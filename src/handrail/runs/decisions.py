@@ -12,6 +12,8 @@ from handrail.store.base import Conflict, NewEvent, RunRecord, RunUpdate
 
 
 class Decisions(RunsBase):
+    """Approve, decline, and what a run waiting for a person answers meanwhile."""
+
     def _ask(self, run: RunRecord, step: Mapping[str, Any], output: str) -> dict[str, Any]:
         """Ask the person through the client when it can be asked; else say who must act."""
         from handrail.runs.approvals import REQUEST_APPROVER, Question
