@@ -8,27 +8,33 @@ byte for byte with the golden cases), so every dict is built in the seed's order
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from handrail.engine.guidance import shared_view
 from handrail.engine.results import PASSED, Guidance, NextResult, StepView, Verdict
+from handrail.engine.shared import LIMIT, shared
 
 
 def next_json(result: NextResult) -> dict[str, Any]:
     """workflow_next's answer: {completedSteps, state, step, guidance, isComplete[, loop]}."""
-    out: dict[str, Any] = {
-        "completedSteps": list(result.completed_steps),
-        "state": {"loops": [{"id": p.id, "iteration": p.iteration} for p in result.loops]},
-    }
+    loops = result.loops
+    state = {"loops": [{"id": p.id, "iteration": p.iteration} for p in loops] if loops else []}
     step = result.step
     if step is None:
-        out["step"] = None
-        out["isComplete"] = result.is_complete
-        out["guidance"] = guidance_json(result.guidance)
-        return out
-    out["step"] = step_json(step)
-    out["guidance"] = guidance_json(result.guidance)
-    out["isComplete"] = result.is_complete
+        return {
+            "completedSteps": list(result.completed_steps),
+            "state": state,
+            "step": None,
+            "isComplete": result.is_complete,
+            "guidance": guidance_json(result.guidance),
+        }
+    out = {
+        "completedSteps": list(result.completed_steps),
+        "state": state,
+        "step": step_json(step),
+        "guidance": guidance_json(result.guidance),
+        "isComplete": result.is_complete,
+    }
     loop = result.loop
     if loop is not None:
         # the loop variables come last and may shadow a field of the same name, as they always have
@@ -37,20 +43,22 @@ def next_json(result: NextResult) -> dict[str, Any]:
 
 
 def step_json(step: StepView) -> dict[str, Any]:
-    if not shared_view(step):
-        return _step_json(step)
-    # the same view on every call for this step: its JSON is made once, and each answer gets
-    # its own copy of the top level (the lists inside are shared: replies are only read)
-    cached = _shared_json.get(id(step))
-    if cached is None or cached[0] is not step:
-        if len(_shared_json) >= SHARED_JSON:
+    return _once(step, _step_json) if shared(step) else _step_json(step)
+
+
+def _once(value: Any, convert: Callable[[Any], dict[str, Any]]) -> dict[str, Any]:
+    """The JSON of a value the engine gives on every call for its step (engine/shared.py):
+    made once, each answer getting its own copy of the top level (the lists and objects
+    inside are shared: replies are only read)."""
+    cached = _shared_json.get(id(value))
+    if cached is None or cached[0] is not value:
+        if len(_shared_json) >= LIMIT:
             _shared_json.clear()
-        cached = _shared_json[id(step)] = (step, _step_json(step))
+        cached = _shared_json[id(value)] = (value, convert(value))
     return cached[1].copy()
 
 
-SHARED_JSON = 4096
-_shared_json: dict[int, tuple[StepView, dict[str, Any]]] = {}  # the view is held: its id stays its own
+_shared_json: dict[int, tuple[Any, dict[str, Any]]] = {}  # the value is held: its id stays its own
 
 
 def _step_json(step: StepView) -> dict[str, Any]:
@@ -71,6 +79,10 @@ def _step_json(step: StepView) -> dict[str, Any]:
 
 
 def guidance_json(guidance: Guidance) -> dict[str, Any]:
+    return _once(guidance, _guidance_json) if shared(guidance) else _guidance_json(guidance)
+
+
+def _guidance_json(guidance: Guidance) -> dict[str, Any]:
     out: dict[str, Any] = {"prompt": guidance.prompt}
     if guidance.model_hint is not None:
         out["modelHint"] = guidance.model_hint

@@ -8,6 +8,7 @@ from functools import lru_cache
 from typing import Any
 
 from handrail.engine.results import Guidance, StepView
+from handrail.engine.shared import keep, made, shared
 from handrail.engine.state import Frame
 from handrail.engine.templates import render
 from handrail.model import Condition, Context, Step, Workflow
@@ -20,9 +21,9 @@ def confirmation(value: bool | Condition, scope: Context) -> bool:
 def step_view(step: Step, scope: Context) -> StepView:
     """The step with its texts rendered in `scope`; made once for a step whose view
     cannot depend on the context (no templates, no conditions, no checks)."""
-    cached = _static_views.get(id(step))
-    if cached is not None and cached[0] is step:
-        return cached[1]
+    found = made(step, _VIEW)
+    if found is not None and found is not _DYNAMIC:
+        return found  # type: ignore[no-any-return]
     view = StepView(
         step.id,
         render(step.title, scope),
@@ -36,23 +37,13 @@ def step_view(step: Step, scope: Context) -> StepView:
         # information only: checks run in runs, never in this stateless call
         tuple(checks_text(step, scope)) if step.checks else (),
     )
-    if _static(step):
-        if len(_static_views) >= STATIC_VIEWS:
-            _static_views.clear()  # reloads leave old steps behind: start again
-            _shared.clear()
-        _static_views[id(step)] = (step, view)  # the step is held, so its id is not reused
-        _shared.add(id(view))
+    if found is None:
+        keep(step, _VIEW, view if _static(step) else _DYNAMIC)
     return view
 
 
-def shared_view(view: StepView) -> bool:
-    """Whether `view` is the one every call gets for its step (so worth converting once)."""
-    return id(view) in _shared
-
-
-STATIC_VIEWS = 4096
-_static_views: dict[int, tuple[Step, StepView]] = {}
-_shared: set[int] = set()  # ids of the views above, alive while they are held there
+_VIEW = "view"
+_DYNAMIC = object()  # kept for a step whose view depends on the context: made on each call
 
 
 def _static(step: Step) -> bool:
@@ -78,6 +69,31 @@ def compose(
     first: bool,
     requires_confirmation: bool,
     notes: Sequence[str] = (),
+) -> Guidance:
+    """The guidance for `step`; made once for a step with a shared view, outside loops."""
+    once = not loops and not notes and shared(view)
+    key = (first, requires_confirmation)
+    if once:
+        found = made(step, key)
+        if found is not None:
+            return found  # type: ignore[no-any-return]
+    guidance = _compose(
+        workflow, step, view, loops, first=first, requires_confirmation=requires_confirmation, notes=notes
+    )
+    if once:
+        keep(step, key, guidance)
+    return guidance
+
+
+def _compose(
+    workflow: Workflow,
+    step: Step,
+    view: StepView,
+    loops: Sequence[tuple[Frame, Mapping[str, Any]]],
+    *,
+    first: bool,
+    requires_confirmation: bool,
+    notes: Sequence[str],
 ) -> Guidance:
     parts: list[str] = []
     if first:
