@@ -77,24 +77,6 @@ def compose(
         found = made(step, key)
         if found is not None:
             return found  # type: ignore[no-any-return]
-    guidance = _compose(
-        workflow, step, view, loops, first=first, requires_confirmation=requires_confirmation, notes=notes
-    )
-    if once:
-        keep(step, key, guidance)
-    return guidance
-
-
-def _compose(
-    workflow: Workflow,
-    step: Step,
-    view: StepView,
-    loops: Sequence[tuple[Frame, Mapping[str, Any]]],
-    *,
-    first: bool,
-    requires_confirmation: bool,
-    notes: Sequence[str],
-) -> Guidance:
     parts: list[str] = []
     if first:
         parts.append(f"Workflow: {workflow.name} — {workflow.description}")
@@ -122,7 +104,10 @@ def _compose(
         parts.append(f"In a run, the server verifies for itself:\n{listed}")
     parts.extend(notes)
     hint = step.model_hint or workflow.model_hint
-    return Guidance("\n\n".join(parts), requires_confirmation, criteria, hint or None)
+    guidance = Guidance("\n\n".join(parts), requires_confirmation, criteria, hint or None)
+    if once:
+        keep(step, key, guidance)
+    return guidance
 
 
 @lru_cache(maxsize=256)
