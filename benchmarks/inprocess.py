@@ -1,6 +1,9 @@
 """In-process figures: compile time, and next/validate per call against the naive
 baseline (benchmarks/naive.py) on the same inputs, in the same process.
 
+A next/validate figure is the engine's call plus its conversion to the tools' JSON
+(handrail.result_json), as the service answers: the baseline builds that JSON too.
+
 `workloads()` is shared with tests/benchmarks: the test checks every workload's
 answer (syrupy snapshot) and that handrail and the baseline agree, so a figure
 here can never be the speed of a wrong answer.
@@ -18,6 +21,7 @@ from benchmarks import naive, naive_next
 from handrail.compiler import compile_text
 from handrail.engine import next_step, validate_output
 from handrail.model import Loop, Step, Workflow
+from handrail.result_json import next_json, verdict_json
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT.parent / "shared" / "corpus" / "workrail-v0.8.6"
@@ -89,7 +93,7 @@ def _in_loop(workflow: Workflow) -> tuple[list[str], dict[str, Any], dict[str, A
     completed: list[str] = []
     state: dict[str, Any] = {"loops": []}
     for _ in range(60):
-        result = next_step(workflow, completed, context, state=state)
+        result = next_json(next_step(workflow, completed, context, state=state))
         if result["step"] is None:
             return None
         if "loop" in result and (result["loop"]["iteration"] >= 2 or len(result["state"]["loops"]) > 1):
@@ -124,7 +128,7 @@ def workloads() -> Iterator[Workload]:
                 x: dict[str, Any] = context,
                 s: dict[str, Any] | None = state,
             ) -> Any:
-                return next_step(w, c, x, state=s)
+                return next_json(next_step(w, c, x, state=s))
 
             def base(
                 d: dict[str, Any] = document,
@@ -142,7 +146,7 @@ def workloads() -> Iterator[Workload]:
             if isinstance(node, Step) and node.rules:
 
                 def check(w: Workflow = workflow, s: str = node.id) -> Any:
-                    return validate_output(w, s, SAMPLE_OUTPUT, {})
+                    return verdict_json(validate_output(w, s, SAMPLE_OUTPUT, {}))
 
                 def naive_check(d: dict[str, Any] = document, s: str = node.id) -> Any:
                     return naive.validate(d, s, SAMPLE_OUTPUT, {})
@@ -176,7 +180,7 @@ def _golden_rule_workloads() -> Iterator[Workload]:
             output, context = case["output"], case.get("context", {})
 
             def ours(w: Workflow = compiled, o: str = output, x: dict[str, Any] = context) -> Any:
-                return validate_output(w, "step", o, x)
+                return verdict_json(validate_output(w, "step", o, x))
 
             def base(d: dict[str, Any] = document, o: str = output, x: dict[str, Any] = context) -> Any:
                 return naive.validate(d, "step", o, x)

@@ -18,13 +18,13 @@ from typing import Any
 import pytest
 
 from handrail.compiler import compile_path
-from handrail.engine.validate import validate_output
 from handrail.errors import Findings
 from handrail.expr.ast import All, Any_, Compare, Expr, Not
 from handrail.expr.parse import parse_condition
 from handrail.model import Loop, Step, Workflow
 from tests.conftest import ROOT, bundled_files
 from tests.helpers.walker import Walk, engine_call, walk
+from tests.helpers.wire import wire_validate
 
 DAY_ONE = {
     "coding-task",
@@ -509,7 +509,7 @@ VALIDATION_CASES = [
 def test_the_validation_rules_accept_what_the_prompt_asks_for_and_reject_the_rest(
     workflow_id: str, step_id: str, context: dict[str, Any], output: str, valid: bool
 ) -> None:
-    result = validate_output(workflow(workflow_id), step_id, output, context)
+    result = wire_validate(workflow(workflow_id), step_id, output, context)
     assert result["valid"] is valid, result["issues"]
 
 

@@ -22,9 +22,9 @@ from hypothesis import strategies as st
 
 from handrail import budget, patterns
 from handrail.compiler import compile_text
-from handrail.engine import next_step, validate_output
 from handrail.patterns import PatternError, RegexTimeout, charsets, compile_pattern
 from tests.conftest import CORPUS, ROOT
+from tests.helpers.wire import wire_next, wire_validate
 
 N = 100_000
 
@@ -79,7 +79,7 @@ def test_catastrophic_rules_through_workflow_validate() -> None:
     compiled = compile_text(_workflow(criteria))
     assert compiled.workflow is not None, compiled.diagnostics
     assert not compiled.diagnostics  # every one runs on RE2: no H406
-    result = validate_output(compiled.workflow, "check", "a" * N + "!")
+    result = wire_validate(compiled.workflow, "check", "a" * N + "!")
     # on this text only (.*a){12} is found: every other rule fails, so reports its message
     assert result["issues"] == [p for p, _, _, _ in CATASTROPHIC if p != "(.*a){12}"]
 
@@ -94,20 +94,20 @@ def test_schema_patterns_run_in_linear_time_too() -> None:
     workflow = compile_text(_workflow(criteria)).workflow
     assert workflow is not None
     bad = json.dumps({"slug": "a" * N + "!", "x" * N: "not checked"})
-    assert validate_output(workflow, "check", bad)["issues"] == [
+    assert wire_validate(workflow, "check", bad)["issues"] == [
         f"m: $.slug: must match pattern ^(a+)+$"  # noqa: F541 (fastjsonschema's wording)
     ]
-    assert validate_output(workflow, "check", json.dumps({"slug": "a" * N}))["valid"] is True
-    assert validate_output(workflow, "check", json.dumps({"slug": "a", "xxy": "one"}))["valid"] is False
+    assert wire_validate(workflow, "check", json.dumps({"slug": "a" * N}))["valid"] is True
+    assert wire_validate(workflow, "check", json.dumps({"slug": "a", "xxy": "one"}))["valid"] is False
 
 
 def test_schema_formats_keep_their_meaning() -> None:
     criteria = [{"type": "schema", "schema": {"type": "string", "format": "ipv4"}, "message": "m"}]
     workflow = compile_text(_workflow(criteria)).workflow
     assert workflow is not None
-    assert validate_output(workflow, "check", '"10.0.0.1"')["valid"] is True
-    assert validate_output(workflow, "check", '"10.0.0.1x"')["valid"] is False
-    assert validate_output(workflow, "check", json.dumps("1" * N))["valid"] is False
+    assert wire_validate(workflow, "check", '"10.0.0.1"')["valid"] is True
+    assert wire_validate(workflow, "check", '"10.0.0.1x"')["valid"] is False
+    assert wire_validate(workflow, "check", json.dumps("1" * N))["valid"] is False
 
 
 # -- Python's meaning, kept ---------------------------------------------------------------
@@ -263,23 +263,23 @@ def test_a_timed_out_rule_fails_the_call_even_under_not(short_timeout: int) -> N
     workflow = compile_text(_workflow(criteria)).workflow
     assert workflow is not None
     with pytest.raises(RegexTimeout):
-        validate_output(workflow, "check", "a" * 40 + "!")
+        wire_validate(workflow, "check", "a" * 40 + "!")
 
 
 def test_matches_in_conditions_goes_through_the_same_engines() -> None:
     source = _workflow([], runCondition={"var": "tag", "matches": "^(v+)+$"})
     workflow = compile_text(source).workflow
     assert workflow is not None
-    assert next_step(workflow, [], {"tag": "v" * N + "!"})["step"] is None
-    assert next_step(workflow, [], {"tag": "v" * N})["step"]["id"] == "check"
+    assert wire_next(workflow, [], {"tag": "v" * N + "!"})["step"] is None
+    assert wire_next(workflow, [], {"tag": "v" * N})["step"]["id"] == "check"
 
 
 def test_long_numeric_strings_compare_in_linear_time() -> None:
     # a numeric-string check that backtracked quadratically (30 KB took 26 s)
     workflow = compile_text(_workflow([], runCondition={"var": "n", "equals": 5})).workflow
     assert workflow is not None
-    assert next_step(workflow, [], {"n": "1" * 1_000_000 + "x"})["step"] is None
-    assert next_step(workflow, [], {"n": "5."})["step"]["id"] == "check"
+    assert wire_next(workflow, [], {"n": "1" * 1_000_000 + "x"})["step"] is None
+    assert wire_next(workflow, [], {"n": "5."})["step"]["id"] == "check"
 
 
 # -- what `handrail check` says ------------------------------------------------------------

@@ -157,5 +157,30 @@ def test_the_library_example_runs(monkeypatch: pytest.MonkeyPatch, tmp_path: Pat
     with contextlib.redirect_stdout(printed):
         exec(compile(code, "README.md", "exec"), {})
     lines = printed.getvalue().splitlines()
-    assert lines[0].startswith("understand ")
-    assert "'valid'" in lines[-1]
+    assert lines[0] == "understand | Understand the task and the code it touches"
+    assert lines[1].startswith("Workflow: Coding Task")
+    assert lines[2].startswith("('List the acceptance criteria")
+    assert lines[3].startswith("False | List the acceptance criteria")
+    assert lines[3].endswith("| Include the exact text 'Acceptance criteria' (case matters).")
+    assert lines[4] == "plan False False"  # the next step, from what was sent back
+
+
+def test_the_result_types_the_readme_documents_are_exported_from_handrail() -> None:
+    import dataclasses
+
+    import handrail
+    import handrail.engine
+
+    section = README[README.index("## As a library") : README.index("## Coming from WorkRail")]
+    documented = re.findall(r"^\| `(\w+)` \|", section, re.MULTILINE)
+    assert documented == ["NextResult", "StepView", "Guidance", "LoopView", "Verdict"]
+    for name in [*documented, "MissingContext", "LoopPosition"]:
+        kind = getattr(handrail, name)
+        assert kind is getattr(handrail.engine, name)
+        assert name in handrail.__all__
+        assert dataclasses.is_dataclass(kind) and kind.__dataclass_params__.frozen  # type: ignore[attr-defined]
+        assert kind.__doc__ and not kind.__doc__.startswith(name + "(")  # its own docstring
+        fields = {f.name for f in dataclasses.fields(kind)}
+        row = re.search(rf"^\| `{name}` \|(.*)$", section, re.MULTILINE)
+        if row is not None:  # the table names every field of the type
+            assert fields <= set(re.findall(r"`(\w+)`", row.group(1))), name

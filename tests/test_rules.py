@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 
 from handrail.compiler import compile_text
-from handrail.engine import validate_output
 from handrail.model import Output
 from handrail.rules import compile_criteria, run_rules
 from tests.expr.test_conditions import Diagnostics, compared
 from tests.helpers.cases import case_files, load_cases
+from tests.helpers.wire import wire_validate
 
 RULE_CASES = load_cases("rules")
 ERROR_CASES = [c for c in load_cases("compile-errors") if c["kind"] == "criteria"]
@@ -62,7 +62,7 @@ def test_each_golden_output_gets_exactly_its_expected_issues(case: dict[str, Any
 @pytest.mark.parametrize("case", RULE_CASES, ids=[c["name"] for c in RULE_CASES])
 def test_workflow_validate_agrees_with_each_golden_case(case: dict[str, Any]) -> None:
     workflow = one_step_workflow(case["criteria"])
-    result = validate_output(workflow, "check", case["output"], case["context"])
+    result = wire_validate(workflow, "check", case["output"], case["context"])
     assert {"valid": result["valid"], "issues": result["issues"]} == case["expected"]
     assert bool(result["suggestions"]) is not result["valid"]
 

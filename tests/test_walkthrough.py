@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,9 @@ import pytest
 from handrail.catalog import load_catalog
 from handrail.cli import main
 from handrail.compiler import compile_text
+from handrail.engine import NextResult
 from handrail.model import Workflow
+from handrail.result_json import next_json
 from handrail.walkthrough import Walkthrough, parse_value, set_path, walk
 from tests.conftest import bundled_files
 
@@ -42,10 +45,12 @@ class Recording(Walkthrough):
         self.calls: list[tuple[list[str], Any]] = []
         self.results: list[dict[str, Any]] = []
 
-    def call(self) -> dict[str, Any]:
-        self.calls.append((list(self.completed), self.state))
+    def call(self) -> NextResult:
+        # recorded in their wire form, as a client would send and read them
+        state = None if self.state is None else {"loops": [asdict(p) for p in self.state]}
+        self.calls.append((list(self.completed), state))
         result = super().call()
-        self.results.append(result)
+        self.results.append(next_json(result))
         return result
 
 

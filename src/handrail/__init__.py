@@ -5,7 +5,11 @@ Library use, without MCP:
     from handrail import load_catalog, next_step, validate_output
     catalog = load_catalog("my-workflows/")
     workflow = catalog.snapshot().get("coding-task")
-    result = next_step(workflow, completed_steps=[], context={})
+    result = next_step(workflow, completed_steps=[], context={})  # a NextResult
+    verdict = validate_output(workflow, result.step.id, "what I did", {})  # a Verdict
+
+The result types (NextResult, StepView, Guidance, ...) are frozen dataclasses, see
+handrail.engine.results and the README's "As a library".
 
 The names below are imported on first use, so that `handrail start` can answer
 `initialize` before the compiler and the engine are loaded.
@@ -26,12 +30,28 @@ _PUBLIC = {
     "compile_text": "handrail.compiler",
     "next_step": "handrail.engine",
     "validate_output": "handrail.engine",
+    "Guidance": "handrail.engine.results",
+    "LoopPosition": "handrail.engine.results",
+    "LoopView": "handrail.engine.results",
+    "MissingContext": "handrail.engine.results",
+    "NextResult": "handrail.engine.results",
+    "StepView": "handrail.engine.results",
+    "Verdict": "handrail.engine.results",
 }
 
 if TYPE_CHECKING:
     from handrail.catalog import Catalog, load_catalog
     from handrail.compiler import Compiled, compile_path, compile_text
     from handrail.engine import next_step, validate_output
+    from handrail.engine.results import (
+        Guidance,
+        LoopPosition,
+        LoopView,
+        MissingContext,
+        NextResult,
+        StepView,
+        Verdict,
+    )
 
 
 def __getattr__(name: str) -> Any:
@@ -43,6 +63,13 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "Catalog",
     "Compiled",
+    "Guidance",
+    "LoopPosition",
+    "LoopView",
+    "MissingContext",
+    "NextResult",
+    "StepView",
+    "Verdict",
     "__version__",
     "compile_path",
     "compile_text",

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from functools import cache
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from handrail import budget
 from handrail.catalog import Catalog, Snapshot
@@ -19,6 +20,7 @@ from handrail.tooldefs import tool_names, tools, workflow_schema
 
 if TYPE_CHECKING:
     from handrail.checks.config import CheckConfig
+    from handrail.engine.results import NextResult, Verdict
     from handrail.model import Workflow
     from handrail.runs import Runs
 
@@ -260,22 +262,22 @@ class Service:
         return document
 
     def workflow_next(self, snapshot: Snapshot, args: dict[str, Any]) -> dict[str, Any]:
-        from handrail.engine import next_step  # loaded after `initialize` (see handrail/__init__)
-
+        engine = _engine()
         workflow = self.workflow(snapshot, args["workflowId"])
-        return next_step(
+        result = engine.next_step(
             workflow,
             args["completedSteps"],
             args.get("context"),
             current_step=args.get("currentStep"),
             state=args.get("state"),
         )
+        return engine.next_json(result)  # the typed result to the wire, here and nowhere else
 
     def workflow_validate(self, snapshot: Snapshot, args: dict[str, Any]) -> dict[str, Any]:
-        from handrail.engine import validate_output
-
+        engine = _engine()
         workflow = self.workflow(snapshot, args["workflowId"])
-        return validate_output(workflow, args["stepId"], args["output"], args.get("context"))
+        verdict = engine.validate_output(workflow, args["stepId"], args["output"], args.get("context"))
+        return engine.verdict_json(verdict)
 
     def workflow_validate_json(self, snapshot: Snapshot, args: dict[str, Any]) -> dict[str, Any]:
         from handrail.caching import transient
@@ -291,6 +293,24 @@ class Service:
 
     def workflow_get_schema(self, snapshot: Snapshot, args: dict[str, Any]) -> dict[str, Any]:
         return dict(workflow_schema())
+
+
+class _Engine(NamedTuple):
+    next_step: Callable[..., NextResult]
+    validate_output: Callable[..., Verdict]
+    next_json: Callable[[NextResult], dict[str, Any]]
+    verdict_json: Callable[[Verdict], dict[str, Any]]
+
+
+@cache
+def _engine() -> _Engine:
+    """The engine and its conversion to the wire, imported on first use: after `initialize`
+    (see handrail/__init__), and once, since an import statement per call (1.6 µs) costs
+    about as much as the conversion itself."""
+    from handrail.engine import next_step, validate_output
+    from handrail.result_json import next_json, verdict_json
+
+    return _Engine(next_step, validate_output, next_json, verdict_json)
 
 
 def default_runs(database: str | None = None) -> Runs:

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from handrail.engine import next_step, validate_output
+from handrail.engine import Guidance, LoopPosition, LoopView, NextResult, next_step, validate_output
 from handrail.engine.next import loop_need
 from handrail.errors import HandrailError
 from handrail.model import Loop, Workflow
@@ -67,7 +67,7 @@ class Walkthrough:
     echo: bool | None = None  # write what is read back out; default: when input is no terminal
     max_calls: int = 10_000
     completed: list[str] = field(default_factory=list)
-    state: dict[str, Any] | None = None
+    state: tuple[LoopPosition, ...] | None = None  # the running loops, from the last result
     steps_done: int = 0
 
     def __post_init__(self) -> None:
@@ -157,70 +157,73 @@ class Walkthrough:
         self.say(f"\nStopped ({why}) with {self.steps_done} step(s) done; the workflow is not complete.")
         return EXIT_STOPPED
 
-    def call(self) -> dict[str, Any]:
+    def call(self) -> NextResult:
         return next_step(self.workflow, self.completed, self.context, state=self.state)
 
     def walk(self) -> int:
         for _ in range(self.max_calls):
             result = self.call()
-            if result["isComplete"]:
+            if result.is_complete:
                 self.say()
-                self.say(result["guidance"]["prompt"])
+                self.say(result.guidance.prompt)
                 self.say(f"{self.steps_done} step(s) done.")
                 return EXIT_COMPLETE
-            step = result["step"]
+            step = result.step
             if step is None:
                 # blocked: send back the result's own completedSteps and state (§3.1)
-                self.completed, self.state = list(result["completedSteps"]), result["state"]
-                self.fill_missing(result["guidance"])
+                self.completed, self.state = list(result.completed_steps), result.loops
+                self.fill_missing(result.guidance)
                 continue
             self.play(result)
-            self.completed = [*result["completedSteps"], step["id"]]
-            self.state = result["state"]
+            self.completed = [*result.completed_steps, step.id]
+            self.state = result.loops
         raise Stop(f"more than {self.max_calls} calls to workflow_next")
 
-    def play(self, result: Mapping[str, Any]) -> None:
-        step, guidance = result["step"], result["guidance"]
+    def play(self, result: NextResult) -> None:
+        step, guidance = result.step, result.guidance
+        assert step is not None  # only a result with a step is played
         where = ""
-        loop = result.get("loop")
+        loop = result.loop
         if loop is not None:
-            where = f" (loop `{loop['id']}`, iteration {loop['iteration']})"
+            where = f" (loop `{loop.id}`, iteration {loop.iteration})"
         self.say()
-        self.say(f"--- step {self.steps_done + 1}: {step['id']}{where} ---")
-        self.say(guidance["prompt"])
+        self.say(f"--- step {self.steps_done + 1}: {step.id}{where} ---")
+        self.say(guidance.prompt)
         extras = []
-        if step.get("runCondition"):
-            extras.append(f"Offered because its runCondition holds: {step['runCondition']}")
-        if guidance.get("modelHint"):
-            extras.append(f"Model hint: {guidance['modelHint']}")
-        if step.get("askForFiles"):
+        if step.run_condition:
+            extras.append(f"Offered because its runCondition holds: {step.run_condition}")
+        if guidance.model_hint:
+            extras.append(f"Model hint: {guidance.model_hint}")
+        if step.ask_for_files:
             extras.append("This step asks for files.")
-        if step.get("functionReferences"):
-            extras.append("Functions: " + ", ".join(step["functionReferences"]))
+        if step.function_references:
+            extras.append("Functions: " + ", ".join(step.function_references))
         if extras:
             self.say("\n" + "\n".join(extras))
         self.say()
         while True:
-            output = self.produce(step["id"])
+            output = self.produce(step.id)
             # what the step sets comes before validation: rules may read it (§2.3)
             self.offer_context()
             scope = {**self.context, **self.loop_variables(loop)}
-            if not self.accepted(step["id"], output, scope):
+            if not self.accepted(step.id, output, scope):
                 continue
-            if guidance["requiresConfirmation"] and not self.confirmed():
+            if guidance.requires_confirmation and not self.confirmed():
                 continue
             break
         self.steps_done += 1
 
-    def loop_variables(self, loop: Mapping[str, Any] | None) -> dict[str, Any]:
+    def loop_variables(self, loop: LoopView | None) -> dict[str, Any]:
         """The innermost loop's variables, which validation sees only when sent (§2.3)."""
         if loop is None:
             return {}
-        node = self.workflow.nodes.get(loop["id"])
+        node = self.workflow.nodes.get(loop.id)
         if not isinstance(node, Loop):
             return {}
         names = (node.iteration_var, node.index_var, node.item_var)
-        return {name: loop[name] for name in names if name in loop}
+        # as a client sees them: a loop variable named like a field of `loop` replaces it
+        shown = {"id": loop.id, "title": loop.title, "iteration": loop.iteration, **loop.variables}
+        return {name: shown[name] for name in names if name in shown}
 
     def produce(self, step_id: str) -> str:
         if self.auto:
@@ -231,15 +234,15 @@ class Walkthrough:
 
     def accepted(self, step_id: str, output: str, scope: Mapping[str, Any]) -> bool:
         verdict = validate_output(self.workflow, step_id, output, scope)
-        if verdict["valid"]:
+        if verdict.valid:
             self.say("Valid.")
             return True
         self.say("The output does not pass:")
-        for issue in verdict["issues"]:
+        for issue in verdict.issues:
             self.say(f"  - {issue}")
-        if verdict["suggestions"]:
+        if verdict.suggestions:
             self.say("Suggestions:")
-            for suggestion in verdict["suggestions"]:
+            for suggestion in verdict.suggestions:
                 self.say(f"  - {suggestion}")
         if self.auto:
             self.say("(--auto: accepted anyway)")
@@ -306,14 +309,14 @@ class Walkthrough:
 
     # ------------------------------------------------------------ a blocked workflow
 
-    def fill_missing(self, guidance: Mapping[str, Any]) -> None:
-        missing: Mapping[str, list[Any]] = guidance.get("missingContext") or {}
-        if not missing:
+    def fill_missing(self, guidance: Guidance) -> None:
+        if not guidance.missing:
             raise Stop("the workflow is blocked and names nothing to set")
         self.say()
         self.say("--- the workflow waits on the context ---")
-        self.say(guidance["prompt"])
-        for name, wanted in missing.items():
+        self.say(guidance.prompt)
+        for entry in guidance.missing:
+            name, wanted = entry.name, list(entry.wanted)
             self.say()
             hint = self.hint(name, wanted)
             if self.auto:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from handrail.engine import next_step
 from handrail.model import CommandCheck, GitCheck, Step
+from tests.helpers.wire import wire_next
 from tests.test_bundled_workflows import workflow
 
 
@@ -43,7 +43,7 @@ def test_no_bundled_workflow_runs_a_literal_command() -> None:
 def test_the_coding_task_shows_its_checks_when_it_reaches_verify() -> None:
     compiled = workflow("coding-task")
     done = [sid for sid in compiled.sequence if sid != "verify"]
-    result = next_step(compiled, done, {"taskSize": "small", "openQuestions": 0, "planParts": []})
+    result = wire_next(compiled, done, {"taskSize": "small", "openQuestions": 0, "planParts": []})
     assert result["step"]["id"] == "verify"
     assert result["step"]["checks"] == [
         "The project's test command passes (the configured command `test` exits with 0)",

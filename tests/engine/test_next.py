@@ -13,10 +13,10 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from handrail.compiler import compile_path, compile_text
-from handrail.engine import next_step
 from handrail.errors import HandrailError, InvalidParams, StateError, StepNotFound
 from handrail.model import Loop, Step, Workflow
 from tests.conftest import corpus_accepted
+from tests.helpers.wire import wire_next
 
 Result = dict[str, Any]
 
@@ -55,13 +55,13 @@ def after(workflow: Workflow, result: Result, context: Mapping[str, Any] | None 
     done = list(result["completedSteps"])
     if result["step"] is not None:
         done.append(result["step"]["id"])
-    return next_step(workflow, done, context or {}, state=result["state"])
+    return wire_next(workflow, done, context or {}, state=result["state"])
 
 
 def offered(workflow: Workflow, context: Mapping[str, Any] | None = None, limit: int = 100) -> list[str]:
     """Step ids offered by a client that follows the contract with a fixed context."""
     ids: list[str] = []
-    result = next_step(workflow, [], context or {})
+    result = wire_next(workflow, [], context or {})
     while result["step"] is not None and len(ids) < limit:
         ids.append(result["step"]["id"])
         result = after(workflow, result, context)
@@ -74,7 +74,7 @@ def offered(workflow: Workflow, context: Mapping[str, Any] | None = None, limit:
 
 def test_the_first_call_offers_the_first_step_with_the_workflow_header() -> None:
     workflow = build([step("one"), step("two")], metaGuidance=["Be brief"])
-    result = next_step(workflow, [], {})
+    result = wire_next(workflow, [], {})
     assert result["step"]["id"] == "one"
     assert result["isComplete"] is False
     assert result["completedSteps"] == [] and result["state"] == {"loops": []}
@@ -92,17 +92,17 @@ def test_a_step_whose_run_condition_does_not_hold_is_skipped() -> None:
 
 def test_a_skipped_step_comes_back_when_the_context_changes() -> None:
     workflow = build([step("one", runCondition="mode == 'full'"), step("two")])
-    first = next_step(workflow, [], {"mode": "lite"})
+    first = wire_next(workflow, [], {"mode": "lite"})
     assert first["step"]["id"] == "two"
     done = after(workflow, first, {"mode": "lite"})
     assert done["isComplete"] is True and done["step"] is None
-    again = next_step(workflow, done["completedSteps"], {"mode": "full"}, state=done["state"])
+    again = wire_next(workflow, done["completedSteps"], {"mode": "full"}, state=done["state"])
     assert again["step"]["id"] == "one"
 
 
 def test_a_completed_workflow_says_so_with_empty_criteria() -> None:
     workflow = build([step("one")])
-    result = next_step(workflow, ["one"], {})
+    result = wire_next(workflow, ["one"], {})
     assert result["step"] is None and result["isComplete"] is True
     assert result["guidance"]["requiresConfirmation"] is False
     assert result["guidance"]["validationCriteria"] == []
@@ -111,7 +111,7 @@ def test_a_completed_workflow_says_so_with_empty_criteria() -> None:
 
 def test_a_workflow_blocked_on_missing_context_is_never_complete() -> None:
     workflow = build([step("one", runCondition={"var": "scope", "equals": "large"})])
-    result = next_step(workflow, [], {})
+    result = wire_next(workflow, [], {})
     assert result["step"] is None
     assert result["isComplete"] is False
     assert result["guidance"]["missingContext"] == {"scope": ["large"]}
@@ -129,64 +129,64 @@ def test_missing_context_names_every_variable_and_every_value_looked_for() -> No
             ),
         ]
     )
-    result = next_step(workflow, [], {})
+    result = wire_next(workflow, [], {})
     assert result["guidance"]["missingContext"] == {"scope": ["large", "small"], "user.role": ["a", "b"]}
     assert '- `user.role` (the conditions look for "a", "b")' in result["guidance"]["prompt"]
 
 
 def test_a_skipped_step_whose_variables_are_all_set_does_not_block() -> None:
     workflow = build([step("one", runCondition={"var": "scope", "equals": "large"})])
-    assert next_step(workflow, [], {"scope": "small"})["isComplete"] is True
+    assert wire_next(workflow, [], {"scope": "small"})["isComplete"] is True
 
 
 def test_a_condition_decided_by_the_variables_set_does_not_block_on_the_unset_ones() -> None:
     workflow = build([step("one", runCondition="mode == 'careful' and reviewer")])
-    assert next_step(workflow, [], {"mode": "quick"})["isComplete"] is True
-    blocked = next_step(workflow, [], {"mode": "careful"})
+    assert wire_next(workflow, [], {"mode": "quick"})["isComplete"] is True
+    blocked = wire_next(workflow, [], {"mode": "careful"})
     assert blocked["guidance"]["missingContext"] == {"reviewer": [True]}
 
 
 def test_missing_context_leaves_out_an_or_that_already_holds() -> None:
     workflow = build([step("one", runCondition="(score >= 7 or accepted) and reviewer and level == 'high'")])
-    blocked = next_step(workflow, [], {"score": 9})
+    blocked = wire_next(workflow, [], {"score": 9})
     assert blocked["guidance"]["missingContext"] == {"reviewer": [True], "level": ["high"]}
-    blocked = next_step(workflow, [], {"score": 2, "reviewer": "ana"})
+    blocked = wire_next(workflow, [], {"score": 2, "reviewer": "ana"})
     assert blocked["guidance"]["missingContext"] == {"accepted": [True], "level": ["high"]}
-    assert next_step(workflow, [], {"score": 9, "level": "low"})["isComplete"] is True
+    assert wire_next(workflow, [], {"score": 9, "level": "low"})["isComplete"] is True
 
 
 def test_a_while_loop_decided_false_by_what_is_set_finishes_without_waiting() -> None:
     config = {"type": "while", "condition": "mode == 'retry' and more", "maxIterations": 3}
     loop_node = loop("again", config, "body")
     workflow = build([loop_node, step("body"), step("end")])
-    assert next_step(workflow, [], {"mode": "done"})["step"]["id"] == "end"
+    assert wire_next(workflow, [], {"mode": "done"})["step"]["id"] == "end"
 
 
 def test_requires_confirmation_is_evaluated_against_the_context() -> None:
     workflow = build([step("one", requireConfirmation={"var": "risk", "gte": 3})])
-    assert next_step(workflow, [], {"risk": 5})["guidance"]["requiresConfirmation"] is True
-    assert next_step(workflow, [], {"risk": 1})["guidance"]["requiresConfirmation"] is False
-    assert next_step(workflow, [], {})["step"]["requireConfirmation"] is False
+    assert wire_next(workflow, [], {"risk": 5})["guidance"]["requiresConfirmation"] is True
+    assert wire_next(workflow, [], {"risk": 1})["guidance"]["requiresConfirmation"] is False
+    assert wire_next(workflow, [], {})["step"]["requireConfirmation"] is False
 
 
 def test_model_hint_comes_from_the_step_else_the_workflow() -> None:
     workflow = build([step("one", modelHint="big"), step("two")], modelHint="small")
-    first = next_step(workflow, [], {})
+    first = wire_next(workflow, [], {})
     assert first["guidance"]["modelHint"] == "big"
     assert after(workflow, first)["guidance"]["modelHint"] == "small"
-    assert "modelHint" not in next_step(build([step("one")]), [], {})["guidance"]
+    assert "modelHint" not in wire_next(build([step("one")]), [], {})["guidance"]
 
 
 def test_validation_criteria_are_listed_in_words_and_in_the_prompt() -> None:
     rule = {"type": "contains", "value": "Done", "message": "Say Done"}
-    result = next_step(build([step("one", validationCriteria=[rule])]), [], {})
+    result = wire_next(build([step("one", validationCriteria=[rule])]), [], {})
     assert result["guidance"]["validationCriteria"] == ['Say Done (contains "Done")']
     assert 'Your output must meet:\n- Say Done (contains "Done")' in result["guidance"]["prompt"]
 
 
 def test_a_repeated_completed_step_id_counts_once() -> None:
     workflow = build([step("one"), step("two")])
-    result = next_step(workflow, ["one", "one"], {})
+    result = wire_next(workflow, ["one", "one"], {})
     assert result["step"]["id"] == "two" and result["completedSteps"] == ["one"]
 
 
@@ -194,10 +194,10 @@ def test_next_leaves_its_arguments_untouched() -> None:
     workflow = build(
         [loop("lap", {"type": "for", "count": 2, "maxIterations": 2}, [step("body")]), step("end")]
     )
-    first = next_step(workflow, [], {})
+    first = wire_next(workflow, [], {})
     completed, state, context = ["body"], copy.deepcopy(first["state"]), {"x": [1]}
     frozen = (list(completed), copy.deepcopy(state), copy.deepcopy(context))
-    next_step(workflow, completed, context, state=state)
+    wire_next(workflow, completed, context, state=state)
     assert (completed, state, context) == frozen
 
 
@@ -206,20 +206,20 @@ def test_next_leaves_its_arguments_untouched() -> None:
 
 def test_an_unknown_current_step_is_step_not_found() -> None:
     with pytest.raises(StepNotFound) as caught:
-        next_step(build([step("one")]), [], {}, current_step="nope")
+        wire_next(build([step("one")]), [], {}, current_step="nope")
     assert caught.value.code == -32003 and caught.value.data["stepId"] == "nope"
 
 
 def test_an_unknown_completed_step_is_step_not_found() -> None:
     with pytest.raises(StepNotFound) as caught:
-        next_step(build([step("one")]), ["one", "ghost"], {})
+        wire_next(build([step("one")]), ["one", "ghost"], {})
     assert caught.value.data["stepId"] == "ghost"
 
 
 @pytest.mark.parametrize("context", [["not", "an", "object"], [], "", 0])
 def test_a_context_that_is_not_an_object_is_invalid_params(context: Any) -> None:
     with pytest.raises(InvalidParams):
-        next_step(build([step("one")]), [], context)
+        wire_next(build([step("one")]), [], context)
 
 
 @pytest.mark.parametrize(
@@ -248,7 +248,7 @@ def test_state_of_the_wrong_shape_is_a_state_error_saying_what_is_wrong(state: A
         [loop("lap", {"type": "while", "condition": "go == true", "maxIterations": 3}, [step("body")])]
     )
     with pytest.raises(StateError) as caught:
-        next_step(workflow, [], {}, state=state)
+        wire_next(workflow, [], {}, state=state)
     assert caught.value.code == -32005
     assert message in caught.value.message
 
@@ -258,24 +258,24 @@ def test_a_body_step_completed_without_state_is_a_state_error() -> None:
         [loop("lap", {"type": "for", "count": 2, "maxIterations": 2}, [step("body"), step("more")])]
     )
     with pytest.raises(StateError, match="step `body` belongs to loop `lap`, which is not running"):
-        next_step(workflow, ["body"], {})
+        wire_next(workflow, ["body"], {})
 
 
 def test_an_iteration_beyond_a_literal_count_is_a_state_error() -> None:
     workflow = build([loop("lap", {"type": "for", "count": 2, "maxIterations": 9}, [step("body")])])
     with pytest.raises(StateError, match=r"iteration 3 is outside 1\.\.2"):
-        next_step(workflow, [], {}, state={"loops": [{"id": "lap", "iteration": 3}]})
+        wire_next(workflow, [], {}, state={"loops": [{"id": "lap", "iteration": 3}]})
 
 
 def test_an_integral_float_iteration_is_read_as_a_whole_number() -> None:
     workflow = build([loop("lap", {"type": "for", "count": 2, "maxIterations": 2}, [step("body")])])
-    result = next_step(workflow, [], {}, state={"loops": [{"id": "lap", "iteration": 2.0}]})
+    result = wire_next(workflow, [], {}, state={"loops": [{"id": "lap", "iteration": 2.0}]})
     assert result["loop"]["iteration"] == 2 and result["state"] == {"loops": [{"id": "lap", "iteration": 2}]}
 
 
 def test_an_empty_state_object_means_no_loop_is_running() -> None:
     workflow = build([step("one")])
-    assert next_step(workflow, [], {}, state={})["step"]["id"] == "one"
+    assert wire_next(workflow, [], {}, state={})["step"]["id"] == "one"
 
 
 # ---------------------------------------------------------------- loops
@@ -301,7 +301,7 @@ def test_a_for_loop_whose_count_vanishes_mid_loop_holds_its_place_and_blocks() -
     workflow = build(
         [loop("lap", {"type": "for", "count": "n", "maxIterations": 5}, [step("body")]), step("end")]
     )
-    first = next_step(workflow, [], {"n": 3})
+    first = wire_next(workflow, [], {"n": 3})
     blocked = after(workflow, first, {})
     assert blocked["step"] is None and blocked["isComplete"] is False
     assert blocked["guidance"]["missingContext"] == {"n": []}
@@ -315,7 +315,7 @@ def test_until_is_checked_before_the_first_iteration() -> None:
     workflow = build(
         [loop("lap", {"type": "until", "condition": "done == true", "maxIterations": 5}, [step("body")])]
     )
-    result = next_step(workflow, [], {"done": True})
+    result = wire_next(workflow, [], {"done": True})
     assert result["isComplete"] is True and result["completedSteps"] == ["lap"]
     assert offered(workflow, {}) == ["body"] * 5, "unset, `done` does not hold: the loop runs to its limit"
 
@@ -323,7 +323,7 @@ def test_until_is_checked_before_the_first_iteration() -> None:
 def test_an_until_loop_whose_condition_holds_is_finished_even_if_it_reads_unset_variables() -> None:
     config = {"type": "until", "condition": "found == true or tries >= 3", "maxIterations": 5}
     workflow = build([loop("lap", config, [step("body")]), step("end")])
-    result = next_step(workflow, [], {"found": True})
+    result = wire_next(workflow, [], {"found": True})
     assert result["step"]["id"] == "end"
     assert result["completedSteps"] == ["lap"]
 
@@ -332,17 +332,17 @@ def test_a_while_loop_on_an_unset_variable_is_undecided_not_finished() -> None:
     workflow = build(
         [loop("lap", {"type": "while", "condition": "more == true", "maxIterations": 5}, [step("body")])]
     )
-    result = next_step(workflow, [], {})
+    result = wire_next(workflow, [], {})
     assert result["isComplete"] is False and result["completedSteps"] == []
     assert result["guidance"]["missingContext"] == {"more": [True]}
-    assert next_step(workflow, [], {"more": False})["completedSteps"] == ["lap"]
+    assert wire_next(workflow, [], {"more": False})["completedSteps"] == ["lap"]
 
 
 def test_a_while_loop_stops_when_its_condition_turns_false() -> None:
     workflow = build(
         [loop("lap", {"type": "while", "condition": "more == true", "maxIterations": 5}, [step("body")])]
     )
-    first = next_step(workflow, [], {"more": True})
+    first = wire_next(workflow, [], {"more": True})
     second = after(workflow, first, {"more": True})
     assert second["loop"]["iteration"] == 2
     assert after(workflow, second, {"more": False})["isComplete"] is True
@@ -356,7 +356,7 @@ def test_a_loop_is_stopped_at_max_iterations_and_the_guidance_says_so() -> None:
         ]
     )
     assert offered(workflow, {"more": True}) == ["body", "body", "end"]
-    result = next_step(workflow, [], {"more": True})
+    result = wire_next(workflow, [], {"more": True})
     result = after(workflow, after(workflow, result, {"more": True}), {"more": True})
     assert result["step"]["id"] == "end"
     assert "Loop `lap` stopped at its limit of 2 iterations." in result["guidance"]["prompt"]
@@ -369,7 +369,7 @@ def test_a_count_beyond_max_iterations_is_cut_at_max_iterations() -> None:
 
 def test_a_loop_ending_exactly_at_max_iterations_adds_no_note() -> None:
     workflow = build([loop("lap", {"type": "for", "count": 2, "maxIterations": 2}, [step("body")])])
-    result = next_step(workflow, [], {})
+    result = wire_next(workflow, [], {})
     result = after(workflow, after(workflow, result))
     assert result["isComplete"] is True
     assert "stopped at its limit" not in result["guidance"]["prompt"]
@@ -385,7 +385,7 @@ def test_a_foreach_loop_exposes_item_index_and_iteration() -> None:
         "maxIterations": 5,
     }
     workflow = build([loop("lap", config, [step("body", prompt="{{x}} {{i}} {{n}}")])])
-    first = next_step(workflow, [], {"xs": ["a", "b"]})
+    first = wire_next(workflow, [], {"xs": ["a", "b"]})
     assert first["step"]["prompt"] == "a 0 1"
     assert first["loop"] == {"id": "lap", "title": "lap", "iteration": 1, "n": 1, "i": 0, "x": "a"}
     assert after(workflow, first, {"xs": ["a", "b"]})["step"]["prompt"] == "b 1 2"
@@ -399,13 +399,13 @@ def test_loop_variables_are_visible_to_body_run_conditions() -> None:
 
 def test_an_empty_foreach_list_finishes_the_loop_at_once() -> None:
     workflow = build([loop("lap", {"type": "forEach", "items": "xs", "maxIterations": 5}, [step("body")])])
-    result = next_step(workflow, [], {"xs": []})
+    result = wire_next(workflow, [], {"xs": []})
     assert result["isComplete"] is True and result["completedSteps"] == ["lap"]
 
 
 def test_a_foreach_over_something_that_is_not_a_list_blocks_with_the_reason() -> None:
     workflow = build([loop("lap", {"type": "forEach", "items": "xs", "maxIterations": 5}, [step("body")])])
-    result = next_step(workflow, [], {"xs": {"a": 1}})
+    result = wire_next(workflow, [], {"xs": {"a": 1}})
     assert result["isComplete"] is False
     assert "- `xs` (it is an object, it must be a list)" in result["guidance"]["prompt"]
 
@@ -421,15 +421,15 @@ def test_a_loop_whose_run_condition_fails_is_skipped_not_finished() -> None:
             )
         ]
     )
-    result = next_step(workflow, [], {"on": False})
+    result = wire_next(workflow, [], {"on": False})
     assert result["isComplete"] is True and result["completedSteps"] == []
-    assert next_step(workflow, [], {"on": True})["step"]["id"] == "body"
+    assert wire_next(workflow, [], {"on": True})["step"]["id"] == "body"
 
 
 def test_a_body_step_waiting_on_context_holds_the_iteration() -> None:
     body = [step("aaa"), step("bbb", runCondition={"var": "x", "equals": "go"})]
     workflow = build([loop("lap", {"type": "for", "count": 3, "maxIterations": 3}, body), step("end")])
-    first = next_step(workflow, [], {})
+    first = wire_next(workflow, [], {})
     blocked = after(workflow, first, {})
     assert blocked["step"] is None and blocked["isComplete"] is False
     assert blocked["guidance"]["missingContext"] == {"x": ["go"]}
@@ -441,7 +441,7 @@ def test_a_body_step_waiting_on_context_holds_the_iteration() -> None:
 def test_an_inner_loop_that_cannot_start_holds_the_outer_iteration() -> None:
     inner = loop("inner", {"type": "forEach", "items": "files", "maxIterations": 3}, [step("leaf")])
     workflow = build([loop("outer", {"type": "for", "count": 2, "maxIterations": 2}, [step("head"), inner])])
-    first = next_step(workflow, [], {})
+    first = wire_next(workflow, [], {})
     blocked = after(workflow, first, {})
     assert blocked["isComplete"] is False and blocked["guidance"]["missingContext"] == {"files": []}
     assert blocked["state"] == {"loops": [{"id": "outer", "iteration": 1}]}
@@ -458,7 +458,7 @@ def test_an_earlier_step_offered_during_a_loop_is_shown_outside_the_loop() -> No
             ),
         ]
     )
-    first = next_step(workflow, [], {"ready": False, "xs": ["a", "b"]})
+    first = wire_next(workflow, [], {"ready": False, "xs": ["a", "b"]})
     earlier = after(workflow, first, {"ready": True, "xs": ["a", "b"]})
     assert earlier["step"]["id"] == "pre"
     assert earlier["step"]["prompt"] == "pre [unset: currentItem]"
@@ -478,7 +478,7 @@ def test_nested_foreach_guidance_shows_each_loop_with_its_own_item() -> None:
     workflow = build(
         [loop("outer", {"type": "forEach", "items": "groups", "maxIterations": 3}, [inner], title="Out")]
     )
-    result = next_step(workflow, [], {"groups": [{"files": ["f1"]}]})
+    result = wire_next(workflow, [], {"groups": [{"files": ["f1"]}]})
     prompt = result["guidance"]["prompt"]
     assert 'Loop `Out`: iteration 1 (at most 3); currentItem = {"files": ["f1"]} (currentIndex = 0)' in prompt
     assert 'Loop `In`: iteration 1 (at most 3); currentItem = "f1" (currentIndex = 0)' in prompt
@@ -500,7 +500,7 @@ def test_a_later_loop_waits_while_another_loop_of_its_level_runs() -> None:
             loop("second", {"type": "for", "count": 2, "maxIterations": 2}, [step("bbb")]),
         ]
     )
-    running = next_step(workflow, [], {"x": 0})
+    running = wire_next(workflow, [], {"x": 0})
     assert running["state"] == {"loops": [{"id": "second", "iteration": 1}]}
     reappears = after(workflow, running, {"x": 1})
     assert reappears["step"]["id"] == "bbb", "the running loop keeps its level until it ends"
@@ -579,7 +579,7 @@ def _drive(workflow: Workflow, context: dict[str, Any], data: st.DataObject, cha
     state: dict[str, Any] | None = None
     limit = (_bound(workflow, workflow.sequence) + 1) * (len(VARIABLES) + changes + 2)
     for calls in range(1, limit + 1):
-        result = next_step(workflow, completed, context, state=state)
+        result = wire_next(workflow, completed, context, state=state)
         if result["isComplete"]:
             assert result["step"] is None
             return calls
@@ -638,7 +638,7 @@ def test_corpus_workflows_with_loops_finish_for_any_contract_following_client(
     completed: list[str] = []
     state: dict[str, Any] | None = None
     for _ in range(2000):
-        result = next_step(workflow, completed, context, state=state)
+        result = wire_next(workflow, completed, context, state=state)
         if result["isComplete"]:
             return
         if result["step"] is None:
@@ -692,7 +692,7 @@ def test_next_raises_nothing_but_handrail_errors_whatever_it_is_sent(
     completed: list[str], state: Any, context: dict[str, Any], current: str | None
 ) -> None:
     try:
-        result = next_step(LOOPY, completed, context, state=state, current_step=current)
+        result = wire_next(LOOPY, completed, context, state=state, current_step=current)
     except HandrailError as exc:
         assert exc.code in (-32602, -32003, -32005)
         assert exc.message
@@ -723,10 +723,10 @@ def test_a_loop_that_requires_confirmation_asks_once_as_it_is_entered() -> None:
     }
     workflow = compile_text(json.dumps(document)).workflow
     assert workflow is not None
-    first = next_step(workflow, [], {})
+    first = wire_next(workflow, [], {})
     assert (first["step"]["id"], first["guidance"]["requiresConfirmation"]) == ("aaa", True)
-    second = next_step(workflow, [*first["completedSteps"], "aaa"], {}, state=first["state"])
+    second = wire_next(workflow, [*first["completedSteps"], "aaa"], {}, state=first["state"])
     assert (second["step"]["id"], second["guidance"]["requiresConfirmation"]) == ("bbb", False)
-    third = next_step(workflow, [*second["completedSteps"], "bbb"], {}, state=second["state"])
+    third = wire_next(workflow, [*second["completedSteps"], "bbb"], {}, state=second["state"])
     assert (third["step"]["id"], third["loop"]["iteration"]) == ("aaa", 2)
     assert third["guidance"]["requiresConfirmation"] is False

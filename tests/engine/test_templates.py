@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from handrail.compiler import compile_text
-from handrail.engine import next_step
 from handrail.engine.templates import render
+from tests.helpers.wire import wire_next
 
 CONTEXT = {
     "name": "Ada",
@@ -86,7 +86,7 @@ def test_step_title_prompt_role_and_guidance_are_all_filled() -> None:
             }
         ]
     )
-    result = next_step(workflow, [], CONTEXT)
+    result = wire_next(workflow, [], CONTEXT)
     assert result["step"]["title"] == "For Ada"
     assert result["step"]["prompt"] == "Help Grace"
     assert result["step"]["agentRole"] == "You serve Ada"
@@ -111,7 +111,7 @@ def test_templates_inside_loops_see_the_loop_variables_over_the_context() -> Non
             }
         ],
     }
-    result = next_step(_workflow([loop]), [], {**CONTEXT, "people": [{"name": "Lin"}]})
+    result = wire_next(_workflow([loop]), [], {**CONTEXT, "people": [{"name": "Lin"}]})
     assert result["step"]["title"] == "Greet Lin"
     assert result["step"]["prompt"] == "#1 Lin (Ada)"
 
@@ -124,5 +124,5 @@ def test_a_loop_variable_shadows_a_context_variable_of_the_same_name() -> None:
         "loop": {"type": "forEach", "items": "names", "itemVar": "name", "maxIterations": 3},
         "body": [{"id": "say", "title": "Say", "prompt": "{{name}}"}],
     }
-    result = next_step(_workflow([loop]), [], {"name": "outer", "names": ["inner"]})
+    result = wire_next(_workflow([loop]), [], {"name": "outer", "names": ["inner"]})
     assert result["step"]["prompt"] == "inner"

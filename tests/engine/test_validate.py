@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from handrail.compiler import compile_text
-from handrail.engine import validate_output
 from handrail.engine.validate import GENERIC_SUGGESTION
 from handrail.errors import InvalidParams, StepNotFound
 from handrail.model import Rule, Step, Workflow
+from tests.helpers.wire import wire_validate
 
 
 def build(steps: list[dict[str, Any]]) -> Workflow:
@@ -54,23 +54,23 @@ WORKFLOW = build(
 
 
 def test_a_step_without_rules_accepts_any_output_that_is_not_blank() -> None:
-    assert validate_output(WORKFLOW, "plain", "x") == {"valid": True, "issues": [], "suggestions": []}
+    assert wire_validate(WORKFLOW, "plain", "x") == {"valid": True, "issues": [], "suggestions": []}
 
 
 @pytest.mark.parametrize("output", ["", "   ", "\n\t"])
 def test_a_step_without_rules_refuses_blank_output(output: str) -> None:
-    result = validate_output(WORKFLOW, "plain", output)
+    result = wire_validate(WORKFLOW, "plain", output)
     assert result["valid"] is False
     assert result["issues"] == ["The output is empty."]
     assert result["suggestions"]
 
 
 def test_an_output_meeting_every_rule_is_valid() -> None:
-    assert validate_output(WORKFLOW, "ruled", "All Done, and then some.")["valid"] is True
+    assert wire_validate(WORKFLOW, "ruled", "All Done, and then some.")["valid"] is True
 
 
 def test_every_failing_rule_is_reported_with_its_message_and_a_suggestion() -> None:
-    result = validate_output(WORKFLOW, "ruled", "nope")
+    result = wire_validate(WORKFLOW, "ruled", "nope")
     assert result["valid"] is False
     assert result["issues"] == ["Say Done", "Write more"]
     assert len(result["suggestions"]) == 2
@@ -78,46 +78,46 @@ def test_every_failing_rule_is_reported_with_its_message_and_a_suggestion() -> N
 
 def test_a_conditioned_rule_applies_only_when_its_condition_holds_in_the_context_sent() -> None:
     output = "All Done, and then some."
-    assert validate_output(WORKFLOW, "ruled", output, {"sensitive": False})["valid"] is True
-    assert validate_output(WORKFLOW, "ruled", output)["valid"] is True
-    result = validate_output(WORKFLOW, "ruled", output, {"sensitive": True})
+    assert wire_validate(WORKFLOW, "ruled", output, {"sensitive": False})["valid"] is True
+    assert wire_validate(WORKFLOW, "ruled", output)["valid"] is True
+    result = wire_validate(WORKFLOW, "ruled", output, {"sensitive": True})
     assert result["issues"] == ["Add a SECURITY note"]
 
 
 def test_validate_works_for_inline_loop_body_steps() -> None:
-    assert validate_output(WORKFLOW, "in-body", "Done")["valid"] is True
-    assert validate_output(WORKFLOW, "in-body", "not yet")["issues"] == ["Say Done"]
+    assert wire_validate(WORKFLOW, "in-body", "Done")["valid"] is True
+    assert wire_validate(WORKFLOW, "in-body", "not yet")["issues"] == ["Say Done"]
 
 
 def test_validate_works_for_steps_named_as_a_loop_body() -> None:
-    assert validate_output(WORKFLOW, "referenced", "short")["issues"] == ["Write more"]
+    assert wire_validate(WORKFLOW, "referenced", "short")["issues"] == ["Write more"]
 
 
 def test_an_unknown_step_is_step_not_found() -> None:
     with pytest.raises(StepNotFound) as caught:
-        validate_output(WORKFLOW, "ghost", "x")
+        wire_validate(WORKFLOW, "ghost", "x")
     assert caught.value.code == -32003
     assert caught.value.data == {"stepId": "ghost", "workflowId": "unit-flow"}
 
 
 def test_a_loop_id_is_step_not_found_with_a_pointer_to_its_body() -> None:
     with pytest.raises(StepNotFound, match="`each-item` is a loop; validate the steps of its body"):
-        validate_output(WORKFLOW, "each-item", "x")
+        wire_validate(WORKFLOW, "each-item", "x")
 
 
 def test_an_output_that_is_not_a_string_is_invalid_params() -> None:
     with pytest.raises(InvalidParams):
-        validate_output(WORKFLOW, "plain", 42)  # type: ignore[arg-type]
+        wire_validate(WORKFLOW, "plain", 42)  # type: ignore[arg-type]
 
 
 def test_a_schema_rule_says_where_the_output_breaks_the_schema() -> None:
     schema_rule = {"type": "schema", "schema": {"type": "object"}, "message": "Send a JSON object"}
     workflow = build([{"id": "json-out", "title": "J", "prompt": "p", "validationCriteria": [schema_rule]}])
-    assert validate_output(workflow, "json-out", "not json")["issues"] == [
+    assert wire_validate(workflow, "json-out", "not json")["issues"] == [
         "Send a JSON object: the output is not JSON"
     ]
-    assert validate_output(workflow, "json-out", "[1]")["issues"][0].startswith("Send a JSON object: ")
-    assert validate_output(workflow, "json-out", '{"a": 1}')["valid"] is True
+    assert wire_validate(workflow, "json-out", "[1]")["issues"][0].startswith("Send a JSON object: ")
+    assert wire_validate(workflow, "json-out", '{"a": 1}')["valid"] is True
 
 
 def test_the_generic_suggestion_is_used_when_no_failing_rule_offers_one() -> None:
@@ -125,5 +125,5 @@ def test_the_generic_suggestion_is_used_when_no_failing_rule_offers_one() -> Non
     step = WORKFLOW.nodes["plain"]
     assert isinstance(step, Step)
     workflow = replace(WORKFLOW, nodes={**WORKFLOW.nodes, "plain": replace(step, rules=(silent,))})
-    result = validate_output(workflow, "plain", "anything")
+    result = wire_validate(workflow, "plain", "anything")
     assert result == {"valid": False, "issues": ["It failed"], "suggestions": [GENERIC_SUGGESTION]}

@@ -82,8 +82,11 @@ def walk(
 
 def engine_call(workflow: Workflow) -> NextCall:
     from handrail.engine import next_step
+    from handrail.result_json import next_json
 
     def call(params: dict[str, Any]) -> dict[str, Any]:
-        return next_step(workflow, params["completedSteps"], params.get("context"), state=params.get("state"))
+        completed, state = params["completedSteps"], params.get("state")
+        result = next_step(workflow, completed, params.get("context"), state=state)
+        return next_json(result)  # what a client reads: the walk keeps to the wire contract
 
     return call

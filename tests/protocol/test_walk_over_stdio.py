@@ -19,11 +19,11 @@ from jsonschema.validators import validator_for
 from referencing import Registry
 
 from handrail.compiler import compile_path
-from handrail.engine import next_step
 from handrail.model import Loop, Workflow
 from tests.conftest import CORPUS
 from tests.helpers.server import Server
 from tests.helpers.walker import Walk, engine_call, walk
+from tests.helpers.wire import wire_next
 
 pytestmark = pytest.mark.corpus  # served or walked workflows come from the WorkRail corpus
 
@@ -78,7 +78,7 @@ def test_walk_to_completion_over_stdio(server: Server, output_schemas: dict[str,
 
     def call_next(params: dict[str, Any]) -> dict[str, Any]:
         answer = tool_call(server, output_schemas, "workflow_next", params)
-        expected = next_step(
+        expected = wire_next(
             workflow,
             params["completedSteps"],
             json.loads(json.dumps(params.get("context"))),

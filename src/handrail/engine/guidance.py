@@ -7,6 +7,8 @@ from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
+from handrail.engine.results import Guidance, StepView
+from handrail.engine.shared import keep, made, shared
 from handrail.engine.state import Frame
 from handrail.engine.templates import render
 from handrail.model import Condition, Context, Step, Workflow
@@ -16,27 +18,37 @@ def confirmation(value: bool | Condition, scope: Context) -> bool:
     return value if isinstance(value, bool) else value.holds(scope)
 
 
-def step_view(step: Step, scope: Context) -> dict[str, Any]:
-    view: dict[str, Any] = {
-        "id": step.id,
-        "title": render(step.title, scope),
-        "prompt": render(step.prompt, scope),
-    }
-    if step.agent_role:
-        view["agentRole"] = render(step.agent_role, scope)
-    if step.guidance:
-        view["guidance"] = [render(g, scope) for g in step.guidance]
-    view["askForFiles"] = step.ask_for_files
-    view["requireConfirmation"] = confirmation(step.confirmation, scope)
-    if step.run_condition is not None:
-        view["runCondition"] = step.run_condition.text
-    if step.function_references:
-        view["functionReferences"] = list(step.function_references)
-    if step.checks:  # information only: checks run in runs, never in this stateless call
-        shown = checks_text(step, scope)
-        if shown:
-            view["checks"] = shown
+def step_view(step: Step, scope: Context) -> StepView:
+    """The step with its texts rendered in `scope`; made once for a step whose view
+    cannot depend on the context (no templates, no conditions, no checks)."""
+    found = made(step, _VIEW)
+    if found is not None and found is not _DYNAMIC:
+        return found  # type: ignore[no-any-return]
+    view = StepView(
+        step.id,
+        render(step.title, scope),
+        render(step.prompt, scope),
+        render(step.agent_role, scope) if step.agent_role else None,
+        tuple([render(g, scope) for g in step.guidance]) if step.guidance else (),
+        step.ask_for_files,
+        confirmation(step.confirmation, scope),
+        step.run_condition.text if step.run_condition is not None else None,
+        step.function_references,
+        # information only: checks run in runs, never in this stateless call
+        tuple(checks_text(step, scope)) if step.checks else (),
+    )
+    if found is None:
+        keep(step, _VIEW, view if _static(step) else _DYNAMIC)
     return view
+
+
+_VIEW = "view"
+_DYNAMIC = object()  # kept for a step whose view depends on the context: made on each call
+
+
+def _static(step: Step) -> bool:
+    texts = (step.title, step.prompt, step.agent_role or "", *step.guidance)
+    return isinstance(step.confirmation, bool) and not step.checks and not any("{{" in t for t in texts)
 
 
 def checks_text(step: Step, scope: Context) -> list[str]:
@@ -51,24 +63,31 @@ def checks_text(step: Step, scope: Context) -> list[str]:
 def compose(
     workflow: Workflow,
     step: Step,
-    view: Mapping[str, Any],
-    scope: Context,
+    view: StepView,
     loops: Sequence[tuple[Frame, Mapping[str, Any]]],
     *,
     first: bool,
+    requires_confirmation: bool,
     notes: Sequence[str] = (),
-) -> dict[str, Any]:
+) -> Guidance:
+    """The guidance for `step`; made once for a step with a shared view, outside loops."""
+    once = not loops and not notes and shared(view)
+    key = (first, requires_confirmation)
+    if once:
+        found = made(step, key)
+        if found is not None:
+            return found  # type: ignore[no-any-return]
     parts: list[str] = []
     if first:
         parts.append(f"Workflow: {workflow.name} — {workflow.description}")
         if workflow.meta_guidance:
             parts.append(_throughout(workflow.meta_guidance))
     # the step's texts are rendered once, in `view`, and reused here
-    if step.agent_role:
-        parts.append(view["agentRole"])
-    parts.append(f"## {view['title']}\n{view['prompt']}")
-    if step.guidance:
-        parts.append("Guidance:\n" + "\n".join(f"- {g}" for g in view["guidance"]))
+    if view.agent_role is not None:
+        parts.append(view.agent_role)
+    parts.append(f"## {view.title}\n{view.prompt}")
+    if view.guidance:
+        parts.append("Guidance:\n" + "\n".join(f"- {g}" for g in view.guidance))
     for frame, variables in loops:  # outermost first, each with its own loop variables
         loop = frame.loop
         line = f"Loop `{loop.title}`: iteration {frame.iteration} (at most {loop.max_iterations})"
@@ -77,19 +96,17 @@ def compose(
             line += f"; {loop.item_var} = {json.dumps(item, ensure_ascii=False, default=str)}"
             line += f" ({loop.index_var} = {frame.iteration - 1})"
         parts.append(line)
-    criteria = list(step.criteria)
+    criteria = step.criteria
     if criteria:
         parts.append("Your output must meet:\n" + "\n".join(f"- {c}" for c in criteria))
-    if "checks" in view:
-        listed = "\n".join(f"- {c}" for c in view["checks"])
+    if view.checks:
+        listed = "\n".join(f"- {c}" for c in view.checks)
         parts.append(f"In a run, the server verifies for itself:\n{listed}")
     parts.extend(notes)
-    guidance: dict[str, Any] = {"prompt": "\n\n".join(parts)}
     hint = step.model_hint or workflow.model_hint
-    if hint:
-        guidance["modelHint"] = hint
-    guidance["requiresConfirmation"] = view["requireConfirmation"]
-    guidance["validationCriteria"] = criteria
+    guidance = Guidance("\n\n".join(parts), requires_confirmation, criteria, hint or None)
+    if once:
+        keep(step, key, guidance)
     return guidance
 
 

@@ -1,318 +1,23 @@
 """workflow_next: the first step, in order, that is not done and may run now.
 
 A pure function of (workflow, completedSteps, context, state). Loop progress
-lives in `state`, which the result hands back with the `completedSteps` the
-client must send next time (loop bookkeeping applied).
+lives in `state`, which the result hands back (`NextResult.loops`) with the
+`completed_steps` the client must send next time (loop bookkeeping applied).
+The walk itself is in walk.py; this module turns it into a `NextResult`.
 """
 
 from __future__ import annotations
 
 import json
-import math
-from collections import ChainMap
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
-from handrail import budget
 from handrail.engine.guidance import compose, confirmation, step_view
-from handrail.engine.state import Frame, read_state
-from handrail.errors import InvalidParams, StepNotFound, json_kind
-from handrail.expr import MISSING, lookup
-from handrail.expr.semantics import is_number
-from handrail.model import Condition, Context, Loop, Step, Workflow
-
-
-@dataclass(slots=True)
-class _Walk:
-    workflow: Workflow
-    context: Context
-    completed: list[str]
-    done: set[str]
-    frames: list[Frame]
-    waiting: dict[str, list[Any]] = field(default_factory=dict)  # missing variable -> wanted values
-    unusable: dict[str, str] = field(default_factory=dict)  # variable set to a value of the wrong kind
-    kinds: dict[str, tuple[str, str]] = field(default_factory=dict)  # loop variable -> (kind, loop id)
-    notes: list[str] = field(default_factory=list)
-    waits: int = 0  # how many times something waited on the context; a loop compares before/after
-    stalled: bool = False  # a running loop waits on the context: nothing after it may run
-    depth: int = 0  # how many running loops enclose the step found
-    reads: dict[str, frozenset[str]] = field(default_factory=dict)  # loop id -> its free variables
-    ended: dict[str, list[str]] = field(default_factory=dict)  # loop id -> notes of a clean fresh run
-
-    def scope(self, depth: int) -> Context:
-        """The context seen at `depth`: loop variables of the running frames over the caller's."""
-        if depth == 0:
-            return self.context
-        layers: dict[str, Any] = {}
-        for frame in self.frames[:depth]:
-            layers.update(frame.variables(ChainMap(layers, self.context)))  # type: ignore[arg-type]
-        return ChainMap(layers, self.context)  # type: ignore[arg-type]  # read-only use
-
-    def wait(self, name: str, wanted: Sequence[Any] = (), unusable: str | None = None) -> None:
-        values = self.waiting.setdefault(name, [])
-        values.extend(v for v in wanted if v not in values)
-        if unusable:
-            self.unusable[name] = unusable
-        self.waits += 1
-
-    def skipped(self, condition: Condition, scope: Context) -> None:
-        # only the unset variables that could change the outcome (spec/engine.md §1)
-        undecided = condition.undecided(scope)
-        for name, wanted in condition.looks_for:
-            if name in undecided:
-                self.wait(name, wanted)
-
-    def note(self, text: str) -> None:
-        if text not in self.notes:  # a loop run again (inside another) says so once
-            self.notes.append(text)
-
-    def finish(self, sid: str) -> None:
-        if sid not in self.done:
-            self.done.add(sid)
-            self.completed.append(sid)
-
-    def forget_body(self, loop: Loop) -> None:
-        inner = _descendants(self.workflow, loop)
-        self.completed[:] = [s for s in self.completed if s not in inner]
-        self.done -= inner
-
-    def end(self, loop: Loop) -> None:
-        self.forget_body(loop)
-        self.frames.pop()
-        self.finish(loop.id)
-
-    def walk(self, sequence: Sequence[str], depth: int) -> Step | None:
-        scope = self.scope(depth)
-        for sid in sequence:
-            if sid in self.done:
-                continue
-            node = self.workflow.nodes[sid]
-            if isinstance(node, Step):
-                if node.run_condition is None or node.run_condition.holds(scope):
-                    self.depth = depth
-                    return node
-                self.skipped(node.run_condition, scope)
-                continue
-            found = self.run_loop(node, depth, scope)
-            if found is not None or self.stalled:
-                return found
-        return None
-
-    def run_loop(self, loop: Loop, depth: int, scope: Context) -> Step | None:
-        if len(self.frames) > depth and self.frames[depth].loop.id != loop.id:
-            return None  # another loop at this level is running; this one waits its turn
-        if len(self.frames) > depth:
-            return self.iterate(loop, depth, fresh=False)
-        if loop.run_condition is not None and not loop.run_condition.holds(scope):
-            self.skipped(loop.run_condition, scope)
-            return None
-        # a loop that reads nothing the enclosing loops change ends the same way each time
-        # it is entered in this call: a loop inside a loop is walked once, not per iteration
-        memo = self.ended.get(loop.id) if self.independent_of_frames(loop, depth) else None
-        if memo is not None:
-            for text in memo:
-                self.note(text)
-            self.finish(loop.id)
-            return None
-        waits, notes = self.waits, len(self.notes)
-        found = self.start(loop, depth)
-        ended = found is None and not self.stalled and self.waits == waits and loop.id in self.done
-        if ended and self.independent_of_frames(loop, depth):
-            self.ended[loop.id] = self.notes[notes:]
-        return found
-
-    def start(self, loop: Loop, depth: int) -> Step | None:
-        self.frames.append(Frame(loop, 1))
-        verdict = self.may_iterate(depth)
-        if verdict is None:
-            # the loop is due (its runCondition holds) but the context lacks what it
-            # iterates over: later steps depend on its work, so nothing after it runs
-            self.frames.pop()
-            self.stalled = True
-            return None
-        if not verdict:
-            self.end(loop)
-            return None
-        return self.iterate(loop, depth, fresh=True)
-
-    def iterate(self, loop: Loop, depth: int, *, fresh: bool) -> Step | None:
-        """Run the loop at `depth` from its current iteration until a step is found, the
-        walk stalls, or the loop ends.
-
-        An iteration whose body is entirely skipped changes nothing; when the body reads
-        none of this loop's variables, every later iteration is skipped too (the context
-        is fixed within a call), so the body is not walked again: only the loop's test
-        is made, and when that too ignores the loop's variables, the loop goes straight
-        to its last iteration (spec/engine.md 2.2)."""
-        frame = self.frames[depth]
-        fresh = fresh or not (self.done & _descendants(self.workflow, loop))
-        skip_body = False
-        for _ in range(loop.max_iterations + 1):  # bounded: every pass advances the iteration
-            budget.check()
-            if not skip_body:
-                waits = self.waits
-                found = self.walk(loop.body, depth + 1)
-                if found is not None or self.stalled:
-                    return found
-                if self.waits != waits:
-                    # a body step (or inner loop) waits on the context: this iteration is not over
-                    self.stalled = True
-                    return None
-                if fresh and self.body_ignores_iteration(loop):
-                    skip_body = True
-                    if self.test_ignores_iteration(loop):
-                        frame.iteration = max(frame.iteration, self.last_iteration(depth))
-                fresh = True  # the next iteration starts with its body not done
-            del self.frames[depth + 1 :]
-            frame.iteration += 1
-            if frame.iteration > loop.max_iterations:
-                if self.may_iterate(depth, record=False):
-                    self.note(f"Loop `{loop.id}` stopped at its limit of {loop.max_iterations} iterations.")
-                self.end(loop)
-                return None
-            verdict = self.may_iterate(depth)
-            if verdict is None:  # the next iteration waits on the context: stay on this one
-                frame.iteration -= 1
-                self.stalled = True
-                return None
-            self.forget_body(loop)
-            if not verdict:
-                self.end(loop)
-                return None
-        raise AssertionError("unreachable: the iteration bound ends every loop")
-
-    def last_iteration(self, depth: int) -> int:
-        """The last iteration the loop at `depth` may run, from what the call can see;
-        its current one when that cannot be told (the test then decides as usual)."""
-        frame = self.frames[depth]
-        loop = frame.loop
-        if loop.kind in ("while", "until"):
-            return loop.max_iterations
-        outer = self.scope(depth)
-        if loop.kind == "for":
-            count: Any = loop.count if not isinstance(loop.count, str) else lookup(outer, loop.count)
-            if isinstance(count, str) and count.strip().isdigit():
-                count = int(count)
-            if not is_number(count):
-                return frame.iteration
-            if count >= loop.max_iterations:
-                return loop.max_iterations
-            try:
-                last: int = math.floor(count)
-            except (ValueError, OverflowError):  # NaN, from a library caller
-                return frame.iteration
-            return max(frame.iteration, last)
-        items = lookup(outer, loop.items or "")
-        if not isinstance(items, list):
-            return frame.iteration
-        return max(frame.iteration, min(len(items), loop.max_iterations))
-
-    def body_ignores_iteration(self, loop: Loop) -> bool:
-        return not (_own_variables(loop) & self.free_in(loop.body))
-
-    @staticmethod
-    def test_ignores_iteration(loop: Loop) -> bool:
-        if loop.kind in ("for", "forEach"):
-            return True  # its count or list is read outside the loop: `last_iteration` knows
-        return not (_own_variables(loop) & _heads(loop.condition))
-
-    def independent_of_frames(self, loop: Loop, depth: int) -> bool:
-        """Whether `loop` reads no variable of the running loops that enclose it."""
-        if depth == 0:
-            return True
-        names: set[str] = set()
-        for frame in self.frames[:depth]:
-            names |= _own_variables(frame.loop)
-        return not (names & self.free_of(loop))
-
-    def free_of(self, loop: Loop) -> frozenset[str]:
-        """The variables (first path parts) `loop` reads from the scope that encloses it."""
-        found = self.reads.get(loop.id)
-        if found is None:
-            outside: set[str] = set(_heads(loop.run_condition))
-            for name in (loop.count, loop.items):
-                if isinstance(name, str):
-                    outside.add(name.split(".")[0])
-            inside = set(_heads(loop.condition)) | self.free_in(loop.body)
-            found = self.reads[loop.id] = frozenset(outside | (inside - _own_variables(loop)))
-        return found
-
-    def free_in(self, sequence: Sequence[str]) -> set[str]:
-        out: set[str] = set()
-        for sid in sequence:
-            node = self.workflow.nodes[sid]
-            out |= _heads(node.run_condition) if isinstance(node, Step) else self.free_of(node)
-        return out
-
-    def may_iterate(self, depth: int, *, record: bool = True) -> bool | None:
-        """Whether the frame at `depth` runs its current iteration; None when undecidable."""
-        frame = self.frames[depth]
-        loop = frame.loop
-        outer = self.scope(depth)
-        scope = self.scope(depth + 1)
-        if loop.kind in ("while", "until"):
-            if loop.condition is None:
-                return False
-            holds = loop.condition.holds(scope)
-            if loop.kind == "until":
-                return not holds  # checked before every iteration; unset means not yet
-            if holds:
-                return True
-            if frame.iteration == 1 and loop.condition.undecided(scope):
-                if record:
-                    self.skipped(loop.condition, scope)
-                return None  # undecided until the context sets what the condition reads
-            return False
-        if loop.kind == "for":
-            count: Any = loop.count if not isinstance(loop.count, str) else lookup(outer, loop.count)
-            if isinstance(count, str) and count.strip().isdigit():
-                count = int(count)
-            if not is_number(count):
-                if record:
-                    self.wait(str(loop.count), (), _unusable(count, "a number"))
-                    self.kinds.setdefault(str(loop.count), ("number", loop.id))
-                return None
-            return bool(frame.iteration <= count)
-        items = lookup(outer, loop.items or "")
-        if not isinstance(items, list):
-            if record:
-                self.wait(str(loop.items), (), _unusable(items, "a list"))
-                self.kinds.setdefault(str(loop.items), ("list", loop.id))
-            return None
-        return frame.iteration <= len(items)
-
-
-def _unusable(value: Any, wanted: str) -> str | None:
-    """Why a variable that is set cannot drive a loop; None when it is simply not set."""
-    if value is MISSING:
-        return None
-    return f"it is {json_kind(value, array='a list')}, it must be {wanted}"
-
-
-def _own_variables(loop: Loop) -> set[str]:
-    names = {loop.iteration_var, loop.index_var}
-    if loop.kind == "forEach":
-        names.add(loop.item_var)
-    return names
-
-
-def _heads(condition: Condition | None) -> frozenset[str]:
-    if condition is None:
-        return frozenset()
-    return frozenset(name.split(".")[0] for name in condition.variables)
-
-
-def _descendants(workflow: Workflow, loop: Loop) -> set[str]:
-    out: set[str] = set()
-    stack = list(loop.body)
-    while stack:
-        sid = stack.pop()
-        out.add(sid)
-        node = workflow.nodes.get(sid)
-        if isinstance(node, Loop):
-            stack.extend(node.body)
-    return out
+from handrail.engine.results import Guidance, LoopNeed, LoopPosition, LoopView, MissingContext, NextResult
+from handrail.engine.state import read_state
+from handrail.engine.walk import Walk
+from handrail.errors import InvalidParams, StepNotFound
+from handrail.model import Workflow
 
 
 def check_completed(workflow: Workflow, completed: Sequence[str]) -> None:
@@ -333,9 +38,10 @@ def next_step(
     context: Mapping[str, Any] | None = None,
     *,
     current_step: str | None = None,
-    state: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
-    """The seed's {step, guidance, isComplete}, plus `completedSteps` and `state` to send back."""
+    state: Mapping[str, Any] | tuple[LoopPosition, ...] | None = None,
+) -> NextResult:
+    """The first step, in order, that is not done and may run now, with its guidance.
+    `state`: the previous result's `loops` (or their wire form, `{"loops": [...]}`)."""
     context = {} if context is None else context
     if not isinstance(context, Mapping):
         raise InvalidParams(data={"details": "context must be an object"})
@@ -343,86 +49,75 @@ def next_step(
     if current_step is not None and current_step not in workflow.nodes:
         raise StepNotFound(data={"stepId": current_step, "workflowId": workflow.id})
     done = set(completed_steps)
-    frames = read_state(workflow, state, done)
-    walk = _Walk(workflow, context, list(dict.fromkeys(completed_steps)), done, frames)
+    frames = read_state(workflow, _wire_state(state), done)
+    walk = Walk(workflow, context, list(dict.fromkeys(completed_steps)), done, frames)
     step = walk.walk(workflow.sequence, 0)
-    result: dict[str, Any] = {
-        "completedSteps": walk.completed,
-        "state": {"loops": [f.as_dict() for f in walk.frames]},
-    }
-    if step is not None:
-        depth = walk.depth  # the running loops that enclose the step (an earlier step may reappear)
-        scope = walk.scope(depth)
-        enclosing = [(f, f.variables(walk.scope(i))) for i, f in enumerate(walk.frames[:depth])]
-        view = result["step"] = step_view(step, scope)
-        result["guidance"] = compose(
-            workflow, step, view, scope, enclosing, first=not completed_steps, notes=walk.notes
-        )
-        result["isComplete"] = False
-        for frame, _ in enclosing:
-            # a loop that asks for confirmation asks once, as it is entered
-            entering = frame.iteration == 1 and not walk.done.intersection(frame.loop.body)
-            if entering and confirmation(frame.loop.confirmation, scope):
-                result["guidance"]["requiresConfirmation"] = True
-        if enclosing:
-            frame, variables = enclosing[-1]
-            result["loop"] = {
-                "id": frame.loop.id,
-                "title": frame.loop.title,
-                "iteration": frame.iteration,
-                **variables,
-            }
-        return result
-    result["step"] = None
-    if walk.waiting:
-        result["isComplete"] = False
-        result["guidance"] = _blocked(walk.waiting, walk.unusable, walk.kinds, walk.notes)
-    else:
-        result["isComplete"] = True
+    completed = tuple(walk.completed)
+    loops = tuple([LoopPosition(f.loop.id, f.iteration) for f in walk.frames]) if walk.frames else ()
+    if step is None:
+        if walk.waiting:
+            return NextResult(completed, loops, None, blocked(walk), False)
         text = f"Workflow `{workflow.name}` is complete: every step that applies is done."
-        result["guidance"] = {
-            "prompt": " ".join([text, *walk.notes]),
-            "requiresConfirmation": False,
-            "validationCriteria": [],
-        }
-    return result
+        return NextResult(completed, loops, None, Guidance(" ".join([text, *walk.notes]), False, ()), True)
+    depth = walk.depth  # the running loops that enclose the step (an earlier step may reappear)
+    scope = walk.scope(depth)
+    enclosing = [(f, f.variables(walk.scope(i))) for i, f in enumerate(walk.frames[:depth])]
+    view = step_view(step, scope)
+    requires = view.require_confirmation
+    for frame, _ in enclosing:
+        # a loop that asks for confirmation asks once, as it is entered
+        entering = frame.iteration == 1 and not walk.done.intersection(frame.loop.body)
+        if entering and confirmation(frame.loop.confirmation, scope):
+            requires = True
+    guidance = compose(
+        workflow,
+        step,
+        view,
+        enclosing,
+        first=not completed_steps,
+        requires_confirmation=requires,
+        notes=walk.notes,
+    )
+    loop = None
+    if enclosing:
+        frame, variables = enclosing[-1]
+        loop = LoopView(frame.loop.id, frame.loop.title, frame.iteration, variables)
+    return NextResult(completed, loops, view, guidance, False, loop)
 
 
-def loop_need(kind: str, loop_id: str) -> str:
+def _wire_state(state: Mapping[str, Any] | tuple[LoopPosition, ...] | None) -> Any:
+    """The typed `loops` of a previous result, in the form `read_state` checks."""
+    if isinstance(state, tuple) and all(isinstance(p, LoopPosition) for p in state):  # JSON has no tuples
+        return {"loops": [{"id": p.id, "iteration": p.iteration} for p in state]}
+    return state
+
+
+def loop_need(kind: LoopNeed, loop_id: str) -> str:
     """What a loop's `count` ("number") or `items` ("list") variable must hold, in words."""
     if kind == "number":
         return f"a number: loop `{loop_id}` runs that many times"
     return f"a JSON list: loop `{loop_id}` goes through it"
 
 
-def _blocked(
-    waiting: dict[str, list[Any]],
-    unusable: dict[str, str],
-    kinds: dict[str, tuple[str, str]],
-    notes: Sequence[str],
-) -> dict[str, Any]:
+def blocked(walk: Walk) -> Guidance:
+    """The guidance of a walk that found no step because the context lacks variables."""
+    missing = []
     lines = []
-    for name, values in waiting.items():
+    for name, values in walk.waiting.items():
+        kind, loop_id = walk.kinds.get(name, (None, None))
+        unusable = walk.unusable.get(name)
+        missing.append(MissingContext(name, tuple(values), kind, loop_id, unusable))
         line = f"- `{name}`"
         if values:
             wanted = ", ".join(json.dumps(v, ensure_ascii=False) for v in values)
             line += f" (the conditions look for {wanted})"
-        if name in unusable:
-            line += f" ({unusable[name]})"
-        elif name in kinds:
-            kind, loop_id = kinds[name]
+        if unusable:
+            line += f" ({unusable})"
+        elif kind is not None and loop_id is not None:
             line += f" ({loop_need(kind, loop_id)})"
         lines.append(line)
     prompt = (
         "No remaining step can run yet: their conditions read context variables that are not set.\n"
         "Set these in `context` and call workflow_next again:\n" + "\n".join(lines)
     )
-    guidance: dict[str, Any] = {
-        "prompt": "\n\n".join([prompt, *notes]),
-        "requiresConfirmation": False,
-        "validationCriteria": [],
-        "missingContext": {name: list(values) for name, values in waiting.items()},
-    }
-    if kinds:  # what a loop needs, for a client that builds the value: "number" or "list"
-        guidance["missingKinds"] = {name: kind for name, (kind, _) in kinds.items() if name in waiting}
-    return guidance
+    return Guidance("\n\n".join([prompt, *walk.notes]), False, (), None, tuple(missing))

@@ -22,9 +22,6 @@ class Frame:
     loop: Loop
     iteration: int  # 1-based
 
-    def as_dict(self) -> dict[str, Any]:
-        return {"id": self.loop.id, "iteration": self.iteration}
-
     def variables(self, context: Context) -> dict[str, Any]:
         """The loop variables this frame sets, given the context its loop reads `items` from."""
         loop = self.loop

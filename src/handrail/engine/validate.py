@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from handrail.engine.results import PASSED, Verdict
 from handrail.errors import InvalidParams, StepNotFound
 from handrail.model import Output, Step, Workflow
 from handrail.rules import run_rules
@@ -14,7 +15,8 @@ GENERIC_SUGGESTION = "Review the step's validation criteria and revise the outpu
 
 def validate_output(
     workflow: Workflow, step_id: str, output: str, context: Mapping[str, Any] | None = None
-) -> dict[str, Any]:
+) -> Verdict:
+    """Run the step's rules on `output` (a step without rules asks for a non-empty one)."""
     step = workflow.nodes.get(step_id)
     if step is None:
         raise StepNotFound(data={"stepId": step_id, "workflowId": workflow.id})
@@ -26,15 +28,12 @@ def validate_output(
     if not isinstance(output, str):
         raise InvalidParams(data={"details": "output must be a string"})
     if not step.rules:
-        valid = output.strip() != ""
-        return {
-            "valid": valid,
-            "issues": [] if valid else ["The output is empty."],
-            "suggestions": [] if valid else ["Describe what you did in this step."],
-        }
+        return PASSED if output.strip() != "" else _EMPTY
     failures = run_rules(step.rules, Output(output), context or {})
-    issues = [issue for issue, _ in failures]
-    suggestions = list(dict.fromkeys(s for _, s in failures if s))
-    if failures and not suggestions:
-        suggestions = [GENERIC_SUGGESTION]
-    return {"valid": not failures, "issues": issues, "suggestions": suggestions}
+    if not failures:
+        return PASSED
+    suggestions = tuple(dict.fromkeys([s for _, s in failures if s])) or (GENERIC_SUGGESTION,)
+    return Verdict(False, tuple([issue for issue, _ in failures]), suggestions)
+
+
+_EMPTY = Verdict(False, ("The output is empty.",), ("Describe what you did in this step.",))
