@@ -45,21 +45,24 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from handrail import __version__
-from handrail.errors import error_response
+from handrail.errors import (
+    HEADER_MISMATCH,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    MISSING_CLIENT_CAPABILITY,
+    PARSE_ERROR,
+    UNSUPPORTED_PROTOCOL_VERSION,
+    error_response,
+)
 from handrail.limits import TransportLimits
 from handrail.people import People, bearer
 from handrail.protocol import (
     ALL_VERSIONS,
     CLIENT_CAPABILITIES_KEY,
-    HEADER_MISMATCH,
-    INVALID_PARAMS,
-    INVALID_REQUEST,
     KNOWN_VERSIONS,
-    METHOD_NOT_FOUND,
     MODERN_VERSIONS,
-    PARSE_ERROR,
     PROTOCOL_VERSION_KEY,
-    UNSUPPORTED_PROTOCOL_VERSION,
     Protocol,
     decode,
     encode,
@@ -75,7 +78,6 @@ log = logging.getLogger("handrail.http")
 LOCAL_HOSTS = ("localhost", "127.0.0.1", "[::1]", "::1")
 MAX_BODY = 4 * 1024 * 1024
 BATCH_VERSIONS = ("2024-11-05", "2025-03-26")  # JSON-RPC batching left the protocol in 2025-06-18
-MISSING_CLIENT_CAPABILITY = -32021
 # The HTTP status of a 2026-07-28 request's JSON-RPC error; any other code is 200.
 ERROR_STATUS = {
     PARSE_ERROR: 400,

@@ -24,7 +24,20 @@ from typing import Any
 
 from handrail import __version__
 from handrail.client_requests import ClientRequests
-from handrail.errors import HandrailError, RpcError, error_response
+from handrail.errors import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    PARSE_ERROR,
+    RESOURCE_NOT_FOUND,
+    SERVER_ERROR,
+    UNSUPPORTED_PROTOCOL_VERSION,
+    HandrailError,
+    RpcError,
+    error_response,
+)
+from handrail.limits import Limits
 from handrail.mcp_surface.completion import TEMPLATES, CompletionError, complete
 from handrail.mcp_surface.logging_bridge import LEVELS, LogBridge
 from handrail.mcp_surface.subscriptions import Subscriptions
@@ -46,17 +59,6 @@ SERVER_INFO = {
     "description": "handrail: step-by-step workflows for AI agents",
 }
 
-PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR = (
-    -32700,
-    -32600,
-    -32601,
-    -32602,
-    -32603,
-)
-SERVER_ERROR = -32000
-HEADER_MISMATCH = -32020  # 2026-07-28: HTTP headers disagree with the body
-UNSUPPORTED_PROTOCOL_VERSION = -32022  # 2026-07-28: data {supported, requested}
-RESOURCE_NOT_FOUND = -32002  # an unknown resource, before 2026-07-28 (then -32602)
 _MISSING = object()
 
 # The reserved `_meta` keys of the 2026-07-28 revision.
@@ -214,6 +216,14 @@ class Protocol:
             "prompts/get": self._prompts_get,
             "completion/complete": self._complete,
         }
+
+    @property
+    def limits(self) -> Limits:
+        return self.service.limits
+
+    def on_catalog_change(self, listener: Callable[[Any], None]) -> None:
+        """Call `listener` after each reload of the workflows (stdio: list_changed notes)."""
+        self.service.catalog.on_change(listener)
 
     # -- framing -------------------------------------------------------------------
     def handle(self, data: bytes | str) -> bytes | None:
