@@ -17,7 +17,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from dataclasses import dataclass
 
 from handrail.errors import HandrailError
@@ -50,6 +50,15 @@ def spend(seconds: int, reply_bytes: int) -> Iterator[Budget]:
         yield budget
     finally:
         _current.reset(token)
+
+
+def begin(seconds: int, reply_bytes: int) -> Token[Budget | None]:
+    """`spend` without the `with`, for the request path: pass the token to `close`."""
+    return _current.set(Budget(time.monotonic() + seconds, seconds, reply_bytes))
+
+
+def end(token: Token[Budget | None]) -> None:
+    _current.reset(token)
 
 
 def current() -> Budget | None:

@@ -45,6 +45,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from handrail import __version__
+from handrail.codec import decode, encode
 from handrail.errors import (
     HEADER_MISMATCH,
     INVALID_PARAMS,
@@ -57,18 +58,14 @@ from handrail.errors import (
 )
 from handrail.limits import TransportLimits
 from handrail.people import People, bearer
-from handrail.protocol import (
+from handrail.protocol import Protocol, parse_error, valid_id
+from handrail.revisions import (
     ALL_VERSIONS,
     CLIENT_CAPABILITIES_KEY,
     KNOWN_VERSIONS,
     MODERN_VERSIONS,
     PROTOCOL_VERSION_KEY,
-    Protocol,
-    decode,
-    encode,
     envelope,
-    parse_error,
-    valid_id,
 )
 from handrail.runs.core import REQUEST_OWNER
 from handrail.service import Service

@@ -27,9 +27,10 @@ from collections.abc import Callable
 from types import FrameType
 from typing import BinaryIO, cast
 
+from handrail.codec import encode
 from handrail.errors import INTERNAL_ERROR, INVALID_REQUEST, error_response
 from handrail.limits import MAX_LINE_BYTES, SHUTDOWN_TIMEOUT_S
-from handrail.protocol import Protocol, encode
+from handrail.protocol import Protocol
 
 DEFAULT_MAX_LINE = MAX_LINE_BYTES
 CHUNK = 1 << 16
