@@ -363,12 +363,16 @@ def _deeper_than(value: Any, limit: int) -> bool:
         item, depth = stack.pop()
         children = item.values() if isinstance(item, dict) else item
         for child in children:
-            if isinstance(child, dict | list):
+            kind = type(child)
+            if kind is str or kind is int or kind is bool or child is None:
+                continue  # the usual leaves, told apart cheaply: this runs on every call
+            if kind is float:
+                if not math.isfinite(child):
+                    refuse_non_finite(value)
+            elif isinstance(child, dict | list):
                 if depth + 1 > limit:
                     return True
                 stack.append((child, depth + 1))
-            elif type(child) is float and not math.isfinite(child):
-                refuse_non_finite(value)
     return False
 
 
