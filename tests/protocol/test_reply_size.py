@@ -55,7 +55,9 @@ def test_a_workflow_source_over_the_reply_limit_is_refused_naming_its_size(
 ) -> None:
     reply = server.request("workflow_get", {"id": "large"})
     assert reply["error"]["code"] == -32000, reply
-    assert _over_the_reply_limit(reply["error"]["data"]) == len((sources / "large.json").read_bytes())
+    source = json.loads((sources / "large.json").read_bytes())
+    compact = json.dumps(source, separators=(",", ":"), ensure_ascii=False).encode()
+    assert _over_the_reply_limit(reply["error"]["data"]) == len(compact)  # what workflow_get sends
     assert "result" in server.request("workflow_get", {"id": "small"})
 
 
@@ -74,7 +76,7 @@ def test_over_the_reply_limit_through_tools_call_is_a_tool_error_a_model_can_rea
     assert result["isError"] is True
     assert result["structuredContent"]["code"] == -32000
     _over_the_reply_limit(result["structuredContent"]["data"])
-    assert "maxReplyBytes" in result["content"][0]["text"]
+    assert f"over the limit of {LIMIT}" in result["content"][0]["text"]
     small = server.call("workflow_get", {"id": "small"})
     assert small["isError"] is False
     assert json.loads(small["content"][0]["text"]) == small["structuredContent"]
