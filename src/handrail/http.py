@@ -6,9 +6,10 @@ any number of replicas behind a load balancer give the same answers. The
 protocol core is the stdio server's (`Protocol`), so both transports answer a
 request alike; this module adds only what HTTP needs:
 
-- Host and Origin are checked against allow-lists (DNS rebinding): 403;
-- a bearer token is required when HANDRAIL_TOKEN or a tokens file is set: 401; the
-  token names the person asking (handrail.people), set for the request's run calls;
+- Host and Origin are checked against allow-lists (DNS rebinding): 403; a bearer
+  token is required when HANDRAIL_TOKEN or a tokens file is set: 401; the token names
+  the person asking (handrail.people), set for the request's run calls (both checks:
+  transport_security.py; a refusal is an RpcError sent through the one builder);
 - GET (no server-to-client stream is offered) and DELETE (no sessions): 405;
 - an Accept that rules out JSON: 406; a body that is not JSON: 415; too large: 413;
 - MCP-Protocol-Version must name a version we speak; a 2026-07-28 request's

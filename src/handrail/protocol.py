@@ -170,9 +170,9 @@ class Protocol:
         if is_notification:
             if method == "notifications/initialized" and self.initialized:
                 self.client_ready = True
-                self._ask_roots()
+                self.surface.ask_roots()
             elif method == "notifications/roots/list_changed" and self.client_ready:
-                self._ask_roots()
+                self.surface.ask_roots()
             return None  # notifications/initialized, cancelled, ...: no response, ever
         params = message.get("params", {})
         if params is None:
@@ -249,18 +249,6 @@ class Protocol:
     def _shutdown(self, params: dict[str, Any]) -> None:
         self.shutdown_requested = True
         return None
-
-    def _ask_roots(self) -> None:
-        """Ask a client that offers MCP roots for them: the first is the default workspace
-        of its runs (spec/runs.md). The answer arrives later, through `reply`."""
-        if self.stateless or "roots" not in self.client_capabilities:
-            return  # stateless HTTP has no channel back to the client (a seam for later)
-        self.client_requests.send("roots/list", None, self._got_roots)
-
-    def _got_roots(self, result: Any, error: dict[str, Any] | None) -> None:
-        roots = result.get("roots") if isinstance(result, dict) and error is None else None
-        if isinstance(roots, list):
-            self.service.set_client_roots([r.get("uri") for r in roots if isinstance(r, dict)])
 
     # -- the 2026-07-28 revision -------------------------------------------------------
     def _modern(self, method: str, params: dict[str, Any], meta: dict[str, Any]) -> dict[str, Any]:

@@ -1,6 +1,7 @@
 """What MCP offers one session beyond the lifecycle: tools, resources, prompts,
-logging, completion and subscriptions, as a method -> handler table the protocol
-dispatches to (`methods` for the handshake era, `modern_methods` for 2026-07-28).
+logging, completion, subscriptions and the requests the server sends the client
+(roots/list here; elicitation/create for approvals, in tools.py), as a method ->
+handler table the protocol dispatches to (`methods` for the handshake era, `modern_methods` for 2026-07-28).
 This is the one place a new tool family, resource or server-to-client request is
 registered; the protocol keeps framing, lifecycle and version negotiation.
 
@@ -119,6 +120,20 @@ class Surface:
                 PROMPTS_CHANGED,
                 *map(_resource_updated, self.subscriptions.updated(snapshot)),
             ]
+
+    # -- requests to the client ---------------------------------------------------------
+    def ask_roots(self) -> None:
+        """Ask a client that offers MCP roots for them: the first is the default workspace
+        of its runs (spec/runs.md). The answer arrives later, through the protocol's `reply`."""
+        session = self.session
+        if session.stateless or "roots" not in session.client_capabilities:
+            return  # stateless HTTP has no channel back to the client (a seam for later)
+        session.client_requests.send("roots/list", None, self._got_roots)
+
+    def _got_roots(self, result: Any, error: dict[str, Any] | None) -> None:
+        roots = result.get("roots") if isinstance(result, dict) and error is None else None
+        if isinstance(roots, list):
+            self.service.set_client_roots([r.get("uri") for r in roots if isinstance(r, dict)])
 
     # -- logging, completion, subscriptions ---------------------------------------------
     def set_level(self, params: dict[str, Any]) -> dict[str, Any]:
