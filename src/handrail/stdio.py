@@ -239,9 +239,9 @@ def serve(
                     continue
             lines.pull()
 
-    for target, name in ((answer, "handrail-answer"), (watch, "handrail-watch")):
-        threading.Thread(target=target, name=name, daemon=True).start()
-    try:
+    try:  # a signal may come as soon as the first answer is out, before `start` returns
+        for target, name in ((watch, "handrail-watch"), (answer, "handrail-answer")):
+            threading.Thread(target=target, name=name, daemon=True).start()
         while not finished.wait(0.05):
             if lines.ended.is_set() and lines.taken == lines.read:
                 # no more input, and the last line is in hand: it may still finish, briefly
