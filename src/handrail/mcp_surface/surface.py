@@ -104,6 +104,9 @@ class Surface:
         """Notifications owed to the client because the catalog changed since last asked.
         Called from the transport and from the catalog watcher's thread, hence the lock;
         nothing is owed before the client has said `notifications/initialized`."""
+        ready = self.service.catalog.ready
+        if ready is not None and ready.generation == self._seen_generation:
+            return []  # the usual answer, after every line: known without the lock
         with self._notify_lock:
             snapshot = self.service.catalog.ready
             if snapshot is None or not self.session.client_ready:
