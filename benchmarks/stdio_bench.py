@@ -147,7 +147,13 @@ class Server:
         return self.receive()
 
     def cpu_s(self) -> float:
-        """User plus system CPU seconds the server has used so far, from /proc."""
+        """CPU seconds the server has used so far, from /proc: the nanosecond run time of
+        each of its threads (schedstat), else user plus system time in clock ticks."""
+        try:
+            tasks = Path(f"/proc/{self.process.pid}/task").iterdir()
+            return sum(int((task / "schedstat").read_text().split()[0]) for task in tasks) / 1e9
+        except (OSError, ValueError, IndexError):
+            pass
         fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
@@ -263,3 +269,78 @@ def run(n: int, spawns: int, soak: int) -> dict[str, Any]:
             "floor": measure(floor_command(), n, spawns, soak),
             "replay": measure(replay_command(answers), n, spawns, soak),
         }
+
+
+def compare(commit: str, n: int, rounds: int) -> str:
+    """This tree and `commit` (checked out in a temporary worktree) against the replay
+    floor, in one session, each measured `rounds` times in turn: the best of the rounds
+    (the least disturbed by the rest of the machine) for each figure."""
+    with tempfile.TemporaryDirectory(prefix="handrail-compare-") as folder:
+        base = Path(folder) / "base"
+        subprocess.run(
+            ["git", "worktree", "add", "--detach", str(base), commit],
+            cwd=ROOT,
+            check=True,
+            capture_output=True,
+        )
+        try:
+            answers = Path(folder) / "answers.json"
+            record(handrail_command(), answers)
+            commands = {
+                "base": ["env", f"PYTHONPATH={base / 'src'}", *handrail_command()],
+                "this": handrail_command(),
+                "replay": replay_command(answers),
+            }
+            runs: dict[str, list[dict[str, Any]]] = {label: [] for label in commands}
+            for _ in range(rounds):
+                for label, command in commands.items():
+                    runs[label].append(measure(command, n, 1, 0)["tools"])
+        finally:
+            subprocess.run(["git", "worktree", "remove", "--force", str(base)], cwd=ROOT, capture_output=True)
+    best = {label: _best(tools) for label, tools in runs.items()}
+    lines = [
+        f"over stdio, {n} requests per scenario, best of {rounds} rounds; base = {commit}",
+        "",
+        "| scenario | server CPU µs/request base / this / replay | p50 vs replay base / this "
+        "| pipelined rps vs replay base / this |",
+        "|---|---|---|---|",
+    ]
+    for name in requests():
+        b, t, r = (best[label][name] for label in ("base", "this", "replay"))
+        lines.append(
+            f"| {name} | {b['cpu_us']:.0f} / {t['cpu_us']:.0f} / {r['cpu_us']:.0f} "
+            f"| {b['p50_us'] / r['p50_us']:.2f}x / {t['p50_us'] / r['p50_us']:.2f}x "
+            f"| {b['pipelined_rps'] / r['pipelined_rps']:.2f}x "
+            f"/ {t['pipelined_rps'] / r['pipelined_rps']:.2f}x |"
+        )
+    return "\n".join(lines)
+
+
+def _best(rounds: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    return {
+        name: {
+            "cpu_us": min(r[name]["cpu_us"] for r in rounds),
+            "p50_us": min(r[name]["p50_us"] for r in rounds),
+            "pipelined_rps": max(r[name]["pipelined_rps"] for r in rounds),
+        }
+        for name in rounds[0]
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.stdio_bench",
+        description="handrail over stdio against the replay floor, and against another commit",
+    )
+    parser.add_argument("--against", metavar="COMMIT", required=True, help="the baseline commit")
+    parser.add_argument("-n", type=int, default=1000, help="requests per scenario")
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args(argv)
+    print(compare(args.against, args.n, args.rounds))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

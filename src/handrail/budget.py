@@ -19,7 +19,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from dataclasses import dataclass
 
 from handrail.errors import HandrailError
@@ -48,14 +48,27 @@ _current: ContextVar[Budget | None] = ContextVar("handrail_budget", default=None
 @contextmanager
 def spend(seconds: int, reply_bytes: int, regex_ms: int = REGEX_TIMEOUT_MS) -> Iterator[Budget]:
     """The budget of one request, for the code that runs inside the `with`."""
-    if regex_ms <= 0:
-        raise ValueError("the regex time limit is a positive number of milliseconds")
-    budget = Budget(time.monotonic() + seconds, seconds, reply_bytes, regex_ms)
+    budget = _new(seconds, reply_bytes, regex_ms)
     token = _current.set(budget)
     try:
         yield budget
     finally:
         _current.reset(token)
+
+
+def begin(seconds: int, reply_bytes: int, regex_ms: int = REGEX_TIMEOUT_MS) -> Token[Budget | None]:
+    """`spend` without the `with`, for the request path: pass the token to `end`."""
+    return _current.set(_new(seconds, reply_bytes, regex_ms))
+
+
+def _new(seconds: int, reply_bytes: int, regex_ms: int) -> Budget:
+    if regex_ms <= 0:
+        raise ValueError("the regex time limit is a positive number of milliseconds")
+    return Budget(time.monotonic() + seconds, seconds, reply_bytes, regex_ms)
+
+
+def end(token: Token[Budget | None]) -> None:
+    _current.reset(token)
 
 
 def current() -> Budget | None:

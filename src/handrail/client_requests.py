@@ -72,7 +72,7 @@ class ClientRequests:
             self._pending[rid] = on_answer
             self._waiting[rid] = done
         try:
-            from handrail.protocol import encode
+            from handrail.codec import encode
 
             sender(encode(message))
             if not done.wait(timeout):
@@ -94,7 +94,7 @@ class ClientRequests:
         (it has been handed over); False for anything else, to be queued as usual."""
         if b'"method"' in line:
             return False
-        from handrail.protocol import decode
+        from handrail.codec import decode
 
         try:
             message = decode(line)

@@ -11,6 +11,18 @@ from typing import Any, Literal, NamedTuple
 
 Severity = Literal["error", "warning"]
 
+# JSON-RPC error codes: the standard ones, then those of MCP and of its 2026-07-28 revision.
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+SERVER_ERROR = -32000  # also: Forbidden, Unauthorized, Not Acceptable... from the HTTP transport
+RESOURCE_NOT_FOUND = -32002  # an unknown resource, before 2026-07-28 (then -32602)
+HEADER_MISMATCH = -32020  # 2026-07-28: HTTP headers disagree with the body
+MISSING_CLIENT_CAPABILITY = -32021  # 2026-07-28
+UNSUPPORTED_PROTOCOL_VERSION = -32022  # 2026-07-28: data {supported, requested}
+
 
 @dataclass(frozen=True, slots=True)
 class Diagnostic:

@@ -6,9 +6,10 @@ any number of replicas behind a load balancer give the same answers. The
 protocol core is the stdio server's (`Protocol`), so both transports answer a
 request alike; this module adds only what HTTP needs:
 
-- Host and Origin are checked against allow-lists (DNS rebinding): 403;
-- a bearer token is required when HANDRAIL_TOKEN or a tokens file is set: 401; the
-  token names the person asking (handrail.people), set for the request's run calls;
+- Host and Origin are checked against allow-lists (DNS rebinding): 403; a bearer
+  token is required when HANDRAIL_TOKEN or a tokens file is set: 401; the token names
+  the person asking (handrail.people), set for the request's run calls (both checks:
+  transport_security.py; a refusal is an RpcError sent through the one builder);
 - GET (no server-to-client stream is offered) and DELETE (no sessions): 405;
 - an Accept that rules out JSON: 406; a body that is not JSON: 415; too large: 413;
 - MCP-Protocol-Version must name a version we speak; a 2026-07-28 request's
@@ -26,17 +27,13 @@ clients are bounded by uvicorn's own limits plus a header and a body timeout
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
 import logging
-import re
 import socket
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any
-from urllib.parse import urlsplit
 
 from starlette.applications import Starlette
 from starlette.datastructures import Headers
@@ -45,50 +42,33 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from handrail import __version__
-from handrail.errors import error_response
-from handrail.limits import TransportLimits
-from handrail.people import People, bearer
-from handrail.protocol import (
-    ALL_VERSIONS,
-    CLIENT_CAPABILITIES_KEY,
+from handrail.codec import decode, encode
+from handrail.errors import (
     HEADER_MISMATCH,
     INVALID_PARAMS,
     INVALID_REQUEST,
+    SERVER_ERROR,
+)
+from handrail.http_headers import accepts_json, header_mismatch, status_of
+from handrail.limits import TransportLimits
+from handrail.people import People
+from handrail.protocol import Protocol, parse_error, valid_id
+from handrail.revisions import (
+    ALL_VERSIONS,
+    CLIENT_CAPABILITIES_KEY,
     KNOWN_VERSIONS,
-    METHOD_NOT_FOUND,
     MODERN_VERSIONS,
-    PARSE_ERROR,
     PROTOCOL_VERSION_KEY,
-    UNSUPPORTED_PROTOCOL_VERSION,
-    Protocol,
-    decode,
-    encode,
     envelope,
-    parse_error,
-    valid_id,
 )
 from handrail.runs.core import REQUEST_OWNER
 from handrail.service import Service
+from handrail.transport_security import LOCAL_HOSTS, Guard, Refused
 from handrail.workers import Busy, WorkerPool, default_workers
 
 log = logging.getLogger("handrail.http")
-LOCAL_HOSTS = ("localhost", "127.0.0.1", "[::1]", "::1")
 MAX_BODY = 4 * 1024 * 1024
 BATCH_VERSIONS = ("2024-11-05", "2025-03-26")  # JSON-RPC batching left the protocol in 2025-06-18
-MISSING_CLIENT_CAPABILITY = -32021
-# The HTTP status of a 2026-07-28 request's JSON-RPC error; any other code is 200.
-ERROR_STATUS = {
-    PARSE_ERROR: 400,
-    INVALID_REQUEST: 400,
-    INVALID_PARAMS: 400,
-    HEADER_MISMATCH: 400,
-    MISSING_CLIENT_CAPABILITY: 400,
-    UNSUPPORTED_PROTOCOL_VERSION: 400,
-    METHOD_NOT_FOUND: 404,
-}
-NAME_BEARING = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
-ROUTING_HEADERS = ("mcp-protocol-version", "mcp-method", "mcp-name")
-_BASE64_HEADER = re.compile(r"^=\?base64\?(.*)\?=$")
 
 
 @dataclass
@@ -101,90 +81,22 @@ class HttpSettings:
     transport: TransportLimits = field(default_factory=TransportLimits)
 
 
-def _host_name(value: str) -> str:
-    """`example.com:8080` -> `example.com`; `[::1]:80` -> `[::1]`. Anything after the
-    host but a `:port` of digits is kept, so `[::1]evil.com` matches no allowed host."""
-    if value.startswith("["):
-        host, _, rest = value.partition("]")
-        if rest == "" or (rest.startswith(":") and rest[1:].isdigit()):
-            return host + "]"
-        return value
-    if value.count(":") == 1:
-        host, _, port = value.partition(":")
-        return host if port.isdigit() else value
-    return value
-
-
 def _error(status: int, code: int, message: str, rid: Any = None, **data: Any) -> Response:
-    body = error_response(rid, code, message, data or None)
-    return Response(encode(body), status_code=status, media_type="application/json")
+    return _refused(Refused(status, code, message, data or None), rid)
+
+
+def _refused(refused: Refused, rid: Any = None) -> Response:
+    """A refusal on its way out: the JSON-RPC error (RpcError.response), with its status."""
+    return Response(
+        encode(refused.response(rid)),
+        status_code=refused.status,
+        headers=refused.headers,
+        media_type="application/json",
+    )
 
 
 def _json(reply: Any, status: int = 200) -> Response:
     return Response(encode(reply), status_code=status, media_type="application/json")
-
-
-def accepts_json(accept: str | None) -> bool:
-    """Whether an Accept header admits application/json (no header admits anything)."""
-    if accept is None or not accept.strip():
-        return True
-    for item in accept.split(","):
-        media, _, parameters = item.partition(";")
-        if media.strip().lower() in ("application/json", "application/*", "*/*"):
-            quality = re.search(r"(?:^|;)\s*q\s*=\s*([0-9.]+)", parameters)
-            if quality is None or _positive(quality.group(1)):
-                return True
-    return False
-
-
-def _positive(text: str) -> bool:
-    try:
-        return float(text) > 0
-    except ValueError:
-        return True
-
-
-def _decode_header(value: str | None) -> str | None:
-    """An Mcp-Name value, unwrapping the `=?base64?...?=` form clients use for
-    values that are not plain printable ASCII; None when the wrapping is broken."""
-    if value is None:
-        return None
-    wrapped = _BASE64_HEADER.match(value)
-    if wrapped is None:
-        return value
-    try:
-        return base64.b64decode(wrapped.group(1), validate=True).decode("utf-8")
-    except (binascii.Error, UnicodeDecodeError):
-        return None
-
-
-def header_mismatch(message: dict[str, Any], meta: dict[str, Any], headers: Headers) -> str | None:
-    """Why a 2026-07-28 request's routing headers disagree with its body, or None."""
-    for name in ROUTING_HEADERS:
-        if len(headers.getlist(name)) > 1:
-            return f"the {name} header appears more than once"
-    if headers.get("mcp-protocol-version") != meta[PROTOCOL_VERSION_KEY]:
-        return f"the MCP-Protocol-Version header does not match _meta {PROTOCOL_VERSION_KEY}"
-    method = message.get("method")
-    if headers.get("mcp-method") != method:
-        return "the Mcp-Method header does not match the request's method"
-    key = NAME_BEARING.get(method) if isinstance(method, str) else None
-    if key is not None:
-        value = message["params"].get(key)
-        if value is not None and _decode_header(headers.get("mcp-name")) != value:
-            return f"the Mcp-Name header does not match the request's {key}"
-    return None
-
-
-def _status_of(reply: Any, modern: bool) -> int:
-    """200 for results. A handshake-era error is 200 too, unless the message itself was
-    unusable (no id to answer: parse error, invalid request); a 2026 error goes by code."""
-    if not isinstance(reply, dict) or "error" not in reply:
-        return 200
-    code = reply["error"].get("code")
-    if modern:
-        return ERROR_STATUS.get(code, 200)
-    return 400 if reply.get("id") is None and code in (PARSE_ERROR, INVALID_REQUEST) else 200
 
 
 def create_app(service: Service, settings: HttpSettings | None = None) -> Starlette:
@@ -194,37 +106,16 @@ def create_app(service: Service, settings: HttpSettings | None = None) -> Starle
     pool = WorkerPool(limits.workers or default_workers(), limits.max_queued)
     people = People.combined(config.people, People.shared(config.token) if config.token else None)
 
-    def origin_allowed(origin: str) -> bool:
-        if origin in config.allowed_origins:
-            return True
-        parts = urlsplit(origin)
-        return parts.scheme in ("http", "https") and _host_name(parts.netloc) in config.allowed_hosts
-
-    def person(request: Request) -> str | None:
-        """Who the request's bearer token names (None: no token, or one nobody holds)."""
-        assert people is not None
-        headers = request.headers.getlist("authorization")
-        token = bearer(headers[0]) if len(headers) == 1 else None
-        return None if token is None else people.identify(token)
+    guard = Guard(config.allowed_hosts, config.allowed_origins, people)
 
     def refuse(request: Request, *, authenticate: bool = True) -> Response | None:
-        hosts = request.headers.getlist("host")
-        if len(hosts) != 1:  # a second Host could be the one a proxy or the app reads
-            return _error(403, -32000, "Forbidden: exactly one Host header is required", hosts=len(hosts))
-        host = _host_name(hosts[0])
-        if host not in config.allowed_hosts:
-            return _error(403, -32000, "Forbidden: Host not allowed", host=host)
-        origins = request.headers.getlist("origin")
-        if len(origins) > 1:
-            return _error(403, -32000, "Forbidden: more than one Origin header", origins=len(origins))
-        if origins and not origin_allowed(origins[0]):
-            return _error(403, -32000, "Forbidden: Origin not allowed", origin=origins[0])
-        if authenticate and people is not None:
-            asking = person(request)
-            if asking is None:
-                response = _error(401, -32000, "Unauthorized: a bearer token is required")
-                response.headers["WWW-Authenticate"] = 'Bearer realm="handrail"'
-                return response
+        """Host, Origin and (with `authenticate`) token checks; the person asking is
+        kept in `request.state.person`."""
+        try:
+            asking = guard.check(request.headers, authenticate=authenticate)
+        except Refused as refused:
+            return _refused(refused)
+        if asking is not None:
             request.state.person = asking
         return None
 
@@ -266,7 +157,7 @@ def create_app(service: Service, settings: HttpSettings | None = None) -> Starle
     def unsupported_header(version: str, rid: Any = None) -> Response:
         return _error(
             400,
-            -32000,
+            SERVER_ERROR,
             "Bad Request: unsupported MCP-Protocol-Version",
             rid,
             supportedVersions=list(ALL_VERSIONS),
@@ -285,15 +176,15 @@ def create_app(service: Service, settings: HttpSettings | None = None) -> Starle
                     details=f"JSON-RPC batches are not part of protocol version {version}",
                 )
             reply = protocol.reply(message)
-            return Response(status_code=202) if reply is None else _json(reply, _status_of(reply, False))
+            return Response(status_code=202) if reply is None else _json(reply, status_of(reply, False))
         if not isinstance(message, dict):
             reply = protocol.reply(message)
-            return _json(reply, _status_of(reply, False))
+            return _json(reply, status_of(reply, False))
         if "id" not in message:  # a notification (or a malformed message without an id)
             if version is not None and version not in ALL_VERSIONS:
                 return unsupported_header(version)
             reply = protocol.reply(message)
-            return Response(status_code=202) if reply is None else _json(reply, _status_of(reply, False))
+            return Response(status_code=202) if reply is None else _json(reply, status_of(reply, False))
         rid = message["id"] if valid_id(message["id"]) else None
         meta = envelope(message)
         if meta is not None:
@@ -301,7 +192,7 @@ def create_app(service: Service, settings: HttpSettings | None = None) -> Starle
             if mismatch is not None:
                 return _error(400, HEADER_MISMATCH, "Header mismatch", rid, details=mismatch)
             reply = protocol.reply(message)
-            return _json(reply, _status_of(reply, True))
+            return _json(reply, status_of(reply, True))
         if version is not None and version not in KNOWN_VERSIONS:
             if version not in MODERN_VERSIONS:
                 return unsupported_header(version, rid)
@@ -317,7 +208,7 @@ def create_app(service: Service, settings: HttpSettings | None = None) -> Starle
         reply = protocol.reply(message)
         if reply is None:  # a client's response to nothing we asked
             return Response(status_code=202)
-        return _json(reply, _status_of(reply, False))
+        return _json(reply, status_of(reply, False))
 
     async def mcp(request: Request) -> Response:
         refused = refuse(request)
@@ -326,10 +217,10 @@ def create_app(service: Service, settings: HttpSettings | None = None) -> Starle
         if request.method != "POST":
             return Response(status_code=405, headers={"Allow": "POST"})
         if not accepts_json(request.headers.get("accept")):
-            return _error(406, -32000, "Not Acceptable: the client must accept application/json")
+            return _error(406, SERVER_ERROR, "Not Acceptable: the client must accept application/json")
         content_type = request.headers.get("content-type")
         if content_type is not None and content_type.split(";")[0].strip().lower() != "application/json":
-            return _error(415, -32000, "Unsupported Media Type: the body must be application/json")
+            return _error(415, SERVER_ERROR, "Unsupported Media Type: the body must be application/json")
         body = await read_body(request)
         if isinstance(body, Response):
             return body
@@ -338,7 +229,7 @@ def create_app(service: Service, settings: HttpSettings | None = None) -> Starle
         except Busy as busy:
             response = _error(
                 503,
-                -32000,
+                SERVER_ERROR,
                 "Server busy: every worker is taken and the queue is full",
                 limit="maxQueuedRequests",
                 value=busy.limit,

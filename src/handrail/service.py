@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from handrail import budget
 from handrail.catalog import Catalog, Snapshot
+from handrail.codec import Encoded as Encoded
+from handrail.codec import encode_sized
 from handrail.errors import InvalidParams, WorkflowNotFound
 from handrail.limits import Limits
 from handrail.suggest import close_matches
@@ -25,31 +27,6 @@ if TYPE_CHECKING:
     from handrail.runs import Runs
 
 Validator = Callable[[Any], Any]
-
-
-class Encoded:
-    """A result that is already JSON (a workflow's source, a cached listing): the protocol
-    splices the bytes into its reply instead of parsing and encoding them again."""
-
-    __slots__ = ("_quoted", "data")
-
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-        self._quoted: bytes | None = None
-
-    def value(self) -> Any:
-        import orjson
-
-        return orjson.loads(self.data)
-
-    def quoted(self) -> bytes:
-        """This JSON as a JSON string (the text block of a tool result); made once, since
-        the same listing or document is sent again and again."""
-        if self._quoted is None:
-            import orjson
-
-            self._quoted = orjson.dumps(self.data.decode())
-        return self._quoted
 
 
 class Service:
@@ -93,6 +70,15 @@ class Service:
 
     def call(self, name: str, arguments: Any) -> Any:
         """The tool's JSON result: a dict, or an `Encoded` one (see `Encoded.value`)."""
+        return self._run(name, arguments, False)
+
+    def answer(self, name: str, arguments: Any) -> Encoded:
+        """The tool's result as the wire carries it: encoded once, and that encoding is
+        where `maxReplyBytes` is checked, so no reply is measured and encoded again."""
+        encoded: Encoded = self._run(name, arguments, True)
+        return encoded
+
+    def _run(self, name: str, arguments: Any, encoded: bool) -> Any:
         if arguments is None:
             arguments = {}
         if not isinstance(arguments, dict):
@@ -104,12 +90,15 @@ class Service:
         limits = self.limits
         snapshot = self.catalog.snapshot()  # a reload of changed files is not the request's cost
         # one budget per request, whichever transport or thread runs it (see budget.py)
-        with budget.spend(limits.max_request_seconds, limits.max_reply_bytes, limits.regex_timeout_ms):
+        token = budget.begin(limits.max_request_seconds, limits.max_reply_bytes, limits.regex_timeout_ms)
+        try:
             self._limit(name, arguments)
             self._check(name, arguments)
             result = self._handlers[name](snapshot, arguments)
-            _bound_reply(result, limits.max_reply_bytes)
-        return result
+            reply = _bounded(result, limits.max_reply_bytes)
+        finally:
+            budget.end(token)
+        return reply if encoded else result
 
     def published_tools(self) -> tuple[dict[str, Any], ...]:
         """What tools/list offers: every tool, or with `runs_only` the listing and the run tools."""
@@ -333,11 +322,17 @@ def _over(limit: str, value: int, details: str) -> InvalidParams:
     return InvalidParams(data={"details": details, "limit": limit, "value": value})
 
 
-def _bound_reply(result: Any, limit: int) -> None:
-    """Refuse a result larger than `maxReplyBytes` as JSON (templates stop earlier)."""
-    size = len(result.data) if isinstance(result, Encoded) else _json_size(result)
+def _bounded(result: Any, limit: int) -> Encoded:
+    """`result` encoded, once; refused when larger than `maxReplyBytes` as JSON
+    (templates stop earlier)."""
+    if isinstance(result, Encoded):
+        encoded, size = result, len(result.data)
+    else:
+        data, size = encode_sized(result)
+        encoded = Encoded(data)
     if size > limit:
         raise budget.over_size(size, "the reply")
+    return encoded
 
 
 def refuse_non_finite(arguments: dict[str, Any]) -> None:
@@ -385,12 +380,16 @@ def _deeper_than(value: Any, limit: int) -> bool:
         item, depth = stack.pop()
         children = item.values() if isinstance(item, dict) else item
         for child in children:
-            if isinstance(child, dict | list):
+            kind = type(child)
+            if kind is str or kind is int or kind is bool or child is None:
+                continue  # the usual leaves, told apart cheaply: this runs on every call
+            if kind is float:
+                if not math.isfinite(child):
+                    refuse_non_finite(value)
+            elif isinstance(child, dict | list):
                 if depth + 1 > limit:
                     return True
                 stack.append((child, depth + 1))
-            elif type(child) is float and not math.isfinite(child):
-                refuse_non_finite(value)
     return False
 
 

@@ -2,6 +2,15 @@
 
 Only protocol messages reach stdout; anything else that tries to print while
 serving is sent to stderr.
+
+One thread both reads and answers: it reads what the pipe has, answers every line
+of it into the output buffer, and flushes only when it is about to wait for more
+input, so pipelined requests cost one read and one write between them, and a line
+is never handed from thread to thread. A second thread watches: once a request
+has been in hand for a tick (`WATCH_S`), it takes over the reading until that
+request ends, so that the end of input, and the client's answer to a request of
+ours (elicitation), are still seen while a long request runs. The calling thread
+only waits, and takes the signals.
 """
 
 from __future__ import annotations
@@ -10,26 +19,96 @@ import contextlib
 import io
 import logging
 import os
-import queue
 import signal
 import sys
 import threading
+from collections import deque
 from collections.abc import Callable
 from types import FrameType
 from typing import BinaryIO, cast
 
-from handrail.errors import error_response
+from handrail.codec import encode
+from handrail.errors import INTERNAL_ERROR, INVALID_REQUEST, error_response
 from handrail.limits import MAX_LINE_BYTES, SHUTDOWN_TIMEOUT_S
-from handrail.protocol import INTERNAL_ERROR, INVALID_REQUEST, Protocol, encode
+from handrail.protocol import Protocol
 
 DEFAULT_MAX_LINE = MAX_LINE_BYTES
 CHUNK = 1 << 16
-QUEUED_LINES = 8  # read ahead at most this many lines (each at most max_line bytes)
+QUEUED_LINES = 8  # while a request runs, read ahead only until this many lines wait
+WATCH_S = 0.01  # a request in hand this long gets a reader of its own (end of input, answers)
 log = logging.getLogger("handrail.stdio")
 
 
 class _Stop(Exception):
     pass
+
+
+class _Lines:
+    """The lines read and not yet answered, and who is reading: one thread at a time
+    reads (the answering one when it has nothing to do, the watcher while a request
+    runs), so lines are split in order and never read twice."""
+
+    def __init__(self, source: io.BufferedIOBase, limit: int, route: Callable[[bytes], bool]) -> None:
+        self.source, self.limit, self.route = source, limit, route
+        self.waiting: deque[bytes] = deque()
+        self.changed = threading.Condition(threading.Lock())
+        self.reading = False  # a thread is in `pull` (only the holder touches `pending`)
+        self.ended = threading.Event()  # no more input
+        self.read = 0  # lines read so far
+        self.taken = 0  # lines taken to answer so far
+        self.pending = bytearray()  # the start of a line whose end has not arrived yet
+        self.dropping = False  # inside a line over the limit, already refused: skip to its end
+
+    def claim(self) -> bool:
+        """Become the reader (call with `changed` held): False when another thread reads."""
+        if self.reading:
+            return False
+        self.reading = True
+        return True
+
+    def pull(self) -> None:
+        """Read what the pipe has (blocking until it has something), split it into lines,
+        release the reader's role. Called only by the thread that `claim`ed it."""
+        found: list[bytes] = []
+        try:
+            chunk = self.source.read1(CHUNK)
+        except (OSError, ValueError):  # input closed under us
+            chunk = b""
+        if not chunk:
+            if self.pending and not self.dropping:  # a last line without its newline
+                found.append(bytes(self.pending))
+            self.pending.clear()
+        else:
+            self._split(chunk, found)
+        with self.changed:
+            self.waiting.extend(found)
+            self.read += len(found)
+            if not chunk:
+                self.ended.set()
+            self.reading = False
+            self.changed.notify_all()
+
+    def _split(self, chunk: bytes, found: list[bytes]) -> None:
+        limit, pending = self.limit, self.pending
+        at = 0
+        while (end := chunk.find(b"\n", at)) != -1:
+            piece, at = chunk[at:end], end + 1
+            if self.dropping:
+                self.dropping = False
+                continue
+            if pending:
+                pending += piece
+                piece = bytes(pending)
+                pending.clear()
+            if self.route(piece):
+                continue  # the answer the request in hand waits for (elicitation)
+            found.append(OVERSIZED if len(piece) > limit else piece)
+        if not self.dropping:
+            pending += chunk[at:]
+            if len(pending) > limit:  # refused now, not when its end arrives
+                pending.clear()
+                self.dropping = True
+                found.append(OVERSIZED)
 
 
 def serve(
@@ -45,25 +124,19 @@ def serve(
     first answer is out: the server compiles its workflows then, off the start-up path.
     `max_line` defaults to the service's `Limits.max_line_bytes`.
 
-    Lines are read on one thread and answered, in order, on another; the calling thread
-    only waits. So a signal or the end of input is noticed even while a request runs:
-    the request in hand gets `shutdown_timeout` seconds to finish, then the server
-    leaves without it (its threads are daemons). At the end of input, the lines the
-    client sent before it are all answered first; the last one gets the grace period."""
-    if max_line is None:
-        limits = getattr(protocol.service, "limits", None)
-        max_line = limits.max_line_bytes if limits is not None else DEFAULT_MAX_LINE
+    A signal or the end of input is noticed even while a request runs: the request in
+    hand gets `shutdown_timeout` seconds to finish, then the server leaves without it
+    (its threads are daemons). At the end of input, the lines the client sent before it
+    are all answered first; the last one gets the grace period."""
+    limit = max_line if max_line is not None else protocol.limits.max_line_bytes
     source = cast(io.BufferedIOBase, stdin or _standard_input())  # read1: what the pipe has
     sink = stdout or sys.stdout.buffer
     sys.stdout = sys.stderr  # stray prints must not corrupt the protocol stream
-    lines: queue.Queue[bytes | None] = queue.Queue(maxsize=QUEUED_LINES)
-    ended = threading.Event()  # no more input
+    requests = protocol.client_requests
+    lines = _Lines(source, limit, lambda piece: requests.waiting and requests.route(piece))
     finished = threading.Event()  # the answering thread is done: shutdown, end of input, broken pipe
     stopping = threading.Event()  # take no further line
-    working = threading.Event()  # a line is in hand
-    # lines put in the queue / taken from it: at the end of input, the lines the client
-    # sent before closing are all answered; the grace period is for the last one only
-    counts = {"read": 0, "taken": 0}
+    in_hand = [False]  # a line is being answered
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         stopping.set()
@@ -85,109 +158,99 @@ def serve(
             with contextlib.suppress(OSError, ValueError):
                 send(note)
 
-    protocol.service.catalog.on_change(on_change)
+    protocol.on_catalog_change(on_change)
     protocol.sink = send  # log records for the client (logging/setLevel)
-    requests = protocol.client_requests
     requests.sender = send  # elicitation/create, sent while a request is answered
-    limit = max_line
 
-    def queue_line(line: bytes) -> None:
-        counts["read"] += 1  # counted first: the main thread never sees it taken before read
-        lines.put(line)
-
-    def read() -> None:
-        """Split what the pipe delivers into lines, in whatever chunks it comes: a client
-        that sends requests without waiting gets its answers in as few writes (benchmarks)."""
-        pending = bytearray()  # the start of a line whose end has not arrived yet
-        dropping = False  # inside a line over the limit, already refused: skip to its end
-        try:
-            while not stopping.is_set():
-                chunk = source.read1(CHUNK)
-                if not chunk:
-                    if pending and not dropping:  # a last line without its newline
-                        queue_line(bytes(pending))
-                    break
-                at = 0
-                while (end := chunk.find(b"\n", at)) != -1:
-                    piece, at = chunk[at:end], end + 1
-                    if dropping:
-                        dropping = False
-                        continue
-                    if pending:
-                        pending += piece
-                        piece = bytes(pending)
-                        pending.clear()
-                    if requests.waiting and requests.route(piece):
-                        continue  # the answer the request in hand waits for (elicitation)
-                    queue_line(_OVERSIZED if len(piece) > limit else piece)
-                if not dropping:
-                    pending += chunk[at:]
-                    if len(pending) > limit:  # refused now, not when its end arrives
-                        pending.clear()
-                        dropping = True
-                        queue_line(_OVERSIZED)
-        except (OSError, ValueError):  # input closed under us
-            pass
-        finally:
-            ended.set()
-            lines.put(None)
-
-    def write(data: bytes) -> None:
-        """Into the buffer only: flushed once nothing more is waiting to be answered."""
-        with writing:
-            sink.write(data + b"\n")
+    unflushed = [False]  # written since the last flush
 
     def flush() -> None:
         with writing:
-            sink.flush()
+            if unflushed[0]:
+                unflushed[0] = False
+                sink.flush()
+
+    def next_line() -> bytes | None:
+        """The next line to answer, reading (after a flush) when none waits; None at the end."""
+        while True:
+            with lines.changed:
+                if lines.waiting:
+                    lines.taken += 1
+                    return lines.waiting.popleft()
+                if lines.ended.is_set() or stopping.is_set():
+                    return None
+                mine = lines.claim()
+                if not mine:
+                    flush()  # the watcher reads: what is answered goes out meanwhile
+                    lines.changed.wait()
+                    continue
+            flush()  # nothing more to answer: out it goes before we wait for input
+            lines.pull()
 
     def answer() -> None:
         nonlocal after_first_reply
         try:
             while not stopping.is_set():
-                if lines.empty():
-                    flush()
-                line = lines.get()
+                line = next_line()
                 if line is None:
                     return
-                counts["taken"] += 1
-                working.set()
-                if line is _OVERSIZED:
-                    write(encode(_too_long(limit)))
+                in_hand[0] = True
+                out: bytes | None
+                if line is OVERSIZED:
+                    out = encode(_too_long(limit))
                 elif line.strip():
-                    reply = _handle(protocol, line)
-                    if reply is not None:
-                        write(reply)
-                        if after_first_reply is not None:
-                            flush()  # the first answer goes out before the workflows are compiled
-                            after_first_reply()
-                            after_first_reply = None
+                    out = _handle(protocol, line)
+                else:
+                    out = None
+                with writing:
+                    if out is not None:
+                        sink.write(out + b"\n")
                     for note in protocol.list_changed():
-                        write(note)
-                    for request in protocol.client_requests.take_outgoing():  # e.g. roots/list
-                        write(encode(request))
-                    if protocol.shutdown_requested:
-                        return
-                working.clear()
+                        sink.write(note + b"\n")
+                    for request in requests.take_outgoing():  # e.g. roots/list
+                        sink.write(encode(request) + b"\n")
+                    unflushed[0] = True
+                if out is not None and after_first_reply is not None:
+                    flush()  # the first answer goes out before the workflows are compiled
+                    after_first_reply()
+                    after_first_reply = None
+                in_hand[0] = False
+                if protocol.shutdown_requested:
+                    return
         except (OSError, ValueError):  # stdout closed (BrokenPipeError) or unusable
             return
         finally:
             with contextlib.suppress(OSError, ValueError):
                 flush()
             finished.set()
+            with lines.changed:
+                lines.changed.notify_all()
 
-    for target, name in ((read, "handrail-stdin"), (answer, "handrail-answer")):
-        threading.Thread(target=target, name=name, daemon=True).start()
-    try:
+    def watch() -> None:
+        """Read for the request in hand once it has run a tick, until it is answered."""
+        seen = -1
+        while not finished.wait(WATCH_S):
+            with lines.changed:
+                taken = lines.taken
+                if not in_hand[0] or taken != seen:
+                    seen = taken  # a new request (or none): give it a tick first
+                    continue
+                if lines.ended.is_set() or len(lines.waiting) >= QUEUED_LINES or not lines.claim():
+                    continue
+            lines.pull()
+
+    try:  # a signal may come as soon as the first answer is out, before `start` returns
+        for target, name in ((watch, "handrail-watch"), (answer, "handrail-answer")):
+            threading.Thread(target=target, name=name, daemon=True).start()
         while not finished.wait(0.05):
-            if ended.is_set() and counts["taken"] == counts["read"]:
+            if lines.ended.is_set() and lines.taken == lines.read:
                 # no more input, and the last line is in hand: it may still finish, briefly
                 finished.wait(shutdown_timeout)
                 break
     except (_Stop, KeyboardInterrupt):
         stopping.set()
         protocol.interrupt()  # a check's processes die now; a wait for the client ends
-        if working.is_set():  # finish the message in hand, if it is quick enough
+        if in_hand[0]:  # finish the message in hand, if it is quick enough
             with contextlib.suppress(_Stop, KeyboardInterrupt):
                 finished.wait(shutdown_timeout)
         else:
@@ -200,7 +263,7 @@ def serve(
     return 0
 
 
-_OVERSIZED = b"\x00oversized"  # a marker, never a line: a read line is never this object
+OVERSIZED = b"\x00oversized"  # a marker, never a line: a read line is never this object
 
 
 def _too_long(max_line: int) -> dict[str, object]:

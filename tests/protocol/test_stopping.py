@@ -83,3 +83,15 @@ def test_every_line_sent_before_the_end_of_input_is_answered_beyond_the_grace_pe
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err
     assert [json.loads(answer)["id"] for answer in out.splitlines()] == [2, 3, 4]
+
+
+def test_lines_sent_while_a_request_runs_are_answered_after_it_in_order(tmp_path: Path) -> None:
+    # more lines than the server reads ahead while busy, all in one write, then the end of input
+    pings = [{"jsonrpc": "2.0", "id": n, "method": "ping"} for n in range(10, 40)]
+    slow = {"jsonrpc": "2.0", "id": 2, "method": "workflow_get", "params": {"id": "slow-1"}}
+    proc = start(tmp_path, slow, *pings, grace="5")
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    answers = [json.loads(answer) for answer in out.splitlines()]
+    assert [a["id"] for a in answers] == [2, *range(10, 40)]
+    assert answers[0]["result"] == {"slow": True} and all(a["result"] == {} for a in answers[1:])

@@ -1,4 +1,6 @@
-"""The optional parts of MCP a client may use beyond tools, resources and prompts:
-log notifications (`logging/setLevel`), argument completion (`completion/complete`)
-and resource subscriptions (`resources/subscribe`). `protocol.py` dispatches to them;
-none of them does I/O: what they send goes through the sink the transport gives."""
+"""What MCP offers beyond framing and lifecycle, registered into the protocol's method
+tables by `surface.Surface`: tools (`tools.py`), resources (`resources.py`), prompts
+(`prompts.py`), the prose a model reads (`texts.py`), log notifications
+(`logging_bridge.py`), argument completion (`completion.py`) and resource
+subscriptions (`subscriptions.py`). None of them does I/O: what they send goes
+through the sink the transport gives."""

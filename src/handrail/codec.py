@@ -1,0 +1,117 @@
+"""JSON on the wire: `encode` and `decode` for every message, and `Encoded`, a value
+that is already JSON and is spliced into a reply as bytes instead of encoded again.
+
+orjson does the work; the standard library takes what it refuses (integers past 64
+bits, lone surrogates), held to the same rules (UTF-8 only, no NaN or Infinity).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from handrail.wide_integers import may_hold_wide_integers
+
+
+class Encoded:
+    """A result that is already JSON (a workflow's source, a cached listing, a tool's
+    answer encoded once): the protocol splices the bytes into its reply instead of
+    parsing and encoding them again."""
+
+    __slots__ = ("_quoted", "data")
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self._quoted: bytes | None = None
+
+    def value(self) -> Any:
+        import orjson
+
+        return orjson.loads(self.data)
+
+    def quoted(self) -> bytes:
+        """This JSON as a JSON string (the text block of a tool result); made once, since
+        the same listing or document is sent again and again."""
+        if self._quoted is None:
+            import orjson
+
+            self._quoted = orjson.dumps(self.data.decode())
+        return self._quoted
+
+
+def encode(message: Any) -> bytes:
+    import orjson
+
+    try:
+        return orjson.dumps(message, default=_spliced)
+    except (TypeError, orjson.JSONEncodeError):  # huge integers, lone surrogates
+        return json.dumps(
+            message, ensure_ascii=True, separators=(",", ":"), default=lambda v: json.loads(v.data)
+        ).encode()
+
+
+def encode_sized(value: Any) -> tuple[bytes, int]:
+    """`value` encoded, and its size as compact UTF-8 JSON (what `maxReplyBytes` bounds):
+    the bytes' length, but where the standard library had to encode (a lone surrogate)
+    the size it would have in UTF-8 rather than in escapes."""
+    import orjson
+
+    try:
+        data = orjson.dumps(value, default=_spliced)
+    except (TypeError, orjson.JSONEncodeError):
+        data = encode(value)
+        text = json.dumps(
+            value, ensure_ascii=False, separators=(",", ":"), default=lambda v: json.loads(v.data)
+        )
+        return data, len(text.encode("utf-8", "surrogatepass"))
+    return data, len(data)
+
+
+def _spliced(value: Any) -> Any:
+    """Results the service hands over already encoded are spliced in, not re-encoded."""
+    import orjson
+
+    if isinstance(value, Encoded):
+        return orjson.Fragment(value.data)
+    raise TypeError(f"cannot encode {type(value).__name__}")
+
+
+def decode(data: bytes | str) -> Any:
+    import orjson
+
+    try:
+        message = orjson.loads(data)
+    except orjson.JSONDecodeError as first:
+        try:  # the standard library takes what orjson refuses: escaped lone surrogates
+            return _strict_loads(data)
+        except RecursionError:
+            raise ValueError("nested too deeply") from None
+        except (ValueError, UnicodeDecodeError):
+            raise ValueError(str(first)) from None
+    if _float_id(message) or may_hold_wide_integers(message):
+        # orjson reads an integer past 64 bits as a float (an id or a context value
+        # 2**70 would come back as 1.1805916207174113e+21); the standard library keeps it
+        # exact. Only messages holding a float that large are read again.
+        try:
+            return _strict_loads(data)
+        except RecursionError:
+            return message
+    return message
+
+
+def _float_id(message: Any) -> bool:
+    if isinstance(message, dict):
+        return type(message.get("id")) is float
+    if isinstance(message, list):
+        return any(isinstance(m, dict) and type(m.get("id")) is float for m in message)
+    return False
+
+
+def _strict_loads(data: bytes | str) -> Any:
+    """The standard library, held to what orjson accepts: UTF-8 only, no NaN or Infinity."""
+    text = data.decode("utf-8") if isinstance(data, bytes) else data
+    return json.loads(text, parse_constant=_no_constant)
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")

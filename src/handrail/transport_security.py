@@ -1,0 +1,98 @@
+"""Who may talk to the HTTP transport, checked before the protocol sees a request:
+Host and Origin against allow-lists (DNS rebinding: 403), and, when tokens are set,
+a bearer token that names the person asking (401). A refusal is a `Refused`: the
+one JSON-RPC error type, with the HTTP status (and headers) it goes out with."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+from starlette.datastructures import Headers
+
+from handrail.errors import SERVER_ERROR, RpcError
+from handrail.people import People, bearer
+
+LOCAL_HOSTS = ("localhost", "127.0.0.1", "[::1]", "::1")
+
+
+class Refused(RpcError):
+    """A JSON-RPC error the HTTP transport answers with `status` (not 200)."""
+
+    def __init__(
+        self,
+        status: int,
+        code: int,
+        message: str,
+        data: Any = None,
+        *,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(code, message, data)
+        self.status = status
+        self.headers = headers or {}
+
+
+def host_name(value: str) -> str:
+    """`example.com:8080` -> `example.com`; `[::1]:80` -> `[::1]`. Anything after the
+    host but a `:port` of digits is kept, so `[::1]evil.com` matches no allowed host."""
+    if value.startswith("["):
+        host, _, rest = value.partition("]")
+        if rest == "" or (rest.startswith(":") and rest[1:].isdigit()):
+            return host + "]"
+        return value
+    if value.count(":") == 1:
+        host, _, port = value.partition(":")
+        return host if port.isdigit() else value
+    return value
+
+
+@dataclass
+class Guard:
+    allowed_hosts: set[str] = field(default_factory=lambda: set(LOCAL_HOSTS))
+    allowed_origins: set[str] = field(default_factory=set)  # beyond http(s)://<allowed host>[:port]
+    people: People | None = None  # None: no token asked for
+
+    def origin_allowed(self, origin: str) -> bool:
+        if origin in self.allowed_origins:
+            return True
+        parts = urlsplit(origin)
+        return parts.scheme in ("http", "https") and host_name(parts.netloc) in self.allowed_hosts
+
+    def person(self, headers: Headers) -> str | None:
+        """Who the request's bearer token names (None: no token, or one nobody holds)."""
+        assert self.people is not None
+        given = headers.getlist("authorization")
+        token = bearer(given[0]) if len(given) == 1 else None
+        return None if token is None else self.people.identify(token)
+
+    def check(self, headers: Headers, *, authenticate: bool = True) -> str | None:
+        """The person asking (None when no token is asked for, or not `authenticate`);
+        raises Refused for a Host, Origin or token the server does not accept."""
+        hosts = headers.getlist("host")
+        if len(hosts) != 1:  # a second Host could be the one a proxy or the app reads
+            raise Refused(
+                403, SERVER_ERROR, "Forbidden: exactly one Host header is required", {"hosts": len(hosts)}
+            )
+        host = host_name(hosts[0])
+        if host not in self.allowed_hosts:
+            raise Refused(403, SERVER_ERROR, "Forbidden: Host not allowed", {"host": host})
+        origins = headers.getlist("origin")
+        if len(origins) > 1:
+            raise Refused(
+                403, SERVER_ERROR, "Forbidden: more than one Origin header", {"origins": len(origins)}
+            )
+        if origins and not self.origin_allowed(origins[0]):
+            raise Refused(403, SERVER_ERROR, "Forbidden: Origin not allowed", {"origin": origins[0]})
+        if not authenticate or self.people is None:
+            return None
+        asking = self.person(headers)
+        if asking is None:
+            raise Refused(
+                401,
+                SERVER_ERROR,
+                "Unauthorized: a bearer token is required",
+                headers={"WWW-Authenticate": 'Bearer realm="handrail"'},
+            )
+        return asking
