@@ -63,6 +63,7 @@ def _add_limit_options(parser: argparse.ArgumentParser) -> None:
         ("--max-reply", limits.MAX_REPLY_BYTES, "BYTES", "largest result of a tool, as JSON"),
         ("--max-workflow-steps", limits.MAX_WORKFLOW_STEPS, "N", "most steps in workflow_validate_json"),
         ("--max-workflow-depth", limits.MAX_WORKFLOW_DEPTH, "LEVELS", "nesting of workflow_validate_json"),
+        ("--max-compiled-workflows", limits.MAX_COMPILED_WORKFLOWS, "N", "compiled workflows kept in memory"),
     ):
         parser.add_argument(
             flag, type=positive, default=default, metavar=metavar, help=f"{what} (default {default})"
@@ -396,7 +397,10 @@ def _catalog(args: argparse.Namespace) -> Any:
     except GitSpecError as exc:
         print(f"handrail {args.command}: {exc}", file=sys.stderr)
         raise SystemExit(EXIT_USAGE) from None
-    return Catalog(sources, max_bytes=args.max_file_size)
+    from handrail.limits import MAX_COMPILED_WORKFLOWS
+
+    kept = getattr(args, "max_compiled_workflows", MAX_COMPILED_WORKFLOWS)  # a server's option
+    return Catalog(sources, max_bytes=args.max_file_size, max_compiled=kept)
 
 
 def _warn_missing(args: argparse.Namespace) -> None:
@@ -641,12 +645,12 @@ def _list(args: argparse.Namespace) -> int:
     snapshot = _catalog(args).snapshot()
     rows = [
         {
-            "id": e.workflow.id,
-            "name": e.workflow.name,
-            "version": e.workflow.version,
+            "id": e.item.id,
+            "name": e.item.name,
+            "version": e.item.version,
             "source": e.source.name,
-            "file": e.workflow.file,
-            "steps": e.workflow.step_count,
+            "file": e.item.file,
+            "steps": e.item.step_count,
             "stale": e.stale,
             **({"git": dict(e.origin)} if e.origin is not None else {}),
         }
