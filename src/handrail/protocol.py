@@ -358,8 +358,10 @@ class Protocol:
         listed: list[Any]
         if snapshot is None:  # answer before compiling anything: see Catalog.summaries
             listed = list(catalog.summaries())
+            snapshot = catalog.ready  # what the client was told of: a later one is news
         else:
             listed = snapshot.workflows
+        if snapshot is not None:
             with self._notify_lock:
                 self._seen_generation = snapshot.generation
         return {
