@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from handrail.catalog import live as catalog_module
 from handrail import compiler as compiler_module
 from handrail._resources import resource
 from handrail.catalog import Catalog, Snapshot, Source, default_sources, discover, load_catalog
+from handrail.catalog import live as catalog_module
 
 
 def workflow(

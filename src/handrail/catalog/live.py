@@ -181,8 +181,8 @@ class Catalog:
                     kept = self._unchecked.get(path)
                     data = zlib.decompress(kept) if kept is not None else read(path, self.max_bytes)
                     if isinstance(data, bytes) and revision(data) == item.revision:
-                        if self._verify(path, data, keep=False).workflow is None:
-                            self._reassemble = True  # listed, but broken: report it
+                        broken = self._verify(path, data, keep=False).workflow is None
+                        self._reassemble |= broken  # listed, but broken: report it
                     time.sleep(0)  # let requests in between files
                 if self._reassemble:
                     self._look()
