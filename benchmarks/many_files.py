@@ -1,17 +1,20 @@
-"""10,000 workflow files: how long until `handrail start` answers, how much memory it
-holds, how much CPU it burns idle, how long an unknown id takes to answer.
+"""10,000 workflow files: how long until `handrail start` gives its first real answer,
+how much memory it holds, how much CPU it burns idle, how long an unknown id takes.
 
 Builds N files in a temporary folder (copies of the bundled workflows under new ids,
-so each is a realistic 5-15 KB), spawns `handrail start --no-bundled --workflows DIR`
-and measures, from the spawn: the first answer (`initialize`), the second
-(`workflow_list`), then `workflow_get` of a known id and of an unknown one (the
-did-you-mean search), the resident memory once loaded, and the CPU used over
-`--idle` quiet seconds; then spawns `handrail serve` on the same folder and measures
-when /healthz first answers and when it says 200. `--baseline COMMIT` runs the same against the source of an
-earlier commit of this repository (extracted with `git archive`), in the same run.
+so each is a realistic 5-15 KB, plus one broken file), spawns `handrail start
+--no-bundled --workflows DIR` and measures, from the spawn: `initialize`, the first
+real answer (`workflow_next` of a workflow in the middle of the folder) in wall and in
+the server's CPU seconds, `workflow_list`, then `workflow_get` of a known id and of
+unknown ones (the did-you-mean search); when the listing reports the broken file (every
+file checked); the resident memory once that is done (and its peak); and the CPU
+used over `--idle` quiet seconds. Then spawns `handrail serve` on the same folder and
+measures when /healthz first answers and when it says 200. `--baseline COMMIT` runs
+the same against the source of an earlier commit of this repository (extracted with
+`git archive`), in the same run.
 
     .venv/bin/python -m benchmarks.many_files                 # 10,000 files
-    .venv/bin/python -m benchmarks.many_files --files 2000 --baseline 0cb3754
+    .venv/bin/python -m benchmarks.many_files --files 2000 --baseline e49b36a
 """
 
 from __future__ import annotations
@@ -40,6 +43,9 @@ INIT = {
 }
 
 
+BROKEN_FILE = "zz-broken.json"  # lists like the others (id, name...), but its step does not compile
+
+
 def build(folder: Path, count: int) -> list[str]:
     templates = [json.loads(p.read_text("utf-8")) for p in sorted((ROOT / "workflows").glob("*.json"))]
     ids = []
@@ -48,6 +54,11 @@ def build(folder: Path, count: int) -> list[str]:
         document["id"] = f"{document['id']}-{index:05d}"
         ids.append(document["id"])
         (folder / f"wf-{index:05d}.json").write_text(json.dumps(document, indent=2), "utf-8")
+    broken = dict(templates[0], id="broken-workflow")
+    broken["steps"] = [
+        {"id": "a", "title": "A", "prompt": "p", "runCondition": {"var": "x", "equals": 1, "and": []}}
+    ]
+    (folder / BROKEN_FILE).write_text(json.dumps(broken, indent=2), "utf-8")
     return ids
 
 
@@ -102,6 +113,13 @@ class Client:
             self.proc.wait()
 
 
+def _peak_rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
 def measure(source: Path, folder: Path, ids: list[str], idle: float) -> dict[str, Any]:
     client = Client(source, folder)
     try:
@@ -109,32 +127,50 @@ def measure(source: Path, folder: Path, ids: list[str], idle: float) -> dict[str
         client.proc.stdin.write(json.dumps(INIT).encode() + b"\n")
         client.proc.stdin.flush()
         json.loads(client.proc.stdout.readline())
+        initialize = time.perf_counter() - client.started
+        _, answer = client.ask("workflow_next", _next(ids[len(ids) // 2]))
+        assert "result" in answer, answer
         first = time.perf_counter() - client.started
-        _, listing = client.ask("workflow_list")
-        second = time.perf_counter() - client.started
-        listed = len(listing.get("result", {}).get("workflows", []))
-        known, _ = client.ask("workflow_get", {"id": ids[len(ids) // 2]})
+        first_cpu = _cpu_seconds(client.proc.pid)
+        listing_s, listing = client.ask("workflow_list")
+        listed = len(listing["result"]["workflows"])
+        known, _ = client.ask("workflow_get", {"id": ids[len(ids) // 3]})
         unknown = []
         for name in ("no-such-workflow", "code-reveiw-00042", "zzzz"):
             seconds, reply = client.ask("workflow_get", {"id": name})
             assert reply["error"]["code"] == -32001, reply
             unknown.append(seconds)
+        checked = float("nan")
+        while time.perf_counter() - client.started < 600:  # until the broken file is reported
+            _, reply = client.ask("workflow_list")
+            if any(BROKEN_FILE in d["file"] for d in reply["result"]["diagnostics"]):
+                checked = time.perf_counter() - client.started
+                break
+            time.sleep(0.25)
         time.sleep(1.0)  # let any start-up work settle
         rss = _rss_mb(client.proc.pid)
         before = _cpu_seconds(client.proc.pid)
         time.sleep(idle)
         cpu = (_cpu_seconds(client.proc.pid) - before) / idle * 100
         return {
-            "first_answer_s": round(first, 2),
-            "second_answer_s": round(second, 2),
+            "initialize_s": round(initialize, 2),
+            "first_real_answer_s": round(first, 2),
+            "server_cpu_to_first_answer_s": round(first_cpu, 2),
+            "workflow_list_ms": round(listing_s * 1000, 1),
             "listed": listed,
             "get_known_ms": round(known * 1000, 1),
             "get_unknown_ms": round(max(unknown) * 1000, 1),
+            "all_checked_s": round(checked, 2),
             "rss_mb": round(rss, 1),
+            "peak_rss_mb": round(_peak_rss_mb(client.proc.pid), 1),
             "idle_cpu_percent": round(cpu, 2),
         }
     finally:
         client.close()
+
+
+def _next(workflow_id: str) -> dict[str, Any]:
+    return {"workflowId": workflow_id, "completedSteps": []}
 
 
 def measure_http(source: Path, folder: Path) -> dict[str, Any]:

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from handrail import catalog as catalog_module
 from handrail import compiler as compiler_module
 from handrail._resources import resource
 from handrail.catalog import Catalog, Snapshot, Source, default_sources, discover, load_catalog
+from handrail.catalog import live as catalog_module
 
 
 def workflow(
@@ -492,7 +492,7 @@ def test_an_unsettled_file_is_read_again_even_when_its_stamp_is_unchanged(
     # changed that recently is read again at the next look, until its stamp settles.
     path = write(tmp_path / "a.json", "alpha", version="1.0.1")
     stamp = [(time.time_ns(), 100, 1, time.time_ns())]
-    monkeypatch.setattr(catalog_module, "_stamp", lambda p: stamp[0])
+    monkeypatch.setattr(catalog_module, "stamp", lambda p: stamp[0])
     catalog = catalog_of(tmp_path)
     first = catalog.reload()
     write(path, "alpha", version="1.0.2")

@@ -149,12 +149,12 @@ def list_command(args: argparse.Namespace) -> int:
     snapshot = options.catalog_of(args).snapshot()
     rows = [
         {
-            "id": e.workflow.id,
-            "name": e.workflow.name,
-            "version": e.workflow.version,
+            "id": e.item.id,
+            "name": e.item.name,
+            "version": e.item.version,
             "source": e.source.name,
-            "file": e.workflow.file,
-            "steps": e.workflow.step_count,
+            "file": e.item.file,
+            "steps": e.item.step_count,
             "stale": e.stale,
             **({"git": dict(e.origin)} if e.origin is not None else {}),
         }

@@ -70,6 +70,13 @@ def add_limit_options(parser: argparse.ArgumentParser) -> None:
             metavar=metavar,
             help=f"{what} (default {default})",
         )
+    parser.add_argument(
+        "--max-compiled-workflows",
+        type=positive,
+        default=limits.MAX_COMPILED_WORKFLOWS,
+        metavar="N",
+        help=f"compiled workflows kept in memory (default {limits.MAX_COMPILED_WORKFLOWS})",
+    )
 
 
 def add_check_options(parser: argparse.ArgumentParser, *, serving: bool = True) -> None:
@@ -217,7 +224,10 @@ def catalog_of(args: argparse.Namespace) -> Any:
     except GitSpecError as exc:
         print(f"handrail {args.command}: {exc}", file=sys.stderr)
         raise SystemExit(EXIT_USAGE) from None
-    return Catalog(sources, max_bytes=args.max_file_size)
+    from handrail.limits import MAX_COMPILED_WORKFLOWS
+
+    kept = getattr(args, "max_compiled_workflows", MAX_COMPILED_WORKFLOWS)  # a server's option
+    return Catalog(sources, max_bytes=args.max_file_size, max_compiled=kept)
 
 
 def warn_missing(args: argparse.Namespace) -> None:

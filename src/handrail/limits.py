@@ -28,6 +28,9 @@ MAX_REPLY_BYTES = MAX_LINE_BYTES  # a tool's result as JSON, templates' output i
 MAX_WORKFLOW_STEPS = 5_000  # steps and loops of a workflow given to workflow_validate_json
 MAX_WORKFLOW_DEPTH = 100  # how deeply that workflow's JSON nests
 MAX_FOLDER_DEPTH = 32  # folders below a workflow source deeper than this are not entered
+# Compiled workflows a server keeps (least recently used first out); the others are
+# listed from a quick read and compiled again when asked for (handrail.catalog).
+MAX_COMPILED_WORKFLOWS = 256
 RELOAD_INTERVAL_S = 0.5  # a server gathers changed workflow files this long before a reload
 
 

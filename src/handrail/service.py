@@ -12,11 +12,12 @@ from functools import cache
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from handrail import budget
+from handrail.caching import BoundedCache
 from handrail.catalog import Catalog, Snapshot
 from handrail.codec import Encoded as Encoded
 from handrail.codec import encode_sized
 from handrail.errors import InvalidParams, WorkflowNotFound
-from handrail.limits import Limits
+from handrail.limits import MAX_COMPILED_WORKFLOWS, Limits
 from handrail.suggest import close_matches
 from handrail.tooldefs import tool_names, tools, workflow_schema
 
@@ -51,7 +52,10 @@ class Service:
         self.runs_only = runs_only
         self._validators: dict[str, Validator] = {}
         self._listing: tuple[Snapshot, Encoded] | None = None
-        self._documents: dict[str, tuple[Workflow, Encoded]] = {}  # id -> its last workflow_get answer
+        # id -> its last workflow_get answer, for as many workflows as the catalog keeps compiled
+        self._documents: BoundedCache[str, tuple[Workflow, Encoded]] = BoundedCache(
+            getattr(catalog, "max_compiled", MAX_COMPILED_WORKFLOWS)  # a stand-in catalog may not say
+        )
         self._handlers: dict[str, Callable[[Snapshot, dict[str, Any]], Any]] = {
             "workflow_list": self.workflow_list,
             "workflow_get": self.workflow_get,
@@ -229,11 +233,11 @@ class Service:
         return {
             "workflows": [
                 {
-                    "id": e.workflow.id,
-                    "name": e.workflow.name,
-                    "description": e.workflow.description,
-                    "category": e.workflow.category,
-                    "version": e.workflow.version,
+                    "id": e.item.id,
+                    "name": e.item.name,
+                    "description": e.item.description,
+                    "category": e.item.category,
+                    "version": e.item.version,
                     **({"source": dict(e.origin)} if e.origin is not None else {}),  # git: url, commit
                 }
                 for e in snapshot.entries.values()
@@ -247,7 +251,7 @@ class Service:
         if cached is not None and cached[0] is workflow:
             return cached[1]  # the same answer (and its quoted text) while the workflow stays
         document = Encoded(workflow.document)
-        self._documents[workflow.id] = (workflow, document)
+        self._documents.put(workflow.id, (workflow, document))
         return document
 
     def workflow_next(self, snapshot: Snapshot, args: dict[str, Any]) -> dict[str, Any]:

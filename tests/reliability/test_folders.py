@@ -152,8 +152,8 @@ def test_a_link_loop_appearing_while_serving_does_not_stop_reloads(tmp_path: Pat
 def test_a_file_swapped_for_a_fifo_after_it_was_found_is_refused_not_waited_on(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from handrail import catalog as catalog_module
     from handrail.catalog import Catalog, Source
+    from handrail.catalog import sources as catalog_module
 
     folder = tmp_path / "wf"
     folder.mkdir()

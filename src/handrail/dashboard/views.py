@@ -125,17 +125,18 @@ def run_graph(workflow: Workflow, run: RunRecord, events: Sequence[Event]) -> st
 
 
 def catalog(snapshot: Snapshot) -> dict[str, Any]:
-    workflows = sorted(snapshot.entries.values(), key=lambda e: e.workflow.id)
+    # each compiled on the way (the catalog compiles on first use); one found broken is left out
+    workflows = [w for w in map(snapshot.get, sorted(snapshot.entries)) if w is not None]
     return {
         "workflows": [
             {
-                "id": e.workflow.id,
-                "name": e.workflow.name,
-                "version": e.workflow.version,
-                "description": e.workflow.description,
-                "graph": to_mermaid(e.workflow),
+                "id": w.id,
+                "name": w.name,
+                "version": w.version,
+                "description": w.description,
+                "graph": to_mermaid(w),
             }
-            for e in workflows
+            for w in workflows
         ],
         "broken": _by_file([d.as_dict() for d in snapshot.problems]),
     }

@@ -90,12 +90,16 @@ class Surface:
         (see Catalog.summaries). `told`: the client now knows this catalog generation."""
         catalog = self.service.catalog
         snapshot = catalog.ready
+        listed: list[Any]
         if snapshot is None:
-            return instructions(list(catalog.summaries()))
-        if told:
+            listed = list(catalog.summaries())
+            snapshot = catalog.ready  # what the client was told of: a later one is news
+        else:
+            listed = snapshot.workflows
+        if told and snapshot is not None:
             with self._notify_lock:
                 self._seen_generation = snapshot.generation
-        return instructions(snapshot.workflows)
+        return instructions(listed)
 
     def on_catalog_change(self, listener: Callable[[Any], None]) -> None:
         self.service.catalog.on_change(listener)

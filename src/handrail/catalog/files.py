@@ -1,0 +1,164 @@
+"""Reading one workflow file: its stamp, its bytes (never waiting on a FIFO), what a
+listing needs of it (a JSON parse, no compile), and its compiled workflow."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import stat
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from handrail import folders
+from handrail.errors import Diagnostic
+
+if TYPE_CHECKING:  # the compiler is loaded on first compile, after `initialize` is answered
+    from handrail.compiler import Compiled
+    from handrail.model import Workflow
+
+log = logging.getLogger("handrail.catalog")
+
+Stamp = tuple[int, int, int, int]  # mtime_ns, size, inode, ctime_ns
+BOM = b"\xef\xbb\xbf"
+
+
+@dataclass(frozen=True, slots=True)
+class Listed:
+    """A workflow file as listings show it, read without compiling it: a few strings.
+    `load` compiles it on demand (the catalog's bounded cache); None if it turns out broken."""
+
+    id: str
+    name: str
+    description: str
+    version: str
+    category: str
+    step_count: int
+    file: str  # as diagnostics name it
+    path: Path
+    revision: str  # as Workflow.revision: a digest of the bytes
+    load: Callable[[Listed], Workflow | None] = field(compare=False, repr=False)
+
+
+def stamp(path: Path) -> Stamp:
+    st = path.stat()
+    return (st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns)
+
+
+def revision(data: bytes) -> str:
+    """Workflow.revision of these bytes (the compiler hashes the text, BOM left out)."""
+    return hashlib.sha256(data.removeprefix(BOM)).hexdigest()[:16]
+
+
+def read(path: Path, max_bytes: int) -> bytes | Diagnostic:
+    """The file's bytes, read once and without waiting (a FIFO put in place of a file
+    must not stall the watcher), or why they cannot be had."""
+    try:
+        with open(path, "rb", opener=_nonblocking) as handle:
+            info = os.fstat(handle.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                return folders.refusal(path, folders.NOT_REGULAR)
+            # read(max_bytes + 1) would set aside a megabyte for every file: ask for its size
+            data = handle.read(min(info.st_size, max_bytes) + 1)
+            if len(data) > info.st_size:  # it grew since: read on, to the limit
+                data += handle.read(max_bytes + 1 - len(data))
+    except OSError as exc:
+        return folders.refusal(path, f"cannot read the file: {exc.strerror or exc}")
+    if len(data) > max_bytes:
+        return Diagnostic(
+            "H002",
+            "error",
+            f"the file is larger than {max_bytes} bytes",
+            "",
+            1,
+            1,
+            "raise the limit with --max-file-size, or split the workflow",
+            folders.display_path(path),
+        )
+    return data
+
+
+def _nonblocking(path: str, flags: int) -> int:
+    return os.open(path, flags | getattr(os, "O_NONBLOCK", 0))
+
+
+def listed(path: Path, data: bytes, load: Callable[[Listed], Workflow | None]) -> Listed | None:
+    """What a listing shows of the file, from a JSON parse; None when that is not enough
+    to tell (not JSON, or fields missing or of the wrong type): the compiler then says."""
+    import orjson
+
+    body = data.removeprefix(BOM)
+    try:
+        document = orjson.loads(body)
+    except ValueError:  # also integers past 64 bits, which the compiler reads exactly
+        return None
+    if not isinstance(document, dict):
+        return None
+    id_, name, description, version = (document.get(k) for k in ("id", "name", "description", "version"))
+    category, steps = document.get("category", "general"), document.get("steps")
+    if not (
+        isinstance(id_, str)
+        and isinstance(name, str)
+        and isinstance(description, str)
+        and isinstance(version, str)
+        and isinstance(category, str)
+        and isinstance(steps, list)
+    ):
+        return None
+    return Listed(
+        id_,
+        name,
+        description,
+        version,
+        category,
+        _count_steps(steps),
+        folders.display_path(path),
+        path,
+        hashlib.sha256(body).hexdigest()[:16],
+        load,
+    )
+
+
+def of_workflow(path: Path, workflow: Workflow, load: Callable[[Listed], Workflow | None]) -> Listed:
+    w = workflow
+    return Listed(
+        w.id, w.name, w.description, w.version, w.category, w.step_count, w.file, path, w.revision, load
+    )
+
+
+def _count_steps(steps: list[Any]) -> int:
+    count = 0
+    for step in steps:
+        count += 1
+        body = step.get("body") if isinstance(step, dict) else None
+        if isinstance(body, list):
+            count += _count_steps(body)
+    return count
+
+
+def compile_file(path: Path, data: bytes | Diagnostic) -> Compiled:
+    from handrail.compiler import Compiled, compile_text
+
+    display = folders.display_path(path)
+    if isinstance(data, Diagnostic):
+        return Compiled(display, None, (data,))
+    try:
+        # read from a configured source: its command checks may run (spec/checks.md)
+        return lean(compile_text(data, display, origin="source"))
+    except Exception as exc:  # a compiler bug in one file must not stop the others loading
+        log.exception("compiling %s failed", display)
+        refusal = folders.refusal(path, f"the file could not be compiled ({exc!r})")
+        return Compiled(refusal.file, None, (refusal,))
+
+
+def lean(compiled: Compiled) -> Compiled:
+    """What the catalog keeps of a file that compiled: its workflow. Its warnings are never
+    listed (only broken files are), and the means to locate them (the parsed document and
+    the text, a third of a compiled workflow's memory) would be kept for nothing."""
+    if compiled.workflow is None:
+        return compiled
+    from handrail.compiler import Compiled
+
+    return Compiled(compiled.file, compiled.workflow, ())

@@ -1,0 +1,418 @@
+"""The catalog: lists the sources' files, keeps the listing current while the server runs,
+and compiles each workflow when it is first asked for.
+
+Listing a file costs a JSON parse; compiling it into its step graph happens on first
+use and the result is kept in a bounded LRU cache (a compiled workflow is immutable and
+deterministic from the file's bytes, so compiling it again after eviction is safe). A
+server checks every file in the background after its first answer; a one-shot catalog
+(`handrail list`, the library's `load_catalog`) checks every file before it answers.
+A file that breaks keeps its last good version in service (kept compressed, so that
+it can be compiled again), and the break is reported beside it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import zlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+from handrail import suggest
+from handrail.caching import BoundedCache
+from handrail.catalog.files import Listed, Stamp, compile_file, listed, of_workflow, read, revision, stamp
+from handrail.catalog.snapshot import Entry, Problem, Snapshot
+from handrail.catalog.sources import Source, discover
+from handrail.errors import Diagnostic
+from handrail.limits import MAX_COMPILED_WORKFLOWS
+from handrail.limits import MAX_FILE_BYTES as DEFAULT_MAX_BYTES
+
+if TYPE_CHECKING:
+    from handrail.compiler import Compiled
+    from handrail.model import Workflow
+
+log = logging.getLogger("handrail.catalog")
+
+# A file changed this recently may change again without its stamp changing (timestamps
+# are coarse); its stamp is not trusted, so it is read again at the next look.
+RACY_NS = 2_000_000_000
+_UNSETTLED = (-1, -1, -1, -1)
+WATCH_ATTEMPTS = 3  # failures to watch the folders (e.g. out of inotify watches) before polling them
+Verdict = tuple[str, "Compiled | None"]  # (revision, None if it compiled, else the broken compile)
+
+
+@dataclass
+class Catalog:
+    """Lists the sources, and lists again what changed at most every `interval` seconds.
+    `lazy`: leave checking every file to a background pass (set by `watch` and `summaries`,
+    i.e. by a server); otherwise each file is compiled as it is listed."""
+
+    sources: list[Source]
+    max_bytes: int = DEFAULT_MAX_BYTES
+    interval: float = 0.25
+    max_compiled: int = MAX_COMPILED_WORKFLOWS
+    lazy: bool = False
+    _snapshot: Snapshot | None = None
+    _stamps: dict[Path, Stamp] = field(default_factory=dict)
+    _listed: dict[Path, Listed | Compiled] = field(default_factory=dict)  # Compiled: broken at reading
+    _digests: dict[Path, str | None] = field(default_factory=dict)  # revision of the bytes last read
+    _verdicts: dict[Path, Verdict] = field(default_factory=dict)
+    _last_good: dict[Path, tuple[Listed, bytes]] = field(default_factory=dict)  # and its zlib'd bytes
+    _unchecked: dict[Path, bytes] = field(
+        default_factory=dict
+    )  # zlib'd bytes of a listed file not compiled yet
+    _last_origin: dict[Path, Mapping[str, Any]] = field(default_factory=dict)  # of a git file's last good
+    _cache: BoundedCache[tuple[Path, str], Workflow] = field(init=False)
+    _checked_at: float = 0.0
+    _lock: threading.Lock = field(default_factory=threading.Lock)  # one refresh at a time
+    _state: threading.Lock = field(default_factory=threading.Lock)  # verdicts, from any thread
+    _reassemble: bool = False  # a verdict changed what the snapshot reports
+    _generation: int = 0
+    _refused: tuple[tuple[str, str], ...] = ()
+    _watcher: threading.Thread | None = None
+    _logged: int = -1
+    _deferred: bool = False  # serving: problems are logged by the watcher, not on the start-up path
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _ready: threading.Event = field(default_factory=threading.Event)
+    _wake_checker: threading.Event = field(default_factory=threading.Event)
+    _listeners: list[Callable[[Snapshot], None]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._cache = BoundedCache(self.max_compiled)
+
+    def watch(self, interval: float | None = None) -> None:
+        """List the sources, then keep them current, on a daemon thread woken by the file
+        system's events (see watch.py), so that a request only reads the current snapshot:
+        no file system work on the request path; and check every file on a second one.
+        `interval`: how long changes are gathered before a reload. Returns at once;
+        `snapshot()` waits for the first listing."""
+        if self._watcher is not None:
+            return
+        if interval is not None:
+            self.interval = interval
+        self._deferred = self.lazy = True
+        for source in self.sources:
+            if source.git is not None:
+                source.git.start(self._stop, on_change=self._look)
+        self._watcher = threading.Thread(target=self._watch, name="handrail-watch", daemon=True)
+        self._watcher.start()
+        self._wake_checker.set()
+        threading.Thread(target=self._check_all, name="handrail-check", daemon=True).start()
+
+    @property
+    def ready(self) -> Snapshot | None:
+        """The current snapshot if there is one yet; never reads a file."""
+        return self._snapshot
+
+    def summaries(self) -> list[Workflow | Listed]:
+        """The workflows as `initialize` lists them: the first snapshot, listed without
+        compiling anything (the files are checked in the background once serving)."""
+        self.lazy = True
+        return self.snapshot().workflows
+
+    def on_change(self, listener: Callable[[Snapshot], None]) -> None:
+        """Call `listener(snapshot)` (from the watcher thread) whenever a new snapshot appears."""
+        self._listeners.append(listener)
+
+    def close(self) -> None:
+        self._stop.set()
+        self._ready.set()
+        self._wake_checker.set()
+
+    def _log_problems(self) -> None:
+        """Log each new snapshot's problems once. The server does this from the watcher
+        thread, off the start-up path: explaining a broken file imports jsonschema."""
+        snapshot = self._snapshot
+        if snapshot is None or snapshot.generation == self._logged:
+            return
+        self._logged = snapshot.generation
+        for problem in snapshot.problems:  # errors, and the warning about a missing source
+            log.warning("%s", problem.render())
+        for entry in snapshot.entries.values():
+            if entry.stale:
+                log.warning("%s is broken; still serving its last good version", entry.item.file)
+
+    def _watch(self) -> None:
+        from handrail import watch
+
+        failures = 0
+        while not self._stop.is_set():
+            folders = watch.roots(source.path for source in self.sources)
+            try:
+                for changed in watch.changes(folders, self._stop, debounce_ms=int(self.interval * 1000)):
+                    if changed is not False or _UNSETTLED in self._stamps.values():
+                        self._look()
+                    if watch.roots(source.path for source in self.sources) != folders:
+                        break  # a source appeared or went: watch the new set
+            except Exception as exc:  # the watcher must outlive any one bad folder
+                failures += 1
+                if failures < WATCH_ATTEMPTS:
+                    log.warning("watching %s failed (%s); looking again", ", ".join(folders), exc)
+                    self._stop.wait(max(self.interval, 0.5))
+                    self._look()
+                    continue
+                log.warning(
+                    "watching %s keeps failing (%s); looking every %gs instead",
+                    ", ".join(folders),
+                    exc,
+                    max(self.interval, 1.0),
+                )
+                while not self._stop.wait(max(self.interval, 1.0)):  # events are out of reach: poll
+                    self._look()
+
+    def _check_all(self) -> None:
+        """Compile every listed file not yet checked (after the first listing, and again
+        whenever woken), so that broken ones are reported; keeps none of the workflows."""
+        while not self._stop.is_set():
+            self._wake_checker.wait()
+            self._wake_checker.clear()
+            if self._snapshot is None:  # listed by `summaries` already, or soon by the watcher
+                self._ready.wait()
+            try:
+                for path, item in list(self._listed.items()):
+                    if self._stop.is_set():
+                        return
+                    if not isinstance(item, Listed) or self._verdict(path, item.revision) is not None:
+                        continue
+                    kept = self._unchecked.get(path)
+                    data = zlib.decompress(kept) if kept is not None else read(path, self.max_bytes)
+                    if isinstance(data, bytes) and revision(data) == item.revision:
+                        broken = self._verify(path, data, keep=False).workflow is None
+                        self._reassemble |= broken  # listed, but broken: report it
+                    time.sleep(0)  # let requests in between files
+                if self._reassemble:
+                    self._look()
+            except Exception:  # the checker must outlive any one bad file
+                log.exception("checking workflow files failed")
+
+    def _look(self) -> None:
+        """Reload what changed and tell the listeners about a new snapshot."""
+        try:
+            before = self._snapshot
+            with self._lock:
+                self._refresh()
+                self._checked_at = time.monotonic()
+            self._log_problems()
+            if self._snapshot is not before and self._snapshot is not None:
+                log.info("workflows reloaded: %d in service", len(self._snapshot.entries))
+                for listener in self._listeners:
+                    listener(self._snapshot)
+                suggest.prepare(self._snapshot.entries)
+        except Exception:  # the watcher must outlive any one bad refresh
+            log.exception("reloading workflows failed; keeping the previous catalog")
+        finally:
+            self._ready.set()  # nobody waits for a first listing that failed
+
+    def snapshot(self) -> Snapshot:
+        """The current snapshot; looks for changed files when `interval` has passed."""
+        if self._watcher is not None:
+            if self._snapshot is None:
+                self._ready.wait()  # the watcher's first listing
+            if self._snapshot is not None:
+                return self._snapshot  # the watcher keeps it current
+        now = time.monotonic()
+        if self._snapshot is None or now - self._checked_at >= self.interval:
+            with self._lock:
+                if self._snapshot is None or now - self._checked_at >= self.interval:
+                    self._refresh()
+                    self._checked_at = time.monotonic()
+            if not self._deferred:
+                self._log_problems()
+        assert self._snapshot is not None
+        return self._snapshot
+
+    def reload(self) -> Snapshot:
+        with self._lock:
+            self._refresh()
+            self._checked_at = time.monotonic()
+        self._log_problems()
+        assert self._snapshot is not None
+        return self._snapshot
+
+    def _refresh(self) -> None:
+        listing: list[tuple[Source, list[Path]]] = []
+        refused: list[Diagnostic] = []
+        stamps: dict[Path, Stamp] = {}
+        now = time.time_ns()
+        for source in self.sources:
+            files, problems = discover(source)
+            refused.extend(problems)
+            listing.append((source, files))
+            for path in files:
+                try:
+                    stamps[path] = stamp(path)
+                except OSError:
+                    continue
+        refused_key = tuple((d.file, d.message) for d in refused)
+        refused_key += tuple(("git", s.git.commit or "") for s in self.sources if s.git is not None)
+        unchanged = stamps == self._stamps and refused_key == self._refused
+        if self._snapshot is not None and unchanged and not self._reassemble:
+            return  # nothing changed: nothing read, no new snapshot
+        changed = {p for p, s in stamps.items() if self._stamps.get(p) != s}
+        dirty = self._snapshot is None or refused_key != self._refused or stamps.keys() != self._stamps.keys()
+        for path in set(self._listed) - set(stamps):
+            for state in (
+                self._listed,
+                self._digests,
+                self._verdicts,
+                self._last_good,
+                self._last_origin,
+                self._unchecked,
+            ):
+                state.pop(path, None)
+        # a server's first listing only lists; after that, a changed file is compiled at
+        # once, as before the snapshot that lists it is made (its break shows at once)
+        check_now = not self.lazy or self._snapshot is not None
+        for path in changed:
+            data = read(path, self.max_bytes)
+            digest = revision(data) if isinstance(data, bytes) else None
+            if digest is not None and path in self._listed and self._digests.get(path) == digest:
+                continue  # a touch, or a second look at a file still settling: same bytes
+            self._digests[path] = digest
+            self._check_previous(path)
+            self._listed[path] = self._list(path, data, check_now)
+            dirty = True
+        self._refused = refused_key
+        self._stamps = {p: _UNSETTLED if now - max(s[0], s[3]) < RACY_NS else s for p, s in stamps.items()}
+        if dirty or self._reassemble:  # a touch that changed nothing makes no new snapshot
+            self._reassemble = False
+            self._snapshot = self._assemble(listing, refused)
+
+    def _list(self, path: Path, data: bytes | Diagnostic, check: bool) -> Listed | Compiled:
+        if isinstance(data, bytes):
+            item = listed(path, data, self._load)
+            if item is not None:
+                if check:
+                    self._verify(path, data, keep=True)
+                else:  # kept until checked: should an edit break the file, this may be its last good
+                    self._unchecked[path] = zlib.compress(data, 1)
+                return item
+        compiled = compile_file(path, data)  # the compiler says what is wrong (or that nothing is)
+        if compiled.workflow is None:
+            return compiled
+        assert isinstance(data, bytes)
+        self._verify(path, data, keep=True, compiled=compiled)
+        return self._last_good[path][0]
+
+    def _check_previous(self, path: Path) -> None:
+        """The file changed before its listed version was checked: check that version now,
+        so that it can be the last good one."""
+        previous = self._unchecked.pop(path, None)
+        if previous is not None:
+            self._verify(path, zlib.decompress(previous), keep=False)
+
+    def _verdict(self, path: Path, rev: str) -> Verdict | None:
+        found = self._verdicts.get(path)
+        return found if found is not None and found[0] == rev else None
+
+    def _verify(self, path: Path, data: bytes, *, keep: bool, compiled: Compiled | None = None) -> Compiled:
+        """Compile the file's bytes and record the verdict; a good one becomes its last
+        good version (and, with `keep`, goes into the cache of compiled workflows)."""
+        compiled = compiled or compile_file(path, data)
+        workflow, rev = compiled.workflow, revision(data)
+        with self._state:
+            if self._digests.get(path) == rev:  # (a checker may finish a version already replaced)
+                self._unchecked.pop(path, None)
+            if workflow is None:
+                self._verdicts[path] = (rev, compiled)
+                return compiled
+            self._verdicts[path] = (rev, None)
+            item = self._listed.get(path)
+            if not isinstance(item, Listed) or item.revision != rev:
+                item = of_workflow(path, workflow, self._load)
+            self._last_good[path] = (item, zlib.compress(data, 1))
+        if keep:
+            self._cache.put((path, rev), workflow)
+        return compiled
+
+    def _load(self, item: Listed) -> Workflow | None:
+        """The compiled workflow of a listed file: from the cache, else compiled from its
+        last good bytes or from the file. None if it turns out broken: it is then reported
+        (a new snapshot) and left out."""
+        found = self._cache.get((item.path, item.revision))
+        if found is not None:
+            return found
+        verdict = self._verdict(item.path, item.revision)
+        if verdict is not None and verdict[1] is not None:
+            return None  # known broken
+        last = self._last_good.get(item.path)
+        if last is not None and last[0].revision == item.revision:
+            data: bytes | Diagnostic = zlib.decompress(last[1])
+        elif (unchecked := self._unchecked.get(item.path)) is not None and self._digests.get(
+            item.path
+        ) == item.revision:
+            data = zlib.decompress(unchecked)
+        else:
+            data = read(item.path, self.max_bytes)
+            if not isinstance(data, bytes) or revision(data) != item.revision:
+                # changed since it was listed: the watcher lists it again; meanwhile its
+                # last good version serves, as it would once the change is listed
+                if last is None:
+                    return None
+                return self._load(last[0]) if last[0] is not item else None
+        assert isinstance(data, bytes)
+        workflow = self._verify(item.path, data, keep=True).workflow
+        if workflow is None:
+            self._reassemble = True  # listed, but broken: report it in a new snapshot
+            self._wake_checker.set()
+        return workflow
+
+    def _assemble(self, listing: list[tuple[Source, list[Path]]], refused: list[Diagnostic]) -> Snapshot:
+        entries: dict[str, Entry] = {}
+        problems: list[Problem] = list(refused)
+        overrides: list[tuple[str, Source, Source]] = []
+        per_source: dict[Source, int] = {}
+        for source, files in listing:
+            count = 0
+            origin: Mapping[str, Any] | None = source.git.describe() if source.git else None
+            for path in files:
+                found = self._listed.get(path)
+                if found is None:
+                    continue
+                item, stale, served_origin = found, False, origin
+                broken = found if not isinstance(found, Listed) else None
+                if isinstance(found, Listed):
+                    verdict = self._verdict(path, found.revision)
+                    broken = verdict[1] if verdict is not None else None
+                if broken is not None:
+                    problems.append(broken)
+                    last = self._last_good.get(path)
+                    if last is None:
+                        continue
+                    item, stale, served_origin = last[0], True, self._last_origin.get(path, origin)
+                elif origin is not None:
+                    self._last_origin[path] = origin
+                assert isinstance(item, Listed)
+                count += 1
+                previous = entries.get(item.id)
+                if previous is not None:
+                    if previous.source == source:
+                        problems.append(
+                            Diagnostic(
+                                "H210",
+                                "warning",
+                                f"workflow id `{item.id}` is also defined in {previous.item.file}; "
+                                "this file wins",
+                                "/id",
+                                1,
+                                1,
+                                None,
+                                str(path),
+                            )
+                        )
+                    else:
+                        overrides.append((item.id, source, previous.source))
+                entries[item.id] = Entry(item, source, stale, served_origin)
+            per_source[source] = count
+        self._generation += 1
+        return Snapshot(
+            MappingProxyType(dict(sorted(entries.items()))),
+            tuple(problems),
+            tuple(overrides),
+            MappingProxyType(per_source),
+            self._generation,
+        )

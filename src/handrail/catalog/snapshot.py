@@ -1,0 +1,80 @@
+"""The catalog as a request sees it: an immutable Snapshot, swapped whole, so that a
+request never sees half a reload. Its entries are listed cheaply (handrail.catalog.files.
+Listed) and compiled on first use."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+from handrail.catalog.files import Listed
+from handrail.catalog.sources import Source
+from handrail.errors import Diagnostic
+
+if TYPE_CHECKING:
+    from handrail.compiler import Compiled
+    from handrail.model import Workflow
+
+Problem: TypeAlias = "Diagnostic | Compiled"  # a broken file's diagnostics are located on first look
+
+
+class BrokenWorkflow(LookupError):
+    """A listed workflow turned out broken when it was compiled (the catalog reports it)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    item: Workflow | Listed  # compiled, or listed and compiled on first use
+    source: Source
+    stale: bool = False  # the file broke; this is its last good version
+    origin: Mapping[str, Any] | None = None  # a git source's url and commit (of this version)
+
+    @property
+    def id(self) -> str:
+        return self.item.id
+
+    @property
+    def workflow(self) -> Workflow:
+        """The compiled workflow; raises BrokenWorkflow if it turned out broken."""
+        found = self.compiled()
+        if found is None:
+            raise BrokenWorkflow(self.item.file)
+        return found
+
+    def compiled(self) -> Workflow | None:
+        item = self.item
+        return item.load(item) if isinstance(item, Listed) else item
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    entries: Mapping[str, Entry]  # workflow id -> entry
+    found: tuple[Problem, ...]  # broken or refused files
+    overrides: tuple[tuple[str, Source, Source], ...]  # (id, winner, loser)
+    per_source: Mapping[Source, int]
+    generation: int = 0
+    _problems: tuple[Diagnostic, ...] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def problems(self) -> tuple[Diagnostic, ...]:
+        """Every problem in the sources. Computed on first use (and cached), so that
+        start-up does not pay for explaining broken files nobody has asked about."""
+        if self._problems is None:
+            out: list[Diagnostic] = []
+            for item in self.found:
+                out.extend((item,) if isinstance(item, Diagnostic) else item.errors)
+            object.__setattr__(self, "_problems", tuple(out))
+        assert self._problems is not None
+        return self._problems
+
+    @property
+    def workflows(self) -> list[Workflow | Listed]:
+        """What listings show of each workflow (id, name, description, version, category,
+        step_count, file), compiling nothing."""
+        return [e.item for e in self.entries.values()]
+
+    def get(self, workflow_id: str) -> Workflow | None:
+        """The compiled workflow (compiled now if need be), None if unknown or broken."""
+        entry = self.entries.get(workflow_id)
+        return entry.compiled() if entry is not None else None

@@ -1,0 +1,110 @@
+"""Where workflow files come from: the sources in precedence order, and the files of each.
+
+Sources, in increasing precedence: the bundled set, the user folders, the project
+folder, the environment's paths, then every --workflows path. A later source's
+workflow replaces an earlier one with the same id.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from handrail import folders
+from handrail._resources import resource
+from handrail.errors import Diagnostic
+
+if TYPE_CHECKING:
+    from handrail.git_sources import GitSource
+
+FALSE_WORDS = {"0", "false", "no", "off"}
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    name: str  # bundled | user | project | env | cli
+    path: Path
+    git: GitSource | None = field(default=None, compare=False)  # a git repository's checkout
+
+
+def default_sources(
+    extra: Iterable[str | Path] = (),
+    *,
+    bundled: bool | None = None,
+    environ: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+    home: Path | None = None,
+    git_refresh: float | None = None,
+) -> list[Source]:
+    """Raises git_sources.GitSpecError for a `git+` source it cannot understand."""
+    env = os.environ if environ is None else environ
+    if bundled is None:
+        bundled = env.get("WORKFLOW_INCLUDE_BUNDLED", "true").strip().lower() not in FALSE_WORDS
+    home = home or Path.home()
+    cwd = cwd or Path.cwd()
+    sources: list[Source] = []
+    if bundled:
+        sources.append(Source("bundled", resource("workflows")))
+    sources.append(Source("user", home / ".workrail" / "workflows"))
+    sources.append(Source("user", home / ".handrail" / "workflows"))
+    sources.append(Source("project", cwd / "workflows"))
+    for variable in ("WORKFLOW_STORAGE_PATH", "HANDRAIL_WORKFLOWS"):
+        for part in env.get(variable, "").split(os.pathsep):
+            if part.strip():
+                sources.append(Source(f"env:{variable}", Path(part.strip()).expanduser()))
+    from handrail import git_sources  # git sources are a module of their own
+
+    for spec in git_sources.specs_from_env(env):
+        sources.append(git_sources.source(f"env:{git_sources.ENV_VARIABLE}", spec, env, git_refresh))
+    for item in extra:
+        if git_sources.is_git(item):
+            sources.append(git_sources.source("cli", str(item), env, git_refresh))
+            continue
+        sources.append(Source("cli", Path(item).expanduser()))
+    unique: list[Source] = []
+    seen: set[Path] = set()
+    for source in reversed(sources):  # the same folder twice counts once, at its highest place
+        key = _resolved(source.path)
+        if key not in seen:
+            seen.add(key)
+            unique.append(source)
+    return list(reversed(unique))
+
+
+def _resolved(path: Path) -> Path:
+    try:
+        return path.resolve()
+    except OSError:
+        return path.absolute()
+
+
+def discover(source: Source) -> tuple[list[Path], list[Diagnostic]]:
+    """The *.json files of a source (recursively), refusing links that leave it and
+    anything that is not a regular file (see handrail.folders)."""
+    if source.git is not None:  # fetched on first look; a failed fetch is a warning
+        problems = source.git.problems()
+        if not source.path.is_dir():
+            return [], problems
+        files, refused = folders.discover(source.path)
+        return files, problems + refused
+    root = source.path
+    if not root.exists() and not root.is_symlink():
+        if source.name == "cli" or source.name.startswith("env:"):  # named on purpose: say so
+            named = "--workflows" if source.name == "cli" else source.name.removeprefix("env:")
+            return [], [
+                Diagnostic(
+                    "H002",
+                    "warning",
+                    f"no such file or folder: {root}",
+                    "",
+                    1,
+                    1,
+                    f"check the path given to {named}",
+                    str(root),
+                )
+            ]
+        return [], []  # the default places need not exist
+    return folders.discover(root)
