@@ -13,7 +13,7 @@ import pytest
 from handrail.catalog import Catalog, Source
 from handrail.errors import WorkflowNotFound
 from handrail.service import Service
-from tests.protocol.process import Server
+from tests.helpers.server import Server
 
 BROKEN = "zz-broken.json"
 
