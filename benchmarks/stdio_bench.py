@@ -131,15 +131,22 @@ class Server:
         assert self.process.stdin is not None and self.process.stdout is not None
         self.process.stdin.write(line)
         self.process.stdin.flush()
-        return line, self.process.stdout.readline()
+        return line, self._answer()[0]
 
     def receive(self) -> dict[str, Any]:
+        return self._answer()[1]
+
+    def _answer(self) -> tuple[bytes, dict[str, Any]]:
+        """The next line that answers a request, and what it says, past the notifications a
+        client also gets (a server says list_changed once its background check is done)."""
         assert self.process.stdout is not None
-        line = self.process.stdout.readline()
-        if not line:
-            raise RuntimeError("server closed its output")
-        reply: dict[str, Any] = json.loads(line)
-        return reply
+        while True:
+            line = self.process.stdout.readline()
+            if not line:
+                raise RuntimeError("server closed its output")
+            message: dict[str, Any] = json.loads(line)
+            if "id" in message:  # a notification has none
+                return line, message
 
     def request(self, body: dict[str, Any]) -> dict[str, Any]:
         self.next_id += 1
