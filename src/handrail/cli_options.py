@@ -79,6 +79,22 @@ def add_limit_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_serving_options(parser: argparse.ArgumentParser) -> None:
+    """What every serving command takes: its log level and how it reloads changed files."""
+    from handrail.limits import RELOAD_INTERVAL_S
+
+    levels = ["debug", "info", "warning", "error"]
+    parser.add_argument("--log-level", default="warning", choices=levels, help="stderr log level")
+    parser.add_argument(
+        "--reload-interval",
+        type=float,
+        default=RELOAD_INTERVAL_S,
+        metavar="SECONDS",
+        help="at most how long changed workflow files are gathered before a reload "
+        f"(default {RELOAD_INTERVAL_S})",
+    )
+
+
 def add_check_options(parser: argparse.ArgumentParser, *, serving: bool = True) -> None:
     """What checks may do (see spec/checks.md); the environment gives the same."""
     if serving:

@@ -16,12 +16,7 @@ def add_start(sub: Any) -> None:
 
     start = sub.add_parser("start", help="serve the workflows over stdio (for MCP clients)")
     options.add_source_options(start)
-    start.add_argument(
-        "--log-level",
-        default="warning",
-        choices=["debug", "info", "warning", "error"],
-        help="stderr log level",
-    )
+    options.add_serving_options(start)
     start.add_argument(
         "--max-line",
         type=int,
@@ -33,18 +28,9 @@ def add_start(sub: Any) -> None:
     options.add_check_options(start)
     options.add_run_options(start)
     options.add_transport_options(start, http=False)
-    start.add_argument(
-        "--reload-interval",
-        type=float,
-        default=limits.RELOAD_INTERVAL_S,
-        metavar="SECONDS",
-        help="at most how long changed workflow files are gathered before a reload "
-        f"(default {limits.RELOAD_INTERVAL_S})",
-    )
 
 
 def add_serve(sub: Any) -> None:
-    from handrail import limits
 
     serve = sub.add_parser("serve", help="serve the workflows over Streamable HTTP at /mcp")
     options.add_source_options(serve)
@@ -71,8 +57,7 @@ def add_serve(sub: Any) -> None:
         help="a token per person: lines of `NAME sha256:HEX` or `NAME TOKEN` (default "
         "$HANDRAIL_TOKENS_FILE; see `handrail token`)",
     )
-    serve.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
-    serve.add_argument("--reload-interval", type=float, default=limits.RELOAD_INTERVAL_S, metavar="SECONDS")
+    options.add_serving_options(serve)
     options.add_limit_options(serve)
     options.add_check_options(serve)
     options.add_run_options(serve)
@@ -80,15 +65,11 @@ def add_serve(sub: Any) -> None:
 
 
 def add_dashboard(sub: Any) -> None:
-    from handrail import limits
 
     dashboard = sub.add_parser("dashboard", help="watch and approve this machine's runs in a browser")
     options.add_source_options(dashboard)
     dashboard.add_argument("--port", type=int, default=8766, help="port on 127.0.0.1 (default 8766)")
-    dashboard.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
-    dashboard.add_argument(
-        "--reload-interval", type=float, default=limits.RELOAD_INTERVAL_S, metavar="SECONDS"
-    )
+    options.add_serving_options(dashboard)
     dashboard.set_defaults(host="127.0.0.1", allow_host=[], allow_origin=[], tokens=None)
     options.add_limit_options(dashboard)
     options.add_check_options(dashboard)

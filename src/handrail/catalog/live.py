@@ -28,7 +28,7 @@ from handrail.catalog.files import Listed, Stamp, compile_file, listed, of_workf
 from handrail.catalog.snapshot import Entry, Problem, Snapshot
 from handrail.catalog.sources import Source, discover
 from handrail.errors import Diagnostic
-from handrail.limits import MAX_COMPILED_WORKFLOWS
+from handrail.limits import MAX_COMPILED_WORKFLOWS, RELOAD_INTERVAL_S
 from handrail.limits import MAX_FILE_BYTES as DEFAULT_MAX_BYTES
 
 if TYPE_CHECKING:
@@ -53,7 +53,7 @@ class Catalog:
 
     sources: list[Source]
     max_bytes: int = DEFAULT_MAX_BYTES
-    interval: float = 0.25
+    interval: float = RELOAD_INTERVAL_S
     max_compiled: int = MAX_COMPILED_WORKFLOWS
     lazy: bool = False
     _snapshot: Snapshot | None = None
