@@ -2,7 +2,7 @@
 
 Polling 10,000 files twice a second kept a core busy; events cost nothing while
 nothing changes. The catalog rescans on each batch of events (a rescan compiles
-only what changed) and keeps its last-good-version rule; see catalog.py.
+only what changed) and keeps its last-good-version rule; see handrail.catalog.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 (empty, cut anywhere, cut inside a UTF-8 character) is broken, and its last good
 version stays in service; the complete file then replaces it.
 
-tests/test_catalog_live.py covers the rest through a real server: changes served
+tests/catalog/test_live.py covers the rest through a real server: changes served
 within a second, a broken edit reported beside the version still served, and a burst
 of rewrites (by rename and by truncating writes in place) under a stream of requests,
 where every answer is one whole version.
