@@ -12,6 +12,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from handrail import budget
+from handrail.argument_check import Accept, quick_check
 from handrail.catalog import Catalog, Snapshot
 from handrail.codec import Encoded as Encoded
 from handrail.codec import encode_sized
@@ -50,6 +51,7 @@ class Service:
         self.runs.check_config = checks
         self.runs_only = runs_only
         self._validators: dict[str, Validator] = {}
+        self._quick: dict[str, Accept | None] = {}  # name -> its quick check (argument_check.py)
         self._listing: tuple[Snapshot, Encoded] | None = None
         self._documents: dict[str, tuple[Workflow, Encoded]] = {}  # id -> its last workflow_get answer
         self._handlers: dict[str, Callable[[Snapshot, dict[str, Any]], Any]] = {
@@ -191,12 +193,16 @@ class Service:
             )
 
     def _check(self, name: str, arguments: dict[str, Any]) -> None:
+        quick = self._quick.get(name, _UNSET)
+        if quick is _UNSET:
+            quick = self._quick[name] = quick_check(_input_schema(name))
+        if quick is not None and quick(arguments):
+            return  # what the schema accepts, told quickly; the rest is worded below
         validate = self._validators.get(name)
         if validate is None:
             import fastjsonschema
 
-            schema = next(t["inputSchema"] for t in tools() if t["name"] == name)
-            validate = self._validators[name] = fastjsonschema.compile(schema, use_default=False)
+            validate = self._validators[name] = fastjsonschema.compile(_input_schema(name), use_default=False)
         import fastjsonschema
 
         try:
@@ -300,6 +306,14 @@ def _engine() -> _Engine:
     from handrail.result_json import next_json, verdict_json
 
     return _Engine(next_step, validate_output, next_json, verdict_json)
+
+
+_UNSET: Any = object()
+
+
+def _input_schema(name: str) -> dict[str, Any]:
+    schema: dict[str, Any] = next(t["inputSchema"] for t in tools() if t["name"] == name)
+    return schema
 
 
 def default_runs(database: str | None = None) -> Runs:

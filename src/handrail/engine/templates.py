@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any
 
 from handrail import budget
@@ -28,12 +29,20 @@ def _show(value: Any) -> str:
 def render(text: str, context: Mapping[str, Any]) -> str:
     if "{{" not in text:
         return text
-
-    def fill(match: re.Match[str]) -> str:
-        name = match.group(1)
+    parts = _parts(text)
+    out = [parts[0]]
+    for at in range(1, len(parts), 2):
+        name = parts[at]
         value = lookup(context, name)
         shown = f"[unset: {name}]" if value is MISSING else _show(value)
         budget.render(len(shown))  # `{{x}}` 4,000 times over a large `x`: stop, do not build it
-        return shown
+        out.append(shown)
+        out.append(parts[at + 1])
+    return "".join(out)
 
-    return _TEMPLATE.sub(fill, text)
+
+@lru_cache(maxsize=4096)
+def _parts(text: str) -> tuple[str, ...]:
+    """A step's text split once: literal, name, literal, name, ..., literal. Texts come
+    from compiled workflows only, never from a client, and the cache is bounded."""
+    return tuple(_TEMPLATE.split(text))
