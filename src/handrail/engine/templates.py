@@ -27,9 +27,9 @@ def _show(value: Any) -> str:
 
 
 def render(text: str, context: Mapping[str, Any]) -> str:
-    if "{{" not in text:
+    parts = _parts(text)  # a long prompt is searched for `{{` once, not on every call
+    if len(parts) == 1:
         return text
-    parts = _parts(text)
     out = [parts[0]]
     for at in range(1, len(parts), 2):
         name = parts[at]
@@ -45,4 +45,4 @@ def render(text: str, context: Mapping[str, Any]) -> str:
 def _parts(text: str) -> tuple[str, ...]:
     """A step's text split once: literal, name, literal, name, ..., literal. Texts come
     from compiled workflows only, never from a client, and the cache is bounded."""
-    return tuple(_TEMPLATE.split(text))
+    return tuple(_TEMPLATE.split(text)) if "{{" in text else (text,)
