@@ -23,7 +23,9 @@ WORKFLOW = {
             "id": "confirmed-by-condition",
             "title": "Plan",
             "prompt": "Write the plan.",
-            "requireConfirmation": {"or": [{"var": "mode", "equals": "careful"}, {"var": "mode", "equals": "slow"}]},
+            "requireConfirmation": {
+                "or": [{"var": "mode", "equals": "careful"}, {"var": "mode", "equals": "slow"}]
+            },
         },
         {
             "id": "templated",
@@ -68,7 +70,9 @@ def test_templates_are_filled_from_each_calls_context(server: Server) -> None:
     for target in ["api", "cli", "api"]:
         step = next_of(server, ["confirmed-by-condition"], {"target": target})["step"]
         assert step["title"] == f"Build {target}"
-        assert step["prompt"] == f"Build {target} for [unset: who.name]; {{{{ target + 1 }}}} stays as written."
+        assert (
+            step["prompt"] == f"Build {target} for [unset: who.name]; {{{{ target + 1 }}}} stays as written."
+        )
 
 
 def test_a_skipped_step_names_what_it_waits_on_only_when_nothing_can_run(server: Server) -> None:
