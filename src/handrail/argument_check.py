@@ -108,26 +108,26 @@ def _object(schema: Mapping[str, Any]) -> Accept:
     if extra is not True and extra is not False:
         raise _Unsupported
     properties = {name: _compile(sub) for name, sub in schema.get("properties", {}).items()}
-    required = tuple(schema.get("required", ()))
+    required = frozenset(schema.get("required", ()))
     if not all(isinstance(name, str) for name in required):
         raise _Unsupported
-    if not properties and extra:
-        return lambda v: type(v) is dict and all(name in v for name in required)
+    names = frozenset(properties)
+    checks = tuple(properties.items())
     closed = not extra
 
     def accept(value: Any) -> bool:
         if type(value) is not dict:
             return False
-        for name in required:
-            if name not in value:
-                return False
-        for name, entry in value.items():
-            check = properties.get(name)
-            if check is None:
-                if closed:
-                    return False
-            elif not check(entry):
+        keys = value.keys()
+        if not required <= keys or (closed and not keys <= names):
+            return False
+        for name, check in checks:
+            entry = value.get(name, _ABSENT)
+            if entry is not _ABSENT and not check(entry):
                 return False
         return True
 
     return accept
+
+
+_ABSENT = object()
