@@ -39,95 +39,117 @@ _CLASS_RUN = re.compile(r"\^(\[[^\]\\]*\])\+\$")
 def quick_check(schema: Mapping[str, Any]) -> Accept | None:
     """A predicate True only for values `schema` accepts; None when the schema uses
     more than this module knows (the full validator then decides every call)."""
+    writer = _Writer()
     try:
-        return _compile(schema)
+        writer.value(schema, "value", 1)
     except _Unsupported:
         return None
+    source = "def accept(value):\n" + "\n".join(writer.lines) + "\n    return True\n"
+    namespace: dict[str, Any] = dict(writer.constants)
+    # one straight-line function, written from the tools' own schemas (never from a
+    # client's input): a call costs a few dict look-ups, no nested calls
+    exec(compile(source, "<argument_check>", "exec"), namespace)
+    accept: Accept = namespace["accept"]
+    return accept
 
 
 class _Unsupported(Exception):
     pass
 
 
-def _compile(schema: Mapping[str, Any]) -> Accept:
-    if not isinstance(schema, Mapping) or not _KNOWN.issuperset(schema):
-        raise _Unsupported
-    kind = schema.get("type")
-    if kind == "string":
-        return _string(schema)
-    if kind == "array":
-        return _array(schema)
-    if kind == "object":
-        return _object(schema)
-    raise _Unsupported
+class _Writer:
+    """Python source that returns False as soon as a value breaks the schema."""
 
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.constants: dict[str, Any] = {"ABSENT": _ABSENT}
+        self.names = 0
 
-def _string(schema: Mapping[str, Any]) -> Accept:
-    if set(schema) - {"type", "description", "pattern", "minLength", "maxLength"}:
-        raise _Unsupported
-    shortest, longest = schema.get("minLength", 0), schema.get("maxLength")
-    if type(shortest) is not int or (longest is not None and type(longest) is not int):
-        raise _Unsupported
-    most = longest if longest is not None else float("inf")
-    pattern = schema.get("pattern")
-    if pattern is None:
-        return lambda v: type(v) is str and shortest <= len(v) <= most
-    run = _CLASS_RUN.fullmatch(pattern) if isinstance(pattern, str) else None
-    if run is None:
-        raise _Unsupported
-    whole = re.compile(run.group(1) + "+").fullmatch
-    return lambda v: type(v) is str and shortest <= len(v) <= most and whole(v) is not None
+    def fresh(self, stem: str) -> str:
+        self.names += 1
+        return f"{stem}{self.names}"
 
+    def constant(self, value: Any) -> str:
+        name = self.fresh("K")
+        self.constants[name] = value
+        return name
 
-def _array(schema: Mapping[str, Any]) -> Accept:
-    if set(schema) - {"type", "description", "items", "uniqueItems"}:
-        raise _Unsupported
-    items = schema.get("items")
-    if not isinstance(items, Mapping) or items.get("type") != "string":
-        raise _Unsupported  # unique items compared as strings only
-    item = _string(items)
-    unique = schema.get("uniqueItems", False)
-    if unique is not True and unique is not False:
-        raise _Unsupported
+    def emit(self, depth: int, line: str) -> None:
+        self.lines.append("    " * depth + line)
 
-    def accept(value: Any) -> bool:
-        if type(value) is not list:
-            return False
-        for entry in value:
-            if not item(entry):
-                return False
-        return not unique or len(set(value)) == len(value)
+    def value(self, schema: Mapping[str, Any], var: str, depth: int) -> None:
+        if not isinstance(schema, Mapping) or not _KNOWN.issuperset(schema):
+            raise _Unsupported
+        kind = schema.get("type")
+        if kind == "string":
+            self.string(schema, var, depth)
+        elif kind == "array":
+            self.array(schema, var, depth)
+        elif kind == "object":
+            self.object(schema, var, depth)
+        else:
+            raise _Unsupported
 
-    return accept
+    def string(self, schema: Mapping[str, Any], var: str, depth: int) -> None:
+        if set(schema) - {"type", "description", "pattern", "minLength", "maxLength"}:
+            raise _Unsupported
+        shortest, longest = schema.get("minLength", 0), schema.get("maxLength")
+        if type(shortest) is not int or (longest is not None and type(longest) is not int):
+            raise _Unsupported
+        pattern = schema.get("pattern")
+        run = _CLASS_RUN.fullmatch(pattern) if isinstance(pattern, str) else None
+        if pattern is not None and run is None:
+            raise _Unsupported
+        self.emit(depth, f"if type({var}) is not str: return False")
+        if shortest > 0:
+            self.emit(depth, f"if len({var}) < {shortest}: return False")
+        if longest is not None:
+            self.emit(depth, f"if len({var}) > {longest}: return False")
+        if run is not None:
+            whole = self.constant(re.compile(run.group(1) + "+").fullmatch)
+            self.emit(depth, f"if {whole}({var}) is None: return False")
 
+    def array(self, schema: Mapping[str, Any], var: str, depth: int) -> None:
+        if set(schema) - {"type", "description", "items", "uniqueItems"}:
+            raise _Unsupported
+        items = schema.get("items")
+        if not isinstance(items, Mapping) or items.get("type") != "string":
+            raise _Unsupported  # unique items compared as strings only
+        unique = schema.get("uniqueItems", False)
+        if unique is not True and unique is not False:
+            raise _Unsupported
+        self.emit(depth, f"if type({var}) is not list: return False")
+        entry = self.fresh("entry")
+        self.emit(depth, f"for {entry} in {var}:")
+        self.string(items, entry, depth + 1)
+        if unique:
+            self.emit(depth, f"if len(set({var})) != len({var}): return False")
 
-def _object(schema: Mapping[str, Any]) -> Accept:
-    if set(schema) - {"type", "description", "properties", "required", "additionalProperties"}:
-        raise _Unsupported
-    extra = schema.get("additionalProperties", True)
-    if extra is not True and extra is not False:
-        raise _Unsupported
-    properties = {name: _compile(sub) for name, sub in schema.get("properties", {}).items()}
-    required = frozenset(schema.get("required", ()))
-    if not all(isinstance(name, str) for name in required):
-        raise _Unsupported
-    names = frozenset(properties)
-    checks = tuple(properties.items())
-    closed = not extra
-
-    def accept(value: Any) -> bool:
-        if type(value) is not dict:
-            return False
-        keys = value.keys()
-        if not required <= keys or (closed and not keys <= names):
-            return False
-        for name, check in checks:
-            entry = value.get(name, _ABSENT)
-            if entry is not _ABSENT and not check(entry):
-                return False
-        return True
-
-    return accept
+    def object(self, schema: Mapping[str, Any], var: str, depth: int) -> None:
+        if set(schema) - {"type", "description", "properties", "required", "additionalProperties"}:
+            raise _Unsupported
+        extra = schema.get("additionalProperties", True)
+        if extra is not True and extra is not False:
+            raise _Unsupported
+        properties = schema.get("properties", {})
+        required = schema.get("required", ())
+        if not isinstance(properties, Mapping) or not all(
+            isinstance(n, str) for n in (*properties, *required)
+        ):
+            raise _Unsupported
+        self.emit(depth, f"if type({var}) is not dict: return False")
+        if required:
+            self.emit(depth, f"if not {self.constant(frozenset(required))} <= {var}.keys(): return False")
+        if not extra:
+            self.emit(depth, f"if not {var}.keys() <= {self.constant(frozenset(properties))}: return False")
+        for name, sub in properties.items():
+            entry = self.fresh("field")
+            self.emit(depth, f"{entry} = {var}.get({name!r}, ABSENT)")
+            self.emit(depth, f"if {entry} is not ABSENT:")
+            before = len(self.lines)
+            self.value(sub, entry, depth + 1)
+            if len(self.lines) == before:
+                self.emit(depth + 1, "pass")
 
 
 _ABSENT = object()
