@@ -82,3 +82,15 @@ def test_a_skipped_step_names_what_it_waits_on_only_when_nothing_can_run(server:
     assert "`ship` (the conditions look for true)" in blocked["guidance"]["prompt"], blocked
     finished = next_of(server, done, {"ship": False})
     assert finished["isComplete"] is True, finished
+
+
+def test_numbers_past_64_bits_in_the_context_are_shown_exactly(server: Server) -> None:
+    line = (
+        b'{"jsonrpc":"2.0","id":"wide","method":"workflow_next","params":{"workflowId":"views-made-once",'
+        b'"completedSteps":["confirmed-by-condition"],"context":{"target":%d}}}\n'
+    )
+    for number in (2**70 + 1, 10**40):
+        server.send_raw(line % number)
+        assert server.response("wide")["result"]["step"]["title"] == f"Build {number}"
+    server.send_raw(line.replace(b"%d", b"1e19"))
+    assert server.response("wide")["result"]["step"]["title"] == "Build 1e+19"
