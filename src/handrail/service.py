@@ -12,6 +12,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from handrail import budget
+from handrail.argument_check import Accept, quick_check
 from handrail.caching import BoundedCache
 from handrail.catalog import Catalog, Snapshot
 from handrail.codec import Encoded as Encoded
@@ -51,6 +52,7 @@ class Service:
         self.runs.check_config = checks
         self.runs_only = runs_only
         self._validators: dict[str, Validator] = {}
+        self._quick: dict[str, Accept | None] = {}  # name -> its quick check (argument_check.py)
         self._listing: tuple[Snapshot, Encoded] | None = None
         # id -> its last workflow_get answer, for as many workflows as the catalog keeps compiled
         self._documents: BoundedCache[str, tuple[Workflow, Encoded]] = BoundedCache(
@@ -195,12 +197,16 @@ class Service:
             )
 
     def _check(self, name: str, arguments: dict[str, Any]) -> None:
+        quick = self._quick.get(name, _UNSET)
+        if quick is _UNSET:
+            quick = self._quick[name] = quick_check(_input_schema(name))
+        if quick is not None and quick(arguments):
+            return  # what the schema accepts, told quickly; the rest is worded below
         validate = self._validators.get(name)
         if validate is None:
             import fastjsonschema
 
-            schema = next(t["inputSchema"] for t in tools() if t["name"] == name)
-            validate = self._validators[name] = fastjsonschema.compile(schema, use_default=False)
+            validate = self._validators[name] = fastjsonschema.compile(_input_schema(name), use_default=False)
         import fastjsonschema
 
         try:
@@ -304,6 +310,14 @@ def _engine() -> _Engine:
     from handrail.result_json import next_json, verdict_json
 
     return _Engine(next_step, validate_output, next_json, verdict_json)
+
+
+_UNSET: Any = object()
+
+
+def _input_schema(name: str) -> dict[str, Any]:
+    schema: dict[str, Any] = next(t["inputSchema"] for t in tools() if t["name"] == name)
+    return schema
 
 
 def default_runs(database: str | None = None) -> Runs:

@@ -20,11 +20,33 @@ def confirmation(value: bool | Condition, scope: Context) -> bool:
 
 def step_view(step: Step, scope: Context) -> StepView:
     """The step with its texts rendered in `scope`; made once for a step whose view
-    cannot depend on the context (no templates, no conditions, no checks)."""
+    cannot depend on the context (no templates, no conditions, no checks), and once per
+    outcome for one whose only condition is its `requireConfirmation`."""
     found = made(step, _VIEW)
+    if found is _BY_CONFIRMATION:
+        # texts without templates, a condition for confirmation: one view per outcome
+        key = (_VIEW, confirmation(step.confirmation, scope))
+        view = made(step, key)
+        if view is None:
+            view = _view(step, scope)
+            keep(step, key, view)
+        return view  # type: ignore[no-any-return]
     if found is not None and found is not _DYNAMIC:
         return found  # type: ignore[no-any-return]
-    view = StepView(
+    view = _view(step, scope)
+    if found is None:
+        if _static(step):
+            keep(step, _VIEW, view)
+        elif _static_texts(step):
+            keep(step, _VIEW, _BY_CONFIRMATION)
+            keep(step, (_VIEW, view.require_confirmation), view)
+        else:
+            keep(step, _VIEW, _DYNAMIC)
+    return view
+
+
+def _view(step: Step, scope: Context) -> StepView:
+    return StepView(
         step.id,
         render(step.title, scope),
         render(step.prompt, scope),
@@ -37,18 +59,20 @@ def step_view(step: Step, scope: Context) -> StepView:
         # information only: checks run in runs, never in this stateless call
         tuple(checks_text(step, scope)) if step.checks else (),
     )
-    if found is None:
-        keep(step, _VIEW, view if _static(step) else _DYNAMIC)
-    return view
 
 
 _VIEW = "view"
 _DYNAMIC = object()  # kept for a step whose view depends on the context: made on each call
+_BY_CONFIRMATION = object()  # kept for a step whose view depends only on its confirmation condition
 
 
 def _static(step: Step) -> bool:
+    return isinstance(step.confirmation, bool) and _static_texts(step)
+
+
+def _static_texts(step: Step) -> bool:
     texts = (step.title, step.prompt, step.agent_role or "", *step.guidance)
-    return isinstance(step.confirmation, bool) and not step.checks and not any("{{" in t for t in texts)
+    return not step.checks and not any("{{" in t for t in texts)
 
 
 def checks_text(step: Step, scope: Context) -> list[str]:

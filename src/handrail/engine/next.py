@@ -55,6 +55,7 @@ def next_step(
     completed = tuple(walk.completed)
     loops = tuple([LoopPosition(f.loop.id, f.iteration) for f in walk.frames]) if walk.frames else ()
     if step is None:
+        walk.settle()
         if walk.waiting:
             return NextResult(completed, loops, None, blocked(walk), False)
         text = f"Workflow `{workflow.name}` is complete: every step that applies is done."

@@ -1,5 +1,6 @@
 """What is the same on every call for a compiled step, made once: the view of a step
-whose texts hold no template and whose confirmation is no condition, and the guidance
+whose texts hold no template and whose confirmation is no condition (or one view per
+outcome of a confirmation condition), and the guidance
 composed for it outside loops. A bounded table keyed by the step's identity; each
 entry holds its step, so no other object can take that identity while it is kept.
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any
 
 from handrail import budget
@@ -26,14 +27,22 @@ def _show(value: Any) -> str:
 
 
 def render(text: str, context: Mapping[str, Any]) -> str:
-    if "{{" not in text:
+    parts = _parts(text)  # a long prompt is searched for `{{` once, not on every call
+    if len(parts) == 1:
         return text
-
-    def fill(match: re.Match[str]) -> str:
-        name = match.group(1)
+    out = [parts[0]]
+    for at in range(1, len(parts), 2):
+        name = parts[at]
         value = lookup(context, name)
         shown = f"[unset: {name}]" if value is MISSING else _show(value)
         budget.render(len(shown))  # `{{x}}` 4,000 times over a large `x`: stop, do not build it
-        return shown
+        out.append(shown)
+        out.append(parts[at + 1])
+    return "".join(out)
 
-    return _TEMPLATE.sub(fill, text)
+
+@lru_cache(maxsize=4096)
+def _parts(text: str) -> tuple[str, ...]:
+    """A step's text split once: literal, name, literal, name, ..., literal. Texts come
+    from compiled workflows only, never from a client, and the cache is bounded."""
+    return tuple(_TEMPLATE.split(text)) if "{{" in text else (text,)

@@ -33,6 +33,10 @@ class Walk:
     frames: list[Frame]
     waiting: dict[str, list[Any]] = field(default_factory=dict)  # missing variable -> wanted values
     unusable: dict[str, str] = field(default_factory=dict)  # variable set to a value of the wrong kind
+    # what waited, in order: (name, wanted values, why unusable) or, for a step skipped
+    # outside every loop, (its condition, the scope): which of that condition's variables
+    # wait matters only when no step is found, so it is worked out then (`settle`)
+    log: list[tuple[Any, Any, Any]] = field(default_factory=list)
     kinds: dict[str, tuple[LoopNeed, str]] = field(default_factory=dict)  # loop variable -> (kind, loop id)
     notes: list[str] = field(default_factory=list)
     waits: int = 0  # how many times something waited on the context; a loop compares before/after
@@ -51,13 +55,36 @@ class Walk:
         return ChainMap(layers, self.context)  # type: ignore[arg-type]  # read-only use
 
     def wait(self, name: str, wanted: Sequence[Any] = (), unusable: str | None = None) -> None:
-        values = self.waiting.setdefault(name, [])
-        values.extend(v for v in wanted if v not in values)
-        if unusable:
-            self.unusable[name] = unusable
+        self.log.append((name, wanted, unusable))
         self.waits += 1
 
-    def skipped(self, condition: Condition, scope: Context) -> None:
+    def settle(self) -> None:
+        """Fill `waiting` and `unusable` from the log, in the order things waited."""
+        self.waiting.clear()
+        self.unusable.clear()
+        for first, second, third in self.log:
+            if isinstance(first, Condition):
+                undecided = first.undecided(second)
+                entries = [(name, wanted, None) for name, wanted in first.looks_for if name in undecided]
+            else:
+                entries = [(first, second, third)]
+            for name, wanted, unusable in entries:
+                values = self.waiting.setdefault(name, [])
+                values.extend(v for v in wanted if v not in values)
+                if unusable:
+                    self.unusable[name] = unusable
+
+    def skipped(self, condition: Condition, scope: Context, depth: int) -> None:
+        if depth == 0:
+            # outside every loop, what waits changes nothing in the walk (only loops
+            # compare `waits`): it is needed only if no step is found
+            self.log.append((condition, scope, None))
+            return
+        for name, _ in condition.looks_for:
+            if lookup(scope, name) is MISSING:
+                break
+        else:
+            return  # every variable it reads is set: none of them waits
         # only the unset variables that could change the outcome (spec/engine.md §1)
         undecided = condition.undecided(scope)
         for name, wanted in condition.looks_for:
@@ -93,7 +120,7 @@ class Walk:
                 if node.run_condition is None or node.run_condition.holds(scope):
                     self.depth = depth
                     return node
-                self.skipped(node.run_condition, scope)
+                self.skipped(node.run_condition, scope, depth)
                 continue
             found = self.run_loop(node, depth, scope)
             if found is not None or self.stalled:
@@ -106,7 +133,7 @@ class Walk:
         if len(self.frames) > depth:
             return self.iterate(loop, depth, fresh=False)
         if loop.run_condition is not None and not loop.run_condition.holds(scope):
-            self.skipped(loop.run_condition, scope)
+            self.skipped(loop.run_condition, scope, depth)
             return None
         # a loop that reads nothing the enclosing loops change ends the same way each time
         # it is entered in this call: a loop inside a loop is walked once, not per iteration
@@ -262,7 +289,7 @@ class Walk:
                 return True
             if frame.iteration == 1 and loop.condition.undecided(scope):
                 if record:
-                    self.skipped(loop.condition, scope)
+                    self.skipped(loop.condition, scope, depth + 1)
                 return None  # undecided until the context sets what the condition reads
             return False
         if loop.kind == "for":

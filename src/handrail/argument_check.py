@@ -1,0 +1,155 @@
+"""A quick yes for the arguments most calls send, before the full schema validator.
+
+The tools' input schemas are flat: objects of strings with a pattern and bounds, an
+array of such strings, an object taken as is. `quick_check` turns such a schema into
+one predicate that answers True only for arguments the schema accepts; anything else
+(False) goes to the full validator (fastjsonschema), which words the error. The full
+validator costs a few microseconds per call and, for `uniqueItems`, a reference cycle
+per call that the garbage collector must then find; this costs a fraction of that.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+Accept = Callable[[Any], bool]
+
+# the keywords a quick check understands; a schema with any other gets none
+_KNOWN = frozenset(
+    {
+        "type",
+        "properties",
+        "required",
+        "additionalProperties",
+        "description",
+        "pattern",
+        "minLength",
+        "maxLength",
+        "items",
+        "uniqueItems",
+    }
+)
+# `^[...]+$`: one character class, repeated. What fullmatches the class run is what
+# the validator's search accepts (it reads `$` as the end of the text).
+_CLASS_RUN = re.compile(r"\^(\[[^\]\\]*\])\+\$")
+
+
+def quick_check(schema: Mapping[str, Any]) -> Accept | None:
+    """A predicate True only for values `schema` accepts; None when the schema uses
+    more than this module knows (the full validator then decides every call)."""
+    writer = _Writer()
+    try:
+        writer.value(schema, "value", 1)
+    except _Unsupported:
+        return None
+    source = "def accept(value):\n" + "\n".join(writer.lines) + "\n    return True\n"
+    namespace: dict[str, Any] = dict(writer.constants)
+    # one straight-line function, written from the tools' own schemas (never from a
+    # client's input): a call costs a few dict look-ups, no nested calls
+    exec(compile(source, "<argument_check>", "exec"), namespace)
+    accept: Accept = namespace["accept"]
+    return accept
+
+
+class _Unsupported(Exception):
+    pass
+
+
+class _Writer:
+    """Python source that returns False as soon as a value breaks the schema."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.constants: dict[str, Any] = {"ABSENT": _ABSENT}
+        self.names = 0
+
+    def fresh(self, stem: str) -> str:
+        self.names += 1
+        return f"{stem}{self.names}"
+
+    def constant(self, value: Any) -> str:
+        name = self.fresh("K")
+        self.constants[name] = value
+        return name
+
+    def emit(self, depth: int, line: str) -> None:
+        self.lines.append("    " * depth + line)
+
+    def value(self, schema: Mapping[str, Any], var: str, depth: int) -> None:
+        if not isinstance(schema, Mapping) or not _KNOWN.issuperset(schema):
+            raise _Unsupported
+        kind = schema.get("type")
+        if kind == "string":
+            self.string(schema, var, depth)
+        elif kind == "array":
+            self.array(schema, var, depth)
+        elif kind == "object":
+            self.object(schema, var, depth)
+        else:
+            raise _Unsupported
+
+    def string(self, schema: Mapping[str, Any], var: str, depth: int) -> None:
+        if set(schema) - {"type", "description", "pattern", "minLength", "maxLength"}:
+            raise _Unsupported
+        shortest, longest = schema.get("minLength", 0), schema.get("maxLength")
+        if type(shortest) is not int or (longest is not None and type(longest) is not int):
+            raise _Unsupported
+        pattern = schema.get("pattern")
+        run = _CLASS_RUN.fullmatch(pattern) if isinstance(pattern, str) else None
+        if pattern is not None and run is None:
+            raise _Unsupported
+        self.emit(depth, f"if type({var}) is not str: return False")
+        if shortest > 0:
+            self.emit(depth, f"if len({var}) < {shortest}: return False")
+        if longest is not None:
+            self.emit(depth, f"if len({var}) > {longest}: return False")
+        if run is not None:
+            whole = self.constant(re.compile(run.group(1) + "+").fullmatch)
+            self.emit(depth, f"if {whole}({var}) is None: return False")
+
+    def array(self, schema: Mapping[str, Any], var: str, depth: int) -> None:
+        if set(schema) - {"type", "description", "items", "uniqueItems"}:
+            raise _Unsupported
+        items = schema.get("items")
+        if not isinstance(items, Mapping) or items.get("type") != "string":
+            raise _Unsupported  # unique items compared as strings only
+        unique = schema.get("uniqueItems", False)
+        if unique is not True and unique is not False:
+            raise _Unsupported
+        self.emit(depth, f"if type({var}) is not list: return False")
+        entry = self.fresh("entry")
+        self.emit(depth, f"for {entry} in {var}:")
+        self.string(items, entry, depth + 1)
+        if unique:
+            self.emit(depth, f"if len(set({var})) != len({var}): return False")
+
+    def object(self, schema: Mapping[str, Any], var: str, depth: int) -> None:
+        if set(schema) - {"type", "description", "properties", "required", "additionalProperties"}:
+            raise _Unsupported
+        extra = schema.get("additionalProperties", True)
+        if extra is not True and extra is not False:
+            raise _Unsupported
+        properties = schema.get("properties", {})
+        required = schema.get("required", ())
+        if not isinstance(properties, Mapping) or not all(
+            isinstance(n, str) for n in (*properties, *required)
+        ):
+            raise _Unsupported
+        self.emit(depth, f"if type({var}) is not dict: return False")
+        if required:
+            self.emit(depth, f"if not {self.constant(frozenset(required))} <= {var}.keys(): return False")
+        if not extra:
+            self.emit(depth, f"if not {var}.keys() <= {self.constant(frozenset(properties))}: return False")
+        for name, sub in properties.items():
+            entry = self.fresh("field")
+            self.emit(depth, f"{entry} = {var}.get({name!r}, ABSENT)")
+            self.emit(depth, f"if {entry} is not ABSENT:")
+            before = len(self.lines)
+            self.value(sub, entry, depth + 1)
+            if len(self.lines) == before:
+                self.emit(depth + 1, "pass")
+
+
+_ABSENT = object()

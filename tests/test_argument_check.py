@@ -1,0 +1,113 @@
+"""The quick argument check says yes only where the full schema validator does, so
+what a client sees (accepted, or the validator's error) is the same with or without it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import fastjsonschema
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from handrail.argument_check import quick_check
+from handrail.tooldefs import tools
+from tests.conftest import CORPUS
+from tests.helpers.server import Server
+
+SCHEMAS = {t["name"]: t["inputSchema"] for t in tools()}
+# strings near each bound and pattern edge: a trailing newline (which `$` alone would
+# let through), capitals, the empty string, 64 and 65 characters
+TEXTS = st.sampled_from(
+    ["", "ab", "abc", "abc\n", "ABC", "a-b-c", "a" * 64, "a" * 65, "é", "x y", "phase-0", "step_1"]
+) | st.text(max_size=70)
+VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | TEXTS,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(TEXTS, inner, max_size=3),
+    max_leaves=8,
+)
+
+
+def arguments(name: str) -> st.SearchStrategy[Any]:
+    keys = [*SCHEMAS[name].get("properties", {}), "extra"]
+    field = st.one_of(TEXTS, st.lists(TEXTS, max_size=4), VALUES)
+    return st.dictionaries(st.sampled_from(keys), field, max_size=len(keys)) | VALUES
+
+
+@pytest.mark.parametrize("name", sorted(SCHEMAS))
+def test_every_tool_schema_has_a_quick_check(name: str) -> None:
+    assert quick_check(SCHEMAS[name]) is not None
+
+
+@pytest.mark.parametrize("name", sorted(SCHEMAS))
+@settings(max_examples=300, deadline=None)
+@given(data=st.data())
+def test_the_quick_check_accepts_only_what_the_validator_accepts(name: str, data: st.DataObject) -> None:
+    quick = quick_check(SCHEMAS[name])
+    full = fastjsonschema.compile(SCHEMAS[name], use_default=False)
+    value = data.draw(arguments(name))
+    try:
+        full(value)
+        accepted = True
+    except fastjsonschema.JsonSchemaValueException:
+        accepted = False
+    assert quick is not None
+    if quick(value):
+        assert accepted, value
+
+
+def test_the_usual_arguments_are_accepted_quickly() -> None:
+    quick = quick_check(SCHEMAS["workflow_next"])
+    assert quick is not None
+    assert quick({"workflowId": "abc", "completedSteps": ["a-1", "b"], "context": {"x": [1]}})
+    assert not quick({"workflowId": "abc", "completedSteps": ["a", "a"]})
+    assert not quick({"workflowId": "abc\n", "completedSteps": []})
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "integer"},
+        {"type": "object", "properties": {"a": {"type": "string", "pattern": "^(a|b)$"}}},
+        {"type": "object", "properties": {"a": {"type": "string", "format": "uri"}}},
+        {"type": "array", "items": {"type": "object"}, "uniqueItems": True},
+    ],
+)
+def test_a_schema_beyond_the_quick_check_gets_none(schema: dict[str, Any]) -> None:
+    assert quick_check(schema) is None
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[Server]:
+    with Server("--workflows", str(CORPUS)) as s:
+        s.initialize()
+        yield s
+
+
+@pytest.mark.parametrize(
+    ("arguments", "details"),
+    [
+        (
+            {"workflowId": "coding-task-workflow-with-loops", "completedSteps": ["a", "a"]},
+            "completedSteps must contain unique items",
+        ),
+        ({"workflowId": "coding-task-workflow-with-loops\n", "completedSteps": []}, "workflowId must match"),
+        ({"workflowId": "ab", "completedSteps": []}, "workflowId must be longer than or equal to 3"),
+        ({"workflowId": "abc", "completedSteps": [], "more": 1}, "unknown parameter more"),
+    ],
+)
+def test_arguments_the_quick_check_refuses_get_the_validators_error_over_stdio(
+    server: Server, arguments: dict[str, Any], details: str
+) -> None:
+    error = server.error("workflow_next", arguments)
+    assert error["code"] == -32602, error
+    assert error["data"]["details"].startswith(details), error
+
+
+def test_arguments_the_quick_check_accepts_are_answered_over_stdio(server: Server) -> None:
+    result = server.result(
+        "workflow_next",
+        {"workflowId": "coding-task-workflow-with-loops", "completedSteps": [], "context": {"a": 1}},
+    )
+    assert result["step"]["id"] == "phase-0-intelligent-triage", result
