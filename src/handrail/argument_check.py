@@ -153,3 +153,26 @@ class _Writer:
 
 
 _ABSENT = object()
+
+
+def schema_error_details(exc: Any, arguments: dict[str, Any]) -> str:
+    """fastjsonschema's message, rephrased to name the parameter."""
+    rule = getattr(exc, "rule", None)
+    definition = getattr(exc, "rule_definition", None)
+    path = [str(p) for p in (exc.path or [])[1:]]
+    field = ".".join(path)
+    target = exc.value if isinstance(getattr(exc, "value", None), dict) else arguments
+    if rule == "required" and isinstance(definition, list):
+        missing = [name for name in definition if name not in target] or definition
+        prefix = f"{field}." if field else ""
+        return f"{prefix}{missing[0]} is required"
+    if rule == "additionalProperties":
+        extra = sorted(set(target) - set(getattr(exc, "definition", {}).get("properties", {})))
+        where = f" in {field}" if field else ""
+        return f"unknown parameter {', '.join(extra)}{where}" if extra else "unknown parameter"
+    message = str(exc.message)
+    if message.startswith("data."):
+        return message[len("data.") :]
+    if message.startswith("data"):
+        return "params" + message[len("data") :]
+    return message

@@ -6,13 +6,13 @@ Both ways in (MCP tools/call and the seed's direct methods) come through
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from functools import cache
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from handrail import budget
-from handrail.argument_check import Accept, quick_check
+from handrail.argument_check import Accept, quick_check, schema_error_details
+from handrail.argument_limits import check_limits
 from handrail.caching import BoundedCache
 from handrail.catalog import Catalog, Snapshot
 from handrail.codec import Encoded as Encoded
@@ -98,7 +98,7 @@ class Service:
         # one budget per request, whichever transport or thread runs it (see budget.py)
         token = budget.begin(limits.max_request_seconds, limits.max_reply_bytes, limits.regex_timeout_ms)
         try:
-            self._limit(name, arguments)
+            check_limits(limits, name, arguments)
             self._check(name, arguments)
             result = self._handlers[name](snapshot, arguments)
             reply = _bounded(result, limits.max_reply_bytes)
@@ -128,74 +128,6 @@ class Service:
     def close(self) -> None:
         self.runs.close()
 
-    def _limit(self, name: str, arguments: dict[str, Any]) -> None:
-        """Refuse what is over a limit before anything else looks at it (see limits.py)."""
-        limits = self.limits
-        if _deeper_than(arguments, limits.max_depth):
-            raise _over(
-                "maxDepth", limits.max_depth, f"the arguments nest deeper than {limits.max_depth} levels"
-            )
-        if name in ("workflow_validate", "workflow_continue"):
-            output = arguments.get("output")
-            if isinstance(output, str) and len(output) > limits.max_output_length:
-                raise _over(
-                    "maxOutputLength",
-                    limits.max_output_length,
-                    f"output is {len(output)} characters long, over the limit of {limits.max_output_length}",
-                )
-        elif name == "workflow_next":
-            steps = arguments.get("completedSteps")
-            if isinstance(steps, list) and len(steps) > limits.max_completed_steps:
-                raise _over(
-                    "maxCompletedSteps",
-                    limits.max_completed_steps,
-                    f"completedSteps has {len(steps)} entries, "
-                    f"over the limit of {limits.max_completed_steps}",
-                )
-        elif name == "workflow_validate_json":
-            text = arguments.get("workflow")
-            if isinstance(text, str) and _utf8_longer_than(text, limits.max_workflow_bytes):
-                raise _over(
-                    "maxWorkflowBytes",
-                    limits.max_workflow_bytes,
-                    f"workflow is longer than {limits.max_workflow_bytes} bytes",
-                )
-            if isinstance(text, str):
-                self._workflow_shape(text)
-        context = arguments.get("context")
-        if isinstance(context, dict) and context:
-            size = _json_size(context)
-            if size > limits.max_context_bytes:
-                raise _over(
-                    "maxContextBytes",
-                    limits.max_context_bytes,
-                    f"context is {size} bytes as JSON, over the limit of {limits.max_context_bytes}",
-                )
-
-    def _workflow_shape(self, text: str) -> None:
-        """Refuse a workflow to check that nests or holds more than a server takes on;
-        one that does not parse is left to the compiler, which says where."""
-        import orjson
-
-        try:
-            document = orjson.loads(text)
-        except orjson.JSONDecodeError:
-            return
-        limits = self.limits
-        depth, steps = _shape(document, limits.max_workflow_depth)
-        if depth > limits.max_workflow_depth:
-            raise _over(
-                "maxWorkflowDepth",
-                limits.max_workflow_depth,
-                f"workflow nests deeper than {limits.max_workflow_depth} levels",
-            )
-        if steps > limits.max_workflow_steps:
-            raise _over(
-                "maxWorkflowSteps",
-                limits.max_workflow_steps,
-                f"workflow has {steps} steps and loops, over the limit of {limits.max_workflow_steps}",
-            )
-
     def _check(self, name: str, arguments: dict[str, Any]) -> None:
         quick = self._quick.get(name, _UNSET)
         if quick is _UNSET:
@@ -212,7 +144,7 @@ class Service:
         try:
             validate(arguments)
         except fastjsonschema.JsonSchemaValueException as exc:
-            raise InvalidParams(data={"details": _details(exc, arguments)}) from None
+            raise InvalidParams(data={"details": schema_error_details(exc, arguments)}) from None
 
     def workflow(self, snapshot: Snapshot, workflow_id: str) -> Workflow:
         found = snapshot.get(workflow_id)
@@ -336,10 +268,6 @@ def default_runs(database: str | None = None) -> Runs:
     return Runs(lambda: open_store(url), database_file=database_file)
 
 
-def _over(limit: str, value: int, details: str) -> InvalidParams:
-    return InvalidParams(data={"details": details, "limit": limit, "value": value})
-
-
 def _bounded(result: Any, limit: int) -> Encoded:
     """`result` encoded, once; refused when larger than `maxReplyBytes` as JSON
     (templates stop earlier)."""
@@ -351,105 +279,3 @@ def _bounded(result: Any, limit: int) -> Encoded:
     if size > limit:
         raise budget.over_size(size, "the reply")
     return encoded
-
-
-def refuse_non_finite(arguments: dict[str, Any]) -> None:
-    """A number JSON cannot carry (`1e400` read as infinity, NaN) is refused, naming where."""
-    stack: list[tuple[Any, str]] = [(arguments, "")]
-    while stack:
-        item, where = stack.pop()
-        pairs = item.items() if isinstance(item, dict) else enumerate(item)
-        for key, child in pairs:
-            if isinstance(child, float) and not math.isfinite(child):
-                place = f"{where}.{key}" if isinstance(key, str) else f"{where}[{key}]"
-                raise InvalidParams(
-                    data={"details": f"{place.lstrip('.')} is a number too large to represent ({child})"}
-                )
-            if isinstance(child, dict | list) and child:
-                stack.append((child, f"{where}.{key}" if isinstance(key, str) else f"{where}[{key}]"))
-
-
-def _shape(document: Any, max_depth: int) -> tuple[int, int]:
-    """(deepest nesting, up to just past `max_depth`; steps and loops) of a workflow."""
-    deepest, steps = 0, 0
-    stack: list[tuple[Any, int, bool]] = [(document, 1, False)]
-    while stack:
-        item, depth, in_steps = stack.pop()
-        deepest = max(deepest, depth)
-        if depth > max_depth:
-            break
-        if isinstance(item, dict):
-            if in_steps:
-                steps += 1
-            for key, child in item.items():
-                if isinstance(child, dict | list):
-                    stack.append((child, depth + 1, key in ("steps", "body") and isinstance(child, list)))
-        elif isinstance(item, list):
-            stack.extend((child, depth + 1, in_steps) for child in item if isinstance(child, dict | list))
-    return deepest, steps
-
-
-def _deeper_than(value: Any, limit: int) -> bool:
-    """Whether `value` nests more than `limit` levels of objects and arrays (itself one).
-    Iterative, so no nesting can exhaust the stack. A number that is not finite, met on
-    the way, is refused (`refuse_non_finite` says where)."""
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        children = item.values() if isinstance(item, dict) else item
-        for child in children:
-            kind = type(child)
-            if kind is str or kind is int or kind is bool or child is None:
-                continue  # the usual leaves, told apart cheaply: this runs on every call
-            if kind is float:
-                if not math.isfinite(child):
-                    refuse_non_finite(value)
-            elif isinstance(child, dict | list):
-                if depth + 1 > limit:
-                    return True
-                stack.append((child, depth + 1))
-    return False
-
-
-def _json_size(value: Any) -> int:
-    """Bytes of `value` as compact JSON (numbers past 64 bits and lone surrogates included)."""
-    import orjson
-
-    try:
-        return len(orjson.dumps(value))
-    except (TypeError, orjson.JSONEncodeError):
-        import json
-
-        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-        return len(text.encode("utf-8", "surrogatepass"))
-
-
-def _utf8_longer_than(text: str, limit: int) -> bool:
-    if len(text) > limit:
-        return True
-    if len(text) * 4 <= limit:
-        return False
-    return len(text.encode("utf-8", "surrogatepass")) > limit
-
-
-def _details(exc: Any, arguments: dict[str, Any]) -> str:
-    """fastjsonschema's message, rephrased to name the parameter."""
-    rule = getattr(exc, "rule", None)
-    definition = getattr(exc, "rule_definition", None)
-    path = [str(p) for p in (exc.path or [])[1:]]
-    field = ".".join(path)
-    target = exc.value if isinstance(getattr(exc, "value", None), dict) else arguments
-    if rule == "required" and isinstance(definition, list):
-        missing = [name for name in definition if name not in target] or definition
-        prefix = f"{field}." if field else ""
-        return f"{prefix}{missing[0]} is required"
-    if rule == "additionalProperties":
-        extra = sorted(set(target) - set(getattr(exc, "definition", {}).get("properties", {})))
-        where = f" in {field}" if field else ""
-        return f"unknown parameter {', '.join(extra)}{where}" if extra else "unknown parameter"
-    message = str(exc.message)
-    if message.startswith("data."):
-        return message[len("data.") :]
-    if message.startswith("data"):
-        return "params" + message[len("data") :]
-    return message

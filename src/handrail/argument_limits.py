@@ -1,0 +1,158 @@
+"""What a tool's arguments may hold: refused over a limit (limits.py) before anything
+else looks at them, each refusal naming its limit and the value it had."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from handrail.errors import InvalidParams
+from handrail.limits import Limits
+
+
+def check_limits(limits: Limits, name: str, arguments: dict[str, Any]) -> None:
+    """Refuse what is over a limit before anything else looks at it (see limits.py)."""
+    if _deeper_than(arguments, limits.max_depth):
+        raise _over("maxDepth", limits.max_depth, f"the arguments nest deeper than {limits.max_depth} levels")
+    if name in ("workflow_validate", "workflow_continue"):
+        output = arguments.get("output")
+        if isinstance(output, str) and len(output) > limits.max_output_length:
+            raise _over(
+                "maxOutputLength",
+                limits.max_output_length,
+                f"output is {len(output)} characters long, over the limit of {limits.max_output_length}",
+            )
+    elif name == "workflow_next":
+        steps = arguments.get("completedSteps")
+        if isinstance(steps, list) and len(steps) > limits.max_completed_steps:
+            raise _over(
+                "maxCompletedSteps",
+                limits.max_completed_steps,
+                f"completedSteps has {len(steps)} entries, over the limit of {limits.max_completed_steps}",
+            )
+    elif name == "workflow_validate_json":
+        text = arguments.get("workflow")
+        if isinstance(text, str) and _utf8_longer_than(text, limits.max_workflow_bytes):
+            raise _over(
+                "maxWorkflowBytes",
+                limits.max_workflow_bytes,
+                f"workflow is longer than {limits.max_workflow_bytes} bytes",
+            )
+        if isinstance(text, str):
+            _workflow_shape(limits, text)
+    context = arguments.get("context")
+    if isinstance(context, dict) and context:
+        size = _json_size(context)
+        if size > limits.max_context_bytes:
+            raise _over(
+                "maxContextBytes",
+                limits.max_context_bytes,
+                f"context is {size} bytes as JSON, over the limit of {limits.max_context_bytes}",
+            )
+
+
+def _workflow_shape(limits: Limits, text: str) -> None:
+    """Refuse a workflow to check that nests or holds more than a server takes on;
+    one that does not parse is left to the compiler, which says where."""
+    import orjson
+
+    try:
+        document = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return
+    depth, steps = _shape(document, limits.max_workflow_depth)
+    if depth > limits.max_workflow_depth:
+        raise _over(
+            "maxWorkflowDepth",
+            limits.max_workflow_depth,
+            f"workflow nests deeper than {limits.max_workflow_depth} levels",
+        )
+    if steps > limits.max_workflow_steps:
+        raise _over(
+            "maxWorkflowSteps",
+            limits.max_workflow_steps,
+            f"workflow has {steps} steps and loops, over the limit of {limits.max_workflow_steps}",
+        )
+
+
+def _over(limit: str, value: int, details: str) -> InvalidParams:
+    return InvalidParams(data={"details": details, "limit": limit, "value": value})
+
+
+def refuse_non_finite(arguments: dict[str, Any]) -> None:
+    """A number JSON cannot carry (`1e400` read as infinity, NaN) is refused, naming where."""
+    stack: list[tuple[Any, str]] = [(arguments, "")]
+    while stack:
+        item, where = stack.pop()
+        pairs = item.items() if isinstance(item, dict) else enumerate(item)
+        for key, child in pairs:
+            if isinstance(child, float) and not math.isfinite(child):
+                place = f"{where}.{key}" if isinstance(key, str) else f"{where}[{key}]"
+                raise InvalidParams(
+                    data={"details": f"{place.lstrip('.')} is a number too large to represent ({child})"}
+                )
+            if isinstance(child, dict | list) and child:
+                stack.append((child, f"{where}.{key}" if isinstance(key, str) else f"{where}[{key}]"))
+
+
+def _shape(document: Any, max_depth: int) -> tuple[int, int]:
+    """(deepest nesting, up to just past `max_depth`; steps and loops) of a workflow."""
+    deepest, steps = 0, 0
+    stack: list[tuple[Any, int, bool]] = [(document, 1, False)]
+    while stack:
+        item, depth, in_steps = stack.pop()
+        deepest = max(deepest, depth)
+        if depth > max_depth:
+            break
+        if isinstance(item, dict):
+            if in_steps:
+                steps += 1
+            for key, child in item.items():
+                if isinstance(child, dict | list):
+                    stack.append((child, depth + 1, key in ("steps", "body") and isinstance(child, list)))
+        elif isinstance(item, list):
+            stack.extend((child, depth + 1, in_steps) for child in item if isinstance(child, dict | list))
+    return deepest, steps
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """Whether `value` nests more than `limit` levels of objects and arrays (itself one).
+    Iterative, so no nesting can exhaust the stack. A number that is not finite, met on
+    the way, is refused (`refuse_non_finite` says where)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item
+        for child in children:
+            kind = type(child)
+            if kind is str or kind is int or kind is bool or child is None:
+                continue  # the usual leaves, told apart cheaply: this runs on every call
+            if kind is float:
+                if not math.isfinite(child):
+                    refuse_non_finite(value)
+            elif isinstance(child, dict | list):
+                if depth + 1 > limit:
+                    return True
+                stack.append((child, depth + 1))
+    return False
+
+
+def _json_size(value: Any) -> int:
+    """Bytes of `value` as compact JSON (numbers past 64 bits and lone surrogates included)."""
+    import orjson
+
+    try:
+        return len(orjson.dumps(value))
+    except (TypeError, orjson.JSONEncodeError):
+        import json
+
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        return len(text.encode("utf-8", "surrogatepass"))
+
+
+def _utf8_longer_than(text: str, limit: int) -> bool:
+    if len(text) > limit:
+        return True
+    if len(text) * 4 <= limit:
+        return False
+    return len(text.encode("utf-8", "surrogatepass")) > limit
