@@ -103,7 +103,8 @@ def report(results: dict[str, Any]) -> str:
         "",
         f"Spawn to initialize response: handrail {h['spawn_to_init_ms']:.0f} ms "
         f"(bundled + corpus loaded), floor {f['spawn_to_init_ms']:.0f} ms. Spawn to the first "
-        f"workflow_list answer (every workflow compiled, broken files explained): "
+        f"workflow_list answer (files listed; each compiled on first use, all checked in the "
+        f"background): "
         f"{h['spawn_to_first_answer_ms']:.0f} ms.",
         f"Memory (RSS, KiB): handrail {h['rss_kb']}, floor {f['rss_kb']}.",
         "",

@@ -116,8 +116,22 @@ class Server:
         assert reply.get("id") == 0, reply
         self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         self.request({"method": "workflow_list", "params": {}})
-        # with every workflow compiled: what a client waits for its first real answer
+        # what a client waits for its first real answer (workflows are listed, and
+        # compiled on first use)
         self.spawn_to_first_answer_ms = (time.perf_counter() - start) * 1000
+        self.settle()
+
+    def settle(self, quiet_s: float = 0.3, at_most_s: float = 60.0) -> None:
+        """Wait until the server is idle: a server checks every file in the background
+        after its first answer, CPU that belongs to no request measured here."""
+        until = time.monotonic() + at_most_s
+        used = self.cpu_s()
+        while time.monotonic() < until:
+            time.sleep(quiet_s)
+            now = self.cpu_s()
+            if now - used < quiet_s * 0.02:  # under 2% of a core: idle
+                return
+            used = now
 
     def send(self, message: dict[str, Any]) -> None:
         assert self.process.stdin is not None

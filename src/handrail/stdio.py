@@ -35,7 +35,9 @@ from handrail.protocol import Protocol
 DEFAULT_MAX_LINE = MAX_LINE_BYTES
 CHUNK = 1 << 16
 QUEUED_LINES = 8  # while a request runs, read ahead only until this many lines wait
-WATCH_S = 0.01  # a request in hand this long gets a reader of its own (end of input, answers)
+WATCH_S = 0.05  # a request in hand this long gets a reader of its own (end of input, answers);
+# each tick wakes a thread that must take the GIL from the answering one: at 10 ms that
+# cost pipelined requests about a third of their time, at 50 ms it is lost in the noise
 log = logging.getLogger("handrail.stdio")
 
 
