@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from handrail import budget, patterns
@@ -231,6 +231,7 @@ def small_patterns(draw: st.DrawFn, depth: int = 0) -> str:
 @given(
     small_patterns(), st.sampled_from(["", "i", "m", "s", "im", "is"]), st.lists(TEXT, min_size=1, max_size=6)
 )
+@example(r"\b^", "", ["²"])  # once found by chance: a boundary before an anchor, on marked text
 def test_every_pattern_finds_what_python_finds(pattern: str, flags: str, texts: list[str]) -> None:
     try:
         python = re.compile(pattern, patterns.flag_bits(flags))
@@ -243,6 +244,17 @@ def test_every_pattern_finds_what_python_finds(pattern: str, flags: str, texts: 
             flags,
             text,
         )
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [r"\b^", r"(?m)\b^", r"\b\A", r"$\b", r"(?m)$\b", r"\Z\b", r"\b\b^", r"a\b\bb", r"x|\b^"],
+)
+def test_a_boundary_beside_an_anchor_or_another_boundary_holds_where_python_says(pattern: str) -> None:
+    # on texts with non-ASCII word characters (`²` is one), whose boundaries RE2 finds marked
+    compiled = compile_pattern(pattern)
+    for text in ["²", "a²", "²a", "x\n²", "² ", "b ²", "²\n", "a b", "ab"]:
+        assert (compiled.search(text) is not None) == (re.search(pattern, text) is not None), (pattern, text)
 
 
 # -- the backtracking engine, bounded ------------------------------------------------------
