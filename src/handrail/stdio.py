@@ -132,7 +132,7 @@ def serve(
     are all answered first; the last one gets the grace period."""
     limit = max_line if max_line is not None else protocol.limits.max_line_bytes
     source = cast(io.BufferedIOBase, stdin or _standard_input())  # read1: what the pipe has
-    sink = stdout or sys.stdout.buffer
+    sink = stdout or _standard_output()
     sys.stdout = sys.stderr  # stray prints must not corrupt the protocol stream
     requests = protocol.client_requests
     lines = _Lines(source, limit, lambda piece: requests.waiting and requests.route(piece))
@@ -239,6 +239,7 @@ def serve(
                     continue
                 if lines.ended.is_set() or len(lines.waiting) >= QUEUED_LINES or not lines.claim():
                     continue
+            flush()  # the answers before the long request go out now, not after it
             lines.pull()
 
     try:  # a signal may come as soon as the first answer is out, before `start` returns
@@ -285,6 +286,16 @@ def _standard_input() -> BinaryIO:
         return open(sys.stdin.fileno(), "rb", closefd=False)
     except (AttributeError, OSError, ValueError):
         return sys.stdin.buffer
+
+
+def _standard_output() -> BinaryIO:
+    """Standard output, through a buffer of our own: under PYTHONUNBUFFERED (which MCP
+    client settings often give a Python server) `sys.stdout.buffer` writes each answer
+    at once, and the answers to a burst of requests should leave in one write."""
+    try:
+        return open(sys.stdout.fileno(), "wb", buffering=CHUNK, closefd=False)
+    except (AttributeError, OSError, ValueError):
+        return sys.stdout.buffer
 
 
 def _handle(protocol: Protocol, line: bytes) -> bytes | None:

@@ -5,6 +5,7 @@ the request in hand gets --shutdown-timeout seconds, then the server leaves, exi
 from __future__ import annotations
 
 import json
+import select
 import signal
 import subprocess
 import time
@@ -27,14 +28,20 @@ def line(message: object) -> bytes:
     return json.dumps(message).encode() + b"\n"
 
 
-def start(tmp_path: Path, *requests: object, grace: str = "1") -> subprocess.Popen[bytes]:
+def start(
+    tmp_path: Path, *requests: object, grace: str = "1", unbuffered: bool = False
+) -> subprocess.Popen[bytes]:
+    env = clean_env(tmp_path)
+    env.pop("PYTHONUNBUFFERED", None)
+    if unbuffered:
+        env["PYTHONUNBUFFERED"] = "1"
     proc = subprocess.Popen(
         [*PROGRAM, "start", "--shutdown-timeout", grace],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         cwd=tmp_path,
-        env=clean_env(tmp_path),
+        env=env,
     )
     assert proc.stdin is not None and proc.stdout is not None
     proc.stdin.write(b"".join(line(r) for r in (INITIALIZE, *requests)))
@@ -95,3 +102,21 @@ def test_lines_sent_while_a_request_runs_are_answered_after_it_in_order(tmp_path
     answers = [json.loads(answer) for answer in out.splitlines()]
     assert [a["id"] for a in answers] == [2, *range(10, 40)]
     assert answers[0]["result"] == {"slow": True} and all(a["result"] == {} for a in answers[1:])
+
+
+@pytest.mark.parametrize("unbuffered", [False, True])
+def test_an_answer_before_a_long_request_goes_out_while_it_runs(tmp_path: Path, unbuffered: bool) -> None:
+    # a quick request and a long one in one write: the quick answer must not wait for the
+    # long one (answers are flushed before waiting, and when a request runs long), with or
+    # without the PYTHONUNBUFFERED that client settings often give a Python server
+    ping = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
+    slow = {**SLOW_GET, "id": 3}
+    proc = start(tmp_path, ping, slow, unbuffered=unbuffered)
+    try:
+        assert proc.stdout is not None
+        ready, _, _ = select.select([proc.stdout], [], [], 10)  # the long request takes 60 s
+        assert ready, "the quick answer waited for the long request"
+        assert json.loads(proc.stdout.readline()) == {"jsonrpc": "2.0", "id": 2, "result": {}}
+    finally:
+        proc.kill()
+        proc.wait()
