@@ -231,7 +231,9 @@ def small_patterns(draw: st.DrawFn, depth: int = 0) -> str:
 @given(
     small_patterns(), st.sampled_from(["", "i", "m", "s", "im", "is"]), st.lists(TEXT, min_size=1, max_size=6)
 )
-@example(r"\b^", "", ["²"])  # once found by chance: a boundary before an anchor, on marked text
+@example(r"\b^", "", ["²"])  # found by chance: a boundary before an anchor, on marked text
+@example(r"\b(^)", "", ["²"])  # and the same through a group
+@example(r"(\S\ba*a*?)\b", "", ["²"])  # and two boundaries at one place
 def test_every_pattern_finds_what_python_finds(pattern: str, flags: str, texts: list[str]) -> None:
     try:
         python = re.compile(pattern, patterns.flag_bits(flags))
@@ -248,7 +250,11 @@ def test_every_pattern_finds_what_python_finds(pattern: str, flags: str, texts: 
 
 @pytest.mark.parametrize(
     "pattern",
-    [r"\b^", r"(?m)\b^", r"\b\A", r"$\b", r"(?m)$\b", r"\Z\b", r"\b\b^", r"a\b\bb", r"x|\b^"],
+    [
+        *(r"\b^", r"(?m)\b^", r"\b\A", r"$\b", r"(?m)$\b", r"\Z\b", r"\b\b^", r"a\b\bb", r"x|\b^"),
+        *(r"\b(^)", r"(\b)^", r"($)\b", r"\b(?:x|^)", r"(?:\b)*^", r"\b(a|)^"),  # through groups
+        *(r"(\S\ba*a*?)\b", r"\b\w*\b", r"\b(?:\b)"),  # twice at one place
+    ],
 )
 def test_a_boundary_beside_an_anchor_or_another_boundary_holds_where_python_says(pattern: str) -> None:
     # on texts with non-ASCII word characters (`²` is one), whose boundaries RE2 finds marked

@@ -13,7 +13,7 @@ from functools import lru_cache
 from typing import Any, Literal
 
 from handrail.internals import sre_constants, sre_parse
-from handrail.patterns.boundaries import edge
+from handrail.patterns.boundaries import anchor_beside_boundary, anchors_in_order, edge
 from handrail.patterns.charsets import (
     ASCII_CATEGORIES,
     SURROGATES,
@@ -36,15 +36,6 @@ NON_ASCII_WORDS, ANY_NON_ASCII = 1, 2  # when a search leaves RE2 for Python's \
 # way): put where Python's Unicode \b holds, it lets RE2 answer \b exactly
 MARK = "\ufdd0"
 _MARK_CODE = ord(MARK)
-_BOUNDARIES = (_C.AT_BOUNDARY, _C.AT_NON_BOUNDARY)
-_AT_ORDER = {
-    _C.AT_BEGINNING: 0,
-    _C.AT_BEGINNING_STRING: 0,
-    _C.AT_BOUNDARY: 1,
-    _C.AT_NON_BOUNDARY: 1,
-    _C.AT_END: 2,
-    _C.AT_END_STRING: 2,
-}
 
 
 class Unsupported(Exception):
@@ -65,6 +56,10 @@ def write_pattern(
     writer = _Writer(dialect, marked=marked)
     flags = int(tree.state.flags)
     items = list(tree.data)
+    if marked and anchor_beside_boundary(items):
+        # a mark lies after the start of a line and before its end: a boundary met
+        # before a start anchor, or after an end anchor, through a group, never matches
+        raise Unsupported("a word boundary beside an anchor")
     if dialect == "re2" and _lone_negative_lookaheads(items):
         # (?!X) alone is found at the end of any text when X needs a character:
         # WorkRail's `(?!.*TODO)` is such a pattern
@@ -102,7 +97,7 @@ class _Writer:
     def sequence(self, items: Sequence[Any], flags: int, *, lead: bool, tail: bool, bare: bool) -> str:
         if self.re2 and flags & _A and flags & _I:
             raise Unsupported("it ignores case in ASCII only, (?a) with ignore-case")
-        items = _anchors_in_order(items)
+        items = anchors_in_order(items)
         parts = []
         for i, (op, av) in enumerate(items):
             rest = items[i + 1 :]
@@ -325,27 +320,6 @@ class _Writer:
             has_none = hi < SURROGATES[0] or lo > 0xFFFF or (lo > SURROGATES[1] and hi < 0xFFFF)
             if not (has_all or has_none):
                 self.surrogate_safe = False
-
-
-def _anchors_in_order(items: Sequence[Any]) -> Sequence[Any]:
-    """Assertions side by side test one position, so their order is free (`\\b^` is
-    `^\\b`) and a repeated one adds nothing (`\\b\\b` is `\\b`): each run of them is
-    written once each, start anchors first, then word boundaries, then end anchors. That
-    is the order a text with its word boundaries marked has: a mark lies after the start
-    of a line and before its end, and is matched once."""
-    if not any(op is _C.AT and av in _BOUNDARIES for op, av in items):
-        return items
-    ordered = list(items)
-    start = 0
-    while start < len(ordered):
-        end = start
-        while end < len(ordered) and ordered[end][0] is _C.AT and ordered[end][1] in _AT_ORDER:
-            end += 1
-        run = sorted(dict.fromkeys(ordered[start:end]), key=lambda item: _AT_ORDER[item[1]])
-        ordered[start:end] = run
-        end = start + len(run)
-        start = end + 1
-    return ordered
 
 
 def _minus_mark(ranges: Ranges) -> Ranges:
