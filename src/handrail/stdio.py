@@ -4,9 +4,10 @@ Only protocol messages reach stdout; anything else that tries to print while
 serving is sent to stderr.
 
 One thread both reads and answers: it reads what the pipe has, answers every line
-of it into the output buffer, and flushes only when it is about to wait for more
-input, so pipelined requests cost one read and one write between them, and a line
-is never handed from thread to thread. A second thread watches: once a request
+of it into an output buffer of its own, and flushes when it is about to wait for more
+input, or when an answer has waited `HOLD_S` for those after it, so pipelined
+requests cost few reads and writes, and a line is never handed from thread to
+thread. A second thread watches: once a request
 has been in hand for a tick (`WATCH_S`), it takes over the reading until that
 request ends, so that the end of input, and the client's answer to a request of
 ours (elicitation), are still seen while a long request runs. The calling thread
@@ -22,6 +23,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
 from types import FrameType
@@ -35,6 +37,7 @@ from handrail.protocol import Protocol
 DEFAULT_MAX_LINE = MAX_LINE_BYTES
 CHUNK = 1 << 16
 QUEUED_LINES = 8  # while a request runs, read ahead only until this many lines wait
+HOLD_S = 0.01  # an answer waits at most about this long for those after it in a burst
 WATCH_S = 0.05  # a request in hand this long gets a reader of its own (end of input, answers);
 # each tick wakes a thread that must take the GIL from the answering one: at 10 ms that
 # cost pipelined requests about a third of their time, at 50 ms it is lost in the noise
@@ -164,12 +167,12 @@ def serve(
     protocol.sink = send  # log records for the client (logging/setLevel)
     requests.sender = send  # elicitation/create, sent while a request is answered
 
-    unflushed = [False]  # written since the last flush
+    held_since = [0.0]  # when the oldest answer not yet flushed was written, or 0
 
     def flush() -> None:
         with writing:
-            if unflushed[0]:
-                unflushed[0] = False
+            if held_since[0]:
+                held_since[0] = 0.0
                 sink.flush()
 
     def next_line() -> bytes | None:
@@ -211,7 +214,12 @@ def serve(
                         sink.write(note + b"\n")
                     for request in requests.take_outgoing():  # e.g. roots/list
                         sink.write(encode(request) + b"\n")
-                    unflushed[0] = True
+                    now = time.monotonic()
+                    if not held_since[0]:
+                        held_since[0] = now
+                    elif now - held_since[0] > HOLD_S:  # a long burst: its first answers go now
+                        held_since[0] = 0.0
+                        sink.flush()
                 if out is not None and after_first_reply is not None:
                     flush()  # the first answer goes out before the workflows are compiled
                     after_first_reply()

@@ -94,7 +94,10 @@ def test_kill_9_mid_stream_loses_no_acknowledged_submission_and_leaves_no_half_w
     try:
         resumed = again.result("workflow_resume", {"runId": run})
         assert resumed["progress"] == {"completed": completed}
-        assert resumed["step"]["prompt"] == f"Build {PARTS[accepted_builds]}."
+        if accepted_builds < len(PARTS):
+            assert resumed["step"]["prompt"] == f"Build {PARTS[accepted_builds]}."
+        else:  # a fast server took every submission before the kill landed
+            assert resumed["step"]["id"] != "build"
         assert json.loads(position)["step"]["prompt"] == resumed["step"]["prompt"]
         assert [r["summary"] for r in resumed["recap"][1:]] == [
             f"Built {p}." for p in PARTS[:accepted_builds]
