@@ -31,7 +31,6 @@ def add_start(sub: Any) -> None:
 
 
 def add_serve(sub: Any) -> None:
-
     serve = sub.add_parser("serve", help="serve the workflows over Streamable HTTP at /mcp")
     options.add_source_options(serve)
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
@@ -65,7 +64,6 @@ def add_serve(sub: Any) -> None:
 
 
 def add_dashboard(sub: Any) -> None:
-
     dashboard = sub.add_parser("dashboard", help="watch and approve this machine's runs in a browser")
     options.add_source_options(dashboard)
     dashboard.add_argument("--port", type=int, default=8766, help="port on 127.0.0.1 (default 8766)")

@@ -120,3 +120,23 @@ def test_an_answer_before_a_long_request_goes_out_while_it_runs(tmp_path: Path, 
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_the_first_answers_of_a_long_burst_go_out_before_the_burst_is_done(tmp_path: Path) -> None:
+    # 80 requests of 30 ms each (under the watcher's tick) in one write: 2.4 s of work in
+    # all; an answer waits only briefly for those after it, not for the whole burst
+    burst = [
+        {"jsonrpc": "2.0", "id": n, "method": "workflow_get", "params": {"id": "slow-3e-2"}}
+        for n in range(2, 82)
+    ]
+    sent = time.monotonic()
+    proc = start(tmp_path, *burst, grace="5")
+    try:
+        assert proc.stdout is not None
+        ready, _, _ = select.select([proc.stdout], [], [], 1.2)
+        assert ready, "the first answer waited for the rest of the burst"
+        assert json.loads(proc.stdout.readline()) == {"jsonrpc": "2.0", "id": 2, "result": {"slow": True}}
+        assert time.monotonic() - sent < 2.4
+    finally:
+        proc.kill()
+        proc.wait()
