@@ -11,7 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from handrail.argument_check import quick_check
+from handrail.argument_check import Bounds, quick_check
+from handrail.argument_limits import admission, check_limits
+from handrail.errors import InvalidParams
+from handrail.limits import Limits
 from handrail.tooldefs import tools
 from tests.helpers.server import Server
 
@@ -110,3 +113,63 @@ def test_arguments_the_quick_check_accepts_are_answered_over_stdio(server: Serve
         {"workflowId": "coding-task", "completedSteps": [], "context": {"a": 1}},
     )
     assert result["step"]["id"] == "understand", result
+
+
+# -- limits and schema told at once (argument_limits.admission) -------------------------
+
+TIGHT = Limits(max_depth=4, max_output_length=6, max_completed_steps=2, max_context_bytes=24)
+
+
+def _refused_by_limits(name: str, value: Any, limits: Limits) -> bool:
+    try:
+        check_limits(limits, name, value)
+    except InvalidParams:
+        return True
+    return False
+
+
+@pytest.mark.parametrize("name", sorted(n for n in SCHEMAS if n != "workflow_validate_json"))
+@settings(max_examples=300, deadline=None)
+@given(data=st.data())
+def test_admission_says_yes_only_to_what_both_the_limits_and_the_schema_accept(
+    name: str, data: st.DataObject
+) -> None:
+    admit = admission(TIGHT, name, SCHEMAS[name])
+    full = fastjsonschema.compile(SCHEMAS[name], use_default=False)
+    value = data.draw(arguments(name))
+    assert admit is not None
+    if admit(value):
+        assert not _refused_by_limits(name, value, TIGHT), value
+        full(value)  # raises if the schema refuses
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("workflow_validate", {"workflowId": "abc", "stepId": "abc", "output": "1234567"}),
+        ("workflow_next", {"workflowId": "abc", "completedSteps": ["a", "b", "c"]}),
+        ("workflow_next", {"workflowId": "abc", "completedSteps": [], "context": {"a": "x" * 30}}),
+        ("workflow_next", {"workflowId": "abc", "completedSteps": [], "state": {"a": {"b": {"c": {}}}}}),
+        ("workflow_next", {"workflowId": "abc", "completedSteps": [], "context": {"a": float("inf")}}),
+    ],
+)
+def test_admission_leaves_what_is_over_a_limit_to_the_check_that_words_it(name: str, value: Any) -> None:
+    admit = admission(TIGHT, name, SCHEMAS[name])
+    assert admit is not None
+    assert not admit(value)
+    assert _refused_by_limits(name, value, TIGHT)
+
+
+def test_admission_says_yes_to_the_usual_call_and_no_to_a_bracket_it_cannot_place() -> None:
+    admit = admission(TIGHT, "workflow_next", SCHEMAS["workflow_next"])
+    assert admit is not None
+    assert admit({"workflowId": "abc", "completedSteps": ["a"], "context": {"a": [1]}})
+    # three brackets in a string look like nesting: the long way looks, and lets it through
+    tricky = {"workflowId": "abc", "completedSteps": [], "context": {"a": "[[["}}
+    assert not admit(tricky)
+    assert not _refused_by_limits("workflow_next", tricky, TIGHT)
+
+
+def test_a_limit_on_an_argument_the_predicate_cannot_apply_gets_no_admission() -> None:
+    schema = {"type": "object", "properties": {"context": {"type": "string"}}}
+    assert quick_check(schema, Bounds(8, {}, {"context": 10})) is None

@@ -6,15 +6,31 @@ one predicate that answers True only for arguments the schema accepts; anything 
 (False) goes to the full validator (fastjsonschema), which words the error. The full
 validator costs a few microseconds per call and, for `uniqueItems`, a reference cycle
 per call that the garbage collector must then find; this costs a fraction of that.
+
+Given `Bounds` (a service's limits, see argument_limits.py), the same predicate also
+says yes only for arguments within every limit, so the usual call is admitted by one
+function; a no goes the long way, limits first, where each refusal is worded.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 Accept = Callable[[Any], bool]
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """What a tool's arguments may hold beyond their schema (see argument_limits.py)."""
+
+    max_depth: int  # objects and arrays nested, the arguments themselves one
+    longest: Mapping[str, int] = field(default_factory=dict)  # argument -> most characters or entries
+    largest: Mapping[str, int] = field(default_factory=dict)  # object argument -> most bytes as JSON
 
 # the keywords a quick check understands; a schema with any other gets none
 _KNOWN = frozenset(
@@ -36,14 +52,19 @@ _KNOWN = frozenset(
 _CLASS_RUN = re.compile(r"\^(\[[^\]\\]*\])\+\$")
 
 
-def quick_check(schema: Mapping[str, Any]) -> Accept | None:
-    """A predicate True only for values `schema` accepts; None when the schema uses
-    more than this module knows (the full validator then decides every call)."""
-    writer = _Writer()
+def quick_check(schema: Mapping[str, Any], bounds: Bounds | None = None) -> Accept | None:
+    """A predicate True only for values `schema` accepts (and, given `bounds`, only for
+    values within them); None when the schema uses more than this module knows (the
+    full validator then decides every call)."""
+    writer = _Writer(bounds)
     try:
         writer.value(schema, "value", 1)
     except _Unsupported:
         return None
+    if bounds is not None and not writer.applied.issuperset(bounds.longest.keys() | bounds.largest.keys()):
+        named = schema.get("properties", {})
+        if any(name in named for name in bounds.longest.keys() | bounds.largest.keys()):
+            return None  # an argument with a limit the predicate could not apply
     source = "def accept(value):\n" + "\n".join(writer.lines) + "\n    return True\n"
     namespace: dict[str, Any] = dict(writer.constants)
     # one straight-line function, written from the tools' own schemas (never from a
@@ -60,10 +81,14 @@ class _Unsupported(Exception):
 class _Writer:
     """Python source that returns False as soon as a value breaks the schema."""
 
-    def __init__(self) -> None:
+    def __init__(self, bounds: Bounds | None) -> None:
         self.lines: list[str] = []
-        self.constants: dict[str, Any] = {"ABSENT": _ABSENT}
+        self.constants: dict[str, Any] = {"ABSENT": _ABSENT, "within": _within}
         self.names = 0
+        self.bounds = bounds
+        self.level = 0  # how deep the container being checked nests (the arguments: 1)
+        self.arguments: dict[str, str] = {}  # variable -> the argument it holds
+        self.applied: set[str] = set()  # the arguments whose limits are checked
 
     def fresh(self, stem: str) -> str:
         self.names += 1
@@ -83,12 +108,34 @@ class _Writer:
         kind = schema.get("type")
         if kind == "string":
             self.string(schema, var, depth)
-        elif kind == "array":
+            return
+        self.level += 1
+        if self.bounds is not None and self.level > self.bounds.max_depth:
+            raise _Unsupported  # a limit below the schema's own nesting: the long way decides
+        if kind == "array":
             self.array(schema, var, depth)
         elif kind == "object":
             self.object(schema, var, depth)
         else:
             raise _Unsupported
+        self.level -= 1
+
+    def bounded(self, var: str, depth: int, free: bool) -> None:
+        """The limits on one argument, after its schema's checks: its length, or, for an
+        object taken as is, how deep it nests and how large it is."""
+        bounds = self.bounds
+        if bounds is None:
+            return
+        name = self.arguments.get(var)
+        if free:
+            levels = bounds.max_depth - self.level + 1  # objects and arrays it may hold, itself one
+            largest = bounds.largest.get(name) if name is not None else None
+            self.emit(depth, f"if not within({var}, {levels}, {largest}): return False")
+            if largest is not None and name is not None:
+                self.applied.add(name)
+        elif name is not None and name in bounds.longest:
+            self.emit(depth, f"if len({var}) > {bounds.longest[name]}: return False")
+            self.applied.add(name)
 
     def string(self, schema: Mapping[str, Any], var: str, depth: int) -> None:
         if set(schema) - {"type", "description", "pattern", "minLength", "maxLength"}:
@@ -108,6 +155,7 @@ class _Writer:
         if run is not None:
             whole = self.constant(re.compile(run.group(1) + "+").fullmatch)
             self.emit(depth, f"if {whole}({var}) is None: return False")
+        self.bounded(var, depth, free=False)
 
     def array(self, schema: Mapping[str, Any], var: str, depth: int) -> None:
         if set(schema) - {"type", "description", "items", "uniqueItems"}:
@@ -119,6 +167,7 @@ class _Writer:
         if unique is not True and unique is not False:
             raise _Unsupported
         self.emit(depth, f"if type({var}) is not list: return False")
+        self.bounded(var, depth, free=False)  # a count first: no walk over too many entries
         entry = self.fresh("entry")
         self.emit(depth, f"for {entry} in {var}:")
         self.string(items, entry, depth + 1)
@@ -138,6 +187,8 @@ class _Writer:
         ):
             raise _Unsupported
         self.emit(depth, f"if type({var}) is not dict: return False")
+        if not properties and extra is True:
+            self.bounded(var, depth, free=True)  # taken as is: only its size and nesting
         if required:
             self.emit(depth, f"if not {self.constant(frozenset(required))} <= {var}.keys(): return False")
         if not extra:
@@ -147,12 +198,29 @@ class _Writer:
             self.emit(depth, f"{entry} = {var}.get({name!r}, ABSENT)")
             self.emit(depth, f"if {entry} is not ABSENT:")
             before = len(self.lines)
+            if self.level == 1:
+                self.arguments[entry] = name
             self.value(sub, entry, depth + 1)
             if len(self.lines) == before:
                 self.emit(depth + 1, "pass")
 
 
 _ABSENT = object()
+
+
+def _within(value: Any, levels: int, largest: int | None) -> bool:
+    """Whether an object taken as is surely holds at most `levels` objects and arrays
+    nested (itself one) and, given `largest`, at most that many bytes as JSON. Told
+    from its JSON: it cannot nest deeper than it has brackets. A no is not a refusal:
+    the long way then looks (a bracket inside a string, a number JSON cannot carry,
+    which orjson writes as null)."""
+    try:
+        data = orjson.dumps(value)
+    except (TypeError, orjson.JSONEncodeError):  # integers past 64 bits, lone surrogates
+        return False
+    if largest is not None and len(data) > largest:
+        return False
+    return b"null" not in data and data.count(b"{") + data.count(b"[") <= levels
 
 
 def schema_error_details(exc: Any, arguments: dict[str, Any]) -> str:

@@ -6,8 +6,23 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from handrail.argument_check import Accept, Bounds, quick_check
 from handrail.errors import InvalidParams
 from handrail.limits import Limits
+
+
+def admission(limits: Limits, name: str, schema: dict[str, Any]) -> Accept | None:
+    """One predicate True only for arguments that pass both `check_limits` and the
+    tool's schema (argument_check.py), or None where it cannot be told that way."""
+    if name == "workflow_validate_json":
+        return None  # its workflow's shape is read from the text: the long way
+    longest: dict[str, int] = {}
+    if name in ("workflow_validate", "workflow_continue"):
+        longest["output"] = limits.max_output_length
+    elif name == "workflow_next":
+        longest["completedSteps"] = limits.max_completed_steps
+    bounds = Bounds(limits.max_depth, longest, {"context": limits.max_context_bytes})
+    return quick_check(schema, bounds)
 
 
 def check_limits(limits: Limits, name: str, arguments: dict[str, Any]) -> None:

@@ -58,7 +58,9 @@ def spend(seconds: int, reply_bytes: int, regex_ms: int = REGEX_TIMEOUT_MS) -> I
 
 def begin(seconds: int, reply_bytes: int, regex_ms: int = REGEX_TIMEOUT_MS) -> Token[Budget | None]:
     """`spend` without the `with`, for the request path: pass the token to `end`."""
-    return _current.set(_new(seconds, reply_bytes, regex_ms))
+    if regex_ms <= 0:
+        raise ValueError("the regex time limit is a positive number of milliseconds")
+    return _current.set(Budget(time.monotonic() + seconds, seconds, reply_bytes, regex_ms))
 
 
 def _new(seconds: int, reply_bytes: int, regex_ms: int) -> Budget:

@@ -32,7 +32,9 @@ class ClientRequests:
         self._pending: dict[str, Callback] = {}
         self._outgoing: list[dict[str, Any]] = []
         self._lock = threading.Lock()
-        self._waiting: dict[str, threading.Event] = {}  # requests `ask` waits on
+        # requests `ask` waits on; the transport looks (`if requests.awaited`) before it
+        # routes a line it read, without a call per line
+        self.awaited: dict[str, threading.Event] = {}
         # writes one encoded message to the client at once; set by a transport that can
         # carry a request back while a request is being answered (stdio)
         self.sender: Callable[[bytes], None] | None = None
@@ -70,7 +72,7 @@ class ClientRequests:
             message["params"] = params
         with self._lock:
             self._pending[rid] = on_answer
-            self._waiting[rid] = done
+            self.awaited[rid] = done
         try:
             from handrail.codec import encode
 
@@ -83,11 +85,11 @@ class ClientRequests:
         finally:
             with self._lock:
                 self._pending.pop(rid, None)
-                self._waiting.pop(rid, None)
+                self.awaited.pop(rid, None)
 
     @property
     def waiting(self) -> bool:
-        return bool(self._waiting)
+        return bool(self.awaited)
 
     def route(self, line: bytes) -> bool:
         """A line read while somebody waits: True when it was the answer they wait for
@@ -100,18 +102,20 @@ class ClientRequests:
             message = decode(line)
         except ValueError:
             return False
-        if not isinstance(message, dict) or message.get("id") not in self._waiting:
+        if not isinstance(message, dict) or message.get("id") not in self.awaited:
             return False
         return self.resolve(message)
 
     def cancel_all(self) -> None:
         """The server is stopping: whoever waits stops waiting (with no answer)."""
         with self._lock:
-            waiting = list(self._waiting.values())
+            waiting = list(self.awaited.values())
         for done in waiting:
             done.set()
 
     def take_outgoing(self) -> list[dict[str, Any]]:
+        if not self._outgoing:  # the usual answer, after every burst: no lock needed to see it
+            return []
         with self._lock:
             out, self._outgoing = self._outgoing, []
         return out

@@ -88,10 +88,14 @@ def decode(data: bytes | str) -> Any:
             raise ValueError("nested too deeply") from None
         except (ValueError, UnicodeDecodeError):
             raise ValueError(str(first)) from None
-    if _float_id(message) or (_may_be_wide(data) and may_hold_wide_integers(message)):
-        # orjson reads an integer past 64 bits as a float (an id or a context value
-        # 2**70 would come back as 1.1805916207174113e+21); the standard library keeps it
-        # exact. Only messages holding a float that large are read again.
+    # orjson reads an integer past 64 bits as a float (an id or a context value 2**70
+    # would come back as 1.1805916207174113e+21); the standard library keeps it exact.
+    # Only a text with digits enough for such an integer, holding a float id or a float
+    # that large, is read again (a float written with an exponent, `1e19`, reads the
+    # same in both parsers).
+    if (type(data) is not bytes or len(data) - len(data.translate(None, _DIGITS)) >= _WIDE_DIGITS) and (
+        _float_id(message) or may_hold_wide_integers(message)
+    ):
         try:
             return _strict_loads(data)
         except RecursionError:
@@ -101,15 +105,6 @@ def decode(data: bytes | str) -> Any:
 
 _DIGITS = b"0123456789"
 _WIDE_DIGITS = 19  # an integer orjson reads as a float (2**64 and past) has at least 20
-
-
-def _may_be_wide(data: bytes | str) -> bool:
-    """False when the text has too few digits for an integer past 64 bits, so the
-    walk of the parsed value is spared (a float written with an exponent, `1e19`,
-    reads the same in both parsers)."""
-    if isinstance(data, bytes):
-        return len(data) - len(data.translate(None, _DIGITS)) >= _WIDE_DIGITS
-    return True
 
 
 def _float_id(message: Any) -> bool:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from handrail import budget
 from handrail.argument_check import Accept, quick_check, schema_error_details
-from handrail.argument_limits import check_limits
+from handrail.argument_limits import admission, check_limits
 from handrail.caching import BoundedCache
 from handrail.catalog import Catalog, Snapshot
 from handrail.codec import Encoded as Encoded
@@ -53,6 +53,8 @@ class Service:
         self.runs_only = runs_only
         self._validators: dict[str, Validator] = {}
         self._quick: dict[str, Accept | None] = {}  # name -> its quick check (argument_check.py)
+        # name -> (its check of limits and schema at once, or None; its handler)
+        self._plans: dict[str, tuple[Accept | None, Callable[[Snapshot, dict[str, Any]], Any]]] = {}
         self._listing: tuple[Snapshot, Encoded] | None = None
         # id -> its last workflow_get answer, for as many workflows as the catalog keeps compiled
         self._documents: BoundedCache[str, tuple[Workflow, Encoded]] = BoundedCache(
@@ -87,20 +89,26 @@ class Service:
     def _run(self, name: str, arguments: Any, encoded: bool) -> Any:
         if arguments is None:
             arguments = {}
-        if not isinstance(arguments, dict):
+        if type(arguments) is not dict and not isinstance(arguments, dict):
             raise InvalidParams(data={"details": "params must be an object"})
         if self.runs_only:
             from handrail.runs.tools import refuse_in_runs_only
 
             refuse_in_runs_only(name)
+        plan = self._plans.get(name)
+        if plan is None:
+            admit = admission(self.limits, name, _input_schema(name))
+            plan = self._plans[name] = (admit, self._handlers[name])
+        admit, handler = plan
         limits = self.limits
         snapshot = self.catalog.snapshot()  # a reload of changed files is not the request's cost
         # one budget per request, whichever transport or thread runs it (see budget.py)
         token = budget.begin(limits.max_request_seconds, limits.max_reply_bytes, limits.regex_timeout_ms)
         try:
-            check_limits(limits, name, arguments)
-            self._check(name, arguments)
-            result = self._handlers[name](snapshot, arguments)
+            if admit is None or not admit(arguments):  # the long way, where refusals are worded
+                check_limits(limits, name, arguments)
+                self._check(name, arguments)
+            result = handler(snapshot, arguments)
             reply = _bounded(result, limits.max_reply_bytes)
         finally:
             budget.end(token)

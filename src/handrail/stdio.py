@@ -25,7 +25,7 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sized
 from types import FrameType
 from typing import BinaryIO, cast
 
@@ -36,6 +36,10 @@ from handrail.protocol import Protocol
 
 DEFAULT_MAX_LINE = MAX_LINE_BYTES
 CHUNK = 1 << 16
+# answers are written through a buffer this large: a burst of small answers leaves a few
+# per write, yet the client starts reading the first ones while the rest are answered
+# (a 64 KiB buffer held 800 of them back, and pipelined requests lost a third of their pace)
+OUT_BUFFER = 1 << 13
 QUEUED_LINES = 8  # while a request runs, read ahead only until this many lines wait
 HOLD_S = 0.01  # an answer waits at most about this long for those after it in a burst
 WATCH_S = 0.05  # a request in hand this long gets a reader of its own (end of input, answers);
@@ -53,19 +57,27 @@ class _Lines:
     reads (the answering one when it has nothing to do, the watcher while a request
     runs), so lines are split in order and never read twice."""
 
-    def __init__(self, source: io.BufferedIOBase, limit: int, route: Callable[[bytes], bool]) -> None:
-        self.source, self.limit, self.route = source, limit, route
+    def __init__(
+        self, source: io.BufferedIOBase, limit: int, awaited: Sized, route: Callable[[bytes], bool]
+    ) -> None:
+        """`route(line)` takes a line meant for a request of ours while `awaited` is not
+        empty (see ClientRequests)."""
+        self.source, self.limit, self.awaited, self.route = source, limit, awaited, route
         self.waiting: deque[bytes] = deque()
-        self.changed = threading.Condition(threading.Lock())
+        # `with lock:` on the lock itself (the usual look costs no Python-level call);
+        # `changed` is the same lock, for the rare wait and its wake-up
+        self.lock = threading.Lock()
+        self.changed = threading.Condition(self.lock)
         self.reading = False  # a thread is in `pull` (only the holder touches `pending`)
-        self.ended = threading.Event()  # no more input
+        self.ended = False  # no more input
         self.read = 0  # lines read so far
         self.taken = 0  # lines taken to answer so far
         self.pending = bytearray()  # the start of a line whose end has not arrived yet
         self.dropping = False  # inside a line over the limit, already refused: skip to its end
+        self.sleepers = 0  # threads in `changed.wait()`: none, usually, and then none to wake
 
     def claim(self) -> bool:
-        """Become the reader (call with `changed` held): False when another thread reads."""
+        """Become the reader (call with `lock` held): False when another thread reads."""
         if self.reading:
             return False
         self.reading = True
@@ -85,13 +97,14 @@ class _Lines:
             self.pending.clear()
         else:
             self._split(chunk, found)
-        with self.changed:
+        with self.lock:
             self.waiting.extend(found)
             self.read += len(found)
             if not chunk:
-                self.ended.set()
+                self.ended = True
             self.reading = False
-            self.changed.notify_all()
+            if self.sleepers:
+                self.changed.notify_all()
 
     def _split(self, chunk: bytes, found: list[bytes]) -> None:
         limit, pending = self.limit, self.pending
@@ -105,7 +118,7 @@ class _Lines:
                 pending += piece
                 piece = bytes(pending)
                 pending.clear()
-            if self.route(piece):
+            if self.awaited and self.route(piece):
                 continue  # the answer the request in hand waits for (elicitation)
             found.append(OVERSIZED if len(piece) > limit else piece)
         if not self.dropping:
@@ -138,13 +151,13 @@ def serve(
     sink = stdout or _standard_output()
     sys.stdout = sys.stderr  # stray prints must not corrupt the protocol stream
     requests = protocol.client_requests
-    lines = _Lines(source, limit, lambda piece: requests.waiting and requests.route(piece))
+    lines = _Lines(source, limit, requests.awaited, requests.route)
     finished = threading.Event()  # the answering thread is done: shutdown, end of input, broken pipe
-    stopping = threading.Event()  # take no further line
+    stopping = [False]  # take no further line (a flag the signal handler sets)
     in_hand = [False]  # a line is being answered
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
-        stopping.set()
+        stopping[0] = True
         raise _Stop
 
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -175,19 +188,24 @@ def serve(
                 held_since[0] = 0.0
                 sink.flush()
 
-    def next_line() -> bytes | None:
-        """The next line to answer, reading (after a flush) when none waits; None at the end."""
+    def next_lines() -> list[bytes] | None:
+        """The lines waiting to be answered, all of them (reading, after a flush, when
+        none waits); None at the end. Taken together, so a burst costs one look under
+        the lock, not one per line."""
         while True:
-            with lines.changed:
+            with lines.lock:
                 if lines.waiting:
-                    lines.taken += 1
-                    return lines.waiting.popleft()
-                if lines.ended.is_set() or stopping.is_set():
+                    batch = list(lines.waiting)
+                    lines.waiting.clear()
+                    return batch
+                if lines.ended or stopping[0]:
                     return None
                 mine = lines.claim()
                 if not mine:
                     flush()  # the watcher reads: what is answered goes out meanwhile
+                    lines.sleepers += 1
                     lines.changed.wait()
+                    lines.sleepers -= 1
                     continue
             flush()  # nothing more to answer: out it goes before we wait for input
             lines.pull()
@@ -195,57 +213,74 @@ def serve(
     def answer() -> None:
         nonlocal after_first_reply
         try:
-            while not stopping.is_set():
-                line = next_line()
-                if line is None:
+            while not stopping[0]:
+                batch = next_lines()
+                if batch is None:
                     return
-                in_hand[0] = True
-                out: bytes | None
-                if line is OVERSIZED:
-                    out = encode(_too_long(limit))
-                elif line.strip():
-                    out = _handle(protocol, line)
-                else:
-                    out = None
-                with writing:
-                    if out is not None:
-                        sink.write(out + b"\n")
-                    for note in protocol.list_changed():
-                        sink.write(note + b"\n")
-                    for request in requests.take_outgoing():  # e.g. roots/list
-                        sink.write(encode(request) + b"\n")
-                    now = time.monotonic()
-                    if not held_since[0]:
-                        held_since[0] = now
-                    elif now - held_since[0] > HOLD_S:  # a long burst: its first answers go now
-                        held_since[0] = 0.0
-                        sink.flush()
-                if out is not None and after_first_reply is not None:
-                    flush()  # the first answer goes out before the workflows are compiled
-                    after_first_reply()
-                    after_first_reply = None
-                in_hand[0] = False
-                if protocol.shutdown_requested:
-                    return
+                for line in batch:
+                    if stopping[0]:
+                        return
+                    lines.taken += 1  # only this thread writes it; the others only look
+                    in_hand[0] = True
+                    out: bytes | None
+                    if line is OVERSIZED:
+                        out = encode(_too_long(limit))
+                    elif line and not line.isspace():
+                        try:
+                            out = protocol.handle(line)
+                        except Exception:  # `handle` answers every failure; should one escape it
+                            out = _internal_error()
+                    else:
+                        out = None
+                    with writing:
+                        if out is not None:
+                            sink.write(out + b"\n")
+                        now = time.monotonic()
+                        if not held_since[0]:
+                            held_since[0] = now
+                        elif now - held_since[0] > HOLD_S:  # a long burst: its first answers go now
+                            held_since[0] = 0.0
+                            sink.flush()
+                    in_hand[0] = False
+                    if out is not None and after_first_reply is not None:
+                        flush()  # the first answer goes out before the workflows are compiled
+                        after_first_reply()
+                        after_first_reply = None
+                    if protocol.shutdown_requested:
+                        return
+                owed()
         except (OSError, ValueError):  # stdout closed (BrokenPipeError) or unusable
             return
         finally:
             with contextlib.suppress(OSError, ValueError):
+                owed()
                 flush()
             finished.set()
             with lines.changed:
                 lines.changed.notify_all()
 
+    def owed() -> None:
+        """What the client is owed besides answers: list_changed notes, our requests (e.g.
+        roots/list); looked at once per burst of lines, after their answers."""
+        notes, outgoing = protocol.list_changed(), requests.take_outgoing()
+        if notes or outgoing:
+            with writing:
+                for note in notes:
+                    sink.write(note + b"\n")
+                for request in outgoing:
+                    sink.write(encode(request) + b"\n")
+                held_since[0] = held_since[0] or time.monotonic()
+
     def watch() -> None:
         """Read for the request in hand once it has run a tick, until it is answered."""
         seen = -1
         while not finished.wait(WATCH_S):
-            with lines.changed:
+            with lines.lock:
                 taken = lines.taken
                 if not in_hand[0] or taken != seen:
                     seen = taken  # a new request (or none): give it a tick first
                     continue
-                if lines.ended.is_set() or len(lines.waiting) >= QUEUED_LINES or not lines.claim():
+                if lines.ended or len(lines.waiting) >= QUEUED_LINES or not lines.claim():
                     continue
             flush()  # the answers before the long request go out now, not after it
             lines.pull()
@@ -254,12 +289,12 @@ def serve(
         for target, name in ((watch, "handrail-watch"), (answer, "handrail-answer")):
             threading.Thread(target=target, name=name, daemon=True).start()
         while not finished.wait(0.05):
-            if lines.ended.is_set() and lines.taken == lines.read:
+            if lines.ended and lines.taken == lines.read:
                 # no more input, and the last line is in hand: it may still finish, briefly
                 finished.wait(shutdown_timeout)
                 break
     except (_Stop, KeyboardInterrupt):
-        stopping.set()
+        stopping[0] = True
         protocol.interrupt()  # a check's processes die now; a wait for the client ends
         if in_hand[0]:  # finish the message in hand, if it is quick enough
             with contextlib.suppress(_Stop, KeyboardInterrupt):
@@ -301,17 +336,14 @@ def _standard_output() -> BinaryIO:
     client settings often give a Python server) `sys.stdout.buffer` writes each answer
     at once, and the answers to a burst of requests should leave in one write."""
     try:
-        return open(sys.stdout.fileno(), "wb", buffering=CHUNK, closefd=False)
+        return open(sys.stdout.fileno(), "wb", buffering=OUT_BUFFER, closefd=False)
     except (AttributeError, OSError, ValueError):
         return sys.stdout.buffer
 
 
-def _handle(protocol: Protocol, line: bytes) -> bytes | None:
-    """`protocol.handle`, which answers every failure itself; should anything still
-    escape it, the client gets an error without details and the server stays up."""
-    try:
-        return protocol.handle(line)
-    except Exception:
-        error_id = os.urandom(6).hex()
-        log.exception("internal error %s while handling a line", error_id)
-        return encode(error_response(None, INTERNAL_ERROR, "Internal error", {"errorId": error_id}))
+def _internal_error() -> bytes:
+    """The answer to a line whose failure escaped `protocol.handle`: an error without
+    details for the client, the whole story in the log; the server stays up."""
+    error_id = os.urandom(6).hex()
+    log.exception("internal error %s while handling a line", error_id)
+    return encode(error_response(None, INTERNAL_ERROR, "Internal error", {"errorId": error_id}))

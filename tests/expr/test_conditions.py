@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from handrail.errors import IGNORE, Finding, Reporter
 from handrail.expr import compile_condition
+from handrail.expr.inline import MAX_NODES, inline_predicate
 from handrail.expr.parse import parse_condition
 from handrail.expr.semantics import compile_node
 from tests.helpers.cases import case_files, load_cases
@@ -420,3 +421,24 @@ def test_a_condition_flagged_constant_gives_that_constant_everywhere(source: dic
         unfolded = compile_node(parse_condition(source, "", ignore))
         for context in WITNESSES:
             assert unfolded(context) is condition.constant, context
+
+
+@PROPERTY
+@given(conditions(NAMES + ODD_NAMES), st.lists(contexts(json_values()), min_size=1, max_size=6))
+def test_a_condition_written_as_one_function_means_what_its_closures_mean(
+    source: dict[str, Any], samples: list[dict[str, Any]]
+) -> None:
+    tree = parse_condition(source, "", ignore)
+    inline = inline_predicate(tree)
+    closures = compile_node(tree)
+    assert inline is not None
+    for context in [*samples, *WITNESSES]:
+        assert inline(context) is closures(context), context
+
+
+def test_a_condition_too_large_to_write_out_keeps_its_closures() -> None:
+    tree = parse_condition({"or": [{"var": f"v{i}", "equals": i} for i in range(MAX_NODES)]}, "", ignore)
+    assert inline_predicate(tree) is None
+    assert compile_condition(
+        {"or": [{"var": f"v{i}", "equals": i} for i in range(MAX_NODES)]}, "", ignore
+    ).holds({"v3": "3"})

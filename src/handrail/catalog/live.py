@@ -67,6 +67,9 @@ class Catalog:
     )  # zlib'd bytes of a listed file not compiled yet
     _last_origin: dict[Path, Mapping[str, Any]] = field(default_factory=dict)  # of a git file's last good
     _cache: BoundedCache[tuple[Path, str], Workflow] = field(init=False)
+    # the listed file last loaded and its workflow: the one a session asks for again and
+    # again, told by identity, without the cache's lock and key (one more workflow kept)
+    _last_loaded: tuple[Listed, Workflow] | None = None
     _checked_at: float = 0.0
     _lock: threading.Lock = field(default_factory=threading.Lock)  # one refresh at a time
     _state: threading.Lock = field(default_factory=threading.Lock)  # verdicts, from any thread
@@ -333,8 +336,12 @@ class Catalog:
         """The compiled workflow of a listed file: from the cache, else compiled from its
         last good bytes or from the file. None if it turns out broken: it is then reported
         (a new snapshot) and left out."""
+        memo = self._last_loaded
+        if memo is not None and memo[0] is item:
+            return memo[1]
         found = self._cache.get((item.path, item.revision))
         if found is not None:
+            self._last_loaded = (item, found)
             return found
         verdict = self._verdict(item.path, item.revision)
         if verdict is not None and verdict[1] is not None:
@@ -359,6 +366,8 @@ class Catalog:
         if workflow is None:
             self._reassemble = True  # listed, but broken: report it in a new snapshot
             self._wake_checker.set()
+        else:
+            self._last_loaded = (item, workflow)
         return workflow
 
     def _assemble(self, listing: list[tuple[Source, list[Path]]], refused: list[Diagnostic]) -> Snapshot:

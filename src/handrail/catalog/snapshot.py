@@ -77,4 +77,7 @@ class Snapshot:
     def get(self, workflow_id: str) -> Workflow | None:
         """The compiled workflow (compiled now if need be), None if unknown or broken."""
         entry = self.entries.get(workflow_id)
-        return entry.compiled() if entry is not None else None
+        if entry is None:
+            return None
+        item = entry.item
+        return item.load(item) if type(item) is Listed else item  # type: ignore[return-value]

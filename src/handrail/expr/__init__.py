@@ -7,6 +7,7 @@ from typing import Any
 from handrail.errors import IGNORE, Finding, Findings, Reporter
 from handrail.expr.ast import Const, Expr, literals_by_variable, to_text, variables
 from handrail.expr.fold import fold
+from handrail.expr.inline import inline_predicate
 from handrail.expr.parse import did_you_mean, parse_condition
 from handrail.expr.semantics import MISSING, compile_node, lenient_equals, lookup, truthy
 from handrail.expr.unknowns import compile_unknowns
@@ -88,7 +89,7 @@ def condition_from_tree(tree: Expr, at: str, report: Reporter, *, what: str = "c
     literals = literals_by_variable(tree)
     return Condition(
         text=to_text(tree),
-        holds=compile_node(folded),
+        holds=inline_predicate(folded) or compile_node(folded),
         variables=tuple(names),
         looks_for=tuple((n, tuple(literals.get(n, ()))) for n in names),
         constant=constant,

@@ -138,7 +138,7 @@ def _fold_text(value: Any) -> str | None:
     return value.strip().casefold() if isinstance(value, str) else None
 
 
-def _compare(op: str, expected: Any) -> Callable[[Any], bool]:
+def comparison(op: str, expected: Any) -> Callable[[Any], bool]:
     """A one-argument test for `actual <op> expected`, with the literal prepared once."""
     if op == "equals":
         if isinstance(expected, str):
@@ -148,7 +148,7 @@ def _compare(op: str, expected: Any) -> Callable[[Any], bool]:
             )
         return lambda a: lenient_equals(a, expected)
     if op == "not_equals":
-        equals = _compare("equals", expected)
+        equals = comparison("equals", expected)
         return lambda a: not equals(a)
     if op in ("gt", "gte", "lt", "lte"):
         if not is_number(expected):
@@ -201,7 +201,7 @@ def compile_node(node: Expr) -> Predicate:
             get = getter(path)
             return lambda ctx: truthy(get(ctx))
         case Compare(var=path, op=op, value=expected):
-            test = _compare(op, expected)
+            test = comparison(op, expected)
             if op == "not_equals" or (op == "equals" and expected is None):
                 get = getter(path)
                 return lambda ctx: test(get(ctx))
