@@ -20,15 +20,26 @@ def add_check(sub: Any) -> None:
 
     check = sub.add_parser("check", help="report every problem in workflow files")
     check.add_argument("paths", nargs="+", metavar="PATH", help="files or folders (recursive)")
-    check.add_argument("--format", choices=["text", "json", "sarif"], default="text")
-    check.add_argument("--max-file-size", type=int, default=limits.MAX_FILE_BYTES, metavar="BYTES")
+    check.add_argument(
+        "--format",
+        choices=["text", "json", "sarif"],
+        default="text",
+        help="text (default): a line per problem; json; sarif, for code-scanning tools",
+    )
+    check.add_argument(
+        "--max-file-size",
+        type=int,
+        default=limits.MAX_FILE_BYTES,
+        metavar="BYTES",
+        help=f"refuse workflow files larger than this (default {limits.MAX_FILE_BYTES})",
+    )
     options.add_check_options(check, serving=False)
 
 
 def add_list(sub: Any) -> None:
     listing = sub.add_parser("list", help="the workflows in service, and broken files")
     options.add_source_options(listing)
-    listing.add_argument("--format", choices=["text", "json"], default="text")
+    listing.add_argument("--format", choices=["text", "json"], default="text", help="default text")
 
 
 def add_sources(sub: Any) -> None:
@@ -39,7 +50,9 @@ def add_sources(sub: Any) -> None:
 def add_graph(sub: Any) -> None:
     graph = sub.add_parser("graph", help="draw a workflow's step graph (Mermaid or Graphviz dot)")
     graph.add_argument("workflow_id", metavar="ID", help="the workflow's id")
-    graph.add_argument("--format", choices=["mermaid", "dot"], default="mermaid")
+    graph.add_argument(
+        "--format", choices=["mermaid", "dot"], default="mermaid", help="Mermaid (default) or Graphviz dot"
+    )
     options.add_source_options(graph)
 
 

@@ -79,12 +79,25 @@ def add_limit_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def port_number(text: str) -> int:
+    """A TCP port, refused while the options are read (bind() would raise OverflowError)."""
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number (0 to 65535)")
+    return port
+
+
 def add_serving_options(parser: argparse.ArgumentParser) -> None:
     """What every serving command takes: its log level and how it reloads changed files."""
     from handrail.limits import RELOAD_INTERVAL_S
 
     levels = ["debug", "info", "warning", "error"]
-    parser.add_argument("--log-level", default="warning", choices=levels, help="stderr log level")
+    parser.add_argument(
+        "--log-level", default="warning", choices=levels, help="what is logged on stderr (default warning)"
+    )
     parser.add_argument(
         "--reload-interval",
         type=float,
