@@ -13,7 +13,7 @@ import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from handrail.errors import HandrailError
+from handrail.errors import HandrailError, RunNotFound
 
 if TYPE_CHECKING:
     from handrail.runs import Runs
@@ -103,6 +103,8 @@ def runs_command(args: argparse.Namespace) -> int:
         return _abandon(runs, args)
     except HandrailError as exc:
         details = exc.data.get("details")
+        if isinstance(exc, RunNotFound):  # the wire message leaves the id to `data`
+            details = f"`{args.run_id}` (`handrail runs list` shows the runs)"
         print(f"handrail runs {verb}: {exc.message}" + (f": {details}" if details else ""), file=sys.stderr)
         return EXIT_ERRORS
     finally:
@@ -128,7 +130,7 @@ def _list(runs: Runs, args: argparse.Namespace) -> int:
         where = step["id"] if step else ("-" if r.status != "active" else "(waiting for context)")
         owner = "" if r.owner == LOCAL_OWNER else f"  [{r.owner}]"  # a served run: whose it is
         print(f"{r.id}  {r.status:<10} {r.workflow_id:<24} {where:<24} {r.updated_at}  {r.goal[:60]}{owner}")
-    print(f"\n{len(found)} run{'s' * (len(found) != 1)}")
+    print(("\n" if found else "") + f"{len(found)} run{'s' * (len(found) != 1)}")
     return EXIT_OK
 
 
