@@ -79,6 +79,20 @@ def add_limit_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def invoked_as() -> tuple[str, str]:
+    """How to type this command again, and the path a client should spawn: a venv's
+    `handrail` is not on PATH, so advice naming a bare `handrail` would fail there."""
+    import os
+    import shutil
+
+    here = os.path.abspath(sys.argv[0])
+    if os.path.basename(here) != "handrail":  # `python -m handrail`: no script to name
+        return "handrail", "/path/to/.venv/bin/handrail"
+    found = shutil.which("handrail")
+    on_path = found is not None and os.path.samefile(found, here)
+    return ("handrail" if on_path else here), here
+
+
 def port_number(text: str) -> int:
     """A TCP port, refused while the options are read (bind() would raise OverflowError)."""
     try:

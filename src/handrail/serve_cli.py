@@ -102,10 +102,10 @@ def service_of(catalog: Any, args: argparse.Namespace, checks: Any) -> Any:
 START_AT_A_TERMINAL = """\
 handrail start: serving MCP over stdio. This is for an MCP client, which spawns the
 command and speaks JSON-RPC on its stdin and stdout; typed lines are read as JSON-RPC.
-To try a workflow by hand:    handrail walk coding-task
-To serve over HTTP:           handrail serve
+To try a workflow by hand:    {typed} walk coding-task
+To serve over HTTP:           {typed} serve
 To connect a client:          see "Connect a client" in the README, e.g.
-                              claude mcp add handrail -- /path/to/.venv/bin/handrail start
+                              claude mcp add handrail -- {spawned} start
 Serving now; Ctrl-D or Ctrl-C stops."""
 
 
@@ -126,7 +126,8 @@ def start(args: argparse.Namespace) -> int:
     from handrail.stdio import serve
 
     if is_terminal(sys.stdin):
-        print(START_AT_A_TERMINAL, file=sys.stderr)
+        typed, spawned = options.invoked_as()
+        print(START_AT_A_TERMINAL.format(typed=typed, spawned=spawned), file=sys.stderr)
     options.warn_missing(args)
     checks = options.check_config_of(args, "start")
     if checks is None:

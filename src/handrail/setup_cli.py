@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from handrail.cli_options import EXIT_OK, EXIT_USAGE
+from handrail.cli_options import EXIT_OK, EXIT_USAGE, invoked_as
 
 
 def add_init(sub: Any) -> None:
@@ -90,10 +90,13 @@ def init(args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"handrail init: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    typed, spawned = invoked_as()
+    read = "" if args.dir is None else f" --workflows {folder}"  # ~/.handrail/workflows is read anyway
     print(
         "\nNext:\n"
-        f"  handrail check {folder}        # see that it compiles\n"
-        "  handrail list                   # see every workflow the server will offer\n"
-        "  handrail start                  # serve them to your MCP client over stdio"
+        f"  {typed} check {folder}    # see that it compiles\n"
+        f"  {typed} walk my-first-workflow{read}    # try it in the terminal, as an agent would\n"
+        f"  {typed} list{read}    # see every workflow the server will offer\n"
+        f"  claude mcp add handrail -- {spawned} start{read}    # or any client: see the README"
     )
     return EXIT_OK
