@@ -249,10 +249,12 @@ def walk_command(args: argparse.Namespace) -> int:
 
     context: Any = {}
     if args.context is not None:
-        try:
-            context = json.loads(args.context)
-        except ValueError as exc:
-            print(f"handrail walk: --context is not JSON: {exc}", file=sys.stderr)
+        from handrail.compiler.source import parse_json
+
+        context, problem = parse_json(args.context)  # worded as `handrail check` words a file
+        if problem is not None:
+            why = problem.message.removeprefix("invalid JSON: ").replace("the file ends", "it ends")
+            print(f"handrail walk: --context is not JSON, at column {problem.column}: {why}", file=sys.stderr)
             return EXIT_USAGE
         if not isinstance(context, dict):
             print("handrail walk: --context must be a JSON object", file=sys.stderr)
