@@ -275,3 +275,11 @@ def test_a_text_too_short_or_too_long_says_the_bound(tmp_path: Path) -> None:
         ("3", "the text is too long: at most 128 characters, not 200"),
         ("8", "'do' is too short: at least 3 characters"),
     }
+
+
+def test_a_folder_with_no_workflow_files_is_said_on_stderr(tmp_path: Path) -> None:
+    (tmp_path / "notes.md").write_text("# not a workflow\n", "utf-8")
+    result = check(tmp_path)
+    assert result.returncode == 0
+    assert result.stderr == f"handrail check: warning: no workflow files (*.json) in {tmp_path}\n"
+    assert result.stdout == "checked 0 files: 0 errors, 0 warnings\n"

@@ -90,6 +90,9 @@ def check(args: argparse.Namespace) -> int:
         print(f"handrail check: no such file or folder: {item}", file=sys.stderr)
     if missing:
         return EXIT_USAGE
+    for item in args.paths:  # "checked 0 files" alone reads as a clean bill
+        if Path(item).is_dir() and not any(f.is_relative_to(item) for f in files):
+            print(f"handrail check: warning: no workflow files (*.json) in {item}", file=sys.stderr)
     config = options.check_config_of(args, "check")
     if config is None:
         return EXIT_USAGE
