@@ -51,3 +51,23 @@ def test_a_test_parametrized_over_the_corpus_files_skips_saying_where_it_looked(
     assert "1 skipped" in done.stdout
     assert f"HANDRAIL_WORKRAIL_CORPUS={nowhere} is not a folder" in done.stdout
     assert "empty parameter set" not in done.stdout
+
+
+def test_the_benchmarks_the_tests_run_find_the_corpus_where_the_tests_do(tmp_path: Path) -> None:
+    named = tmp_path / "corpus-elsewhere"
+    named.mkdir()
+    shown = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from benchmarks import fuzz_long, inprocess, stdio_bench, typed_results\n"
+            "print(fuzz_long.CORPUS, inprocess.CORPUS, stdio_bench.CORPUS, sep='\\n')",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "HANDRAIL_WORKRAIL_CORPUS": str(named)},
+        timeout=60,
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.splitlines() == [str(named)] * 3
