@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from handrail import __version__, catalog_cli, serve_cli, setup_cli
 from handrail.cli_options import EXIT_ERRORS, EXIT_OK, EXIT_USAGE
@@ -16,9 +16,19 @@ from handrail.cli_options import EXIT_ERRORS, EXIT_OK, EXIT_USAGE
 __all__ = ["EXIT_ERRORS", "EXIT_OK", "EXIT_USAGE", "build_parser", "main"]
 
 
+class _Formatter(argparse.HelpFormatter):
+    def __init__(self, prog: str) -> None:
+        super().__init__(prog, max_help_position=30)
+
+
 class _Parser(argparse.ArgumentParser):
     """A usage mistake is one line naming it and where the options are, not the whole
     usage (`handrail serve`'s is twenty lines, and the error came last)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # options as long as `--max-completed-steps N` keep their help on their own line
+        kwargs.setdefault("formatter_class", _Formatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         self.exit(EXIT_USAGE, f"{self.prog}: {message} (see `{self.prog} --help`)\n")
