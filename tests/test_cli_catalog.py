@@ -262,4 +262,5 @@ def test_init_reports_a_folder_it_cannot_create(place: Place, tmp_path: Path) ->
     blocker.write_text("not a folder")
     done = place.run("init", "--dir", str(blocker / "workflows"))
     assert done.returncode == 2
-    assert "handrail init:" in done.stderr and done.stdout == ""
+    assert done.stderr == f"handrail init: cannot create {blocker / 'workflows'}: Not a directory\n"
+    assert done.stdout == ""
