@@ -118,3 +118,11 @@ def test_each_command_help_says_what_it_does_and_what_every_option_is_for(
         if not isinstance(action, argparse._SubParsersAction):
             named = action.option_strings or action.dest
             assert action.help, f"handrail {' '.join(words)}: {named} has no help"
+
+
+@pytest.mark.parametrize("command", ["check", "list"])
+def test_the_commands_ci_runs_say_their_exit_status_in_their_help(
+    command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main([command, "--help"]) == 0
+    assert "Exit status: 0" in capsys.readouterr().out

@@ -18,7 +18,11 @@ from handrail.cli_options import EXIT_ERRORS, EXIT_OK, EXIT_USAGE
 def add_check(sub: Any) -> None:
     from handrail import limits
 
-    check = sub.add_parser("check", help="report every problem in workflow files")
+    check = sub.add_parser(
+        "check",
+        help="report every problem in workflow files",
+        epilog="Exit status: 0 no errors (warnings allowed), 1 errors, 2 a path not found or a usage mistake.",
+    )
     check.add_argument("paths", nargs="+", metavar="PATH", help="files or folders (recursive)")
     check.add_argument(
         "--format",
@@ -37,7 +41,11 @@ def add_check(sub: Any) -> None:
 
 
 def add_list(sub: Any) -> None:
-    listing = sub.add_parser("list", help="the workflows in service, and broken files")
+    listing = sub.add_parser(
+        "list",
+        help="the workflows in service, and broken files",
+        epilog="Exit status: 0, or 1 when a workflow file is broken.",
+    )
     options.add_source_options(listing)
     listing.add_argument("--format", choices=["text", "json"], default="text", help="default text")
 
