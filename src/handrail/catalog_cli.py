@@ -21,7 +21,8 @@ def add_check(sub: Any) -> None:
     check = sub.add_parser(
         "check",
         help="report every problem in workflow files",
-        epilog="Exit status: 0 no errors (warnings allowed), 1 errors, 2 a path not found or a usage mistake.",
+        epilog="Exit status: 0 no errors (warnings allowed), 1 errors, 2 a path not found or a "
+        "usage mistake.",
     )
     check.add_argument("paths", nargs="+", metavar="PATH", help="files or folders (recursive)")
     check.add_argument(
