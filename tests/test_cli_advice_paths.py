@@ -6,7 +6,6 @@ one on PATH), and the command a client should spawn always by its full path."""
 from __future__ import annotations
 
 import os
-import pty
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.server import clean_env
-from tests.test_cli_first_contact import _read_until
+from tests.test_cli_first_contact import _read_until, at_a_terminal
 
 SCRIPT = Path(sys.executable).parent / "handrail"  # the console script the venv install made
 TIMEOUT = 20.0
@@ -47,25 +46,9 @@ def test_init_advises_commands_that_can_be_typed_as_shown(tmp_path: Path, on_pat
 
 
 def test_start_at_a_terminal_names_the_script_it_was_started_as(tmp_path: Path) -> None:
-    controller, terminal = pty.openpty()
-    server = subprocess.Popen(
-        [str(SCRIPT), "start", "--no-bundled"],
-        stdin=terminal,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        cwd=tmp_path,
-        env=_env(tmp_path, on_path=False),
-    )
-    os.close(terminal)
-    try:
+    command = [str(SCRIPT), "start", "--no-bundled"]
+    with at_a_terminal(command, tmp_path, _env(tmp_path, on_path=False)) as (server, _):
         assert server.stderr is not None
         notice = _read_until(server.stderr.fileno(), b"stops.").decode()
         assert f"To try a workflow by hand:    {SCRIPT} walk coding-task" in notice
         assert f"claude mcp add handrail -- {SCRIPT} start" in notice
-        os.write(controller, b"\x04")  # Ctrl-D: the end of the input
-        assert server.wait(TIMEOUT) == 0
-    finally:
-        if server.poll() is None:
-            server.kill()
-            server.wait()
-        os.close(controller)

@@ -16,8 +16,6 @@ from handrail.cli_options import EXIT_ERRORS, EXIT_OK, EXIT_USAGE
 
 
 def add_check(sub: Any) -> None:
-    from handrail import limits
-
     check = sub.add_parser(
         "check",
         help="report every problem in workflow files",
@@ -31,13 +29,7 @@ def add_check(sub: Any) -> None:
         default="text",
         help="text (default): a line per problem; json; sarif, for code-scanning tools",
     )
-    check.add_argument(
-        "--max-file-size",
-        type=int,
-        default=limits.MAX_FILE_BYTES,
-        metavar="BYTES",
-        help=f"refuse workflow files larger than this (default {limits.MAX_FILE_BYTES})",
-    )
+    options.add_file_size_option(check)
     options.add_check_options(check, serving=False)
 
 

@@ -12,8 +12,6 @@ EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
 
 
 def add_source_options(parser: argparse.ArgumentParser) -> None:
-    from handrail.limits import MAX_FILE_BYTES
-
     parser.add_argument(
         "--workflows",
         action="append",
@@ -30,6 +28,12 @@ def add_source_options(parser: argparse.ArgumentParser) -> None:
         help="how often a server fetches its git sources again (default 60)",
     )
     parser.add_argument("--no-bundled", action="store_true", help="leave the bundled workflows out")
+    add_file_size_option(parser)
+
+
+def add_file_size_option(parser: argparse.ArgumentParser) -> None:
+    from handrail.limits import MAX_FILE_BYTES
+
     parser.add_argument(
         "--max-file-size",
         type=int,
