@@ -5,6 +5,7 @@ and what each of its options is for."""
 from __future__ import annotations
 
 import argparse
+import re
 import socket
 import subprocess
 import sys
@@ -126,3 +127,10 @@ def test_the_commands_ci_runs_say_their_exit_status_in_their_help(
 ) -> None:
     assert main([command, "--help"]) == 0
     assert "Exit status: 0" in capsys.readouterr().out
+
+
+def test_the_command_list_gives_every_command_its_own_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--help"]) == 0
+    shown = capsys.readouterr().out
+    for name in ("start", "dashboard", "check", "token"):
+        assert re.search(rf"^    {name} +\w", shown, re.MULTILINE), shown

@@ -20,6 +20,13 @@ class _Formatter(argparse.HelpFormatter):
     def __init__(self, prog: str) -> None:
         super().__init__(prog, max_help_position=30)
 
+    def add_argument(self, action: argparse.Action) -> None:
+        super().add_argument(action)
+        if isinstance(action, argparse._SubParsersAction):
+            # argparse measures the commands one indent short, so `dashboard` lost its line
+            longest = max(map(len, action.choices), default=0)
+            self._action_max_length = max(self._action_max_length, longest + self._current_indent + 2)
+
 
 class _Parser(argparse.ArgumentParser):
     """A usage mistake is one line naming it and where the options are, not the whole
