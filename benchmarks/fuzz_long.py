@@ -36,8 +36,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchmarks.corpus_path import corpus_folder
+
 ROOT = Path(__file__).resolve().parents[1]
-CORPUS = ROOT.parent / "shared" / "corpus" / "workrail-v0.8.6"
+CORPUS = corpus_folder()
 LOOPS = CORPUS / "workflows" / "examples" / "loops"
 RESULTS = ROOT / "benchmarks" / "results"
 HANG_SECONDS = 10.0

@@ -18,13 +18,14 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import naive, naive_next
+from benchmarks.corpus_path import corpus_folder
 from handrail.compiler import compile_text
 from handrail.engine import next_step, validate_output
 from handrail.model import Loop, Step, Workflow
 from handrail.result_json import next_json, verdict_json
 
 ROOT = Path(__file__).resolve().parents[1]
-CORPUS = ROOT.parent / "shared" / "corpus" / "workrail-v0.8.6"
+CORPUS = corpus_folder()
 SPEC_RULES = ROOT / "spec" / "cases" / "rules"
 
 SAMPLE_OUTPUT = (

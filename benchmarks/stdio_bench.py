@@ -16,10 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchmarks.corpus_path import corpus_folder
 from benchmarks.timing import percentile
 
 ROOT = Path(__file__).resolve().parents[1]
-CORPUS = ROOT.parent / "shared" / "corpus" / "workrail-v0.8.6"
+CORPUS = corpus_folder()
 INIT = {
     "jsonrpc": "2.0",
     "id": 0,

@@ -82,7 +82,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if "corpus" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.corpus)
         if CORPUS_MISSING and item.get_closest_marker("corpus"):
-            item.add_marker(pytest.mark.skip(reason=CORPUS_MISSING))
+            # first, so that it is the reason shown, not "got empty parameter set" for a
+            # test parametrized over the corpus files
+            item.add_marker(pytest.mark.skip(reason=CORPUS_MISSING), append=False)
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -220,8 +220,19 @@ def test_init_creates_a_sample_that_passes_check_and_says_what_next(place: Place
     assert sample.is_file()
     assert f"created {sample}" in done.stdout
     assert "Next:" in done.stdout
-    for command in (f"handrail check {folder}", "handrail list", "handrail start"):
-        assert command in done.stdout
+    advised = [line.split("    #")[0].split() for line in done.stdout.split("Next:\n")[1].splitlines()]
+    assert [words[:2] for words in advised] == [
+        ["handrail", "check"],
+        ["handrail", "walk"],
+        ["handrail", "list"],
+        ["claude", "mcp"],
+    ]
+    assert advised[-1][-3:] == ["start", "--workflows", str(folder)]
+    for words in advised[:3]:  # each runs as shown, and finds the sample
+        shown = place.run(*words[1:])
+        assert shown.stderr == "" and shown.returncode == (1 if words[1] == "walk" else 0), shown.stdout
+        assert "my-first-workflow" in shown.stdout or "0 errors" in shown.stdout
+    assert "Walking `my-first-workflow`" in place.run(*advised[1][1:]).stdout  # (no input: it stops there)
 
     check = place.run("check", str(folder))
     assert check.returncode == 0, check.stdout + check.stderr
@@ -251,4 +262,5 @@ def test_init_reports_a_folder_it_cannot_create(place: Place, tmp_path: Path) ->
     blocker.write_text("not a folder")
     done = place.run("init", "--dir", str(blocker / "workflows"))
     assert done.returncode == 2
-    assert "handrail init:" in done.stderr and done.stdout == ""
+    assert done.stderr == f"handrail init: cannot create {blocker / 'workflows'}: Not a directory\n"
+    assert done.stdout == ""

@@ -255,3 +255,31 @@ def test_sarif_warnings_are_level_warning() -> None:
     code, log = _sarif(case("for-count-exceeds-max-iterations"))
     assert code == 0
     assert [(r["ruleId"], r["level"]) for r in log["runs"][0]["results"]] == [("H209", "warning")]
+
+
+def test_a_text_too_short_or_too_long_says_the_bound(tmp_path: Path) -> None:
+    workflow = {
+        "id": "ab",
+        "name": "n" * 200,
+        "description": "d",
+        "version": "1.0.0",
+        "steps": [{"id": "do", "title": "t", "prompt": "p"}],
+    }
+    path = tmp_path / "bounds.json"
+    path.write_text(json.dumps(workflow, indent=2), "utf-8")
+    result = check(path)
+    assert result.returncode == 1
+    messages = {(m["line"], m["message"]) for m in _errors(result.stdout)}
+    assert messages == {
+        ("2", "'ab' is too short: at least 3 characters"),
+        ("3", "the text is too long: at most 128 characters, not 200"),
+        ("8", "'do' is too short: at least 3 characters"),
+    }
+
+
+def test_a_folder_with_no_workflow_files_is_said_on_stderr(tmp_path: Path) -> None:
+    (tmp_path / "notes.md").write_text("# not a workflow\n", "utf-8")
+    result = check(tmp_path)
+    assert result.returncode == 0
+    assert result.stderr == f"handrail check: warning: no workflow files (*.json) in {tmp_path}\n"
+    assert result.stdout == "checked 0 files: 0 errors, 0 warnings\n"

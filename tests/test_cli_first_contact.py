@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pty
@@ -14,7 +15,9 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from subprocess import Popen
 
 import httpx
 
@@ -46,13 +49,29 @@ def _read_until(fd: int, pattern: bytes, timeout: float = TIMEOUT) -> bytes:
     return seen
 
 
-def test_start_at_a_terminal_says_what_it_is_on_stderr_then_serves(tmp_path: Path) -> None:
+@contextlib.contextmanager
+def at_a_terminal(command: list[str], cwd: Path, env: dict[str, str]) -> Iterator[tuple[Popen[bytes], int]]:
+    """`command` with a terminal for its stdin (its outputs are pipes), and that
+    terminal's controlling end; Ctrl-D at the end must stop it with exit 0."""
     controller, terminal = pty.openpty()
-    server = _spawn(
-        tmp_path, "start", "--no-bundled", stdin=terminal, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    server = subprocess.Popen(
+        command, stdin=terminal, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd, env=env
     )
     os.close(terminal)
     try:
+        yield server, controller
+        os.write(controller, b"\x04")  # Ctrl-D: the end of the input
+        assert server.wait(TIMEOUT) == 0
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+        os.close(controller)
+
+
+def test_start_at_a_terminal_says_what_it_is_on_stderr_then_serves(tmp_path: Path) -> None:
+    command = [sys.executable, "-m", "handrail", "start", "--no-bundled"]
+    with at_a_terminal(command, tmp_path, clean_env(tmp_path)) as (server, controller):
         assert server.stderr is not None and server.stdout is not None
         notice = _read_until(server.stderr.fileno(), b"stops.").decode()
         assert "serving MCP over stdio" in notice
@@ -61,13 +80,6 @@ def test_start_at_a_terminal_says_what_it_is_on_stderr_then_serves(tmp_path: Pat
         os.write(controller, json.dumps(request).encode() + b"\n")
         answer = _read_until(server.stdout.fileno(), b"\n")
         assert json.loads(answer) == {"jsonrpc": "2.0", "id": 1, "result": {}}
-        os.write(controller, b"\x04")  # Ctrl-D: the end of the input
-        assert server.wait(TIMEOUT) == 0
-    finally:
-        if server.poll() is None:
-            server.kill()
-            server.wait()
-        os.close(controller)
 
 
 def test_start_through_a_pipe_prints_no_notice(tmp_path: Path) -> None:

@@ -142,6 +142,22 @@ def test_no_client_snippet_spawns_a_bare_handrail() -> None:
         assert command.endswith("/.venv/bin/handrail") or command == "uvx", command
 
 
+def test_no_install_command_fetches_another_project_named_handrail() -> None:
+    """handrail is installed from its clone: a `pip install handrail...` would take
+    whatever a package index holds under that name."""
+    spans = re.findall(r"`([^`\n]*\bpipx? install [^`\n]*)`", README)
+    installs = [shlex.split(span) for span in spans] + [w for w in _commands() if "install" in w]
+    assert len(installs) >= 4
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["project"]["optional-dependencies"]
+    for words in installs:
+        for word in words[words.index("install") + 1 :]:
+            if word.startswith("-"):
+                continue
+            assert word.startswith((".", "/")), f"{words} installs {word!r} from a package index"
+            found = re.search(r"\[(\w+)\]$", word)
+            assert found is None or found.group(1) in extras, words
+
+
 def _servers(config: dict[str, Any]) -> list[dict[str, Any]]:
     servers = config.get("mcpServers") or config.get("servers") or {}
     return list(servers.values())

@@ -445,3 +445,14 @@ def test_an_unknown_id_is_refused_with_a_suggestion(capsys: pytest.CaptureFixtur
 def test_a_bad_context_is_a_usage_error(context: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["walk", "coding-task", "--context", context]) == 2
     assert "--context" in capsys.readouterr().err
+
+
+@pytest.mark.usefixtures("private")
+def test_a_context_that_is_not_json_is_one_line_in_plain_words_saying_where(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["walk", "coding-task", "--context", '{"taskSize": "small",}']) == 2
+    assert capsys.readouterr().err == (
+        "handrail walk: --context is not JSON, at column 21: a trailing comma: nothing follows this comma"
+        " in its object, and JSON allows no comma there; remove it\n"
+    )

@@ -16,19 +16,31 @@ from handrail.cli_options import EXIT_ERRORS, EXIT_OK, EXIT_USAGE
 
 
 def add_check(sub: Any) -> None:
-    from handrail import limits
-
-    check = sub.add_parser("check", help="report every problem in workflow files")
+    check = sub.add_parser(
+        "check",
+        help="report every problem in workflow files",
+        epilog="Exit status: 0 no errors (warnings allowed), 1 errors, 2 a path not found or a "
+        "usage mistake.",
+    )
     check.add_argument("paths", nargs="+", metavar="PATH", help="files or folders (recursive)")
-    check.add_argument("--format", choices=["text", "json", "sarif"], default="text")
-    check.add_argument("--max-file-size", type=int, default=limits.MAX_FILE_BYTES, metavar="BYTES")
+    check.add_argument(
+        "--format",
+        choices=["text", "json", "sarif"],
+        default="text",
+        help="text (default): a line per problem; json; sarif, for code-scanning tools",
+    )
+    options.add_file_size_option(check)
     options.add_check_options(check, serving=False)
 
 
 def add_list(sub: Any) -> None:
-    listing = sub.add_parser("list", help="the workflows in service, and broken files")
+    listing = sub.add_parser(
+        "list",
+        help="the workflows in service, and broken files",
+        epilog="Exit status: 0, or 1 when a workflow file is broken.",
+    )
     options.add_source_options(listing)
-    listing.add_argument("--format", choices=["text", "json"], default="text")
+    listing.add_argument("--format", choices=["text", "json"], default="text", help="default text")
 
 
 def add_sources(sub: Any) -> None:
@@ -39,7 +51,9 @@ def add_sources(sub: Any) -> None:
 def add_graph(sub: Any) -> None:
     graph = sub.add_parser("graph", help="draw a workflow's step graph (Mermaid or Graphviz dot)")
     graph.add_argument("workflow_id", metavar="ID", help="the workflow's id")
-    graph.add_argument("--format", choices=["mermaid", "dot"], default="mermaid")
+    graph.add_argument(
+        "--format", choices=["mermaid", "dot"], default="mermaid", help="Mermaid (default) or Graphviz dot"
+    )
     options.add_source_options(graph)
 
 
@@ -77,6 +91,9 @@ def check(args: argparse.Namespace) -> int:
         print(f"handrail check: no such file or folder: {item}", file=sys.stderr)
     if missing:
         return EXIT_USAGE
+    for item in args.paths:  # "checked 0 files" alone reads as a clean bill
+        if Path(item).is_dir() and not any(f.is_relative_to(item) for f in files):
+            print(f"handrail check: warning: no workflow files (*.json) in {item}", file=sys.stderr)
     config = options.check_config_of(args, "check")
     if config is None:
         return EXIT_USAGE
@@ -236,10 +253,12 @@ def walk_command(args: argparse.Namespace) -> int:
 
     context: Any = {}
     if args.context is not None:
-        try:
-            context = json.loads(args.context)
-        except ValueError as exc:
-            print(f"handrail walk: --context is not JSON: {exc}", file=sys.stderr)
+        from handrail.compiler.source import parse_json
+
+        context, problem = parse_json(args.context)  # worded as `handrail check` words a file
+        if problem is not None:
+            why = problem.message.removeprefix("invalid JSON: ").replace("the file ends", "it ends")
+            print(f"handrail walk: --context is not JSON, at column {problem.column}: {why}", file=sys.stderr)
             return EXIT_USAGE
         if not isinstance(context, dict):
             print("handrail walk: --context must be a JSON object", file=sys.stderr)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Sequence
+from typing import Any, NoReturn
 
 from handrail import __version__, catalog_cli, serve_cli, setup_cli
 from handrail.cli_options import EXIT_ERRORS, EXIT_OK, EXIT_USAGE
@@ -15,10 +16,44 @@ from handrail.cli_options import EXIT_ERRORS, EXIT_OK, EXIT_USAGE
 __all__ = ["EXIT_ERRORS", "EXIT_OK", "EXIT_USAGE", "build_parser", "main"]
 
 
+class _Formatter(argparse.HelpFormatter):
+    def __init__(self, prog: str) -> None:
+        super().__init__(prog, max_help_position=30)
+
+    def add_argument(self, action: argparse.Action) -> None:
+        super().add_argument(action)
+        if isinstance(action, argparse._SubParsersAction):
+            # argparse measures the commands one indent short, so `dashboard` lost its line
+            longest = max(map(len, action.choices), default=0)
+            self._action_max_length = max(self._action_max_length, longest + self._current_indent + 2)
+
+
+class _Parser(argparse.ArgumentParser):
+    """A usage mistake is one line naming it and where the options are, not the whole
+    usage (`handrail serve`'s is twenty lines, and the error came last)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # options as long as `--max-completed-steps N` keep their help on their own line
+        kwargs.setdefault("formatter_class", _Formatter)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: {message} (see `{self.prog} --help`)\n")
+
+
+def _describe(parser: argparse.ArgumentParser) -> None:
+    """Each command's --help opens with what it does: its line of the command list."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for choice in action._choices_actions:
+                command = action.choices[choice.dest]
+                if command.description is None and choice.help:
+                    command.description = choice.help[0].upper() + choice.help[1:] + "."
+                _describe(command)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="handrail", description="Step-by-step workflows for AI agents, over MCP."
-    )
+    parser = _Parser(prog="handrail", description="Step-by-step workflows for AI agents, over MCP.")
     parser.add_argument("--version", action="version", version=f"handrail {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     serve_cli.add_start(sub)
@@ -34,6 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_runs_parser(sub)
     setup_cli.add_token(sub)
+    _describe(parser)
     return parser
 
 

@@ -12,8 +12,6 @@ EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
 
 
 def add_source_options(parser: argparse.ArgumentParser) -> None:
-    from handrail.limits import MAX_FILE_BYTES
-
     parser.add_argument(
         "--workflows",
         action="append",
@@ -30,6 +28,12 @@ def add_source_options(parser: argparse.ArgumentParser) -> None:
         help="how often a server fetches its git sources again (default 60)",
     )
     parser.add_argument("--no-bundled", action="store_true", help="leave the bundled workflows out")
+    add_file_size_option(parser)
+
+
+def add_file_size_option(parser: argparse.ArgumentParser) -> None:
+    from handrail.limits import MAX_FILE_BYTES
+
     parser.add_argument(
         "--max-file-size",
         type=int,
@@ -79,12 +83,39 @@ def add_limit_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def invoked_as() -> tuple[str, str]:
+    """How to type this command again, and the path a client should spawn: a venv's
+    `handrail` is not on PATH, so advice naming a bare `handrail` would fail there."""
+    import os
+    import shutil
+
+    here = os.path.abspath(sys.argv[0])
+    if os.path.basename(here) != "handrail":  # `python -m handrail`: no script to name
+        return "handrail", "/path/to/.venv/bin/handrail"
+    found = shutil.which("handrail")
+    on_path = found is not None and os.path.samefile(found, here)
+    return ("handrail" if on_path else here), here
+
+
+def port_number(text: str) -> int:
+    """A TCP port, refused while the options are read (bind() would raise OverflowError)."""
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number (0 to 65535)")
+    return port
+
+
 def add_serving_options(parser: argparse.ArgumentParser) -> None:
     """What every serving command takes: its log level and how it reloads changed files."""
     from handrail.limits import RELOAD_INTERVAL_S
 
     levels = ["debug", "info", "warning", "error"]
-    parser.add_argument("--log-level", default="warning", choices=levels, help="stderr log level")
+    parser.add_argument(
+        "--log-level", default="warning", choices=levels, help="what is logged on stderr (default warning)"
+    )
     parser.add_argument(
         "--reload-interval",
         type=float,

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from handrail.errors import HandrailError
+from handrail.errors import HandrailError, RunNotFound
 
 if TYPE_CHECKING:
     from handrail.runs import Runs
@@ -43,32 +43,44 @@ def add_runs_only_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+RUN_HELP = "the run's id, run_... (`handrail runs list` shows them)"
+
+
 def add_runs_parser(sub: Any) -> None:
-    runs = sub.add_parser("runs", help="list, show and abandon workflow runs")
+    runs = sub.add_parser("runs", help="list, show, approve, decline and abandon workflow runs")
     verbs = runs.add_subparsers(dest="runs_command", metavar="VERB")
     listing = verbs.add_parser("list", help="runs, most recently updated first")
     listing.add_argument(
-        "--status", choices=["active", "awaiting_approval", "completed", "abandoned", "open"]
+        "--status",
+        choices=["active", "awaiting_approval", "completed", "abandoned", "open"],
+        help="only runs in this state (open: active or awaiting approval)",
     )
     listing.add_argument("--workspace", default=None, metavar="FOLDER", help="only runs of this folder")
-    listing.add_argument("--limit", type=int, default=100, metavar="N")
-    listing.add_argument("--format", choices=["text", "json"], default="text")
+    listing.add_argument("--limit", type=int, default=100, metavar="N", help="at most N runs (default 100)")
+    listing.add_argument("--format", choices=["text", "json"], default="text", help="default text")
     add_database_option(listing)
     show = verbs.add_parser("show", help="one run's timeline: every event with its time, output and issues")
-    show.add_argument("run_id", metavar="RUN")
-    show.add_argument("--format", choices=["text", "json", "md"], default="text")
+    show.add_argument("run_id", metavar="RUN", help=RUN_HELP)
+    show.add_argument(
+        "--format", choices=["text", "json", "md"], default="text", help="text (default), json or Markdown"
+    )
     add_database_option(show)
     for verb, what in (("approve", "approve"), ("decline", "decline (send back to the agent)")):
         decide = verbs.add_parser(verb, help=f"{what} the step a run is waiting on a person for")
-        decide.add_argument("run_id", metavar="RUN")
+        decide.add_argument("run_id", metavar="RUN", help=RUN_HELP)
         decide.add_argument("--comment", default=None, metavar="TEXT", help="a note for the run's record")
         decide.add_argument(
             "--as", dest="person", default=None, metavar="NAME", help="who decides (default: your user name)"
         )
         add_database_option(decide)
     abandon = verbs.add_parser("abandon", help="end a run that will not be finished")
-    abandon.add_argument("run_id", metavar="RUN")
-    abandon.add_argument("--reason", default="abandoned from the command line", metavar="TEXT")
+    abandon.add_argument("run_id", metavar="RUN", help=RUN_HELP)
+    abandon.add_argument(
+        "--reason",
+        default="abandoned from the command line",
+        metavar="TEXT",
+        help="why, for the run's record",
+    )
     add_database_option(abandon)
     runs.set_defaults(runs_parser=runs)
 
@@ -91,6 +103,8 @@ def runs_command(args: argparse.Namespace) -> int:
         return _abandon(runs, args)
     except HandrailError as exc:
         details = exc.data.get("details")
+        if isinstance(exc, RunNotFound):  # the wire message leaves the id to `data`
+            details = f"`{args.run_id}` (`handrail runs list` shows the runs)"
         print(f"handrail runs {verb}: {exc.message}" + (f": {details}" if details else ""), file=sys.stderr)
         return EXIT_ERRORS
     finally:
@@ -116,7 +130,7 @@ def _list(runs: Runs, args: argparse.Namespace) -> int:
         where = step["id"] if step else ("-" if r.status != "active" else "(waiting for context)")
         owner = "" if r.owner == LOCAL_OWNER else f"  [{r.owner}]"  # a served run: whose it is
         print(f"{r.id}  {r.status:<10} {r.workflow_id:<24} {where:<24} {r.updated_at}  {r.goal[:60]}{owner}")
-    print(f"\n{len(found)} run{'s' * (len(found) != 1)}")
+    print(("\n" if found else "") + f"{len(found)} run{'s' * (len(found) != 1)}")
     return EXIT_OK
 
 

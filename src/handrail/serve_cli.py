@@ -34,7 +34,9 @@ def add_serve(sub: Any) -> None:
     serve = sub.add_parser("serve", help="serve the workflows over Streamable HTTP at /mcp")
     options.add_source_options(serve)
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=8765, help="port (default 8765)")
+    serve.add_argument(
+        "--port", type=options.port_number, default=8765, help="port (default 8765; 0 picks a free one)"
+    )
     serve.add_argument(
         "--allow-host",
         action="append",
@@ -66,7 +68,9 @@ def add_serve(sub: Any) -> None:
 def add_dashboard(sub: Any) -> None:
     dashboard = sub.add_parser("dashboard", help="watch and approve this machine's runs in a browser")
     options.add_source_options(dashboard)
-    dashboard.add_argument("--port", type=int, default=8766, help="port on 127.0.0.1 (default 8766)")
+    dashboard.add_argument(
+        "--port", type=options.port_number, default=8766, help="port on 127.0.0.1 (default 8766)"
+    )
     options.add_serving_options(dashboard)
     dashboard.set_defaults(host="127.0.0.1", allow_host=[], allow_origin=[], tokens=None)
     options.add_limit_options(dashboard)
@@ -98,10 +102,10 @@ def service_of(catalog: Any, args: argparse.Namespace, checks: Any) -> Any:
 START_AT_A_TERMINAL = """\
 handrail start: serving MCP over stdio. This is for an MCP client, which spawns the
 command and speaks JSON-RPC on its stdin and stdout; typed lines are read as JSON-RPC.
-To try a workflow by hand:    handrail walk coding-task
-To serve over HTTP:           handrail serve
+To try a workflow by hand:    {typed} walk coding-task
+To serve over HTTP:           {typed} serve
 To connect a client:          see "Connect a client" in the README, e.g.
-                              claude mcp add handrail -- /path/to/.venv/bin/handrail start
+                              claude mcp add handrail -- {spawned} start
 Serving now; Ctrl-D or Ctrl-C stops."""
 
 
@@ -122,7 +126,8 @@ def start(args: argparse.Namespace) -> int:
     from handrail.stdio import serve
 
     if is_terminal(sys.stdin):
-        print(START_AT_A_TERMINAL, file=sys.stderr)
+        typed, spawned = options.invoked_as()
+        print(START_AT_A_TERMINAL.format(typed=typed, spawned=spawned), file=sys.stderr)
     options.warn_missing(args)
     checks = options.check_config_of(args, "start")
     if checks is None:
@@ -162,19 +167,22 @@ def serve_command(args: argparse.Namespace) -> int:
         sock = bind(args.host, args.port)
     except OSError as exc:
         import errno
+        import socket
 
-        why = "is in use" if exc.errno == errno.EADDRINUSE else f"cannot be used ({exc.strerror or exc})"
-        print(
-            f"handrail serve: port {args.port} on {args.host} {why}; choose another with --port",
-            file=sys.stderr,
-        )
+        if isinstance(exc, socket.gaierror):  # the name, not the port, is what is wrong
+            problem = f"host {args.host!r} cannot be found ({exc.strerror or exc}); check --host"
+        else:
+            why = "is in use" if exc.errno == errno.EADDRINUSE else f"cannot be used ({exc.strerror or exc})"
+            problem = f"port {args.port} on {args.host} {why}; choose another with --port"
+        print(f"handrail {args.command}: {problem}", file=sys.stderr)
         return EXIT_USAGE
     options.warn_missing(args)
     catalog = options.catalog_of(args)
     catalog.watch(interval=args.reload_interval)
     port = sock.getsockname()[1]
     where = f"[{args.host}]" if ":" in args.host else args.host
-    print(f"handrail serve: serving MCP at http://{where}:{port}/mcp (Ctrl-C stops)", file=sys.stderr)
+    said = f"handrail {args.command}:"
+    print(f"{said} serving MCP at http://{where}:{port}/mcp (Ctrl-C stops)", file=sys.stderr)
     print(f"handrail {args.command}: the dashboard is at http://{where}:{port}/", file=sys.stderr)
     try:
         return serve(

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from handrail.cli_options import EXIT_OK, EXIT_USAGE
+from handrail.cli_options import EXIT_OK, EXIT_USAGE, invoked_as
 
 
 def add_init(sub: Any) -> None:
@@ -25,11 +25,19 @@ def add_token(sub: Any) -> None:
 
 def token(args: argparse.Namespace) -> int:
     from handrail.people import NAME, new_token, token_line
+    from handrail.store.base import LOCAL_OWNER
 
     if not NAME.match(args.name):
         print(
             "handrail token: a name is 1 to 64 letters, digits or . _ @ + - "
             "(starting with a letter or digit)",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    if args.name == LOCAL_OWNER:  # a server would refuse the tokens file holding this line
+        print(
+            f"handrail token: the name `{LOCAL_OWNER}` is kept for HANDRAIL_TOKEN and runs started "
+            "without a token; choose another",
             file=sys.stderr,
         )
         return EXIT_USAGE
@@ -88,12 +96,16 @@ def init(args: argparse.Namespace) -> int:
             target.write_text(json.dumps(SAMPLE, indent=2) + "\n", encoding="utf-8")
             print(f"created {target}")
     except OSError as exc:
-        print(f"handrail init: {exc}", file=sys.stderr)
+        why = exc.strerror or exc
+        print(f"handrail init: cannot create {exc.filename or folder}: {why}", file=sys.stderr)
         return EXIT_USAGE
+    typed, spawned = invoked_as()
+    read = "" if args.dir is None else f" --workflows {folder}"  # ~/.handrail/workflows is read anyway
     print(
         "\nNext:\n"
-        f"  handrail check {folder}        # see that it compiles\n"
-        "  handrail list                   # see every workflow the server will offer\n"
-        "  handrail start                  # serve them to your MCP client over stdio"
+        f"  {typed} check {folder}    # see that it compiles\n"
+        f"  {typed} walk my-first-workflow{read}    # try it in the terminal, as an agent would\n"
+        f"  {typed} list{read}    # see every workflow the server will offer\n"
+        f"  claude mcp add handrail -- {spawned} start{read}    # or any client: see the README"
     )
     return EXIT_OK

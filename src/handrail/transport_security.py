@@ -77,14 +77,18 @@ class Guard:
             )
         host = host_name(hosts[0])
         if host not in self.allowed_hosts:
-            raise Refused(403, SERVER_ERROR, "Forbidden: Host not allowed", {"host": host})
+            # the operator who forgot --allow-host reads this in the client, so it says the fix
+            message = f"Forbidden: Host `{host[:100]}` not allowed (a server allows it with --allow-host)"
+            raise Refused(403, SERVER_ERROR, message, {"host": host})
         origins = headers.getlist("origin")
         if len(origins) > 1:
             raise Refused(
                 403, SERVER_ERROR, "Forbidden: more than one Origin header", {"origins": len(origins)}
             )
         if origins and not self.origin_allowed(origins[0]):
-            raise Refused(403, SERVER_ERROR, "Forbidden: Origin not allowed", {"origin": origins[0]})
+            refused = origins[0][:100]
+            message = f"Forbidden: Origin `{refused}` not allowed (a server allows it with --allow-origin)"
+            raise Refused(403, SERVER_ERROR, message, {"origin": origins[0]})
         if not authenticate or self.people is None:
             return None
         asking = self.person(headers)

@@ -164,7 +164,10 @@ def test_no_initialize_needed(http: HttpServer) -> None:
 def test_bad_host_is_403(http: HttpServer, host: str) -> None:
     response = http.post({"jsonrpc": "2.0", "id": 1, "method": "ping"}, {"Host": host})
     assert response.status_code == 403
-    assert response.json()["error"]["message"] == "Forbidden: Host not allowed"
+    refused = host.split(":")[0]
+    assert response.json()["error"]["message"] == (
+        f"Forbidden: Host `{refused}` not allowed (a server allows it with --allow-host)"
+    )
 
 
 @pytest.mark.parametrize("host", ["localhost", "127.0.0.1", "[::1]"])
@@ -182,7 +185,9 @@ def test_local_hosts_are_allowed(http: HttpServer, host: str) -> None:
 def test_bad_origin_is_403(http: HttpServer, origin: str) -> None:
     response = http.post({"jsonrpc": "2.0", "id": 1, "method": "ping"}, {"Origin": origin})
     assert response.status_code == 403
-    assert response.json()["error"]["message"] == "Forbidden: Origin not allowed"
+    assert response.json()["error"]["message"] == (
+        f"Forbidden: Origin `{origin}` not allowed (a server allows it with --allow-origin)"
+    )
 
 
 def test_get_and_delete_are_405(http: HttpServer) -> None:

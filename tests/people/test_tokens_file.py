@@ -25,6 +25,16 @@ def test_handrail_token_prints_a_new_token_and_the_line_that_admits_it(
     assert capsys.readouterr().out.splitlines()[0] != out[0]  # random each time
 
 
+def test_handrail_token_refuses_the_name_a_server_would_refuse(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["token", "local"]) == 2
+    shown = capsys.readouterr()
+    assert shown.out == ""
+    assert shown.err == (
+        "handrail token: the name `local` is kept for HANDRAIL_TOKEN and runs started without a token;"
+        " choose another\n"
+    )
+
+
 @pytest.mark.parametrize(
     ("line", "why"),
     [

@@ -698,6 +698,12 @@ def test_unknown_tool_is_invalid_params(server: Server, params: dict[str, Any], 
     assert error["data"]["tools"] == TOOLS
 
 
+def test_an_unknown_tool_close_to_a_real_one_is_named_in_the_message(server: Server) -> None:
+    error = error_of(server.request("tools/call", {"name": "workflow_nxt", "arguments": {}}), -32602)
+    assert error["message"] == "Invalid params: unknown tool `workflow_nxt`; did you mean `workflow_next`?"
+    assert error["data"]["didYouMean"] == ["workflow_next"]
+
+
 # -- the seed's direct form ------------------------------------------------------------------
 
 

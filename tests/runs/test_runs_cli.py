@@ -108,8 +108,14 @@ def test_runs_commands_name_an_unknown_run_and_a_bad_database(
 ) -> None:
     code, _, err = run_cli(capsys, "runs", "show", "run_nope1234")
     assert code == 1 and "Run not found" in err
+    for verb in ("show", "approve", "decline", "abandon"):
+        code, _, err = run_cli(capsys, "runs", verb, "run_nope1234")
+        assert (code, err) == (
+            1,
+            f"handrail runs {verb}: Run not found: `run_nope1234` (`handrail runs list` shows the runs)\n",
+        )
     code, _, err = run_cli(capsys, "runs", "list", "--database", "postgresql://u:pw@host/db")
     assert code == 1 and "cannot open the run database postgresql://u@host/db" in err and "pw" not in err
     database = tmp_path / "other.db"
     code, out, _ = run_cli(capsys, "runs", "list", "--database", f"sqlite:///{database}")
-    assert code == 0 and out.strip() == "0 runs" and database.exists()
+    assert code == 0 and out == "0 runs\n" and database.exists()

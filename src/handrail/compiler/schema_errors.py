@@ -110,9 +110,15 @@ def _min_items(error: Any, at: str) -> Iterator[Finding]:
 
 
 def _min_length(error: Any, at: str) -> Iterator[Finding]:
-    if error.validator_value != 1:
-        return _other(error, at)
+    if error.validator_value != 1:  # jsonschema says only "'do' is too short"
+        message = f"{_short(error.instance)} is too short: at least {error.validator_value} characters"
+        return iter((_error("H103", message, at),))
     return iter((_error("H103", "the text is empty", at),))
+
+
+def _max_length(error: Any, at: str) -> Iterator[Finding]:
+    message = f"the text is too long: at most {error.validator_value} characters, not {len(error.instance)}"
+    return iter((_error("H103", message, at),))
 
 
 def _composition(error: Any, at: str) -> Iterator[Finding]:
@@ -133,6 +139,7 @@ _EXPLAIN: dict[str, Callable[[Any, str], Iterator[Finding]]] = {
     "const": _one_of,
     "minItems": _min_items,
     "minLength": _min_length,
+    "maxLength": _max_length,
     "minProperties": _composition,
     "maxProperties": _composition,
 }

@@ -44,7 +44,14 @@ def tools_call(
             if not isinstance(name, str)
             else f"unknown tool `{repr(name[:100])[1:-1]}`"
         )
-        raise RpcError(INVALID_PARAMS, "Invalid params", {"details": details, "tools": list(_tool_names())})
+        data: dict[str, Any] = {"details": details, "tools": list(_tool_names())}
+        if isinstance(name, str):
+            from difflib import get_close_matches
+
+            close = get_close_matches(name[:100], data["tools"], n=1, cutoff=0.85)
+            if close:  # the message then ends "; did you mean `workflow_next`?"
+                data["didYouMean"] = close
+        raise RpcError(INVALID_PARAMS, "Invalid params", data)
     arguments = params.get("arguments", {})
     approver = (
         _approver(params, stateless, client_capabilities, client_requests)
