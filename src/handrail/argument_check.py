@@ -32,6 +32,7 @@ class Bounds:
     longest: Mapping[str, int] = field(default_factory=dict)  # argument -> most characters or entries
     largest: Mapping[str, int] = field(default_factory=dict)  # object argument -> most bytes as JSON
 
+
 # the keywords a quick check understands; a schema with any other gets none
 _KNOWN = frozenset(
     {
