@@ -1,10 +1,18 @@
 """End to end over stdio: spawn a server, handshake, then N sequential requests per
 tool and the same pipelined; the same client against two floors: one that answers
 `{}` (the least a Python stdio server can cost), and one that replays the bytes
-handrail answered to each request (the same answers, none of handrail's work)."""
+handrail answered to each request (the same answers, none of handrail's work).
+
+Where the machine has two CPUs or more, each phase places client and server the same
+way for every server measured: sequential requests with both on one CPU, pipelined
+ones on two. A client and a server that wait for each other otherwise land on one
+CPU or on two as the scheduler pleases, and on a virtual machine a wake-up across
+CPUs can cost more than the request (a 2-vCPU VM here: the floor's p50 moved between
+24 and 83 µs from one run to the next); placed, the figures measure the servers."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -168,6 +176,14 @@ class Server:
         self.send({"jsonrpc": "2.0", "id": self.next_id, **body})
         return self.receive()
 
+    def place(self, cpu: int | None) -> None:
+        """Run the server's threads (and those it starts later) on `cpu` only; None: anywhere."""
+        cpus = os.sched_getaffinity(0) if cpu is None else {cpu}
+        with contextlib.suppress(OSError):
+            for task in Path(f"/proc/{self.process.pid}/task").iterdir():
+                with contextlib.suppress(OSError, ValueError):
+                    os.sched_setaffinity(int(task.name), cpus)
+
     def cpu_s(self) -> float:
         """CPU seconds the server has used so far, from /proc: the nanosecond run time of
         each of its threads (schedstat), else user plus system time in clock ticks."""
@@ -262,16 +278,20 @@ def measure(command: list[str], n: int, spawns: int, soak: int) -> dict[str, Any
         "tools": {},
     }
     for name, body in requests().items():
+        placed(server, together=True)
         cpu = server.cpu_s()
         lat = sequential(server, body, n)
         cpu = server.cpu_s() - cpu
+        placed(server, together=False)
+        rps = pipelined(server, body, n)
         out["tools"][name] = {
             "p50_us": percentile(lat, 50),
             "p99_us": percentile(lat, 99),
-            "pipelined_rps": pipelined(server, body, n),
+            "pipelined_rps": rps,
             # the server's own CPU time per request: its work, whatever else the machine runs
             "cpu_us": cpu / n * 1e6,
         }
+    placed(server, together=None)
     rss_before, _ = server.rss_kb()
     bodies = list(requests().values())
     for i in range(soak):
@@ -280,6 +300,20 @@ def measure(command: list[str], n: int, spawns: int, soak: int) -> dict[str, Any
     out["rss_kb"] = {"after_warmup": rss_before, f"after_{soak}_more": rss_after, "peak": peak}
     server.close()
     return out
+
+
+CPUS = sorted(os.sched_getaffinity(0))
+
+
+def placed(server: Server, *, together: bool | None) -> None:
+    """Client (this process) and server on one CPU (`together`), on two, or anywhere
+    (None, or a machine with one CPU)."""
+    if len(CPUS) < 2 or together is None:
+        os.sched_setaffinity(0, CPUS)
+        server.place(None)
+        return
+    os.sched_setaffinity(0, {CPUS[0]})
+    server.place(CPUS[0] if together else CPUS[1])
 
 
 def run(n: int, spawns: int, soak: int) -> dict[str, Any]:
@@ -322,6 +356,9 @@ def compare(commit: str, n: int, rounds: int) -> str:
     best = {label: _best(tools) for label, tools in runs.items()}
     lines = [
         f"over stdio, {n} requests per scenario, best of {rounds} rounds; base = {commit}",
+        "sequential: client and server on one CPU; pipelined: on two (see the module's docstring)"
+        if len(CPUS) > 1
+        else "one CPU: client and server share it",
         "",
         "| scenario | server CPU µs/request base / this / replay | p50 vs replay base / this "
         "| pipelined rps vs replay base / this |",

@@ -83,9 +83,11 @@ class _Lines:
         self.reading = True
         return True
 
-    def pull(self) -> None:
+    def pull(self, *, keep: bool = True) -> list[bytes]:
         """Read what the pipe has (blocking until it has something), split it into lines,
-        release the reader's role. Called only by the thread that `claim`ed it."""
+        release the reader's role. Called only by the thread that `claim`ed it, with no
+        line waiting when `keep` is False: the lines are then returned to be answered
+        at once, not queued (the answering thread, reading for itself)."""
         found: list[bytes] = []
         try:
             chunk = self.source.read1(CHUNK)
@@ -98,13 +100,15 @@ class _Lines:
         else:
             self._split(chunk, found)
         with self.lock:
-            self.waiting.extend(found)
+            if keep:
+                self.waiting.extend(found)
             self.read += len(found)
             if not chunk:
                 self.ended = True
             self.reading = False
             if self.sleepers:
                 self.changed.notify_all()
+        return found
 
     def _split(self, chunk: bytes, found: list[bytes]) -> None:
         limit, pending = self.limit, self.pending
@@ -208,7 +212,9 @@ def serve(
                     lines.sleepers -= 1
                     continue
             flush()  # nothing more to answer: out it goes before we wait for input
-            lines.pull()
+            found = lines.pull(keep=False)
+            if found:
+                return found
 
     def answer() -> None:
         nonlocal after_first_reply
