@@ -278,7 +278,7 @@ def measure(command: list[str], n: int, spawns: int, soak: int) -> dict[str, Any
         "tools": {},
     }
     for name, body in requests().items():
-        placed(server, together=True)
+        placed(server, together=SEQUENTIAL_TOGETHER)
         cpu = server.cpu_s()
         lat = sequential(server, body, n)
         cpu = server.cpu_s() - cpu
@@ -303,6 +303,7 @@ def measure(command: list[str], n: int, spawns: int, soak: int) -> dict[str, Any
 
 
 CPUS = sorted(os.sched_getaffinity(0))
+SEQUENTIAL_TOGETHER: bool | None = True
 
 
 def placed(server: Server, *, together: bool | None) -> None:

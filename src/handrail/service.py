@@ -74,7 +74,7 @@ class Service:
 
     @staticmethod
     def knows(name: str) -> bool:
-        return name in tool_names()
+        return name in _TOOL_NAMES
 
     def call(self, name: str, arguments: Any) -> Any:
         """The tool's JSON result: a dict, or an `Encoded` one (see `Encoded.value`)."""
@@ -253,6 +253,7 @@ def _engine() -> _Engine:
 
 
 _UNSET: Any = object()
+_TOOL_NAMES = frozenset(tool_names())
 
 
 def _input_schema(name: str) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""Conditions: source (JSON or text) -> tree -> folded tree -> closure."""
+"""Conditions: source (JSON or text) -> tree -> folded tree -> one function (inline.py),
+or closures (semantics.py) for a tree too large to write out."""
 
 from __future__ import annotations
 

@@ -33,7 +33,11 @@ def tools_call(
     stateless: bool,
     client_capabilities: dict[str, Any],
     client_requests: ClientRequests,
-) -> dict[str, Any]:
+    spliced: bool = False,
+) -> dict[str, Any] | Encoded:
+    """`spliced`: a successful call's result as bytes ready to splice into the reply
+    (the handshake era, whose results are sent as they are), not a dict (the 2026
+    revision stamps its results)."""
     name = params.get("name", _MISSING)
     if not isinstance(name, str) or not Service.knows(name):
         # never echo a non-string name: it may be huge, or nested past repr's limit
@@ -73,7 +77,7 @@ def tools_call(
                 REQUEST_APPROVER.reset(token)
     except HandrailError as exc:
         return error_result(name, exc)
-    return tool_result(result)
+    return spliced_result(result) if spliced else tool_result(result)
 
 
 def tool_result(result: Any) -> dict[str, Any]:
@@ -86,6 +90,18 @@ def tool_result(result: Any) -> dict[str, Any]:
         "structuredContent": encoded,
         "isError": False,
     }
+
+
+def spliced_result(result: Any) -> Encoded:
+    """`tool_result`, encoded: the same bytes, put together without a dict to encode."""
+    encoded = result if isinstance(result, Encoded) else Encoded(encode(result))
+    return Encoded(
+        b'{"content":[{"type":"text","text":'
+        + encoded.quoted()
+        + b'}],"structuredContent":'
+        + encoded.data
+        + b',"isError":false}'
+    )
 
 
 def error_result(name: str, exc: HandrailError) -> dict[str, Any]:
