@@ -43,7 +43,7 @@ def next_step(
     """The first step, in order, that is not done and may run now, with its guidance.
     `state`: the previous result's `loops` (or their wire form, `{"loops": [...]}`)."""
     context = {} if context is None else context
-    if not isinstance(context, Mapping):
+    if type(context) is not dict and not isinstance(context, Mapping):  # the ABC check costs: dicts first
         raise InvalidParams(data={"details": "context must be an object"})
     check_completed(workflow, completed_steps)
     if current_step is not None and current_step not in workflow.nodes:

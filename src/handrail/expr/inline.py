@@ -89,10 +89,15 @@ class _Writer:
     def compare(self, path: str, op: str, expected: Any) -> str:
         local = f"v{len(self.constants)}"
         value = f"({local} := {self.read(path)})"
-        if op == "equals" and isinstance(expected, str):
+        if op in ("equals", "not_equals") and isinstance(expected, str):
             # semantics.comparison("equals", text), in place: a string is folded and compared
             folded = self.constant("F", expected.strip().casefold())
             literal = self.constant("E", expected)
+            if op == "not_equals":  # holds on a missing variable: lenient_equals(MISSING, text) is False
+                return (
+                    f"(not (({local}.strip().casefold() == {folded}) if type({value}) is str "
+                    f"else lenient_equals({local}, {literal})))"
+                )
             test = (
                 f"(({local}.strip().casefold() == {folded}) if type({local}) is str "
                 f"else lenient_equals({local}, {literal}))"
