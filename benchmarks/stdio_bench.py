@@ -262,7 +262,11 @@ def pipelined(server: Server, body: dict[str, Any], n: int) -> float:
     return n / took
 
 
-def measure(command: list[str], n: int, spawns: int, soak: int) -> dict[str, Any]:
+def measure(
+    command: list[str], n: int, spawns: int, soak: int, *, together: bool | None = True
+) -> dict[str, Any]:
+    """`together`: where sequential requests run (see `placed`); pipelined ones always
+    run with client and server apart, where the machine has two CPUs."""
     spawn_times, first_answers = [], []
     for _ in range(spawns - 1):
         s = Server(command)
@@ -278,7 +282,7 @@ def measure(command: list[str], n: int, spawns: int, soak: int) -> dict[str, Any
         "tools": {},
     }
     for name, body in requests().items():
-        placed(server, together=SEQUENTIAL_TOGETHER)
+        placed(server, together=together)
         cpu = server.cpu_s()
         lat = sequential(server, body, n)
         cpu = server.cpu_s() - cpu
@@ -303,7 +307,7 @@ def measure(command: list[str], n: int, spawns: int, soak: int) -> dict[str, Any
 
 
 CPUS = sorted(os.sched_getaffinity(0))
-SEQUENTIAL_TOGETHER: bool | None = True
+PLACES = {True: "on one CPU", False: "on two CPUs", None: "where the scheduler puts them"}
 
 
 def placed(server: Server, *, together: bool | None) -> None:
@@ -328,7 +332,7 @@ def run(n: int, spawns: int, soak: int) -> dict[str, Any]:
         }
 
 
-def compare(commit: str, n: int, rounds: int) -> str:
+def compare(commit: str, n: int, rounds: int, *, together: bool | None = True) -> str:
     """This tree and `commit` (checked out in a temporary worktree) against the replay
     floor, in one session, each measured `rounds` times in turn: the best of the rounds
     (the least disturbed by the rest of the machine) for each figure."""
@@ -351,13 +355,16 @@ def compare(commit: str, n: int, rounds: int) -> str:
             runs: dict[str, list[dict[str, Any]]] = {label: [] for label in commands}
             for _ in range(rounds):
                 for label, command in commands.items():
-                    runs[label].append(measure(command, n, 1, 0)["tools"])
+                    runs[label].append(measure(command, n, 1, 0, together=together)["tools"])
         finally:
             subprocess.run(["git", "worktree", "remove", "--force", str(base)], cwd=ROOT, capture_output=True)
     best = {label: _best(tools) for label, tools in runs.items()}
     lines = [
         f"over stdio, {n} requests per scenario, best of {rounds} rounds; base = {commit}",
-        "sequential: client and server on one CPU; pipelined: on two (see the module's docstring)"
+        (
+            f"sequential: client and server {PLACES[together]}; pipelined: on two CPUs"
+            " (see the module's docstring)"
+        )
         if len(CPUS) > 1
         else "one CPU: client and server share it",
         "",
@@ -397,8 +404,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--against", metavar="COMMIT", required=True, help="the baseline commit")
     parser.add_argument("-n", type=int, default=1000, help="requests per scenario")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--sequential",
+        choices=["one-cpu", "two-cpus", "anywhere"],
+        default="one-cpu",
+        help="where client and server run for sequential requests (default: one CPU)",
+    )
     args = parser.parse_args(argv)
-    print(compare(args.against, args.n, args.rounds))
+    together = {"one-cpu": True, "two-cpus": False, "anywhere": None}[args.sequential]
+    print(compare(args.against, args.n, args.rounds, together=together))
     return 0
 
 

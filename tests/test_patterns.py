@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 from handrail import budget, patterns
 from handrail.compiler import compile_text
 from handrail.patterns import PatternError, RegexTimeout, charsets, compile_pattern
+from handrail.patterns.compiled import SHORT_TEXT, short_and_plain
 from tests.conftest import CORPUS, ROOT
 from tests.helpers.wire import wire_next, wire_validate
 
@@ -240,12 +241,36 @@ def test_every_pattern_finds_what_python_finds(pattern: str, flags: str, texts: 
     except re.error:
         return
     compiled = compile_pattern(pattern, flags)
-    for text in texts:
+    # padded past SHORT_TEXT too, so that plain patterns are asked of RE2 as well
+    pad = " " * SHORT_TEXT
+    for text in [*texts, *(pad + t for t in texts), *(t + pad for t in texts)]:
         assert (compiled.search(text) is not None) == (python.search(text) is not None), (
             pattern,
             flags,
             text,
         )
+
+
+@pytest.mark.parametrize(
+    ("pattern", "plain"),
+    [
+        (r"\b(unit test|integration test|end-to-end)\b", True),
+        (r"(?i)^done\.$", True),
+        (r"a+", False),
+        (r"x{2}", False),
+        (r"[?]", False),  # a literal `?` inside a class still counts: the check is plain text
+        (r"(a|b)(c|d)(e|f)(g|h)(i|j)", False),  # too many paths to try at each place
+    ],
+)
+def test_only_patterns_without_repeats_and_with_few_alternatives_are_plain(pattern: str, plain: bool) -> None:
+    assert short_and_plain(pattern) is plain
+
+
+def test_a_plain_pattern_finds_what_python_finds_on_short_and_long_texts() -> None:
+    compiled = compile_pattern(r"\b(é|test)\b")  # a non-ASCII word: RE2 needs Python's boundaries
+    for text in ["é", "xé", "a test", "atest", "é" + " " * SHORT_TEXT, "xé" + " " * SHORT_TEXT]:
+        expected = re.search(r"\b(é|test)\b", text) is not None
+        assert (compiled.search(text) is not None) is expected, text
 
 
 @pytest.mark.parametrize(
