@@ -218,6 +218,7 @@ def serve(
 
     def answer() -> None:
         nonlocal after_first_reply
+        handle, write, monotonic = protocol.handle, sink.write, time.monotonic  # looked up once
         try:
             while not stopping[0]:
                 batch = next_lines()
@@ -233,15 +234,15 @@ def serve(
                         out = encode(_too_long(limit))
                     elif line and not line.isspace():
                         try:
-                            out = protocol.handle(line)
+                            out = handle(line)
                         except Exception:  # `handle` answers every failure; should one escape it
                             out = _internal_error()
                     else:
                         out = None
                     with writing:
                         if out is not None:
-                            sink.write(out + b"\n")
-                        now = time.monotonic()
+                            write(out + b"\n")
+                        now = monotonic()
                         if not held_since[0]:
                             held_since[0] = now
                         elif now - held_since[0] > HOLD_S:  # a long burst: its first answers go now
