@@ -5,6 +5,7 @@ verdict), and the quick run produces a complete report (no timing is asserted)."
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -58,3 +59,21 @@ def test_the_replay_floor_answers_what_handrail_answered(tmp_path: Path) -> None
     finally:
         handrail.close()
         replay.close()
+
+
+def test_a_phase_places_client_and_server_on_the_cpus_it_names() -> None:
+    if len(stdio_bench.CPUS) < 2:
+        pytest.skip("one CPU: nothing to place")
+    server = stdio_bench.Server(stdio_bench.floor_command())
+    try:
+        first, second = stdio_bench.CPUS[:2]
+        stdio_bench.placed(server, together=True)
+        assert os.sched_getaffinity(0) == {first} == os.sched_getaffinity(server.process.pid)
+        stdio_bench.placed(server, together=False)
+        assert os.sched_getaffinity(0) == {first}
+        assert os.sched_getaffinity(server.process.pid) == {second}
+        assert "result" in server.request({"method": "ping", "params": {}})
+    finally:
+        stdio_bench.placed(server, together=None)
+        server.close()
+    assert os.sched_getaffinity(0) == set(stdio_bench.CPUS)
