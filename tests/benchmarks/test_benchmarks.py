@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from benchmarks import run, stdio_bench
+from benchmarks import instructions, run, stdio_bench
 from benchmarks.inprocess import workloads
 
 pytestmark = pytest.mark.corpus  # served or walked workflows come from the WorkRail corpus
@@ -77,3 +79,19 @@ def test_a_phase_places_client_and_server_on_the_cpus_it_names() -> None:
         stdio_bench.placed(server, together=None)
         server.close()
     assert os.sched_getaffinity(0) == set(stdio_bench.CPUS)
+
+
+def test_the_instruction_count_loops_serve_and_replay_every_scenario(tmp_path: Path) -> None:
+    answers = tmp_path / "answers.json"
+    stdio_bench.record(stdio_bench.handrail_command(), answers)
+    folder = instructions.workflows_folder(tmp_path / "workflows")
+    for scenario in instructions.SCENARIOS:
+        for server, data in (("handrail", folder), ("replay", str(answers))):
+            done = subprocess.run(
+                [sys.executable, "-m", "benchmarks.instructions", "--loop", server, scenario, "3", data],
+                capture_output=True,
+                text=True,
+                cwd=stdio_bench.ROOT,
+                check=False,
+            )
+            assert done.returncode == 0, (server, scenario, done.stderr)
