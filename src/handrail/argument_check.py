@@ -19,8 +19,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
-
 Accept = Callable[[Any], bool]
 
 
@@ -67,7 +65,9 @@ def quick_check(schema: Mapping[str, Any], bounds: Bounds | None = None) -> Acce
         if any(name in named for name in bounds.longest.keys() | bounds.largest.keys()):
             return None  # an argument with a limit the predicate could not apply
     source = "def accept(value):\n" + "\n".join(writer.lines) + "\n    return True\n"
-    namespace: dict[str, Any] = dict(writer.constants)
+    import orjson  # here, not at import time: a quick check is first made on the first call
+
+    namespace: dict[str, Any] = {**writer.constants, "dumps": orjson.dumps}
     # one straight-line function, written from the tools' own schemas (never from a
     # client's input): a call costs a few dict look-ups, no nested calls
     exec(compile(source, "<argument_check>", "exec"), namespace)
@@ -131,7 +131,7 @@ class _Writer:
         if free:
             levels = bounds.max_depth - self.level + 1  # objects and arrays it may hold, itself one
             largest = bounds.largest.get(name) if name is not None else None
-            self.emit(depth, f"if not within({var}, {levels}, {largest}): return False")
+            self.emit(depth, f"if not within({var}, {levels}, {largest}, dumps): return False")
             if largest is not None and name is not None:
                 self.applied.add(name)
         elif name is not None and name in bounds.longest:
@@ -209,15 +209,15 @@ class _Writer:
 _ABSENT = object()
 
 
-def _within(value: Any, levels: int, largest: int | None) -> bool:
+def _within(value: Any, levels: int, largest: int | None, dumps: Callable[[Any], bytes]) -> bool:
     """Whether an object taken as is surely holds at most `levels` objects and arrays
     nested (itself one) and, given `largest`, at most that many bytes as JSON. Told
-    from its JSON: it cannot nest deeper than it has brackets. A no is not a refusal:
-    the long way then looks (a bracket inside a string, a number JSON cannot carry,
-    which orjson writes as null)."""
+    from its JSON (`dumps` is orjson's): it cannot nest deeper than it has brackets.
+    A no is not a refusal: the long way then looks (a bracket inside a string, a
+    number JSON cannot carry, which orjson writes as null)."""
     try:
-        data = orjson.dumps(value)
-    except (TypeError, orjson.JSONEncodeError):  # integers past 64 bits, lone surrogates
+        data = dumps(value)
+    except TypeError:  # orjson's JSONEncodeError: integers past 64 bits, lone surrogates
         return False
     if largest is not None and len(data) > largest:
         return False
