@@ -112,6 +112,14 @@ class _Lines:
 
     def _split(self, chunk: bytes, found: list[bytes]) -> None:
         limit, pending = self.limit, self.pending
+        if not pending and not self.dropping and not self.awaited:
+            # the usual chunk: whole lines, none too long, nobody waiting for an answer:
+            # split in one call, not a loop turn per line
+            parts = chunk.split(b"\n")
+            rest = parts.pop()
+            if max(map(len, parts), default=0) <= limit:
+                found.extend(parts)
+                chunk = rest  # what is left starts the next line, below
         at = 0
         while (end := chunk.find(b"\n", at)) != -1:
             piece, at = chunk[at:end], end + 1
