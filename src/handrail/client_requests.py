@@ -87,10 +87,6 @@ class ClientRequests:
                 self._pending.pop(rid, None)
                 self.awaited.pop(rid, None)
 
-    @property
-    def waiting(self) -> bool:
-        return bool(self.awaited)
-
     def route(self, line: bytes) -> bool:
         """A line read while somebody waits: True when it was the answer they wait for
         (it has been handed over); False for anything else, to be queued as usual."""
