@@ -10,6 +10,14 @@ from handrail.argument_check import Accept, Bounds, quick_check
 from handrail.errors import InvalidParams
 from handrail.limits import Limits
 
+# the argument of a tool that has a length limit: (argument, its type, Limits field,
+# the limit's name in errors, how its length is said)
+_LONGEST: dict[str, tuple[str, type[str] | type[list[Any]], str, str, str]] = {
+    "workflow_validate": ("output", str, "max_output_length", "maxOutputLength", "is {n} characters long"),
+    "workflow_continue": ("output", str, "max_output_length", "maxOutputLength", "is {n} characters long"),
+    "workflow_next": ("completedSteps", list, "max_completed_steps", "maxCompletedSteps", "has {n} entries"),
+}
+
 
 def admission(limits: Limits, name: str, schema: dict[str, Any]) -> Accept | None:
     """One predicate True only for arguments that pass both `check_limits` and the
@@ -17,34 +25,22 @@ def admission(limits: Limits, name: str, schema: dict[str, Any]) -> Accept | Non
     if name == "workflow_validate_json":
         return None  # its workflow's shape is read from the text: the long way
     longest: dict[str, int] = {}
-    if name in ("workflow_validate", "workflow_continue"):
-        longest["output"] = limits.max_output_length
-    elif name == "workflow_next":
-        longest["completedSteps"] = limits.max_completed_steps
-    bounds = Bounds(limits.max_depth, longest, {"context": limits.max_context_bytes})
-    return quick_check(schema, bounds)
+    if name in _LONGEST:
+        argument, _, field, _, _ = _LONGEST[name]
+        longest[argument] = getattr(limits, field)
+    return quick_check(schema, Bounds(limits.max_depth, longest, {"context": limits.max_context_bytes}))
 
 
 def check_limits(limits: Limits, name: str, arguments: dict[str, Any]) -> None:
     """Refuse what is over a limit before anything else looks at it (see limits.py)."""
     if _deeper_than(arguments, limits.max_depth):
         raise _over("maxDepth", limits.max_depth, f"the arguments nest deeper than {limits.max_depth} levels")
-    if name in ("workflow_validate", "workflow_continue"):
-        output = arguments.get("output")
-        if isinstance(output, str) and len(output) > limits.max_output_length:
-            raise _over(
-                "maxOutputLength",
-                limits.max_output_length,
-                f"output is {len(output)} characters long, over the limit of {limits.max_output_length}",
-            )
-    elif name == "workflow_next":
-        steps = arguments.get("completedSteps")
-        if isinstance(steps, list) and len(steps) > limits.max_completed_steps:
-            raise _over(
-                "maxCompletedSteps",
-                limits.max_completed_steps,
-                f"completedSteps has {len(steps)} entries, over the limit of {limits.max_completed_steps}",
-            )
+    if name in _LONGEST:
+        argument, kind, field, limit, says = _LONGEST[name]
+        value, most = arguments.get(argument), getattr(limits, field)
+        if isinstance(value, kind) and len(value) > most:
+            length = says.format(n=len(value))
+            raise _over(limit, most, f"{argument} {length}, over the limit of {most}")
     elif name == "workflow_validate_json":
         text = arguments.get("workflow")
         if isinstance(text, str) and _utf8_longer_than(text, limits.max_workflow_bytes):
