@@ -67,6 +67,29 @@ def test_the_usual_arguments_are_accepted_quickly() -> None:
     assert not quick({"workflowId": "abc\n", "completedSteps": []})
 
 
+def test_an_id_that_matched_is_admitted_again_and_one_that_did_not_is_refused_again() -> None:
+    quick = quick_check(SCHEMAS["workflow_next"])
+    assert quick is not None
+    for _ in range(3):  # the second look finds the first's verdict kept, or not kept
+        assert quick({"workflowId": "kept-id", "completedSteps": ["kept-id"]})
+        assert not quick({"workflowId": "Not-An-Id", "completedSteps": []})
+        assert not quick({"workflowId": "kept-id", "completedSteps": ["kept id"]})
+
+
+def test_the_ids_kept_are_bounded_in_count_and_in_length() -> None:
+    from handrail import argument_check
+
+    schema = {"type": "object", "properties": {"a": {"type": "string", "pattern": "^[a-z]+$"}}}
+    quick = quick_check(schema)
+    assert quick is not None
+    kept = next(v for v in quick.__globals__.values() if isinstance(v, set))
+    assert quick({"a": "x" * (argument_check._SEEN_LENGTH + 1)})
+    assert not kept  # too long to keep: matched, not remembered
+    for i in range(argument_check._SEEN_COUNT + 50):
+        assert quick({"a": "".join(chr(97 + int(d)) for d in str(i))})
+    assert len(kept) == argument_check._SEEN_COUNT
+
+
 @pytest.mark.parametrize(
     "schema",
     [

@@ -63,3 +63,33 @@ def test_two_services_in_one_process_each_apply_their_own_regex_time_limit(tmp_p
     for thread in threads:
         thread.join(timeout=30)
     assert seen == {20: 20, 60: 60}
+
+
+def test_a_step_encoded_once_is_spliced_intact_into_a_reply_orjson_cannot_encode(tmp_path: Path) -> None:
+    """A lone surrogate in a loop item takes the reply through the standard library's
+    encoder, which must read the step and guidance kept already encoded (result_json)."""
+    from tests.helpers.server import Server
+
+    inner = {"id": "each", "title": "Each", "prompt": "Do the item.", "guidance": ["Carefully."]}
+    loop = {
+        "id": "all",
+        "type": "loop",
+        "title": "All",
+        "loop": {"type": "forEach", "items": "items", "itemVar": "item", "maxIterations": 5},
+        "body": "each",
+    }
+    workflow = {"id": "items", "name": "I", "description": "d", "version": "1.0.0", "steps": [loop, inner]}
+    (tmp_path / "items.json").write_text(json.dumps(workflow), encoding="utf-8")
+    with Server("--no-bundled", "--workflows", str(tmp_path)) as server:
+        server.initialize()
+        arguments = {"workflowId": "items", "completedSteps": [], "context": {"items": ["a"]}}
+        plain = server.request("workflow_next", arguments)
+        # the same step again, this time with a value orjson refuses in the reply
+        server.send_raw(
+            b'{"jsonrpc":"2.0","id":77,"method":"workflow_next","params":{"workflowId":"items",'
+            b'"completedSteps":[],"context":{"items":["\\ud800"]}}}\n'
+        )
+        odd = server.response(77)
+    assert plain["result"]["step"] == odd["result"]["step"]
+    assert plain["result"]["step"]["prompt"] == "Do the item."
+    assert odd["result"]["loop"]["item"] == "\ud800"

@@ -49,6 +49,7 @@ _KNOWN = frozenset(
 # `^[...]+$`: one character class, repeated. What fullmatches the class run is what
 # the validator's search accepts (it reads `$` as the end of the text).
 _CLASS_RUN = re.compile(r"\^(\[[^\]\\]*\])\+\$")
+_SEEN_COUNT, _SEEN_LENGTH = 4096, 128  # strings kept per pattern, and the longest kept
 
 
 def quick_check(schema: Mapping[str, Any], bounds: Bounds | None = None) -> Accept | None:
@@ -154,8 +155,14 @@ class _Writer:
         if longest is not None:
             self.emit(depth, f"if len({var}) > {longest}: return False")
         if run is not None:
+            # ids: the same few strings call after call, so those that matched are kept
+            # (a set look-up costs a third of a match), within a bound on count and size
             whole = self.constant(re.compile(run.group(1) + "+").fullmatch)
-            self.emit(depth, f"if {whole}({var}) is None: return False")
+            seen = self.constant(set())
+            self.emit(depth, f"if {var} not in {seen}:")
+            self.emit(depth + 1, f"if {whole}({var}) is None: return False")
+            self.emit(depth + 1, f"if len({seen}) < {_SEEN_COUNT} and len({var}) <= {_SEEN_LENGTH}:")
+            self.emit(depth + 2, f"{seen}.add({var})")
         self.bounded(var, depth, free=False)
 
     def array(self, schema: Mapping[str, Any], var: str, depth: int) -> None:

@@ -18,11 +18,12 @@ class Encoded:
     answer encoded once): the protocol splices the bytes into its reply instead of
     parsing and encoding them again."""
 
-    __slots__ = ("_quoted", "data")
+    __slots__ = ("_fragment", "_quoted", "data")
 
     def __init__(self, data: bytes) -> None:
         self.data = data
         self._quoted: bytes | None = None
+        self._fragment: Any = None  # orjson's Fragment of `data`, made when first spliced
 
     def value(self) -> Any:
         import orjson
@@ -69,10 +70,13 @@ def encode_sized(value: Any) -> tuple[bytes, int]:
 
 def _spliced(value: Any) -> Any:
     """Results the service hands over already encoded are spliced in, not re-encoded."""
-    import orjson
-
     if isinstance(value, Encoded):
-        return orjson.Fragment(value.data)
+        fragment = value._fragment
+        if fragment is None:  # kept: the same step is spliced into reply after reply
+            import orjson
+
+            fragment = value._fragment = orjson.Fragment(value.data)
+        return fragment
     raise TypeError(f"cannot encode {type(value).__name__}")
 
 

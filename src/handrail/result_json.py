@@ -11,12 +11,20 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from handrail.codec import Encoded, encode
 from handrail.engine.results import PASSED, Guidance, NextResult, StepView, Verdict
 from handrail.engine.shared import LIMIT, shared
 
 
-def next_json(result: NextResult) -> dict[str, Any]:
-    """workflow_next's answer: {completedSteps, state, step, guidance, isComplete[, loop]}."""
+def next_json(
+    result: NextResult,
+    step_of: Callable[[StepView], Any] | None = None,
+    guidance_of: Callable[[Guidance], Any] | None = None,
+) -> dict[str, Any]:
+    """workflow_next's answer: {completedSteps, state, step, guidance, isComplete[, loop]}.
+    `step_of` and `guidance_of` convert those two parts (default: to dicts)."""
+    step_of = step_of or step_json
+    guidance_of = guidance_of or guidance_json
     loops = result.loops
     state = {"loops": [{"id": p.id, "iteration": p.iteration} for p in loops] if loops else []}
     step = result.step
@@ -26,13 +34,13 @@ def next_json(result: NextResult) -> dict[str, Any]:
             "state": state,
             "step": None,
             "isComplete": result.is_complete,
-            "guidance": guidance_json(result.guidance),
+            "guidance": guidance_of(result.guidance),
         }
     out = {
         "completedSteps": list(result.completed_steps),
         "state": state,
-        "step": step_json(step),
-        "guidance": guidance_json(result.guidance),
+        "step": step_of(step),
+        "guidance": guidance_of(result.guidance),
         "isComplete": result.is_complete,
     }
     loop = result.loop
@@ -40,6 +48,33 @@ def next_json(result: NextResult) -> dict[str, Any]:
         # the loop variables come last and may shadow a field of the same name, as they always have
         out["loop"] = {"id": loop.id, "title": loop.title, "iteration": loop.iteration, **loop.variables}
     return out
+
+
+def next_reply(result: NextResult) -> dict[str, Any]:
+    """`next_json` as the service sends it: a step and guidance the engine gives on every
+    call for their step (engine/shared.py) are encoded once and spliced into each reply
+    (a 5 KB step was encoded again on every call otherwise: benchmarks)."""
+    return next_json(result, _step_reply, _guidance_reply)
+
+
+def _step_reply(step: StepView) -> Any:
+    return _encoded_once(step, _step_json) if shared(step) else _step_json(step)
+
+
+def _guidance_reply(guidance: Guidance) -> Any:
+    return _encoded_once(guidance, _guidance_json) if shared(guidance) else _guidance_json(guidance)
+
+
+def _encoded_once(value: Any, convert: Callable[[Any], dict[str, Any]]) -> Encoded:
+    cached = _shared_encoded.get(id(value))
+    if cached is None or cached[0] is not value:
+        if len(_shared_encoded) >= LIMIT:
+            _shared_encoded.clear()
+        cached = _shared_encoded[id(value)] = (value, Encoded(encode(convert(value))))
+    return cached[1]
+
+
+_shared_encoded: dict[int, tuple[Any, Encoded]] = {}  # as `_shared_json`, for `next_reply`
 
 
 def step_json(step: StepView) -> dict[str, Any]:

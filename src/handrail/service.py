@@ -78,7 +78,10 @@ class Service:
 
     def call(self, name: str, arguments: Any) -> Any:
         """The tool's JSON result: a dict, or an `Encoded` one (see `Encoded.value`)."""
-        return self._run(name, arguments, False)
+        result = self._run(name, arguments, False)
+        if type(result) is dict:  # parts encoded once for the wire (result_json.next_reply), as values
+            return {key: v.value() if type(v) is Encoded else v for key, v in result.items()}
+        return result
 
     def answer(self, name: str, arguments: Any) -> Encoded:
         """The tool's result as the wire carries it: encoded once, and that encoding is
@@ -210,7 +213,7 @@ class Service:
             current_step=args.get("currentStep"),
             state=args.get("state"),
         )
-        return engine.next_json(result)  # the typed result to the wire, here and nowhere else
+        return engine.next_reply(result)  # the typed result to the wire, here and nowhere else
 
     def workflow_validate(self, snapshot: Snapshot, args: dict[str, Any]) -> dict[str, Any]:
         engine = _engine()
@@ -237,7 +240,7 @@ class Service:
 class _Engine(NamedTuple):
     next_step: Callable[..., NextResult]
     validate_output: Callable[..., Verdict]
-    next_json: Callable[[NextResult], dict[str, Any]]
+    next_reply: Callable[[NextResult], dict[str, Any]]
     verdict_json: Callable[[Verdict], dict[str, Any]]
 
 
@@ -247,9 +250,9 @@ def _engine() -> _Engine:
     (see handrail/__init__), and once, since an import statement per call (1.6 µs) costs
     about as much as the conversion itself."""
     from handrail.engine import next_step, validate_output
-    from handrail.result_json import next_json, verdict_json
+    from handrail.result_json import next_reply, verdict_json
 
-    return _Engine(next_step, validate_output, next_json, verdict_json)
+    return _Engine(next_step, validate_output, next_reply, verdict_json)
 
 
 _UNSET: Any = object()
