@@ -137,3 +137,12 @@ def verdict_json(verdict: Verdict) -> dict[str, Any]:
     if verdict is PASSED:
         return {"valid": True, "issues": [], "suggestions": []}
     return {"valid": verdict.valid, "issues": list(verdict.issues), "suggestions": list(verdict.suggestions)}
+
+
+def verdict_reply(verdict: Verdict) -> dict[str, Any] | Encoded:
+    """`verdict_json` as the service sends it: a pass, the usual answer, is one constant
+    already encoded."""
+    return _PASSED_REPLY if verdict is PASSED else verdict_json(verdict)
+
+
+_PASSED_REPLY = Encoded(encode(verdict_json(PASSED)))

@@ -77,9 +77,11 @@ class Service:
         return name in _TOOL_NAMES
 
     def call(self, name: str, arguments: Any) -> Any:
-        """The tool's JSON result: a dict, or an `Encoded` one (see `Encoded.value`)."""
+        """The tool's result as JSON values (what `answer` encodes for the wire)."""
         result = self._run(name, arguments, False)
-        if type(result) is dict:  # parts encoded once for the wire (result_json.next_reply), as values
+        if type(result) is Encoded:
+            return result.value()
+        if type(result) is dict:  # parts encoded once for the wire (result_json.next_reply)
             return {key: v.value() if type(v) is Encoded else v for key, v in result.items()}
         return result
 
@@ -215,11 +217,11 @@ class Service:
         )
         return engine.next_reply(result)  # the typed result to the wire, here and nowhere else
 
-    def workflow_validate(self, snapshot: Snapshot, args: dict[str, Any]) -> dict[str, Any]:
+    def workflow_validate(self, snapshot: Snapshot, args: dict[str, Any]) -> dict[str, Any] | Encoded:
         engine = _engine()
         workflow = self.workflow(snapshot, args["workflowId"])
         verdict = engine.validate_output(workflow, args["stepId"], args["output"], args.get("context"))
-        return engine.verdict_json(verdict)
+        return engine.verdict_reply(verdict)
 
     def workflow_validate_json(self, snapshot: Snapshot, args: dict[str, Any]) -> dict[str, Any]:
         from handrail.caching import transient
@@ -241,7 +243,7 @@ class _Engine(NamedTuple):
     next_step: Callable[..., NextResult]
     validate_output: Callable[..., Verdict]
     next_reply: Callable[[NextResult], dict[str, Any]]
-    verdict_json: Callable[[Verdict], dict[str, Any]]
+    verdict_reply: Callable[[Verdict], dict[str, Any] | Encoded]
 
 
 @cache
@@ -250,9 +252,9 @@ def _engine() -> _Engine:
     (see handrail/__init__), and once, since an import statement per call (1.6 µs) costs
     about as much as the conversion itself."""
     from handrail.engine import next_step, validate_output
-    from handrail.result_json import next_reply, verdict_json
+    from handrail.result_json import next_reply, verdict_reply
 
-    return _Engine(next_step, validate_output, next_reply, verdict_json)
+    return _Engine(next_step, validate_output, next_reply, verdict_reply)
 
 
 _UNSET: Any = object()

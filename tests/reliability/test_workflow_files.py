@@ -51,7 +51,7 @@ def test_every_cut_of_a_file_being_written_keeps_the_last_good_version(tmp_path:
         entry = snapshot.entries["alpha"]
         assert (entry.workflow.version, entry.stale) == ("1.0.0", True), cut
         assert [d.file for d in snapshot.problems if d.severity == "error"] == [str(path)], cut
-        got = service.call("workflow_get", {"id": "alpha"}).value()
+        got = service.call("workflow_get", {"id": "alpha"})
         assert (got["version"], got["steps"][0]["title"]) == ("1.0.0", "One"), cut
 
     path.write_bytes(complete)
