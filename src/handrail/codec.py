@@ -40,11 +40,24 @@ class Encoded:
         return self._quoted
 
 
-def encode(message: Any) -> bytes:
+_orjson: Any = None  # the module, once `_load` has imported it
+
+
+def _load() -> Any:
+    """orjson, imported on first use: 24 ms that commands which never read or write a
+    message do not pay. Then a global: an import statement per call costs 0.2 µs, and
+    each request encodes and decodes several times."""
+    global _orjson
     import orjson
 
+    _orjson = orjson
+    return orjson
+
+
+def encode(message: Any) -> bytes:
+    orjson = _orjson or _load()
     try:
-        return orjson.dumps(message, default=_spliced)
+        return orjson.dumps(message, default=_spliced)  # type: ignore[no-any-return]
     except (TypeError, orjson.JSONEncodeError):  # huge integers, lone surrogates
         return json.dumps(
             message, ensure_ascii=True, separators=(",", ":"), default=lambda v: json.loads(v.data)
@@ -55,8 +68,7 @@ def encode_sized(value: Any) -> tuple[bytes, int]:
     """`value` encoded, and its size as compact UTF-8 JSON (what `maxReplyBytes` bounds):
     the bytes' length, but where the standard library had to encode (a lone surrogate)
     the size it would have in UTF-8 rather than in escapes."""
-    import orjson
-
+    orjson = _orjson or _load()
     try:
         data = orjson.dumps(value, default=_spliced)
     except (TypeError, orjson.JSONEncodeError):
@@ -81,8 +93,7 @@ def _spliced(value: Any) -> Any:
 
 
 def decode(data: bytes | str) -> Any:
-    import orjson
-
+    orjson = _orjson or _load()
     try:
         message = orjson.loads(data)
     except orjson.JSONDecodeError as first:
