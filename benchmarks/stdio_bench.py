@@ -2,6 +2,8 @@
 tool and the same pipelined; the same client against two floors: one that answers
 `{}` (the least a Python stdio server can cost), and one that replays the bytes
 handrail answered to each request (the same answers, none of handrail's work).
+`--against` also measures handrail less its engine (engine_free_server.py), which
+tells the server's framework from the engine's work in what separates the two.
 
 Where the machine has two CPUs or more, each phase places client and server the same
 way for every server measured: sequential requests with both on one CPU, pipelined
@@ -47,6 +49,11 @@ def handrail_command() -> list[str]:
 
 def floor_command() -> list[str]:
     return [sys.executable, str(ROOT / "benchmarks" / "floor_server.py")]
+
+
+def engine_free_command() -> list[str]:
+    """handrail, its engine's answers remembered (engine_free_server.py)."""
+    return [sys.executable, str(ROOT / "benchmarks" / "engine_free_server.py"), str(CORPUS)]
 
 
 def replay_command(answers: Path) -> list[str]:
@@ -350,6 +357,7 @@ def compare(commit: str, n: int, rounds: int, *, together: bool | None = True) -
             commands = {
                 "base": ["env", f"PYTHONPATH={base / 'src'}", *handrail_command()],
                 "this": handrail_command(),
+                "engine-free": engine_free_command(),
                 "replay": replay_command(answers),
             }
             runs: dict[str, list[dict[str, Any]]] = {label: [] for label in commands}
@@ -368,18 +376,23 @@ def compare(commit: str, n: int, rounds: int, *, together: bool | None = True) -
         if len(CPUS) > 1
         else "one CPU: client and server share it",
         "",
-        "| scenario | server CPU µs/request base / this / replay | p50 vs replay base / this "
-        "| pipelined rps vs replay base / this |",
+        "| scenario | server CPU µs/request base / this / engine-free / replay "
+        "| p50 vs replay base / this / engine-free | pipelined rps vs replay base / this / engine-free |",
         "|---|---|---|---|",
     ]
+    labels = ("base", "this", "engine-free")
     for name in requests():
-        b, t, r = (best[label][name] for label in ("base", "this", "replay"))
-        lines.append(
-            f"| {name} | {b['cpu_us']:.0f} / {t['cpu_us']:.0f} / {r['cpu_us']:.0f} "
-            f"| {b['p50_us'] / r['p50_us']:.2f}x / {t['p50_us'] / r['p50_us']:.2f}x "
-            f"| {b['pipelined_rps'] / r['pipelined_rps']:.2f}x "
-            f"/ {t['pipelined_rps'] / r['pipelined_rps']:.2f}x |"
-        )
+        r = best["replay"][name]
+        figures = [best[label][name] for label in labels]
+        cpu = " / ".join(f"{f['cpu_us']:.0f}" for f in [*figures, r])
+        p50 = " / ".join(f"{f['p50_us'] / r['p50_us']:.2f}x" for f in figures)
+        rps = " / ".join(f"{f['pipelined_rps'] / r['pipelined_rps']:.2f}x" for f in figures)
+        lines.append(f"| {name} | {cpu} | {p50} | {rps} |")
+    lines += [
+        "",
+        "engine-free: this tree with workflow_next and workflow_validate answering what their first call",
+        "answered (benchmarks/engine_free_server.py): the gap to it is the engine's own work per call.",
+    ]
     return "\n".join(lines)
 
 

@@ -63,6 +63,25 @@ def test_the_replay_floor_answers_what_handrail_answered(tmp_path: Path) -> None
         replay.close()
 
 
+def test_the_engine_free_server_answers_what_handrail_answers_from_its_memo() -> None:
+    handrail = stdio_bench.Server(stdio_bench.handrail_command())
+    engine_free = stdio_bench.Server(stdio_bench.engine_free_command())
+    try:
+        for body in stdio_bench.requests().values():
+            ours = handrail.request(body).get("result")
+            # the first call is computed, the second remembered
+            first, again = (engine_free.request(body).get("result") for _ in "ab")
+            assert ours is not None and ours == first == again, body
+        # a step the benchmark never asks for is still the engine's answer, not a remembered one
+        other = {"method": "workflow_validate", "params": {**stdio_bench.requests()["validate"]["params"]}}
+        other["params"]["output"] = "nothing about tests"
+        assert handrail.request(other)["result"] == engine_free.request(other)["result"]
+        assert engine_free.request(other)["result"]["valid"] is False
+    finally:
+        handrail.close()
+        engine_free.close()
+
+
 def test_a_phase_places_client_and_server_on_the_cpus_it_names() -> None:
     if len(stdio_bench.CPUS) < 2:
         pytest.skip("one CPU: nothing to place")
