@@ -13,11 +13,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from handrail.engine.guidance import compose, confirmation, step_view
+from handrail.engine.quick import first_step
 from handrail.engine.results import Guidance, LoopNeed, LoopPosition, LoopView, MissingContext, NextResult
-from handrail.engine.state import read_state
+from handrail.engine.state import Frame, read_state
 from handrail.engine.walk import Walk
 from handrail.errors import InvalidParams, StepNotFound
-from handrail.model import Workflow
+from handrail.model import Context, Step, Workflow
 
 
 def check_completed(workflow: Workflow, completed: Sequence[str]) -> None:
@@ -49,6 +50,11 @@ def next_step(
     if current_step is not None and current_step not in workflow.nodes:
         raise StepNotFound(data={"stepId": current_step, "workflowId": workflow.id})
     done = set(completed_steps)
+    if state is None or state == () or state == _NO_LOOPS:  # no loop running: the usual call
+        found = first_step(workflow, done, context)
+        if found is not None:
+            completed = tuple(dict.fromkeys(completed_steps))
+            return _found(workflow, found, context, [], completed, (), first=not completed_steps)
     frames = read_state(workflow, _wire_state(state), done)
     walk = Walk(workflow, context, list(dict.fromkeys(completed_steps)), done, frames)
     step = walk.walk(workflow.sequence, 0)
@@ -61,29 +67,52 @@ def next_step(
         text = f"Workflow `{workflow.name}` is complete: every step that applies is done."
         return NextResult(completed, loops, None, Guidance(" ".join([text, *walk.notes]), False, ()), True)
     depth = walk.depth  # the running loops that enclose the step (an earlier step may reappear)
-    scope = walk.scope(depth)
     enclosing = [(f, f.variables(walk.scope(i))) for i, f in enumerate(walk.frames[:depth])]
+    return _found(
+        workflow,
+        step,
+        walk.scope(depth),
+        enclosing,
+        completed,
+        loops,
+        first=not completed_steps,
+        done=walk.done,
+        notes=walk.notes,
+    )
+
+
+def _found(
+    workflow: Workflow,
+    step: Step,
+    scope: Context,
+    enclosing: list[tuple[Frame, dict[str, Any]]],
+    completed: tuple[str, ...],
+    loops: tuple[LoopPosition, ...],
+    *,
+    first: bool,
+    done: set[str] | None = None,
+    notes: Sequence[str] = (),
+) -> NextResult:
+    """The answer that shows `step`, seen in `scope` inside the `enclosing` loops."""
     view = step_view(step, scope)
     requires = view.require_confirmation
     for frame, _ in enclosing:
         # a loop that asks for confirmation asks once, as it is entered
-        entering = frame.iteration == 1 and not walk.done.intersection(frame.loop.body)
+        entering = frame.iteration == 1 and not (done or set()).intersection(frame.loop.body)
         if entering and confirmation(frame.loop.confirmation, scope):
             requires = True
     guidance = compose(
-        workflow,
-        step,
-        view,
-        enclosing,
-        first=not completed_steps,
-        requires_confirmation=requires,
-        notes=walk.notes,
+        workflow, step, view, enclosing, first=first, requires_confirmation=requires, notes=notes
     )
     loop = None
     if enclosing:
         frame, variables = enclosing[-1]
         loop = LoopView(frame.loop.id, frame.loop.title, frame.iteration, variables)
     return NextResult(completed, loops, view, guidance, False, loop)
+
+
+# the state of a previous answer outside every loop, sent back
+_NO_LOOPS: dict[str, list[Any]] = {"loops": []}
 
 
 def _wire_state(state: Mapping[str, Any] | tuple[LoopPosition, ...] | None) -> Any:
