@@ -49,7 +49,7 @@ _KNOWN = frozenset(
 # `^[...]+$`: one character class, repeated. What fullmatches the class run is what
 # the validator's search accepts (it reads `$` as the end of the text).
 _CLASS_RUN = re.compile(r"\^(\[[^\]\\]*\])\+\$")
-_SEEN_COUNT, _SEEN_LENGTH = 4096, 128  # strings kept per pattern, and the longest kept
+_SEEN_COUNT, _SEEN_LENGTH = 1024, 128  # strings kept per pattern, and the longest kept
 
 
 def quick_check(schema: Mapping[str, Any], bounds: Bounds | None = None) -> Accept | None:
