@@ -9,7 +9,7 @@ The walk itself is in walk.py; this module turns it into a `NextResult`.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Set
 from typing import Any
 
 from handrail.engine.guidance import compose, confirmation, step_view
@@ -90,7 +90,7 @@ def _found(
     loops: tuple[LoopPosition, ...],
     *,
     first: bool,
-    done: set[str] | None = None,
+    done: Set[str] = frozenset(),
     notes: Sequence[str] = (),
 ) -> NextResult:
     """The answer that shows `step`, seen in `scope` inside the `enclosing` loops."""
@@ -98,7 +98,7 @@ def _found(
     requires = view.require_confirmation
     for frame, _ in enclosing:
         # a loop that asks for confirmation asks once, as it is entered
-        entering = frame.iteration == 1 and not (done or set()).intersection(frame.loop.body)
+        entering = frame.iteration == 1 and done.isdisjoint(frame.loop.body)
         if entering and confirmation(frame.loop.confirmation, scope):
             requires = True
     guidance = compose(
