@@ -5,6 +5,7 @@ from __future__ import annotations
 from functools import cache
 from pathlib import Path
 from typing import Any
+from unittest.mock import patch
 
 import pytest
 from hypothesis import given, settings
@@ -14,8 +15,8 @@ from handrail.compiler import compile_path
 from handrail.engine import next_step
 from handrail.engine.quick import first_step
 from handrail.engine.walk import Walk
-from handrail.errors import StateError
-from handrail.model import Condition, Loop, Step, Workflow
+from handrail.errors import HandrailError, StateError
+from handrail.model import Condition, Workflow
 from tests.conftest import CORPUS_MISSING, bundled_files, corpus_accepted
 
 
@@ -63,14 +64,21 @@ def test_the_quick_way_finds_the_step_the_full_walk_finds(call: Call) -> None:
     assert (walk.depth, walk.frames, walk.notes, walk.completed) == (0, [], [], list(dict.fromkeys(done)))
 
 
-def test_the_quick_way_answers_the_usual_calls_of_a_workflow_without_loops() -> None:
-    workflow = next(w for w in workflows() if not any(isinstance(n, Loop) for n in w.nodes.values()))
-    first = workflow.nodes[workflow.sequence[0]]
-    assert isinstance(first, Step)
-    if first.run_condition is None:
-        assert first_step(workflow, set(), {}) is first
-    result = next_step(workflow, [], {}, state={"loops": []})
-    assert result.step is not None and result.step.id == next_step(workflow, [], {}).step.id  # type: ignore[union-attr]
+def outcome(call: Call, state: Any) -> Any:
+    workflow, done, context = call
+    try:
+        return next_step(workflow, done, context, state=state)
+    except HandrailError as exc:
+        return type(exc), exc.message
+
+
+@settings(max_examples=300, deadline=None)
+@given(call=calls(), state=st.sampled_from([None, {"loops": []}, ()]))
+def test_next_step_gives_the_same_whole_answer_with_or_without_the_quick_way(call: Call, state: Any) -> None:
+    quick = outcome(call, state)
+    with patch("handrail.engine.next.first_step", lambda *args: None):  # the full walk only
+        full = outcome(call, state)
+    assert quick == full
 
 
 def test_a_step_done_inside_a_loop_that_is_not_running_is_still_refused() -> None:
