@@ -58,23 +58,21 @@ def next_reply(result: NextResult) -> dict[str, Any]:
 
 
 def _step_reply(step: StepView) -> Any:
-    return _encoded_once(step, _step_json) if shared(step) else _step_json(step)
+    return _kept(_shared_encoded, step, _step_encoded) if shared(step) else _step_json(step)
 
 
 def _guidance_reply(guidance: Guidance) -> Any:
-    return _encoded_once(guidance, _guidance_json) if shared(guidance) else _guidance_json(guidance)
+    if shared(guidance):
+        return _kept(_shared_encoded, guidance, _guidance_encoded)
+    return _guidance_json(guidance)
 
 
-def _encoded_once(value: Any, convert: Callable[[Any], dict[str, Any]]) -> Encoded:
-    cached = _shared_encoded.get(id(value))
-    if cached is None or cached[0] is not value:
-        if len(_shared_encoded) >= LIMIT:
-            _shared_encoded.clear()
-        cached = _shared_encoded[id(value)] = (value, Encoded(encode(convert(value))))
-    return cached[1]
+def _step_encoded(step: StepView) -> Encoded:
+    return Encoded(encode(_step_json(step)))
 
 
-_shared_encoded: dict[int, tuple[Any, Encoded]] = {}  # as `_shared_json`, for `next_reply`
+def _guidance_encoded(guidance: Guidance) -> Encoded:
+    return Encoded(encode(_guidance_json(guidance)))
 
 
 def step_json(step: StepView) -> dict[str, Any]:
@@ -85,15 +83,23 @@ def _once(value: Any, convert: Callable[[Any], dict[str, Any]]) -> dict[str, Any
     """The JSON of a value the engine gives on every call for its step (engine/shared.py):
     made once, each answer getting its own copy of the top level (the lists and objects
     inside are shared: replies are only read)."""
-    cached = _shared_json.get(id(value))
+    made: dict[str, Any] = _kept(_shared_json, value, convert)
+    return made.copy()
+
+
+def _kept(table: dict[int, tuple[Any, Any]], value: Any, make: Callable[[Any], Any]) -> Any:
+    """`make(value)`, made once per value while `table` keeps it (bounded: it starts
+    again when full). The value is held there, so its id stays its own."""
+    cached = table.get(id(value))
     if cached is None or cached[0] is not value:
-        if len(_shared_json) >= LIMIT:
-            _shared_json.clear()
-        cached = _shared_json[id(value)] = (value, convert(value))
-    return cached[1].copy()
+        if len(table) >= LIMIT:
+            table.clear()
+        cached = table[id(value)] = (value, make(value))
+    return cached[1]
 
 
-_shared_json: dict[int, tuple[Any, dict[str, Any]]] = {}  # the value is held: its id stays its own
+_shared_json: dict[int, tuple[Any, Any]] = {}  # value -> its JSON as dicts (next_json)
+_shared_encoded: dict[int, tuple[Any, Any]] = {}  # value -> its JSON encoded (next_reply)
 
 
 def _step_json(step: StepView) -> dict[str, Any]:
