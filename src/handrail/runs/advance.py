@@ -7,7 +7,14 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from handrail.errors import InvalidParams, RunNotActive, StateError, StepNotCurrent
-from handrail.runs.base import MAX_RETRIES, _not_active, _not_current, _off_the_clock, merge_context
+from handrail.runs.base import (
+    MAX_RETRIES,
+    _not_active,
+    _not_current,
+    _off_the_clock,
+    merge_context,
+    shown_title,
+)
 from handrail.runs.decisions import Decisions
 from handrail.store.base import ACTIVE_STATUSES, Conflict, NewEvent, RunRecord, RunUpdate
 
@@ -97,12 +104,13 @@ class Advance(Decisions):
         if not isinstance(current, dict) or current.get("id") != step_id:
             raise _not_current(step_id, run, position=position)
         verdict = validate_output(workflow, step_id, output, context)
+        title = shown_title(position)
         if not verdict.valid:
             issues, suggestions = list(verdict.issues), list(verdict.suggestions)
             event = NewEvent(
                 "rejected",
                 step_id,
-                {"output": output, "issues": issues, "suggestions": suggestions, **change_data},
+                {"output": output, **title, "issues": issues, "suggestions": suggestions, **change_data},
             )
             written = self._write(run, update, [event], self.owner())
             return {
@@ -123,7 +131,7 @@ class Advance(Decisions):
             event = NewEvent(
                 "rejected",
                 step_id,
-                {"output": output, "issues": issues, "suggestions": suggestions, **change_data},
+                {"output": output, **title, "issues": issues, "suggestions": suggestions, **change_data},
             )
             written = self._write(run, update, [*checked, event], self.owner())
             return {
@@ -136,7 +144,7 @@ class Advance(Decisions):
                 **self._view(written),
             }
         if current.get("requireConfirmation"):
-            waiting = NewEvent("awaiting_approval", step_id, {"output": output, **change_data})
+            waiting = NewEvent("awaiting_approval", step_id, {"output": output, **title, **change_data})
             written = self._write(
                 run,
                 RunUpdate(status="awaiting_approval", context=update.context, position=update.position),
@@ -148,7 +156,7 @@ class Advance(Decisions):
         result = next_step(workflow, completed, context, state=position.get("state"))
         after = next_json(result)
         status = "completed" if result.is_complete else "active"
-        events = [*checked, NewEvent("accepted", step_id, {"output": output, **change_data})]
+        events = [*checked, NewEvent("accepted", step_id, {"output": output, **title, **change_data})]
         if status == "completed":
             events.append(NewEvent("completed"))
         written = self._write(

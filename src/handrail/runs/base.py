@@ -22,7 +22,7 @@ from handrail import budget
 from handrail.errors import InvalidParams, RunNotActive, RunNotFound, StepNotCurrent
 from handrail.limits import MAX_CONTEXT_BYTES
 from handrail.runs.pinning import Pins
-from handrail.store.base import LOCAL_OWNER, Conflict, NewEvent, RunRecord, RunUpdate
+from handrail.store.base import LOCAL_OWNER, Conflict, Event, NewEvent, RunRecord, RunUpdate
 
 if TYPE_CHECKING:
     from handrail.catalog import Snapshot
@@ -69,6 +69,21 @@ def _root_folder(uri: Any) -> str | None:
         return None
     path = os.path.normpath(unquote(parsed.path))
     return path if os.path.isabs(path) and os.path.isdir(path) else None
+
+
+def shown_title(position: Mapping[str, Any]) -> dict[str, str]:
+    """`{"title": ...}`: the current step's title as the agent was shown it (a loop's
+    templates filled for its iteration), kept on the step's events; {} without a step."""
+    step = position.get("step")
+    title = step.get("title") if isinstance(step, Mapping) else None
+    return {"title": title} if isinstance(title, str) else {}
+
+
+def event_title(event: Event, fallback: str) -> str:
+    """The title a step's event was given for its iteration, else `fallback` (the step's
+    own title: events written before titles were kept on them)."""
+    title = event.data.get("title")
+    return title if isinstance(title, str) else fallback
 
 
 def summary(output: str) -> str:

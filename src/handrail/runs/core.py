@@ -11,7 +11,7 @@ lifecycle: start, the open runs and a run's recap (resume), abandon.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from handrail.errors import StateError
@@ -21,11 +21,12 @@ from handrail.runs.base import (
     OPEN_RUNS_LISTED,
     REQUEST_OWNER,
     _not_active,
+    event_title,
     merge_context,
     new_run_id,
     summary,
 )
-from handrail.store.base import ACTIVE_STATUSES, Conflict, NewEvent, RunRecord, RunUpdate
+from handrail.store.base import ACTIVE_STATUSES, Conflict, Event, NewEvent, RunRecord, RunUpdate
 
 if TYPE_CHECKING:
     from handrail.catalog import Snapshot
@@ -101,6 +102,23 @@ class Runs(Advance):
             **self._view(run),
         }
 
+    # -- what the dashboard reads ----------------------------------------------------
+    def listing(
+        self,
+        *,
+        statuses: Sequence[str] | None = None,
+        workflow_id: str | None = None,
+        text: str | None = None,
+        limit: int = 100,
+    ) -> list[RunRecord]:
+        """The asking person's runs, most recently updated first, filtered in the store."""
+        return self.store.list_runs(
+            statuses=statuses, owner=self.owner(), workflow_id=workflow_id, text=text, limit=limit
+        )
+
+    def events(self, run: RunRecord) -> list[Event]:
+        return self.store.events(run.id)
+
     # -- workflow_resume -------------------------------------------------------------
     def open_runs(self, workspace: str, limit: int = OPEN_RUNS_LISTED) -> list[dict[str, Any]]:
         runs = self.store.list_runs(
@@ -131,7 +149,7 @@ class Runs(Advance):
                 recap.append(
                     {
                         "stepId": event.step_id,
-                        "title": node.title if node is not None else event.step_id,
+                        "title": event_title(event, node.title if node is not None else event.step_id),
                         "summary": summary(str(event.data.get("output", ""))),
                     }
                 )

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from handrail.errors import InvalidParams, RunNotActive, StateError
-from handrail.runs.base import MAX_RETRIES, RunsBase, _not_current, _off_the_clock
+from handrail.runs.base import MAX_RETRIES, RunsBase, _not_current, _off_the_clock, shown_title
 from handrail.store.base import Conflict, NewEvent, RunRecord, RunUpdate
 
 
@@ -37,6 +37,38 @@ class Decisions(RunsBase):
             if event.type == "awaiting_approval" and event.step_id is not None:
                 return event.step_id, str(event.data.get("output", ""))
         raise StateError("the run waits for approval but has no step awaiting it", {"runId": run.id})
+
+    def pending_approval(self, run: RunRecord) -> dict[str, Any] | None:
+        """What a person is asked to approve: the submitted output, the results of the checks
+        run on it and what the step asks for (its rules and checks in words); None when the
+        run waits for nobody."""
+        if run.status != "awaiting_approval":
+            return None
+        events = self.store.events(run.id)
+        at = next(
+            (i for i in range(len(events) - 1, -1, -1) if events[i].type == "awaiting_approval"), None
+        )
+        if at is None or events[at].step_id is None:
+            return None
+        step_id = events[at].step_id
+        checks: list[dict[str, Any]] = []
+        for event in reversed(events[:at]):  # the checks written with it, just before it
+            if event.type != "check" or event.step_id != step_id:
+                break
+            checks.insert(0, dict(event.data))
+        step = run.position.get("step")
+        step = step if isinstance(step, Mapping) else {}
+        guidance = run.position.get("guidance")
+        rules = guidance.get("validationCriteria", []) if isinstance(guidance, Mapping) else []
+        return {
+            "stepId": step_id,
+            "title": str(events[at].data.get("title") or step.get("title") or step_id),
+            "output": str(events[at].data.get("output", "")),
+            "checks": checks,
+            "criteria": [str(r) for r in rules],
+            "checksAsked": [str(c) for c in step.get("checks", [])],
+            "at": events[at].at,
+        }
 
     def _awaiting(
         self, run: RunRecord, step_id: str | None, changes: Mapping[str, Any] | None
@@ -158,7 +190,7 @@ class Decisions(RunsBase):
                 status = "completed" if result.is_complete else "active"
                 events = [
                     NewEvent("approved", step_id, decided),
-                    NewEvent("accepted", step_id, {"output": output}),
+                    NewEvent("accepted", step_id, {"output": output, **shown_title(run.position)}),
                 ]
                 if status == "completed":
                     events.append(NewEvent("completed"))

@@ -121,8 +121,10 @@ class RunStore(Protocol):
         statuses: Sequence[str] | None = None,
         owner: str | None = None,
         limit: int = 100,
+        workflow_id: str | None = None,
+        text: str | None = None,
     ) -> list[RunRecord]:
-        """Runs, most recently updated first."""
+        """Runs, most recently updated first; `text`: found in the goal or the run id."""
 
     def events(self, run_id: str) -> list[Event]: ...
 

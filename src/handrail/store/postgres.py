@@ -197,8 +197,10 @@ class PostgresStore:
         statuses: Sequence[str] | None = None,
         owner: str | None = None,
         limit: int = 100,
+        workflow_id: str | None = None,
+        text: str | None = None,
     ) -> list[RunRecord]:
-        clause, values = list_filter(workspace, statuses, owner, "%s")
+        clause, values = list_filter(workspace, statuses, owner, "%s", workflow_id, text)
         # no rowid here: ties in the update time (same millisecond) go to the newer start
         query = (
             f"SELECT {_COLUMNS} FROM runs {clause} "

@@ -97,9 +97,15 @@ def update_sets(change: RunUpdate, at: str, events: int, mark: str) -> tuple[str
 
 
 def list_filter(
-    workspace: str | None, statuses: Sequence[str] | None, owner: str | None, mark: str
+    workspace: str | None,
+    statuses: Sequence[str] | None,
+    owner: str | None,
+    mark: str,
+    workflow_id: str | None = None,
+    text: str | None = None,
 ) -> tuple[str, list[Any]]:
-    """`WHERE ...` (or nothing) of a listing, and its values."""
+    """`WHERE ...` (or nothing) of a listing, and its values. `text` is found in the
+    goal or the run id, ignoring the case of ASCII letters; `%` and `_` in it are literal."""
     where: list[str] = []
     values: list[Any] = []
     if workspace is not None:
@@ -111,4 +117,16 @@ def list_filter(
     if owner is not None:
         where.append(f"owner = {mark}")
         values.append(owner)
+    if workflow_id is not None:
+        where.append(f"workflow_id = {mark}")
+        values.append(workflow_id)
+    if text:
+        pattern = "%" + _ascii_lower(text).replace("!", "!!").replace("%", "!%").replace("_", "!_") + "%"
+        where.append(f"(LOWER(goal) LIKE {mark} ESCAPE '!' OR LOWER(id) LIKE {mark} ESCAPE '!')")
+        values.extend([pattern, pattern])
     return (f"WHERE {' AND '.join(where)}" if where else ""), values
+
+
+def _ascii_lower(text: str) -> str:
+    """SQLite's LOWER folds ASCII letters only: fold the pattern the same way in both stores."""
+    return "".join(chr(ord(c) + 32) if "A" <= c <= "Z" else c for c in text)

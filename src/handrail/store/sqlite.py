@@ -165,8 +165,10 @@ class SqliteStore:
         statuses: Sequence[str] | None = None,
         owner: str | None = None,
         limit: int = 100,
+        workflow_id: str | None = None,
+        text: str | None = None,
     ) -> list[RunRecord]:
-        clause, values = list_filter(workspace, statuses, owner, "?")
+        clause, values = list_filter(workspace, statuses, owner, "?", workflow_id, text)
         query = f"SELECT {_COLUMNS} FROM runs {clause} ORDER BY updated_at DESC, rowid DESC LIMIT ?"
         with self._lock:
             rows = self._db.execute(query, (*values, limit)).fetchall()
