@@ -334,7 +334,7 @@ def test_labels_survive_both_escapings() -> None:
     assert title.replace("\n", " ") == " ".join(wrap(TRICKY_TITLE)) + " (odd-title)"
     condition = next(label for _, b, label, _ in edges if b == "step_odd_condition")
     assert unescape_mermaid(condition or "") == "when name == 'a|b<c>\"d\"' and flag"
-    assert unescape_mermaid(subgraphs["loop_outer"]) == "Outer <loop>\nforEach group in groups · max 5"
+    assert unescape_mermaid(subgraphs["loop_outer"]) == "Outer <loop> · forEach group in groups · max 5"
     dot_nodes, dot_edges, _ = parse_dot(to_dot(workflow))
     assert unquote_dot(dot_nodes["step_odd_title"]).replace("\n", " ") == " ".join(wrap(TRICKY_TITLE)) + (
         " (odd-title)"

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 import textwrap
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -103,8 +104,9 @@ def loop_bound(loop: Loop) -> str:
 
 
 class _Builder:
-    def __init__(self, workflow: Workflow) -> None:
+    def __init__(self, workflow: Workflow, titles: Mapping[str, str] | None = None) -> None:
         self.workflow = workflow
+        self.titles = titles or {}
         self.edges: list[Edge] = []
         self.keys: set[str] = set()
         self.joins = 0
@@ -162,7 +164,7 @@ class _Builder:
 
     def step(self, step: Step, into: list[DiagramNode | Cluster]) -> str:
         key = self.key("step_", step.id)
-        lines = [*wrap(step.title), f"({step.id})"]
+        lines = [*wrap(self.titles.get(step.id, step.title)), f"({step.id})"]
         confirmation = _confirmation(step.confirmation)
         if confirmation is not None:
             lines.extend(wrap(confirmation))
@@ -201,9 +203,10 @@ def _confirmation(value: bool | Condition) -> str | None:
     return None
 
 
-def build(workflow: Workflow) -> Graph:
-    """The intermediate graph both renderers draw."""
-    builder = _Builder(workflow)
+def build(workflow: Workflow, titles: Mapping[str, str] | None = None) -> Graph:
+    """The intermediate graph both renderers draw. `titles`: a step's title to show instead
+    of its own (a run's, with a loop's templates filled for its iteration)."""
+    builder = _Builder(workflow, titles)
     root: list[DiagramNode | Cluster] = [DiagramNode("wf_start", "start", ["Start"])]
     builder.keys.update({"wf_start", "wf_end"})
     frontier = builder.sequence(workflow.sequence, root, [_Pending("wf_start")])
@@ -256,15 +259,18 @@ _MERMAID_STYLES = {
 _MERMAID_ARROWS = {"normal": "-->", "skip": "-.->", "back": "-->"}
 
 
-def to_mermaid(workflow: Workflow) -> str:
-    graph = build(workflow)
+def to_mermaid(workflow: Workflow, titles: Mapping[str, str] | None = None) -> str:
+    graph = build(workflow, titles)
     out = ["---", f"title: {_yaml_string(graph.title)}", "---", "flowchart TD"]
     classes: dict[str, list[str]] = {}
 
     def emit(members: list[DiagramNode | Cluster], indent: str) -> None:
         for member in members:
             if isinstance(member, Cluster):
-                out.append(f'{indent}subgraph {member.key} ["{mermaid_text(member.lines)}"]')
+                # one line: Mermaid leaves room above the nodes for one line of a subgraph's
+                # title only, so a second line would be drawn under the loop's head node
+                title = [" · ".join(line for line in member.lines if line)]
+                out.append(f'{indent}subgraph {member.key} ["{mermaid_text(title)}"]')
                 emit(member.members, indent + "    ")
                 out.append(f"{indent}end")
                 continue
