@@ -148,15 +148,25 @@ def dashboard_routes(service: Any, refuse: Refuse, people: Identifies | None) ->
         return guarded
 
     # -- pages ------------------------------------------------------------------
-    def listing(status: str | None, workflow: str | None) -> list[dict[str, Any]]:
+    def workflow_of(run: Any) -> Any:
+        try:
+            return runs.pinned(service.catalog.snapshot(), run)
+        except HandrailError:
+            return None
+
+    def listing(status: str | None, workflow: str | None, text: str | None) -> list[dict[str, Any]]:
         statuses = [status] if status in STATUSES else None
-        found = runs.store.list_runs(statuses=statuses, owner=runs.owner(), limit=LISTED)
-        return [views.run_row(r) for r in views.filter_runs(found, workflow)]
+        found = runs.listing(statuses=statuses, workflow_id=workflow, text=text, limit=LISTED)
+        return [views.run_row(r, workflow_of(r)) for r in found]
+
+    def filters(request: Request) -> tuple[str | None, str | None, str | None]:
+        params = request.query_params
+        text = (params.get("q") or "").strip()[:200] or None
+        return params.get("status") or None, params.get("workflow") or None, text
 
     async def runs_page(request: Request, session: Session) -> Response:
-        status = request.query_params.get("status") or None
-        workflow = request.query_params.get("workflow") or None
-        rows = await as_person(session, listing, status, workflow)
+        status, workflow, text = filters(request)
+        rows = await as_person(session, listing, status, workflow, text)
         snapshot = service.catalog.ready
         ids = sorted(snapshot.entries) if snapshot is not None else []
         return page(
@@ -168,18 +178,17 @@ def dashboard_routes(service: Any, refuse: Refuse, people: Identifies | None) ->
             workflows=ids,
             status=status,
             workflow=workflow,
+            text=text,
         )
 
     def run_details(run_id: str) -> dict[str, Any]:
         run = runs.run(run_id)
-        events = runs.store.events(run.id)
-        try:
-            workflow = runs.pinned(service.catalog.snapshot(), run)
-        except HandrailError:
-            workflow = None
+        events = runs.events(run)
+        workflow = workflow_of(run)
         return {
             "run": run,
-            "row": views.run_row(run),
+            "row": views.run_row(run, workflow),
+            "approval": views.approval(runs.pending_approval(run)),
             "events": events,
             "blocks": views.timeline(events, workflow),
             "graph": views.run_graph(workflow, run, events) if workflow is not None else None,
@@ -230,15 +239,13 @@ def dashboard_routes(service: Any, refuse: Refuse, people: Identifies | None) ->
 
     # -- JSON -------------------------------------------------------------------
     async def api_runs(request: Request, session: Session) -> Response:
-        status = request.query_params.get("status") or None
-        workflow = request.query_params.get("workflow") or None
-        rows = await as_person(session, listing, status, workflow)
+        rows = await as_person(session, listing, *filters(request))
         return JSONResponse({"runs": rows}, headers={"Cache-Control": "no-store"})
 
     async def api_run(request: Request, session: Session) -> Response:
         def one(run_id: str) -> dict[str, Any]:
             run = runs.run(run_id)
-            return {**views.run_row(run), "version": run.version}
+            return {**views.run_row(run, workflow_of(run)), "version": run.version}
 
         try:
             row = await as_person(session, one, request.path_params["run_id"])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from markdown_it import MarkdownIt
@@ -33,8 +34,12 @@ def folded(text: str) -> bool:
     return len(text) > FOLD_CHARS or text.count("\n") >= FOLD_LINES
 
 
-def run_row(run: RunRecord) -> dict[str, Any]:
+def run_row(run: RunRecord, workflow: Workflow | None = None, now: datetime | None = None) -> dict[str, Any]:
     step = run.current_step
+    if step is not None and workflow is not None:
+        order = step_order(workflow)
+        if step["id"] in order:
+            step = {**step, "number": order.index(step["id"]) + 1, "of": len(order)}
     return {
         "runId": run.id,
         "workflowId": run.workflow_id,
@@ -44,12 +49,47 @@ def run_row(run: RunRecord) -> dict[str, Any]:
         "owner": run.owner,
         "workspace": run.workspace,
         "updatedAt": run.updated_at,
+        "updatedAgo": ago(run.updated_at, now),
         "completed": run.accepted,
     }
 
 
-def filter_runs(runs: Sequence[RunRecord], workflow: str | None) -> list[RunRecord]:
-    return [r for r in runs if not workflow or r.workflow_id == workflow]
+def step_order(workflow: Workflow) -> list[str]:
+    """The workflow's steps in file order, a loop's body where the loop stands (each once)."""
+    order: list[str] = []
+
+    def walk(ids: Sequence[str]) -> None:
+        for sid in ids:
+            node = workflow.nodes[sid]
+            if isinstance(node, Step):
+                order.append(sid)
+            else:
+                walk(node.body)
+
+    walk(workflow.sequence)
+    return order
+
+
+def ago(at: str, now: datetime | None = None) -> str:
+    """An ISO time as the reader says it: `just now`, `3 min ago`, `2 h ago`, `4 days ago`,
+    then the date."""
+    try:
+        then = datetime.fromisoformat(at.replace("Z", "+00:00"))
+    except ValueError:
+        return at
+    if then.tzinfo is None:
+        then = then.replace(tzinfo=UTC)
+    seconds = ((now or datetime.now(UTC)) - then).total_seconds()
+    if seconds < 60:
+        return "just now"
+    if seconds < 3600:
+        return f"{int(seconds // 60)} min ago"
+    if seconds < 86400:
+        return f"{int(seconds // 3600)} h ago"
+    if seconds < 7 * 86400:
+        days = int(seconds // 86400)
+        return f"{days} day{'s' if days > 1 else ''} ago"
+    return then.date().isoformat()
 
 
 def timeline(events: Sequence[Event], workflow: Workflow | None) -> list[dict[str, Any]]:
@@ -61,7 +101,12 @@ def timeline(events: Sequence[Event], workflow: Workflow | None) -> list[dict[st
             blocks.append({"kind": "event", "event": _event(event)})
             continue
         last = blocks[-1] if blocks else None
-        if last is None or last["kind"] != "step" or last["stepId"] != event.step_id:
+        if (
+            last is None
+            or last["kind"] != "step"
+            or last["stepId"] != event.step_id
+            or last["items"][-1]["type"] == "accepted"  # done: what follows is its next iteration
+        ):
             node = workflow.nodes.get(event.step_id) if workflow is not None else None
             last = {
                 "kind": "step",
@@ -69,17 +114,26 @@ def timeline(events: Sequence[Event], workflow: Workflow | None) -> list[dict[st
                 "title": node.title if node is not None else event.step_id,
                 "prompt": node.prompt if isinstance(node, Step) else None,
                 "items": [],
+                "titled": False,
             }
             blocks.append(last)
+        if not last["titled"] and isinstance(event.data.get("title"), str):
+            last["title"], last["titled"] = event.data["title"], True  # as shown for its iteration
         last["items"].append(_event(event))
     return blocks
 
 
 def _event(event: Event) -> dict[str, Any]:
     data = dict(event.data)
-    item: dict[str, Any] = {"type": event.type, "at": event.at, "actor": event.actor, "data": data}
+    item: dict[str, Any] = {
+        "type": event.type,
+        "at": event.at,
+        "ago": ago(event.at),
+        "actor": event.actor,
+        "data": data,
+    }
     output = data.get("output")
-    if event.type in ("accepted", "rejected") and isinstance(output, str):
+    if event.type in ("accepted", "rejected", "awaiting_approval") and isinstance(output, str):
         item["html"] = markdown(output)
         item["folded"] = folded(output)
     elif event.type == "check" and isinstance(output, str):
@@ -113,15 +167,34 @@ def run_graph(workflow: Workflow, run: RunRecord, events: Sequence[Event]) -> st
     is at, highlighted."""
     keys = step_keys(workflow)
     done = [keys[e.step_id] for e in events if e.type == "accepted" and e.step_id in keys]
-    text = to_mermaid(workflow)
+    titles = {e.step_id: e.data["title"] for e in events
+              if e.step_id and isinstance(e.data.get("title"), str)}
+    step = run.current_step
+    if step is not None and run.status in ("active", "awaiting_approval"):
+        titles[step["id"]] = step["title"]  # the iteration it is at
+    text = to_mermaid(workflow, titles)
     lines = ["    classDef visited fill:#d1fae5,stroke:#047857,stroke-width:2px"]
     if done:
         lines.append(f"    class {','.join(dict.fromkeys(done))} visited")
-    step = run.current_step
     if step is not None and step["id"] in keys and run.status in ("active", "awaiting_approval"):
         lines.append("    classDef current fill:#fef3c7,stroke:#b45309,stroke-width:3px")
         lines.append(f"    class {keys[step['id']]} current")
     return text + "\n".join(lines) + "\n"
+
+
+def approval(pending: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A pending approval as the approval box shows it: the output as Markdown."""
+    if pending is None:
+        return None
+    output = pending["output"]
+    checks = [{**c, "tail": str(c.get("output") or "")[-TAIL_CHARS:]} for c in pending["checks"]]
+    return {
+        **pending,
+        "ago": ago(pending["at"]),
+        "html": markdown(output),
+        "folded": folded(output),
+        "checks": checks,
+    }
 
 
 def catalog(snapshot: Snapshot) -> dict[str, Any]:

@@ -19,6 +19,37 @@ function cell(text, code) {
   return td;
 }
 
+function stepCell(step) {
+  const td = document.createElement("td");
+  if (!step) {
+    td.textContent = "–";
+    return td;
+  }
+  td.append(step.title + " ");
+  const code = document.createElement("code");
+  code.textContent = step.id;
+  td.appendChild(code);
+  if (step.number) {
+    const of = document.createElement("span");
+    of.className = "of";
+    of.textContent = "step " + step.number + " of " + step.of;
+    td.append(" ");
+    td.appendChild(of);
+  }
+  return td;
+}
+
+function timeCell(at, ago) {
+  // the server says how long ago ("3 min ago"); the full time is on hover
+  const td = document.createElement("td");
+  const time = document.createElement("time");
+  time.dateTime = at;
+  time.title = at;
+  time.textContent = ago;
+  td.appendChild(time);
+  return td;
+}
+
 function runRow(r) {
   const tr = document.createElement("tr");
   tr.className = "run" + (r.status === "awaiting_approval" ? " awaiting" : "");
@@ -26,29 +57,24 @@ function runRow(r) {
   const first = document.createElement("td");
   const link = document.createElement("a");
   link.href = "/runs/" + encodeURIComponent(r.runId);
-  link.textContent = r.workflowId;
+  link.textContent = r.goal || r.runId;
   first.appendChild(link);
   tr.appendChild(first);
-  tr.appendChild(cell(r.goal));
+  tr.appendChild(cell(r.workflowId, true));
   const status = document.createElement("td");
   const badge = document.createElement("span");
   badge.className = "status status-" + r.status;
   badge.textContent = r.status.replace("_", " ");
   status.appendChild(badge);
   tr.appendChild(status);
-  const step = document.createElement("td");
-  if (r.currentStep) {
-    step.append(r.currentStep.title + " ");
-    const code = document.createElement("code");
-    code.textContent = r.currentStep.id;
-    step.appendChild(code);
-  } else {
-    step.textContent = "–";
-  }
-  tr.appendChild(step);
-  tr.appendChild(cell(r.owner));
-  tr.appendChild(cell(r.workspace, true));
-  tr.appendChild(cell(r.updatedAt));
+  tr.appendChild(stepCell(r.currentStep));
+  const who = cell(r.owner);
+  who.className = "wide";
+  tr.appendChild(who);
+  const where = cell(r.workspace, true);
+  where.className = "wide";
+  tr.appendChild(where);
+  tr.appendChild(timeCell(r.updatedAt, r.updatedAgo));
   return tr;
 }
 
@@ -56,6 +82,7 @@ function watchRuns(table) {
   const query = new URLSearchParams();
   if (table.dataset.status) query.set("status", table.dataset.status);
   if (table.dataset.workflow) query.set("workflow", table.dataset.workflow);
+  if (table.dataset.q) query.set("q", table.dataset.q);
   const live = document.getElementById("live");
   let last = "";
   async function poll() {
