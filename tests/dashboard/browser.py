@@ -54,3 +54,13 @@ def chromium() -> Iterator[Any]:
             yield browser
         finally:
             browser.close()
+
+
+DOCS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "docs")
+
+
+def picture(target: Any, name: str) -> str:
+    """A screenshot of `target` (a page or a locator) kept in docs/ for readers."""
+    path = os.path.join(DOCS, name)
+    target.screenshot(path=path, scale="css", animations="disabled")
+    return path

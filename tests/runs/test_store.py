@@ -93,6 +93,24 @@ def test_runs_are_listed_newest_first_by_workspace_status_and_owner(store: RunSt
     assert len(store.list_runs(limit=2)) == 2
 
 
+def test_a_listing_filtered_by_workflow_and_text_finds_a_run_older_than_the_500_newest(
+    store: RunStore,
+) -> None:
+    from dataclasses import replace
+
+    store.put_source("h1", "wf", b"{}")
+    store.create(replace(record("old-one"), workflow_id="rare", goal="Fix the 50% Login_bug"), [])
+    for n in range(600):
+        store.create(record(f"r{n:03}", at=f"2026-02-01T00:{n // 60:02}:{n % 60:02}.000Z"), [])
+    assert "old-one" not in [r.id for r in store.list_runs(limit=500)]
+    assert [r.id for r in store.list_runs(workflow_id="rare", limit=500)] == ["old-one"]
+    assert [r.id for r in store.list_runs(text="LOGIN_BUG", limit=500)] == ["old-one"]  # any case
+    assert [r.id for r in store.list_runs(text="50% l", limit=500)] == ["old-one"]
+    assert store.list_runs(text="50_", limit=500) == []  # `_` and `%` are literal, not wildcards
+    assert [r.id for r in store.list_runs(text="old-o", limit=500)] == ["old-one"]  # the run id too
+    assert store.list_runs(workflow_id="rare", statuses=["completed"]) == []
+
+
 def test_sqlite_runs_in_wal_with_full_sync_and_records_its_migrations(tmp_path: Path) -> None:
     store = SqliteStore(tmp_path / "runs.db")
     try:

@@ -262,13 +262,14 @@ def dashboard_routes(service: Any, refuse: Refuse, people: Identifies | None) ->
         # only a path of this server: never `//host` or `/\host`, which browsers take as another site
         target = target if target.startswith("/") and not target.startswith(("//", "/\\")) else "/"
         if request.method == "GET":
-            return page("signin.html", request, None, next=target)
+            return page("signin.html", request, None, next=target, failed="failed" in request.query_params)
         fields = await form(request)
         if fields is None or not same_origin(request):
             return HTMLResponse("Forbidden: cross-site request", 403, headers=SECURITY_HEADERS)
         person = people.identify(fields.get("token", "")) if people is not None else runs.default_owner
         if person is None:
-            return page("signin.html", request, None, code=401, next=target, failed=True)
+            # back to the form by a redirect: a 401 page would be logged by the browser as an error
+            return RedirectResponse("/signin?failed&next=" + quote(target), 303)
         return with_cookie(RedirectResponse(target, 303), request, sessions.create(person))
 
     async def signout(request: Request) -> Response:
