@@ -53,7 +53,9 @@ def test_the_approval_box_shows_the_output_each_checks_result_and_the_criteria_b
     workspace = tmp_path / "ws"
     workspace.mkdir()
     with serve(tmp_path, "--allow-commands") as http:
-        started = http.rpc("workflow_start", {"workflowId": "release", "goal": "Ship 2.0", "workspace": str(workspace)})
+        started = http.rpc(
+            "workflow_start", {"workflowId": "release", "goal": "Ship 2.0", "workspace": str(workspace)}
+        )
         run_id = started["result"]["runId"]
         output = "Tagged **v2.0.0** <script>window.pwned = 1</script>\n\n- changelog written\n- wheels built"
         assert submit(http, run_id, "tag", output)["status"] == "awaiting_approval"
@@ -130,7 +132,10 @@ def test_the_runs_list_links_by_goal_says_when_in_words_and_fits_a_420_px_screen
         page.goto(http.base + "/")
         row = page.locator(f"tr[data-run='{first}']")
         link = row.locator("a")
-        assert link.inner_text().startswith("Build the bicycle") and link.get_attribute("href") == f"/runs/{first}"
+        assert (
+            link.inner_text().startswith("Build the bicycle")
+            and link.get_attribute("href") == f"/runs/{first}"
+        )
         assert "step 1 of 3" in row.inner_text()
         when = row.locator("time")
         assert when.inner_text() == "just now"

@@ -60,7 +60,9 @@ function runRow(r) {
   link.textContent = r.goal || r.runId;
   first.appendChild(link);
   tr.appendChild(first);
-  tr.appendChild(cell(r.workflowId, true));
+  const flow = cell(r.workflowId, true);
+  flow.className = "wide";
+  tr.appendChild(flow);
   const status = document.createElement("td");
   const badge = document.createElement("span");
   badge.className = "status status-" + r.status;
