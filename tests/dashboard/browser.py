@@ -60,7 +60,18 @@ DOCS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.absp
 
 
 def picture(target: Any, name: str) -> str:
-    """A screenshot of `target` (a page or a locator) kept in docs/ for readers."""
-    path = os.path.join(DOCS, name)
+    """A screenshot of `target` (a page or a locator). It is written into docs/ for readers
+    only when HANDRAIL_SCREENSHOTS=docs is set, so that a test run leaves the tree as it was;
+    otherwise into a temporary folder, which still proves the page can be drawn."""
+    folder = DOCS if os.environ.get("HANDRAIL_SCREENSHOTS") == "docs" else _scratch()
+    path = os.path.join(folder, name)
     target.screenshot(path=path, scale="css", animations="disabled")
     return path
+
+
+def _scratch() -> str:
+    import tempfile
+
+    folder = os.path.join(tempfile.gettempdir(), f"handrail-screenshots-{os.getpid()}")
+    os.makedirs(folder, exist_ok=True)
+    return folder
