@@ -50,6 +50,7 @@ class Place:
     def run(self, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
         environ = {k: v for k, v in os.environ.items() if k not in ENV_VARIABLES}
         environ["HOME"] = str(self.home)
+        environ.pop("HANDRAIL_HOME", None)  # the default: ~/.handrail of this private HOME
         environ["PYTHONIOENCODING"] = "utf-8"
         environ.update(env or {})
         return subprocess.run(
