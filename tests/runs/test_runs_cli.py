@@ -106,8 +106,16 @@ def test_runs_abandon_ends_a_run_and_refuses_one_that_is_over(
 def test_runs_commands_name_an_unknown_run_and_a_bad_database(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, _, err = run_cli(capsys, "runs", "show", "run_nope1234")
-    assert code == 1 and "Run not found" in err
+    default = Path(os.environ["HANDRAIL_HOME"]) / "handrail.db"
+    for verb in ("show", "approve", "decline", "abandon"):
+        code, _, err = run_cli(capsys, "runs", verb, "run_nope1234")
+        assert (code, err) == (
+            1,
+            f"handrail runs {verb}: Run not found: `run_nope1234` (no run database at {default})\n",
+        )
+    code, _, _ = run_cli(capsys, "runs", "list")
+    assert not default.parent.joinpath("handrail.db").exists()
+    Service(load_catalog(tmp_path, bundled=False)).runs.store.list_runs()  # the database, empty
     for verb in ("show", "approve", "decline", "abandon"):
         code, _, err = run_cli(capsys, "runs", verb, "run_nope1234")
         assert (code, err) == (
@@ -118,4 +126,4 @@ def test_runs_commands_name_an_unknown_run_and_a_bad_database(
     assert code == 1 and "cannot open the run database postgresql://u@host/db" in err and "pw" not in err
     database = tmp_path / "other.db"
     code, out, _ = run_cli(capsys, "runs", "list", "--database", f"sqlite:///{database}")
-    assert code == 0 and out == "0 runs\n" and database.exists()
+    assert code == 0 and out == "0 runs\n" and not database.exists()
