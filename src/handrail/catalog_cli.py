@@ -230,7 +230,10 @@ def workflow_of(args: argparse.Namespace, command: str) -> Any:
     if found is None:
         message = f"handrail {command}: no workflow `{args.workflow_id}`"
         close = difflib.get_close_matches(args.workflow_id, list(snapshot.entries), n=3, cutoff=0.5)
-        if close:
+        broken = snapshot.why_broken(args.workflow_id)
+        if broken is not None:
+            message = f"handrail {command}: `{args.workflow_id}` is in a broken file: {broken.render()}"
+        elif close:
             message += "; did you mean " + " or ".join(f"`{c}`" for c in close) + "?"
         elif snapshot.entries:
             message += " (`handrail list` shows them all)"
