@@ -100,7 +100,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 @pytest.fixture(autouse=True)
 def _private_handrail_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    """No test writes runs into the real ~/.handrail: every one gets its own HANDRAIL_HOME."""
+    """No test reads or writes the real home: every one gets its own empty HOME (so no
+    ~/.workrail of the tester's) and its own HANDRAIL_HOME, apart from it."""
+    monkeypatch.setenv("HOME", str(tmp_path_factory.mktemp("home")))
     monkeypatch.setenv("HANDRAIL_HOME", str(tmp_path_factory.mktemp("handrail-home")))
     monkeypatch.delenv("HANDRAIL_DATABASE_URL", raising=False)
     monkeypatch.delenv("HANDRAIL_RUNS_ONLY", raising=False)

@@ -50,6 +50,7 @@ class Place:
     def run(self, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
         environ = {k: v for k, v in os.environ.items() if k not in ENV_VARIABLES}
         environ["HOME"] = str(self.home)
+        environ.pop("HANDRAIL_HOME", None)  # the default: ~/.handrail of this private HOME
         environ["PYTHONIOENCODING"] = "utf-8"
         environ.update(env or {})
         return subprocess.run(
@@ -87,6 +88,34 @@ def test_list_shows_each_workflow_and_the_broken_files(place: Place, tmp_path: P
     assert "1 problem in workflow files:" in done.stdout
     assert f"{place.project / 'broken.json'}:4:" in done.stdout  # file and line
     assert lines[-1] == "3 workflows"
+    assert done.stderr == ""  # each problem is printed once, in the listing
+
+
+def test_list_and_check_both_exit_2_for_a_path_that_is_not_there(place: Place, tmp_path: Path) -> None:
+    missing = tmp_path / "not-there"
+    listed = place.run("list", "--no-bundled", "--workflows", str(missing))
+    assert listed.returncode == 2, listed.stderr
+    assert f"warning H002 no such file or folder: {missing}" in listed.stdout
+    assert listed.stdout.splitlines()[-1] == "0 workflows"
+    checked = place.run("check", str(missing))
+    assert checked.returncode == 2
+    assert checked.stderr == f"handrail check: no such file or folder: {missing}\n"
+    helps = (("list", "2 when a --workflows path does not exist"), ("check", "2 a path not found"))
+    for command, said in helps:
+        assert said in " ".join(place.run(command, "--help").stdout.split())
+
+
+def test_walk_and_graph_say_that_the_workflows_file_is_broken_and_why(place: Place) -> None:
+    place.project.mkdir()
+    (place.project / "broken.json").write_text(BROKEN, encoding="utf-8")
+    for command in ("walk", "graph"):
+        done = place.run(command, "broken", "--no-bundled")
+        assert done.returncode == 1
+        said = done.stderr.splitlines()[-1]  # after the catalog's own report of the file
+        assert said.startswith(
+            f"handrail {command}: `broken` is in a broken file: {place.project / 'broken.json'}:4:12: error"
+        ), done.stderr
+        assert "did you mean" not in done.stderr
 
 
 def test_list_as_json(place: Place) -> None:

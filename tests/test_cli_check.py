@@ -283,3 +283,32 @@ def test_a_folder_with_no_workflow_files_is_said_on_stderr(tmp_path: Path) -> No
     assert result.returncode == 0
     assert result.stderr == f"handrail check: warning: no workflow files (*.json) in {tmp_path}\n"
     assert result.stdout == "checked 0 files: 0 errors, 0 warnings\n"
+
+
+def test_a_check_of_an_unknown_type_does_not_hide_the_other_checks_problems(tmp_path: Path) -> None:
+    steps = [
+        {
+            "id": "one",
+            "title": "One",
+            "prompt": "Do it.",
+            "checks": [
+                {"type": "nosuch", "run": ["true"], "message": "an unknown type"},
+                {"type": "command", "run": [], "message": "an empty run"},
+                {"type": "file", "path": "../outside.txt", "message": "a path that leaves"},
+            ],
+        },
+        {
+            "id": "two",
+            "title": "Two",
+            "prompt": "Do it.",
+            "checks": [{"type": "git", "message": "neither changes nor clean"}],
+        },
+    ]
+    document = {"id": "all-at-once", "name": "N", "description": "D.", "version": "1.0.0", "steps": steps}
+    path = tmp_path / "Another_Name.json"
+    path.write_text(json.dumps(document, indent=2), "utf-8")
+    result = check(path)
+    assert result.returncode == 1
+    found = {(m["code"], m["line"]) for m in map(LINE.match, result.stdout.splitlines()) if m}
+    assert found == {("H207", "2"), ("H103", "13"), ("H602", "21"), ("H606", "26"), ("H600", "36")}
+    assert result.stdout.splitlines()[-1] == "checked 1 file: 4 errors, 1 warning"

@@ -123,7 +123,7 @@ def test_a_port_in_use_is_one_line_naming_it_and_exit_2(tmp_path: Path) -> None:
     )
 
 
-def test_a_missing_workflows_path_is_a_warning_and_a_listed_diagnostic(tmp_path: Path) -> None:
+def test_a_missing_workflows_path_exits_2_and_is_listed_once(tmp_path: Path) -> None:
     missing = tmp_path / "no-such-folder"
     done = subprocess.run(
         [sys.executable, "-m", "handrail", "list", "--no-bundled", "--workflows", str(missing)],
@@ -133,13 +133,13 @@ def test_a_missing_workflows_path_is_a_warning_and_a_listed_diagnostic(tmp_path:
         env=clean_env(tmp_path),
         timeout=TIMEOUT,
     )
-    assert done.returncode == 0  # a warning: nothing is broken
+    assert done.returncode == 2  # a path named on the command line must be there, as for `check`
     expected = (
         f"{missing}:1:1: warning H002 no such file or folder: {missing} "
         "(hint: check the path given to --workflows)"
     )
     assert expected in done.stdout
-    assert expected in done.stderr
+    assert done.stderr == ""
 
 
 def test_a_missing_workflows_path_is_logged_and_shown_by_workflow_list() -> None:

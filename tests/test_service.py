@@ -93,3 +93,33 @@ def test_a_step_encoded_once_is_spliced_intact_into_a_reply_orjson_cannot_encode
     assert plain["result"]["step"] == odd["result"]["step"]
     assert plain["result"]["step"]["prompt"] == "Do the item."
     assert odd["result"]["loop"]["item"] == "\ud800"
+
+
+BROKEN_BUT_LISTED = {
+    "id": "broken-wf",
+    "name": "Broken",
+    "description": "Its id and name read fine; one step has an unknown field.",
+    "version": "1.0.0",
+    "steps": [{"id": "plan", "title": "Plan", "prompt": "Plan it.", "bogus": 1}],
+}
+
+
+def test_asking_for_a_workflow_whose_file_is_broken_says_so_and_why(tmp_path: Path) -> None:
+    from tests.helpers.server import Server
+
+    folder = tmp_path / "flows"
+    folder.mkdir()
+    (folder / "broken-wf.json").write_text(json.dumps(BROKEN_BUT_LISTED, indent=2), "utf-8")
+    file = str(folder / "broken-wf.json")
+    with Server("--no-bundled", "--workflows", str(folder)) as server:
+        server.initialize()
+        for _ in range(2):  # listed and compiled on first use, then known broken
+            error = server.error("workflow_get", {"id": "broken-wf"})
+            assert error["code"] == -32001
+            said = f"Workflow not found: `broken-wf` is in a broken file: {file}:11:7: error H101"
+            assert error["message"].startswith(said), error["message"][:300]
+            assert "did you mean" not in error["message"]
+            assert error["data"]["file"] == file
+        called = server.call("workflow_get", {"id": "broken-wf"})
+        text = called["content"][0]["text"]
+        assert called["isError"] is True and "is in a broken file" in text and "handrail check" in text

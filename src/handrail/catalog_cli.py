@@ -37,7 +37,8 @@ def add_list(sub: Any) -> None:
     listing = sub.add_parser(
         "list",
         help="the workflows in service, and broken files",
-        epilog="Exit status: 0, or 1 when a workflow file is broken.",
+        epilog="Exit status: 0; 1 when a workflow file is broken; 2 when a --workflows path does not "
+        "exist (as `check` exits 2 for a path not found; the listing is printed all the same).",
     )
     options.add_source_options(listing)
     listing.add_argument("--format", choices=["text", "json"], default="text", help="default text")
@@ -163,7 +164,9 @@ def sarif(diagnostics: Sequence[Any]) -> dict[str, Any]:
 
 
 def list_command(args: argparse.Namespace) -> int:
-    snapshot = options.catalog_of(args).snapshot()
+    catalog = options.catalog_of(args)
+    catalog.quiet = True  # every problem is printed below, once
+    snapshot = catalog.snapshot()
     rows = [
         {
             "id": e.item.id,
@@ -179,6 +182,8 @@ def list_command(args: argparse.Namespace) -> int:
     ]
     broken = [d.as_dict() for d in snapshot.problems]
     code = EXIT_ERRORS if any(d.severity == "error" for d in snapshot.problems) else EXIT_OK
+    if _named_missing(args):
+        code = EXIT_USAGE
     if args.format == "json":
         print(json.dumps({"workflows": rows, "diagnostics": broken}, indent=2, ensure_ascii=False))
         return code
@@ -196,6 +201,12 @@ def list_command(args: argparse.Namespace) -> int:
             print("  " + d.render())
     print(f"\n{len(rows)} workflow{'s' * (len(rows) != 1)}")
     return code
+
+
+def _named_missing(args: argparse.Namespace) -> bool:
+    """Whether a --workflows path is not there: a usage mistake, as for `check`."""
+    paths = [Path(item).expanduser() for item in args.workflows if not item.startswith("git+")]
+    return any(not path.exists() and not path.is_symlink() for path in paths)
 
 
 def sources(args: argparse.Namespace) -> int:
@@ -230,7 +241,10 @@ def workflow_of(args: argparse.Namespace, command: str) -> Any:
     if found is None:
         message = f"handrail {command}: no workflow `{args.workflow_id}`"
         close = difflib.get_close_matches(args.workflow_id, list(snapshot.entries), n=3, cutoff=0.5)
-        if close:
+        broken = snapshot.why_broken(args.workflow_id)
+        if broken is not None:
+            message = f"handrail {command}: `{args.workflow_id}` is in a broken file: {broken.render()}"
+        elif close:
             message += "; did you mean " + " or ".join(f"`{c}`" for c in close) + "?"
         elif snapshot.entries:
             message += " (`handrail list` shows them all)"

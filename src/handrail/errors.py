@@ -132,6 +132,11 @@ class WorkflowNotFound(HandrailError):
     title = "Workflow not found"
 
     def fix(self) -> str:
+        if "file" in self.data:
+            return (
+                " Its file must be fixed first (`handrail check` lists every problem); "
+                "call workflow_list to see the workflows that load."
+            )
         close = self.data.get("didYouMean")
         text = f" No workflow has the id {self.data.get('workflowId')!r}."
         return text + (

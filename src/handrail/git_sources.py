@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
 from handrail.errors import Diagnostic
-from handrail.store.open import handrail_home
+from handrail.home import git_checkouts
 
 if TYPE_CHECKING:
     from handrail.catalog import Source
@@ -125,7 +125,7 @@ class GitSource:
         spec = GitSpec.parse(text)
         key = hashlib.sha256(f"{spec.url}@{spec.ref or ''}".encode()).hexdigest()[:24]
         every = DEFAULT_REFRESH if refresh is None else refresh
-        return cls(spec, handrail_home(environ) / "git" / key, every)
+        return cls(spec, git_checkouts(environ) / key, every)
 
     @property
     def tree(self) -> Path:

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from handrail.errors import HandrailError, RunNotFound
+from handrail.errors import HandrailError, RunNotActive, RunNotFound
 
 if TYPE_CHECKING:
     from handrail.runs import Runs
@@ -56,7 +56,9 @@ def add_runs_parser(sub: Any) -> None:
         help="only runs in this state (open: active or awaiting approval)",
     )
     listing.add_argument("--workspace", default=None, metavar="FOLDER", help="only runs of this folder")
-    listing.add_argument("--limit", type=int, default=100, metavar="N", help="at most N runs (default 100)")
+    listing.add_argument(
+        "--limit", type=_count, default=100, metavar="N", help="at most N runs (default 100)"
+    )
     listing.add_argument("--format", choices=["text", "json"], default="text", help="default text")
     add_database_option(listing)
     show = verbs.add_parser("show", help="one run's timeline: every event with its time, output and issues")
@@ -85,6 +87,44 @@ def add_runs_parser(sub: Any) -> None:
     runs.set_defaults(runs_parser=runs)
 
 
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a count of runs (0 or more)")
+    return value
+
+
+def _missing_database(database: str | None) -> str | None:
+    """The path of the SQLite database `database` names when it does not exist yet: no
+    command here creates one (folders included), since it would hold no run."""
+    from handrail.errors import StorageError
+    from handrail.store.open import default_url, sqlite_path
+
+    url = database or default_url()
+    if not url.lower().startswith("sqlite:"):
+        return None
+    try:
+        path = sqlite_path(url)
+    except StorageError:  # said when the store is opened
+        return None
+    return None if path.exists() else str(path)
+
+
+def _no_database(args: argparse.Namespace, path: str) -> int:
+    if args.runs_command != "list":
+        print(
+            f"handrail runs {args.runs_command}: Run not found: `{args.run_id}` (no run database at {path})",
+            file=sys.stderr,
+        )
+        return EXIT_ERRORS
+    print(f"handrail runs list: no run database at {path} yet", file=sys.stderr)
+    print(json.dumps({"runs": []}, indent=2) if args.format == "json" else "0 runs")
+    return EXIT_OK
+
+
 def runs_command(args: argparse.Namespace) -> int:
     verb = getattr(args, "runs_command", None)
     if verb is None:
@@ -92,6 +132,9 @@ def runs_command(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     from handrail.service import default_runs
 
+    missing = _missing_database(args.database)
+    if missing is not None:
+        return _no_database(args, missing)
     runs = default_runs(args.database)
     try:
         if verb == "list":
@@ -105,6 +148,8 @@ def runs_command(args: argparse.Namespace) -> int:
         details = exc.data.get("details")
         if isinstance(exc, RunNotFound):  # the wire message leaves the id to `data`
             details = f"`{args.run_id}` (`handrail runs list` shows the runs)"
+        elif isinstance(details, str) and details in exc.message:  # said once is enough
+            details = None
         print(f"handrail runs {verb}: {exc.message}" + (f": {details}" if details else ""), file=sys.stderr)
         return EXIT_ERRORS
     finally:
@@ -243,8 +288,12 @@ def _markdown(run: RunRecord, events: list[Event]) -> str:
 
 
 def _abandon(runs: Runs, args: argparse.Namespace) -> int:
-    with _as_owner(runs, args.run_id):
-        result = runs.abandon(args.run_id, args.reason)
+    try:
+        with _as_owner(runs, args.run_id):
+            result = runs.abandon(args.run_id, args.reason)
+    except RunNotActive as exc:  # its advice (start a new run) is for an agent
+        status = exc.data.get("status")
+        raise RunNotActive(data={**exc.data, "details": f"the run is already {status}"}) from None
     print(f"run {result['runId']} abandoned")
     return EXIT_OK
 
@@ -280,7 +329,8 @@ def _decide(runs: Runs, args: argparse.Namespace) -> int:
 
     person = args.person or local_person()
     decide = runs.approve if args.runs_command == "approve" else runs.decline
-    result = decide(args.run_id, person=person, comment=args.comment)
+    with _as_owner(runs, args.run_id):  # a served run is its owner's; the person decides
+        result = decide(args.run_id, person=person, comment=args.comment)
     if args.runs_command == "approve":
         step = result.get("step")
         after = (

@@ -162,8 +162,13 @@ class Service:
     def workflow(self, snapshot: Snapshot, workflow_id: str) -> Workflow:
         found = snapshot.get(workflow_id)
         if found is None:
-            close = close_matches(workflow_id, snapshot.entries)
             data: dict[str, Any] = {"workflowId": workflow_id}
+            broken = snapshot.why_broken(workflow_id)
+            if broken is not None:  # not "did you mean" the very id asked for
+                data["file"] = broken.file
+                data["details"] = f"`{workflow_id[:100]}` is in a broken file: {broken.render()}"
+                raise WorkflowNotFound(data=data)
+            close = close_matches(workflow_id, snapshot.entries)
             if close:
                 data["didYouMean"] = close
             raise WorkflowNotFound(data=data)

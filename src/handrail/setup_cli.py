@@ -12,9 +12,14 @@ from handrail.cli_options import EXIT_OK, EXIT_USAGE, invoked_as
 
 
 def add_init(sub: Any) -> None:
-    init = sub.add_parser("init", help="create ~/.handrail/workflows with a sample workflow")
+    init = sub.add_parser(
+        "init", help="create ~/.handrail/workflows (or $HANDRAIL_HOME/workflows) with a sample workflow"
+    )
     init.add_argument(
-        "--dir", type=Path, default=None, help="folder to create (default ~/.handrail/workflows)"
+        "--dir",
+        type=Path,
+        default=None,
+        help="folder to create (default ~/.handrail/workflows; $HANDRAIL_HOME moves ~/.handrail)",
     )
 
 
@@ -86,7 +91,9 @@ SAMPLE = {
 
 
 def init(args: argparse.Namespace) -> int:
-    folder: Path = args.dir or Path.home() / ".handrail" / "workflows"
+    from handrail.home import workflows_folder
+
+    folder: Path = args.dir or workflows_folder()
     try:
         folder.mkdir(parents=True, exist_ok=True)
         target = folder / "my-first-workflow.json"
@@ -100,7 +107,7 @@ def init(args: argparse.Namespace) -> int:
         print(f"handrail init: cannot create {exc.filename or folder}: {why}", file=sys.stderr)
         return EXIT_USAGE
     typed, spawned = invoked_as()
-    read = "" if args.dir is None else f" --workflows {folder}"  # ~/.handrail/workflows is read anyway
+    read = "" if args.dir is None else f" --workflows {folder}"  # the home's workflows are read anyway
     print(
         "\nNext:\n"
         f"  {typed} check {folder}    # see that it compiles\n"

@@ -93,10 +93,16 @@ class Guard:
             return None
         asking = self.person(headers)
         if asking is None:
-            raise Refused(
-                401,
-                SERVER_ERROR,
-                "Unauthorized: a bearer token is required",
-                headers={"WWW-Authenticate": 'Bearer realm="handrail"'},
-            )
+            given = headers.getlist("authorization")
+            challenge = 'Bearer realm="handrail"'
+            if not given:
+                why = "a bearer token is required"
+            elif len(given) > 1:
+                why = "send one Authorization header, not several"
+            elif bearer(given[0]) is None:
+                why = "the Authorization header must read `Bearer <token>`"
+            else:  # RFC 6750: a token was sent, and it is not one the server knows
+                why = "the bearer token is not recognised"
+                challenge += ', error="invalid_token"'
+            raise Refused(401, SERVER_ERROR, f"Unauthorized: {why}", headers={"WWW-Authenticate": challenge})
         return asking

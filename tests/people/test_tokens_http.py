@@ -29,6 +29,7 @@ def as_(token: str) -> dict[str, str]:
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[HttpServer, Path]]:
     folder = tmp_path_factory.mktemp("people")
     write(folder / "flows", build_feature())
+    write(folder / "flows", ASK_A_PERSON)
     tokens = folder / "tokens"
     # alice's line holds only the hash of her token, bob's the token itself
     tokens.write_text(f"# the team\n\n{token_line('alice', ALICE)}\nbob   {BOB}\n", "utf-8")
@@ -46,6 +47,18 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[HttpServe
         env={"HANDRAIL_TOKEN": SHARED},
     ) as server:
         yield server, database
+
+
+ASK_A_PERSON = {
+    "id": "ask-a-person",
+    "name": "Ask a person",
+    "description": "A plan a person approves.",
+    "version": "1.0.0",
+    "steps": [
+        {"id": "plan", "title": "Plan", "prompt": "Write the plan.", "requireConfirmation": True},
+        {"id": "build", "title": "Build", "prompt": "Build it."},
+    ],
+}
 
 
 def start(server: HttpServer, token: str, goal: str) -> str:
@@ -111,13 +124,20 @@ def test_the_person_asking_is_recorded_on_every_event_and_the_local_cli_sees_eve
     assert "Recorded" in capsys.readouterr().out
 
 
-def test_an_unknown_or_missing_token_is_401(served: tuple[HttpServer, Path]) -> None:
+def test_an_unknown_or_missing_token_is_401_saying_which(served: tuple[HttpServer, Path]) -> None:
     server, _ = served
     message = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
-    for headers in ({}, as_("not-anybodys-token-at-all"), {"Authorization": f"Basic {ALICE}"}):
+    for headers, why in (
+        ({}, "a bearer token is required"),
+        (as_("not-anybodys-token-at-all"), "the bearer token is not recognised"),
+        ({"Authorization": f"Basic {ALICE}"}, "the Authorization header must read `Bearer <token>`"),
+    ):
         response = server.post(message, headers)
         assert response.status_code == 401, headers
         assert response.headers["www-authenticate"].startswith("Bearer")
+        assert response.json()["error"]["message"] == f"Unauthorized: {why}"
+    wrong = server.post(message, as_("not-anybodys-token-at-all")).headers["www-authenticate"]
+    assert wrong == 'Bearer realm="handrail", error="invalid_token"'
     assert server.post(message, as_(ALICE)).status_code == 200
     assert server.post(message, {"Authorization": f"bearer {BOB}"}).status_code == 200
 
@@ -130,3 +150,32 @@ def test_no_token_ever_appears_in_the_servers_log(served: tuple[HttpServer, Path
     assert "DEBUG" in log  # the log was at debug level, and says something
     for token in (ALICE, BOB, SHARED, "wrong-token-0123456789abcdef"):
         assert token not in log
+
+
+def test_a_person_at_the_terminal_approves_and_declines_runs_started_under_a_token(
+    served: tuple[HttpServer, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    server, database = served
+    url = f"sqlite:///{database}"
+    waiting = []
+    for goal in ("Approve me", "Decline me"):
+        run_id = server.rpc(
+            "workflow_start", {"workflowId": "ask-a-person", "goal": goal}, headers=as_(ALICE)
+        )["result"]["runId"]
+        plan = {"runId": run_id, "stepId": "plan", "output": "Plan: one."}
+        asked = server.rpc("workflow_continue", plan, headers=as_(ALICE))
+        assert asked["result"]["status"] == "awaiting_approval", asked
+        waiting.append(run_id)
+    approved, declined = waiting
+
+    assert main(["runs", "approve", approved, "--database", url, "--as", "carol"]) == 0
+    assert capsys.readouterr().out == f"run {approved}: approved by carol; now at step build\n"
+    assert main(["runs", "decline", declined, "--database", url, "--as", "carol"]) == 0
+    assert "declined by carol" in capsys.readouterr().out
+
+    # the run is still alice's, and moves on for her
+    after = server.rpc("workflow_resume", {"runId": approved}, headers=as_(ALICE))["result"]
+    assert after["step"]["id"] == "build", after
+    with sqlite3.connect(database) as db:
+        owner = db.execute("SELECT owner FROM runs WHERE id = ?", (approved,)).fetchone()[0]
+    assert owner == "alice"

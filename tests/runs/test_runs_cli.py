@@ -12,6 +12,7 @@ import pytest
 
 from handrail.catalog import load_catalog
 from handrail.cli import main
+from handrail.errors import StorageError
 from handrail.service import Service
 from tests.runs.workflows import WORKFLOW_ID, build_feature, write
 
@@ -100,14 +101,36 @@ def test_runs_abandon_ends_a_run_and_refuses_one_that_is_over(
     last = json.loads(out)["events"][-1]
     assert last["type"] == "abandoned" and last["reason"] == "Changed my mind"
     code, _, err = run_cli(capsys, "runs", "abandon", made["done"])
-    assert code == 1 and "Run is not active" in err and "completed" in err
+    assert (code, err) == (1, "handrail runs abandon: Run is not active: the run is already completed\n")
+    code, _, err = run_cli(capsys, "runs", "abandon", made["first"])
+    assert (code, err) == (1, "handrail runs abandon: Run is not active: the run is already abandoned\n")
+
+
+def test_approving_a_run_no_person_is_asked_about_says_why_once(
+    made: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    for verb in ("approve", "decline"):
+        code, _, err = run_cli(capsys, "runs", verb, made["first"])
+        assert (code, err) == (
+            1,
+            f"handrail runs {verb}: Run is not active: "
+            "the run is active, not waiting for a person's approval\n",
+        )
 
 
 def test_runs_commands_name_an_unknown_run_and_a_bad_database(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, _, err = run_cli(capsys, "runs", "show", "run_nope1234")
-    assert code == 1 and "Run not found" in err
+    default = Path(os.environ["HANDRAIL_HOME"]) / "handrail.db"
+    for verb in ("show", "approve", "decline", "abandon"):
+        code, _, err = run_cli(capsys, "runs", verb, "run_nope1234")
+        assert (code, err) == (
+            1,
+            f"handrail runs {verb}: Run not found: `run_nope1234` (no run database at {default})\n",
+        )
+    service = Service(load_catalog(tmp_path, bundled=False))
+    service.runs.store.list_runs()  # the database, empty
+    service.close()
     for verb in ("show", "approve", "decline", "abandon"):
         code, _, err = run_cli(capsys, "runs", verb, "run_nope1234")
         assert (code, err) == (
@@ -118,4 +141,49 @@ def test_runs_commands_name_an_unknown_run_and_a_bad_database(
     assert code == 1 and "cannot open the run database postgresql://u@host/db" in err and "pw" not in err
     database = tmp_path / "other.db"
     code, out, _ = run_cli(capsys, "runs", "list", "--database", f"sqlite:///{database}")
-    assert code == 0 and out == "0 runs\n" and database.exists()
+    assert code == 0 and out == "0 runs\n" and not database.exists()
+
+
+def test_reading_commands_never_create_a_database_or_its_folders(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    database = tmp_path / "new" / "folders" / "runs.db"
+    url = f"sqlite:///{database}"
+    code, out, err = run_cli(capsys, "runs", "list", "--database", url)
+    assert (code, out, err) == (0, "0 runs\n", f"handrail runs list: no run database at {database} yet\n")
+    code, out, _ = run_cli(capsys, "runs", "list", "--database", url, "--format", "json")
+    assert code == 0 and json.loads(out) == {"runs": []}
+    for verb in ("show", "approve", "decline", "abandon"):
+        code, _, err = run_cli(capsys, "runs", verb, "run_nope1234", "--database", url)
+        assert (code, err) == (
+            1,
+            f"handrail runs {verb}: Run not found: `run_nope1234` (no run database at {database})\n",
+        )
+    code, _, _ = run_cli(capsys, "runs", "list")  # the default database, in HANDRAIL_HOME
+    assert code == 0
+    assert not (tmp_path / "new").exists()
+    assert list(Path(os.environ["HANDRAIL_HOME"]).iterdir()) == []
+
+
+def test_a_database_path_is_shown_with_one_leading_slash(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a folder", "utf-8")
+    monkeypatch.setenv("HANDRAIL_HOME", str(blocked / "home"))
+    service = Service(load_catalog(tmp_path, bundled=False))
+    with pytest.raises(StorageError) as refused:
+        service.runs.store.list_runs()
+    service.close()
+    assert f"cannot create the run database {blocked}/home/handrail.db:" in refused.value.message
+    assert "//" not in refused.value.message
+
+
+@pytest.mark.parametrize("limit", ["-1", "many"])
+def test_a_limit_that_is_not_a_count_is_a_usage_error(limit: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run_cli(capsys, "runs", "list", "--limit", limit)
+    assert (code, out) == (2, "")
+    assert err == (
+        f"handrail runs list: argument --limit: {limit!r} is not a count of runs (0 or more) "
+        "(see `handrail runs list --help`)\n"
+    )

@@ -56,6 +56,7 @@ class Catalog:
     interval: float = RELOAD_INTERVAL_S
     max_compiled: int = MAX_COMPILED_WORKFLOWS
     lazy: bool = False
+    quiet: bool = False  # log no problems: the command prints them itself (`handrail list`)
     _snapshot: Snapshot | None = None
     _stamps: dict[Path, Stamp] = field(default_factory=dict)
     _listed: dict[Path, Listed | Compiled] = field(default_factory=dict)  # Compiled: broken at reading
@@ -130,7 +131,7 @@ class Catalog:
         """Log each new snapshot's problems once. The server does this from the watcher
         thread, off the start-up path: explaining a broken file imports jsonschema."""
         snapshot = self._snapshot
-        if snapshot is None or snapshot.generation == self._logged:
+        if self.quiet or snapshot is None or snapshot.generation == self._logged:
             return
         self._logged = snapshot.generation
         for problem in snapshot.problems:  # errors, and the warning about a missing source

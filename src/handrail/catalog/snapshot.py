@@ -81,3 +81,20 @@ class Snapshot:
             return None
         item = entry.item
         return item.load(item) if type(item) is Listed else item  # type: ignore[return-value]
+
+    def why_broken(self, workflow_id: str) -> Diagnostic | None:
+        """For an id `get` cannot give: the first error of the file that defines it, when
+        that file is listed but does not compile, or is broken and named after the id
+        (a broken file's id may not be readable). None when no broken file is known."""
+        entry = self.entries.get(workflow_id)
+        if entry is not None and isinstance(entry.item, Listed) and entry.compiled() is None:
+            from handrail.compiler import compile_path
+
+            errors = compile_path(entry.item.path, display=entry.item.file).errors
+            if errors:
+                return errors[0]
+        for problem in self.problems:
+            name = problem.file.replace("\\", "/").rsplit("/", 1)[-1]
+            if problem.severity == "error" and name == f"{workflow_id}.json":
+                return problem
+        return None

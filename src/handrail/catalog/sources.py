@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from handrail import folders
 from handrail._resources import resource
 from handrail.errors import Diagnostic
+from handrail.home import workflows_folder
 
 if TYPE_CHECKING:
     from handrail.git_sources import GitSource
@@ -43,13 +44,12 @@ def default_sources(
     env = os.environ if environ is None else environ
     if bundled is None:
         bundled = env.get("WORKFLOW_INCLUDE_BUNDLED", "true").strip().lower() not in FALSE_WORDS
-    home = home or Path.home()
     cwd = cwd or Path.cwd()
     sources: list[Source] = []
     if bundled:
         sources.append(Source("bundled", resource("workflows")))
-    sources.append(Source("user", home / ".workrail" / "workflows"))
-    sources.append(Source("user", home / ".handrail" / "workflows"))
+    sources.append(Source("user", (home or Path.home()) / ".workrail" / "workflows"))
+    sources.append(Source("user", workflows_folder(env, home=home)))
     sources.append(Source("project", cwd / "workflows"))
     for variable in ("WORKFLOW_STORAGE_PATH", "HANDRAIL_WORKFLOWS"):
         for part in env.get(variable, "").split(os.pathsep):

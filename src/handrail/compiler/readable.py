@@ -16,6 +16,7 @@ from pathlib import PurePath
 from typing import Any
 
 from handrail.compiler.build import build_workflow
+from handrail.compiler.checks import CHECK_FIELDS, COMMON_FIELDS
 from handrail.errors import Finding, Reporter
 
 _LOOP_KINDS = ("while", "until", "for", "forEach")
@@ -91,5 +92,49 @@ def _readable_steps(steps: list[Any]) -> list[Any]:
         for key in ("validationCriteria", "functionDefinitions"):
             if key in step and not isinstance(step[key], list | Mapping):
                 step.pop(key)
+        if "checks" in step:
+            if isinstance(step["checks"], list):
+                step["checks"] = [_readable_check(item) for item in step["checks"]]
+            else:
+                step.pop("checks")
         out.append(step)
     return out
+
+
+# A check the compiler reads without a word: it stands in for one it cannot read, so
+# that the checks after it keep their indexes (hence their pointers).
+_SILENT_CHECK = {"type": "git", "changes": True, "message": ""}
+
+
+def _strings(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(item, str) for item in value)
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+_FIELD_READABLE = {
+    "run": lambda v: _strings(v) or (isinstance(v, Mapping) and isinstance(v.get("command"), str)),
+    "exitCode": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "timeoutSeconds": _number,
+    "path": lambda v: isinstance(v, str),
+    "contains": lambda v: isinstance(v, str),
+    "changes": lambda v: isinstance(v, bool),
+    "clean": lambda v: isinstance(v, bool),
+    "paths": _strings,
+}
+
+
+def _readable_check(raw: Any) -> Any:
+    """The check as the compiler can read it: an unknown type, or a field of the wrong
+    type (the schema has said so), makes it the silent check; an unknown field is left
+    out (the schema has named it)."""
+    if not isinstance(raw, Mapping) or raw.get("type") not in CHECK_FIELDS:
+        return _SILENT_CHECK
+    known = {field for fields in CHECK_FIELDS.values() for field in fields} | set(COMMON_FIELDS)
+    check = {key: value for key, value in raw.items() if key in known}
+    if not all(_FIELD_READABLE[key](value) for key, value in check.items() if key in _FIELD_READABLE):
+        return _SILENT_CHECK
+    check["message"] = _text(check.get("message"))
+    return check

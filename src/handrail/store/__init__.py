@@ -6,6 +6,7 @@ implementation from a database URL (sqlite:/// or postgresql://).
 
 from __future__ import annotations
 
+from handrail.home import handrail_home
 from handrail.store.base import (
     ACTIVE_STATUSES,
     STATUSES,
@@ -16,7 +17,7 @@ from handrail.store.base import (
     RunStore,
     RunUpdate,
 )
-from handrail.store.open import default_url, handrail_home, open_store
+from handrail.store.open import default_url, open_store
 
 __all__ = [
     "ACTIVE_STATUSES",

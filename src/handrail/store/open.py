@@ -9,22 +9,21 @@ from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlparse
 
 from handrail.errors import StorageError
+from handrail.home import database_file
 
 if TYPE_CHECKING:
     from handrail.store.base import RunStore
 
 
-def handrail_home(environ: Mapping[str, str] | None = None) -> Path:
-    """`~/.handrail`, or `$HANDRAIL_HOME`."""
-    env = os.environ if environ is None else environ
-    home = env.get("HANDRAIL_HOME")
-    return Path(home).expanduser() if home else Path.home() / ".handrail"
-
-
 def default_url(environ: Mapping[str, str] | None = None) -> str:
     """`$HANDRAIL_DATABASE_URL`, else SQLite at `<handrail home>/handrail.db`."""
     env = os.environ if environ is None else environ
-    return env.get("HANDRAIL_DATABASE_URL") or f"sqlite:///{handrail_home(env) / 'handrail.db'}"
+    return env.get("HANDRAIL_DATABASE_URL") or sqlite_url(database_file(env))
+
+
+def sqlite_url(path: Path) -> str:
+    """`sqlite:///` and the absolute path, its leading slash not doubled."""
+    return "sqlite:///" + str(path.absolute()).lstrip("/")
 
 
 def sqlite_path(url: str) -> Path:
@@ -37,6 +36,8 @@ def sqlite_path(url: str) -> Path:
     path = unquote(parsed.path)
     if not path:
         raise StorageError(f"sqlite URL {url!r} names no file", {"database": url})
+    if path.startswith("//"):  # sqlite:////abs/path, the SQLAlchemy spelling: one slash is enough
+        path = "/" + path.lstrip("/")
     return Path(path)
 
 

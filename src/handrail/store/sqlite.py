@@ -20,6 +20,7 @@ from pathlib import Path
 
 from handrail.errors import StorageError
 from handrail.store.base import Conflict, Event, NewEvent, RunRecord, RunUpdate, written
+from handrail.store.open import sqlite_url
 from handrail.store.rows import _COLUMNS, _json, _load, _record, list_filter, now, run_row, update_sets
 from handrail.store.schema import MIGRATIONS_TABLE, migrations, newer_than_known, statements
 
@@ -32,7 +33,7 @@ MIGRATIONS = migrations("sqlite")
 
 class SqliteStore:
     def __init__(self, path: Path, *, url: str | None = None) -> None:
-        self.url = url or f"sqlite:///{path}"
+        self.url = url or sqlite_url(path)
         self.path = path
         try:
             # runs hold what agents wrote: readable by their owner only (SQLite gives its
