@@ -71,8 +71,8 @@ def refuse_lone_surrogates(args: dict[str, Any]) -> None:
                     f"`{shown}` holds a lone surrogate (\\u{ord(text[exc.start]):04x}) at character "
                     f"{exc.start}: a run keeps Unicode text only; send the text as valid UTF-8"
                 )
-                where = {"details": details, "argument": shown, "position": exc.start}
-                raise InvalidParams(data=where) from None
+                found: dict[str, Any] = {"details": details, "argument": shown, "position": exc.start}
+                raise InvalidParams(data=found) from None
 
 
 def refuse_in_runs_only(name: str) -> None:
