@@ -48,6 +48,7 @@ SECURITY_HEADERS = {
 MAX_FORM = 64 * 1024
 LISTED = 500
 
+
 class TextJSONResponse(JSONResponse):
     """JSON of run text: a lone surrogate an older handrail kept is sent as its JSON escape."""
 
