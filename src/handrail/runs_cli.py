@@ -11,7 +11,7 @@ import json
 import os
 import sys
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from handrail.errors import HandrailError, RunNotActive, RunNotFound
 
@@ -150,10 +150,19 @@ def runs_command(args: argparse.Namespace) -> int:
             details = f"`{args.run_id}` (`handrail runs list` shows the runs)"
         elif isinstance(details, str) and details in exc.message:  # said once is enough
             details = None
-        print(f"handrail runs {verb}: {exc.message}" + (f": {details}" if details else ""), file=sys.stderr)
+        _say(f"handrail runs {verb}: {exc.message}" + (f": {details}" if details else ""), file=sys.stderr)
         return EXIT_ERRORS
     finally:
         runs.close()
+
+
+def _say(text: str, file: TextIO | None = None) -> None:
+    """Print text a run holds: what the stream cannot encode (half of a UTF-16 pair kept by
+    an older handrail, a character outside its charset) is shown as a backslash escape,
+    which in JSON output is the same character, escaped."""
+    stream = file or sys.stdout
+    encoding = getattr(stream, "encoding", None) or "utf-8"
+    print(text.encode(encoding, "backslashreplace").decode(encoding), file=stream)
 
 
 def _list(runs: Runs, args: argparse.Namespace) -> int:
@@ -168,14 +177,14 @@ def _list(runs: Runs, args: argparse.Namespace) -> int:
     workspace = os.path.abspath(args.workspace) if args.workspace else None
     found = runs.store.list_runs(workspace=workspace, statuses=statuses, limit=args.limit)
     if args.format == "json":
-        print(json.dumps({"runs": [_run_dict(r) for r in found]}, indent=2, ensure_ascii=False))
+        _say(json.dumps({"runs": [_run_dict(r) for r in found]}, indent=2, ensure_ascii=False))
         return EXIT_OK
     for r in found:
         step = r.current_step
         where = step["id"] if step else ("-" if r.status != "active" else "(waiting for context)")
         owner = "" if r.owner == LOCAL_OWNER else f"  [{r.owner}]"  # a served run: whose it is
-        print(f"{r.id}  {r.status:<10} {r.workflow_id:<24} {where:<24} {r.updated_at}  {r.goal[:60]}{owner}")
-    print(("\n" if found else "") + f"{len(found)} run{'s' * (len(found) != 1)}")
+        _say(f"{r.id}  {r.status:<10} {r.workflow_id:<24} {where:<24} {r.updated_at}  {r.goal[:60]}{owner}")
+    _say(("\n" if found else "") + f"{len(found)} run{'s' * (len(found) != 1)}")
     return EXIT_OK
 
 
@@ -215,11 +224,11 @@ def _show(runs: Runs, args: argparse.Namespace) -> int:
     events = runs.store.events(run.id)
     if args.format == "json":
         document = {"run": _run_dict(run), "events": [_event_dict(e) for e in events]}
-        print(json.dumps(document, indent=2, ensure_ascii=False))
+        _say(json.dumps(document, indent=2, ensure_ascii=False))
     elif args.format == "md":
-        print(_markdown(run, events))
+        _say(_markdown(run, events))
     else:
-        print(_text(run, events))
+        _say(_text(run, events))
     return EXIT_OK
 
 

@@ -23,7 +23,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -130,7 +130,9 @@ def command(args: Sequence[str], *, faults: bool = False) -> list[str]:
 class Server:
     """One `handrail start` process. Lines in with `send`, messages out with `recv`."""
 
-    def __init__(self, *args: str, faults: bool = False) -> None:
+    def __init__(
+        self, *args: str, faults: bool = False, preexec_fn: Callable[[], None] | None = None
+    ) -> None:
         self.folder = Path(tempfile.mkdtemp(prefix="handrail-proto-"))
         self.args = list(args)
         self.lines: list[bytes] = []  # every stdout line, as received
@@ -147,6 +149,7 @@ class Server:
             stderr=subprocess.PIPE,
             cwd=self.folder,
             env=clean_env(self.folder),
+            preexec_fn=preexec_fn,  # e.g. a resource limit, set in the child only
         )
         self._threads = [
             threading.Thread(target=self._read_stdout, daemon=True),

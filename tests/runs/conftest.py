@@ -9,7 +9,7 @@ from collections.abc import Iterator, Mapping
 
 import pytest
 
-from tests.postgres import Cluster, unavailable
+from tests.postgres import Cluster, reap_orphans, unavailable
 
 
 def require_postgres(reason: str | None, environ: Mapping[str, str] = os.environ) -> None:
@@ -24,6 +24,7 @@ def require_postgres(reason: str | None, environ: Mapping[str, str] = os.environ
 @pytest.fixture(scope="session")
 def postgres_cluster() -> Iterator[Cluster]:
     require_postgres(unavailable())
+    reap_orphans()  # left by earlier runs whose maker and watchdog were both killed
     cluster = Cluster(fsync=False)  # nothing here survives the cluster: spare the disk
     yield cluster
     cluster.stop()

@@ -9,6 +9,7 @@ decline, sign out) carry the session's CSRF token and must come from our own Ori
 from __future__ import annotations
 
 import hmac
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -47,6 +48,15 @@ SECURITY_HEADERS = {
 MAX_FORM = 64 * 1024
 LISTED = 500
 
+
+class TextJSONResponse(JSONResponse):
+    """JSON of run text: a lone surrogate an older handrail kept is sent as its JSON escape."""
+
+    def render(self, content: Any) -> bytes:
+        text = json.dumps(content, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        return text.encode("utf-8", "backslashreplace")
+
+
 Refuse = Callable[..., Response | None]
 
 
@@ -65,7 +75,9 @@ def dashboard_routes(service: Any, refuse: Refuse, people: Identifies | None) ->
         html = templates.get_template(name).render(
             session=session, signin_needed=people is not None, path=request.url.path, **values
         )
-        return HTMLResponse(html, status_code=code, headers=SECURITY_HEADERS)
+        # text a run holds may be half of a UTF-16 pair (kept by an older handrail): escaped
+        body = html.encode("utf-8", "backslashreplace")
+        return HTMLResponse(body, status_code=code, headers=SECURITY_HEADERS)
 
     def with_cookie(response: Response, request: Request, session: Session) -> Response:
         response.set_cookie(
@@ -240,7 +252,7 @@ def dashboard_routes(service: Any, refuse: Refuse, people: Identifies | None) ->
     # -- JSON -------------------------------------------------------------------
     async def api_runs(request: Request, session: Session) -> Response:
         rows = await as_person(session, listing, *filters(request))
-        return JSONResponse({"runs": rows}, headers={"Cache-Control": "no-store"})
+        return TextJSONResponse({"runs": rows}, headers={"Cache-Control": "no-store"})
 
     async def api_run(request: Request, session: Session) -> Response:
         def one(run_id: str) -> dict[str, Any]:
@@ -251,7 +263,7 @@ def dashboard_routes(service: Any, refuse: Refuse, people: Identifies | None) ->
             row = await as_person(session, one, request.path_params["run_id"])
         except HandrailError as exc:
             return JSONResponse({"error": exc.message}, 404)
-        return JSONResponse(row, headers={"Cache-Control": "no-store"})
+        return TextJSONResponse(row, headers={"Cache-Control": "no-store"})
 
     # -- sign-in ----------------------------------------------------------------
     async def signin(request: Request) -> Response:

@@ -7,7 +7,7 @@ import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from handrail.errors import SecurityError
+from handrail.errors import InvalidParams, SecurityError
 
 if TYPE_CHECKING:
     from handrail.catalog import Snapshot
@@ -24,10 +24,12 @@ def run_handlers(runs: Runs, workflow: Callable[[Snapshot, str], Workflow]) -> d
     """`workflow(snapshot, id)` finds a catalog workflow or raises WorkflowNotFound."""
 
     def start(snapshot: Snapshot, args: dict[str, Any]) -> Any:
+        refuse_lone_surrogates(args)
         found = workflow(snapshot, args["workflowId"])
         return runs.start(found, args["goal"], args.get("workspace"), args.get("context"))
 
     def continue_(snapshot: Snapshot, args: dict[str, Any]) -> Any:
+        refuse_lone_surrogates(args)
         return runs.continue_(
             snapshot, args["runId"], args.get("stepId"), args.get("output"), args.get("context")
         )
@@ -36,6 +38,7 @@ def run_handlers(runs: Runs, workflow: Callable[[Snapshot, str], Workflow]) -> d
         return runs.resume(snapshot, args.get("runId"), args.get("workspace"))
 
     def abandon(snapshot: Snapshot, args: dict[str, Any]) -> Any:
+        refuse_lone_surrogates(args)
         return runs.abandon(args["runId"], args["reason"])
 
     return {
@@ -44,6 +47,32 @@ def run_handlers(runs: Runs, workflow: Callable[[Snapshot, str], Workflow]) -> d
         "workflow_resume": resume,
         "workflow_abandon": abandon,
     }
+
+
+def refuse_lone_surrogates(args: dict[str, Any]) -> None:
+    """An InvalidParams naming the first text in `args` that holds half of a UTF-16 pair
+    (JSON lets `\\ud800` through): it is not Unicode text, so no database keeps it as text
+    and no terminal or page can show it."""
+    pending: list[tuple[str, Any]] = list(args.items())
+    while pending:
+        where, value = pending.pop()
+        texts = [(where, value)] if isinstance(value, str) else []
+        if isinstance(value, dict):
+            texts = [(f"{where} (a key)", key) for key in value if isinstance(key, str)]
+            pending.extend((f"{where}.{key}", item) for key, item in value.items())
+        elif isinstance(value, list):
+            pending.extend((f"{where}[{i}]", item) for i, item in enumerate(value))
+        for at, text in texts:
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                shown = at[:200].encode("utf-8", "backslashreplace").decode("utf-8")
+                details = (
+                    f"`{shown}` holds a lone surrogate (\\u{ord(text[exc.start]):04x}) at character "
+                    f"{exc.start}: a run keeps Unicode text only; send the text as valid UTF-8"
+                )
+                found: dict[str, Any] = {"details": details, "argument": shown, "position": exc.start}
+                raise InvalidParams(data=found) from None
 
 
 def refuse_in_runs_only(name: str) -> None:

@@ -4,20 +4,31 @@ WAL with synchronous=FULL: a commit is on disk before the call returns, so an
 answer sent after it survives `kill -9` and power loss. Writes take the database
 lock up front (BEGIN IMMEDIATE) and check the run's version inside the
 transaction, so two processes racing on one run serialise and the second sees
-the first's write (a `Conflict`). The schema is versioned (store/schema.py, shared
-with PostgreSQL), each version applied recorded in `schema_migrations`.
+the first's write (a `Conflict`). A write waits for the lock at most
+`BUSY_TIMEOUT_S` (less when the request has less time left), then fails naming
+the lock. Reads run on connections of their own, one per thread: WAL readers
+never wait for a writer. The schema is versioned (store/schema.py, shared with
+PostgreSQL), each version applied recorded in `schema_migrations`.
+
+A damaged file is never written to: it is checked when opened (`PRAGMA
+quick_check`), and a call that finds damage later marks the store unusable. Every
+failure is a StorageError naming the file and what to do.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
+from handrail import budget
 from handrail.errors import StorageError
 from handrail.store.base import Conflict, Event, NewEvent, RunRecord, RunUpdate, written
 from handrail.store.open import sqlite_url
@@ -26,38 +37,99 @@ from handrail.store.schema import MIGRATIONS_TABLE, migrations, newer_than_known
 
 __all__ = ["MIGRATIONS", "SqliteStore", "now"]
 
-BUSY_TIMEOUT_MS = 10_000
+BUSY_TIMEOUT_S = 5.0  # how long a write waits for another process's write lock
+DAMAGED = ("SQLITE_CORRUPT", "SQLITE_NOTADB")  # sqlite3 error names, and their extended forms
+UNWRITABLE = ("SQLITE_FULL", "SQLITE_IOERR", "SQLITE_CANTOPEN", "SQLITE_READONLY")
+LOCKED = ("SQLITE_BUSY", "SQLITE_LOCKED")
 
 MIGRATIONS = migrations("sqlite")
 
 
 class SqliteStore:
-    def __init__(self, path: Path, *, url: str | None = None) -> None:
+    def __init__(self, path: Path, *, url: str | None = None, busy_timeout: float = BUSY_TIMEOUT_S) -> None:
         self.url = url or sqlite_url(path)
         self.path = path
+        self.busy_timeout = busy_timeout
+        self._damaged: StorageError | None = None
+        self._readers: list[sqlite3.Connection] = []
+        self._reader = threading.local()
+        self._lock = threading.Lock()  # the one writing connection, shared by the HTTP threads
+        self._opened = threading.Lock()  # the list of readers (never the writer's lock: it waits)
         try:
             # runs hold what agents wrote: readable by their owner only (SQLite gives its
             # -wal and -shm files the database file's permissions)
             path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             os.close(os.open(path, os.O_CREAT | os.O_RDWR, 0o600))
-            # one connection per store, shared by the HTTP transport's threads under a lock
-            self._db = sqlite3.connect(
-                path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000
-            )
-            self._lock = threading.Lock()
-            self._db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            self._db.execute("PRAGMA journal_mode = WAL")
-            self._db.execute("PRAGMA synchronous = FULL")
-            self._db.execute("PRAGMA foreign_keys = ON")
-            self._migrate()
-        except sqlite3.Error as exc:
-            raise StorageError(
-                f"cannot open the run database {path}: {exc}", {"database": str(path)}
-            ) from None
         except OSError as exc:
             raise StorageError(
                 f"cannot create the run database {path}: {exc}", {"database": str(path)}
             ) from None
+        try:
+            self._db = self._connect()
+            self._db.execute("PRAGMA journal_mode = WAL")
+            self._db.execute("PRAGMA synchronous = FULL")
+            self._db.execute("PRAGMA foreign_keys = ON")
+            self._check()
+            self._migrate()
+        except StorageError:
+            self.close()
+            raise
+        except sqlite3.Error as exc:
+            self.close()
+            raise self._failed(exc, "cannot open the run database") from None
+
+    def _connect(self) -> sqlite3.Connection:
+        db = sqlite3.connect(
+            self.path, isolation_level=None, check_same_thread=False, timeout=self.busy_timeout
+        )
+        db.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+        return db
+
+    def _check(self) -> None:
+        """Refuse a damaged file before anything is written to it (about 2 ms per MB)."""
+        found = [row[0] for row in self._db.execute("PRAGMA quick_check(3)").fetchall()]
+        if found != ["ok"]:
+            raise self._damage("; ".join(str(f) for f in found))
+
+    # -- failures --------------------------------------------------------------------
+    def _damage(self, what: str) -> StorageError:
+        """The store's answer, from now on, to every call: the file is damaged."""
+        if self._damaged is None:
+            self._damaged = StorageError(
+                f"the run database {self.path} is damaged ({' '.join(what.split())[:200]}); handrail "
+                f"will neither read nor write it: restore it from a backup, or save what it still holds "
+                f"with `sqlite3 {self.path} .recover | sqlite3 {self.path}.recovered` and use that file",
+                {"database": str(self.path), "problem": "damaged"},
+            )
+        return self._damaged
+
+    def _failed(self, exc: sqlite3.Error, doing: str = "the run database refused the call") -> StorageError:
+        name = getattr(exc, "sqlite_errorname", "") or ""
+        if name.startswith(DAMAGED):
+            return self._damage(str(exc))
+        data: dict[str, Any] = {"database": str(self.path)}
+        if name.startswith(LOCKED):
+            return self._locked()
+        if name.startswith(UNWRITABLE):
+            return StorageError(
+                f"the run database {self.path} could not be written ({exc}); nothing of this call "
+                "was saved: is its disk full or read-only? Free space or fix its permissions, then "
+                "try again",
+                data | {"problem": "unwritable"},
+            )
+        return StorageError(f"{doing} {self.path}: {exc}", data)
+
+    def _locked(self) -> StorageError:
+        return StorageError(
+            f"the run database {self.path} is locked: its write lock stayed taken (by another "
+            f"process, or by writes queued before this one) for the {self.busy_timeout:g} s a write "
+            f"waits; nothing was written, try again (`fuser {self.path}` shows who has it open)",
+            {"database": str(self.path), "problem": "locked", "lock": "write"},
+        )
+
+    def _usable(self) -> None:
+        if self._damaged is not None:
+            raise self._damaged
 
     # -- schema --------------------------------------------------------------------
     def _migrate(self) -> None:
@@ -66,8 +138,9 @@ class SqliteStore:
                 MIGRATIONS
             ):
                 return
-        except sqlite3.OperationalError:
-            pass  # a new database: no table yet
+        except sqlite3.OperationalError as exc:
+            if "no such table" not in str(exc):
+                raise
         with self._write() as db:
             db.execute(MIGRATIONS_TABLE)
             row = db.execute("SELECT MAX(version) FROM schema_migrations").fetchone()
@@ -84,29 +157,55 @@ class SqliteStore:
 
     @property
     def schema_version(self) -> int:
-        with self._lock:
-            row = self._db.execute("SELECT MAX(version) FROM schema_migrations").fetchone()
+        with self._read() as db:
+            row = db.execute("SELECT MAX(version) FROM schema_migrations").fetchone()
         return int(row[0] or 0)
 
     @contextmanager
+    def _read(self) -> Iterator[sqlite3.Connection]:
+        """This thread's reading connection: a WAL reader sees the last commit and never
+        waits for a writer, here or in another process."""
+        self._usable()
+        db: sqlite3.Connection | None = getattr(self._reader, "db", None)
+        try:
+            if db is None:
+                db = self._connect()
+                db.execute("PRAGMA query_only = ON")
+                with self._opened:
+                    self._readers.append(db)
+                self._reader.db = db
+            yield db
+        except sqlite3.Error as exc:
+            raise self._failed(exc) from None
+
+    @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction, holding the database lock from its start."""
-        with self._lock:
+        """One write transaction, holding the database lock from its start. Waiting for the
+        lock, here and in other processes, takes at most the busy timeout in all."""
+        self._usable()
+        wait = self.busy_timeout
+        left = budget.remaining()
+        if left is not None:
+            wait = min(wait, max(0.0, left - 0.25))  # answer within the request's budget
+        deadline = time.monotonic() + wait
+        if not self._lock.acquire(timeout=wait):
+            raise self._locked()
+        try:
             db = self._db
             try:
+                db.execute(f"PRAGMA busy_timeout = {int(max(0.0, deadline - time.monotonic()) * 1000)}")
                 db.execute("BEGIN IMMEDIATE")
-            except sqlite3.Error as exc:
-                raise StorageError(f"the run database is unavailable: {exc}") from None
-            try:
                 yield db
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-            try:
                 db.execute("COMMIT")
-            except sqlite3.Error as exc:
-                db.execute("ROLLBACK")
-                raise StorageError(f"the run database refused the write: {exc}") from None
+            except BaseException as exc:
+                if db.in_transaction:  # SQLite may have rolled back already (a full disk does)
+                    with contextlib.suppress(sqlite3.Error):
+                        db.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.Error):
+                    raise self._failed(exc, "the run database refused the write") from None
+                raise
+        finally:
+            self._lock.release()
 
     # -- sources -------------------------------------------------------------------
     def put_source(self, source_hash: str, workflow_id: str, document: bytes) -> None:
@@ -117,10 +216,9 @@ class SqliteStore:
             )
 
     def get_source(self, source_hash: str) -> bytes | None:
-        with self._lock:
-            row = self._db.execute(
-                "SELECT document FROM workflow_sources WHERE hash = ?", (source_hash,)
-            ).fetchone()
+        with self._read() as db:
+            found = db.execute("SELECT document FROM workflow_sources WHERE hash = ?", (source_hash,))
+            row = found.fetchone()
         return bytes(row[0]) if row else None
 
     # -- runs ----------------------------------------------------------------------
@@ -155,8 +253,8 @@ class SqliteStore:
             )
 
     def get(self, run_id: str) -> RunRecord | None:
-        with self._lock:
-            row = self._db.execute(f"SELECT {_COLUMNS} FROM runs WHERE id = ?", (run_id,)).fetchone()
+        with self._read() as db:
+            row = db.execute(f"SELECT {_COLUMNS} FROM runs WHERE id = ?", (run_id,)).fetchone()
         return _record(row) if row else None
 
     def list_runs(
@@ -171,18 +269,21 @@ class SqliteStore:
     ) -> list[RunRecord]:
         clause, values = list_filter(workspace, statuses, owner, "?", workflow_id, text)
         query = f"SELECT {_COLUMNS} FROM runs {clause} ORDER BY updated_at DESC, rowid DESC LIMIT ?"
-        with self._lock:
-            rows = self._db.execute(query, (*values, limit)).fetchall()
+        with self._read() as db:
+            rows = db.execute(query, (*values, limit)).fetchall()
         return [_record(r) for r in rows]
 
     def events(self, run_id: str) -> list[Event]:
-        with self._lock:
-            rows = self._db.execute(
+        with self._read() as db:
+            rows = db.execute(
                 "SELECT seq, type, at, actor, step_id, data FROM run_events WHERE run_id = ? ORDER BY seq",
                 (run_id,),
             ).fetchall()
         return [Event(seq, kind, at, actor, step, _load(data)) for seq, kind, at, actor, step, data in rows]
 
     def close(self) -> None:
-        with self._lock:
-            self._db.close()
+        with self._lock, self._opened:
+            for db in (*self._readers, getattr(self, "_db", None)):
+                if db is not None:
+                    db.close()
+            self._readers.clear()
