@@ -103,7 +103,7 @@ def a_partial_clone_whose_remote_is_a_command(repo: Path, program: Path, scratch
 
 def an_included_config(repo: Path, program: Path, scratch: Path) -> list[str]:
     included = scratch / "included.gitconfig"
-    included.write_text(f"[filter \"x\"]\n\tclean = {program}\n[core]\n\tfsmonitor = {program}\n", "utf-8")
+    included.write_text(f'[filter "x"]\n\tclean = {program}\n[core]\n\tfsmonitor = {program}\n', "utf-8")
     git(repo, "config", "include.path", str(included))
     write(repo, {".gitattributes": "*.py filter=x\n"})
     return ["diff", "--name-only", "HEAD", "--"]
@@ -111,7 +111,7 @@ def an_included_config(repo: Path, program: Path, scratch: Path) -> list[str]:
 
 def the_users_global_config(repo: Path, program: Path, scratch: Path) -> list[str]:
     config = scratch / "user.gitconfig"
-    config.write_text(f"[filter \"x\"]\n\tclean = {program}\n[core]\n\tfsmonitor = {program}\n", "utf-8")
+    config.write_text(f'[filter "x"]\n\tclean = {program}\n[core]\n\tfsmonitor = {program}\n', "utf-8")
     os.environ["GIT_CONFIG_GLOBAL"] = str(config)  # restored by the fixture below
     write(repo, {".gitattributes": "*.py filter=x\n"})
     return ["diff", "--name-only", "HEAD", "--"]
