@@ -138,15 +138,18 @@ def sealed(repo: Repository, workspace: str, timeout: float, head: str | None) -
 
 
 def _copy(source: str, target: str) -> None:
-    """A regular file's bytes, if it is one (a FIFO in its place is never opened)."""
+    """A regular file's bytes, if it is one (a FIFO in its place is never opened), and its
+    times: git tells a file changed within the index's own tick by the index's mtime."""
     try:
         handle = os.open(source, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
     except OSError:
         return
     try:
-        if not stat.S_ISREG(os.fstat(handle).st_mode):
+        info = os.fstat(handle)
+        if not stat.S_ISREG(info.st_mode):
             return
         with open(handle, "rb", closefd=False) as reading, open(target, "wb") as writing:
             shutil.copyfileobj(reading, writing)
+        os.utime(target, ns=(info.st_atime_ns, info.st_mtime_ns))
     finally:
         os.close(handle)
