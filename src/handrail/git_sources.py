@@ -2,13 +2,15 @@
 
 Also `git+file://`, `git+ssh://` and `git+http://`, and WorkRail's WORKFLOW_GIT_REPOS
 (comma-separated repository URLs, `git+` optional). The repository is fetched with
-the `git` program (an argument list, no shell, a timeout, no prompts, no hooks) into
+the `git` program (an argument list, no shell, a timeout, no prompts, no hooks, the environment of
+checks/git_env.py) into
 `$HANDRAIL_HOME/git/<hash of url and ref>/` (HANDRAIL_HOME defaults to ~/.handrail):
 the objects in `repo.git`, the files in `tree`, which the catalog reads as it reads
 any folder. A server fetches again every `refresh` seconds and checks the new commit
 out in place, so a file the commit breaks keeps its last good version in service by
 the catalog's own rule; a fetch that fails leaves the last checkout in service and is
 reported (H002, a warning) in `handrail sources`, `handrail list` and workflow_list.
+A #subdir that a committed link leads out of the checkout is never read (H002).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
+from handrail.checks.git_env import NETWORK_VARIABLES, SSH_VARIABLES, git_argv, git_environment
 from handrail.errors import Diagnostic
 from handrail.home import git_checkouts
 
@@ -166,6 +169,26 @@ class GitSource:
             )
         ]
 
+    def escape(self) -> Diagnostic | None:
+        """H002 when the #subdir, or a folder on the way to it, is a committed link that
+        leads out of the checkout: nothing is read there."""
+        if not self.spec.subdir:
+            return None
+        tree, real = os.path.realpath(self.tree), os.path.realpath(self.path)
+        if real == tree or real.startswith(tree.rstrip(os.sep) + os.sep):
+            return None
+        return Diagnostic(
+            "H002",
+            "error",
+            f"git source {self.spec.shown}: #{self.spec.subdir} leads outside the repository's "
+            "checkout (a link), so nothing is read from it",
+            "",
+            1,
+            1,
+            "name a folder the repository holds, not a link to one",
+            self.spec.shown,
+        )
+
     # -- fetching --------------------------------------------------------------------
     def sync(self, *, first: bool = False) -> bool:
         """Fetch the ref and check its commit out; whether the commit or the error changed.
@@ -209,8 +232,7 @@ class GitSource:
         return self._git("rev-parse", "--verify", "FETCH_HEAD^{commit}")
 
     def _git(self, *args: str, git_dir: bool = True, work_tree: bool = False) -> str:
-        argv = ["git", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false"]
-        argv += ["-c", "submodule.recurse=false"]
+        argv = git_argv()
         if git_dir:
             argv.append(f"--git-dir={self.cache / 'repo.git'}")
         if work_tree:
@@ -239,19 +261,10 @@ class GitError(Exception):
 
 
 def _environment() -> dict[str, str]:
-    env = dict(os.environ)
-    env.update(
-        {
-            "GIT_TERMINAL_PROMPT": "0",  # a server has nobody to ask for a password
-            "GIT_ALLOW_PROTOCOL": ALLOWED_PROTOCOLS,
-            "GIT_ASKPASS": "",
-            "SSH_ASKPASS": "",
-            "LC_ALL": "C",
-        }
-    )
-    env.setdefault("GIT_SSH_COMMAND", "ssh -o BatchMode=yes")
-    for name in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY"):
-        env.pop(name, None)  # ours are given on the command line
+    """The environment every git checks and sources share (checks/git_env.py), with the
+    transports a source may use and what ssh and a proxy need from the operator's."""
+    env = git_environment(ALLOWED_PROTOCOLS, passed=SSH_VARIABLES + NETWORK_VARIABLES)
+    env.setdefault("GIT_SSH_COMMAND", "ssh -o BatchMode=yes")  # a server has nobody to ask
     return env
 
 

@@ -126,3 +126,19 @@ def test_a_baseline_travels_as_json_and_back(tmp_path: Path) -> None:
     assert Baseline.from_wire({"state": "no-commits"}) == Baseline("no-commits")
     with pytest.raises(ValueError, match="not a git baseline state"):
         Baseline.from_wire({"state": "maybe"})
+
+
+def test_a_file_rewritten_in_the_same_instant_as_the_commit_still_counts_as_uncommitted(
+    tmp_path: Path,
+) -> None:
+    # same size, and often the same mtime as the index: git must see the content differs
+    for attempt in range(15):
+        workspace = tmp_path / str(attempt)
+        workspace.mkdir()
+        git(workspace, "init", "-q")
+        write(workspace, {"app.py": "print(1)\n"})
+        git(workspace, "add", "-A")
+        git(workspace, "commit", "-q", "-m", "first")
+        write(workspace, {"app.py": "print(2)\n"})
+        result = _one([{"type": "git", "clean": True, "message": "m"}], workspace)
+        assert result.passed is False and "`app.py`" in result.why, (attempt, result.why)

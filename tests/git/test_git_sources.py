@@ -217,3 +217,66 @@ def test_no_git_hook_runs_when_a_source_is_fetched_and_checked_out(repo: Path, t
     )
     assert done.returncode == 0 and WORKFLOW_ID in done.stdout, done.stderr
     assert not ran.exists()
+
+
+def _list(tmp_path: Path, spec: str, **env: str) -> subprocess.CompletedProcess[str]:
+    environ = {**os.environ, "HANDRAIL_HOME": str(tmp_path / "home"), **env}
+    environ.pop("WORKFLOW_GIT_REPOS", None)
+    return subprocess.run(
+        [sys.executable, "-m", "handrail", "list", "--no-bundled", "--workflows", spec],
+        capture_output=True,
+        text=True,
+        env=environ,
+        cwd=tmp_path,
+        timeout=60,
+    )
+
+
+@pytest.mark.parametrize("subdir", ["workflows", "workflows/inner"])
+def test_a_subdir_that_a_committed_link_leads_out_of_the_checkout_is_never_read(
+    repo: Path, tmp_path: Path, subdir: str
+) -> None:
+    outside = tmp_path / "outside"
+    secret = build_feature(version="1.0.0")
+    secret["description"] = "SECRET-VALUE-FROM-OUTSIDE"
+    for folder in (outside, outside / "inner"):
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "feature.json").write_text(json.dumps(secret), "utf-8")
+        (folder / "broken.json").write_text('{"id": "SECRET-BROKEN-VALUE"', "utf-8")
+    os.symlink(outside, repo / "workflows")
+    git(repo, "add", "-A")
+    git(repo, "-c", "user.name=Test", "-c", "user.email=t@e", "commit", "-q", "-m", "a link out")
+    done = _list(tmp_path, f"git+file://{repo}#{subdir}")
+    said = done.stdout + done.stderr
+    assert WORKFLOW_ID not in done.stdout and "SECRET" not in said, said
+    assert "H002" in said and f"#{subdir} leads outside the repository's checkout" in said, said
+
+
+def test_git_for_a_source_gets_neither_the_servers_secrets_nor_the_users_git_configuration(
+    repo: Path, tmp_path: Path
+) -> None:
+    marker, seen = tmp_path / "a-filter-ran", tmp_path / "environments"
+    seen.mkdir()
+    program = tmp_path / "filter.sh"
+    program.write_text(f"#!/bin/sh\ntouch {marker}\nexec cat\n", "utf-8")
+    program.chmod(0o755)
+    user_config = tmp_path / "user.gitconfig"  # the user's own config, with a filter for every file
+    user_config.write_text(f'[filter "x"]\n\tsmudge = {program}\n\tclean = {program}\n', "utf-8")
+    commit(repo, {".gitattributes": "* filter=x\n"}, "attributes")
+    wrapper = tmp_path / "bin"  # a `git` that notes its environment, then is git
+    wrapper.mkdir()
+    real_git = subprocess.run(["which", "git"], capture_output=True, text=True, check=True).stdout.strip()
+    (wrapper / "git").write_text(f'#!/bin/sh\nenv > "{seen}/$$"\nexec {real_git} "$@"\n', "utf-8")
+    (wrapper / "git").chmod(0o755)
+    done = _list(
+        tmp_path,
+        f"git+file://{repo}#flows",
+        PATH=f"{wrapper}{os.pathsep}{os.environ['PATH']}",
+        GIT_CONFIG_GLOBAL=str(user_config),
+        HANDRAIL_TOKEN="server-secret-token",
+    )
+    assert done.returncode == 0 and WORKFLOW_ID in done.stdout, done.stderr
+    noted = [p.read_text("utf-8") for p in seen.iterdir()]
+    assert noted and not [text for text in noted if "HANDRAIL_" in text or "server-secret-token" in text]
+    assert all("GIT_CONFIG_GLOBAL=/dev/null" in text for text in noted)
+    assert not marker.exists()

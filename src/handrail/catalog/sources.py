@@ -86,6 +86,8 @@ def discover(source: Source) -> tuple[list[Path], list[Diagnostic]]:
     anything that is not a regular file (see handrail.folders)."""
     if source.git is not None:  # fetched on first look; a failed fetch is a warning
         problems = source.git.problems()
+        if (escape := source.git.escape()) is not None:
+            return [], [*problems, escape]
         if not source.path.is_dir():
             return [], problems
         files, refused = folders.discover(source.path)

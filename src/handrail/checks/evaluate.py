@@ -11,7 +11,7 @@ from handrail.checks.files import check_files
 from handrail.checks.git import Baseline, check_git
 from handrail.checks.process import decode_tail, run_program
 from handrail.checks.result import CheckResult, result
-from handrail.model import CommandCheck, Context, FileCheck, GitCheck, StepCheck, WorkflowOrigin
+from handrail.model import CommandCheck, Context, FileCheck, StepCheck, WorkflowOrigin
 
 ALLOW_HINT = "start the server with --allow-commands (or set HANDRAIL_ALLOW_COMMANDS=1)"
 
@@ -28,22 +28,38 @@ def evaluate_checks(
     order. Each check runs, whatever the others gave, so all failures are reported.
     `baseline` is the run's record from its start (git `changes` needs it); `origin` is
     the workflow's: only a workflow from a configured source runs commands."""
-    root = os.path.realpath(workspace)
+    try:
+        root: str | None = os.path.realpath(workspace)
+    except OSError as exc:
+        root, unusable = None, f"the workspace `{workspace}` cannot be resolved: {exc.strerror or exc}"
     results: list[CheckResult] = []
     for check in checks:
         if check.condition is not None and not check.condition.holds(context):
             continue  # as a rule whose condition does not hold: it does not apply
-        if not os.path.isdir(root):
+        if root is None:
+            results.append(result(check, False, unusable))
+        elif not os.path.isdir(root):
             results.append(result(check, False, f"the workspace `{workspace}` is not a folder"))
-        elif isinstance(check, CommandCheck):
-            results.append(_command(check, root, config, origin))
-        elif isinstance(check, FileCheck):
-            found = check_files(check, root, config.max_entries, config.max_read_bytes)
-            results.append(result(check, found.passed, found.why))
-        elif isinstance(check, GitCheck):
-            passed, why = check_git(check, root, baseline, config.git_timeout_seconds)
-            results.append(result(check, passed, why))
+        else:
+            results.append(_one(check, root, baseline, config, origin))
     return results
+
+
+def _one(
+    check: StepCheck, root: str, baseline: Baseline | None, config: CheckConfig, origin: WorkflowOrigin
+) -> CheckResult:
+    try:
+        if isinstance(check, CommandCheck):
+            return _command(check, root, config, origin)
+        if isinstance(check, FileCheck):
+            found = check_files(check, root, config.max_entries, config.max_read_bytes)
+            return result(check, found.passed, found.why)
+        passed, why = check_git(check, root, baseline, config.git_timeout_seconds)
+        return result(check, passed, why)
+    except OSError as exc:  # a check that cannot look has failed, and says why
+        where = f" ({exc.filename})" if exc.filename else ""
+        why = f"the check could not look in the workspace: {exc.strerror or exc}{where}"
+        return result(check, False, why)
 
 
 def all_passed(results: Sequence[CheckResult]) -> bool:

@@ -28,7 +28,10 @@ def check_files(check: FileCheck, root: str, max_entries: int, max_read: int) ->
     """`root` is the workspace, already resolved (os.path.realpath)."""
     glob = check.path
     start = os.path.join(root, *glob.base.split("/")) if glob.base else root
-    real_start = os.path.realpath(start)
+    try:
+        real_start = _resolved(start)
+    except OSError as exc:
+        return Found(False, f"`{glob.base}` cannot be looked at: {_said(exc)}")
     if not within(real_start, root):
         return Found(False, f"`{glob.base}` is a link that points out of the workspace (to {real_start})")
     if not os.path.isdir(real_start):
@@ -65,7 +68,11 @@ def check_files(check: FileCheck, root: str, max_entries: int, max_read: int) ->
                 continue
             if entry.is_symlink():
                 # a folder reached without following links is inside; a link may not be
-                real = os.path.realpath(entry.path)
+                try:
+                    real = _resolved(entry.path)
+                except OSError as exc:
+                    outside.append(f"`{rel}` is a link that cannot be resolved ({_said(exc)})")
+                    continue
                 if not within(real, root):
                     outside.append(f"`{rel}` is a link that points out of the workspace (to {real})")
                     continue
@@ -86,21 +93,51 @@ def check_files(check: FileCheck, root: str, max_entries: int, max_read: int) ->
     regex = check.contains
     if regex is None:
         return Found(True, _listed("matches", matched))
+    unread: list[str] = []
     for rel in matched:
         text = _read(os.path.join(root, *rel.split("/")), max_read)
-        if text is not None and regex.search(text):
+        if isinstance(text, Unread):
+            unread.append(f"`{rel}` {text.why}")
+        elif regex.search(text):
             return Found(True, f"`{rel}` contains /{regex.pattern}/")
     searched = _listed("searched", matched)
-    return Found(False, f"none of the matching files contains /{regex.pattern}/ ({searched})")
+    why = f"none of the matching files contains /{regex.pattern}/ ({searched})"
+    if unread:
+        why += "; " + "; ".join(unread[:3]) + (f" and {len(unread) - 3} more" if len(unread) > 3 else "")
+    return Found(False, why)
 
 
-def _read(path: str, max_read: int) -> str | None:
+@dataclass(frozen=True, slots=True)
+class Unread:
+    why: str
+
+
+def _read(path: str, max_read: int) -> str | Unread:
+    """The file's first bytes as text. It is opened without waiting and its type is
+    checked on the open file, so a file swapped for a named pipe (or a device) after
+    the search is never read from: a read could block for ever."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
     try:
-        with open(os.path.realpath(path), "rb") as handle:
+        fd = os.open(_resolved(path), flags)
+    except OSError as exc:
+        return Unread(f"could not be read ({_said(exc)})")
+    with open(fd, "rb") as handle:
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return Unread("is no longer a regular file (a named pipe, a device?), so it was not read")
             data = handle.read(max_read)
-    except OSError:
-        return None
+        except OSError as exc:
+            return Unread(f"could not be read ({_said(exc)})")
     return data.decode("utf-8", "replace")
+
+
+def _resolved(path: str) -> str:
+    """os.path.realpath, which raises OSError when a link cannot be read (in /proc)."""
+    return os.path.realpath(path)
+
+
+def _said(exc: OSError) -> str:
+    return exc.strerror or str(exc)
 
 
 def _listed(verb: str, paths: list[str]) -> str:

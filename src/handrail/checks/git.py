@@ -4,7 +4,8 @@ A run records a baseline when it starts (`git_baseline`: HEAD, or that there are
 commits, or that the workspace is not a repository). `changes` compares the working
 tree (committed, staged, unstaged and untracked files) with that baseline; `clean`
 holds when nothing differs from HEAD and nothing is untracked. Ignored files never
-count. Only the workspace's part of a repository is looked at.
+count. Only the workspace's part of a repository is looked at. git never reads the
+repository's configuration where it could run a program (see checks/git_view.py).
 """
 
 from __future__ import annotations
@@ -15,14 +16,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from handrail.checks.process import child_environment
+from handrail.checks.git_view import GitError, Repository, locate, run_git, sealed
 from handrail.model import GitCheck, Glob
 
 BaselineState = Literal["commit", "no-commits", "not-a-repository", "unavailable"]
-
-
-class GitError(Exception):
-    """git could not answer: not installed, timed out, or refused."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,73 +44,74 @@ class Baseline:
         return cls(state, wire.get("head"), str(wire.get("detail", "")))
 
 
-def _git_environment() -> dict[str, str]:
-    env = child_environment()
-    # the workspace's own repository, whatever the server was started with
-    for name in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_COMMON_DIR"):
-        env.pop(name, None)
-    env.update(GIT_TERMINAL_PROMPT="0", GIT_OPTIONAL_LOCKS="0", LC_ALL="C", GIT_PAGER="cat")
-    return env
-
-
-def git(args: Sequence[str], workspace: str, timeout: float) -> subprocess.CompletedProcess[bytes]:
-    # core.fsmonitor names a program a repository could make git run: never here
-    argv = ["git", "-c", "core.fsmonitor=false", "-c", "core.untrackedCache=false", *args]
-    try:
-        return subprocess.run(
-            argv,
-            cwd=workspace,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=timeout,
-            env=_git_environment(),
-            check=False,
-        )
-    except FileNotFoundError:
-        raise GitError("`git` is not found on PATH") from None
-    except subprocess.TimeoutExpired:
-        raise GitError(f"`git {' '.join(args)}` took longer than {timeout:g} s") from None
-    except OSError as exc:
-        raise GitError(f"`git` cannot be run: {exc.strerror or exc}") from None
-
-
 def git_baseline(workspace: str, timeout: float = 30.0) -> Baseline:
     """Where the workspace stands at the start of a run."""
     try:
-        inside = git(["rev-parse", "--is-inside-work-tree"], workspace, timeout)
-        if inside.returncode != 0 or inside.stdout.strip() != b"true":
+        repo = locate(workspace, timeout)
+        if repo is None:
             return Baseline("not-a-repository")
-        head = git(["rev-parse", "--verify", "--quiet", "HEAD^{commit}"], workspace, timeout)
+        with sealed(repo, workspace, timeout, repo.head) as folder:
+            head = _commit(View(workspace, folder, repo.top, timeout), repo)
     except GitError as exc:
         return Baseline("unavailable", detail=str(exc))
-    if head.returncode != 0:
-        return Baseline("no-commits")
-    return Baseline("commit", head.stdout.decode("ascii", "replace").strip())
+    except OSError as exc:
+        return Baseline("unavailable", detail=f"git cannot be asked: {exc.strerror or exc}")
+    return Baseline("commit", head) if head else Baseline("no-commits")
 
 
-def untracked(workspace: str, timeout: float) -> list[str]:
+def _commit(view: View, repo: Repository) -> str | None:
+    """The commit HEAD names, when it names one."""
+    if repo.head is None:
+        return None
+    done = view.git(["rev-parse", "--verify", "--quiet", f"{repo.head}^{{commit}}"])
+    return done.stdout.decode("ascii", "replace").strip() if done.returncode == 0 else None
+
+
+def untracked(view: View) -> list[str]:
     """Untracked files that are not ignored, relative to the workspace."""
-    listed = git(["ls-files", "-z", "--others", "--exclude-standard"], workspace, timeout)
+    listed = view.git(["ls-files", "-z", "--others", "--exclude-standard"])
     _raise_on_failure(listed, "cannot list untracked files")
     return [_name(p) for p in listed.stdout.split(b"\0") if p]
 
 
-def differing(workspace: str, since: str | None, timeout: float, new: list[str]) -> list[str]:
+def differing(view: View, since: str | None, new: list[str]) -> list[str]:
     """Paths (relative to the workspace) whose content differs from commit `since` (None:
     from nothing at all), with `new`, the untracked files."""
     if since is None:
-        empty = git(["hash-object", "-t", "tree", "--stdin"], workspace, timeout)
+        empty = view.git(["hash-object", "-t", "tree", "--stdin"])
         _raise_on_failure(empty, "cannot name the empty tree")
         since = empty.stdout.decode("ascii").strip()
-    diff = git(
-        ["diff", "--name-only", "-z", "--relative", "--no-renames", "--no-ext-diff", since, "--"],
-        workspace,
-        timeout,
+    diff = view.git(
+        [
+            "diff",
+            "--name-only",
+            "-z",
+            "--relative",
+            "--no-renames",
+            "--no-ext-diff",
+            "--no-textconv",
+            "--ignore-submodules=dirty",
+            since,
+            "--",
+        ]
     )
     _raise_on_failure(diff, f"cannot compare with {since[:12]}")
     names = {_name(p) for p in diff.stdout.split(b"\0") if p}
     names.update(new)
     return sorted(names)
+
+
+@dataclass(frozen=True, slots=True)
+class View:
+    """git, run in the workspace on a sealed view of its repository (checks/git_view.py)."""
+
+    workspace: str
+    folder: str
+    top: str
+    timeout: float
+
+    def git(self, args: Sequence[str]) -> subprocess.CompletedProcess[bytes]:
+        return run_git(args, self.workspace, self.timeout, self.folder, self.top)
 
 
 def _name(raw: bytes) -> str:
@@ -141,32 +139,35 @@ def _covers(glob: Glob, path: str) -> bool:
 def check_git(check: GitCheck, workspace: str, baseline: Baseline | None, timeout: float) -> tuple[bool, str]:
     where = " in " + ", ".join(f"`{g.text}`" for g in check.paths) if check.paths else ""
     try:
-        now = git_baseline(workspace, timeout)
-        if now.state == "unavailable":
-            return False, now.detail
-        if now.state == "not-a-repository":
+        repo = locate(workspace, timeout)
+        if repo is None:
             return False, "the workspace is not in a git repository"
-        reasons: list[str] = []
-        passed = True
-        new = untracked(workspace, timeout)
-        if check.changes:
-            ok, why = _changes(check, workspace, baseline, timeout, where, new)
-            passed = passed and ok
-            reasons.append(why)
-        if check.clean:
-            dirty = limited(differing(workspace, now.head, timeout, new), check.paths)
-            if dirty:
-                passed = False
-                reasons.append(f"{_count(dirty)} uncommitted{where}: {_shown(dirty)}")
-            else:
-                reasons.append(f"nothing uncommitted{where}")
+        with sealed(repo, workspace, timeout, repo.head) as folder:
+            view = View(workspace, folder, repo.top, timeout)
+            head = _commit(view, repo)
+            reasons: list[str] = []
+            passed = True
+            new = untracked(view)
+            if check.changes:
+                ok, why = _changes(check, view, baseline, where, new)
+                passed = passed and ok
+                reasons.append(why)
+            if check.clean:
+                dirty = limited(differing(view, head, new), check.paths)
+                if dirty:
+                    passed = False
+                    reasons.append(f"{_count(dirty)} uncommitted{where}: {_shown(dirty)}")
+                else:
+                    reasons.append(f"nothing uncommitted{where}")
     except GitError as exc:
         return False, str(exc)
+    except OSError as exc:  # the view's folder could not be made
+        return False, f"git cannot be asked: {exc.strerror or exc}"
     return passed, "; ".join(reasons)
 
 
 def _changes(
-    check: GitCheck, workspace: str, baseline: Baseline | None, timeout: float, where: str, new: list[str]
+    check: GitCheck, view: View, baseline: Baseline | None, where: str, new: list[str]
 ) -> tuple[bool, str]:
     if baseline is None or baseline.state == "unavailable":
         detail = f" ({baseline.detail})" if baseline is not None and baseline.detail else ""
@@ -175,11 +176,11 @@ def _changes(
         return False, "the workspace was not a git repository when the run began, so changes cannot be told"
     since = baseline.head
     try:
-        changed = limited(differing(workspace, since, timeout, new), check.paths)
+        changed = limited(differing(view, since, new), check.paths)
     except GitError:
         if since is None:  # the empty tree is always known: something else went wrong
             raise
-        known = git(["cat-file", "-e", f"{since}^{{commit}}"], workspace, timeout)
+        known = view.git(["cat-file", "-e", f"{since}^{{commit}}"])
         if known.returncode != 0:
             return False, f"the commit the run began at ({since[:12]}) is no longer in the repository"
         raise
