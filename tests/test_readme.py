@@ -23,6 +23,9 @@ from tests.conftest import ROOT
 
 README = (ROOT / "README.md").read_text("utf-8")
 BLOCKS = re.findall(r"^```(\w*)\n(.*?)^```", README, re.MULTILINE | re.DOTALL)
+LIBRARY = (ROOT / "docs" / "library.md").read_text("utf-8")  # the README links to it
+# the README and the guides it links to, where install commands are also given
+GUIDES = "\n".join([README, *(path.read_text("utf-8") for path in sorted((ROOT / "docs").glob("*.md")))])
 CHEAP = {"check", "list", "graph", "sources"}  # offline, quick, read files of the clone
 
 
@@ -145,7 +148,7 @@ def test_no_client_snippet_spawns_a_bare_handrail() -> None:
 def test_no_install_command_fetches_another_project_named_handrail() -> None:
     """handrail is installed from its clone: a `pip install handrail...` would take
     whatever a package index holds under that name."""
-    spans = re.findall(r"`([^`\n]*\bpipx? install [^`\n]*)`", README)
+    spans = re.findall(r"`([^`\n]*\bpipx? install [^`\n]*)`", GUIDES)
     installs = [shlex.split(span) for span in spans] + [w for w in _commands() if "install" in w]
     assert len(installs) >= 4
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["project"]["optional-dependencies"]
@@ -164,14 +167,15 @@ def _servers(config: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def test_the_library_example_runs(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    (code,) = [body for language, body in BLOCKS if language == "python"]
+    blocks = re.findall(r"^```(\w*)\n(.*?)^```", LIBRARY, re.MULTILINE | re.DOTALL)
+    (code,) = [body for language, body in blocks if language == "python"]
     monkeypatch.chdir(ROOT)
     monkeypatch.setenv("HOME", str(tmp_path))
     for name in ("WORKFLOW_STORAGE_PATH", "HANDRAIL_WORKFLOWS"):
         monkeypatch.delenv(name, raising=False)
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
-        exec(compile(code, "README.md", "exec"), {})
+        exec(compile(code, "docs/library.md", "exec"), {})
     lines = printed.getvalue().splitlines()
     assert lines[0] == "understand | Understand the task and the code it touches"
     assert lines[1].startswith("Workflow: Coding Task")
@@ -187,7 +191,7 @@ def test_the_result_types_the_readme_documents_are_exported_from_handrail() -> N
     import handrail
     import handrail.engine
 
-    section = README[README.index("## As a library") : README.index("## Coming from WorkRail")]
+    section = LIBRARY
     documented = re.findall(r"^\| `(\w+)` \|", section, re.MULTILINE)
     assert documented == ["NextResult", "StepView", "Guidance", "LoopView", "Verdict"]
     for name in [*documented, "MissingContext", "LoopPosition"]:
@@ -200,3 +204,21 @@ def test_the_result_types_the_readme_documents_are_exported_from_handrail() -> N
         row = re.search(rf"^\| `{name}` \|(.*)$", section, re.MULTILINE)
         if row is not None:  # the table names every field of the type
             assert fields <= set(re.findall(r"`(\w+)`", row.group(1))), name
+
+
+def test_the_readme_keeps_to_what_a_user_does_and_leaves_the_figures_to_docs() -> None:
+    assert len(README.splitlines()) < 400
+    before_development = README.split("\n## Development\n")[0]
+    assert "benchmarks." not in before_development  # each figure comes with its benchmark: in docs/
+    assert "](docs/performance.md)" in before_development
+    performance = (ROOT / "docs" / "performance.md").read_text("utf-8")
+    assert "python -m benchmarks.run" in performance and "benchmarks.http_keepalive" in performance
+
+
+def test_every_relative_link_of_the_readme_and_the_docs_resolves() -> None:
+    broken = []
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", page.read_text("utf-8")):
+            if not target.startswith(("http://", "https://")) and not (page.parent / target).exists():
+                broken.append(f"{page.relative_to(ROOT)}: {target}")
+    assert broken == []

@@ -456,3 +456,38 @@ def test_a_context_that_is_not_json_is_one_line_in_plain_words_saying_where(
         "handrail walk: --context is not JSON, at column 21: a trailing comma: nothing follows this comma"
         " in its object, and JSON allows no comma there; remove it\n"
     )
+
+
+def test_the_init_sample_walked_with_auto_reads_understand_do_then_report(place: dict[str, Path]) -> None:
+    flows = place["cwd"] / "flows"
+    made = subprocess.run(
+        [sys.executable, "-m", "handrail", "init", "--dir", str(flows)],
+        capture_output=True, text=True, cwd=place["cwd"], env={**os.environ, "HOME": str(place["home"])},
+        timeout=60,
+    )  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    result = run("my-first-workflow", "--no-bundled", "--workflows", str(flows), "--auto", **place)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert [h.split(": ")[1] for h in headers(result.stdout)] == ["understand ---", "do-it ---", "report ---"]
+    assert result.stdout.rstrip().endswith("3 output(s) met their step's rules; no step walked has checks.")
+
+
+def test_auto_says_no_checks_ran_and_how_many_outputs_met_their_rules(place: dict[str, Path]) -> None:
+    found = '{"reproduced": true, "rootCauseFound": true}'
+    result = run("bug-investigation", "--auto", "--context", found, **place)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr
+    assert "every check passed" not in result.stdout
+    assert "walk does not run this step's 1 check(s); a run's server does." in result.stdout
+    last = result.stdout.rstrip().splitlines()[-1]
+    assert "no checks ran: the 2 check(s) of the steps walked run only in a run (workflow_start)" in last
+    assert "did not and were accepted anyway" in last
+
+
+def test_a_typed_walk_counts_the_outputs_that_met_their_rules_and_the_checks_it_did_not_run() -> None:
+    out = io.StringIO()
+    assert walk(bundled("coding-task"), io.StringIO(coding_task_script()), out) == 0
+    last = out.getvalue().rstrip().splitlines()[-1]
+    assert last == (
+        "6 output(s) met their step's rules; no checks ran: the 2 check(s) of the steps walked "
+        "run only in a run (workflow_start), on the server."
+    )

@@ -9,7 +9,7 @@ Library use, without MCP:
     verdict = validate_output(workflow, result.step.id, "what I did", {})  # a Verdict
 
 The result types (NextResult, StepView, Guidance, ...) are frozen dataclasses, see
-handrail.engine.results and the README's "As a library".
+handrail.engine.results and docs/library.md.
 
 The names below are imported on first use, so that `handrail start` can answer
 `initialize` before the compiler and the engine are loaded.

@@ -282,7 +282,10 @@ def bind(host: str, port: int) -> socket.socket:
     an OSError the command can word in one line (uvicorn would log a traceback-like
     error and exit 1)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # IPPROTO_TCP named here, not left as 0: asyncio turns on TCP_NODELAY only for sockets
+    # whose protocol says TCP, and without it each kept-alive answer waits for the client's
+    # delayed ACK (about 40 ms).
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((host, port))

@@ -36,7 +36,7 @@ PROGRESS = {
     "required": ["completed"],
 }
 STEP_AT = {
-    "step": {"type": ["object", "null"]},
+    "step": {"anyOf": [{"type": "object"}, {"type": "null"}]},
     "guidance": {"type": "object"},
     "isComplete": {"type": "boolean"},
     "loop": {"type": "object"},
@@ -50,8 +50,13 @@ RUN_SUMMARY = {
         "goal": {"type": "string"},
         "status": STATUS,
         "currentStep": {
-            "type": ["object", "null"],
-            "properties": {"id": {"type": "string"}, "title": {"type": "string"}},
+            "anyOf": [
+                {
+                    "type": "object",
+                    "properties": {"id": {"type": "string"}, "title": {"type": "string"}},
+                },
+                {"type": "null"},
+            ],
         },
         "updatedAt": {"type": "string"},
         "workspace": {"type": "string"},

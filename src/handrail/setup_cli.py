@@ -61,7 +61,7 @@ SAMPLE = {
     "$schema": "https://handrail.dev/schemas/workflow/v1.json",
     "id": "my-first-workflow",
     "name": "My First Workflow",
-    "description": "A sample: understand a task, do it, and report, with a check on the report.",
+    "description": "A sample: understand a task, then do it and report, with a check on the report.",
     "version": "0.1.0",
     "steps": [
         {
@@ -82,6 +82,7 @@ SAMPLE = {
             "id": "report",
             "title": "Report",
             "prompt": "Summarise what you did and how you checked it.",
+            "runCondition": "ready == true",  # as the work's: a report never comes before the work
             "validationCriteria": [
                 {"type": "length", "min": 40, "message": "The report needs a few sentences"}
             ],

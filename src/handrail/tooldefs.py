@@ -11,6 +11,7 @@ from functools import cache
 from typing import Any
 
 from handrail._resources import resource
+from handrail.portable_schema import portable
 
 ID = {"type": "string", "pattern": "^[a-z0-9-]+$", "minLength": 3, "maxLength": 64}
 SUMMARY = {
@@ -28,7 +29,7 @@ DIAGNOSTIC = {
         "severity": {"enum": ["error", "warning"]},
         "code": {"type": "string"},
         "message": {"type": "string"},
-        "hint": {"type": ["string", "null"]},
+        "hint": {"anyOf": [{"type": "string"}, {"type": "null"}]},
     },
     "required": ["file", "line", "column", "pointer", "severity", "code", "message", "hint"],
 }
@@ -72,7 +73,8 @@ def _tools() -> list[dict[str, Any]]:
         "openWorldHint": False,
         "destructiveHint": False,
     }
-    schema_out = {k: v for k, v in workflow_schema().items() if k not in ("$schema", "$id")}
+    # the schema workflow files follow, published in the portable form (it has type lists)
+    schema_out = portable({k: v for k, v in workflow_schema().items() if k not in ("$schema", "$id")})
     return [
         {
             "name": "workflow_list",
@@ -158,7 +160,7 @@ def _tools() -> list[dict[str, Any]]:
             "outputSchema": {
                 "type": "object",
                 "properties": {
-                    "step": {"type": ["object", "null"]},
+                    "step": {"anyOf": [{"type": "object"}, {"type": "null"}]},
                     "guidance": {"type": "object"},
                     "isComplete": {"type": "boolean"},
                     "completedSteps": {"type": "array", "items": {"type": "string"}},
@@ -322,7 +324,8 @@ def tools() -> tuple[dict[str, Any], ...]:
     from handrail.run_tooldefs import run_tools
 
     return tuple(
-        _loose_state({**t, "outputSchema": _or_error(t["outputSchema"])}) for t in [*_tools(), *run_tools()]
+        _loose_state({**t, "outputSchema": portable(_or_error(t["outputSchema"]))})
+        for t in [*_tools(), *run_tools()]
     )
 
 

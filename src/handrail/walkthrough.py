@@ -69,6 +69,9 @@ class Walkthrough:
     completed: list[str] = field(default_factory=list)
     state: tuple[LoopPosition, ...] | None = None  # the running loops, from the last result
     steps_done: int = 0
+    outputs_passed: int = 0  # outputs that met their step's rules
+    outputs_let_through: int = 0  # outputs accepted anyway although they did not
+    checks_not_run: int = 0  # the checks of the steps played: a run's server runs them, walk does not
 
     def __post_init__(self) -> None:
         if self.echo is None:
@@ -167,6 +170,7 @@ class Walkthrough:
                 self.say()
                 self.say(result.guidance.prompt)
                 self.say(f"{self.steps_done} step(s) done.")
+                self.say(self.what_was_checked())
                 return EXIT_COMPLETE
             step = result.step
             if step is None:
@@ -198,6 +202,9 @@ class Walkthrough:
             extras.append("This step asks for files.")
         if step.function_references:
             extras.append("Functions: " + ", ".join(step.function_references))
+        if step.checks:
+            self.checks_not_run += len(step.checks)
+            extras.append(f"walk does not run this step's {len(step.checks)} check(s); a run's server does.")
         if extras:
             self.say("\n" + "\n".join(extras))
         self.say()
@@ -213,6 +220,21 @@ class Walkthrough:
             break
         self.steps_done += 1
 
+    def what_was_checked(self) -> str:
+        """What the walk checked, and what it did not: it holds outputs to their steps'
+        rules, but never runs a step's checks (commands, files, git)."""
+        outputs = f"{self.outputs_passed} output(s) met their step's rules"
+        if self.outputs_let_through:
+            outputs += f", {self.outputs_let_through} did not and were accepted anyway"
+        if self.checks_not_run:
+            checks = (
+                f"no checks ran: the {self.checks_not_run} check(s) of the steps walked run only "
+                "in a run (workflow_start), on the server"
+            )
+        else:
+            checks = "no step walked has checks"
+        return f"{outputs}; {checks}."
+
     def loop_variables(self, loop: LoopView | None) -> dict[str, Any]:
         """The innermost loop's variables, which validation sees only when sent (§2.3)."""
         if loop is None:
@@ -227,7 +249,7 @@ class Walkthrough:
 
     def produce(self, step_id: str) -> str:
         if self.auto:
-            output = f"(auto) The work of step `{step_id}` is done; every check passed."
+            output = f"(auto) A canned output for step `{step_id}`: nothing was done, run or checked."
             self.say(f"| {output}")
             return output
         return self.read_block()
@@ -236,6 +258,7 @@ class Walkthrough:
         verdict = validate_output(self.workflow, step_id, output, scope)
         if verdict.valid:
             self.say("Valid.")
+            self.outputs_passed += 1
             return True
         self.say("The output does not pass:")
         for issue in verdict.issues:
@@ -246,10 +269,12 @@ class Walkthrough:
                 self.say(f"  - {suggestion}")
         if self.auto:
             self.say("(--auto: accepted anyway)")
+            self.outputs_let_through += 1
             return True
         choice = self.choose("[r]etry, [a]ccept anyway, or [q]uit? [r] ", "raq", "r")
         if choice == "q":
             raise Stop("quit")
+        self.outputs_let_through += choice == "a"
         return choice == "a"
 
     def confirmed(self) -> bool:

@@ -13,7 +13,8 @@ See spec/runs.md, "Approvals".
 
 from __future__ import annotations
 
-import getpass
+import functools
+import os
 from collections.abc import Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -94,10 +95,21 @@ REQUEST_APPROVER: ContextVar[Approver | None] = ContextVar("handrail_request_app
 
 
 def local_person() -> str:
-    """The person at this machine: the OS user name."""
+    """The person at this machine: the OS user name. The environment is read each time
+    (as getpass does); the password database only once, as it is asked on every call."""
+    for name in ("LOGNAME", "USER", "LNAME", "USERNAME"):
+        if user := os.environ.get(name):
+            return user
+    return _account_name()
+
+
+@functools.cache
+def _account_name() -> str:
     try:
-        return getpass.getuser()
-    except (KeyError, OSError):
+        import pwd
+
+        return pwd.getpwuid(os.getuid()).pw_name
+    except (ImportError, KeyError, OSError):
         return "local"
 
 
