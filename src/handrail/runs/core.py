@@ -102,7 +102,8 @@ class Runs(Advance):
         }
 
     # -- workflow_resume -------------------------------------------------------------
-    def open_runs(self, workspace: str, limit: int = OPEN_RUNS_LISTED) -> list[dict[str, Any]]:
+    def open_runs(self, workspace: str | None, limit: int = OPEN_RUNS_LISTED) -> list[dict[str, Any]]:
+        """The caller's open runs in `workspace` (None: in every workspace), latest first."""
         runs = self.store.list_runs(
             workspace=workspace, statuses=ACTIVE_STATUSES, owner=self.owner(), limit=limit
         )
