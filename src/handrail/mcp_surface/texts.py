@@ -28,8 +28,7 @@ def instructions(workflows: list[Any], *, runs_only: bool = False) -> str:
         "run is for). It returns a runId and the first step. Do the step, then call "
         "workflow_continue with the runId, the step's id as stepId and what you produced as "
         "output: the server checks it and answers with the next step, or with the issues to "
-        "fix. Repeat until the status is completed; workflow_resume picks a run up in a new "
-        "conversation."
+        "fix. Repeat until the status is completed."
     )
     if runs_only:
         return listed + "To follow a workflow, " + as_a_run
