@@ -126,9 +126,10 @@ def test_a_forged_request_state_approves_nothing_and_says_why(tmp_path: Path) ->
         run = _start(server)
         arguments = {"runId": run, "stepId": "plan"}
         state = _asked(server, {**arguments, "output": "Plan: one."})
+        guessed = _modern(server, arguments, inputResponses=ACCEPT, requestState=f"{run}:plan")
+        assert "not one handrail gave" in _refusal(guessed)  # the shape the server once gave
         _, seq, nonce = state.split(":")
         forged = {
-            f"{run}:plan": "not one handrail gave",  # what the server used to send
             f"{run}:1:{nonce}": "asked no such question",  # the seq of the `started` event
             f"{run}:{seq}:{nonce[:-2]}xx": "does not match the question",
             f"{run}:{int(seq) + 5}:{nonce}": "asked no such question",
