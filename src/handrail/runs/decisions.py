@@ -304,7 +304,7 @@ def _refused(run: RunRecord, reason: str) -> AnswerRefused:
         data={
             "runId": run.id,
             "status": run.status,
-            "details": f"the approval in inputResponses was not used: {reason}. {after}",
+            "details": f"the client's approval answer was not used: {reason}. {after}",
         }
     )
 
