@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import secrets
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -66,7 +67,8 @@ class ClientRequests:
             answer[0] = None if error is not None else result
             done.set()
 
-        rid = f"handrail-{next(self._ids)}"
+        # a random id: an answer written before the request was seen cannot name it
+        rid = f"handrail-{next(self._ids)}-{secrets.token_hex(8)}"
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
         if params is not None:
             message["params"] = params

@@ -169,6 +169,8 @@ class StateError(HandrailError):
     title = "State error"
 
     def fix(self) -> str:
+        if "runId" in self.data:  # a run's: its state is the server's, nothing to send back
+            return " Call the run tool again; workflow_resume shows where the run stands."
         return " Send back the completedSteps and state of the previous workflow_next result unchanged."
 
 

@@ -279,8 +279,14 @@ class Protocol:
                 "completions": {},
             },
             "serverInfo": dict(SERVER_INFO),
-            "instructions": with_runs(text, self.service.open_runs_note()),
+            "instructions": with_runs(text, self._runs_note()),
         }
+
+    def _runs_note(self) -> str:
+        """The open runs for the instructions; a client with roots names its workspace only
+        once initialized (stateless HTTP is never asked for roots)."""
+        roots = not self.stateless and "roots" in self.client_capabilities
+        return self.service.open_runs_note(roots=roots)
 
     def _shutdown(self, params: dict[str, Any]) -> None:
         self.shutdown_requested = True

@@ -79,8 +79,9 @@ def add_dashboard(sub: Any) -> None:
     options.add_transport_options(dashboard, http=True)
 
 
-def service_of(catalog: Any, args: argparse.Namespace, checks: Any) -> Any:
-    """The service of `start` and `serve`: the catalog, the limits, the run store, the checks."""
+def service_of(catalog: Any, args: argparse.Namespace, checks: Any, dashboard_url: str | None = None) -> Any:
+    """The service of `start` and `serve`: the catalog, the limits, the run store, the checks,
+    and the dashboard's address when the server serves one."""
     from handrail.errors import StorageError
     from handrail.service import Service, default_runs
     from handrail.store.open import check_url
@@ -96,7 +97,18 @@ def service_of(catalog: Any, args: argparse.Namespace, checks: Any) -> Any:
         runs=default_runs(args.database),
         runs_only=args.runs_only,
         checks=checks,
+        dashboard_url=dashboard_url,
     )
+
+
+def _reachable(url: str, host: str, port: int) -> str:
+    """The dashboard's address as a person on this machine opens it: a server listening on
+    every interface is reached on loopback."""
+    if host in ("0.0.0.0", ""):
+        return f"http://127.0.0.1:{port}/"
+    if host == "::":
+        return f"http://[::1]:{port}/"
+    return url
 
 
 START_AT_A_TERMINAL = """\
@@ -183,10 +195,11 @@ def serve_command(args: argparse.Namespace) -> int:
     where = f"[{args.host}]" if ":" in args.host else args.host
     said = f"handrail {args.command}:"
     print(f"{said} serving MCP at http://{where}:{port}/mcp (Ctrl-C stops)", file=sys.stderr)
-    print(f"handrail {args.command}: the dashboard is at http://{where}:{port}/", file=sys.stderr)
+    dashboard = f"http://{where}:{port}/"
+    print(f"handrail {args.command}: the dashboard is at {dashboard}", file=sys.stderr)
     try:
         return serve(
-            service_of(catalog, args, checks),
+            service_of(catalog, args, checks, dashboard_url=_reachable(dashboard, args.host, port)),
             args.host,
             port,
             extra_hosts=args.allow_host,

@@ -40,16 +40,20 @@ class Service:
         runs: Runs | None = None,
         runs_only: bool = False,
         checks: CheckConfig | None = None,
+        dashboard_url: str | None = None,
     ) -> None:
         """`runs`: the run store's operations (default: the store `HANDRAIL_DATABASE_URL` or
         ~/.handrail names, opened on first use). `runs_only`: see spec/runs.md. `checks`:
-        what runs' checks may do (commands allowed, named commands); None: nothing allowed."""
+        what runs' checks may do (commands allowed, named commands); None: nothing allowed.
+        `dashboard_url`: the dashboard's address, when this server serves it (named in
+        what a run waiting for approval says)."""
         self.catalog = catalog
         self.limits = limits or Limits()
         self.check_config = checks
         self.runs = runs if runs is not None else default_runs()
         self.runs.max_context_bytes = self.limits.max_context_bytes
         self.runs.check_config = checks
+        self.runs.dashboard_url = dashboard_url
         self.runs_only = runs_only
         self._validators: dict[str, Validator] = {}
         self._quick: dict[str, Accept | None] = {}  # name -> its quick check (argument_check.py)
@@ -132,11 +136,12 @@ class Service:
         them becomes the default workspace of runs."""
         self.runs.set_roots(uris)
 
-    def open_runs_note(self) -> str:
-        """What `initialize` says about the unfinished runs of the server's workspace."""
+    def open_runs_note(self, *, roots: bool = False) -> str:
+        """What `initialize` says about the unfinished runs of the server's workspace.
+        `roots`: the client offers MCP roots (its workspace is known only later)."""
         from handrail.runs.tools import open_runs_note
 
-        return open_runs_note(self.runs)
+        return open_runs_note(self.runs, roots=roots)
 
     def close(self) -> None:
         self.runs.close()

@@ -67,7 +67,9 @@ def workflow_get(self, snapshot, args):
 Service.workflow_get = workflow_get
 """
 
-SERVER_REQUESTS = {"roots/list"}  # what the server may ask a client (see handrail/client_requests.py)
+# what the server may ask a client (see handrail/client_requests.py): its roots, when it
+# offers them, and a person's approval, when it declared elicitation
+SERVER_REQUESTS = {"roots/list", "elicitation/create"}
 _MAIN = "import sys\nfrom handrail.cli import main\nraise SystemExit(main(sys.argv[1:]))\n"
 
 
@@ -84,7 +86,7 @@ def check_message(message: Any) -> None:
     assert message.get("jsonrpc") == "2.0", f"jsonrpc is not '2.0': {message!r}"
     if "method" in message:
         assert isinstance(message["method"], str), message
-        if "id" in message:  # the one request the server makes: roots/list, to a client offering roots
+        if "id" in message:  # a request the server makes of its client
             assert message["method"] in SERVER_REQUESTS, f"the server sends no such request: {message!r}"
             assert isinstance(message["id"], str), message
             assert set(message) <= {"jsonrpc", "id", "method", "params"}, message

@@ -363,8 +363,10 @@ def _approved_through_elicitation(tmp: Path, mode: str) -> None:
     assert answer["approved"]["comment"] == "Good plan"
     (question,) = asked
     assert record["run"] in question and "`plan`" in question and "Plan: build it behind a flag." in question
-    kinds = [e["type"] for e in _events(tmp, record["run"])]
-    assert kinds[-3:] == ["awaiting_approval", "approved", "accepted"]
+    events = _events(tmp, record["run"])
+    assert [e["type"] for e in events][-4:] == ["awaiting_approval", "approval_asked", "approved", "accepted"]
+    asked_event, approved_event = events[-3], events[-2]
+    assert approved_event["question"] == asked_event["seq"]  # the answer names the question it answers
 
 
 def test_a_client_that_answers_elicitation_approves_on_the_2025_protocol(tmp_path: Path) -> None:
@@ -520,4 +522,4 @@ def test_over_http_checks_run_and_a_2026_client_approves_on_its_retry_while_a_20
         assert after["accepted"] is True and after["approved"] == {"person": "dana"}
     events = _cli(tmp_path, "show", run, "--database", database, "--format", "json")
     kinds = [e["type"] for e in json.loads(events.stdout)["events"]]
-    assert kinds == ["started", "check", "awaiting_approval", "approved", "accepted"]
+    assert kinds == ["started", "check", "awaiting_approval", "approval_asked", "approved", "accepted"]

@@ -129,6 +129,9 @@ def loop_need(kind: LoopNeed, loop_id: str) -> str:
     return f"a JSON list: loop `{loop_id}` goes through it"
 
 
+AGAIN = "call workflow_next again"  # a run says instead how it is told (runs/base.py)
+
+
 def blocked(walk: Walk) -> Guidance:
     """The guidance of a walk that found no step because the context lacks variables."""
     missing = []
@@ -148,6 +151,6 @@ def blocked(walk: Walk) -> Guidance:
         lines.append(line)
     prompt = (
         "No remaining step can run yet: their conditions read context variables that are not set.\n"
-        "Set these in `context` and call workflow_next again:\n" + "\n".join(lines)
+        f"Set these in `context` and {AGAIN}:\n" + "\n".join(lines)
     )
     return Guidance("\n\n".join([prompt, *walk.notes]), False, (), None, tuple(missing))

@@ -104,7 +104,7 @@ class Surface:
         if told and snapshot is not None:
             with self._notify_lock:
                 self._seen_generation = snapshot.generation
-        return instructions(listed)
+        return instructions(listed, runs_only=self.service.runs_only)
 
     def on_catalog_change(self, listener: Callable[[Any], None]) -> None:
         self.service.catalog.on_change(listener)

@@ -9,7 +9,9 @@ from handrail.codec import encode
 from handrail.errors import HandrailError
 
 
-def instructions(workflows: list[Any]) -> str:
+def instructions(workflows: list[Any], *, runs_only: bool = False) -> str:
+    """`runs_only`: the server offers only the run tools (and workflow_list), so the text
+    teaches those; else it teaches both ways."""
     if not workflows:
         return (
             "No workflows configured.\n\n"
@@ -20,12 +22,23 @@ def instructions(workflows: list[Any]) -> str:
     for w in workflows:
         description = w.description or "No description provided"
         blocks.append(f"{w.id} ({w.step_count} steps)\n  Description: {description}")
+    listed = "Available workflows:\n\n" + "\n\n".join(blocks) + "\n\n"
+    as_a_run = (
+        "call workflow_start with its id as workflowId and a goal (a sentence saying what the "
+        "run is for). It returns a runId and the first step. Do the step, then call "
+        "workflow_continue with the runId, the step's id as stepId and what you produced as "
+        "output: the server checks it and answers with the next step, or with the issues to "
+        "fix. Repeat until the status is completed."
+    )
+    if runs_only:
+        return listed + "To follow a workflow, " + as_a_run
     return (
-        "Available workflows:\n\n" + "\n\n".join(blocks) + "\n\n"
-        "To follow a workflow, call workflow_next with its id as workflowId and an empty "
+        listed + "To follow a workflow, call workflow_next with its id as workflowId and an empty "
         "completedSteps list. Do the step it returns, check your output with "
         "workflow_validate, then call workflow_next again with the result's completedSteps "
-        "plus that step's id, the result's state, and your context."
+        "plus that step's id, the result's state, and your context.\n\n"
+        "To have the server keep track instead (it checks each step and remembers where the "
+        "work stands, across conversations), " + as_a_run
     )
 
 

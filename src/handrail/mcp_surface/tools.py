@@ -127,7 +127,7 @@ def _approver(
     capabilities = modern_capabilities(params)
     if capabilities is not None:
         if "elicitation" in capabilities:
-            return AnsweredOnRetry(params.get("inputResponses"), person)
+            return AnsweredOnRetry(params.get("inputResponses"), params.get("requestState"), person)
         return None
     if stateless or "elicitation" not in client_capabilities:
         return None

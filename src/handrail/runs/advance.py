@@ -84,6 +84,10 @@ class Advance(Decisions):
         if step_id is not None and output is None:
             return self._after_decision(run, step_id)
         if run.status not in ACTIVE_STATUSES:
+            if run.status == "completed" and output is None and not changes:
+                last = self._last_approved(run)  # a person's approval ended it: say so
+                if last is not None:
+                    return self._after_decision(run, last)
             raise _not_active(run)
         workflow = self.pinned(snapshot, run)
         position: Mapping[str, Any] = run.position
@@ -99,7 +103,13 @@ class Advance(Decisions):
         change_data = {"contextChanges": dict(changes)} if changes else {}
         if step_id is None or output is None:  # context only
             written = self._write(run, update, [NewEvent("context", data=change_data)], self.owner())
-            return {"runId": run.id, "accepted": False, "status": written.status, **self._view(written)}
+            return {
+                "runId": run.id,
+                "accepted": False,
+                "status": written.status,
+                "message": _context_message(changes, written),
+                **self._view(written),
+            }
         current = position.get("step")
         if not isinstance(current, dict) or current.get("id") != step_id:
             raise _not_current(step_id, run, position=position)
@@ -179,6 +189,18 @@ class Advance(Decisions):
             **self._view(written),
         }
 
+    def _last_approved(self, run: RunRecord) -> str | None:
+        """The step whose approval by a person was the run's last acceptance, if it was."""
+        events = self.store.events(run.id)
+        accepted = [i for i, e in enumerate(events) if e.type == "accepted"]
+        if not accepted:
+            return None
+        i = accepted[-1]
+        before = events[i - 1] if i > 0 else None
+        if before is not None and before.type == "approved" and before.step_id == events[i].step_id:
+            return before.step_id
+        return None
+
     def _evidence(
         self, workflow: Workflow, run: RunRecord, step_id: str, context: Mapping[str, Any]
     ) -> list[CheckResult]:
@@ -209,3 +231,24 @@ class Advance(Decisions):
                 wire = event.data.get("baseline")
                 return Baseline.from_wire(wire) if isinstance(wire, Mapping) else None
         return None
+
+
+def _context_message(changes: Mapping[str, Any] | None, run: RunRecord) -> str:
+    """What a call with only `context` did: it submits no step, so nothing is accepted."""
+    if changes:
+        set_keys = [k for k, v in changes.items() if v is not None]
+        removed = [k for k, v in changes.items() if v is None]
+        parts = [f"set {', '.join(f'`{k}`' for k in set_keys[:20])}"] if set_keys else []
+        if removed:
+            parts.append(f"removed {', '.join(f'`{k}`' for k in removed[:20])}")
+        said = "The run's context was changed (" + "; ".join(parts) + "); no step was submitted, so "
+    else:
+        said = "Nothing was changed: the call had no output and no context, and no step was submitted, so "
+    said += "nothing was accepted (accepted is false for that reason alone). "
+    step = run.position.get("step")
+    if isinstance(step, Mapping):
+        current = step.get("id")
+        return said + f"The current step is `{current}`: send its output with stepId `{current}`."
+    if run.position.get("isComplete"):
+        return said + "The run has no step left."
+    return said + "The run still has no step it can run: set what guidance.missingContext lists."

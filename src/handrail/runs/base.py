@@ -114,6 +114,8 @@ class RunsBase:
         self.max_context_bytes = MAX_CONTEXT_BYTES  # the service sets its own limit
         self._opening = threading.Lock()
         self.check_config: CheckConfig | None = None  # the service sets the server's own
+        # where a person approves in a browser, when this server serves the dashboard
+        self.dashboard_url: str | None = None
 
     @property
     def store(self) -> RunStore:
@@ -174,9 +176,13 @@ class RunsBase:
     def _view(run: RunRecord) -> dict[str, Any]:
         """The engine's answer as stored, shaped as in workflow_next (bookkeeping left out)."""
         position = run.position
+        step = position.get("step")
+        guidance = position.get("guidance")
+        if step is None and isinstance(guidance, dict):
+            guidance = _run_guidance(guidance)
         view: dict[str, Any] = {
-            "step": position.get("step"),
-            "guidance": position.get("guidance"),
+            "step": step,
+            "guidance": guidance,
             "isComplete": bool(position.get("isComplete")),
         }
         if "loop" in position:
@@ -210,6 +216,17 @@ class RunsBase:
             raise
 
 
+def _run_guidance(guidance: dict[str, Any]) -> dict[str, Any]:
+    """A blocked run's guidance, naming the call a run takes: the engine's names workflow_next."""
+    from handrail.engine.next import AGAIN
+
+    prompt = guidance.get("prompt")
+    if not isinstance(prompt, str) or AGAIN not in prompt:
+        return guidance
+    told = "call workflow_continue with this runId and only `context` (no stepId, no output)"
+    return {**guidance, "prompt": prompt.replace(AGAIN, told)}
+
+
 class _off_the_clock:
     """Time inside does not count against the request's budget (checks, a person)."""
 
@@ -223,7 +240,14 @@ class _off_the_clock:
 
 
 def _not_active(run: RunRecord) -> RunNotActive:
-    details = f"the run is {run.status}; start a new run with workflow_start"
+    if run.status == "completed":
+        details = (
+            "the run is completed: every step was accepted and its record is kept "
+            "(workflow_resume shows it), so nothing is lost and nothing is left to do in it; "
+            "for new work, start a new run with workflow_start"
+        )
+    else:
+        details = f"the run is {run.status}; start a new run with workflow_start"
     return RunNotActive(data={"runId": run.id, "status": run.status, "details": details})
 
 
@@ -241,7 +265,8 @@ def _not_current(
         details = (
             "the run is complete"
             if position.get("isComplete")
-            else "the run has no current step: set the context it is waiting for (see missingContext)"
+            else "the run has no current step: set the context it is waiting for (see missingContext) "
+            "with workflow_continue, this runId and only `context`"
         )
     else:
         details = f"the run is at `{current}`, not `{step_id}`"

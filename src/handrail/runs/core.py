@@ -120,7 +120,8 @@ class Runs(Advance):
         return self.store.events(run.id)
 
     # -- workflow_resume -------------------------------------------------------------
-    def open_runs(self, workspace: str, limit: int = OPEN_RUNS_LISTED) -> list[dict[str, Any]]:
+    def open_runs(self, workspace: str | None, limit: int = OPEN_RUNS_LISTED) -> list[dict[str, Any]]:
+        """The caller's open runs in `workspace` (None: in every workspace), latest first."""
         runs = self.store.list_runs(
             workspace=workspace, statuses=ACTIVE_STATUSES, owner=self.owner(), limit=limit
         )

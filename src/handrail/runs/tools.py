@@ -88,14 +88,18 @@ def refuse_in_runs_only(name: str) -> None:
         )
 
 
-def open_runs_note(runs: Runs, workspace: str | None = None) -> str:
+def open_runs_note(runs: Runs, workspace: str | None = None, *, roots: bool = False) -> str:
     """A paragraph for `initialize`'s instructions naming the workspace's open runs; empty
-    when there are none. Never creates the database, and never fails `initialize`."""
+    when there are none. Never creates the database, and never fails `initialize`.
+    `roots`: the client names its workspace through MCP roots, which it is asked for only
+    once `initialize` is answered: the note then lists the open runs of every workspace,
+    each with its folder, so that the client's are among them."""
     try:
         store_file = getattr(runs, "database_file", None)
         if store_file is not None and not os.path.exists(store_file):
             return ""
-        listed = runs.open_runs(workspace or runs.default_workspace(), limit=10)
+        where = None if roots else (workspace or runs.default_workspace())
+        listed = runs.open_runs(where, limit=10)
     except Exception as exc:  # a broken database must not stop the handshake
         log.warning("could not list open runs for the instructions: %s", exc)
         return ""
@@ -105,11 +109,20 @@ def open_runs_note(runs: Runs, workspace: str | None = None) -> str:
     for r in listed:
         step = r["currentStep"]
         at = f"at step `{step['id']}` ({step['title']})" if step else "waiting for context"
+        folder = f" in {r['workspace']}" if roots else ""
         lines.append(
-            f"- {r['runId']}: {r['workflowId']}, goal: {r['goal'][:200]}; {at}; last update {r['updatedAt']}"
+            f"- {r['runId']}{folder}: {r['workflowId']}, goal: {r['goal'][:200]}; {at}; "
+            f"last update {r['updatedAt']}"
         )
+    heading = (
+        "Unfinished runs, in every workspace (your client names its workspace through its roots "
+        "only after this handshake; workflow_resume with no arguments then lists that workspace's):"
+        if roots
+        else f"Unfinished runs in this workspace ({listed[0]['workspace']}):"
+    )
     return (
-        f"Unfinished runs in this workspace ({listed[0]['workspace']}):\n"
+        heading
+        + "\n"
         + "\n".join(lines)
         + "\n\nTo carry on with one, call workflow_resume with its runId: it returns the current step, "
         "the context and a recap of the work so far. Then send each step's output with workflow_continue."
