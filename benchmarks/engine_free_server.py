@@ -23,7 +23,7 @@ def engine_free() -> None:
     import orjson
 
     from handrail.codec import Encoded, encode
-    from handrail.service import Service
+    from handrail.service.core import Service
 
     made = Service.__init__
 

@@ -467,8 +467,8 @@ def _kind(problem: str) -> str:
 
 def in_process_protocol() -> Any:
     from handrail.catalog import load_catalog
-    from handrail.protocol import Protocol
-    from handrail.service import Service
+    from handrail.protocol.core import Protocol
+    from handrail.service.core import Service
 
     protocol = Protocol(Service(load_catalog(LOOPS)))
     protocol.handle(

@@ -46,7 +46,7 @@ WITHOUT_NODELAY = """
 import socket
 import sys
 
-import handrail.http
+import handrail.transport.http
 
 
 def bind(host, port):
@@ -58,7 +58,7 @@ def bind(host, port):
     return sock
 
 
-handrail.http.bind = bind
+handrail.transport.http.bind = bind
 from handrail.cli import main
 raise SystemExit(main(sys.argv[1:]))
 """

@@ -38,10 +38,10 @@ def lines(scenario: str, n: int) -> list[bytes]:
 
 
 def serve_handrail(scenario: str, n: int, folder: str) -> None:
-    from handrail import stdio
     from handrail.catalog import load_catalog
-    from handrail.protocol import Protocol
-    from handrail.service import Service
+    from handrail.protocol.core import Protocol
+    from handrail.service.core import Service
+    from handrail.transport import stdio
 
     stdio.WATCH_S = 1e6  # under valgrind every request looks long: keep the watcher out
     protocol = Protocol(Service(load_catalog(folder)))

@@ -22,7 +22,7 @@ from handrail.engine.templates import render  # per call in both: a regex substi
 from handrail.errors import IGNORE as ignore
 from handrail.expr.ast import literals_for, to_text, variables
 from handrail.expr.parse import _parser, parse_condition
-from handrail.rules import compile_criteria, criteria_text
+from handrail.rules.closures import compile_criteria, criteria_text
 
 DEFAULTS = {"iterationVar": "currentIteration", "itemVar": "currentItem", "indexVar": "currentIndex"}
 

@@ -76,7 +76,7 @@ def worker(corpus: str, inputs_file: str) -> None:
 
     from handrail.catalog import load_catalog
     from handrail.engine import next_step, validate_output
-    from handrail.service import Service
+    from handrail.service.core import Service
 
     catalog = load_catalog(corpus)
     service = Service(catalog)

@@ -11,11 +11,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from handrail.argument_check import Bounds, quick_check
-from handrail.argument_limits import admission, check_limits
 from handrail.errors import InvalidParams
 from handrail.limits import Limits
-from handrail.tooldefs import tools
+from handrail.service.argument_check import Bounds, quick_check
+from handrail.service.argument_limits import admission, check_limits
+from handrail.service.definitions import tools
 from tests.helpers.server import Server
 
 SCHEMAS = {t["name"]: t["inputSchema"] for t in tools()}
@@ -77,7 +77,7 @@ def test_an_id_that_matched_is_admitted_again_and_one_that_did_not_is_refused_ag
 
 
 def test_the_ids_kept_are_bounded_in_count_and_in_length() -> None:
-    from handrail import argument_check
+    from handrail.service import argument_check
 
     schema = {"type": "object", "properties": {"a": {"type": "string", "pattern": "^[a-z]+$"}}}
     quick = quick_check(schema)

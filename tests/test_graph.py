@@ -16,7 +16,7 @@ import pytest
 from handrail.catalog import load_catalog
 from handrail.cli import main
 from handrail.compiler import compile_path, compile_text
-from handrail.graph import (
+from handrail.compiler.graph import (
     Cluster,
     DiagramNode,
     build,

@@ -10,8 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from handrail.cli.setup import SAMPLE
 from handrail.home import handrail_home
-from handrail.setup_cli import SAMPLE
 
 
 def handrail(home: Path, handrail_home: Path | None, *args: str) -> subprocess.CompletedProcess[str]:
@@ -66,7 +66,7 @@ def test_the_default_run_database_lives_in_handrail_home(tmp_path: Path) -> None
     start = {"workflowId": "my-first-workflow", "goal": "see where the run goes", "workspace": str(home)}
     script = (
         "from handrail.catalog import Catalog, default_sources\n"
-        "from handrail.service import Service\n"
+        "from handrail.service.core import Service\n"
         "import json, sys\n"
         "service = Service(Catalog(default_sources(bundled=False)))\n"
         "print(service.call('workflow_start', json.loads(sys.argv[1]))['runId'])\n"

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from jsonschema import Draft7Validator
 
-from handrail.portable_schema import portable
+from handrail.service.portable_schema import portable
 
 VALUES: list[Any] = ["", "text", 0, 2.5, True, None, {}, {"id": 3}, {"id": "a"}, [], [1, "x"]]
 

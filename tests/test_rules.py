@@ -10,7 +10,7 @@ import pytest
 
 from handrail.compiler import compile_text
 from handrail.model import Output
-from handrail.rules import compile_criteria, run_rules
+from handrail.rules.closures import compile_criteria, run_rules
 from tests.expr.test_conditions import Diagnostics, compared
 from tests.helpers.cases import case_files, load_cases
 from tests.helpers.wire import wire_validate

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from handrail.schemas import GENERATED, TARGETS, check_schema, check_workflow, generated_code, schema_digest
+from handrail.rules.schemas import (
+    GENERATED,
+    TARGETS,
+    check_schema,
+    check_workflow,
+    generated_code,
+    schema_digest,
+)
 
 
 @pytest.mark.parametrize("filename", sorted(TARGETS))
@@ -14,9 +21,9 @@ def test_generated_validator_is_up_to_date(filename: str) -> None:
     import fastjsonschema
 
     current = (GENERATED / filename).read_text(encoding="utf-8")
-    assert f"# {schema_digest(TARGETS[filename])}\n" in current, "run `python -m handrail.schemas`"
+    assert f"# {schema_digest(TARGETS[filename])}\n" in current, "run `python -m handrail.rules.schemas`"
     if f'VERSION = "{fastjsonschema.VERSION}"' in current:
-        assert current == generated_code(TARGETS[filename]), "run `python -m handrail.schemas`"
+        assert current == generated_code(TARGETS[filename]), "run `python -m handrail.rules.schemas`"
 
 
 def test_the_declared_fastjsonschema_bound_allows_no_version_the_generated_code_cannot_import() -> None:

@@ -1,4 +1,4 @@
-"""The service (handrail.service): what each `Service` in a process keeps to itself."""
+"""The service (handrail.service.core): what each `Service` in a process keeps to itself."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from typing import Any
 
 from handrail.catalog import load_catalog
 from handrail.limits import Limits
-from handrail.protocol import Protocol
-from handrail.service import Service
+from handrail.protocol.core import Protocol
+from handrail.service.core import Service
 
 # a lookahead sends the rule to the backtracking engine; on this text it never finishes
 SLOW_RULE = {"type": "regex", "pattern": "(?=(a|aa)+$)", "message": "all a"}

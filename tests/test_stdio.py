@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from handrail.catalog import Catalog
-from handrail.protocol import Protocol
-from handrail.service import Service
-from handrail.stdio import serve
+from handrail.protocol.core import Protocol
+from handrail.service.core import Service
+from handrail.transport.stdio import serve
 
 LIMIT = 2048
 LINES = [

@@ -7,7 +7,7 @@ import difflib
 import json
 from pathlib import Path
 
-from handrail.suggest import EXACT_UP_TO, close_matches
+from handrail.catalog.suggest import EXACT_UP_TO, close_matches
 from tests.helpers.server import Server
 
 

@@ -8,7 +8,7 @@
   function whose globals hold `REGEX_PATTERNS` (compiled `re` patterns by their
   source; a format's pattern under `<format>_re_pattern`, called with `.match`,
   the others with `.search`) and its `validate...` functions, which call each other
-  by name (`$ref`). rules.py swaps the patterns and wraps those functions.
+  by name (`$ref`). rules/closures.py swaps the patterns and wraps those functions.
 
 `check()` says, naming the versions, which of these is not as expected; the contract
 tests (tests/test_internals.py) run it, so an upgrade that changes one fails loudly

@@ -76,7 +76,7 @@ SHUTDOWN_TIMEOUT_S = 5.0  # on SIGTERM, how long requests in hand may still take
 
 @dataclass(frozen=True, slots=True)
 class TransportLimits:
-    workers: int = 0  # threads answering requests; 0: a default for this machine (workers.py)
+    workers: int = 0  # threads answering requests; 0: a default for this machine (transport/workers.py)
     max_queued: int = MAX_QUEUED_REQUESTS
     header_timeout: float = HEADER_TIMEOUT_S
     body_timeout: float = BODY_TIMEOUT_S

@@ -12,7 +12,7 @@ import pytest
 
 from handrail.catalog import Catalog, Source
 from handrail.errors import WorkflowNotFound
-from handrail.service import Service
+from handrail.service.core import Service
 from tests.helpers.server import Server
 
 BROKEN = "zz-broken.json"

@@ -108,7 +108,7 @@ def test_start_takes_the_check_options_and_the_service_carries_them(tmp_path: Pa
     script = (
         "import sys\n"
         "from handrail import cli\n"
-        "from handrail import service\n"
+        "from handrail.service import core as service\n"
         "seen = []\n"
         "original = service.Service.__init__\n"
         "def spy(self, *a, **k):\n"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from handrail.checks import check_config, parse_command, parse_commands_variable
-from handrail.globs import GlobError, compile_glob
+from handrail.patterns.globs import GlobError, compile_glob
 
 
 @pytest.mark.parametrize(

@@ -133,7 +133,7 @@ def test_the_engine_loads_no_service_runs_protocol_or_wire_module() -> None:
     code = (
         "import sys, handrail.engine\n"
         "bad = [m for m in sys.modules if m.split('.')[1:2] and m.split('.')[1] in "
-        "('service', 'runs', 'protocol', 'result_json', 'stdio', 'http', 'catalog')]\n"
+        "('service', 'runs', 'protocol', 'result_json', 'transport', 'catalog')]\n"
         "print(bad)"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -20,7 +20,7 @@ from handrail.catalog import Entry, Snapshot, Source
 from handrail.compiler import compile_text
 from handrail.errors import HandrailError
 from handrail.model import Workflow
-from handrail.service import Service
+from handrail.service.core import Service
 from tests.conftest import SPEC
 
 TRACES = SPEC / "cases" / "traces"

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
+from handrail.catalog.git_sources import GitSpec, GitSpecError
 from handrail.cli import main
-from handrail.git_sources import GitSpec, GitSpecError
 from tests.http import HttpServer
 from tests.runs.workflows import WORKFLOW_ID, build_feature
 

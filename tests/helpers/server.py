@@ -38,7 +38,7 @@ _EOF = object()
 # no real workflow can (every error class, an unexpected crash, a stray print).
 FAULTS = """
 from handrail import errors
-from handrail.service import Service
+from handrail.service.core import Service
 
 _original = Service.workflow_get
 _ERRORS = {
@@ -67,7 +67,7 @@ def workflow_get(self, snapshot, args):
 Service.workflow_get = workflow_get
 """
 
-# what the server may ask a client (see handrail/client_requests.py): its roots, when it
+# what the server may ask a client (see handrail/protocol/client_requests.py): its roots, when it
 # offers them, and a person's approval, when it declared elicitation
 SERVER_REQUESTS = {"roots/list", "elicitation/create"}
 _MAIN = "import sys\nfrom handrail.cli import main\nraise SystemExit(main(sys.argv[1:]))\n"

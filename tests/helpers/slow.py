@@ -8,7 +8,7 @@ import sys
 
 SLOW = """
 import time
-from handrail.service import Service
+from handrail.service.core import Service
 
 _original = Service.workflow_get
 

@@ -8,7 +8,7 @@ import socket
 
 import pytest
 
-from handrail.http import bind
+from handrail.transport.http import bind
 
 
 async def _nodelay_of_an_accepted_connection(host: str) -> int:

@@ -15,8 +15,8 @@ import pytest
 from jsonschema import Draft7Validator, Draft202012Validator
 from mcp_types.methods import parse_server_result
 
-from handrail.portable_schema import portable
-from handrail.tooldefs import workflow_schema
+from handrail.service.definitions import workflow_schema
+from handrail.service.portable_schema import portable
 from tests.helpers.server import LATEST, ROOT, Server
 from tests.http import MODERN, modern_request
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from handrail.codec import Encoded, encode
-from handrail.mcp_surface.tools import spliced_result, tool_result
+from handrail.protocol.surface.tool_methods import spliced_result, tool_result
 from tests.helpers.server import Server
 
 

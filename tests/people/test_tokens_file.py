@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from handrail.cli import main
-from handrail.people import People
+from handrail.service.people import People
 
 
 def test_handrail_token_prints_a_new_token_and_the_line_that_admits_it(

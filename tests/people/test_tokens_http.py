@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from handrail.cli import main
-from handrail.people import token_line
+from handrail.service.people import token_line
 from tests.http import HttpServer
 from tests.runs.workflows import WORKFLOW_ID, build_feature, write
 

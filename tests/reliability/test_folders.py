@@ -178,8 +178,7 @@ def test_a_file_swapped_for_a_fifo_after_it_was_found_is_refused_not_waited_on(
 def test_reloads_go_on_by_polling_when_the_folders_cannot_be_watched(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from handrail import watch
-    from handrail.catalog import Catalog, Source
+    from handrail.catalog import Catalog, Source, watch
 
     def cannot_watch(*args: Any, **kwargs: Any) -> Any:
         raise OSError("OS file watch limit reached")

@@ -25,8 +25,8 @@ from hypothesis import strategies as st
 from benchmarks import fuzz_long
 from benchmarks.fuzz_long import METHODS, NOTIFICATIONS, TOOLS, check
 from handrail.catalog import Catalog
-from handrail.protocol import Protocol
-from handrail.service import Service
+from handrail.protocol.core import Protocol
+from handrail.service.core import Service
 
 FUZZ = settings(
     max_examples=600,
@@ -243,7 +243,7 @@ ASKS_FOR_ROOTS = [
 def test_stdio_answers_line_by_line(lines: list[bytes], final_newline: bool) -> None:
     """Through `stdio.serve` with a small line limit: one reply line per request line, in
     order, lines over the limit refused with id null, then a final ping answered."""
-    from handrail.stdio import serve
+    from handrail.transport.stdio import serve
 
     protocol = Protocol(Service(Catalog([])))
     protocol.initialized = True

@@ -19,11 +19,11 @@ from typing import Any
 import pytest
 
 from benchmarks import hostile
-from handrail import rules
 from handrail.catalog import load_catalog
+from handrail.rules import closures as rules
 from handrail.patterns import compiled
-from handrail.protocol import Protocol
-from handrail.service import Service
+from handrail.protocol.core import Protocol
+from handrail.service.core import Service
 from tests.helpers.server import Server
 
 BUDGET_SECONDS = 3  # the server's --max-request-seconds: room for a loaded machine

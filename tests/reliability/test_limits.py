@@ -18,8 +18,8 @@ import pytest
 from handrail.catalog import load_catalog
 from handrail.errors import InvalidParams
 from handrail.limits import MAX_LINE_BYTES, Limits
-from handrail.protocol import Protocol
-from handrail.service import Service
+from handrail.protocol.core import Protocol
+from handrail.service.core import Service
 from tests.conftest import CORPUS
 from tests.helpers.server import Server
 

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from handrail.catalog import Catalog, Source
-from handrail.protocol import Protocol
-from handrail.service import Service
+from handrail.protocol.core import Protocol
+from handrail.service.core import Service
 
 
 def workflow(version: str, title: str) -> dict[str, Any]:

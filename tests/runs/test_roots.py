@@ -11,7 +11,7 @@ import anyio
 import mcp.types as types
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
-from handrail.client_requests import MAX_PENDING, ClientRequests
+from handrail.protocol.client_requests import MAX_PENDING, ClientRequests
 from tests.helpers.server import ROOT, Server
 from tests.runs.workflows import WORKFLOW_ID, build_feature, write
 

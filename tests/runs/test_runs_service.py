@@ -9,7 +9,7 @@ import pytest
 
 from handrail.catalog import load_catalog
 from handrail.errors import HandrailError
-from handrail.service import Service
+from handrail.service.core import Service
 from tests.runs.workflows import WORKFLOW_ID, build_feature, write
 
 

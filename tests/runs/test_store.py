@@ -240,7 +240,7 @@ def test_the_sqlite_path_never_imports_psycopg(tmp_path: Path) -> None:
     code = (
         "import sys; from handrail.store import open_store; "
         f"s = open_store('sqlite:///{tmp_path / 'runs.db'}'); s.put_source('h', 'w', b'{{}}'); "
-        "import handrail.cli, handrail.service; "
+        "import handrail.cli, handrail.service.core; "
         "print(sorted(m for m in sys.modules if m.startswith('psycopg')))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

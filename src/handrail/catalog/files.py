@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from handrail import folders
+from handrail.catalog import folders
 from handrail.errors import Diagnostic
 
 if TYPE_CHECKING:  # the compiler is loaded on first compile, after `initialize` is answered

@@ -22,14 +22,14 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from handrail import suggest
-from handrail.caching import BoundedCache
+from handrail.catalog import suggest
 from handrail.catalog.files import Listed, Stamp, compile_file, listed, of_workflow, read, revision, stamp
 from handrail.catalog.snapshot import Entry, Problem, Snapshot
 from handrail.catalog.sources import Source, discover
 from handrail.errors import Diagnostic
 from handrail.limits import MAX_COMPILED_WORKFLOWS, RELOAD_INTERVAL_S
 from handrail.limits import MAX_FILE_BYTES as DEFAULT_MAX_BYTES
+from handrail.patterns.caching import BoundedCache
 
 if TYPE_CHECKING:
     from handrail.compiler import Compiled
@@ -90,7 +90,7 @@ class Catalog:
 
     def watch(self, interval: float | None = None) -> None:
         """List the sources, then keep them current, on a daemon thread woken by the file
-        system's events (see watch.py), so that a request only reads the current snapshot:
+        system's events (see catalog/watch.py), so that a request only reads the current snapshot:
         no file system work on the request path; and check every file on a second one.
         `interval`: how long changes are gathered before a reload. Returns at once;
         `snapshot()` waits for the first listing."""
@@ -141,7 +141,7 @@ class Catalog:
                 log.warning("%s is broken; still serving its last good version", entry.item.file)
 
     def _watch(self) -> None:
-        from handrail import watch
+        from handrail.catalog import watch
 
         failures = 0
         while not self._stop.is_set():

@@ -13,13 +13,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from handrail import folders
 from handrail._resources import resource
+from handrail.catalog import folders
 from handrail.errors import Diagnostic
 from handrail.home import workflows_folder
 
 if TYPE_CHECKING:
-    from handrail.git_sources import GitSource
+    from handrail.catalog.git_sources import GitSource
 
 FALSE_WORDS = {"0", "false", "no", "off"}
 
@@ -55,7 +55,7 @@ def default_sources(
         for part in env.get(variable, "").split(os.pathsep):
             if part.strip():
                 sources.append(Source(f"env:{variable}", Path(part.strip()).expanduser()))
-    from handrail import git_sources  # git sources are a module of their own
+    from handrail.catalog import git_sources  # git sources are a module of their own
 
     for spec in git_sources.specs_from_env(env):
         sources.append(git_sources.source(f"env:{git_sources.ENV_VARIABLE}", spec, env, git_refresh))
@@ -83,7 +83,7 @@ def _resolved(path: Path) -> Path:
 
 def discover(source: Source) -> tuple[list[Path], list[Diagnostic]]:
     """The *.json files of a source (recursively), refusing links that leave it and
-    anything that is not a regular file (see handrail.folders)."""
+    anything that is not a regular file (see handrail.catalog.folders)."""
     if source.git is not None:  # fetched on first look; a failed fetch is a warning
         problems = source.git.problems()
         if (escape := source.git.escape()) is not None:

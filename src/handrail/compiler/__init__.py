@@ -18,7 +18,7 @@ from handrail.compiler.source import SourceMap, parse_json
 from handrail.errors import Diagnostic, Finding, Findings
 from handrail.limits import MAX_FILE_BYTES
 from handrail.model import Workflow, WorkflowOrigin
-from handrail.schemas import check_workflow
+from handrail.rules.schemas import check_workflow
 
 DEFAULT_MAX_BYTES = MAX_FILE_BYTES
 

@@ -1,4 +1,4 @@
-"""The dashboard's routes, mounted beside /mcp (see handrail.http.create_app).
+"""The dashboard's routes, mounted beside /mcp (see handrail.transport.http.create_app).
 
 Sign-in: a person posts their token once; the server keeps a session and gives the
 browser only an opaque id in an HttpOnly, SameSite=Strict cookie. Scripts may also
@@ -24,8 +24,8 @@ from starlette.routing import BaseRoute, Route
 from handrail.dashboard import views
 from handrail.dashboard.sessions import COOKIE, Identifies, Session, Sessions
 from handrail.errors import HandrailError
-from handrail.people import bearer
 from handrail.runs.core import REQUEST_OWNER
+from handrail.service.people import bearer
 from handrail.store.base import STATUSES
 
 HERE = Path(__file__).parent

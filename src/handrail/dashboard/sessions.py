@@ -1,5 +1,5 @@
 """Who is signed in: server-side sessions behind an opaque cookie. The person a
-token names comes from the transport's `People` (handrail.people)."""
+token names comes from the transport's `People` (handrail.service.people)."""
 
 from __future__ import annotations
 
@@ -61,6 +61,6 @@ class Sessions:
 
 
 class Identifies(Protocol):
-    """handrail.people.People: a token's person, or None."""
+    """handrail.service.people.People: a token's person, or None."""
 
     def identify(self, token: str) -> str | None: ...

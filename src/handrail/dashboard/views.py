@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from markdown_it import MarkdownIt
 from markupsafe import Markup
 
-from handrail.graph import Cluster, DiagramNode, build, to_mermaid
+from handrail.compiler.graph import Cluster, DiagramNode, build, to_mermaid
 from handrail.model import Step
 
 if TYPE_CHECKING:

@@ -8,7 +8,7 @@ from typing import Any
 from handrail.engine.results import PASSED, Verdict
 from handrail.errors import InvalidParams, StepNotFound
 from handrail.model import Output, Step, Workflow
-from handrail.rules import run_rules
+from handrail.rules.closures import run_rules
 
 GENERIC_SUGGESTION = "Review the step's validation criteria and revise the output."
 

@@ -18,8 +18,8 @@ from functools import cache
 from typing import Any, Literal
 
 from handrail import budget
-from handrail.caching import BoundedCache
 from handrail.errors import ValidationEngineError
+from handrail.patterns.caching import BoundedCache
 from handrail.patterns.translate import (
     ANY_NON_ASCII,
     MARK,

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 from starlette.datastructures import Headers
 
 from handrail.errors import SERVER_ERROR, RpcError
-from handrail.people import People, bearer
+from handrail.service.people import People, bearer
 
 LOCAL_HOSTS = ("localhost", "127.0.0.1", "[::1]", "::1")
 

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from handrail.cli_options import EXIT_OK, EXIT_USAGE, invoked_as
+from handrail.cli.options import EXIT_OK, EXIT_USAGE, invoked_as
 
 
 def add_init(sub: Any) -> None:
@@ -29,7 +29,7 @@ def add_token(sub: Any) -> None:
 
 
 def token(args: argparse.Namespace) -> int:
-    from handrail.people import NAME, new_token, token_line
+    from handrail.service.people import NAME, new_token, token_line
     from handrail.store.base import LOCAL_OWNER
 
     if not NAME.match(args.name):

@@ -1,7 +1,7 @@
 """The `handrail` command: its parser and the table of commands. Each group of
-commands lives in a module of its own: serve_cli (start, serve, dashboard),
-catalog_cli (check, list, sources, graph, walk), setup_cli (init, token), runs_cli
-(runs); cli_options holds the options they share."""
+commands lives in a module of its own: `serve` (start, serve, dashboard), `catalog`
+(check, list, sources, graph, walk), `setup` (init, token), `runs` (runs); `options`
+holds the options they share."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
-from handrail import __version__, catalog_cli, serve_cli, setup_cli
-from handrail.cli_options import EXIT_ERRORS, EXIT_OK, EXIT_USAGE
+from handrail import __version__
+from handrail.cli import catalog, serve, setup
+from handrail.cli.options import EXIT_ERRORS, EXIT_OK, EXIT_USAGE
 
 __all__ = ["EXIT_ERRORS", "EXIT_OK", "EXIT_USAGE", "build_parser", "main"]
 
@@ -56,41 +57,41 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="handrail", description="Step-by-step workflows for AI agents, over MCP.")
     parser.add_argument("--version", action="version", version=f"handrail {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    serve_cli.add_start(sub)
-    serve_cli.add_serve(sub)
-    serve_cli.add_dashboard(sub)
-    catalog_cli.add_check(sub)
-    catalog_cli.add_list(sub)
-    catalog_cli.add_sources(sub)
-    setup_cli.add_init(sub)
-    catalog_cli.add_graph(sub)
-    catalog_cli.add_walk(sub)
-    from handrail.runs_cli import add_runs_parser
+    serve.add_start(sub)
+    serve.add_serve(sub)
+    serve.add_dashboard(sub)
+    catalog.add_check(sub)
+    catalog.add_list(sub)
+    catalog.add_sources(sub)
+    setup.add_init(sub)
+    catalog.add_graph(sub)
+    catalog.add_walk(sub)
+    from handrail.cli.runs import add_runs_parser
 
     add_runs_parser(sub)
-    setup_cli.add_token(sub)
+    setup.add_token(sub)
     _describe(parser)
     return parser
 
 
 def _runs(args: argparse.Namespace) -> int:
-    from handrail.runs_cli import runs_command
+    from handrail.cli.runs import runs_command
 
     return runs_command(args)
 
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
-    "start": serve_cli.start,
-    "serve": serve_cli.serve_command,
-    "dashboard": serve_cli.serve_command,  # the same server on loopback, for one person's local store
-    "check": catalog_cli.check,
-    "list": catalog_cli.list_command,
-    "sources": catalog_cli.sources,
-    "init": setup_cli.init,
-    "graph": catalog_cli.graph,
-    "walk": catalog_cli.walk_command,
+    "start": serve.start,
+    "serve": serve.serve_command,
+    "dashboard": serve.serve_command,  # the same server on loopback, for one person's local store
+    "check": catalog.check,
+    "list": catalog.list_command,
+    "sources": catalog.sources,
+    "init": setup.init,
+    "graph": catalog.graph,
+    "walk": catalog.walk_command,
     "runs": _runs,
-    "token": setup_cli.token,
+    "token": setup.token,
 }
 
 

@@ -11,7 +11,7 @@ from functools import cache
 from typing import Any
 
 from handrail._resources import resource
-from handrail.portable_schema import portable
+from handrail.service.portable_schema import portable
 
 ID = {"type": "string", "pattern": "^[a-z0-9-]+$", "minLength": 3, "maxLength": 64}
 SUMMARY = {
@@ -321,7 +321,7 @@ def _loose_state(tool: dict[str, Any]) -> dict[str, Any]:
 
 @cache
 def tools() -> tuple[dict[str, Any], ...]:
-    from handrail.run_tooldefs import run_tools
+    from handrail.service.run_definitions import run_tools
 
     return tuple(
         _loose_state({**t, "outputSchema": portable(_or_error(t["outputSchema"]))})

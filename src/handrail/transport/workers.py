@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 T = TypeVar("T")
-log = logging.getLogger("handrail.workers")
+log = logging.getLogger("handrail.transport.workers")
 
 
 def default_workers() -> int:

@@ -130,7 +130,7 @@ def runs_command(args: argparse.Namespace) -> int:
     if verb is None:
         args.runs_parser.print_help(sys.stderr)
         return EXIT_USAGE
-    from handrail.service import default_runs
+    from handrail.service.core import default_runs
 
     missing = _missing_database(args.database)
     if missing is not None:

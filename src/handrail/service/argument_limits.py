@@ -6,9 +6,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from handrail.argument_check import Accept, Bounds, quick_check
 from handrail.errors import InvalidParams
 from handrail.limits import Limits
+from handrail.service.argument_check import Accept, Bounds, quick_check
 
 # the argument of a tool that has a length limit: (argument, its type, Limits field,
 # the limit's name in errors, how its length is said)
@@ -21,7 +21,7 @@ _LONGEST: dict[str, tuple[str, type[str] | type[list[Any]], str, str, str]] = {
 
 def admission(limits: Limits, name: str, schema: dict[str, Any]) -> Accept | None:
     """One predicate True only for arguments that pass both `check_limits` and the
-    tool's schema (argument_check.py), or None where it cannot be told that way."""
+    tool's schema (service/argument_check.py), or None where it cannot be told that way."""
     if name == "workflow_validate_json":
         return None  # its workflow's shape is read from the text: the long way
     longest: dict[str, int] = {}

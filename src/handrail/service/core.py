@@ -11,16 +11,16 @@ from functools import cache
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from handrail import budget
-from handrail.argument_check import Accept, quick_check, schema_error_details
-from handrail.argument_limits import admission, check_limits
-from handrail.caching import BoundedCache
 from handrail.catalog import Catalog, Snapshot
+from handrail.catalog.suggest import close_matches
 from handrail.codec import Encoded as Encoded
 from handrail.codec import encode_sized
 from handrail.errors import InvalidParams, WorkflowNotFound
 from handrail.limits import MAX_COMPILED_WORKFLOWS, Limits
-from handrail.suggest import close_matches
-from handrail.tooldefs import tool_names, tools, workflow_schema
+from handrail.patterns.caching import BoundedCache
+from handrail.service.argument_check import Accept, quick_check, schema_error_details
+from handrail.service.argument_limits import admission, check_limits
+from handrail.service.definitions import tool_names, tools, workflow_schema
 
 if TYPE_CHECKING:
     from handrail.checks.config import CheckConfig
@@ -56,7 +56,7 @@ class Service:
         self.runs.dashboard_url = dashboard_url
         self.runs_only = runs_only
         self._validators: dict[str, Validator] = {}
-        self._quick: dict[str, Accept | None] = {}  # name -> its quick check (argument_check.py)
+        self._quick: dict[str, Accept | None] = {}  # name -> its quick check (service/argument_check.py)
         # name -> (its check of limits and schema at once, or None; its handler)
         self._plans: dict[str, tuple[Accept | None, Callable[[Snapshot, dict[str, Any]], Any]]] = {}
         self._listing: tuple[Snapshot, Encoded] | None = None
@@ -72,7 +72,7 @@ class Service:
             "workflow_validate_json": self.workflow_validate_json,
             "workflow_get_schema": self.workflow_get_schema,
         }
-        from handrail.runs.tools import run_handlers
+        from handrail.runs.handlers import run_handlers
 
         self._handlers.update(run_handlers(self.runs, self.workflow))
 
@@ -101,7 +101,7 @@ class Service:
         if type(arguments) is not dict and not isinstance(arguments, dict):
             raise InvalidParams(data={"details": "params must be an object"})
         if self.runs_only:
-            from handrail.runs.tools import refuse_in_runs_only
+            from handrail.runs.handlers import refuse_in_runs_only
 
             refuse_in_runs_only(name)
         plan = self._plans.get(name)
@@ -127,7 +127,7 @@ class Service:
         """What tools/list offers: every tool, or with `runs_only` the listing and the run tools."""
         if not self.runs_only:
             return tools()
-        from handrail.run_tooldefs import RUNS_ONLY_TOOLS
+        from handrail.service.run_definitions import RUNS_ONLY_TOOLS
 
         return tuple(t for t in tools() if t["name"] in RUNS_ONLY_TOOLS)
 
@@ -139,7 +139,7 @@ class Service:
     def open_runs_note(self, *, roots: bool = False) -> str:
         """What `initialize` says about the unfinished runs of the server's workspace.
         `roots`: the client offers MCP roots (its workspace is known only later)."""
-        from handrail.runs.tools import open_runs_note
+        from handrail.runs.handlers import open_runs_note
 
         return open_runs_note(self.runs, roots=roots)
 
@@ -234,10 +234,10 @@ class Service:
         return engine.verdict_reply(verdict)
 
     def workflow_validate_json(self, snapshot: Snapshot, args: dict[str, Any]) -> dict[str, Any]:
-        from handrail.caching import transient
         from handrail.compiler import compile_text
+        from handrail.patterns.caching import transient
 
-        with transient():  # what a client sends is compiled, never kept (caching.py)
+        with transient():  # what a client sends is compiled, never kept (patterns/caching.py)
             compiled = compile_text(args["workflow"], "<workflow>")
             diagnostics = [d.as_dict() for d in compiled.diagnostics]  # located here, in budget
         return {

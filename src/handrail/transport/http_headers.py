@@ -20,7 +20,7 @@ from handrail.errors import (
     PARSE_ERROR,
     UNSUPPORTED_PROTOCOL_VERSION,
 )
-from handrail.revisions import PROTOCOL_VERSION_KEY
+from handrail.protocol.revisions import PROTOCOL_VERSION_KEY
 
 # The HTTP status of a 2026-07-28 request's JSON-RPC error; any other code is 200.
 ERROR_STATUS = {

@@ -7,7 +7,7 @@ one predicate that answers True only for arguments the schema accepts; anything 
 validator costs a few microseconds per call and, for `uniqueItems`, a reference cycle
 per call that the garbage collector must then find; this costs a fraction of that.
 
-Given `Bounds` (a service's limits, see argument_limits.py), the same predicate also
+Given `Bounds` (a service's limits, see service/argument_limits.py), the same predicate also
 says yes only for arguments within every limit, so the usual call is admitted by one
 function; a no goes the long way, limits first, where each refusal is worded.
 """
@@ -24,7 +24,7 @@ Accept = Callable[[Any], bool]
 
 @dataclass(frozen=True)
 class Bounds:
-    """What a tool's arguments may hold beyond their schema (see argument_limits.py)."""
+    """What a tool's arguments may hold beyond their schema (see service/argument_limits.py)."""
 
     max_depth: int  # objects and arrays nested, the arguments themselves one
     longest: Mapping[str, int] = field(default_factory=dict)  # argument -> most characters or entries

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from handrail.catalog.suggest import close_matches
 from handrail.errors import INVALID_PARAMS, RpcError
-from handrail.mcp_surface.texts import prompt_text
-from handrail.service import Service
-from handrail.suggest import close_matches
+from handrail.protocol.surface.texts import prompt_text
+from handrail.service.core import Service
 
 _MISSING = object()
 
@@ -44,7 +44,7 @@ def prompts_get(service: Service, params: dict[str, Any]) -> dict[str, Any]:
 
 def _text(service: Service, workflow: Any) -> str:
     if service.runs_only:  # the classic stepping tools are off: follow it as a run
-        from handrail.runs.tools import run_prompt_text
+        from handrail.runs.handlers import run_prompt_text
 
         return run_prompt_text(workflow)
     return prompt_text(workflow)

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from handrail import __version__
-from handrail import cli_options as options
-from handrail.cli_options import EXIT_ERRORS, EXIT_OK, EXIT_USAGE
+from handrail.cli import options
+from handrail.cli.options import EXIT_ERRORS, EXIT_OK, EXIT_USAGE
 
 
 def add_check(sub: Any) -> None:
@@ -253,7 +253,7 @@ def workflow_of(args: argparse.Namespace, command: str) -> Any:
 
 
 def graph(args: argparse.Namespace) -> int:
-    from handrail.graph import render
+    from handrail.compiler.graph import render
 
     workflow = workflow_of(args, "graph")
     if workflow is None:
@@ -263,7 +263,7 @@ def graph(args: argparse.Namespace) -> int:
 
 
 def walk_command(args: argparse.Namespace) -> int:
-    from handrail.walkthrough import walk
+    from handrail.cli.walk import walk
 
     context: Any = {}
     if args.context is not None:

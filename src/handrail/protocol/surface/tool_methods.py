@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING, Any
 
 from handrail.codec import Encoded, encode
 from handrail.errors import INVALID_PARAMS, HandrailError, RpcError
-from handrail.mcp_surface.texts import fix_text
-from handrail.revisions import modern_capabilities
-from handrail.service import Service
+from handrail.protocol.revisions import modern_capabilities
+from handrail.protocol.surface.texts import fix_text
+from handrail.service.core import Service
 
 if TYPE_CHECKING:
-    from handrail.client_requests import ClientRequests
+    from handrail.protocol.client_requests import ClientRequests
 
 ELICITATION_TIMEOUT_S = 600.0  # how long a person has to answer an approval asked through the client
 _MISSING = object()
@@ -137,6 +137,6 @@ def _approver(
 
 
 def _tool_names() -> tuple[str, ...]:
-    from handrail.tooldefs import tool_names
+    from handrail.service.definitions import tool_names
 
     return tool_names()

@@ -1,7 +1,7 @@
 """JSON-RPC 2.0 and the MCP lifecycle: framing rules, version negotiation and
 dispatch. No I/O: bytes in, bytes out, for any transport. What MCP offers beyond
 the lifecycle (tools, resources, prompts, logging, completion, subscriptions) is
-registered by handrail.mcp_surface into the method tables here.
+registered by handrail.protocol.surface into the method tables here.
 
 Two eras of the protocol are served side by side, per request:
 
@@ -22,7 +22,6 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from handrail.client_requests import ClientRequests
 from handrail.codec import Encoded, decode, encode
 from handrail.errors import (
     INTERNAL_ERROR,
@@ -36,9 +35,8 @@ from handrail.errors import (
     error_response,
 )
 from handrail.limits import Limits
-from handrail.mcp_surface.surface import Handler, Surface
-from handrail.mcp_surface.texts import with_runs
-from handrail.revisions import (
+from handrail.protocol.client_requests import ClientRequests
+from handrail.protocol.revisions import (
     CLIENT_CAPABILITIES_KEY,
     CLIENT_INFO_KEY,
     KNOWN_VERSIONS,
@@ -48,10 +46,12 @@ from handrail.revisions import (
     SERVER_INFO_KEY,
     negotiate,
 )
-from handrail.service import Service
-from handrail.tooldefs import tool_names
+from handrail.protocol.surface.surface import Handler, Surface
+from handrail.protocol.surface.texts import with_runs
+from handrail.service.core import Service
+from handrail.service.definitions import tool_names
 
-log = logging.getLogger("handrail.protocol")
+log = logging.getLogger("handrail.protocol.core")
 
 _MISSING = object()
 
@@ -85,7 +85,7 @@ class Protocol:
         self.shutdown_requested = False
         self.client_ready = False  # set by notifications/initialized
         self.client_capabilities: dict[str, Any] = {}  # as the client declared them in initialize
-        self.client_requests = ClientRequests()  # server -> client requests (see client_requests.py)
+        self.client_requests = ClientRequests()  # server -> client requests (see protocol/client_requests.py)
         # Server-to-client messages sent outside a reply (log records): the transport sets
         # it when it has a channel for them; the stateless HTTP transport has none.
         self.sink: Callable[[bytes], None] | None = None

@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING, Any
 
 from handrail.codec import encode
 from handrail.errors import INVALID_PARAMS, RESOURCE_NOT_FOUND, RpcError
-from handrail.mcp_surface.completion import TEMPLATES
-from handrail.mcp_surface.subscriptions import PREFIX, SCHEMA_URI
-from handrail.service import Service
+from handrail.protocol.surface.completion import TEMPLATES
+from handrail.protocol.surface.subscriptions import PREFIX, SCHEMA_URI
+from handrail.service.core import Service
 
 if TYPE_CHECKING:
     from handrail.catalog import Snapshot
@@ -59,7 +59,7 @@ def resources_read(
         raise RpcError(missing, "Resource not found", {"uri": uri})
     name = uri[len(PREFIX) :]
     if name != "schema" and service.runs_only:
-        from handrail.runs.tools import refuse_in_runs_only
+        from handrail.runs.handlers import refuse_in_runs_only
 
         refuse_in_runs_only("workflow_get")  # a workflow's resource is its whole definition
     if name == "schema":

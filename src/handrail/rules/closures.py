@@ -12,12 +12,12 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from handrail import budget
-from handrail.caching import BoundedCache
 from handrail.errors import ValidationEngineError
 from handrail.expr import ParsedConditions, Reporter, compile_condition
 from handrail.internals import regex_patterns, validator_globals
 from handrail.model import Check, Condition, Context, Output, Rule
 from handrail.patterns import PatternError, compile_pattern, flag_bits, harden
+from handrail.patterns.caching import BoundedCache
 
 Failures = list[tuple[str, str]]
 RULE_FIELDS = {
@@ -203,7 +203,7 @@ def _schema(raw: Mapping[str, Any], message: str, at: str, report: Reporter) -> 
         where, text = problem
         report.error("H402", f"invalid JSON Schema: {text}", f"{at}/schema{where}")
         return None
-    from handrail.schema_cost import hazards
+    from handrail.rules.schema_cost import hazards
 
     for code, where, text in hazards(schema):
         report.error(code, text, f"{at}/schema{where}")
@@ -296,7 +296,7 @@ def _canonical(schema: Mapping[str, Any]) -> str:
 
 def schema_problem(schema: Mapping[str, Any]) -> tuple[str, str] | None:
     """(pointer inside the schema, what is wrong) when `schema` is no valid draft-07 schema."""
-    from handrail.schemas import check_schema
+    from handrail.rules.schemas import check_schema
 
     return check_schema(schema)
 

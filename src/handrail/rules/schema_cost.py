@@ -10,7 +10,7 @@ value's size:
   (`anyOf` of two references to the next level, at each level): the checks double
   per level, 2^depth in all (H408, an error past `MAX_CHECKS_PER_VALUE`).
 
-Only references inside the schema (`#`, `#/...`) are followed; rules.py refuses any
+Only references inside the schema (`#`, `#/...`) are followed; rules/closures.py refuses any
 other. At run time the same validators are also bounded by the request's budget.
 """
 

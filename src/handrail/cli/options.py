@@ -255,7 +255,7 @@ def limits_of(args: argparse.Namespace) -> Any:
 
 
 def add_run_options(parser: argparse.ArgumentParser) -> None:
-    from handrail.runs_cli import add_database_option, add_runs_only_option
+    from handrail.cli.runs import add_database_option, add_runs_only_option
 
     add_database_option(parser)
     add_runs_only_option(parser)
@@ -263,7 +263,7 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
 
 def catalog_of(args: argparse.Namespace) -> Any:
     from handrail.catalog import Catalog, default_sources
-    from handrail.git_sources import GitSpecError
+    from handrail.catalog.git_sources import GitSpecError
 
     bundled = False if args.no_bundled else None
     try:

@@ -7,8 +7,8 @@ import logging
 import sys
 from typing import Any
 
-from handrail import cli_options as options
-from handrail.cli_options import EXIT_USAGE
+from handrail.cli import options
+from handrail.cli.options import EXIT_USAGE
 
 
 def add_start(sub: Any) -> None:
@@ -83,7 +83,7 @@ def service_of(catalog: Any, args: argparse.Namespace, checks: Any, dashboard_ur
     """The service of `start` and `serve`: the catalog, the limits, the run store, the checks,
     and the dashboard's address when the server serves one."""
     from handrail.errors import StorageError
-    from handrail.service import Service, default_runs
+    from handrail.service.core import Service, default_runs
     from handrail.store.open import check_url
 
     try:
@@ -134,8 +134,8 @@ def start(args: argparse.Namespace) -> int:
         level=args.log_level.upper(),
         format="handrail %(levelname)s %(name)s: %(message)s",
     )
-    from handrail.protocol import Protocol
-    from handrail.stdio import serve
+    from handrail.protocol.core import Protocol
+    from handrail.transport.stdio import serve
 
     if is_terminal(sys.stdin):
         typed, spawned = options.invoked_as()
@@ -167,7 +167,7 @@ def serve_command(args: argparse.Namespace) -> int:
         level=args.log_level.upper(),
         format="handrail %(levelname)s %(name)s: %(message)s",
     )
-    from handrail.http import bind, serve
+    from handrail.transport.http import bind, serve
 
     checks = options.check_config_of(args, "serve")
     if checks is None:
@@ -220,7 +220,7 @@ def people_of(args: argparse.Namespace) -> Any:
     stderr) when the file cannot be used: a server must not start with half its people."""
     import os
 
-    from handrail.people import People, TokensFileError
+    from handrail.service.people import People, TokensFileError
 
     path = args.tokens or os.environ.get("HANDRAIL_TOKENS_FILE") or None
     if path is None:

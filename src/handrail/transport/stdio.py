@@ -32,7 +32,7 @@ from typing import BinaryIO, cast
 from handrail.codec import encode
 from handrail.errors import INTERNAL_ERROR, INVALID_REQUEST, error_response
 from handrail.limits import MAX_LINE_BYTES, SHUTDOWN_TIMEOUT_S
-from handrail.protocol import Protocol
+from handrail.protocol.core import Protocol
 
 DEFAULT_MAX_LINE = MAX_LINE_BYTES
 CHUNK = 1 << 16
@@ -45,7 +45,7 @@ HOLD_S = 0.01  # an answer waits at most about this long for those after it in a
 WATCH_S = 0.05  # a request in hand this long gets a reader of its own (end of input, answers);
 # each tick wakes a thread that must take the GIL from the answering one: at 10 ms that
 # cost pipelined requests about a third of their time, at 50 ms it is lost in the noise
-log = logging.getLogger("handrail.stdio")
+log = logging.getLogger("handrail.transport.stdio")
 
 
 class _Stop(Exception):

@@ -1,6 +1,6 @@
 """What MCP offers one session beyond the lifecycle: tools, resources, prompts,
 logging, completion, subscriptions and the requests the server sends the client
-(roots/list here; elicitation/create for approvals, in tools.py), as a method ->
+(roots/list here; elicitation/create for approvals, in tool_methods.py), as a method ->
 handler table the protocol dispatches to (`methods` for the handshake era, `modern_methods` for 2026-07-28).
 This is the one place a new tool family, resource or server-to-client request is
 registered; the protocol keeps framing, lifecycle and version negotiation.
@@ -16,16 +16,16 @@ from typing import TYPE_CHECKING, Any
 
 from handrail.codec import encode
 from handrail.errors import INVALID_PARAMS, METHOD_NOT_FOUND, RpcError
-from handrail.mcp_surface.completion import CompletionError, complete
-from handrail.mcp_surface.logging_bridge import LEVELS, LogBridge
-from handrail.mcp_surface.prompts import prompts_get, prompts_list
-from handrail.mcp_surface.resources import resources_list, resources_read, subscribable, templates_list
-from handrail.mcp_surface.subscriptions import Subscriptions
-from handrail.mcp_surface.texts import instructions
-from handrail.mcp_surface.tools import tools_call, tools_list
+from handrail.protocol.surface.completion import CompletionError, complete
+from handrail.protocol.surface.logging_bridge import LEVELS, LogBridge
+from handrail.protocol.surface.prompts import prompts_get, prompts_list
+from handrail.protocol.surface.resources import resources_list, resources_read, subscribable, templates_list
+from handrail.protocol.surface.subscriptions import Subscriptions
+from handrail.protocol.surface.texts import instructions
+from handrail.protocol.surface.tool_methods import tools_call, tools_list
 
 if TYPE_CHECKING:
-    from handrail.protocol import Protocol
+    from handrail.protocol.core import Protocol
 
 Handler = Callable[[dict[str, Any]], Any]
 

@@ -21,7 +21,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-log = logging.getLogger("handrail.client_requests")
+log = logging.getLogger("handrail.protocol.client_requests")
 
 Callback = Callable[[Any, "dict[str, Any] | None"], None]  # (result, error)
 MAX_PENDING = 64  # a client that never answers cannot make the server hoard callbacks

@@ -1,12 +1,12 @@
 """The published run tools: workflow_start, workflow_continue, workflow_resume,
 workflow_abandon (see spec/runs.md). Kept apart from the classic tools' module;
-`tooldefs.tools()` publishes both."""
+`definitions.tools()` publishes both."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from handrail.tooldefs import ID
+from handrail.service.definitions import ID
 
 RUN_ID = {
     "type": "string",

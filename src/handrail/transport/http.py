@@ -8,8 +8,8 @@ request alike; this module adds only what HTTP needs:
 
 - Host and Origin are checked against allow-lists (DNS rebinding): 403; a bearer
   token is required when HANDRAIL_TOKEN or a tokens file is set: 401; the token names
-  the person asking (handrail.people), set for the request's run calls (both checks:
-  transport_security.py; a refusal is an RpcError sent through the one builder);
+  the person asking (handrail.service.people), set for the request's run calls (both checks:
+  transport/security.py; a refusal is an RpcError sent through the one builder);
 - GET (no server-to-client stream is offered) and DELETE (no sessions): 405;
 - an Accept that rules out JSON: 406; a body that is not JSON: 415; too large: 413;
 - MCP-Protocol-Version must name a version we speak; a 2026-07-28 request's
@@ -18,7 +18,7 @@ request alike; this module adds only what HTTP needs:
 - notifications and client responses: 202 without a body; JSON-RPC batches only
   at the versions that had them (2024-11-05, 2025-03-26, or no header).
 
-Requests are answered on a bounded pool of worker threads (workers.py), never on
+Requests are answered on a bounded pool of worker threads (transport/workers.py), never on
 the event loop, so a slow request stalls nobody else; a full pool is 503. Slow
 clients are bounded by uvicorn's own limits plus a header and a body timeout
 (limits.TransportLimits): see SECURITY.md.
@@ -49,11 +49,9 @@ from handrail.errors import (
     INVALID_REQUEST,
     SERVER_ERROR,
 )
-from handrail.http_headers import accepts_json, header_mismatch, status_of
 from handrail.limits import TransportLimits
-from handrail.people import People
-from handrail.protocol import Protocol, parse_error, valid_id
-from handrail.revisions import (
+from handrail.protocol.core import Protocol, parse_error, valid_id
+from handrail.protocol.revisions import (
     ALL_VERSIONS,
     CLIENT_CAPABILITIES_KEY,
     KNOWN_VERSIONS,
@@ -62,11 +60,13 @@ from handrail.revisions import (
     envelope,
 )
 from handrail.runs.core import REQUEST_OWNER
-from handrail.service import Service
-from handrail.transport_security import LOCAL_HOSTS, Guard, Refused
-from handrail.workers import Busy, WorkerPool, default_workers
+from handrail.service.core import Service
+from handrail.service.people import People
+from handrail.transport.http_headers import accepts_json, header_mismatch, status_of
+from handrail.transport.security import LOCAL_HOSTS, Guard, Refused
+from handrail.transport.workers import Busy, WorkerPool, default_workers
 
-log = logging.getLogger("handrail.http")
+log = logging.getLogger("handrail.transport.http")
 MAX_BODY = 4 * 1024 * 1024
 BATCH_VERSIONS = ("2024-11-05", "2025-03-26")  # JSON-RPC batching left the protocol in 2025-06-18
 
