@@ -1,1 +1,1 @@
-"""Generated validators; see handrail.schemas."""
+"""Generated validators; see handrail.rules.schemas."""
