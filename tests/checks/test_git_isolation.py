@@ -229,3 +229,22 @@ def test_a_baseline_commit_missing_from_a_partial_clone_is_not_fetched_from_its_
     assert passed is False
     assert why == f"the commit the run began at ({'1' * 12}) is no longer in the repository"
     assert not marker.exists()
+
+
+def test_a_work_tree_the_repository_config_sets_outside_the_workspace_is_never_looked_at(
+    tmp_path: Path, armed_environment: None
+) -> None:
+    repo, outside = tmp_path / "repo", tmp_path / "outside"
+    repo.mkdir()
+    write(outside, {"private-name.txt": "x\n"})
+    git(repo, "-c", "init.defaultBranch=main", "init", "-q")
+    write(repo, {"a.txt": "a\n"})
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "first")
+    baseline = git_baseline(str(repo))
+    git(repo, "config", "core.worktree", str(outside))
+    for kinds in ({"changes": True}, {"clean": True}):
+        passed, why = _check(repo, baseline, **kinds)
+        assert passed is False, why
+        assert "private-name" not in why
+        assert "working tree" in why and str(outside) in why, why

@@ -90,6 +90,10 @@ def locate(workspace: str, timeout: float) -> Repository | None:
     if len(lines) < 4 or not lines[2]:  # not a repository, or a bare one
         return None
     head = lines[4].strip() if done.returncode == 0 and len(lines) > 4 else None
+    # a `core.worktree` can name any folder: only one holding the workspace is its tree
+    here, top = os.path.realpath(workspace), os.path.realpath(lines[2])
+    if os.path.commonpath([here, top]) != top:
+        raise GitError(f"the repository's working tree `{lines[2]}` does not hold the workspace")
     return Repository(lines[0], lines[1], lines[2], lines[3].strip(), head)
 
 
