@@ -248,3 +248,22 @@ def test_a_work_tree_the_repository_config_sets_outside_the_workspace_is_never_l
         assert passed is False, why
         assert "private-name" not in why
         assert "working tree" in why and str(outside) in why, why
+
+
+def test_an_index_larger_than_any_real_one_fails_the_check_without_being_copied(
+    tmp_path: Path, armed_environment: None
+) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "-c", "init.defaultBranch=main", "init", "-q")
+    write(repo, {"a.txt": "a\n"})
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "first")
+    baseline = git_baseline(str(repo))
+    index = repo / ".git" / "index"
+    with open(index, "r+b") as handle:  # sparse: it takes no room here, but a copy would
+        handle.truncate((1 << 30) + 1)
+    passed, why = _check(repo, baseline, clean=True)
+    assert passed is False
+    assert "index" in why and "larger than" in why, why
+    assert git_baseline(str(repo)).state == "unavailable"

@@ -31,6 +31,8 @@ from handrail.checks.git_env import git_argv, git_environment
 # the repository's settings that decide whether a working file differs from the index
 KEPT = r"^core\.(filemode|symlinks|ignorecase|precomposeunicode|autocrlf|eol|checkstat|trustctime)$"
 PLAIN_VALUE = re.compile(r"[A-Za-z0-9_-]{1,16}")
+# a copied file past this is not a real index (ten million entries): a sparse one would fill the disk
+MAX_COPIED_BYTES = 1 << 30
 
 
 class GitError(Exception):
@@ -152,6 +154,9 @@ def _copy(source: str, target: str) -> None:
         info = os.fstat(handle)
         if not stat.S_ISREG(info.st_mode):
             return
+        if info.st_size > MAX_COPIED_BYTES:
+            name = os.path.basename(source)
+            raise GitError(f"the repository's `{name}` is larger than {MAX_COPIED_BYTES >> 20} MiB")
         with open(handle, "rb", closefd=False) as reading, open(target, "wb") as writing:
             shutil.copyfileobj(reading, writing)
         os.utime(target, ns=(info.st_atime_ns, info.st_mtime_ns))
