@@ -5,6 +5,7 @@ stored with such text still shows, escaped, in `handrail runs` and the dashboard
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -143,3 +144,30 @@ def test_the_dashboard_shows_a_stored_run_holding_a_lone_surrogate(tmp_path: Pat
         assert row.status_code == 200 and row.json()["runId"] == run_id
         listing = http.client.get(f"{http.base}/", headers=headers)
         assert listing.status_code == 200 and run_id in listing.text
+
+
+def test_a_server_started_in_a_folder_whose_name_is_not_utf8_asks_for_a_workspace_instead_of_failing(
+    tmp_path: Path,
+) -> None:
+    write(tmp_path / "flows", build_feature())
+    folder = os.fsencode(tmp_path) + b"/caf\xe9"  # a Latin-1 name, as older tools made them
+    os.mkdir(folder)
+    database = f"sqlite:///{tmp_path / 'runs.db'}"
+    flows = str(tmp_path / "flows")
+    with Server(
+        "--no-bundled", "--workflows", flows, "--database", database, preexec_fn=lambda: os.chdir(folder)
+    ) as server:
+        server.initialize()
+        for name, arguments in (
+            ("workflow_start", {"workflowId": WORKFLOW_ID, "goal": "Fix it"}),
+            ("workflow_resume", {}),
+        ):
+            answer = server.call(name, arguments)
+            assert answer["isError"] is True, answer
+            error = answer["structuredContent"]
+            assert error["code"] == -32602, error
+            assert "caf\\xe9" in error["message"] and "workspace" in error["message"], error
+        started = server.result(
+            "workflow_start", {"workflowId": WORKFLOW_ID, "goal": "Fix it", "workspace": str(tmp_path)}
+        )
+        assert started["status"] == "active"

@@ -68,7 +68,16 @@ def _root_folder(uri: Any) -> str | None:
     if parsed.netloc not in ("", "localhost"):
         return None
     path = os.path.normpath(unquote(parsed.path))
-    return path if os.path.isabs(path) and os.path.isdir(path) else None
+    return path if os.path.isabs(path) and _text(path) and os.path.isdir(path) else None
+
+
+def _text(path: str) -> bool:
+    """Whether a run can record the path: a name that is not UTF-8 comes as lone surrogates."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def shown_title(position: Mapping[str, Any]) -> dict[str, str]:
@@ -151,7 +160,16 @@ class RunsBase:
 
     def default_workspace(self) -> str:
         """The client's first MCP root that is a folder here, else the server's working folder."""
-        return self._root or os.getcwd()
+        folder = self._root or os.getcwd()
+        if not _text(folder):
+            shown = os.fsencode(folder).decode("utf-8", "backslashreplace")
+            raise InvalidParams(
+                data={
+                    "details": f"the server's working folder `{shown}` has a name that is not UTF-8, "
+                    "which a run cannot record: give `workspace`, a folder whose name is"
+                }
+            )
+        return folder
 
     def workspace(self, value: str | None) -> str:
         if value is None:
