@@ -187,3 +187,21 @@ def test_a_limit_that_is_not_a_count_is_a_usage_error(limit: str, capsys: pytest
         f"handrail runs list: argument --limit: {limit!r} is not a count of runs (0 or more) "
         "(see `handrail runs list --help`)\n"
     )
+
+
+def test_runs_commands_given_bytes_that_are_not_utf8_say_which_argument_and_exit_2(
+    made: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = "caf\udce9"  # how Python hands over the byte 0xe9 of a Latin-1 command line
+    for argv, named in (
+        (["runs", "show", bad], "RUN"),
+        (["runs", "abandon", bad], "RUN"),
+        (["runs", "list", "--workspace", f"/tmp/{bad}"], "--workspace"),
+        (["runs", "decline", made["first"], "--comment", bad], "--comment"),
+        (["runs", "approve", made["first"], "--as", bad], "--as"),
+    ):
+        code, out, err = run_cli(capsys, *argv)
+        assert code == 2, (argv, err)
+        assert err.count("\n") == 1 and "not UTF-8" in err and named in err and "caf\\xe9" in err, err
+    code, out, _ = run_cli(capsys, "runs", "show", made["first"], "--format", "json")
+    assert code == 0 and [e["type"] for e in json.loads(out)["events"]][-1] != "declined"

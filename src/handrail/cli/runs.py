@@ -132,6 +132,9 @@ def runs_command(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     from handrail.service.core import default_runs
 
+    if (unfit := _not_utf8(args)) is not None:
+        print(f"handrail runs {verb}: {unfit}", file=sys.stderr)
+        return EXIT_USAGE
     missing = _missing_database(args.database)
     if missing is not None:
         return _no_database(args, missing)
@@ -154,6 +157,25 @@ def runs_command(args: argparse.Namespace) -> int:
         return EXIT_ERRORS
     finally:
         runs.close()
+
+
+# the arguments a run keeps or looks up as text, as the command line names them
+_TEXT_ARGUMENTS = {"run_id": "RUN", "workspace": "--workspace", "comment": "--comment", "person": "--as"}
+
+
+def _not_utf8(args: argparse.Namespace) -> str | None:
+    """What to say of an argument whose bytes are not UTF-8 (Python hands them over as
+    lone surrogates, which the store cannot take), or None."""
+    for dest, shown in _TEXT_ARGUMENTS.items():
+        value = getattr(args, dest, None)
+        if not isinstance(value, str):
+            continue
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            quoted = os.fsencode(value).decode("utf-8", "backslashreplace")
+            return f"{shown} `{quoted}` is not UTF-8 text; give it in UTF-8"
+    return None
 
 
 def _say(text: str, file: TextIO | None = None) -> None:
