@@ -171,3 +171,32 @@ def test_a_server_started_in_a_folder_whose_name_is_not_utf8_asks_for_a_workspac
             "workflow_start", {"workflowId": WORKFLOW_ID, "goal": "Fix it", "workspace": str(tmp_path)}
         )
         assert started["status"] == "active"
+
+
+def test_a_comment_holding_a_lone_surrogate_in_a_clients_approval_answer_is_kept_written_out(
+    tmp_path: Path,
+) -> None:
+    from tests.http import CLIENT_CAPABILITIES_KEY, envelope
+    from tests.runs.test_approval_answers import _asked, _server, _start
+
+    with _server(tmp_path) as server:
+        run = _start(server)
+        state = _asked(server, {"runId": run, "stepId": "plan", "output": "Plan: one."})
+        answer = {"action": "decline", "content": {"comment": "redo \ud800 it"}}
+        meta = envelope(**{CLIENT_CAPABILITIES_KEY: {"elicitation": {}}})
+        params = {"name": "workflow_continue", "arguments": {"runId": run, "stepId": "plan"}, "_meta": meta}
+        message = {
+            "jsonrpc": "2.0",
+            "id": 904,
+            "method": "tools/call",
+            "params": {**params, "inputResponses": {"approval": answer}, "requestState": state},
+        }
+        server.send_raw(json.dumps(message).encode("ascii") + b"\n")
+        declined = server.response(904)["result"]["structuredContent"]
+        assert declined["declined"]["comment"] == "redo \\ud800 it", declined
+        shown = subprocess.run(
+            [sys.executable, "-m", "handrail", "runs", "show", run, "--format", "json"],
+            env=clean_env(server.folder), cwd=server.folder, capture_output=True, timeout=60, check=True,
+        )  # fmt: skip
+        events = json.loads(shown.stdout.decode("utf-8"))["events"]
+        assert [e["comment"] for e in events if e["type"] == "declined"] == ["redo \\ud800 it"]

@@ -172,6 +172,8 @@ def decision_from(result: Any, person: str) -> Decision | None:
     content = result.get("content")
     comment = content.get("comment") if isinstance(content, Mapping) else None
     comment = comment.strip()[:2000] if isinstance(comment, str) and comment.strip() else None
+    if comment is not None:  # half of a UTF-16 pair is kept written out (`\ud800`), as text a run can hold
+        comment = comment.encode("utf-8", "backslashreplace").decode("utf-8")
     action = str(result["action"])
     return Decision(action == "accept", person, comment, action)
 
