@@ -1,0 +1,208 @@
+"""What every run operation stands on: the store (opened on first use), who asks, the
+workspace, reading one run and writing it with its events through the transition
+table (runs/machine.py), and the compare-and-set retry every write goes through."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from contextvars import ContextVar
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from handrail import budget
+from handrail.errors import InvalidParams, RunNotFound, StateError
+from handrail.limits import MAX_CONTEXT_BYTES
+from handrail.runs import machine
+from handrail.runs.pinning import Pins
+from handrail.store.base import LOCAL_OWNER, Conflict, Event, NewEvent, RunRecord, RunUpdate
+
+if TYPE_CHECKING:
+    from handrail.catalog import Snapshot
+    from handrail.checks import CheckConfig
+    from handrail.model import Workflow
+    from handrail.store import RunStore
+
+# Set by a transport, per request, to the person asking (contextvars follow threads and
+# tasks); unset, every run belongs to the server's one owner.
+REQUEST_OWNER: ContextVar[str | None] = ContextVar("handrail_request_owner", default=None)
+
+MAX_RETRIES = 8  # compare-and-set retries when another writer touched the run meanwhile
+RECENT_RUNS = 256  # runs whose last write this process keeps, to skip a read on the next one
+
+T = TypeVar("T")
+
+
+def new_run_id() -> str:
+    return "run_" + secrets.token_hex(16)  # 128 random bits
+
+
+def _root_folder(uri: Any) -> str | None:
+    """The local folder a `file://` root URI names, if it is one."""
+    if not isinstance(uri, str) or not uri.startswith("file://"):
+        return None
+    from urllib.parse import unquote, urlparse
+
+    parsed = urlparse(uri)
+    if parsed.netloc not in ("", "localhost"):
+        return None
+    path = os.path.normpath(unquote(parsed.path))
+    return path if os.path.isabs(path) and os.path.isdir(path) else None
+
+
+class Ledger:
+    """The runs of one server as the store keeps them, and the server's settings for
+    them. `store_factory` opens the store on first use, so a server that nobody asks
+    about runs never touches the database."""
+
+    def __init__(
+        self,
+        store_factory: Callable[[], RunStore],
+        *,
+        owner: str = LOCAL_OWNER,
+        database_file: str | None = None,
+    ) -> None:
+        """`database_file`: the SQLite file, when there is one; a server looks for it before
+        listing open runs at start-up, so that it never creates a database nobody uses."""
+        self._store_factory = store_factory
+        self.database_file = database_file
+        self._store: RunStore | None = None
+        self.default_owner = owner
+        self.pins = Pins()
+        self._root: str | None = None  # the client's first root (see set_roots)
+        self.recent: dict[str, RunRecord] = {}  # runs as this process last wrote them
+        self.max_context_bytes = MAX_CONTEXT_BYTES  # the service sets its own limit
+        self._opening = threading.Lock()
+        self.check_config: CheckConfig | None = None  # the service sets the server's own
+        # where a person approves in a browser, when this server serves the dashboard
+        self.dashboard_url: str | None = None
+
+    @property
+    def store(self) -> RunStore:
+        if self._store is None:
+            with self._opening:  # HTTP serves from several threads: open one store, not two
+                if self._store is None:
+                    self._store = self._store_factory()
+        return self._store
+
+    def owner(self) -> str:
+        """Who is asking: the person the transport set for this request (issue 17: the one
+        a bearer token names), else the server's one owner."""
+        return REQUEST_OWNER.get() or self.default_owner
+
+    def remember(self, run: RunRecord) -> RunRecord:
+        with self._opening:
+            recent = self.recent
+            recent.pop(run.id, None)
+            recent[run.id] = run
+            if len(recent) > RECENT_RUNS:
+                recent.pop(next(iter(recent)), None)
+        return run
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+
+    # -- the workspace ---------------------------------------------------------------
+    def set_roots(self, uris: list[Any]) -> None:
+        """The client's MCP roots, as `roots/list` gave them (file:// URIs)."""
+        self._root = next((p for p in map(_root_folder, uris) if p is not None), None)
+
+    def default_workspace(self) -> str:
+        """The client's first MCP root that is a folder here, else the server's working folder."""
+        return self._root or os.getcwd()
+
+    def workspace(self, value: str | None) -> str:
+        if value is None:
+            return self.default_workspace()
+        if not os.path.isabs(value):
+            raise InvalidParams(data={"details": f"workspace must be an absolute path, not {value[:200]!r}"})
+        path = os.path.normpath(value)
+        if not os.path.isdir(path):
+            raise InvalidParams(data={"details": f"workspace {path[:200]!r} is not a folder"})
+        return path
+
+    # -- reading ---------------------------------------------------------------------
+    def run(self, run_id: str) -> RunRecord:
+        found = self.store.get(run_id)
+        if found is None or found.owner != self.owner():
+            raise RunNotFound(data={"runId": run_id})
+        return found
+
+    def events(self, run_id: str) -> list[Event]:
+        return self.store.events(run_id)
+
+    def pinned(self, snapshot: Snapshot | None, run: RunRecord) -> Workflow:
+        current = snapshot.get(run.workflow_id) if snapshot is not None else None
+        return self.pins.workflow(run.source_hash, current, self.store)
+
+    def check_size(self, context: Mapping[str, Any]) -> None:
+        """A run's context, grown by many merges, stays within the limit each call's has."""
+        import orjson
+
+        try:
+            size = len(orjson.dumps(context))
+        except (TypeError, orjson.JSONEncodeError):
+            size = len(json.dumps(context, ensure_ascii=True))
+        if size > self.max_context_bytes:
+            raise InvalidParams(
+                data={
+                    "details": f"the run's context would be {size} bytes as JSON, over the limit of "
+                    f"{self.max_context_bytes}; remove keys by setting them to null",
+                    "limit": "maxContextBytes",
+                    "value": self.max_context_bytes,
+                }
+            )
+
+    # -- writing ---------------------------------------------------------------------
+    def create(self, run: RunRecord, events: Sequence[NewEvent]) -> RunRecord:
+        """A new run with its first events; its status is the one they leave it in."""
+        status = machine.after(None, [e.type for e in events])
+        if status is None:
+            raise StateError("a run cannot start with these events", {"runId": run.id})
+        return self.remember(self.store.create(replace(run, status=status), events))
+
+    def write(self, run: RunRecord, change: RunUpdate, events: Sequence[NewEvent], actor: str) -> RunRecord:
+        """`change` and `events` written only if the run is still as read (else `Conflict`);
+        the status is the one the transition table gives for the events."""
+        status = machine.after(run.status, [e.type for e in events])
+        if status is None:
+            raise StateError(
+                f"the run is {run.status}: {', '.join(e.type for e in events)} cannot happen in it",
+                {"runId": run.id, "status": run.status},
+            )
+        if status != run.status:
+            change = replace(change, status=status)
+        try:
+            return self.remember(self.store.update(run, change, events, actor))
+        except Conflict:
+            self.recent.pop(run.id, None)
+            raise
+
+    @staticmethod
+    def retrying(run_id: str, attempt: Callable[[], T]) -> T:
+        """`attempt()` again while its write meets a run another writer moved meanwhile
+        (it raises `Conflict`): each try reads the run afresh."""
+        for _ in range(MAX_RETRIES):
+            try:
+                return attempt()
+            except Conflict:
+                continue
+        raise StateError("the run is changing too fast to write; try again", {"runId": run_id})
+
+
+class off_the_clock:
+    """Time inside does not count against the request's budget (checks, a person)."""
+
+    def __enter__(self) -> None:
+        self.start = time.monotonic()
+
+    def __exit__(self, *exc: object) -> None:
+        spent = budget.current()
+        if spent is not None:
+            spent.deadline += time.monotonic() - self.start
