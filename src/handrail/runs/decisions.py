@@ -256,6 +256,7 @@ class Decisions:
     ) -> dict[str, Any]:
         """`question`: (seq, nonce) of the question a client's answer is for; the answer
         is used only while that question is open (checked on the run as it is written)."""
+
         def once() -> dict[str, Any]:
             run = self.ledger.run(run_id)
             if question is not None:
