@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, TextIO
 
 from handrail.errors import HandrailError, RunNotActive, RunNotFound
+from handrail.store.base import STATUSES, EventType, RunStatus
 
 if TYPE_CHECKING:
     from handrail.runs import Runs
@@ -52,7 +53,7 @@ def add_runs_parser(sub: Any) -> None:
     listing = verbs.add_parser("list", help="runs, most recently updated first")
     listing.add_argument(
         "--status",
-        choices=["active", "awaiting_approval", "completed", "abandoned", "open"],
+        choices=[*(str(s) for s in STATUSES), "open"],
         help="only runs in this state (open: active or awaiting approval)",
     )
     listing.add_argument("--workspace", default=None, metavar="FOLDER", help="only runs of this folder")
@@ -197,34 +198,39 @@ def _list(runs: Runs, args: argparse.Namespace) -> int:
     elif args.status:
         statuses = [args.status]
     workspace = os.path.abspath(args.workspace) if args.workspace else None
-    found = runs.store.list_runs(workspace=workspace, statuses=statuses, limit=args.limit)
+    found = runs.everyones(workspace=workspace, statuses=statuses, limit=args.limit)
     if args.format == "json":
         _say(json.dumps({"runs": [_run_dict(r) for r in found]}, indent=2, ensure_ascii=False))
         return EXIT_OK
     for r in found:
         step = r.current_step
-        where = step["id"] if step else ("-" if r.status != "active" else "(waiting for context)")
+        where = step["id"] if step else ("-" if r.status != RunStatus.ACTIVE else "(waiting for context)")
         owner = "" if r.owner == LOCAL_OWNER else f"  [{r.owner}]"  # a served run: whose it is
         _say(f"{r.id}  {r.status:<10} {r.workflow_id:<24} {where:<24} {r.updated_at}  {r.goal[:60]}{owner}")
     _say(("\n" if found else "") + f"{len(found)} run{'s' * (len(found) != 1)}")
     return EXIT_OK
 
 
+SHOWN_FIELDS = (
+    "runId",
+    "status",
+    "workflowId",
+    "workflowVersion",
+    "goal",
+    "workspace",
+    "owner",
+    "currentStep",
+    "completed",
+    "context",
+    "createdAt",
+    "updatedAt",
+)
+
+
 def _run_dict(r: RunRecord) -> dict[str, Any]:
-    return {
-        "runId": r.id,
-        "status": r.status,
-        "workflowId": r.workflow_id,
-        "workflowVersion": r.workflow_version,
-        "goal": r.goal,
-        "workspace": r.workspace,
-        "owner": r.owner,
-        "currentStep": r.current_step,
-        "completed": r.accepted,
-        "context": dict(r.context),
-        "createdAt": r.created_at,
-        "updatedAt": r.updated_at,
-    }
+    from handrail.runs.shapes import shaped
+
+    return shaped(r, SHOWN_FIELDS)
 
 
 @contextlib.contextmanager
@@ -243,7 +249,7 @@ def _as_owner(runs: Runs, run_id: str) -> Iterator[None]:
 def _show(runs: Runs, args: argparse.Namespace) -> int:
     with _as_owner(runs, args.run_id):
         run = runs.run(args.run_id)
-    events = runs.store.events(run.id)
+    events = runs.events(run)
     if args.format == "json":
         document = {"run": _run_dict(run), "events": [_event_dict(e) for e in events]}
         _say(json.dumps(document, indent=2, ensure_ascii=False))
@@ -272,7 +278,7 @@ def _text(run: RunRecord, events: list[Event]) -> str:
     for e in events:
         head = f"{e.at}  {e.type:<9}" + (f" {e.step_id}" if e.step_id else "")
         lines.append(head)
-        if e.type == "check":
+        if e.type == EventType.CHECK:
             lines.extend(_check_lines(e.data))
             continue
         for key, value in e.data.items():
@@ -299,7 +305,7 @@ def _markdown(run: RunRecord, events: list[Event]) -> str:
     for e in events:
         lines.append("")
         lines.append(f"### {e.at} · {e.type}" + (f" · `{e.step_id}`" if e.step_id else ""))
-        if e.type == "check":
+        if e.type == EventType.CHECK:
             lines.append("")
             lines.extend(line.replace("    ", "", 1) for line in _check_lines(e.data, fence=True))
             continue

@@ -26,7 +26,7 @@ from handrail.dashboard.sessions import COOKIE, Identifies, Session, Sessions
 from handrail.errors import HandrailError
 from handrail.runs.core import REQUEST_OWNER
 from handrail.service.people import bearer
-from handrail.store.base import STATUSES
+from handrail.store.base import ACTIVE_STATUSES, STATUSES, EventType
 
 HERE = Path(__file__).parent
 STATIC = {
@@ -201,6 +201,7 @@ def dashboard_routes(service: Any, refuse: Refuse, people: Identifies | None) ->
             "run": run,
             "row": views.run_row(run, workflow),
             "approval": views.approval(runs.pending_approval(run)),
+            "decides": EventType.APPROVED in runs.offers(run),  # approve and decline buttons
             "events": events,
             "blocks": views.timeline(events, workflow),
             "graph": views.run_graph(workflow, run, events) if workflow is not None else None,
@@ -220,6 +221,7 @@ def dashboard_routes(service: Any, refuse: Refuse, people: Identifies | None) ->
             **details,
             context=views.pretty(dict(run.context)),
             step=run.position.get("step"),
+            open_statuses=ACTIVE_STATUSES,
             note=request.query_params.get("note"),
         )
 

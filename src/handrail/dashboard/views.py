@@ -12,6 +12,8 @@ from markupsafe import Markup
 
 from handrail.compiler.graph import Cluster, DiagramNode, build, to_mermaid
 from handrail.model import Step
+from handrail.runs.shapes import shaped
+from handrail.store.base import ACTIVE_STATUSES, EventType
 
 if TYPE_CHECKING:
     from handrail.catalog import Snapshot
@@ -34,24 +36,30 @@ def folded(text: str) -> bool:
     return len(text) > FOLD_CHARS or text.count("\n") >= FOLD_LINES
 
 
+ROW_FIELDS = (
+    "runId",
+    "workflowId",
+    "goal",
+    "status",
+    "currentStep",
+    "owner",
+    "workspace",
+    "updatedAt",
+    "completed",
+)
+
+
 def run_row(run: RunRecord, workflow: Workflow | None = None, now: datetime | None = None) -> dict[str, Any]:
     step = run.current_step
     if step is not None and workflow is not None:
         order = step_order(workflow)
         if step["id"] in order:
             step = {**step, "number": order.index(step["id"]) + 1, "of": len(order)}
-    return {
-        "runId": run.id,
-        "workflowId": run.workflow_id,
-        "goal": run.goal,
-        "status": run.status,
-        "currentStep": step,
-        "owner": run.owner,
-        "workspace": run.workspace,
-        "updatedAt": run.updated_at,
-        "updatedAgo": ago(run.updated_at, now),
-        "completed": run.accepted,
-    }
+    row = shaped(run, ROW_FIELDS)
+    row["currentStep"] = step
+    row["updatedAgo"] = ago(run.updated_at, now)
+    row["completed"] = row.pop("completed")  # last, as the page's JSON has always had it
+    return row
 
 
 def step_order(workflow: Workflow) -> list[str]:
@@ -105,7 +113,7 @@ def timeline(events: Sequence[Event], workflow: Workflow | None) -> list[dict[st
             last is None
             or last["kind"] != "step"
             or last["stepId"] != event.step_id
-            or last["items"][-1]["type"] == "accepted"  # done: what follows is its next iteration
+            or last["items"][-1]["type"] == EventType.ACCEPTED  # done: what follows is its next iteration
         ):
             node = workflow.nodes.get(event.step_id) if workflow is not None else None
             last = {
@@ -133,10 +141,11 @@ def _event(event: Event) -> dict[str, Any]:
         "data": data,
     }
     output = data.get("output")
-    if event.type in ("accepted", "rejected", "awaiting_approval") and isinstance(output, str):
+    shows_output = event.type in (EventType.ACCEPTED, EventType.REJECTED, EventType.AWAITING_APPROVAL)
+    if shows_output and isinstance(output, str):
         item["html"] = markdown(output)
         item["folded"] = folded(output)
-    elif event.type == "check" and isinstance(output, str):
+    elif event.type == EventType.CHECK and isinstance(output, str):
         item["tail"] = output[-TAIL_CHARS:]
     item["issues"] = [str(i) for i in data.get("issues", []) or []]
     return item
@@ -166,17 +175,17 @@ def run_graph(workflow: Workflow, run: RunRecord, events: Sequence[Event]) -> st
     """The workflow's Mermaid graph with the steps the run went through, and the one it
     is at, highlighted."""
     keys = step_keys(workflow)
-    done = [keys[e.step_id] for e in events if e.type == "accepted" and e.step_id in keys]
+    done = [keys[e.step_id] for e in events if e.type == EventType.ACCEPTED and e.step_id in keys]
     titles = {e.step_id: e.data["title"] for e in events
               if e.step_id and isinstance(e.data.get("title"), str)}
     step = run.current_step
-    if step is not None and run.status in ("active", "awaiting_approval"):
+    if step is not None and run.status in ACTIVE_STATUSES:
         titles[step["id"]] = step["title"]  # the iteration it is at
     text = to_mermaid(workflow, titles)
     lines = ["    classDef visited fill:#d1fae5,stroke:#047857,stroke-width:2px"]
     if done:
         lines.append(f"    class {','.join(dict.fromkeys(done))} visited")
-    if step is not None and step["id"] in keys and run.status in ("active", "awaiting_approval"):
+    if step is not None and step["id"] in keys and run.status in ACTIVE_STATUSES:
         lines.append("    classDef current fill:#fef3c7,stroke:#b45309,stroke-width:3px")
         lines.append(f"    class {keys[step['id']]} current")
     return text + "\n".join(lines) + "\n"

@@ -7,16 +7,13 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from handrail.errors import InvalidParams, RunNotActive, StateError, StepNotCurrent
-from handrail.runs.base import (
-    MAX_RETRIES,
-    _not_active,
-    _not_current,
-    _off_the_clock,
-    merge_context,
-    shown_title,
-)
+from handrail.runs import machine
 from handrail.runs.decisions import Decisions
-from handrail.store.base import ACTIVE_STATUSES, Conflict, NewEvent, RunRecord, RunUpdate
+from handrail.runs.ledger import Ledger, off_the_clock
+from handrail.runs.position import Position, merge_context
+from handrail.runs.refusals import not_active, not_current
+from handrail.runs.shapes import view
+from handrail.store.base import Conflict, EventType, NewEvent, RunRecord, RunStatus, RunUpdate
 
 if TYPE_CHECKING:
     from handrail.catalog import Snapshot
@@ -24,10 +21,13 @@ if TYPE_CHECKING:
     from handrail.model import Workflow
 
 
-class Advance(Decisions):
-    """workflow_continue, over the decisions of a person (a step may wait for one)."""
+class Advance:
+    """workflow_continue; a step may wait for a person (`decisions`)."""
 
-    # -- workflow_continue -----------------------------------------------------------
+    def __init__(self, ledger: Ledger, decisions: Decisions) -> None:
+        self.ledger = ledger
+        self.decisions = decisions
+
     def continue_(
         self,
         snapshot: Snapshot,
@@ -38,35 +38,41 @@ class Advance(Decisions):
     ) -> dict[str, Any]:
         if output is not None and step_id is None:
             raise InvalidParams(data={"details": "stepId is required with output"})
-        seen: RunRecord | None = None
+        ledger = self.ledger
         # first try the run as this process last wrote it (no read): the write's version
         # check catches a run another process moved meanwhile, and a refusal is confirmed
         # against the database before it is given
-        cached = self._recent.get(run_id)
-        if getattr(self.store, "replicated", False):
+        cached = ledger.recent.get(run_id)
+        if getattr(ledger.store, "replicated", False):
             # replicas share this store and move its runs all the time: a copy from our last
             # write would be stale, and its conflict taken for a racing submission
             cached = None
-        if cached is not None and cached.owner != self.owner():
+        if cached is not None and cached.owner != ledger.owner():
             cached = None  # another person's: `run` says it is not found
-        elif cached is not None and (cached.status == "awaiting_approval" or output is None):
+        elif cached is not None and (cached.status == RunStatus.AWAITING_APPROVAL or output is None):
             cached = None  # a person may have decided, from another process: read it
-        for _ in range(MAX_RETRIES):
-            run = cached if cached is not None else self.run(run_id)
+        tried: dict[str, RunRecord | None] = {"cached": cached, "seen": None}
+
+        def once() -> dict[str, Any]:
+            copy = tried["cached"]
+            run = copy if copy is not None else ledger.run(run_id)
+            seen = tried["seen"]
             if seen is not None and run.accepted != seen.accepted and step_id is not None:
                 # another submission was accepted between our read and our write
-                raise _not_current(step_id, run, moved=True)
-            seen = run
+                raise not_current(step_id, run, moved=True)
+            tried["seen"] = run
             try:
                 return self._continue_once(snapshot, run, step_id, output, changes)
             except Conflict:
-                cached = None
-                continue
+                tried["cached"] = None
+                raise
             except (StepNotCurrent, RunNotActive, StateError):
-                if cached is None:
+                if copy is None:
                     raise
-                cached = seen = None  # judged on a copy: judge again on the database's
-        raise StateError("the run is changing too fast to write; try again", {"runId": run_id})
+                tried["cached"] = tried["seen"] = None  # judged on a copy: judge again on the database's
+                raise Conflict(run_id) from None
+
+        return ledger.retrying(run_id, once)
 
     def _continue_once(
         self,
@@ -76,128 +82,122 @@ class Advance(Decisions):
         output: str | None,
         changes: Mapping[str, Any] | None,
     ) -> dict[str, Any]:
-        from handrail.engine import next_step, validate_output
-        from handrail.result_json import next_json
+        from handrail.engine import validate_output
 
-        if run.status == "awaiting_approval":  # a person approves (or declines) the step first
-            return self._awaiting(run, step_id, changes)
+        ledger, decisions = self.ledger, self.decisions
+        if run.status == RunStatus.AWAITING_APPROVAL:  # a person approves (or declines) the step first
+            return decisions.while_waiting(run, step_id, changes)
         if step_id is not None and output is None:
-            return self._after_decision(run, step_id)
-        if run.status not in ACTIVE_STATUSES:
-            if run.status == "completed" and output is None and not changes:
+            return decisions.after_decision(run, step_id)
+        submitting = step_id is not None and output is not None
+        if not machine.allows(run.status, EventType.ACCEPTED if submitting else EventType.CONTEXT):
+            if run.status == RunStatus.COMPLETED and output is None and not changes:
                 last = self._last_approved(run)  # a person's approval ended it: say so
                 if last is not None:
-                    return self._after_decision(run, last)
-            raise _not_active(run)
-        workflow = self.pinned(snapshot, run)
-        position: Mapping[str, Any] = run.position
+                    return decisions.after_decision(run, last)
+            raise not_active(run)
+        workflow = ledger.pinned(snapshot, run)
+        position = Position.stored(run.position)
         context: Mapping[str, Any] = run.context
         changed = bool(changes)
         if changes:
             context = merge_context(run.context, changes)
-            self._check_size(context)
-            position = next_json(
-                next_step(workflow, position["completedSteps"], context, state=position.get("state"))
-            )
-        update = RunUpdate(context=context if changed else None, position=position if changed else None)
+            ledger.check_size(context)
+            position, _ = position.advanced(workflow, context)
+        stored = position.to_stored() if changed else None
+        update = RunUpdate(context=context if changed else None, position=stored)
         change_data = {"contextChanges": dict(changes)} if changes else {}
         if step_id is None or output is None:  # context only
-            written = self._write(run, update, [NewEvent("context", data=change_data)], self.owner())
+            context_event = NewEvent(EventType.CONTEXT, data=change_data)
+            written = ledger.write(run, update, [context_event], ledger.owner())
             return {
                 "runId": run.id,
                 "accepted": False,
-                "status": written.status,
+                "status": written.status.value,
                 "message": _context_message(changes, written),
-                **self._view(written),
+                **view(written),
             }
-        current = position.get("step")
-        if not isinstance(current, dict) or current.get("id") != step_id:
-            raise _not_current(step_id, run, position=position)
+        current = position.step
+        if current is None or current.get("id") != step_id:
+            raise not_current(step_id, run, position=position)
         verdict = validate_output(workflow, step_id, output, context)
-        title = shown_title(position)
+        title = position.shown_title()
         if not verdict.valid:
             issues, suggestions = list(verdict.issues), list(verdict.suggestions)
             event = NewEvent(
-                "rejected",
+                EventType.REJECTED,
                 step_id,
                 {"output": output, **title, "issues": issues, "suggestions": suggestions, **change_data},
             )
-            written = self._write(run, update, [event], self.owner())
+            written = ledger.write(run, update, [event], ledger.owner())
             return {
                 "runId": run.id,
                 "accepted": False,
-                "status": written.status,
+                "status": written.status.value,
                 "issues": issues,
                 "suggestions": suggestions,
-                **self._view(written),  # the same step, with its loop where it has one
+                **view(written),  # the same step, with its loop where it has one
             }
         # the step's checks (after the rules pass, before acceptance); then a person, when
         # the step's confirmation holds
         results = self._evidence(workflow, run, step_id, context)
-        checked = [NewEvent("check", step_id, r.to_event()) for r in results]
+        checked = [NewEvent(EventType.CHECK, step_id, r.to_event()) for r in results]
         failed = [r.issue() for r in results if not r.passed]
         if failed:
             issues, suggestions = [i for i, _ in failed], [s for _, s in failed]
             event = NewEvent(
-                "rejected",
+                EventType.REJECTED,
                 step_id,
                 {"output": output, **title, "issues": issues, "suggestions": suggestions, **change_data},
             )
-            written = self._write(run, update, [*checked, event], self.owner())
+            written = ledger.write(run, update, [*checked, event], ledger.owner())
             return {
                 "runId": run.id,
                 "accepted": False,
-                "status": written.status,
+                "status": written.status.value,
                 "issues": issues,
                 "suggestions": suggestions,
                 "checks": [r.to_event() for r in results],
-                **self._view(written),
+                **view(written),
             }
         if current.get("requireConfirmation"):
-            waiting = NewEvent("awaiting_approval", step_id, {"output": output, **title, **change_data})
-            written = self._write(
-                run,
-                RunUpdate(status="awaiting_approval", context=update.context, position=update.position),
-                [*checked, waiting],
-                self.owner(),
+            waiting = NewEvent(
+                EventType.AWAITING_APPROVAL, step_id, {"output": output, **title, **change_data}
             )
-            return self._ask(written, current, output)
-        completed = [*position["completedSteps"], step_id]
-        result = next_step(workflow, completed, context, state=position.get("state"))
-        after = next_json(result)
-        status = "completed" if result.is_complete else "active"
-        events = [*checked, NewEvent("accepted", step_id, {"output": output, **title, **change_data})]
-        if status == "completed":
-            events.append(NewEvent("completed"))
-        written = self._write(
+            written = ledger.write(run, update, [*checked, waiting], ledger.owner())
+            return decisions.ask(written, current, output)
+        after, result = position.advanced(workflow, context, done=step_id)
+        events = [*checked, NewEvent(EventType.ACCEPTED, step_id, {"output": output, **title, **change_data})]
+        if result.is_complete:
+            events.append(NewEvent(EventType.COMPLETED))
+        written = ledger.write(
             run,
             RunUpdate(
-                status=status,
                 context=context if changed else None,
-                position=after,
+                position=after.to_stored(),
                 accepted=run.accepted + 1,
             ),
             events,
-            self.owner(),
+            ledger.owner(),
         )
         evidence = {"checks": [r.to_event() for r in results]} if results else {}
         return {
             "runId": run.id,
             "accepted": True,
-            "status": written.status,
+            "status": written.status.value,
             **evidence,
-            **self._view(written),
+            **view(written),
         }
 
     def _last_approved(self, run: RunRecord) -> str | None:
         """The step whose approval by a person was the run's last acceptance, if it was."""
-        events = self.store.events(run.id)
-        accepted = [i for i, e in enumerate(events) if e.type == "accepted"]
+        events = self.ledger.events(run.id)
+        accepted = [i for i, e in enumerate(events) if e.type == EventType.ACCEPTED]
         if not accepted:
             return None
         i = accepted[-1]
         before = events[i - 1] if i > 0 else None
-        if before is not None and before.type == "approved" and before.step_id == events[i].step_id:
+        if before is not None and before.type == EventType.APPROVED and before.step_id == events[i].step_id:
             return before.step_id
         return None
 
@@ -213,21 +213,21 @@ class Advance(Decisions):
         baseline = None
         if any(getattr(c, "changes", False) for c in step_checks):
             baseline = self._baseline_of(run)
-        with _off_the_clock():  # a test suite may take minutes: not the request's budget
+        with off_the_clock():  # a test suite may take minutes: not the request's budget
             return evaluate_checks(
                 step_checks,
                 run.workspace,
                 context,
                 baseline,
-                self.check_config or CheckConfig(),
+                self.ledger.check_config or CheckConfig(),
                 workflow.origin,
             )
 
     def _baseline_of(self, run: RunRecord) -> Baseline | None:
         from handrail.checks import Baseline
 
-        for event in self.store.events(run.id):
-            if event.type == "started":
+        for event in self.ledger.events(run.id):
+            if event.type == EventType.STARTED:
                 wire = event.data.get("baseline")
                 return Baseline.from_wire(wire) if isinstance(wire, Mapping) else None
         return None
@@ -245,10 +245,10 @@ def _context_message(changes: Mapping[str, Any] | None, run: RunRecord) -> str:
     else:
         said = "Nothing was changed: the call had no output and no context, and no step was submitted, so "
     said += "nothing was accepted (accepted is false for that reason alone). "
-    step = run.position.get("step")
-    if isinstance(step, Mapping):
-        current = step.get("id")
+    position = Position.stored(run.position)
+    if position.step is not None:
+        current = position.step.get("id")
         return said + f"The current step is `{current}`: send its output with stepId `{current}`."
-    if run.position.get("isComplete"):
+    if position.is_complete:
         return said + "The run has no step left."
     return said + "The run still has no step it can run: set what guidance.missingContext lists."

@@ -1,43 +1,159 @@
-"""start / continue / resume / abandon over the pure engine.
+"""`Runs`: the run operations of one server, over the pure engine.
 
-The run row holds the engine's last answer (completedSteps, loop state, step,
-guidance) and the run's context; each call replays the engine from there, so the
-server, never the client, decides what is done. Every answer is built from what
-the store has committed: nothing is acknowledged before it is durable.
+The run row holds where the run stands (runs/position.py) and its context; each call
+replays the engine from there, so the server, never the client, decides what is
+done. Every answer is built from what the store has committed: nothing is
+acknowledged before it is durable.
 
-`Runs` is assembled from layers (see runs/base.py); this module holds the run's
-lifecycle: start, the open runs and a run's recap (resume), abandon.
+`Runs` is composed of small parts, each in a module named for what it holds: the
+store and who asks (ledger.py), the transition table (machine.py), a person's
+decisions (decisions.py), workflow_continue (advance.py), the output shapes
+(shapes.py). This module holds the run's lifecycle: start, the open runs and a
+run's recap (resume), abandon.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from handrail.errors import StateError
+from handrail.runs import machine
 from handrail.runs.advance import Advance
-from handrail.runs.base import (
-    MAX_RETRIES,
-    OPEN_RUNS_LISTED,
-    REQUEST_OWNER,
-    _not_active,
-    event_title,
-    merge_context,
-    new_run_id,
-    summary,
+from handrail.runs.decisions import Decisions
+from handrail.runs.ledger import REQUEST_OWNER, Ledger, new_run_id
+from handrail.runs.position import Position, merge_context
+from handrail.runs.refusals import not_active
+from handrail.runs.shapes import recap, shaped, summary, view
+from handrail.store.base import (
+    ACTIVE_STATUSES,
+    LOCAL_OWNER,
+    Event,
+    EventType,
+    NewEvent,
+    RunRecord,
+    RunStatus,
+    RunUpdate,
 )
-from handrail.store.base import ACTIVE_STATUSES, Conflict, Event, NewEvent, RunRecord, RunUpdate
 
 if TYPE_CHECKING:
     from handrail.catalog import Snapshot
+    from handrail.checks import CheckConfig
     from handrail.model import Workflow
+    from handrail.runs.pinning import Pins
+    from handrail.store import RunStore
 
 # what other modules have always imported from here (transports set REQUEST_OWNER)
 __all__ = ["REQUEST_OWNER", "Runs", "merge_context", "new_run_id", "summary"]
 
+OPEN_RUNS_LISTED = 20
+OPEN_RUN_FIELDS = ("runId", "workflowId", "goal", "status", "currentStep", "updatedAt", "workspace")
 
-class Runs(Advance):
-    """The run operations of one server (see RunsBase for `store_factory`)."""
+
+class Runs:
+    """The run operations of one server. `store_factory` opens the store on first use,
+    so a server that nobody asks about runs never touches the database."""
+
+    def __init__(
+        self,
+        store_factory: Callable[[], RunStore],
+        *,
+        owner: str = LOCAL_OWNER,
+        database_file: str | None = None,
+    ) -> None:
+        """`database_file`: the SQLite file, when there is one; a server looks for it before
+        listing open runs at start-up, so that it never creates a database nobody uses."""
+        self.ledger = Ledger(store_factory, owner=owner, database_file=database_file)
+        self.decisions = Decisions(self.ledger)
+        self.advance = Advance(self.ledger, self.decisions)
+
+    # -- the server's settings, kept by the ledger -------------------------------------
+    @property
+    def store(self) -> RunStore:
+        return self.ledger.store
+
+    @property
+    def pins(self) -> Pins:
+        return self.ledger.pins
+
+    @property
+    def default_owner(self) -> str:
+        return self.ledger.default_owner
+
+    @property
+    def database_file(self) -> str | None:
+        return self.ledger.database_file
+
+    @property
+    def max_context_bytes(self) -> int:
+        return self.ledger.max_context_bytes
+
+    @max_context_bytes.setter
+    def max_context_bytes(self, value: int) -> None:
+        self.ledger.max_context_bytes = value
+
+    @property
+    def check_config(self) -> CheckConfig | None:
+        return self.ledger.check_config
+
+    @check_config.setter
+    def check_config(self, value: CheckConfig | None) -> None:
+        self.ledger.check_config = value
+
+    @property
+    def dashboard_url(self) -> str | None:
+        return self.ledger.dashboard_url
+
+    @dashboard_url.setter
+    def dashboard_url(self, value: str | None) -> None:
+        self.ledger.dashboard_url = value
+
+    def owner(self) -> str:
+        return self.ledger.owner()
+
+    def set_roots(self, uris: list[Any]) -> None:
+        self.ledger.set_roots(uris)
+
+    def default_workspace(self) -> str:
+        return self.ledger.default_workspace()
+
+    def workspace(self, value: str | None) -> str:
+        return self.ledger.workspace(value)
+
+    def run(self, run_id: str) -> RunRecord:
+        return self.ledger.run(run_id)
+
+    def pinned(self, snapshot: Snapshot, run: RunRecord) -> Workflow:
+        return self.ledger.pinned(snapshot, run)
+
+    def close(self) -> None:
+        self.ledger.close()
+
+    # -- workflow_continue and a person's decisions ------------------------------------
+    def continue_(
+        self,
+        snapshot: Snapshot,
+        run_id: str,
+        step_id: str | None,
+        output: str | None,
+        changes: Mapping[str, Any] | None,
+    ) -> dict[str, Any]:
+        return self.advance.continue_(snapshot, run_id, step_id, output, changes)
+
+    def approve(
+        self, run_id: str, *, person: str, comment: str | None = None, via: str = "cli"
+    ) -> dict[str, Any]:
+        """A person approves the step the run waits on: it is accepted and the run goes on.
+        `via`: where the person decided (`cli`, `dashboard`), recorded on the event."""
+        return self.decisions.approve(run_id, person=person, comment=comment, via=via)
+
+    def decline(
+        self, run_id: str, *, person: str, comment: str | None = None, via: str = "cli"
+    ) -> dict[str, Any]:
+        """A person declines it: the run stays on the step, and the comment is an issue."""
+        return self.decisions.decline(run_id, person=person, comment=comment, via=via)
+
+    def pending_approval(self, run: RunRecord) -> dict[str, Any] | None:
+        return self.decisions.pending_approval(run)
 
     # -- workflow_start --------------------------------------------------------------
     def start(
@@ -48,17 +164,14 @@ class Runs(Advance):
         context: Mapping[str, Any] | None,
     ) -> dict[str, Any]:
         from handrail.engine import next_step
-        from handrail.result_json import next_json
         from handrail.store.sqlite import now
 
         folder = self.workspace(workspace)
         context = dict(context or {})
         baseline = _baseline(workflow, folder)
         first = next_step(workflow, [], context)
-        position = next_json(first)  # the run row keeps the engine's answer as workflow_next gives it
         source_hash = self.pins.hash_of(workflow)
         self.store.put_source(source_hash, workflow.id, workflow.document)
-        status = "completed" if first.is_complete else "active"
         at = now()
         run = RunRecord(
             id=new_run_id(),
@@ -68,9 +181,9 @@ class Runs(Advance):
             workflow_version=workflow.version,
             source_hash=source_hash,
             goal=goal,
-            status=status,
+            status=RunStatus.ACTIVE,  # until its events say otherwise (Ledger.create)
             context=context,
-            position=position,
+            position=Position.of(first).to_stored(),
             accepted=0,
             created_at=at,
             updated_at=at,
@@ -78,7 +191,7 @@ class Runs(Advance):
         )
         events = [
             NewEvent(
-                "started",
+                EventType.STARTED,
                 data={
                     "workflowId": workflow.id,
                     "workflowVersion": workflow.version,
@@ -90,19 +203,12 @@ class Runs(Advance):
                 },
             )
         ]
-        if status == "completed":
-            events.append(NewEvent("completed"))
-        run = self._remember(self.store.create(run, events))
-        return {
-            "runId": run.id,
-            "status": status,
-            "workflowId": workflow.id,
-            "workflowVersion": workflow.version,
-            "goal": goal,
-            **self._view(run),
-        }
+        if first.is_complete:
+            events.append(NewEvent(EventType.COMPLETED))
+        run = self.ledger.create(run, events)
+        return {**shaped(run, ("runId", "status", "workflowId", "workflowVersion", "goal")), **view(run)}
 
-    # -- what the dashboard reads ----------------------------------------------------
+    # -- what the dashboard and `handrail runs` read --------------------------------
     def listing(
         self,
         *,
@@ -116,8 +222,20 @@ class Runs(Advance):
             statuses=statuses, owner=self.owner(), workflow_id=workflow_id, text=text, limit=limit
         )
 
+    def everyones(
+        self, *, workspace: str | None = None, statuses: Sequence[str] | None = None, limit: int = 100
+    ) -> list[RunRecord]:
+        """Every person's runs, most recently updated first: for whoever can open the
+        database itself (`handrail runs list`)."""
+        return self.store.list_runs(workspace=workspace, statuses=statuses, limit=limit)
+
     def events(self, run: RunRecord) -> list[Event]:
-        return self.store.events(run.id)
+        return self.ledger.events(run.id)
+
+    @staticmethod
+    def offers(run: RunRecord) -> frozenset[EventType]:
+        """What may happen to the run next, as the transition table says."""
+        return machine.offers(run.status)
 
     # -- workflow_resume -------------------------------------------------------------
     def open_runs(self, workspace: str | None, limit: int = OPEN_RUNS_LISTED) -> list[dict[str, Any]]:
@@ -125,45 +243,18 @@ class Runs(Advance):
         runs = self.store.list_runs(
             workspace=workspace, statuses=ACTIVE_STATUSES, owner=self.owner(), limit=limit
         )
-        return [
-            {
-                "runId": r.id,
-                "workflowId": r.workflow_id,
-                "goal": r.goal,
-                "status": r.status,
-                "currentStep": r.current_step,
-                "updatedAt": r.updated_at,
-                "workspace": r.workspace,
-            }
-            for r in runs
-        ]
+        return [shaped(r, OPEN_RUN_FIELDS) for r in runs]
 
     def resume(self, snapshot: Snapshot, run_id: str | None, workspace: str | None) -> dict[str, Any]:
         if run_id is None:
             return {"runs": self.open_runs(self.workspace(workspace))}
         run = self.run(run_id)
         workflow = self.pinned(snapshot, run)
-        recap = []
-        for event in self.store.events(run.id):
-            if event.type == "accepted" and event.step_id is not None:
-                node = workflow.nodes.get(event.step_id)
-                recap.append(
-                    {
-                        "stepId": event.step_id,
-                        "title": event_title(event, node.title if node is not None else event.step_id),
-                        "summary": summary(str(event.data.get("output", ""))),
-                    }
-                )
         result: dict[str, Any] = {
-            "runId": run.id,
-            "status": run.status,
-            "workflowId": run.workflow_id,
-            "workflowVersion": run.workflow_version,
-            "goal": run.goal,
-            "workspace": run.workspace,
-            **self._view(run),
-            "context": dict(run.context),
-            "recap": recap,
+            **shaped(run, ("runId", "status", "workflowId", "workflowVersion", "goal", "workspace")),
+            **view(run),
+            **shaped(run, ("context",)),
+            "recap": recap(self.ledger.events(run.id), workflow),
         }
         current = snapshot.get(run.workflow_id)
         if current is not None and self.pins.hash_of(current) != run.source_hash:
@@ -177,21 +268,15 @@ class Runs(Advance):
 
     # -- workflow_abandon ------------------------------------------------------------
     def abandon(self, run_id: str, reason: str) -> dict[str, Any]:
-        for _ in range(MAX_RETRIES):
+        def once() -> dict[str, Any]:
             run = self.run(run_id)
-            if run.status not in ACTIVE_STATUSES:
-                raise _not_active(run)
-            try:
-                written = self._write(
-                    run,
-                    RunUpdate(status="abandoned"),
-                    [NewEvent("abandoned", data={"reason": reason})],
-                    self.owner(),
-                )
-            except Conflict:
-                continue
-            return {"runId": run.id, "status": written.status, "workflowId": run.workflow_id}
-        raise StateError("the run is changing too fast to write; try again", {"runId": run_id})
+            if not machine.allows(run.status, EventType.ABANDONED):
+                raise not_active(run)
+            event = NewEvent(EventType.ABANDONED, data={"reason": reason})
+            written = self.ledger.write(run, RunUpdate(), [event], self.owner())
+            return shaped(written, ("runId", "status", "workflowId"))
+
+        return self.ledger.retrying(run_id, once)
 
 
 def _baseline(workflow: Workflow, folder: str) -> dict[str, Any] | None:

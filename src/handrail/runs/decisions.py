@@ -7,17 +7,24 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from handrail.errors import InvalidParams, RunNotActive, StateError
-from handrail.runs.base import MAX_RETRIES, RunsBase, _not_current, _off_the_clock, shown_title
-from handrail.store.base import Conflict, NewEvent, RunRecord, RunUpdate
+from handrail.runs import machine
+from handrail.runs.ledger import Ledger, off_the_clock
+from handrail.runs.position import Position
+from handrail.runs.refusals import answer_refused, not_current
+from handrail.runs.shapes import view
+from handrail.store.base import EventType, NewEvent, RunRecord, RunStatus, RunUpdate
 
 if TYPE_CHECKING:
     from handrail.runs.approvals import Answer, Question
 
 
-class Decisions(RunsBase):
+class Decisions:
     """Approve, decline, and what a run waiting for a person answers meanwhile."""
 
-    def _ask(self, run: RunRecord, step: Mapping[str, Any], output: str) -> dict[str, Any]:
+    def __init__(self, ledger: Ledger) -> None:
+        self.ledger = ledger
+
+    def ask(self, run: RunRecord, step: Mapping[str, Any], output: str) -> dict[str, Any]:
         """Ask the person through the client when it can be asked; else say who must act.
         An answer the call already carries counts only for a question asked before."""
         from handrail.runs.approvals import REQUEST_APPROVER
@@ -29,7 +36,7 @@ class Decisions(RunsBase):
         if given is not None:
             return self._answered(run, given)
         question = self._question(run, step, output)
-        with _off_the_clock():  # a person takes their time
+        with off_the_clock():  # a person takes their time
             decision = approver.ask(question)
         if decision is None:
             return self._waiting_answer(run)
@@ -45,12 +52,12 @@ class Decisions(RunsBase):
     def _question(self, run: RunRecord, step: Mapping[str, Any], output: str) -> Question:
         """A question put to the client for the approval the run waits on, recorded as an
         `approval_asked` event that keeps the digest of its nonce."""
-        from handrail.runs.approvals import ASKED, Question, new_nonce
+        from handrail.runs.approvals import Question, new_nonce
 
         nonce, kept = new_nonce()
         step_id = str(step["id"])
-        asked = NewEvent(ASKED, step_id, {"via": "client", "question": kept})
-        written = self._write(run, RunUpdate(), [asked], self.owner())
+        asked = NewEvent(EventType.APPROVAL_ASKED, step_id, {"via": "client", "question": kept})
+        written = self.ledger.write(run, RunUpdate(), [asked], self.ledger.owner())
         title = str(step.get("title", step_id))
         return Question(run.id, step_id, title, output, run.workflow_id, written.events, nonce)
 
@@ -60,13 +67,15 @@ class Decisions(RunsBase):
         from handrail.runs.approvals import parse_request_state
 
         if given.request_state is None:
-            raise _refused(run, "the call carries no requestState, so it answers no question handrail asked")
+            raise answer_refused(
+                run, "the call carries no requestState, so it answers no question handrail asked"
+            )
         parsed = parse_request_state(given.request_state)
         if parsed is None:
-            raise _refused(run, "its requestState is not one handrail gave")
+            raise answer_refused(run, "its requestState is not one handrail gave")
         run_id, seq, nonce = parsed
         if run_id != run.id:
-            raise _refused(run, "its requestState is for another run")
+            raise answer_refused(run, "its requestState is for another run")
         decision = given.decision
         return self._decide(
             run.id,
@@ -80,28 +89,32 @@ class Decisions(RunsBase):
     def _open_question(self, run: RunRecord, seq: int, nonce: str | None) -> None:
         """Refuse an answer unless question `seq` (with `nonce`, when the client carried one
         back) is the run's latest word on the approval it waits for."""
-        from handrail.runs.approvals import ASKED, same_digest
+        from handrail.runs.approvals import same_digest
 
-        if run.status != "awaiting_approval":
-            raise _refused(run, f"the run is {run.status}: it waits for no approval, so no question is open")
-        events = self.store.events(run.id)
+        if not machine.allows(run.status, EventType.APPROVED):
+            raise answer_refused(
+                run, f"the run is {run.status}: it waits for no approval, so no question is open"
+            )
+        events = self.ledger.events(run.id)
         asked = next((e for e in events if e.seq == seq), None)
-        if asked is None or asked.type != ASKED:
-            raise _refused(run, "handrail asked no such question")
+        if asked is None or asked.type != EventType.APPROVAL_ASKED:
+            raise answer_refused(run, "handrail asked no such question")
         if nonce is not None and not same_digest(nonce, asked.data.get("question")):
-            raise _refused(run, "its requestState does not match the question handrail asked")
+            raise answer_refused(run, "its requestState does not match the question handrail asked")
         later = [e.type for e in events if e.seq > seq]
-        if "approved" in later or "declined" in later:
-            raise _refused(run, "that question was answered already, and an answer counts once")
-        if "awaiting_approval" in later:
-            raise _refused(run, "that question was for an earlier approval; this one has not been asked yet")
-        if ASKED in later:
-            raise _refused(run, "a later question replaced it; only the latest one can be answered")
+        if EventType.APPROVED in later or EventType.DECLINED in later:
+            raise answer_refused(run, "that question was answered already, and an answer counts once")
+        if EventType.AWAITING_APPROVAL in later:
+            raise answer_refused(
+                run, "that question was for an earlier approval; this one has not been asked yet"
+            )
+        if EventType.APPROVAL_ASKED in later:
+            raise answer_refused(run, "a later question replaced it; only the latest one can be answered")
 
     def _pending(self, run: RunRecord) -> tuple[str, str]:
         """(step, output) the run waits on a person for: its last `awaiting_approval` event."""
-        for event in reversed(self.store.events(run.id)):
-            if event.type == "awaiting_approval" and event.step_id is not None:
+        for event in reversed(self.ledger.events(run.id)):
+            if event.type == EventType.AWAITING_APPROVAL and event.step_id is not None:
                 return event.step_id, str(event.data.get("output", ""))
         raise StateError("the run waits for approval but has no step awaiting it", {"runId": run.id})
 
@@ -109,24 +122,24 @@ class Decisions(RunsBase):
         """What a person is asked to approve: the submitted output, the results of the checks
         run on it and what the step asks for (its rules and checks in words); None when the
         run waits for nobody."""
-        if run.status != "awaiting_approval":
+        if run.status != RunStatus.AWAITING_APPROVAL:
             return None
-        events = self.store.events(run.id)
+        events = self.ledger.events(run.id)
         at = next(
-            (i for i in range(len(events) - 1, -1, -1) if events[i].type == "awaiting_approval"), None
+            (i for i in range(len(events) - 1, -1, -1) if events[i].type == EventType.AWAITING_APPROVAL), None
         )
         if at is None or events[at].step_id is None:
             return None
         step_id = events[at].step_id
         checks: list[dict[str, Any]] = []
         for event in reversed(events[:at]):  # the checks written with it, just before it
-            if event.type != "check" or event.step_id != step_id:
+            if event.type != EventType.CHECK or event.step_id != step_id:
                 break
             checks.insert(0, dict(event.data))
-        step = run.position.get("step")
-        step = step if isinstance(step, Mapping) else {}
-        guidance = run.position.get("guidance")
-        rules = guidance.get("validationCriteria", []) if isinstance(guidance, Mapping) else []
+        position = Position.stored(run.position)
+        step = position.step or {}
+        guidance = position.guidance
+        rules = guidance.get("validationCriteria", []) if guidance is not None else []
         return {
             "stepId": step_id,
             "title": str(events[at].data.get("title") or step.get("title") or step_id),
@@ -137,12 +150,12 @@ class Decisions(RunsBase):
             "at": events[at].at,
         }
 
-    def _awaiting(
+    def while_waiting(
         self, run: RunRecord, step_id: str | None, changes: Mapping[str, Any] | None
     ) -> dict[str, Any]:
         pending, output = self._pending(run)
         if step_id is not None and step_id != pending:
-            raise _not_current(step_id, run)
+            raise not_current(step_id, run)
         if changes:
             raise InvalidParams(
                 data={
@@ -150,18 +163,18 @@ class Decisions(RunsBase):
                     "cannot change until they decide"
                 }
             )
-        step = run.position.get("step")
-        if isinstance(step, Mapping):
-            return self._ask(run, step, output)
+        step = Position.stored(run.position).step
+        if step is not None:
+            return self.ask(run, step, output)
         return self._waiting_answer(run)
 
     def _waiting_answer(self, run: RunRecord) -> dict[str, Any]:
-        step = run.position.get("step")
-        step_id = step.get("id") if isinstance(step, Mapping) else None
+        step_id = _current_id(run)
         approve = f"handrail runs approve {run.id}"
         decline = f"handrail runs decline {run.id}"
         how = f"Ask the user to run `{approve}` (or `{decline} --comment ...` to send it back)"
-        page = self.dashboard_url and f"{self.dashboard_url.rstrip('/')}/runs/{run.id}"
+        url = self.ledger.dashboard_url
+        page = url and f"{url.rstrip('/')}/runs/{run.id}"
         if page:
             how = (
                 f"Ask the user to approve or decline it on the dashboard page {page}, or to run "
@@ -170,7 +183,7 @@ class Decisions(RunsBase):
         return {
             "runId": run.id,
             "accepted": False,
-            "status": "awaiting_approval",
+            "status": RunStatus.AWAITING_APPROVAL.value,
             "approval": {
                 "stepId": step_id,
                 "approve": approve + " [--comment TEXT]",
@@ -180,40 +193,41 @@ class Decisions(RunsBase):
                 "this runId and stepId (the output may be left out) to go on.",
                 **({"page": page} if page else {}),
             },
-            **self._view(run),
+            **view(run),
         }
 
-    def _after_decision(self, run: RunRecord, step_id: str) -> dict[str, Any]:
+    def after_decision(self, run: RunRecord, step_id: str) -> dict[str, Any]:
         """workflow_continue {runId, stepId} once a person decided on that step."""
         previous = ""  # the type of the event after this one (the log read backwards)
-        for event in reversed(self.store.events(run.id)):
-            if event.step_id == step_id and event.type == "accepted":
-                previous = "accepted"
+        for event in reversed(self.ledger.events(run.id)):
+            if event.step_id == step_id and event.type == EventType.ACCEPTED:
+                previous = EventType.ACCEPTED
                 continue  # an approval is written just before the acceptance it gives
-            if event.step_id == step_id and event.type in ("approved", "declined"):
-                if previous == "accepted" and event.type == "declined":
+            if event.step_id == step_id and event.type in (EventType.APPROVED, EventType.DECLINED):
+                if previous == EventType.ACCEPTED and event.type == EventType.DECLINED:
                     break
-                if event.type == "approved":
-                    if previous == "accepted" and _current_id(run) == step_id:
+                if event.type == EventType.APPROVED:
+                    if previous == EventType.ACCEPTED and _current_id(run) == step_id:
                         raise _next_time_round(run, step_id, event.data)
                     return {
                         "runId": run.id,
                         "accepted": True,
-                        "status": run.status,
+                        "status": run.status.value,
                         "approved": _decision_data(event.data),
                         "message": _approved_message(run, step_id, event.data),
-                        **self._view(run),
+                        **view(run),
                     }
                 issues, suggestions = _declined_issue(event.data)
                 return {
                     "runId": run.id,
                     "accepted": False,
-                    "status": run.status,
+                    "status": run.status.value,
                     "issues": issues,
                     "suggestions": suggestions,
-                    **self._view(run),
+                    **view(run),
                 }
-            if previous == "accepted" or (event.step_id == step_id and event.type == "rejected"):
+            rejected = event.step_id == step_id and event.type == EventType.REJECTED
+            if previous == EventType.ACCEPTED or rejected:
                 break  # the step was last accepted without a person, or sent again since
         raise InvalidParams(data={"details": "output is required with stepId"})
 
@@ -242,64 +256,54 @@ class Decisions(RunsBase):
     ) -> dict[str, Any]:
         """`question`: (seq, nonce) of the question a client's answer is for; the answer
         is used only while that question is open (checked on the run as it is written)."""
-        from handrail.engine import next_step
-        from handrail.result_json import next_json
 
-        for _ in range(MAX_RETRIES):
-            run = self.run(run_id)
+        def once() -> dict[str, Any]:
+            run = self.ledger.run(run_id)
             if question is not None:
                 self._open_question(run, *question)
-            if run.status != "awaiting_approval":
+            decision = EventType.APPROVED if approve else EventType.DECLINED
+            if not machine.allows(run.status, decision):
                 details = f"the run is {run.status}, not waiting for a person's approval"
-                raise RunNotActive(data={"runId": run.id, "status": run.status, "details": details})
+                raise RunNotActive(data={"runId": run.id, "status": run.status.value, "details": details})
             step_id, output = self._pending(run)
             decided: dict[str, Any] = {"person": person, "via": via}
             if comment:
                 decided["comment"] = comment
             if question is not None:
                 decided["question"] = question[0]
-            try:
-                if not approve:
-                    written = self._write(
-                        run, RunUpdate(status="active"), [NewEvent("declined", step_id, decided)], person
-                    )
-                    issues, suggestions = _declined_issue(decided)
-                    return {
-                        "runId": run.id,
-                        "accepted": False,
-                        "status": written.status,
-                        "declined": _decision_data(decided),
-                        "issues": issues,
-                        "suggestions": suggestions,
-                        **self._view(written),
-                    }
-                workflow = self.pins.workflow(run.source_hash, None, self.store)
-                position = run.position
-                result = next_step(
-                    workflow, [*position["completedSteps"], step_id], run.context, state=position.get("state")
-                )
-                after = next_json(result)
-                status = "completed" if result.is_complete else "active"
-                events = [
-                    NewEvent("approved", step_id, decided),
-                    NewEvent("accepted", step_id, {"output": output, **shown_title(run.position)}),
-                ]
-                if status == "completed":
-                    events.append(NewEvent("completed"))
-                written = self._write(
-                    run, RunUpdate(status=status, position=after, accepted=run.accepted + 1), events, person
-                )
-            except Conflict:
-                continue
+            if not approve:
+                written = self.ledger.write(run, RunUpdate(), [NewEvent(decision, step_id, decided)], person)
+                issues, suggestions = _declined_issue(decided)
+                return {
+                    "runId": run.id,
+                    "accepted": False,
+                    "status": written.status.value,
+                    "declined": _decision_data(decided),
+                    "issues": issues,
+                    "suggestions": suggestions,
+                    **view(written),
+                }
+            workflow = self.ledger.pinned(None, run)
+            position = Position.stored(run.position)
+            after, result = position.advanced(workflow, run.context, done=step_id)
+            events = [
+                NewEvent(decision, step_id, decided),
+                NewEvent(EventType.ACCEPTED, step_id, {"output": output, **position.shown_title()}),
+            ]
+            if result.is_complete:
+                events.append(NewEvent(EventType.COMPLETED))
+            change = RunUpdate(position=after.to_stored(), accepted=run.accepted + 1)
+            written = self.ledger.write(run, change, events, person)
             return {
                 "runId": run.id,
                 "accepted": True,
-                "status": written.status,
+                "status": written.status.value,
                 "approved": _decision_data(decided),
                 "message": _approved_message(written, step_id, decided),
-                **self._view(written),
+                **view(written),
             }
-        raise StateError("the run is changing too fast to write; try again", {"runId": run_id})
+
+        return self.ledger.retrying(run_id, once)
 
 
 def _decision_data(data: Mapping[str, Any]) -> dict[str, Any]:
@@ -314,36 +318,8 @@ def _declined_issue(data: Mapping[str, Any]) -> tuple[list[str], list[str]]:
     return [issue], ["Change the output as the comment asks, then submit the step again."]
 
 
-class AnswerRefused(InvalidParams):
-    """A client's approval answer that answers no open question: nothing is decided."""
-
-    def fix(self) -> str:
-        return ""
-
-
-def _refused(run: RunRecord, reason: str) -> AnswerRefused:
-    step = run.position.get("step")
-    step_id = step.get("id") if isinstance(step, Mapping) else None
-    if run.status == "awaiting_approval":
-        after = (
-            f"Nothing was approved or declined: the run still waits for a person to approve step "
-            f"`{step_id}`. Call workflow_continue with this runId and no inputResponses to have the "
-            f"person asked, or ask the user to run `handrail runs approve {run.id}`"
-        )
-    else:
-        after = f"Nothing was changed: the run is {run.status}"
-    return AnswerRefused(
-        data={
-            "runId": run.id,
-            "status": run.status,
-            "details": f"the client's approval answer was not used: {reason}. {after}",
-        }
-    )
-
-
 def _current_id(run: RunRecord) -> str | None:
-    step = run.position.get("step")
-    return str(step["id"]) if isinstance(step, Mapping) and "id" in step else None
+    return Position.stored(run.position).step_id
 
 
 def _next_time_round(run: RunRecord, step_id: str, data: Mapping[str, Any]) -> InvalidParams:
@@ -364,7 +340,7 @@ def _next_time_round(run: RunRecord, step_id: str, data: Mapping[str, Any]) -> I
 
 def _approved_message(run: RunRecord, step_id: str, data: Mapping[str, Any]) -> str:
     said = f"{data.get('person', 'A person')} approved step `{step_id}` and it was accepted"
-    if run.status == "completed":
+    if run.status == RunStatus.COMPLETED:
         return said + "; the run is completed, nothing is left to do."
     current = _current_id(run)
     if current is None:

@@ -10,11 +10,38 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from enum import StrEnum
 from typing import Any, Protocol
 
-# `awaiting_approval` is set by issue 16's approvals; the store already accepts it.
-STATUSES = ("active", "awaiting_approval", "completed", "abandoned")
-ACTIVE_STATUSES = ("active", "awaiting_approval")  # "open" runs: resumable, listed at start-up
+
+class RunStatus(StrEnum):
+    """Where a run stands. The values are what the store keeps and the wire shows."""
+
+    ACTIVE = "active"
+    AWAITING_APPROVAL = "awaiting_approval"  # a person must approve the current step
+    COMPLETED = "completed"
+    ABANDONED = "abandoned"
+
+
+class EventType(StrEnum):
+    """What an event of a run's log records; the values are stored as they are."""
+
+    STARTED = "started"
+    CONTEXT = "context"
+    CHECK = "check"
+    REJECTED = "rejected"
+    AWAITING_APPROVAL = "awaiting_approval"
+    APPROVAL_ASKED = "approval_asked"  # a question put to a client for the pending approval
+    APPROVED = "approved"
+    DECLINED = "declined"
+    ACCEPTED = "accepted"
+    COMPLETED = "completed"
+    ABANDONED = "abandoned"
+
+
+STATUSES: tuple[RunStatus, ...] = tuple(RunStatus)
+# "open" runs: resumable, listed at start-up
+ACTIVE_STATUSES: tuple[RunStatus, ...] = (RunStatus.ACTIVE, RunStatus.AWAITING_APPROVAL)
 LOCAL_OWNER = "local"  # the one person of a server without per-person tokens (issue 17 adds them)
 
 
@@ -31,7 +58,7 @@ class RunRecord:
     workflow_version: str
     source_hash: str  # the pinned workflow source, see `RunStore.put_source`
     goal: str
-    status: str
+    status: RunStatus
     context: Mapping[str, Any]
     position: Mapping[str, Any]  # the engine's last answer: completedSteps, state, step, guidance, ...
     accepted: int  # steps accepted so far
@@ -48,7 +75,7 @@ class RunRecord:
 
 @dataclass(frozen=True, slots=True)
 class NewEvent:
-    type: str  # started | rejected | accepted | completed | abandoned | context (+ issue 16's)
+    type: EventType
     step_id: str | None = None
     data: Mapping[str, Any] = field(default_factory=dict)  # output, issues, contextChanges, reason ...
 
@@ -56,7 +83,7 @@ class NewEvent:
 @dataclass(frozen=True, slots=True)
 class Event:
     seq: int  # 1, 2, ... within the run
-    type: str
+    type: str  # as stored: one of EventType's values
     at: str
     actor: str
     step_id: str | None
@@ -74,7 +101,7 @@ class Event:
 class RunUpdate:
     """What one accepted write changes; None leaves a field as it is."""
 
-    status: str | None = None
+    status: RunStatus | None = None
     context: Mapping[str, Any] | None = None
     position: Mapping[str, Any] | None = None
     accepted: int | None = None

@@ -228,7 +228,7 @@ def _event_rows(last: int, events: Sequence[NewEvent], actor: str, at: str) -> t
     """The values of `events` numbered on from `last`, and their VALUES placeholders."""
     values: list[Any] = []
     for i, e in enumerate(events, 1):
-        values += [last + i, e.type, at, actor, e.step_id, _json(e.data)]
+        values += [last + i, str(e.type), at, actor, e.step_id, _json(e.data)]
     row = "(%s::integer, %s::text, %s::text, %s::text, %s::text, %s::text)"
     return values, ", ".join(row for _ in events)
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from handrail.store.base import RunRecord, RunUpdate
+from handrail.store.base import RunRecord, RunStatus, RunUpdate
 
 
 def now() -> str:
@@ -48,7 +48,7 @@ def _record(row: Sequence[Any]) -> RunRecord:
         workflow_version=row[4],
         source_hash=row[5],
         goal=row[6],
-        status=row[7],
+        status=RunStatus(row[7]),
         context=_load(row[8]),
         position=_load(row[9]),
         accepted=row[10],
@@ -69,7 +69,7 @@ def run_row(run: RunRecord, events: int) -> tuple[Any, ...]:
         run.workflow_version,
         run.source_hash,
         run.goal,
-        run.status,
+        str(run.status),  # the plain value: a driver may store an enum by its name
         _json(run.context),
         _json(run.position),
         run.accepted,
@@ -85,7 +85,7 @@ def update_sets(change: RunUpdate, at: str, events: int, mark: str) -> tuple[str
     sets = [f"updated_at = {mark}", "version = version + 1", f"events = events + {mark}"]
     values: list[Any] = [at, events]
     for column, value in (
-        ("status", change.status),
+        ("status", None if change.status is None else str(change.status)),
         ("context", None if change.context is None else _json(change.context)),
         ("position", None if change.position is None else _json(change.position)),
         ("accepted", change.accepted),
@@ -113,7 +113,7 @@ def list_filter(
         values.append(workspace)
     if statuses:
         where.append(f"status IN ({', '.join(mark for _ in statuses)})")
-        values.extend(statuses)
+        values.extend(str(s) for s in statuses)
     if owner is not None:
         where.append(f"owner = {mark}")
         values.append(owner)

@@ -249,7 +249,7 @@ class SqliteStore:
         for i, e in enumerate(events, 1):
             db.execute(
                 "INSERT INTO run_events VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (run_id, last + i, e.type, at, actor, e.step_id, _json(e.data)),
+                (run_id, last + i, str(e.type), at, actor, e.step_id, _json(e.data)),
             )
 
     def get(self, run_id: str) -> RunRecord | None:

@@ -1,26 +1,23 @@
-"""What every run operation stands on: the store (opened on first use), who asks,
-the workspace, reading one run and writing it with its events.
-
-`Runs` (runs/core.py) is built in layers, each in a module named for what it adds:
-this base, the decisions of a person (decisions.py), a step's output judged and the
-run advanced (advance.py), and the run's lifecycle: start, resume, abandon (core.py).
-"""
+"""What every run operation stands on: the store (opened on first use), who asks, the
+workspace, reading one run and writing it with its events through the transition
+table (runs/machine.py), and the compare-and-set retry every write goes through."""
 
 from __future__ import annotations
 
 import json
-import logging
 import os
 import secrets
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from handrail import budget
-from handrail.errors import InvalidParams, RunNotActive, RunNotFound, StepNotCurrent
+from handrail.errors import InvalidParams, RunNotFound, StateError
 from handrail.limits import MAX_CONTEXT_BYTES
+from handrail.runs import machine
 from handrail.runs.pinning import Pins
 from handrail.store.base import LOCAL_OWNER, Conflict, Event, NewEvent, RunRecord, RunUpdate
 
@@ -30,32 +27,18 @@ if TYPE_CHECKING:
     from handrail.model import Workflow
     from handrail.store import RunStore
 
-
-log = logging.getLogger("handrail.runs")
-
 # Set by a transport, per request, to the person asking (contextvars follow threads and
 # tasks); unset, every run belongs to the server's one owner.
 REQUEST_OWNER: ContextVar[str | None] = ContextVar("handrail_request_owner", default=None)
 
-RECAP_CHARS = 300  # how much of each accepted output a resumed run's recap shows
 MAX_RETRIES = 8  # compare-and-set retries when another writer touched the run meanwhile
-OPEN_RUNS_LISTED = 20
 RECENT_RUNS = 256  # runs whose last write this process keeps, to skip a read on the next one
+
+T = TypeVar("T")
 
 
 def new_run_id() -> str:
     return "run_" + secrets.token_hex(16)  # 128 random bits
-
-
-def merge_context(context: Mapping[str, Any], changes: Mapping[str, Any]) -> dict[str, Any]:
-    """The run's context with `changes` applied; a key set to null is removed."""
-    merged = dict(context)
-    for key, value in changes.items():
-        if value is None:
-            merged.pop(key, None)
-        else:
-            merged[key] = value
-    return merged
 
 
 def _root_folder(uri: Any) -> str | None:
@@ -80,29 +63,10 @@ def _text(path: str) -> bool:
     return True
 
 
-def shown_title(position: Mapping[str, Any]) -> dict[str, str]:
-    """`{"title": ...}`: the current step's title as the agent was shown it (a loop's
-    templates filled for its iteration), kept on the step's events; {} without a step."""
-    step = position.get("step")
-    title = step.get("title") if isinstance(step, Mapping) else None
-    return {"title": title} if isinstance(title, str) else {}
-
-
-def event_title(event: Event, fallback: str) -> str:
-    """The title a step's event was given for its iteration, else `fallback` (the step's
-    own title: events written before titles were kept on them)."""
-    title = event.data.get("title")
-    return title if isinstance(title, str) else fallback
-
-
-def summary(output: str) -> str:
-    text = " ".join(output.split())
-    return text if len(text) <= RECAP_CHARS else text[: RECAP_CHARS - 1].rstrip() + "…"
-
-
-class RunsBase:
-    """The run operations of one server. `store_factory` opens the store on first use,
-    so a server that nobody asks about runs never touches the database."""
+class Ledger:
+    """The runs of one server as the store keeps them, and the server's settings for
+    them. `store_factory` opens the store on first use, so a server that nobody asks
+    about runs never touches the database."""
 
     def __init__(
         self,
@@ -119,7 +83,7 @@ class RunsBase:
         self.default_owner = owner
         self.pins = Pins()
         self._root: str | None = None  # the client's first root (see set_roots)
-        self._recent: dict[str, RunRecord] = {}  # runs as this process last wrote them
+        self.recent: dict[str, RunRecord] = {}  # runs as this process last wrote them
         self.max_context_bytes = MAX_CONTEXT_BYTES  # the service sets its own limit
         self._opening = threading.Lock()
         self.check_config: CheckConfig | None = None  # the service sets the server's own
@@ -139,9 +103,9 @@ class RunsBase:
         a bearer token names), else the server's one owner."""
         return REQUEST_OWNER.get() or self.default_owner
 
-    def _remember(self, run: RunRecord) -> RunRecord:
+    def remember(self, run: RunRecord) -> RunRecord:
         with self._opening:
-            recent = self._recent
+            recent = self.recent
             recent.pop(run.id, None)
             recent[run.id] = run
             if len(recent) > RECENT_RUNS:
@@ -153,7 +117,7 @@ class RunsBase:
             self._store.close()
             self._store = None
 
-    # -- helpers -------------------------------------------------------------------
+    # -- the workspace ---------------------------------------------------------------
     def set_roots(self, uris: list[Any]) -> None:
         """The client's MCP roots, as `roots/list` gave them (file:// URIs)."""
         self._root = next((p for p in map(_root_folder, uris) if p is not None), None)
@@ -181,34 +145,21 @@ class RunsBase:
             raise InvalidParams(data={"details": f"workspace {path[:200]!r} is not a folder"})
         return path
 
+    # -- reading ---------------------------------------------------------------------
     def run(self, run_id: str) -> RunRecord:
         found = self.store.get(run_id)
         if found is None or found.owner != self.owner():
             raise RunNotFound(data={"runId": run_id})
         return found
 
-    def pinned(self, snapshot: Snapshot, run: RunRecord) -> Workflow:
-        return self.pins.workflow(run.source_hash, snapshot.get(run.workflow_id), self.store)
+    def events(self, run_id: str) -> list[Event]:
+        return self.store.events(run_id)
 
-    @staticmethod
-    def _view(run: RunRecord) -> dict[str, Any]:
-        """The engine's answer as stored, shaped as in workflow_next (bookkeeping left out)."""
-        position = run.position
-        step = position.get("step")
-        guidance = position.get("guidance")
-        if step is None and isinstance(guidance, dict):
-            guidance = _run_guidance(guidance)
-        view: dict[str, Any] = {
-            "step": step,
-            "guidance": guidance,
-            "isComplete": bool(position.get("isComplete")),
-        }
-        if "loop" in position:
-            view["loop"] = position["loop"]
-        view["progress"] = {"completed": run.accepted}
-        return view
+    def pinned(self, snapshot: Snapshot | None, run: RunRecord) -> Workflow:
+        current = snapshot.get(run.workflow_id) if snapshot is not None else None
+        return self.pins.workflow(run.source_hash, current, self.store)
 
-    def _check_size(self, context: Mapping[str, Any]) -> None:
+    def check_size(self, context: Mapping[str, Any]) -> None:
         """A run's context, grown by many merges, stays within the limit each call's has."""
         import orjson
 
@@ -226,26 +177,44 @@ class RunsBase:
                 }
             )
 
-    def _write(self, run: RunRecord, change: RunUpdate, events: list[NewEvent], actor: str) -> RunRecord:
+    # -- writing ---------------------------------------------------------------------
+    def create(self, run: RunRecord, events: Sequence[NewEvent]) -> RunRecord:
+        """A new run with its first events; its status is the one they leave it in."""
+        status = machine.after(None, [e.type for e in events])
+        if status is None:
+            raise StateError("a run cannot start with these events", {"runId": run.id})
+        return self.remember(self.store.create(replace(run, status=status), events))
+
+    def write(self, run: RunRecord, change: RunUpdate, events: Sequence[NewEvent], actor: str) -> RunRecord:
+        """`change` and `events` written only if the run is still as read (else `Conflict`);
+        the status is the one the transition table gives for the events."""
+        status = machine.after(run.status, [e.type for e in events])
+        if status is None:
+            raise StateError(
+                f"the run is {run.status}: {', '.join(e.type for e in events)} cannot happen in it",
+                {"runId": run.id, "status": run.status},
+            )
+        if status != run.status:
+            change = replace(change, status=status)
         try:
-            return self._remember(self.store.update(run, change, events, actor))
+            return self.remember(self.store.update(run, change, events, actor))
         except Conflict:
-            self._recent.pop(run.id, None)
+            self.recent.pop(run.id, None)
             raise
 
+    @staticmethod
+    def retrying(run_id: str, attempt: Callable[[], T]) -> T:
+        """`attempt()` again while its write meets a run another writer moved meanwhile
+        (it raises `Conflict`): each try reads the run afresh."""
+        for _ in range(MAX_RETRIES):
+            try:
+                return attempt()
+            except Conflict:
+                continue
+        raise StateError("the run is changing too fast to write; try again", {"runId": run_id})
 
-def _run_guidance(guidance: dict[str, Any]) -> dict[str, Any]:
-    """A blocked run's guidance, naming the call a run takes: the engine's names workflow_next."""
-    from handrail.engine.next import AGAIN
 
-    prompt = guidance.get("prompt")
-    if not isinstance(prompt, str) or AGAIN not in prompt:
-        return guidance
-    told = "call workflow_continue with this runId and only `context` (no stepId, no output)"
-    return {**guidance, "prompt": prompt.replace(AGAIN, told)}
-
-
-class _off_the_clock:
+class off_the_clock:
     """Time inside does not count against the request's budget (checks, a person)."""
 
     def __enter__(self) -> None:
@@ -255,39 +224,3 @@ class _off_the_clock:
         spent = budget.current()
         if spent is not None:
             spent.deadline += time.monotonic() - self.start
-
-
-def _not_active(run: RunRecord) -> RunNotActive:
-    if run.status == "completed":
-        details = (
-            "the run is completed: every step was accepted and its record is kept "
-            "(workflow_resume shows it), so nothing is lost and nothing is left to do in it; "
-            "for new work, start a new run with workflow_start"
-        )
-    else:
-        details = f"the run is {run.status}; start a new run with workflow_start"
-    return RunNotActive(data={"runId": run.id, "status": run.status, "details": details})
-
-
-def _not_current(
-    step_id: str, run: RunRecord, *, position: Mapping[str, Any] | None = None, moved: bool = False
-) -> StepNotCurrent:
-    position = run.position if position is None else position
-    step = position.get("step")
-    current = step.get("id") if isinstance(step, dict) else None
-    if moved:
-        details = f"another submission for `{step_id}` was accepted first; the run is now at " + (
-            f"`{current}`" if current else ("its end" if position.get("isComplete") else "no step (blocked)")
-        )
-    elif current is None:
-        details = (
-            "the run is complete"
-            if position.get("isComplete")
-            else "the run has no current step: set the context it is waiting for (see missingContext) "
-            "with workflow_continue, this runId and only `context`"
-        )
-    else:
-        details = f"the run is at `{current}`, not `{step_id}`"
-    return StepNotCurrent(
-        data={"runId": run.id, "stepId": step_id, "currentStep": current, "details": details}
-    )
