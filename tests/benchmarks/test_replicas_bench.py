@@ -8,7 +8,7 @@ from pathlib import Path
 
 from benchmarks import replicas_bench
 from benchmarks.runs_bench import WORKFLOW
-from tests.http import HttpServer
+from tests.helpers.http import HttpServer
 
 
 def test_the_throughput_loop_counts_accepted_continues_on_every_server(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.http import HttpServer
+from tests.helpers.http import HttpServer
 from tests.runs.workflows import WORKFLOW_ID, build_feature, write
 
 TOKEN = "s3cret-token-for-the-dashboard"

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import httpx
 
+from tests.helpers.http import HttpServer, free_port
 from tests.helpers.server import clean_env
-from tests.http import HttpServer, free_port
 from tests.runs.workflows import WORKFLOW_ID, build_feature, write
 
 TOKEN = "another-s3cret"

@@ -11,7 +11,7 @@ from typing import Any
 
 from tests.dashboard.browser import picture
 from tests.dashboard.test_dashboard_browser import TOKEN, start, submit
-from tests.http import HttpServer
+from tests.helpers.http import HttpServer
 from tests.runs.workflows import WORKFLOW_ID, build_feature, write
 
 

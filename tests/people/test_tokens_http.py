@@ -13,7 +13,7 @@ import pytest
 
 from handrail.cli import main
 from handrail.service.people import token_line
-from tests.http import HttpServer
+from tests.helpers.http import HttpServer
 from tests.runs.workflows import WORKFLOW_ID, build_feature, write
 
 ALICE = "alice-token-0123456789abcdef"

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
+from tests.helpers.http import HttpServer
 from tests.helpers.server import Server, clean_env
-from tests.http import HttpServer
 
 GOOD = {
     "id": "good",

@@ -20,9 +20,9 @@ import pytest
 
 from benchmarks import hostile
 from handrail.catalog import load_catalog
-from handrail.rules import closures as rules
 from handrail.patterns import compiled
 from handrail.protocol.core import Protocol
+from handrail.rules import closures as rules
 from handrail.service.core import Service
 from tests.helpers.server import Server
 

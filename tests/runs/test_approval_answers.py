@@ -13,8 +13,8 @@ from typing import Any
 
 import httpx
 
+from tests.helpers.http import CLIENT_CAPABILITIES_KEY, HttpServer, envelope, modern_headers
 from tests.helpers.server import Server, clean_env
-from tests.http import CLIENT_CAPABILITIES_KEY, HttpServer, envelope, modern_headers
 
 FLOW = "gated"
 GATED = {

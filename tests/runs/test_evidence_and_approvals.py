@@ -25,8 +25,8 @@ import mcp.types as types
 from mcp import Client, StdioServerParameters
 
 from tests.checks.workspaces import git, write
+from tests.helpers.http import CLIENT_CAPABILITIES_KEY, HttpServer, envelope, modern_headers
 from tests.helpers.server import ROOT, Server
-from tests.http import CLIENT_CAPABILITIES_KEY, HttpServer, envelope, modern_headers
 
 FLOW = "evidence"
 TEST_COMMAND = "test=sh -c 'test -f built.txt || { echo 1 test failed: no built.txt; exit 1; }'"

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from handrail.store import NewEvent, RunUpdate
 from handrail.store.sqlite import SqliteStore
+from tests.helpers.http import HttpServer
 from tests.helpers.server import Server, clean_env
-from tests.http import HttpServer
 from tests.runs.workflows import WORKFLOW_ID, build_feature, write
 
 TOKEN = "surrogate-test-token"

@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from handrail.store import open_store
-from tests.http import HttpServer
+from tests.helpers.http import HttpServer
 from tests.runs.workflows import WORKFLOW_ID, build_feature, write
 
 HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}

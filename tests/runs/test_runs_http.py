@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tests.helpers.http import HttpServer
 from tests.helpers.server import Server
-from tests.http import HttpServer
 from tests.runs.workflows import WORKFLOW_ID, build_feature, write
 
 

@@ -21,8 +21,8 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 
 from tests.conftest import CORPUS
+from tests.helpers.http import HttpServer
 from tests.helpers.server import LATEST, ROOT, Server
-from tests.http import HttpServer
 
 LOOPS = CORPUS / "workflows" / "examples" / "loops"
 pytestmark = pytest.mark.corpus  # serves and edits copies of the corpus's loop examples

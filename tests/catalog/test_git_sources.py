@@ -16,7 +16,7 @@ import pytest
 
 from handrail.catalog.git_sources import GitSpec, GitSpecError
 from handrail.cli import main
-from tests.http import HttpServer
+from tests.helpers.http import HttpServer
 from tests.runs.workflows import WORKFLOW_ID, build_feature
 
 DEADLINE = 20.0  # generous: the machine may be loaded; a refresh is every 0.2 s

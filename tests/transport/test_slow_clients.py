@@ -20,8 +20,8 @@ import httpx
 import pytest
 
 from tests.conftest import ROOT
+from tests.helpers.http import HttpServer
 from tests.helpers.slow import PROGRAM
-from tests.http import HttpServer
 
 ARGS = ("--no-bundled", "--workflows", str(ROOT / "workflows"))  # the bundled files: no corpus needed
 FIRST = "coding-task"

@@ -17,8 +17,8 @@ from mcp_types.methods import parse_server_result
 
 from handrail.service.definitions import workflow_schema
 from handrail.service.portable_schema import portable
+from tests.helpers.http import MODERN, modern_request
 from tests.helpers.server import LATEST, ROOT, Server
-from tests.http import MODERN, modern_request
 
 ONE_SCHEMA = ("items", "additionalItems", "additionalProperties", "not", "if", "then", "else",
               "contains", "propertyNames")  # fmt: skip

@@ -24,8 +24,8 @@ from mcp_types.methods import parse_server_result
 
 from handrail.compiler import compile_path
 from tests.conftest import CORPUS
+from tests.helpers.http import MODERN, HttpServer, modern_request
 from tests.helpers.server import Server
-from tests.http import MODERN, HttpServer, modern_request
 
 pytestmark = pytest.mark.corpus  # served or walked workflows come from the WorkRail corpus
 

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import require_postgres
 from tests.helpers.server import ROOT
 from tests.postgres import reap_orphans, unavailable
-from tests.runs.conftest import require_postgres
 
 # Starts a cluster through the helper the tests use, says where it is, then waits.
 MAKER = """

@@ -248,7 +248,7 @@ def test_the_sqlite_path_never_imports_psycopg(tmp_path: Path) -> None:
 
 
 def test_without_postgresql_its_tests_skip_saying_why_except_under_ci_where_they_fail() -> None:
-    from tests.runs.conftest import require_postgres
+    from tests.conftest import require_postgres
 
     require_postgres(None, {"CI": "true"})  # found: nothing to say
     with pytest.raises(pytest.skip.Exception, match="initdb was not found"):

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli.test_first_contact import _read_until, at_a_terminal
 from tests.helpers.server import clean_env
-from tests.test_cli_first_contact import _read_until, at_a_terminal
 
 SCRIPT = Path(sys.executable).parent / "handrail"  # the console script the venv install made
 TIMEOUT = 20.0

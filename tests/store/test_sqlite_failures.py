@@ -14,8 +14,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from tests.helpers.http import HttpServer
 from tests.helpers.server import Server, clean_env
-from tests.http import HttpServer
 from tests.runs.workflows import WORKFLOW_ID, build_feature, write
 
 # Another process holding the database's write lock until its stdin closes.

@@ -23,8 +23,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from tests.conftest import CORPUS, corpus_text
+from tests.helpers.http import MODERN, HttpServer, modern_headers, modern_request
 from tests.helpers.server import LATEST, Server
-from tests.http import MODERN, HttpServer, modern_headers, modern_request
 
 LOOPS = CORPUS / "workflows" / "examples" / "loops"
 ARGS = ("--no-bundled", "--workflows", str(LOOPS))

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from handrail.cli import main
-from tests.http import HttpServer
+from tests.helpers.http import HttpServer
 from tests.postgres import PASSWORD, Cluster
 from tests.runs.workflows import WORKFLOW_ID, build_feature, write
 
