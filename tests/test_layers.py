@@ -14,6 +14,7 @@ import re
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 from tests.conftest import ROOT
@@ -172,10 +173,16 @@ def _target(name: str, known: dict[str, Path]) -> str:
     return name
 
 
+@cache
+def parsed(path: Path) -> tuple[list[str], ast.Module]:
+    text = path.read_text("utf-8")
+    return text.splitlines(), ast.parse(text, str(path))
+
+
 def imports_of(module: str, path: Path, known: dict[str, Path]) -> Iterator[Import]:
     """The handrail modules a module imports, wherever the import statement is."""
     package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
-    for node in ast.walk(ast.parse(path.read_text("utf-8"), str(path))):
+    for node in ast.walk(parsed(path)[1]):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.name.split(".")[0] == FACADE:
@@ -196,9 +203,9 @@ def imports_of(module: str, path: Path, known: dict[str, Path]) -> Iterator[Impo
 
 def unexplained_local_imports(path: Path) -> list[tuple[int, str]]:
     """Imports inside a function with no comment on their lines or the line above."""
-    lines = path.read_text("utf-8").splitlines()
+    lines, tree = parsed(path)
     found: dict[int, str] = {}
-    for function in ast.walk(ast.parse("\n".join(lines), str(path))):
+    for function in ast.walk(tree):
         if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
         for node in ast.walk(function):

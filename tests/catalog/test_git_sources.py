@@ -74,6 +74,7 @@ def entry(server: HttpServer) -> dict[str, Any] | None:
     return next((w for w in listing(server)["workflows"] if w["id"] == WORKFLOW_ID), None)
 
 
+@pytest.mark.slow
 def test_a_new_commit_is_served_within_the_refresh_interval_and_a_broken_one_keeps_the_last_good(
     repo: Path, tmp_path: Path
 ) -> None:
@@ -104,6 +105,7 @@ def test_a_new_commit_is_served_within_the_refresh_interval_and_a_broken_one_kee
         assert server.client.get(f"{server.base}/healthz").json()["status"] == "ok"
 
 
+@pytest.mark.slow
 def test_an_unreachable_remote_is_reported_everywhere_and_does_not_stop_the_server(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -232,6 +234,7 @@ def _list(tmp_path: Path, spec: str, **env: str) -> subprocess.CompletedProcess[
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("subdir", ["workflows", "workflows/inner"])
 def test_a_subdir_that_a_committed_link_leads_out_of_the_checkout_is_never_read(
     repo: Path, tmp_path: Path, subdir: str

@@ -7,8 +7,12 @@ import difflib
 import json
 from pathlib import Path
 
+import pytest
+
 from handrail.catalog.suggest import EXACT_UP_TO, close_matches
 from tests.helpers.server import Server
+
+pytestmark = pytest.mark.slow
 
 
 def test_an_unknown_id_in_a_large_catalog_gets_the_close_ids_suggested(tmp_path: Path) -> None:

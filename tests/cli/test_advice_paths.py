@@ -18,7 +18,10 @@ from tests.helpers.server import clean_env
 SCRIPT = Path(sys.executable).parent / "handrail"  # the console script the venv install made
 TIMEOUT = 20.0
 
-pytestmark = pytest.mark.skipif(not SCRIPT.is_file(), reason=f"no console script at {SCRIPT}")
+pytestmark = [
+    pytest.mark.skipif(not SCRIPT.is_file(), reason=f"no console script at {SCRIPT}"),
+    pytest.mark.slow,
+]
 
 
 def _env(tmp_path: Path, *, on_path: bool) -> dict[str, str]:

@@ -14,6 +14,8 @@ import pytest
 
 from handrail._resources import resource
 
+pytestmark = pytest.mark.slow
+
 ENV_VARIABLES = ("WORKFLOW_STORAGE_PATH", "HANDRAIL_WORKFLOWS", "WORKFLOW_INCLUDE_BUNDLED")
 
 

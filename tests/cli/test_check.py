@@ -13,6 +13,8 @@ import pytest
 
 from tests.conftest import CORPUS, CORPUS_REJECTED, ROOT, SPEC, corpus_accepted
 
+pytestmark = pytest.mark.slow
+
 CASES = SPEC / "cases" / "compiler"
 LINE = re.compile(
     r"^(?P<file>.+?):(?P<line>\d+):(?P<column>\d+): "

@@ -20,8 +20,11 @@ from pathlib import Path
 from subprocess import Popen
 
 import httpx
+import pytest
 
 from tests.helpers.server import Server, clean_env
+
+pytestmark = pytest.mark.slow
 
 TIMEOUT = 20.0
 

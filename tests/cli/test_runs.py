@@ -118,6 +118,7 @@ def test_approving_a_run_no_person_is_asked_about_says_why_once(
         )
 
 
+@pytest.mark.slow
 def test_runs_commands_name_an_unknown_run_and_a_bad_database(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

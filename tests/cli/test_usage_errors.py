@@ -16,6 +16,8 @@ import pytest
 from handrail.cli import build_parser, main
 from tests.helpers.server import clean_env
 
+pytestmark = pytest.mark.slow
+
 TIMEOUT = 20.0
 
 

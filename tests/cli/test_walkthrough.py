@@ -387,6 +387,7 @@ def place(tmp_path: Path) -> dict[str, Path]:
     return {"cwd": tmp_path / "project", "home": tmp_path / "home"}
 
 
+@pytest.mark.slow
 def test_the_command_walks_coding_task_from_piped_stdin(place: dict[str, Path]) -> None:
     result = run("coding-task", stdin=coding_task_script(), **place)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr
@@ -395,6 +396,7 @@ def test_the_command_walks_coding_task_from_piped_stdin(place: dict[str, Path]) 
     assert result.stderr == ""
 
 
+@pytest.mark.slow
 def test_the_command_auto_walks_with_no_input(place: dict[str, Path]) -> None:
     result = run("bug-investigation", "--auto", "--context", '{"reproduced": true}', **place)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr
@@ -402,12 +404,14 @@ def test_the_command_auto_walks_with_no_input(place: dict[str, Path]) -> None:
     assert "is complete" in result.stdout
 
 
+@pytest.mark.slow
 def test_the_command_stops_with_1_when_the_input_ends(place: dict[str, Path]) -> None:
     result = run("coding-task", stdin="only one line\n", **place)
     assert result.returncode == 1
     assert "Stopped (the input ended)" in result.stdout
 
 
+@pytest.mark.slow
 def test_the_command_walks_a_workflow_from_workflows(place: dict[str, Path]) -> None:
     path = place["cwd"] / "confirming.json"
     path.write_text(json.dumps(CONFIRMING), encoding="utf-8")
@@ -458,6 +462,7 @@ def test_a_context_that_is_not_json_is_one_line_in_plain_words_saying_where(
     )
 
 
+@pytest.mark.slow
 def test_the_init_sample_walked_with_auto_reads_understand_do_then_report(place: dict[str, Path]) -> None:
     flows = place["cwd"] / "flows"
     made = subprocess.run(
@@ -472,6 +477,7 @@ def test_the_init_sample_walked_with_auto_reads_understand_do_then_report(place:
     assert result.stdout.rstrip().endswith("3 output(s) met their step's rules; no step walked has checks.")
 
 
+@pytest.mark.slow
 def test_auto_says_no_checks_ran_and_how_many_outputs_met_their_rules(place: dict[str, Path]) -> None:
     found = '{"reproduced": true, "rootCauseFound": true}'
     result = run("bug-investigation", "--auto", "--context", found, **place)

@@ -15,6 +15,8 @@ import pytest
 from tests.helpers.http import HttpServer
 from tests.runs.workflows import WORKFLOW_ID, build_feature, write
 
+pytestmark = pytest.mark.slow
+
 TOKEN = "s3cret-token-for-the-dashboard"
 
 

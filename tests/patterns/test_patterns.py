@@ -228,6 +228,7 @@ def small_patterns(draw: st.DrawFn, depth: int = 0) -> str:
     return "".join(parts)
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     small_patterns(), st.sampled_from(["", "i", "m", "s", "im", "is"]), st.lists(TEXT, min_size=1, max_size=6)
@@ -274,6 +275,7 @@ def test_a_plain_pattern_finds_what_python_finds_on_short_and_long_texts() -> No
         assert (compiled.search(text) is not None) is expected, text
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "pattern",
     [
@@ -318,6 +320,7 @@ def test_matches_in_conditions_goes_through_the_same_engines() -> None:
     assert wire_next(workflow, [], {"tag": "v" * N})["step"]["id"] == "check"
 
 
+@pytest.mark.slow
 def test_long_numeric_strings_compare_in_linear_time() -> None:
     # a numeric-string check that backtracked quadratically (30 KB took 26 s)
     workflow = compile_text(_workflow([], runCondition={"var": "n", "equals": 5})).workflow
@@ -329,6 +332,7 @@ def test_long_numeric_strings_compare_in_linear_time() -> None:
 # -- what `handrail check` says ------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_check_warns_about_each_pattern_that_backtracks(tmp_path: Path) -> None:
     criteria = [
         {"type": "regex", "pattern": "^(?!.*TODO).+$", "message": "m"},

@@ -16,6 +16,8 @@ from handrail.service.people import token_line
 from tests.helpers.http import HttpServer
 from tests.runs.workflows import WORKFLOW_ID, build_feature, write
 
+pytestmark = pytest.mark.slow  # one server per module, its tests in order
+
 ALICE = "alice-token-0123456789abcdef"
 BOB = "bob-token-fedcba9876543210xyz"
 SHARED = "shared-token-for-everyone-1234"

@@ -40,6 +40,8 @@ from tests.helpers.http import (
 )
 from tests.helpers.server import LATEST, ROOT, Server
 
+pytestmark = pytest.mark.slow
+
 LOOPS = CORPUS / "workflows" / "examples" / "loops"
 ARGS = ("--no-bundled", "--workflows", str(LOOPS))
 BATCH = "simple-batch-example"

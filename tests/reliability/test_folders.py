@@ -18,6 +18,8 @@ import pytest
 from tests.helpers.http import HttpServer
 from tests.helpers.server import Server, clean_env
 
+pytestmark = pytest.mark.slow
+
 GOOD = {
     "id": "good",
     "name": "Good",

@@ -53,12 +53,14 @@ def test_golden_rule_case_names_are_unique() -> None:
     assert len(names) == len(set(names))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", RULE_CASES, ids=[c["name"] for c in RULE_CASES])
 def test_each_golden_output_gets_exactly_its_expected_issues(case: dict[str, Any]) -> None:
     result = check(case)
     assert {"valid": result["valid"], "issues": result["issues"]} == case["expected"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", RULE_CASES, ids=[c["name"] for c in RULE_CASES])
 def test_workflow_validate_agrees_with_each_golden_case(case: dict[str, Any]) -> None:
     workflow = one_step_workflow(case["criteria"])

@@ -19,6 +19,8 @@ from handrail.store import open_store
 from tests.helpers.http import HttpServer
 from tests.runs.workflows import WORKFLOW_ID, build_feature, write
 
+pytestmark = pytest.mark.slow
+
 HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
 RUNS = 200
 CLIENTS = 32

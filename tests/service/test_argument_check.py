@@ -42,6 +42,7 @@ def test_every_tool_schema_has_a_quick_check(name: str) -> None:
     assert quick_check(SCHEMAS[name]) is not None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(SCHEMAS))
 @settings(max_examples=300, deadline=None)
 @given(data=st.data())
@@ -110,6 +111,7 @@ def server() -> Iterator[Server]:
         yield s
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("arguments", "details"),
     [
@@ -151,6 +153,7 @@ def _refused_by_limits(name: str, value: Any, limits: Limits) -> bool:
     return False
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(n for n in SCHEMAS if n != "workflow_validate_json"))
 @settings(max_examples=300, deadline=None)
 @given(data=st.data())

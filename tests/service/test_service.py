@@ -7,10 +7,14 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from handrail.catalog import load_catalog
 from handrail.limits import Limits
 from handrail.protocol.core import Protocol
 from handrail.service.core import Service
+
+pytestmark = pytest.mark.slow
 
 # a lookahead sends the rule to the backtracking engine; on this text it never finishes
 SLOW_RULE = {"type": "regex", "pattern": "(?=(a|aa)+$)", "message": "all a"}

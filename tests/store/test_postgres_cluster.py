@@ -19,6 +19,8 @@ from tests.conftest import require_postgres
 from tests.helpers.server import ROOT
 from tests.postgres import reap_orphans, unavailable
 
+pytestmark = pytest.mark.slow
+
 # Starts a cluster through the helper the tests use, says where it is, then waits.
 MAKER = """
 import sys, time

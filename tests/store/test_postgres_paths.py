@@ -14,6 +14,8 @@ from tests.helpers.http import HttpServer
 from tests.postgres import PASSWORD, Cluster
 from tests.runs.workflows import WORKFLOW_ID, build_feature, write
 
+pytestmark = pytest.mark.slow
+
 
 def test_a_run_made_over_http_on_postgresql_is_listed_and_abandoned_by_the_cli(
     tmp_path: Path, postgres_url: str, capsys: pytest.CaptureFixture[str]

@@ -14,9 +14,13 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.helpers.http import HttpServer
 from tests.helpers.server import Server, clean_env
 from tests.runs.workflows import WORKFLOW_ID, build_feature, write
+
+pytestmark = pytest.mark.slow
 
 # Another process holding the database's write lock until its stdin closes.
 HOLDER = """

@@ -14,6 +14,8 @@ from handrail.store import Conflict, NewEvent, RunRecord, RunStore, RunUpdate, o
 from handrail.store.sqlite import MIGRATIONS, SqliteStore
 from tests.postgres import PASSWORD, Cluster
 
+pytestmark = pytest.mark.slow
+
 STORES = ("postgresql", "sqlite")
 
 

@@ -79,6 +79,7 @@ def sdk(http: HttpServer) -> dict[str, Any]:
     return anyio.run(_session, http.url)
 
 
+@pytest.mark.slow
 @pytest.mark.corpus
 def test_sdk_initializes_over_http(sdk: dict[str, Any]) -> None:
     result: types.InitializeResult = sdk["initialize"]
@@ -197,6 +198,7 @@ def test_get_and_delete_are_405(http: HttpServer) -> None:
         assert response.headers["allow"] == "POST"
 
 
+@pytest.mark.slow
 def test_bearer_token(tmp_path: Path) -> None:
     with HttpServer(*ARGS, env={"HANDRAIL_TOKEN": "s3cret"}) as server:
         ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
@@ -313,6 +315,7 @@ def test_batches(http: HttpServer) -> None:
         assert response.json()["error"]["code"] == -32600
 
 
+@pytest.mark.slow
 def test_server_exits_cleanly_on_sigterm() -> None:
     server = HttpServer(*ARGS)
     assert server.close() == 0
@@ -354,6 +357,7 @@ MODERN_SAME: list[tuple[str, Any]] = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.corpus
 def test_both_transports_give_the_same_answers(http: HttpServer) -> None:
     with Server(*ARGS) as stdio:

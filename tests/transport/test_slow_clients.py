@@ -23,6 +23,8 @@ from tests.conftest import ROOT
 from tests.helpers.http import HttpServer
 from tests.helpers.slow import PROGRAM
 
+pytestmark = pytest.mark.slow
+
 ARGS = ("--no-bundled", "--workflows", str(ROOT / "workflows"))  # the bundled files: no corpus needed
 FIRST = "coding-task"
 NEXT = {"name": "workflow_next", "arguments": {"workflowId": FIRST, "completedSteps": []}}

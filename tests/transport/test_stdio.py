@@ -18,6 +18,8 @@ from handrail.protocol.core import Protocol
 from handrail.service.core import Service
 from handrail.transport.stdio import serve
 
+pytestmark = pytest.mark.slow
+
 LIMIT = 2048
 LINES = [
     b'{"jsonrpc":"2.0","id":1,"method":"ping"}',

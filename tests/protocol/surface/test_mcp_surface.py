@@ -25,7 +25,7 @@ from tests.helpers.http import HttpServer
 from tests.helpers.server import LATEST, ROOT, Server
 
 LOOPS = CORPUS / "workflows" / "examples" / "loops"
-pytestmark = pytest.mark.corpus  # serves and edits copies of the corpus's loop examples
+pytestmark = [pytest.mark.corpus, pytest.mark.slow]  # serves and edits copies of the corpus's loop examples
 BATCH = "simple-batch-example"
 RETRY = "simple-retry-example"
 WAIT = 15.0  # the catalog looks every fraction of a second; a loaded machine may take longer

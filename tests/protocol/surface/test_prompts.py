@@ -27,7 +27,8 @@ from tests.conftest import CORPUS
 from tests.helpers.http import MODERN, HttpServer, modern_request
 from tests.helpers.server import Server
 
-pytestmark = pytest.mark.corpus  # served or walked workflows come from the WorkRail corpus
+# served or walked workflows come from the WorkRail corpus
+pytestmark = [pytest.mark.corpus, pytest.mark.slow]
 
 LOOPS = CORPUS / "workflows" / "examples" / "loops"
 ARGS = ("--no-bundled", "--workflows", str(LOOPS))

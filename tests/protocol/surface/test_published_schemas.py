@@ -20,6 +20,8 @@ from handrail.service.portable_schema import portable
 from tests.helpers.http import MODERN, modern_request
 from tests.helpers.server import LATEST, ROOT, Server
 
+pytestmark = pytest.mark.slow
+
 ONE_SCHEMA = ("items", "additionalItems", "additionalProperties", "not", "if", "then", "else",
               "contains", "propertyNames")  # fmt: skip
 SCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")

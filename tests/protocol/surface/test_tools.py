@@ -12,6 +12,8 @@ from handrail.codec import Encoded, encode
 from handrail.protocol.surface.tool_methods import spliced_result, tool_result
 from tests.helpers.server import Server
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.mark.parametrize(
     "result",
