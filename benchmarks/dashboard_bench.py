@@ -14,7 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from tests.http import HttpServer
+from tests.helpers.http import HttpServer
 from tests.runs.workflows import WORKFLOW_ID, build_feature, write
 
 REQUESTS = 200

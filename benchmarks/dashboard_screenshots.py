@@ -16,7 +16,7 @@ from pathlib import Path
 
 from tests.dashboard.browser import chromium
 from tests.dashboard.test_dashboard_browser import gated
-from tests.http import HttpServer
+from tests.helpers.http import HttpServer
 from tests.runs.workflows import WORKFLOW_ID, build_feature, write
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"

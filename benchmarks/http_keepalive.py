@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.saving import save
-from tests.http import HttpServer
+from tests.helpers.http import HttpServer
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = Path(__file__).resolve().parent / "results"

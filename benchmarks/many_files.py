@@ -178,7 +178,7 @@ def measure_http(source: Path, folder: Path) -> dict[str, Any]:
     answers 200 (the workflows compiled)."""
     import httpx
 
-    from tests.http import free_port
+    from tests.helpers.http import free_port
 
     port = free_port()
     env = server_env(source, folder.parent)

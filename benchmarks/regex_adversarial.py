@@ -8,7 +8,7 @@ handrail runs each pattern on RE2 (linear in the text); Python's `re` is shown b
 it on a text of 28 characters, in a child process stopped after 2 s. The last rows are
 patterns RE2 cannot run: they go to the `regex` module, whose searches stop at the time
 limit (100 ms by default, `--regex-timeout`) and fail the call instead of answering.
-The tests (tests/test_patterns.py) check the answers, not the times.
+The tests (tests/patterns/test_patterns.py) check the answers, not the times.
 """
 
 from __future__ import annotations

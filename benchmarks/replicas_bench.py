@@ -28,7 +28,7 @@ import httpx
 
 from benchmarks.runs_bench import OUTPUT, WORKFLOW
 from benchmarks.saving import save
-from tests.http import HttpServer
+from tests.helpers.http import HttpServer
 from tests.postgres import Cluster, unavailable
 
 RESULTS = Path(__file__).resolve().parent / "results"

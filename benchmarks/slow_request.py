@@ -27,8 +27,8 @@ import httpx
 
 from benchmarks.many_files import baseline_source, server_env, stop
 from benchmarks.timing import percentile
+from tests.helpers.http import free_port
 from tests.helpers.slow import PROGRAM
-from tests.http import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 NEXT = {

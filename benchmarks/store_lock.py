@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests.http import HttpServer
+from tests.helpers.http import HttpServer
 from tests.runs.workflows import WORKFLOW_ID, build_feature, write
 
 HOLDER = """

@@ -5,15 +5,21 @@ The corpus is not part of the repository: it is found through
 repository. Tests that need it carry the `corpus` mark (or use the `corpus`
 fixture) and skip, saying why, where it is missing; under CI (`CI` set) such a
 skip is a failure, so CI cannot pass without having run them.
+
+The PostgreSQL server the store and run tests share is started once, on first use,
+and stopped at the end. Where PostgreSQL cannot be found its tests skip, saying why,
+except under CI (`CI=true`), where they fail.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
+
+from tests.postgres import Cluster, reap_orphans, unavailable
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC = ROOT / "spec"
@@ -106,3 +112,27 @@ def _private_handrail_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch
     monkeypatch.setenv("HANDRAIL_HOME", str(tmp_path_factory.mktemp("handrail-home")))
     monkeypatch.delenv("HANDRAIL_DATABASE_URL", raising=False)
     monkeypatch.delenv("HANDRAIL_RUNS_ONLY", raising=False)
+
+
+def require_postgres(reason: str | None, environ: Mapping[str, str] = os.environ) -> None:
+    """Skip, saying why, when PostgreSQL cannot be started here; under CI, fail."""
+    if reason is None:
+        return
+    if environ.get("CI", "").lower() == "true":
+        pytest.fail(f"CI must run the PostgreSQL tests: {reason}")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def postgres_cluster() -> Iterator[Cluster]:
+    require_postgres(unavailable())
+    reap_orphans()  # left by earlier runs whose maker and watchdog were both killed
+    cluster = Cluster(fsync=False)  # nothing here survives the cluster: spare the disk
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture
+def postgres_url(postgres_cluster: Cluster) -> str:
+    """A fresh, empty database on the shared server."""
+    return postgres_cluster.database()

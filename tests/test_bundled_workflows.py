@@ -563,6 +563,7 @@ EXPECTED_FEATURES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("feature", EXPECTED_FEATURES)
 def test_between_them_the_bundled_workflows_use(feature: str) -> None:
     assert features()[feature] >= 1, f"no bundled workflow uses: {feature}"
@@ -595,6 +596,7 @@ def test_every_condition_operator_appears_in_json_form_too() -> None:
 # --- (d) the command line agrees ---------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_handrail_check_passes_the_bundled_folder_with_zero_errors_and_zero_warnings() -> None:
     done = subprocess.run(
         [sys.executable, "-m", "handrail", "check", "workflows"],

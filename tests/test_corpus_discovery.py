@@ -8,7 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import ROOT
+
+pytestmark = pytest.mark.slow
 
 ONE_CORPUS_TEST = "tests/compiler/test_corpus.py::test_invalid_workflow_hints_at_a_valid_id"
 

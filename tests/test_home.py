@@ -10,8 +10,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from handrail.cli.setup import SAMPLE
 from handrail.home import handrail_home
+
+pytestmark = pytest.mark.slow
 
 
 def handrail(home: Path, handrail_home: Path | None, *args: str) -> subprocess.CompletedProcess[str]:

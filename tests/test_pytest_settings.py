@@ -6,7 +6,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import ROOT
+
+pytestmark = pytest.mark.slow
 
 
 def test_a_plain_pytest_run_prints_the_reason_of_every_skip(tmp_path: Path) -> None:

@@ -93,12 +93,14 @@ def test_the_readme_has_the_commands_this_test_reads() -> None:
     assert "handrail graph coding-task" in _inline_commands()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command, output", _transcripts(), ids=lambda v: v.split("\n")[0][:40])
 def test_each_transcript_is_what_the_command_prints(command: str, output: str, tmp_path: Path) -> None:
     done = _run(command, tmp_path)
     assert done.stdout == output, done.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", _inline_commands())
 def test_each_cheap_command_named_in_the_text_runs(command: str, tmp_path: Path) -> None:
     done = _run(command, tmp_path)

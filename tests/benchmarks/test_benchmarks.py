@@ -16,7 +16,8 @@ import pytest
 from benchmarks import instructions, run, stdio_bench
 from benchmarks.inprocess import workloads
 
-pytestmark = pytest.mark.corpus  # served or walked workflows come from the WorkRail corpus
+# served or walked workflows come from the WorkRail corpus
+pytestmark = [pytest.mark.corpus, pytest.mark.slow]
 
 
 def test_every_workload_answer_matches_its_snapshot(snapshot: Any) -> None:

@@ -6,7 +6,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from benchmarks import http_keepalive
+
+pytestmark = pytest.mark.slow
 
 
 def test_the_quick_run_keeps_one_connection_per_client_and_reports_both_servers(tmp_path: Path) -> None:

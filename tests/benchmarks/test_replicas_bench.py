@@ -6,9 +6,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from benchmarks import replicas_bench
 from benchmarks.runs_bench import WORKFLOW
-from tests.http import HttpServer
+from tests.helpers.http import HttpServer
+
+pytestmark = pytest.mark.slow
 
 
 def test_the_throughput_loop_counts_accepted_continues_on_every_server(tmp_path: Path) -> None:

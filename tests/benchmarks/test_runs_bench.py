@@ -5,7 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from benchmarks import runs_bench
+
+pytestmark = pytest.mark.slow
 
 
 def test_the_quick_runs_benchmark_writes_a_complete_report(tmp_path: Path) -> None:

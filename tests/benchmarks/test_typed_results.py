@@ -9,6 +9,8 @@ import pytest
 
 from benchmarks import typed_results
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.mark.corpus
 def test_one_round_against_a_baseline_reports_every_figure(capsys: pytest.CaptureFixture[str]) -> None:

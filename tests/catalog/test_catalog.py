@@ -422,6 +422,7 @@ def test_a_same_size_rewrite_within_the_timestamp_granularity_is_seen(tmp_path: 
 # -- watching -------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_watch_sees_an_add_a_change_and_a_removal_within_a_second(tmp_path: Path) -> None:
     write(tmp_path / "a.json", "alpha", version="1.0.0")
     catalog = catalog_of(tmp_path)

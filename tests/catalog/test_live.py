@@ -16,6 +16,8 @@ import pytest
 
 from tests.helpers.server import Server
 
+pytestmark = pytest.mark.slow
+
 WITHIN = 1.0  # a change must be seen by a request within this many seconds
 
 

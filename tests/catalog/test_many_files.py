@@ -15,6 +15,8 @@ from handrail.errors import WorkflowNotFound
 from handrail.service.core import Service
 from tests.helpers.server import Server
 
+pytestmark = pytest.mark.slow
+
 BROKEN = "zz-broken.json"
 
 

@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.conftest import ROOT, SPEC
 from tests.helpers.server import Server, clean_env
 
@@ -71,6 +73,7 @@ def test_check_warns_about_a_program_not_on_path_but_passes() -> None:
     assert "warning H603 `handrail-no-such-program` is not found on PATH" in done.stdout
 
 
+@pytest.mark.slow
 def test_check_warns_about_a_command_name_only_against_configured_commands(tmp_path: Path) -> None:
     path = _workflow_file(tmp_path)
     quiet = handrail("check", path, env=_environment())
@@ -84,6 +87,7 @@ def test_check_warns_about_a_command_name_only_against_configured_commands(tmp_p
     assert known.returncode == 0 and "H604" not in known.stdout
 
 
+@pytest.mark.slow
 def test_a_bad_command_option_or_variable_is_a_usage_error_naming_it(tmp_path: Path) -> None:
     path = _workflow_file(tmp_path)
     for args, env, words in (
@@ -175,6 +179,7 @@ def test_workflow_validate_json_reports_check_problems_of_a_submitted_workflow(t
         assert diagnostic["pointer"] == "/steps/0/checks/3/path"
 
 
+@pytest.mark.slow
 def test_the_checks_benchmark_quick_run_writes_a_complete_report(tmp_path: Path) -> None:
     from benchmarks.checks_bench import main
 

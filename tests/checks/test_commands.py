@@ -36,6 +36,7 @@ def _gone(pid: int, within: float = 10.0) -> bool:
     return False
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads process states from /proc")
 def test_a_timeout_kills_the_program_and_the_grandchild_it_started(tmp_path: Path) -> None:
     script = "sleep 60 & echo $! > grandchild.pid; echo $$ > child.pid; sleep 60"
@@ -113,6 +114,7 @@ def test_a_program_never_sees_the_servers_own_settings(
     assert b"secret-token" not in done.output
 
 
+@pytest.mark.slow
 def test_the_timeout_is_capped_by_the_configuration(tmp_path: Path) -> None:
     config = CheckConfig(allow_commands=True, max_timeout_seconds=1)
     checks = compiled_checks(

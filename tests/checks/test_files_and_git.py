@@ -82,6 +82,7 @@ def test_a_repositorys_fsmonitor_program_is_never_run(tmp_path: Path) -> None:
     assert not (tmp_path / "hook-ran").exists()
 
 
+@pytest.mark.slow
 def test_a_workspace_inside_a_repository_sees_only_its_own_part(tmp_path: Path) -> None:
     baseline_root = _repository(tmp_path)
     write(tmp_path, {"other/readme.md": "changed"})
@@ -128,6 +129,7 @@ def test_a_baseline_travels_as_json_and_back(tmp_path: Path) -> None:
         Baseline.from_wire({"state": "maybe"})
 
 
+@pytest.mark.slow
 def test_a_file_rewritten_in_the_same_instant_as_the_commit_still_counts_as_uncommitted(
     tmp_path: Path,
 ) -> None:

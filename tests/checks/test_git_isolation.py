@@ -16,6 +16,8 @@ from handrail.checks import Baseline, CheckConfig, evaluate_checks, git_baseline
 from handrail.checks.git_env import git_environment
 from tests.checks.workspaces import compiled_checks, git, write
 
+pytestmark = pytest.mark.slow
+
 Arm = Callable[[Path, Path, Path], list[str]]  # (repo, program, scratch) -> a git command that fires it
 
 

@@ -37,6 +37,7 @@ def test_case_is_well_formed(case: Path) -> None:
         assert set(item) <= EXPECTED_KEYS, item
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", CASES, ids=lambda p: p.stem)
 def test_case_gives_the_expected_results(case: Path, tmp_path: Path) -> None:
     data = _load(case)

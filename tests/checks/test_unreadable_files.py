@@ -20,6 +20,8 @@ from mcp import Client, StdioServerParameters
 from handrail.checks import files
 from tests.helpers.server import ROOT
 
+pytestmark = pytest.mark.slow
+
 FLOW = "unreadable"
 PIPE = "`z-notes.md` is no longer a regular file (a named pipe, a device?), so it was not read"
 

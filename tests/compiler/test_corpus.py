@@ -125,6 +125,7 @@ def test_dashboard_template_has_exactly_its_unknown_fields(corpus: Path) -> None
         assert d.hint
 
 
+@pytest.mark.slow
 def test_compiling_the_corpus_twice_gives_the_same_diagnostics() -> None:
     for path in corpus_files():
         assert compile_path(path).diagnostics == compile_path(path).diagnostics

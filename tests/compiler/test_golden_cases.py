@@ -48,6 +48,7 @@ def test_case_folder_holds_an_input_and_its_expectations(case: Path) -> None:
         assert item["severity"] in ("error", "warning")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", CASES, ids=lambda p: p.name)
 def test_case_gives_exactly_the_expected_diagnostics(case: Path) -> None:
     compiled = _compile(case)

@@ -19,6 +19,8 @@ from handrail.compiler.codes import CODES
 from handrail.model import Loop, Step
 from tests.conftest import CORPUS, corpus_files
 
+pytestmark = pytest.mark.slow
+
 BOUNDED = settings(
     max_examples=300,
     deadline=None,

@@ -12,8 +12,10 @@ from typing import Any
 
 import pytest
 
-from tests.http import HttpServer
+from tests.helpers.http import HttpServer
 from tests.runs.workflows import WORKFLOW_ID, build_feature, write
+
+pytestmark = pytest.mark.slow
 
 TOKEN = "s3cret-token-for-the-dashboard"
 

@@ -10,10 +10,13 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
+from tests.helpers.http import HttpServer, free_port
 from tests.helpers.server import clean_env
-from tests.http import HttpServer, free_port
 from tests.runs.workflows import WORKFLOW_ID, build_feature, write
+
+pytestmark = pytest.mark.slow
 
 TOKEN = "another-s3cret"
 

@@ -9,10 +9,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.dashboard.browser import picture
 from tests.dashboard.test_dashboard_browser import TOKEN, start, submit
-from tests.http import HttpServer
+from tests.helpers.http import HttpServer
 from tests.runs.workflows import WORKFLOW_ID, build_feature, write
+
+pytestmark = pytest.mark.slow
 
 
 def released(program: str) -> dict[str, Any]:

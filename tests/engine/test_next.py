@@ -600,6 +600,7 @@ def _drive(workflow: Workflow, context: dict[str, Any], data: st.DataObject, cha
     raise AssertionError(f"not complete after {limit} calls")
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(workflows(), st.data())
 def test_a_client_following_the_contract_always_finishes_within_the_iteration_bound(
@@ -614,6 +615,7 @@ def test_a_client_following_the_contract_always_finishes_within_the_iteration_bo
 CORPUS_WITH_LOOPS = [p for p in corpus_accepted() if '"loop"' in p.read_text("utf-8")]
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @pytest.mark.corpus
 @given(st.sampled_from(CORPUS_WITH_LOOPS or [Path("missing")]), st.data())
@@ -681,6 +683,7 @@ JUNK = st.recursive(
 FRAMES = st.lists(st.fixed_dictionaries({"id": IDS, "iteration": st.integers(-1, 4)}), max_size=3)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(
     st.lists(IDS, max_size=6),

@@ -19,6 +19,8 @@ from handrail.errors import HandrailError, StateError
 from handrail.model import Condition, Workflow
 from tests.conftest import CORPUS_MISSING, bundled_files, corpus_accepted
 
+pytestmark = pytest.mark.slow
+
 
 @cache
 def workflows() -> tuple[Workflow, ...]:

@@ -129,6 +129,7 @@ def test_a_result_cannot_be_changed_by_its_reader() -> None:
         result.is_complete = True  # type: ignore[misc]
 
 
+@pytest.mark.slow
 def test_the_engine_loads_no_service_runs_protocol_or_wire_module() -> None:
     code = (
         "import sys, handrail.engine\n"

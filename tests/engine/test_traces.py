@@ -23,6 +23,8 @@ from handrail.model import Workflow
 from handrail.service.core import Service
 from tests.conftest import SPEC
 
+pytestmark = pytest.mark.slow
+
 TRACES = SPEC / "cases" / "traces"
 TOOLS = {"next": "workflow_next", "validate": "workflow_validate"}
 PREV = "$prev"

@@ -13,6 +13,8 @@ import pytest
 
 from tests.helpers.server import Server
 
+pytestmark = pytest.mark.slow
+
 WORKFLOW = {
     "id": "views-made-once",
     "name": "Views made once",

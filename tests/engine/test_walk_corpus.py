@@ -10,7 +10,8 @@ from handrail.compiler import compile_path
 from tests.conftest import CORPUS, corpus_accepted
 from tests.helpers.walker import engine_call, walk
 
-pytestmark = pytest.mark.corpus  # served or walked workflows come from the WorkRail corpus
+# served or walked workflows come from the WorkRail corpus
+pytestmark = [pytest.mark.corpus, pytest.mark.slow]
 
 
 @pytest.mark.parametrize("path", corpus_accepted(), ids=lambda p: p.relative_to(CORPUS).as_posix())

@@ -85,6 +85,7 @@ def test_golden_condition_case_names_are_unique() -> None:
     assert len(names) == len(set(names))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", CONDITION_CASES, ids=[c["name"] for c in CONDITION_CASES])
 def test_each_golden_condition_gives_its_expected_result(case: dict[str, Any]) -> None:
     report = Diagnostics()
@@ -365,6 +366,7 @@ def _literal(value: Any) -> str:
     return repr(value)
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(conditions(NAMES + ODD_NAMES), st.lists(contexts(json_values()), min_size=1, max_size=6))
 def test_evaluation_never_raises_and_one_function_means_what_the_closures_mean(
@@ -379,6 +381,7 @@ def test_evaluation_never_raises_and_one_function_means_what_the_closures_mean(
         assert inline(context) is closures(context), context
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(conditions(NAMES + ODD_NAMES), json_values())
 def test_evaluation_never_raises_whatever_the_context_is(source: dict[str, Any], context: Any) -> None:
@@ -397,6 +400,7 @@ WITNESSES: list[dict[str, Any]] = [
 ]
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(conditions(leaves=tricky_comparisons()))
 def test_folding_never_changes_what_a_condition_means(source: dict[str, Any]) -> None:
@@ -406,6 +410,7 @@ def test_folding_never_changes_what_a_condition_means(source: dict[str, Any]) ->
         assert folded.holds(context) is unfolded(context), context
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(conditions(("a", "b")), st.lists(contexts(), min_size=1, max_size=6))
 def test_folding_never_changes_a_result_on_random_contexts(
@@ -417,6 +422,7 @@ def test_folding_never_changes_a_result_on_random_contexts(
         assert folded.holds(context) is unfolded(context), context
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(conditions(leaves=tricky_comparisons()))
 def test_a_condition_flagged_constant_gives_that_constant_everywhere(source: dict[str, Any]) -> None:

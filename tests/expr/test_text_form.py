@@ -26,6 +26,8 @@ from tests.expr.test_conditions import (
     text_of,
 )
 
+pytestmark = pytest.mark.slow
+
 _NAME = r"[A-Za-z_$][A-Za-z0-9_$]*"
 _SPELLABLE = re.compile(rf"{_NAME}(?:\.{_NAME})*")
 _KEYWORDS = {

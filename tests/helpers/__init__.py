@@ -1,0 +1,1 @@
+"""Cross-cutting: what many folders share (real `handrail start`/`serve` processes, wire shapes)."""

@@ -1,0 +1,1 @@
+"""Cross-cutting: a token per person end to end, through the cli, HTTP, the service and runs."""

@@ -13,8 +13,10 @@ import pytest
 
 from handrail.cli import main
 from handrail.service.people import token_line
-from tests.http import HttpServer
+from tests.helpers.http import HttpServer
 from tests.runs.workflows import WORKFLOW_ID, build_feature, write
+
+pytestmark = pytest.mark.slow  # one server per module, its tests in order
 
 ALICE = "alice-token-0123456789abcdef"
 BOB = "bob-token-fedcba9876543210xyz"

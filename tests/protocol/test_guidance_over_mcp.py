@@ -7,7 +7,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.helpers.server import Server
+
+pytestmark = pytest.mark.slow
 
 WORKFLOW = {
     "id": "deciding",

@@ -28,8 +28,7 @@ from mcp_types import UnsupportedProtocolVersionErrorData
 from mcp_types.methods import parse_server_result, validate_client_request
 
 from tests.conftest import CORPUS
-from tests.helpers.server import LATEST, ROOT, Server
-from tests.http import (
+from tests.helpers.http import (
     CLIENT_CAPABILITIES_KEY,
     MODERN,
     PROTOCOL_VERSION_KEY,
@@ -39,6 +38,9 @@ from tests.http import (
     modern_headers,
     modern_request,
 )
+from tests.helpers.server import LATEST, ROOT, Server
+
+pytestmark = pytest.mark.slow
 
 LOOPS = CORPUS / "workflows" / "examples" / "loops"
 ARGS = ("--no-bundled", "--workflows", str(LOOPS))

@@ -95,6 +95,7 @@ def ping_answers(s: Server) -> None:
 # -- framing -----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.corpus
 def test_pipelined_requests_are_answered_one_line_each_in_order(server: Server) -> None:
     messages: list[dict[str, Any]] = []
@@ -310,6 +311,7 @@ def test_large_request_gets_one_reply(server: Server) -> None:
     assert reply["result"] == {}
 
 
+@pytest.mark.slow
 def test_line_over_the_limit_is_refused_and_skipped() -> None:
     with Server(*ARGS, "--max-line", "65536") as s:
         s.initialize()
@@ -394,6 +396,7 @@ def test_batch_of_invalid_elements(server: Server) -> None:
 # -- lifecycle: before initialize, initialize, the version policy -------------------------
 
 
+@pytest.mark.slow
 def test_before_initialize_only_initialize_and_ping_are_served(fresh: Server) -> None:
     for method, params in [
         ("tools/list", {}),
@@ -428,6 +431,7 @@ INITIALIZE_PARAMS = [
 ]
 
 
+@pytest.mark.slow
 def test_initialize_params_are_checked(fresh: Server) -> None:
     for params, detail in INITIALIZE_PARAMS:
         error = error_of(fresh.request("initialize", params), -32602)
@@ -454,6 +458,7 @@ REJECTED = [
 ]
 
 
+@pytest.mark.slow
 def test_unsupported_versions_are_refused_with_the_supported_list(fresh: Server) -> None:
     for version in REJECTED:
         params = {"protocolVersion": version, "capabilities": {}}
@@ -464,6 +469,7 @@ def test_unsupported_versions_are_refused_with_the_supported_list(fresh: Server)
     assert fresh.initialize("2024-11-05")["protocolVersion"] == "2024-11-05"
 
 
+@pytest.mark.slow
 def test_known_versions_are_echoed_and_newer_dates_get_the_newest() -> None:
     cases = {v: v for v in KNOWN} | {"2026-07-28": LATEST, "2099-12-31": LATEST, "2025-11-26": LATEST}
     servers = {version: Server(*ARGS) for version in cases}  # started together: spawning is the cost
@@ -497,6 +503,7 @@ def test_initialize_result(server: Server) -> None:
     assert "workflow_next" in text and "completedSteps" in text
 
 
+@pytest.mark.slow
 def test_instructions_without_workflows(tmp_path: Path) -> None:
     with Server("--no-bundled", "--workflows", str(tmp_path)) as s:
         text = s.initialize()["instructions"]
@@ -526,6 +533,7 @@ def _refs(node: Any) -> Iterator[str]:
             yield from _refs(item)
 
 
+@pytest.mark.slow
 def test_tools_list(tools: dict[str, dict[str, Any]]) -> None:
     assert list(tools) == TOOLS
     for name, tool in tools.items():
@@ -764,6 +772,7 @@ TITLES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("code", sorted(TITLES, reverse=True))
 def test_every_error_code_keeps_its_message_and_data(faulty: Server, code: int) -> None:
     wid = f"fault-code{code}"
@@ -844,6 +853,7 @@ def test_resources_read_errors(server: Server, params: dict[str, Any], code: int
         assert "uri" in error["data"]["details"]
 
 
+@pytest.mark.slow
 @pytest.mark.corpus
 def test_resource_list_changed_is_announced(tmp_path: Path) -> None:
     shutil.copy(LOOPS / "simple-batch.json", tmp_path / "simple-batch.json")
@@ -865,6 +875,7 @@ def test_resource_list_changed_is_announced(tmp_path: Path) -> None:
 # -- how the process ends ---------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_shutdown_answers_null_then_exits_zero(fresh: Server) -> None:
     fresh.initialize()
     fresh.send(
@@ -876,6 +887,7 @@ def test_shutdown_answers_null_then_exits_zero(fresh: Server) -> None:
     assert fresh.wait() == 0
 
 
+@pytest.mark.slow
 def test_end_of_input_exits_zero(fresh: Server) -> None:
     fresh.initialize()
     fresh.send_raw(b'{"jsonrpc":"2.0","id":"last","method":"ping"}')  # no newline: the last line
@@ -886,6 +898,7 @@ def test_end_of_input_exits_zero(fresh: Server) -> None:
     assert "Traceback" not in fresh.stderr
 
 
+@pytest.mark.slow
 def test_end_of_input_before_anything_exits_zero(fresh: Server) -> None:
     fresh.close_stdin()
     assert fresh.at_eof()
@@ -893,6 +906,7 @@ def test_end_of_input_before_anything_exits_zero(fresh: Server) -> None:
     assert "Traceback" not in fresh.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=lambda s: s.name)
 @pytest.mark.parametrize("initialized", [True, False], ids=["initialized", "idle"])
 def test_signals_exit_zero(fresh: Server, signum: signal.Signals, initialized: bool) -> None:
@@ -905,6 +919,7 @@ def test_signals_exit_zero(fresh: Server, signum: signal.Signals, initialized: b
     assert "Traceback" not in fresh.stderr
 
 
+@pytest.mark.slow
 def test_client_going_away_exits_zero(tmp_path: Path) -> None:
     """The client closes its end of stdout: the next reply cannot be written, the server leaves."""
     proc = subprocess.Popen(
@@ -939,6 +954,7 @@ def test_client_going_away_exits_zero(tmp_path: Path) -> None:
     assert "Traceback" not in stderr
 
 
+@pytest.mark.slow
 def test_stdout_carried_only_protocol_messages(server: Server, faulty: Server) -> None:
     for s in (server, faulty):
         assert s.lines, "the shared servers answered the tests above"

@@ -14,6 +14,8 @@ import pytest
 
 from tests.helpers.server import Server
 
+pytestmark = pytest.mark.slow
+
 LIMIT = 2000
 
 

@@ -26,7 +26,8 @@ from mcp.types.methods import parse_server_result
 from tests.conftest import CORPUS, corpus_text
 from tests.helpers.server import ROOT, Server
 
-pytestmark = pytest.mark.corpus  # served or walked workflows come from the WorkRail corpus
+# served or walked workflows come from the WorkRail corpus
+pytestmark = [pytest.mark.corpus, pytest.mark.slow]
 
 LOOPS = CORPUS / "workflows" / "examples" / "loops"
 ARGS = ("--no-bundled", "--workflows", str(LOOPS))

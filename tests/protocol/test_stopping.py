@@ -16,6 +16,8 @@ import pytest
 from tests.helpers.server import LATEST, clean_env
 from tests.helpers.slow import PROGRAM
 
+pytestmark = pytest.mark.slow
+
 INITIALIZE = {
     "jsonrpc": "2.0",
     "id": 1,

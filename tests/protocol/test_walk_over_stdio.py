@@ -25,7 +25,8 @@ from tests.helpers.server import Server
 from tests.helpers.walker import Walk, engine_call, walk
 from tests.helpers.wire import wire_next
 
-pytestmark = pytest.mark.corpus  # served or walked workflows come from the WorkRail corpus
+# served or walked workflows come from the WorkRail corpus
+pytestmark = [pytest.mark.corpus, pytest.mark.slow]
 
 WALKED = [
     "workflows/examples/loops/simple-batch.json",

@@ -1,0 +1,1 @@
+"""Cross-cutting: hostile input, limits and fuzzing against the whole server, not one module."""

@@ -15,8 +15,10 @@ from typing import Any
 
 import pytest
 
+from tests.helpers.http import HttpServer
 from tests.helpers.server import Server, clean_env
-from tests.http import HttpServer
+
+pytestmark = pytest.mark.slow
 
 GOOD = {
     "id": "good",

@@ -28,6 +28,8 @@ from handrail.catalog import Catalog
 from handrail.protocol.core import Protocol
 from handrail.service.core import Service
 
+pytestmark = pytest.mark.slow
+
 FUZZ = settings(
     max_examples=600,
     deadline=None,

@@ -10,6 +10,8 @@ import pytest
 
 from benchmarks.hostile_trees import exercise
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.mark.skipif(sys.platform == "darwin", reason="macOS file systems refuse names that are not UTF-8")
 @pytest.mark.parametrize("seed", [1, 2, 3])

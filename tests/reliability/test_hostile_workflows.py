@@ -26,6 +26,8 @@ from handrail.rules import closures as rules
 from handrail.service.core import Service
 from tests.helpers.server import Server
 
+pytestmark = pytest.mark.slow
+
 BUDGET_SECONDS = 3  # the server's --max-request-seconds: room for a loaded machine
 HANGS = 30.0  # far past any budget: a call this slow is a hang
 EXACT = 1180591620717411303425  # 2**70 + 1: a double cannot hold it

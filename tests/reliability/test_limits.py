@@ -142,6 +142,7 @@ def test_each_limit_refuses_in_process(
     protocol.service.call(tool, under)  # just under: no limit stands in the way
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("tool", "over", "limit", "under"), OVER, ids=lambda v: v if isinstance(v, str) else ""
 )
@@ -266,6 +267,7 @@ def _forbidden(server: Server, folder: Path) -> list[str]:
     ]
 
 
+@pytest.mark.slow
 def test_errors_put_no_traceback_path_or_environment_on_the_wire(faulty: tuple[Server, Path]) -> None:
     server, folder = faulty
     crash = server.error("tools/call", {"name": "workflow_get", "arguments": {"id": "fault-crash"}})

@@ -14,9 +14,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from handrail.catalog import Catalog, Source
 from handrail.protocol.core import Protocol
 from handrail.service.core import Service
+
+pytestmark = pytest.mark.slow
 
 
 def workflow(version: str, title: str) -> dict[str, Any]:

@@ -12,9 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
+from tests.helpers.http import CLIENT_CAPABILITIES_KEY, HttpServer, envelope, modern_headers
 from tests.helpers.server import Server, clean_env
-from tests.http import CLIENT_CAPABILITIES_KEY, HttpServer, envelope, modern_headers
+
+pytestmark = pytest.mark.slow
 
 FLOW = "gated"
 GATED = {

@@ -22,11 +22,14 @@ from typing import Any
 
 import anyio
 import mcp.types as types
+import pytest
 from mcp import Client, StdioServerParameters
 
 from tests.checks.workspaces import git, write
+from tests.helpers.http import CLIENT_CAPABILITIES_KEY, HttpServer, envelope, modern_headers
 from tests.helpers.server import ROOT, Server
-from tests.http import CLIENT_CAPABILITIES_KEY, HttpServer, envelope, modern_headers
+
+pytestmark = pytest.mark.slow
 
 FLOW = "evidence"
 TEST_COMMAND = "test=sh -c 'test -f built.txt || { echo 1 test failed: no built.txt; exit 1; }'"

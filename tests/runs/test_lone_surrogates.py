@@ -10,11 +10,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from handrail.store import NewEvent, RunUpdate
 from handrail.store.sqlite import SqliteStore
+from tests.helpers.http import HttpServer
 from tests.helpers.server import Server, clean_env
-from tests.http import HttpServer
 from tests.runs.workflows import WORKFLOW_ID, build_feature, write
+
+pytestmark = pytest.mark.slow
 
 TOKEN = "surrogate-test-token"
 

@@ -16,8 +16,10 @@ import httpx
 import pytest
 
 from handrail.store import open_store
-from tests.http import HttpServer
+from tests.helpers.http import HttpServer
 from tests.runs.workflows import WORKFLOW_ID, build_feature, write
+
+pytestmark = pytest.mark.slow
 
 HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
 RUNS = 200

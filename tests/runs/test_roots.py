@@ -9,11 +9,14 @@ from typing import Any
 
 import anyio
 import mcp.types as types
+import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from handrail.protocol.client_requests import MAX_PENDING, ClientRequests
 from tests.helpers.server import ROOT, Server
 from tests.runs.workflows import WORKFLOW_ID, build_feature, write
+
+pytestmark = pytest.mark.slow
 
 
 async def _session(tmp: Path, root: Path) -> dict[str, Any]:

@@ -26,6 +26,8 @@ from tests.checks.workspaces import write as write_files
 from tests.conftest import SPEC
 from tests.engine.test_traces import mismatches
 
+pytestmark = pytest.mark.slow
+
 RUNS = SPEC / "cases" / "runs"
 TOOLS = {
     "start": "workflow_start",

@@ -5,9 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from tests.helpers.http import HttpServer
 from tests.helpers.server import Server
-from tests.http import HttpServer
 from tests.runs.workflows import WORKFLOW_ID, build_feature, write
+
+pytestmark = pytest.mark.slow
 
 
 def test_a_run_started_over_stdio_is_finished_over_http_on_the_same_database(tmp_path: Path) -> None:

@@ -11,8 +11,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.helpers.server import Server
 from tests.runs.workflows import WORKFLOW_ID, build_feature, write
+
+pytestmark = pytest.mark.slow
 
 PARTS = [f"part-{i}" for i in range(40)]
 

@@ -13,10 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from tests.helpers.server import ROOT
 from tests.runs.workflows import WORKFLOW_ID, build_feature, write
+
+pytestmark = pytest.mark.slow
 
 LAUNCH = (
     "import os, sys\n"

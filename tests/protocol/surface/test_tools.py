@@ -1,0 +1,44 @@
+"""A tool's result as MCP sends it: the handshake era splices bytes put together by
+hand, the 2026 revision encodes a dict; both must be the same JSON, byte for byte."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from handrail.codec import Encoded, encode
+from handrail.protocol.surface.tool_methods import spliced_result, tool_result
+from tests.helpers.server import Server
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.mark.parametrize(
+    "result",
+    [
+        {"valid": True, "issues": [], "suggestions": []},
+        {"text": 'quotes " and \\ backslashes, a\nnewline, \u00e9 and \U0001f600', "n": 2**40},
+        Encoded(b'{"already":"encoded","list":[1,2,3]}'),
+    ],
+)
+def test_a_spliced_tool_result_is_the_same_bytes_as_the_encoded_dict(result: Any) -> None:
+    assert spliced_result(result).data == encode(tool_result(result))
+
+
+def test_a_tools_call_answer_carries_the_result_twice_over_stdio() -> None:
+    with Server() as server:  # the bundled workflows: a clone alone passes
+        server.initialize()
+        answer = server.request(
+            "tools/call",
+            {
+                "name": "workflow_validate",
+                "arguments": {"workflowId": "coding-task", "stepId": "understand", "output": "x"},
+            },
+        )
+    result = answer["result"]
+    assert result["isError"] is False
+    assert result["content"][0]["type"] == "text"
+    assert json.loads(result["content"][0]["text"]) == result["structuredContent"]
+    assert set(result["structuredContent"]) == {"valid", "issues", "suggestions"}

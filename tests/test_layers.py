@@ -1,0 +1,327 @@
+"""The layers of src/handrail import downward only. Every module is read with `ast` and
+given its layer by the table in docs/development.md ("Layers, and where a change goes");
+the test fails naming the importing module, the imported one and the line where a
+module imports a layer above its own, where imports form a cycle, or where an import
+inside a function has no comment beside it or on the line above saying why it waits.
+
+Every import counts towards layers and cycles, typing-only and function-local ones too:
+a cycle an import hides by waiting is still a cycle."""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from tests.conftest import ROOT
+
+SRC = ROOT / "src" / "handrail"
+TABLE = ROOT / "docs" / "development.md"
+
+# The package itself (`import handrail`) holds `__version__`, which every layer may
+# read, and the library's names, which it imports lazily or for type checkers only: its
+# own imports count neither for layers nor for cycles.
+FACADE = "handrail"
+
+# Pairs where the lower layer is still out of reach: DESIGN.md has the dashboard read
+# runs through runs/, "never the store directly".
+NOT_DIRECTLY = {("dashboard", "store"): "the dashboard reads runs through `Runs`, never the store"}
+
+# Violations in the tree today, each with the slice of the same issue that removes it.
+# Delete an entry when its slice lands: an entry that no longer happens fails the test.
+KNOWN = {
+    # request slice: the protocol <-> surface cycle (its reach into checks through
+    # sys.modules is not an import, so it does not show here)
+    "cycle handrail.protocol.core -> handrail.protocol.surface.surface",
+    "cycle handrail.protocol.surface.surface -> handrail.protocol.core",
+    # policy slice: catalog <-> git_sources (through catalog/__init__, sources, live, snapshot)
+    "cycle handrail.catalog -> handrail.catalog.live",
+    "cycle handrail.catalog -> handrail.catalog.snapshot",
+    "cycle handrail.catalog -> handrail.catalog.sources",
+    "cycle handrail.catalog.git_sources -> handrail.catalog",
+    "cycle handrail.catalog.live -> handrail.catalog.snapshot",
+    "cycle handrail.catalog.live -> handrail.catalog.sources",
+    "cycle handrail.catalog.snapshot -> handrail.catalog.sources",
+    "cycle handrail.catalog.sources -> handrail.catalog.git_sources",
+    # policy slice: compiler/build <-> loops, expr/parse <-> text_form, definitions <-> run_definitions
+    "cycle handrail.compiler.build -> handrail.compiler.loops",
+    "cycle handrail.compiler.loops -> handrail.compiler.build",
+    "cycle handrail.expr.parse -> handrail.expr.text_form",
+    "cycle handrail.expr.text_form -> handrail.expr.parse",
+    "cycle handrail.service.definitions -> handrail.service.run_definitions",
+    "cycle handrail.service.run_definitions -> handrail.service.definitions",
+    # policy slice (one subprocess driver, one environment policy): git sources take
+    # git's environment from checks/, a layer above the catalog
+    "upward handrail.catalog.git_sources -> handrail.checks.git_env",
+    # runs slice: the dashboard reading the store, and store/open <-> sqlite
+    "upward handrail.dashboard.app -> handrail.store.base",
+    "upward handrail.dashboard.views -> handrail.store",
+    "cycle handrail.store.open -> handrail.store.sqlite",
+    "cycle handrail.store.sqlite -> handrail.store.open",
+    # derived slice: result_json sits at the top level of the table but reads the
+    # engine's result types
+    "upward handrail.result_json -> handrail.engine.results",
+    "upward handrail.result_json -> handrail.engine.shared",
+}
+
+# Imports inside functions without a reason beside them, counted per module: none may
+# be added. No slice owns them: a slice that rewrites a module gives each a reason (or
+# moves it to the top) and lowers the count here.
+UNEXPLAINED_LOCAL_IMPORTS = {
+    "handrail.catalog.files": 3,
+    "handrail.catalog.git_sources": 2,
+    "handrail.catalog.live": 1,
+    "handrail.catalog.snapshot": 1,
+    "handrail.checks.config": 1,
+    "handrail.cli": 3,
+    "handrail.cli.catalog": 6,
+    "handrail.cli.options": 16,
+    "handrail.cli.runs": 8,
+    "handrail.cli.serve": 12,
+    "handrail.cli.setup": 3,
+    "handrail.codec": 4,
+    "handrail.compiler.build": 1,
+    "handrail.compiler.schema_errors": 2,
+    "handrail.compiler.source": 2,
+    "handrail.dashboard.views": 1,
+    "handrail.expr.parse": 2,
+    "handrail.internals": 2,
+    "handrail.model": 1,
+    "handrail.patterns.charsets": 2,
+    "handrail.patterns.compiled": 3,
+    "handrail.protocol.client_requests": 2,
+    "handrail.protocol.core": 1,
+    "handrail.protocol.surface.prompts": 1,
+    "handrail.protocol.surface.resources": 1,
+    "handrail.protocol.surface.tool_methods": 5,
+    "handrail.rules.closures": 3,
+    "handrail.rules.schema_cost": 1,
+    "handrail.rules.schemas": 9,
+    "handrail.runs.advance": 4,
+    "handrail.runs.approvals": 1,
+    "handrail.runs.base": 3,
+    "handrail.runs.core": 4,
+    "handrail.runs.decisions": 6,
+    "handrail.runs.pinning": 1,
+    "handrail.service.argument_limits": 3,
+    "handrail.service.core": 14,
+    "handrail.service.definitions": 1,
+    "handrail.store.open": 3,
+    "handrail.transport.http": 3,
+}
+
+
+@dataclass(frozen=True)
+class Import:
+    importer: str
+    imported: str
+    line: int
+
+
+def layer_table() -> list[set[str]]:
+    """The table's rows, top layer first, each the set of folders it names; the row
+    "top level" names the empty folder (modules directly in src/handrail)."""
+    text = TABLE.read_text("utf-8")
+    section = text.split("## Layers, and where a change goes", 1)[1].split("\n## ", 1)[0]
+    rows: list[set[str]] = []
+    for line in section.splitlines():
+        if not line.startswith("|"):
+            continue
+        first = line.strip("|").split("|")[0].strip()
+        if first == "top level":
+            rows.append({""})
+        elif folders := set(re.findall(r"`(\w+)/`", first)):
+            rows.append(folders)
+    return rows
+
+
+def module_name(path: Path) -> str:
+    parts = [FACADE, *path.relative_to(SRC).with_suffix("").parts]
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def all_modules() -> dict[str, Path]:
+    return {module_name(path): path for path in sorted(SRC.rglob("*.py"))}
+
+
+def folder_of(module: str) -> str:
+    """The layer folder a module is in: "" for the top level (and generated code)."""
+    parts = module.split(".")[1:]
+    if parts == ["__main__"]:
+        return "cli"  # `python -m handrail` is the command
+    if not parts or parts[0] == "_generated" or not (SRC / parts[0]).is_dir():
+        return ""
+    return parts[0]
+
+
+def rank(module: str, table: list[set[str]]) -> int:
+    """The row of the table a module belongs to; 0 is the top."""
+    folder = folder_of(module)
+    for row, folders in enumerate(table):
+        if folder in folders:
+            return row
+    raise AssertionError(f"{module}: folder {folder}/ has no row in the layer table of {TABLE}")
+
+
+def _target(name: str, known: dict[str, Path]) -> str:
+    while name not in known:
+        name = name.rsplit(".", 1)[0]
+    return name
+
+
+@cache
+def parsed(path: Path) -> tuple[list[str], ast.Module]:
+    text = path.read_text("utf-8")
+    return text.splitlines(), ast.parse(text, str(path))
+
+
+def imports_of(module: str, path: Path, known: dict[str, Path]) -> Iterator[Import]:
+    """The handrail modules a module imports, wherever the import statement is."""
+    package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+    for node in ast.walk(parsed(path)[1]):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] == FACADE:
+                    yield Import(module, _target(alias.name, known), node.lineno)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                source = ".".join([*base, node.module] if node.module else base)
+            else:
+                source = node.module or ""
+            if source.split(".")[0] != FACADE:
+                continue
+            for alias in node.names:
+                # `from package import submodule` imports the submodule; any other name is the package's
+                submodule = f"{source}.{alias.name}"
+                yield Import(module, submodule if submodule in known else _target(source, known), node.lineno)
+
+
+def unexplained_local_imports(path: Path) -> list[tuple[int, str]]:
+    """Imports inside a function with no comment on their lines or the line above."""
+    lines, tree = parsed(path)
+    found: dict[int, str] = {}
+    for function in ast.walk(tree):
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for node in ast.walk(function):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                own = lines[node.lineno - 1 : node.end_lineno or node.lineno]
+                above = lines[node.lineno - 2].strip() if node.lineno > 1 else ""
+                if not any("#" in line for line in own) and not above.startswith("#"):
+                    found[node.lineno] = lines[node.lineno - 1].strip()
+    return sorted(found.items())
+
+
+def edges_on_cycles(edges: dict[str, set[str]]) -> set[tuple[str, str]]:
+    """The edges whose two ends are in one strongly connected component (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    component: dict[str, int] = {}
+
+    def connect(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for target in sorted(edges.get(node, ())):
+            if target not in index:
+                connect(target)
+                low[node] = min(low[node], low[target])
+            elif target in stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            while True:
+                member = stack.pop()
+                component[member] = index[node]
+                if member == node:
+                    break
+
+    for node in sorted(edges):
+        if node not in index:
+            connect(node)
+    return {(a, b) for a, targets in edges.items() for b in targets if component[a] == component[b]}
+
+
+def layer_violations() -> dict[str, str]:
+    """Each import against the layers or on a cycle: a key (as KNOWN lists them) and a
+    message naming both modules and the line."""
+    table = layer_table()
+    known = all_modules()
+    found: dict[str, str] = {}
+    edges: dict[str, set[str]] = {}
+    first_line: dict[tuple[str, str], int] = {}
+    for module, path in known.items():
+        for item in imports_of(module, path, known):
+            if module == FACADE or item.imported in (module, FACADE):
+                continue
+            edges.setdefault(module, set()).add(item.imported)
+            first_line.setdefault((module, item.imported), item.line)
+            key = f"upward {module} -> {item.imported}"
+            where = f"{module} (line {item.line}) imports {item.imported}"
+            if rank(item.imported, table) < rank(module, table):
+                found.setdefault(key, f"{where}, a layer above its own in {TABLE.name}")
+            elif (folder_of(module), folder_of(item.imported)) in NOT_DIRECTLY:
+                found.setdefault(key, f"{where}: {NOT_DIRECTLY[folder_of(module), folder_of(item.imported)]}")
+    for a, b in sorted(edges_on_cycles(edges)):
+        found[f"cycle {a} -> {b}"] = (
+            f"{a} (line {first_line[a, b]}) imports {b}, which leads back to {a}: an import cycle"
+        )
+    return found
+
+
+def test_no_module_imports_a_layer_above_its_own_or_takes_part_in_an_import_cycle() -> None:
+    found = layer_violations()
+    new = [found[key] for key in sorted(found.keys() - KNOWN, key=lambda key: (key.startswith("cycle"), key))]
+    gone = sorted(KNOWN - found.keys())
+    assert not new, "\n".join(["imports against the layers of docs/development.md:", *new])
+    assert not gone, "\n".join(["fixed, so delete them from KNOWN in tests/test_layers.py:", *gone])
+
+
+def test_every_import_inside_a_function_says_why_it_waits() -> None:
+    over: list[str] = []
+    for module, path in all_modules().items():
+        unexplained = unexplained_local_imports(path)
+        if len(unexplained) > UNEXPLAINED_LOCAL_IMPORTS.get(module, 0):
+            over.append(f"{module}: {len(unexplained)} imports inside functions without a reason, "
+                        f"{UNEXPLAINED_LOCAL_IMPORTS.get(module, 0)} known:")  # fmt: skip
+            over += [f"  line {line}: {text}" for line, text in unexplained]
+    advice = "give each a comment saying why it waits (start-up time), or move it up:"
+    assert not over, "\n".join([advice, *over])
+
+
+def test_the_layer_table_places_every_folder_of_src() -> None:
+    table = layer_table()
+    assert len(table) >= 10, f"the layer table of {TABLE} was not found"
+    unplaced = sorted({folder_of(module) for module in all_modules()} - set().union(*table))
+    assert not unplaced, f"folders of src/handrail without a row in the layer table of {TABLE}: {unplaced}"
+
+
+def test_a_planted_upward_import_and_cycle_are_found(tmp_path: Path) -> None:
+    modules = {name: tmp_path for name in ("handrail.engine.a", "handrail.protocol", "handrail.protocol.b")}
+    (tmp_path / "a.py").write_text("from handrail.protocol import b\n")
+    found = list(imports_of("handrail.engine.a", tmp_path / "a.py", modules))
+    assert found == [Import("handrail.engine.a", "handrail.protocol.b", 1)]
+    assert rank("handrail.protocol.b", layer_table()) < rank("handrail.engine.a", layer_table())
+    cycle = {"handrail.engine.a": {"handrail.engine.c"}, "handrail.engine.c": {"handrail.engine.a"}}
+    assert edges_on_cycles({**cycle, "handrail.protocol.b": {"handrail.engine.a"}}) == {
+        ("handrail.engine.a", "handrail.engine.c"),
+        ("handrail.engine.c", "handrail.engine.a"),
+    }
+
+
+def test_an_import_inside_a_function_needs_a_comment_beside_it_or_above(tmp_path: Path) -> None:
+    source = tmp_path / "m.py"
+    source.write_text(
+        "def f():\n"
+        "    import json\n"
+        "    import os  # the command line only\n"
+        "    # start-up time: lark loads in 60 ms\n"
+        "    import lark\n"
+    )
+    assert unexplained_local_imports(source) == [(2, "import json")]
+    folders = Counter(folder_of(name) for name in ("handrail.cli", "handrail.__main__", "handrail.codec"))
+    assert folders == {"cli": 2, "": 1}
