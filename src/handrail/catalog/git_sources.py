@@ -101,11 +101,6 @@ def source(name: str, text: str, environ: Mapping[str, str], refresh: float | No
     return Source(name, git.path, git)
 
 
-def specs_from_env(environ: Mapping[str, str]) -> list[str]:
-    """WorkRail's WORKFLOW_GIT_REPOS: repository URLs separated by commas."""
-    return [part.strip() for part in environ.get(ENV_VARIABLE, "").split(",") if part.strip()]
-
-
 @dataclass(eq=False)
 class GitSource:
     """One repository's checkout in the cache, and what the last fetch found."""
