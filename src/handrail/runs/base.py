@@ -8,7 +8,6 @@ run advanced (advance.py), and the run's lifecycle: start, resume, abandon (core
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import secrets
@@ -19,6 +18,7 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from handrail import budget
+from handrail.codec import json_size
 from handrail.errors import InvalidParams, RunNotActive, RunNotFound, StepNotCurrent
 from handrail.limits import MAX_CONTEXT_BYTES
 from handrail.runs.pinning import Pins
@@ -192,12 +192,7 @@ class RunsBase:
 
     def _check_size(self, context: Mapping[str, Any]) -> None:
         """A run's context, grown by many merges, stays within the limit each call's has."""
-        import orjson
-
-        try:
-            size = len(orjson.dumps(context))
-        except (TypeError, orjson.JSONEncodeError):
-            size = len(json.dumps(context, ensure_ascii=True))
+        size = json_size(context)
         if size > self.max_context_bytes:
             raise InvalidParams(
                 data={
