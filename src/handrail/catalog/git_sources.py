@@ -24,15 +24,12 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from handrail.errors import Diagnostic
 from handrail.home import git_checkouts
 from handrail.processes import NETWORK_VARIABLES, SSH_VARIABLES, git_argv, git_environment, run
-
-if TYPE_CHECKING:
-    from handrail.catalog import Source
 
 log = logging.getLogger("handrail.git")
 
@@ -91,14 +88,6 @@ class GitSpec:
         user, _, host = parts.netloc.rpartition("@")
         name = user.partition(":")[0]
         return urlunsplit((parts.scheme, f"{name}@{host}", parts.path, parts.query, ""))
-
-
-def source(name: str, text: str, environ: Mapping[str, str], refresh: float | None) -> Source:
-    """The catalog source of a git repository (its checkout folder, and the fetcher)."""
-    from handrail.catalog import Source
-
-    git = GitSource.of(text, environ, refresh=refresh)
-    return Source(name, git.path, git)
 
 
 @dataclass(eq=False)

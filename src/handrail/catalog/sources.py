@@ -53,13 +53,19 @@ def default_sources(
     sources.append(Source("project", cwd / "workflows"))
     for variable, path in given.workflow_paths:
         sources.append(Source(f"env:{variable}", Path(path).expanduser()))
-    from handrail.catalog import git_sources  # git sources are a module of their own
+    # here, not at import time: git sources load the process driver (subprocess), which a
+    # catalog of folders alone never needs
+    from handrail.catalog.git_sources import ENV_VARIABLE, GitSource, is_git
+
+    def of_git(name: str, text: str) -> Source:
+        git = GitSource.of(text, env, refresh=git_refresh)
+        return Source(name, git.path, git)
 
     for spec in given.git_repos:
-        sources.append(git_sources.source(f"env:{git_sources.ENV_VARIABLE}", spec, env, git_refresh))
+        sources.append(of_git(f"env:{ENV_VARIABLE}", spec))
     for item in extra:
-        if git_sources.is_git(item):
-            sources.append(git_sources.source("cli", str(item), env, git_refresh))
+        if is_git(item):
+            sources.append(of_git("cli", str(item)))
             continue
         sources.append(Source("cli", Path(item).expanduser()))
     unique: list[Source] = []
