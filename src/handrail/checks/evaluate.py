@@ -62,10 +62,6 @@ def _one(
         return result(check, False, why)
 
 
-def all_passed(results: Sequence[CheckResult]) -> bool:
-    return all(r.passed for r in results)
-
-
 def _command(check: CommandCheck, root: str, config: CheckConfig, origin: WorkflowOrigin) -> CheckResult:
     if origin != "source":
         return result(

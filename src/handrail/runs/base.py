@@ -126,8 +126,8 @@ class RunsBase:
         return self._store
 
     def owner(self) -> str:
-        """Who is asking: the person the transport set for this request (issue 17: the one
-        a bearer token names), else the server's one owner."""
+        """Who is asking: the person the transport set for this request (the one a
+        bearer token names), else the server's one owner."""
         return REQUEST_OWNER.get() or self.default_owner
 
     def _remember(self, run: RunRecord) -> RunRecord:

@@ -12,10 +12,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-# `awaiting_approval` is set by issue 16's approvals; the store already accepts it.
+# `awaiting_approval`: a step waits for a person's approval (runs/approvals.py)
 STATUSES = ("active", "awaiting_approval", "completed", "abandoned")
 ACTIVE_STATUSES = ("active", "awaiting_approval")  # "open" runs: resumable, listed at start-up
-LOCAL_OWNER = "local"  # the one person of a server without per-person tokens (issue 17 adds them)
+LOCAL_OWNER = "local"  # the one person of a server without per-person tokens
 
 
 class Conflict(Exception):
@@ -48,7 +48,7 @@ class RunRecord:
 
 @dataclass(frozen=True, slots=True)
 class NewEvent:
-    type: str  # started | rejected | accepted | completed | abandoned | context (+ issue 16's)
+    type: str  # started | rejected | accepted | completed | abandoned | context, and the approval events
     step_id: str | None = None
     data: Mapping[str, Any] = field(default_factory=dict)  # output, issues, contextChanges, reason ...
 
