@@ -1,5 +1,7 @@
-"""JSON on the wire: `encode` and `decode` for every message, and `Encoded`, a value
-that is already JSON and is spliced into a reply as bytes instead of encoded again.
+"""The one JSON codec: `encode` and `decode` for every message, and `Encoded`, a value
+that is already JSON and is spliced into a reply as bytes instead of encoded again;
+then the other forms handrail writes and reads: a workflow's document, a size, the
+store's JSON columns, a workflow file read exactly.
 
 orjson does the work; the standard library takes what it refuses (integers past 64
 bits, lone surrogates), held to the same rules (UTF-8 only, no NaN or Infinity).
@@ -26,17 +28,13 @@ class Encoded:
         self._fragment: Any = None  # orjson's Fragment of `data`, made when first spliced
 
     def value(self) -> Any:
-        import orjson
-
-        return orjson.loads(self.data)
+        return loads(self.data)
 
     def quoted(self) -> bytes:
         """This JSON as a JSON string (the text block of a tool result); made once, since
         the same listing or document is sent again and again."""
         if self._quoted is None:
-            import orjson
-
-            self._quoted = orjson.dumps(self.data.decode())
+            self._quoted = dumps(self.data.decode())
         return self._quoted
 
 
@@ -52,6 +50,17 @@ def _load() -> Any:
 
     _orjson = orjson
     return orjson
+
+
+def loads(data: bytes | str) -> Any:
+    """orjson's reading alone (ValueError when it refuses): for a quick look, where a
+    refusal leaves the answer to a later, exact reading."""
+    return (_orjson or _load()).loads(data)
+
+
+def dumps(value: Any) -> bytes:
+    """orjson's writing alone (TypeError when it refuses): for values of plain JSON."""
+    return (_orjson or _load()).dumps(value)  # type: ignore[no-any-return]
 
 
 def encode(message: Any) -> bytes:
@@ -138,3 +147,71 @@ def _strict_loads(data: bytes | str) -> Any:
 
 def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
+
+
+def encode_document(value: Any) -> bytes:
+    """A document as compact UTF-8 JSON (a workflow's source, which workflow_get sends):
+    orjson, else the standard library (RecursionError or ValueError when it cannot)."""
+    orjson = _orjson or _load()
+    try:
+        return orjson.dumps(value)  # type: ignore[no-any-return]
+    except TypeError:  # orjson refuses integers past 64 bits, and nesting deeper than 254
+        data = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+    if _deeper_than(value, _ORJSON_DEPTH):
+        raise ValueError(f"nested deeper than {_ORJSON_DEPTH} levels")
+    return data
+
+
+_ORJSON_DEPTH = 254  # the deepest nesting orjson reads or writes
+
+
+def _deeper_than(value: Any, levels: int) -> bool:
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > levels:
+            return True
+        if isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values() if isinstance(v, dict | list))
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item if isinstance(v, dict | list))
+    return False
+
+
+def json_size(value: Any) -> int:
+    """Bytes of `value` as compact UTF-8 JSON (numbers past 64 bits and lone surrogates
+    included): what a size limit counts."""
+    orjson = _orjson or _load()
+    try:
+        return len(orjson.dumps(value))
+    except TypeError:
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        return len(text.encode("utf-8", "surrogatepass"))
+
+
+def encode_stored(value: Any) -> str:
+    """A value as the text of a store's JSON column. What orjson refuses (integers past 64
+    bits, lone surrogates) the standard library writes in ASCII escapes, so that no value
+    can make the row unwritable, after a space (still JSON) that tells `decode_stored`
+    to read it back the same way: orjson would turn such integers into floats."""
+    orjson = _orjson or _load()
+    try:
+        return orjson.dumps(value).decode()  # type: ignore[no-any-return]
+    except TypeError:
+        return " " + json.dumps(value, ensure_ascii=True, separators=(",", ":"))
+
+
+def decode_stored(text: str) -> Any:
+    return json.loads(text) if text.startswith(" ") else (_orjson or _load()).loads(text)
+
+
+def decode_exact(text: str) -> Any:
+    """A document read strictly (orjson's rules: json.JSONDecodeError, with its position,
+    for what it refuses) and exactly (an integer past 64 bits stays an integer)."""
+    document = (_orjson or _load()).loads(text)
+    if not may_hold_wide_integers(document):
+        return document
+    try:  # orjson read such an integer as a float; the standard library keeps it exact
+        return json.loads(text)
+    except RecursionError:
+        return document

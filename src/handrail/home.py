@@ -7,18 +7,16 @@ setting HANDRAIL_HOME moves all of it and nothing is left behind in `~/.handrail
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from pathlib import Path
 
-VARIABLE = "HANDRAIL_HOME"
+from handrail.settings import Settings
 
 
 def handrail_home(environ: Mapping[str, str] | None = None, *, home: Path | None = None) -> Path:
     """`$HANDRAIL_HOME` (made absolute: a database URL needs an absolute path), else
     `.handrail` in `home` (default: the user's home folder)."""
-    env = os.environ if environ is None else environ
-    named = env.get(VARIABLE, "").strip()
+    named = Settings.from_environment(environ).home
     if named:
         return Path(named).expanduser().absolute()
     return (home or Path.home()) / ".handrail"

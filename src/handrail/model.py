@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Literal
 
+from handrail.codec import loads
+
 Context = Mapping[str, Any]
 LoopKind = Literal["while", "until", "for", "forEach"]
 
@@ -43,9 +45,7 @@ class Output:
         if not self._parsed:
             self._parsed = True
             try:
-                import orjson
-
-                self._json = (True, orjson.loads(self.text))
+                self._json = (True, loads(self.text))
             except ValueError:
                 self._json = (False, None)
         result: tuple[bool, Any] = self._json

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from handrail.checks import CheckConfig, evaluate_checks
-from handrail.checks.process import run_program
+from handrail.processes import environment, run
 from tests.checks.workspaces import compiled_checks
 
 ALLOWED = CheckConfig(allow_commands=True)
@@ -109,7 +109,7 @@ def test_a_program_never_sees_the_servers_own_settings(
 ) -> None:
     monkeypatch.setenv("HANDRAIL_TOKEN", "secret-token")
     monkeypatch.setenv("H16_VISIBLE", "visible")
-    done = run_program(["sh", "-c", "env"], str(tmp_path), 10, 65536)
+    done = run(["sh", "-c", "env"], str(tmp_path), 10, 65536, env=environment())
     assert b"H16_VISIBLE=visible" in done.output
     assert b"secret-token" not in done.output
 

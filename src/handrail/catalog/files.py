@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from handrail.catalog import folders
+from handrail.codec import loads
 from handrail.errors import Diagnostic
 
 if TYPE_CHECKING:  # the compiler is loaded on first compile, after `initialize` is answered
@@ -87,11 +88,9 @@ def _nonblocking(path: str, flags: int) -> int:
 def listed(path: Path, data: bytes, load: Callable[[Listed], Workflow | None]) -> Listed | None:
     """What a listing shows of the file, from a JSON parse; None when that is not enough
     to tell (not JSON, or fields missing or of the wrong type): the compiler then says."""
-    import orjson
-
     body = data.removeprefix(BOM)
     try:
-        document = orjson.loads(body)
+        document = loads(body)
     except ValueError:  # also integers past 64 bits, which the compiler reads exactly
         return None
     if not isinstance(document, dict):

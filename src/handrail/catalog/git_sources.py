@@ -3,7 +3,7 @@
 Also `git+file://`, `git+ssh://` and `git+http://`, and WorkRail's WORKFLOW_GIT_REPOS
 (comma-separated repository URLs, `git+` optional). The repository is fetched with
 the `git` program (an argument list, no shell, a timeout, no prompts, no hooks, the environment of
-checks/git_env.py) into
+processes.py) into
 `$HANDRAIL_HOME/git/<hash of url and ref>/` (HANDRAIL_HOME defaults to ~/.handrail):
 the objects in `repo.git`, the files in `tree`, which the catalog reads as it reads
 any folder. A server fetches again every `refresh` seconds and checks the new commit
@@ -19,22 +19,17 @@ import contextlib
 import hashlib
 import logging
 import os
-import signal
-import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from handrail.checks.git_env import NETWORK_VARIABLES, SSH_VARIABLES, git_argv, git_environment
 from handrail.errors import Diagnostic
 from handrail.home import git_checkouts
-
-if TYPE_CHECKING:
-    from handrail.catalog import Source
+from handrail.processes import NETWORK_VARIABLES, SSH_VARIABLES, git_argv, git_environment, run
 
 log = logging.getLogger("handrail.git")
 
@@ -44,6 +39,7 @@ DEFAULT_REFRESH = 60.0
 GIT_TIMEOUT = 120.0  # seconds one git command may take before it is killed
 ALLOWED_PROTOCOLS = "file:https:http:ssh"  # never ext:: (it runs a command) nor the others
 ENV_VARIABLE = "WORKFLOW_GIT_REPOS"
+OUTPUT_BYTES = 1 << 20  # of one git answer (a commit name); its last words when it fails
 
 
 class GitSpecError(ValueError):
@@ -92,19 +88,6 @@ class GitSpec:
         user, _, host = parts.netloc.rpartition("@")
         name = user.partition(":")[0]
         return urlunsplit((parts.scheme, f"{name}@{host}", parts.path, parts.query, ""))
-
-
-def source(name: str, text: str, environ: Mapping[str, str], refresh: float | None) -> Source:
-    """The catalog source of a git repository (its checkout folder, and the fetcher)."""
-    from handrail.catalog import Source
-
-    git = GitSource.of(text, environ, refresh=refresh)
-    return Source(name, git.path, git)
-
-
-def specs_from_env(environ: Mapping[str, str]) -> list[str]:
-    """WorkRail's WORKFLOW_GIT_REPOS: repository URLs separated by commas."""
-    return [part.strip() for part in environ.get(ENV_VARIABLE, "").split(",") if part.strip()]
 
 
 @dataclass(eq=False)
@@ -261,7 +244,7 @@ class GitError(Exception):
 
 
 def _environment() -> dict[str, str]:
-    """The environment every git checks and sources share (checks/git_env.py), with the
+    """The environment every git checks and sources share (processes.py), with the
     transports a source may use and what ssh and a proxy need from the operator's."""
     env = git_environment(ALLOWED_PROTOCOLS, passed=SSH_VARIABLES + NETWORK_VARIABLES)
     env.setdefault("GIT_SSH_COMMAND", "ssh -o BatchMode=yes")  # a server has nobody to ask
@@ -270,30 +253,19 @@ def _environment() -> dict[str, str]:
 
 def _run(argv: list[str], verb: str, timeout: float, shown: str, secret: str) -> str:
     """Run git; its output, or GitError with its last words (any password in the URL hidden)."""
-    try:
-        proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=_environment(),
-            start_new_session=True,  # on a timeout, ssh and the remote helpers go too
-        )
-    except FileNotFoundError:
-        raise GitError("the `git` program is not installed") from None
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
-        raise GitError(f"git {verb} took longer than {timeout:g} seconds") from None
-    if proc.returncode != 0:
-        lines = [w.strip() for w in err.decode("utf-8", "replace").replace(secret, shown).splitlines()]
+    done = run(argv, None, timeout, OUTPUT_BYTES, env=_environment(), separate_errors=True)
+    if done.error is not None:
+        raise GitError(done.error)
+    if done.timed_out:  # ssh and the remote helpers went too: the whole group is killed
+        raise GitError(f"git {verb} took longer than {timeout:g} seconds")
+    if done.exit_code != 0:
+        lines = [
+            w.strip() for w in done.errors.decode("utf-8", "replace").replace(secret, shown).splitlines()
+        ]
         said = [w.split(":", 1)[1].strip() for w in lines if w.startswith(("fatal:", "error:"))]
-        why = (said or [w for w in lines if w] or [f"exit status {proc.returncode}"])[0]
+        why = (said or [w for w in lines if w] or [f"exit status {done.exit_code}"])[0]
         raise GitError(f"git {verb} failed: {why[:300]}")
-    return out.decode("utf-8", "replace").strip()
+    return done.output.decode("utf-8", "replace").strip()
 
 
 @contextlib.contextmanager

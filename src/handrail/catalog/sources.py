@@ -17,11 +17,10 @@ from handrail._resources import resource
 from handrail.catalog import folders
 from handrail.errors import Diagnostic
 from handrail.home import workflows_folder
+from handrail.settings import Settings
 
 if TYPE_CHECKING:
     from handrail.catalog.git_sources import GitSource
-
-FALSE_WORDS = {"0", "false", "no", "off"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,8 +41,9 @@ def default_sources(
 ) -> list[Source]:
     """Raises git_sources.GitSpecError for a `git+` source it cannot understand."""
     env = os.environ if environ is None else environ
+    given = Settings.from_environment(env)
     if bundled is None:
-        bundled = env.get("WORKFLOW_INCLUDE_BUNDLED", "true").strip().lower() not in FALSE_WORDS
+        bundled = given.include_bundled
     cwd = cwd or Path.cwd()
     sources: list[Source] = []
     if bundled:
@@ -51,17 +51,21 @@ def default_sources(
     sources.append(Source("user", (home or Path.home()) / ".workrail" / "workflows"))
     sources.append(Source("user", workflows_folder(env, home=home)))
     sources.append(Source("project", cwd / "workflows"))
-    for variable in ("WORKFLOW_STORAGE_PATH", "HANDRAIL_WORKFLOWS"):
-        for part in env.get(variable, "").split(os.pathsep):
-            if part.strip():
-                sources.append(Source(f"env:{variable}", Path(part.strip()).expanduser()))
-    from handrail.catalog import git_sources  # git sources are a module of their own
+    for variable, path in given.workflow_paths:
+        sources.append(Source(f"env:{variable}", Path(path).expanduser()))
+    # here, not at import time: git sources load the process driver (subprocess), which a
+    # catalog of folders alone never needs
+    from handrail.catalog.git_sources import ENV_VARIABLE, GitSource, is_git
 
-    for spec in git_sources.specs_from_env(env):
-        sources.append(git_sources.source(f"env:{git_sources.ENV_VARIABLE}", spec, env, git_refresh))
+    def of_git(name: str, text: str) -> Source:
+        git = GitSource.of(text, env, refresh=git_refresh)
+        return Source(name, git.path, git)
+
+    for spec in given.git_repos:
+        sources.append(of_git(f"env:{ENV_VARIABLE}", spec))
     for item in extra:
-        if git_sources.is_git(item):
-            sources.append(git_sources.source("cli", str(item), env, git_refresh))
+        if is_git(item):
+            sources.append(of_git("cli", str(item)))
             continue
         sources.append(Source("cli", Path(item).expanduser()))
     unique: list[Source] = []

@@ -20,7 +20,6 @@ _PUBLIC = {
     "check_config": "handrail.checks.config",
     "parse_command": "handrail.checks.config",
     "parse_commands_variable": "handrail.checks.config",
-    "all_passed": "handrail.checks.evaluate",
     "evaluate_checks": "handrail.checks.evaluate",
     "Baseline": "handrail.checks.git",
     "git_baseline": "handrail.checks.git",
@@ -29,7 +28,7 @@ _PUBLIC = {
 
 if TYPE_CHECKING:
     from handrail.checks.config import CheckConfig, check_config, parse_command, parse_commands_variable
-    from handrail.checks.evaluate import all_passed, evaluate_checks
+    from handrail.checks.evaluate import evaluate_checks
     from handrail.checks.git import Baseline, git_baseline
     from handrail.checks.result import CheckResult
 
@@ -44,7 +43,6 @@ __all__ = [
     "Baseline",
     "CheckConfig",
     "CheckResult",
-    "all_passed",
     "check_config",
     "evaluate_checks",
     "git_baseline",

@@ -12,8 +12,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from handrail.settings import Settings
+
 COMMAND_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}")
-TRUE_WORDS = ("1", "true", "yes", "on")
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,9 +84,9 @@ def check_config(
     """The configuration from the command line and the environment: a flag or variable
     allows commands; `--command` entries override HANDRAIL_COMMANDS entries of the same
     name. ValueError names a bad entry."""
-    env = environ if environ is not None else {}
-    allowed = allow_commands or env.get("HANDRAIL_ALLOW_COMMANDS", "").strip().lower() in TRUE_WORDS
-    named = parse_commands_variable(env.get("HANDRAIL_COMMANDS", ""))
+    given = Settings.from_environment(environ if environ is not None else {})
+    allowed = allow_commands or given.allow_commands
+    named = parse_commands_variable(given.commands)
     for entry in commands:
         name, argv = parse_command(entry)
         named[name] = argv

@@ -9,9 +9,9 @@ from collections.abc import Sequence
 from handrail.checks.config import CheckConfig
 from handrail.checks.files import check_files
 from handrail.checks.git import Baseline, check_git
-from handrail.checks.process import decode_tail, run_program
 from handrail.checks.result import CheckResult, result
 from handrail.model import CommandCheck, Context, FileCheck, StepCheck, WorkflowOrigin
+from handrail.processes import decode_tail, environment, run
 
 ALLOW_HINT = "start the server with --allow-commands (or set HANDRAIL_ALLOW_COMMANDS=1)"
 
@@ -62,10 +62,6 @@ def _one(
         return result(check, False, why)
 
 
-def all_passed(results: Sequence[CheckResult]) -> bool:
-    return all(r.passed for r in results)
-
-
 def _command(check: CommandCheck, root: str, config: CheckConfig, origin: WorkflowOrigin) -> CheckResult:
     if origin != "source":
         return result(
@@ -94,7 +90,7 @@ def _command(check: CommandCheck, root: str, config: CheckConfig, origin: Workfl
             + ALLOW_HINT,
         )
     timeout = min(check.timeout_seconds or config.default_timeout_seconds, config.max_timeout_seconds)
-    done = run_program(argv, root, timeout, config.output_tail_bytes)
+    done = run(argv, root, timeout, config.output_tail_bytes, env=environment())
     output = decode_tail(done.output, done.truncated)
     evidence = {"argv": argv, "duration_ms": done.duration_ms, "output": output}
     if done.error is not None:

@@ -11,13 +11,13 @@ repository's configuration where it could run a program (see checks/git_view.py)
 from __future__ import annotations
 
 import os
-import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from handrail.checks.git_view import GitError, Repository, locate, run_git, sealed
 from handrail.model import GitCheck, Glob
+from handrail.processes import Finished
 
 BaselineState = Literal["commit", "no-commits", "not-a-repository", "unavailable"]
 
@@ -64,14 +64,14 @@ def _commit(view: View, repo: Repository) -> str | None:
     if repo.head is None:
         return None
     done = view.git(["rev-parse", "--verify", "--quiet", f"{repo.head}^{{commit}}"])
-    return done.stdout.decode("ascii", "replace").strip() if done.returncode == 0 else None
+    return done.output.decode("ascii", "replace").strip() if done.exit_code == 0 else None
 
 
 def untracked(view: View) -> list[str]:
     """Untracked files that are not ignored, relative to the workspace."""
     listed = view.git(["ls-files", "-z", "--others", "--exclude-standard"])
     _raise_on_failure(listed, "cannot list untracked files")
-    return [_name(p) for p in listed.stdout.split(b"\0") if p]
+    return [_name(p) for p in listed.output.split(b"\0") if p]
 
 
 def differing(view: View, since: str | None, new: list[str]) -> list[str]:
@@ -80,7 +80,7 @@ def differing(view: View, since: str | None, new: list[str]) -> list[str]:
     if since is None:
         empty = view.git(["hash-object", "-t", "tree", "--stdin"])
         _raise_on_failure(empty, "cannot name the empty tree")
-        since = empty.stdout.decode("ascii").strip()
+        since = empty.output.decode("ascii").strip()
     diff = view.git(
         [
             "diff",
@@ -96,7 +96,7 @@ def differing(view: View, since: str | None, new: list[str]) -> list[str]:
         ]
     )
     _raise_on_failure(diff, f"cannot compare with {since[:12]}")
-    names = {_name(p) for p in diff.stdout.split(b"\0") if p}
+    names = {_name(p) for p in diff.output.split(b"\0") if p}
     names.update(new)
     return sorted(names)
 
@@ -110,7 +110,7 @@ class View:
     top: str
     timeout: float
 
-    def git(self, args: Sequence[str]) -> subprocess.CompletedProcess[bytes]:
+    def git(self, args: Sequence[str]) -> Finished:
         return run_git(args, self.workspace, self.timeout, self.folder, self.top)
 
 
@@ -118,9 +118,9 @@ def _name(raw: bytes) -> str:
     return os.fsdecode(raw).replace(os.sep, "/")
 
 
-def _raise_on_failure(done: subprocess.CompletedProcess[bytes], what: str) -> None:
-    if done.returncode != 0:
-        said = done.stderr.decode("utf-8", "replace").strip().splitlines()
+def _raise_on_failure(done: Finished, what: str) -> None:
+    if done.exit_code != 0:
+        said = done.errors.decode("utf-8", "replace").strip().splitlines()
         raise GitError(f"git {what}" + (f": {said[-1]}" if said else ""))
 
 
@@ -181,7 +181,7 @@ def _changes(
         if since is None:  # the empty tree is always known: something else went wrong
             raise
         known = view.git(["cat-file", "-e", f"{since}^{{commit}}"])
-        if known.returncode != 0:
+        if known.exit_code != 0:
             return False, f"the commit the run began at ({since[:12]}) is no longer in the repository"
         raise
     start = f"commit {since[:12]}" if since else "an empty repository"

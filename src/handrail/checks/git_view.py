@@ -21,18 +21,18 @@ import os
 import re
 import shutil
 import stat
-import subprocess
 import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from handrail.checks.git_env import git_argv, git_environment
+from handrail.processes import Finished, git_argv, git_environment, run
 
 # the repository's settings that decide whether a working file differs from the index
 KEPT = r"^core\.(filemode|symlinks|ignorecase|precomposeunicode|autocrlf|eol|checkstat|trustctime)$"
 PLAIN_VALUE = re.compile(r"[A-Za-z0-9_-]{1,16}")
 # a copied file past this is not a real index (ten million entries): a sparse one would fill the disk
 MAX_COPIED_BYTES = 1 << 30
+OUTPUT_BYTES = 64 << 20  # of one git answer (a list of files); more is an error, never cut short
 
 
 class GitError(Exception):
@@ -50,24 +50,19 @@ class Repository:
 
 def run_git(
     args: Sequence[str], cwd: str, timeout: float, git_dir: str | None = None, top: str | None = None
-) -> subprocess.CompletedProcess[bytes]:
+) -> Finished:
+    """git's answer: its output in `output`, its complaints in `errors`."""
     where = [f"--git-dir={git_dir}", f"--work-tree={top}"] if git_dir and top else []
-    try:
-        return subprocess.run(
-            git_argv(*where, *args),
-            cwd=cwd,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=timeout,
-            env=git_environment(),
-            check=False,
-        )
-    except FileNotFoundError:
-        raise GitError("`git` is not found on PATH") from None
-    except subprocess.TimeoutExpired:
-        raise GitError(f"`git {' '.join(args)}` took longer than {timeout:g} s") from None
-    except OSError as exc:
-        raise GitError(f"`git` cannot be run: {exc.strerror or exc}") from None
+    done = run(
+        git_argv(*where, *args), cwd, timeout, OUTPUT_BYTES, env=git_environment(), separate_errors=True
+    )
+    if done.error is not None:
+        raise GitError(done.error)
+    if done.timed_out:
+        raise GitError(f"`git {' '.join(args)}` took longer than {timeout:g} s")
+    if done.truncated:
+        raise GitError(f"`git {' '.join(args)}` printed more than {OUTPUT_BYTES} bytes")
+    return done
 
 
 def locate(workspace: str, timeout: float) -> Repository | None:
@@ -88,10 +83,10 @@ def locate(workspace: str, timeout: float) -> Repository | None:
         workspace,
         timeout,
     )
-    lines = done.stdout.decode("utf-8", "surrogateescape").splitlines()
+    lines = done.output.decode("utf-8", "surrogateescape").splitlines()
     if len(lines) < 4 or not lines[2]:  # not a repository, or a bare one
         return None
-    head = lines[4].strip() if done.returncode == 0 and len(lines) > 4 else None
+    head = lines[4].strip() if done.exit_code == 0 and len(lines) > 4 else None
     # a `core.worktree` can name any folder: only one holding the workspace is its tree
     here, top = os.path.realpath(workspace), os.path.realpath(lines[2])
     if os.path.commonpath([here, top]) != top:
@@ -102,7 +97,7 @@ def locate(workspace: str, timeout: float) -> Repository | None:
 def _kept_settings(repo: Repository, workspace: str, timeout: float) -> list[tuple[str, str]]:
     done = run_git(["config", "-z", "--get-regexp", KEPT], workspace, timeout)
     kept: dict[str, str] = {}
-    for record in done.stdout.decode("utf-8", "replace").split("\0"):
+    for record in done.output.decode("utf-8", "replace").split("\0"):
         key, _, value = record.partition("\n")
         if key and PLAIN_VALUE.fullmatch(value):
             kept[key.lower()] = value  # the last one wins, as in git

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, TextIO
 
 from handrail.errors import HandrailError, RunNotActive, RunNotFound
+from handrail.settings import settings
 from handrail.store.base import STATUSES, EventType, RunStatus
 
 if TYPE_CHECKING:
@@ -21,7 +22,6 @@ if TYPE_CHECKING:
     from handrail.store import Event, RunRecord
 
 EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
-TRUE_WORDS = {"1", "true", "yes", "on"}
 
 
 def add_database_option(parser: argparse.ArgumentParser) -> None:
@@ -38,7 +38,7 @@ def add_runs_only_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--runs-only",
         action="store_true",
-        default=os.environ.get("HANDRAIL_RUNS_ONLY", "").strip().lower() in TRUE_WORDS,
+        default=settings().runs_only,
         help="offer workflow_list and the run tools only; workflow_get/next/validate are refused "
         "(also HANDRAIL_RUNS_ONLY=1)",
     )

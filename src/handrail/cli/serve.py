@@ -9,6 +9,7 @@ from typing import Any
 
 from handrail.cli import options
 from handrail.cli.options import EXIT_USAGE
+from handrail.settings import settings
 
 
 def add_start(sub: Any) -> None:
@@ -160,8 +161,6 @@ def start(args: argparse.Namespace) -> int:
 
 
 def serve_command(args: argparse.Namespace) -> int:
-    import os
-
     logging.basicConfig(
         stream=sys.stderr,
         level=args.log_level.upper(),
@@ -205,7 +204,7 @@ def serve_command(args: argparse.Namespace) -> int:
             extra_hosts=args.allow_host,
             extra_origins=args.allow_origin,
             # `dashboard` serves one person's local store on loopback: no token asked
-            token=None if args.command == "dashboard" else (os.environ.get("HANDRAIL_TOKEN") or None),
+            token=None if args.command == "dashboard" else (settings().token or None),
             people=None if args.command == "dashboard" else people,
             log_level=args.log_level,
             sock=sock,
@@ -218,11 +217,9 @@ def serve_command(args: argparse.Namespace) -> int:
 def people_of(args: argparse.Namespace) -> Any:
     """The people of --tokens (or HANDRAIL_TOKENS_FILE), None without one, False (said on
     stderr) when the file cannot be used: a server must not start with half its people."""
-    import os
-
     from handrail.service.people import People, TokensFileError
 
-    path = args.tokens or os.environ.get("HANDRAIL_TOKENS_FILE") or None
+    path = settings(args).tokens_file or None
     if path is None:
         return None
     try:

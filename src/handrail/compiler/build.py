@@ -9,13 +9,13 @@ by `loops`.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from handrail import budget
+from handrail.codec import encode_document
 from handrail.compiler.checks import Commands, compile_checks
 from handrail.compiler.loops import compile_loop
 from handrail.compiler.names import Names
@@ -146,19 +146,11 @@ def build_workflow(
         sid for sid in steps.order if steps.entries[sid].parent is None and sid not in steps.owner
     )
     _check_file_name(document["id"], file, report)
-    import orjson
-
     try:
-        source = orjson.dumps(document)
-    except TypeError:  # orjson refuses integers past 64 bits, and nesting deeper than 254
-        try:
-            source = json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode()
-        except (RecursionError, ValueError):
-            report.error("H001", "the workflow is nested too deeply", "")
-            source = b""
-        if len(source) and _too_deep_for_orjson(document):
-            report.error("H001", "the workflow is nested too deeply", "")
-            source = b""
+        source = encode_document(document)
+    except (RecursionError, ValueError):  # deeper than workflow_get could send
+        report.error("H001", "the workflow is nested too deeply", "")
+        source = b""
     return Workflow(
         id=document["id"],
         name=document["name"],
@@ -194,17 +186,3 @@ def _check_file_name(workflow_id: str, file: str, report: Reporter) -> None:
 
 
 __all__ = ["KEY", "build_workflow"]
-
-
-def _too_deep_for_orjson(document: Any) -> bool:
-    """Whether `document` nests deeper than the 254 levels orjson (and so workflow_get) takes."""
-    stack: list[tuple[Any, int]] = [(document, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if depth > 254:
-            return True
-        if isinstance(item, dict):
-            stack.extend((v, depth + 1) for v in item.values() if isinstance(v, dict | list))
-        elif isinstance(item, list):
-            stack.extend((v, depth + 1) for v in item if isinstance(v, dict | list))
-    return False

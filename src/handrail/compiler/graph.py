@@ -26,7 +26,6 @@ from typing import Literal
 from handrail.model import Condition, Loop, Step, Workflow
 
 Format = Literal["mermaid", "dot"]
-FORMATS: tuple[Format, ...] = ("mermaid", "dot")
 WRAP = 40  # label lines are wrapped at this many characters
 
 NodeKind = Literal["start", "end", "step", "confirm", "head", "join"]

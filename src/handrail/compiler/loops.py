@@ -3,16 +3,27 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import Any, Protocol
 
 from handrail.compiler.names import LOOP_DEFAULTS
-from handrail.compiler.steps import Entry
+from handrail.compiler.steps import Entry, Steps
+from handrail.errors import Reporter
 from handrail.model import Condition, Loop
 
-if TYPE_CHECKING:
-    from handrail.compiler.build import Build
-
 MAX_ITERATIONS = 1000
+
+
+class Build(Protocol):
+    """What a loop takes from the workflow being compiled (compiler/build.py's Build)."""
+
+    @property
+    def report(self) -> Reporter: ...
+
+    @property
+    def steps(self) -> Steps: ...
+
+    def condition(self, raw: Mapping[str, Any], key: str, at: str, what: str) -> Condition | None: ...
 
 
 def compile_loop(

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from handrail.wide_integers import may_hold_wide_integers
+from handrail.codec import decode_exact
 
 KEY = -1  # an `offset` that asks for the position of the object key, not its value
 
@@ -25,21 +25,10 @@ class SyntaxProblem:
 
 
 def parse_json(text: str) -> tuple[Any, SyntaxProblem | None]:
-    import orjson
-
     try:
-        document = orjson.loads(text)
-    except orjson.JSONDecodeError as exc:
+        return decode_exact(text), None
+    except json.JSONDecodeError as exc:
         strict = exc
-    else:
-        if not may_hold_wide_integers(document):
-            return document, None
-        # orjson reads an integer past 64 bits as a float; the standard library keeps
-        # it exact (what orjson refuses was refused above)
-        try:
-            return json.loads(text), None
-        except RecursionError:
-            return document, None
     try:  # the standard library words syntax errors better, in lines and columns
         json.loads(text)
     except json.JSONDecodeError as exc:

@@ -22,7 +22,6 @@ COMPARISONS = (
     "in",
 )
 NUMERIC = frozenset({"gt", "gte", "lt", "lte"})
-STRING_ONLY = frozenset({"startsWith", "endsWith", "matches"})
 
 TEXT_OPERATORS = {
     "==": "equals",

@@ -12,20 +12,17 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from handrail._resources import resource
-from handrail.errors import Reporter, json_kind
+from handrail.errors import Reporter
 from handrail.expr.ast import (
     COMPARISONS,
-    NUMERIC,
     All,
     Any_,
-    Compare,
     Const,
     Expr,
     Not,
     Truthy,
-    freeze,
 )
-from handrail.patterns import PatternError, compile_pattern
+from handrail.expr.comparison import comparison
 
 if TYPE_CHECKING:
     from lark import Lark
@@ -111,35 +108,6 @@ def _parse_object(obj: Mapping[str, Any], at: str, report: Reporter) -> Expr:
         return Const(False, at)
     op = comparisons[0]
     return comparison(var, op, obj[op], at, f"{at}/{op}", report)
-
-
-def comparison(var: str, op: str, value: Any, at: str, where: str, report: Reporter) -> Expr:
-    kind = json_kind(value, array="a list")
-    if op in NUMERIC and (not isinstance(value, int | float) or isinstance(value, bool)):
-        report.error("H304", f"`{op}` compares numbers, not {kind}", where)
-        return Const(False, at)
-    if op in ("startsWith", "endsWith", "matches") and not isinstance(value, str):
-        report.error("H304", f"`{op}` takes a string, not {kind}", where)
-        return Const(False, at)
-    if op == "in" and not isinstance(value, list | tuple):
-        report.error("H304", f"`in` takes a list of values, not {kind}", where)
-        return Const(False, at)
-    if op == "matches":
-        try:
-            compiled = compile_pattern(value)
-        except PatternError as exc:
-            report.error("H400", f"invalid regex in `matches`: {exc.message}", where)
-            return Const(False, at)
-        if compiled.fallback is not None:
-            report.warning(
-                "H406",
-                f"the regex of `matches` needs the backtracking engine ({compiled.fallback}): "
-                "each search is cut off at a time limit",
-                where,
-                "without lookaround, backreferences, atomic groups and possessive repeats a regex "
-                "runs in linear time on any text",
-            )
-    return Compare(var, op, freeze(value), at)
 
 
 def _escape(key: str) -> str:

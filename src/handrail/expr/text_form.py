@@ -10,7 +10,7 @@ from lark import Transformer
 
 from handrail.errors import Reporter
 from handrail.expr.ast import TEXT_OPERATORS, All, Any_, Const, Expr, Not, Truthy
-from handrail.expr.parse import comparison
+from handrail.expr.comparison import comparison
 
 
 class ToCondition(Transformer[Any, Expr]):

@@ -345,7 +345,7 @@ class Protocol:
         self.client_requests.cancel_all()
         import sys
 
-        process = sys.modules.get("handrail.checks.process")  # loaded only once a check ran
+        process = sys.modules.get("handrail.processes")  # loaded only once a program ran
         if process is not None:
             process.kill_running()
 

@@ -301,11 +301,6 @@ def schema_problem(schema: Mapping[str, Any]) -> tuple[str, str] | None:
     return check_schema(schema)
 
 
-def shared_validator(schema: Mapping[str, Any]) -> SchemaCheck:
-    """A compiled validator returning None or (JSON path, what is wrong); shared by equal schemas."""
-    return _compiled_schema(schema)[0]
-
-
 def _compiled_schema(schema: Mapping[str, Any]) -> tuple[SchemaCheck, list[tuple[str, str]]]:
     key = _canonical(schema)
     found = _validators.get(key)

@@ -4,7 +4,6 @@ table (runs/machine.py), and the compare-and-set retry every write goes through.
 
 from __future__ import annotations
 
-import json
 import os
 import secrets
 import threading
@@ -15,6 +14,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from handrail import budget
+from handrail.codec import json_size
 from handrail.errors import InvalidParams, RunNotFound, StateError
 from handrail.limits import MAX_CONTEXT_BYTES
 from handrail.runs import machine
@@ -99,8 +99,8 @@ class Ledger:
         return self._store
 
     def owner(self) -> str:
-        """Who is asking: the person the transport set for this request (issue 17: the one
-        a bearer token names), else the server's one owner."""
+        """Who is asking: the person the transport set for this request (the one a bearer
+        token names), else the server's one owner."""
         return REQUEST_OWNER.get() or self.default_owner
 
     def remember(self, run: RunRecord) -> RunRecord:
@@ -161,12 +161,7 @@ class Ledger:
 
     def check_size(self, context: Mapping[str, Any]) -> None:
         """A run's context, grown by many merges, stays within the limit each call's has."""
-        import orjson
-
-        try:
-            size = len(orjson.dumps(context))
-        except (TypeError, orjson.JSONEncodeError):
-            size = len(json.dumps(context, ensure_ascii=True))
+        size = json_size(context)
         if size > self.max_context_bytes:
             raise InvalidParams(
                 data={

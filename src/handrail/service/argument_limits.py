@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from handrail.codec import json_size, loads
 from handrail.errors import InvalidParams
 from handrail.limits import Limits
 from handrail.service.argument_check import Accept, Bounds, quick_check
@@ -53,7 +54,7 @@ def check_limits(limits: Limits, name: str, arguments: dict[str, Any]) -> None:
             _workflow_shape(limits, text)
     context = arguments.get("context")
     if isinstance(context, dict) and context:
-        size = _json_size(context)
+        size = json_size(context)
         if size > limits.max_context_bytes:
             raise _over(
                 "maxContextBytes",
@@ -65,11 +66,9 @@ def check_limits(limits: Limits, name: str, arguments: dict[str, Any]) -> None:
 def _workflow_shape(limits: Limits, text: str) -> None:
     """Refuse a workflow to check that nests or holds more than a server takes on;
     one that does not parse is left to the compiler, which says where."""
-    import orjson
-
     try:
-        document = orjson.loads(text)
-    except orjson.JSONDecodeError:
+        document = loads(text)
+    except ValueError:
         return
     depth, steps = _shape(document, limits.max_workflow_depth)
     if depth > limits.max_workflow_depth:
@@ -146,19 +145,6 @@ def _deeper_than(value: Any, limit: int) -> bool:
                     return True
                 stack.append((child, depth + 1))
     return False
-
-
-def _json_size(value: Any) -> int:
-    """Bytes of `value` as compact JSON (numbers past 64 bits and lone surrogates included)."""
-    import orjson
-
-    try:
-        return len(orjson.dumps(value))
-    except (TypeError, orjson.JSONEncodeError):
-        import json
-
-        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-        return len(text.encode("utf-8", "surrogatepass"))
 
 
 def _utf8_longer_than(text: str, limit: int) -> bool:

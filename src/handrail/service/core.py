@@ -14,7 +14,7 @@ from handrail import budget
 from handrail.catalog import Catalog, Snapshot
 from handrail.catalog.suggest import close_matches
 from handrail.codec import Encoded as Encoded
-from handrail.codec import encode_sized
+from handrail.codec import dumps, encode_sized
 from handrail.errors import InvalidParams, WorkflowNotFound
 from handrail.limits import MAX_COMPILED_WORKFLOWS, Limits
 from handrail.patterns.caching import BoundedCache
@@ -183,9 +183,7 @@ class Service:
         cached = self._listing
         if cached is not None and cached[0] is snapshot:
             return cached[1]  # one listing per snapshot: snapshots never change
-        import orjson
-
-        listing = Encoded(orjson.dumps(self._listing_of(snapshot)))
+        listing = Encoded(dumps(self._listing_of(snapshot)))
         self._listing = (snapshot, listing)
         return listing
 

@@ -11,9 +11,10 @@ from functools import cache
 from typing import Any
 
 from handrail._resources import resource
+from handrail.service.identifiers import ID
 from handrail.service.portable_schema import portable
+from handrail.service.run_definitions import run_tools
 
-ID = {"type": "string", "pattern": "^[a-z0-9-]+$", "minLength": 3, "maxLength": 64}
 SUMMARY = {
     "type": "object",
     "properties": {k: {"type": "string"} for k in ("id", "name", "description", "category", "version")},
@@ -321,8 +322,6 @@ def _loose_state(tool: dict[str, Any]) -> dict[str, Any]:
 
 @cache
 def tools() -> tuple[dict[str, Any], ...]:
-    from handrail.service.run_definitions import run_tools
-
     return tuple(
         _loose_state({**t, "outputSchema": portable(_or_error(t["outputSchema"]))})
         for t in [*_tools(), *run_tools()]

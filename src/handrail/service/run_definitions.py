@@ -6,16 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from handrail.service.definitions import ID
+from handrail.service.identifiers import ID, RUN_ID, STEP_ID
 
-RUN_ID = {
-    "type": "string",
-    "pattern": "^[A-Za-z0-9_-]+$",
-    "minLength": 8,
-    "maxLength": 64,
-    "description": "The run's id, as workflow_start returned it",
-}
-STEP_ID = {"type": "string", "pattern": "^[a-z0-9-]+$", "minLength": 1, "maxLength": 64}
 WORKSPACE = {
     "type": "string",
     "minLength": 1,

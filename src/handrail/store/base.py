@@ -42,7 +42,7 @@ class EventType(StrEnum):
 STATUSES: tuple[RunStatus, ...] = tuple(RunStatus)
 # "open" runs: resumable, listed at start-up
 ACTIVE_STATUSES: tuple[RunStatus, ...] = (RunStatus.ACTIVE, RunStatus.AWAITING_APPROVAL)
-LOCAL_OWNER = "local"  # the one person of a server without per-person tokens (issue 17 adds them)
+LOCAL_OWNER = "local"  # the one person of a server without per-person tokens
 
 
 class Conflict(Exception):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -10,6 +9,7 @@ from urllib.parse import unquote, urlparse
 
 from handrail.errors import StorageError
 from handrail.home import database_file
+from handrail.settings import Settings
 
 if TYPE_CHECKING:
     from handrail.store.base import RunStore
@@ -17,8 +17,7 @@ if TYPE_CHECKING:
 
 def default_url(environ: Mapping[str, str] | None = None) -> str:
     """`$HANDRAIL_DATABASE_URL`, else SQLite at `<handrail home>/handrail.db`."""
-    env = os.environ if environ is None else environ
-    return env.get("HANDRAIL_DATABASE_URL") or sqlite_url(database_file(env))
+    return Settings.from_environment(environ).database_url or sqlite_url(database_file(environ))
 
 
 def sqlite_url(path: Path) -> str:

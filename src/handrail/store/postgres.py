@@ -26,9 +26,10 @@ from urllib.parse import urlsplit, urlunsplit
 import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
+from handrail.codec import decode_stored, encode_stored
 from handrail.errors import StorageError
 from handrail.store.base import Conflict, Event, NewEvent, RunRecord, RunUpdate, written
-from handrail.store.rows import _COLUMNS, _json, _load, _record, list_filter, now, run_row, update_sets
+from handrail.store.rows import _COLUMNS, _record, list_filter, now, run_row, update_sets
 from handrail.store.schema import MIGRATIONS_TABLE, migrations, newer_than_known
 
 MIGRATIONS = migrations("postgresql")
@@ -216,7 +217,10 @@ class PostgresStore:
                 "SELECT seq, type, at, actor, step_id, data FROM run_events WHERE run_id = %s ORDER BY seq",
                 (run_id,),
             ).fetchall()
-        return [Event(seq, kind, at, actor, step, _load(data)) for seq, kind, at, actor, step, data in rows]
+        return [
+            Event(seq, kind, at, actor, step, decode_stored(data))
+            for seq, kind, at, actor, step, data in rows
+        ]
 
     def close(self) -> None:
         if not self._closed.is_set():
@@ -228,7 +232,7 @@ def _event_rows(last: int, events: Sequence[NewEvent], actor: str, at: str) -> t
     """The values of `events` numbered on from `last`, and their VALUES placeholders."""
     values: list[Any] = []
     for i, e in enumerate(events, 1):
-        values += [last + i, str(e.type), at, actor, e.step_id, _json(e.data)]
+        values += [last + i, str(e.type), at, actor, e.step_id, encode_stored(e.data)]
     row = "(%s::integer, %s::text, %s::text, %s::text, %s::text, %s::text)"
     return values, ", ".join(row for _ in events)
 

@@ -5,32 +5,16 @@ listing. `mark` is the driver's placeholder (`?` for sqlite3, `%s` for psycopg).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-import orjson
-
+from handrail.codec import decode_stored, encode_stored
 from handrail.store.base import RunRecord, RunStatus, RunUpdate
 
 
 def now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def _json(value: Any) -> str:
-    try:
-        return orjson.dumps(value).decode()
-    except (TypeError, orjson.JSONEncodeError):
-        # integers past 64 bits, lone surrogates: the standard library, in ASCII escapes so
-        # that no output can make the row unwritable; the leading space (still JSON) tells
-        # `_load` to read it back the same way, as orjson would turn such integers into floats
-        return " " + json.dumps(value, ensure_ascii=True, separators=(",", ":"))
-
-
-def _load(text: str) -> Any:
-    return json.loads(text) if text.startswith(" ") else orjson.loads(text)
 
 
 _COLUMNS = (
@@ -49,8 +33,8 @@ def _record(row: Sequence[Any]) -> RunRecord:
         source_hash=row[5],
         goal=row[6],
         status=RunStatus(row[7]),
-        context=_load(row[8]),
-        position=_load(row[9]),
+        context=decode_stored(row[8]),
+        position=decode_stored(row[9]),
         accepted=row[10],
         created_at=row[11],
         updated_at=row[12],
@@ -70,8 +54,8 @@ def run_row(run: RunRecord, events: int) -> tuple[Any, ...]:
         run.source_hash,
         run.goal,
         str(run.status),  # the plain value: a driver may store an enum by its name
-        _json(run.context),
-        _json(run.position),
+        encode_stored(run.context),
+        encode_stored(run.position),
         run.accepted,
         run.created_at,
         run.updated_at,
@@ -86,8 +70,8 @@ def update_sets(change: RunUpdate, at: str, events: int, mark: str) -> tuple[str
     values: list[Any] = [at, events]
     for column, value in (
         ("status", None if change.status is None else str(change.status)),
-        ("context", None if change.context is None else _json(change.context)),
-        ("position", None if change.position is None else _json(change.position)),
+        ("context", None if change.context is None else encode_stored(change.context)),
+        ("position", None if change.position is None else encode_stored(change.position)),
         ("accepted", change.accepted),
     ):
         if value is not None:

@@ -29,10 +29,11 @@ from pathlib import Path
 from typing import Any
 
 from handrail import budget
+from handrail.codec import decode_stored, encode_stored
 from handrail.errors import StorageError
 from handrail.store.base import Conflict, Event, NewEvent, RunRecord, RunUpdate, written
 from handrail.store.open import sqlite_url
-from handrail.store.rows import _COLUMNS, _json, _load, _record, list_filter, now, run_row, update_sets
+from handrail.store.rows import _COLUMNS, _record, list_filter, now, run_row, update_sets
 from handrail.store.schema import MIGRATIONS_TABLE, migrations, newer_than_known, statements
 
 __all__ = ["MIGRATIONS", "SqliteStore", "now"]
@@ -249,7 +250,7 @@ class SqliteStore:
         for i, e in enumerate(events, 1):
             db.execute(
                 "INSERT INTO run_events VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (run_id, last + i, str(e.type), at, actor, e.step_id, _json(e.data)),
+                (run_id, last + i, str(e.type), at, actor, e.step_id, encode_stored(e.data)),
             )
 
     def get(self, run_id: str) -> RunRecord | None:
@@ -279,7 +280,10 @@ class SqliteStore:
                 "SELECT seq, type, at, actor, step_id, data FROM run_events WHERE run_id = ? ORDER BY seq",
                 (run_id,),
             ).fetchall()
-        return [Event(seq, kind, at, actor, step, _load(data)) for seq, kind, at, actor, step, data in rows]
+        return [
+            Event(seq, kind, at, actor, step, decode_stored(data))
+            for seq, kind, at, actor, step, data in rows
+        ]
 
     def close(self) -> None:
         with self._lock, self._opened:

@@ -266,7 +266,7 @@ def create_app(service: Service, settings: HttpSettings | None = None) -> Starle
             }
         )
 
-    from handrail.dashboard import dashboard_routes  # the web page at / (issue 18)
+    from handrail.dashboard import dashboard_routes  # the web pages at /
 
     return Starlette(
         routes=[

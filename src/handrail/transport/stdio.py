@@ -31,10 +31,9 @@ from typing import BinaryIO, cast
 
 from handrail.codec import encode
 from handrail.errors import INTERNAL_ERROR, INVALID_REQUEST, error_response
-from handrail.limits import MAX_LINE_BYTES, SHUTDOWN_TIMEOUT_S
+from handrail.limits import SHUTDOWN_TIMEOUT_S
 from handrail.protocol.core import Protocol
 
-DEFAULT_MAX_LINE = MAX_LINE_BYTES
 CHUNK = 1 << 16
 # answers are written through a buffer this large: a burst of small answers leaves a few
 # per write, yet the client starts reading the first ones while the rest are answered

@@ -1,0 +1,104 @@
+"""The settings the person who starts handrail gives: one object, from the command line
+and the environment.
+
+Every `HANDRAIL_*` and `WORKFLOW_*` variable handrail reads is read here, and listed
+in `VARIABLES` (docs/configuration.md shows the same table). A value given on the
+command line wins over the environment's, which wins over the default. Yes/no
+variables take one set of words, in any case, spaces around ignored: `YES_WORDS` and
+`NO_WORDS`; an empty or unknown word leaves the default.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+YES_WORDS = frozenset({"1", "true", "yes", "on"})
+NO_WORDS = frozenset({"0", "false", "no", "off"})
+
+# every variable handrail reads, and what it sets (the command-line option that wins over it)
+VARIABLES: dict[str, str] = {
+    "HANDRAIL_HOME": "the folder of handrail's own files (default `~/.handrail`)",
+    "HANDRAIL_DATABASE_URL": "the run store (`--database`; default SQLite at `$HANDRAIL_HOME/handrail.db`)",
+    "HANDRAIL_TOKEN": "the token an HTTP client must send to `handrail serve`",
+    "HANDRAIL_TOKENS_FILE": "the people file of `handrail serve` (`--tokens`)",
+    "HANDRAIL_ALLOW_COMMANDS": "yes/no: command checks may run programs (`--allow-commands`; default no)",
+    "HANDRAIL_COMMANDS": 'named commands, `test="pytest -q" lint="ruff check ."` (`--command` wins per name)',
+    "HANDRAIL_RUNS_ONLY": "yes/no: offer only workflow_list and the run tools (`--runs-only`; default no)",
+    "HANDRAIL_WORKFLOWS": "workflow folders or files, separated by `:` (`;` on Windows)",
+    "WORKFLOW_STORAGE_PATH": "workflow folders or files, as HANDRAIL_WORKFLOWS (WorkRail's name)",
+    "WORKFLOW_INCLUDE_BUNDLED": "yes/no: serve the bundled workflows (`--no-bundled`; default yes)",
+    "WORKFLOW_GIT_REPOS": "git repositories of workflows, separated by commas (`git+` optional)",
+}
+PATH_VARIABLES = ("WORKFLOW_STORAGE_PATH", "HANDRAIL_WORKFLOWS")  # in increasing precedence
+
+
+def yes_no(text: str | None, default: bool) -> bool:
+    """A yes/no word as a bool: `default` when it is unset, empty or not a known word."""
+    word = (text or "").strip().lower()
+    if word in YES_WORDS:
+        return True
+    if word in NO_WORDS:
+        return False
+    return default
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    home: str = ""  # HANDRAIL_HOME; empty: ~/.handrail
+    database_url: str = ""  # empty: SQLite under the home folder
+    token: str = ""
+    tokens_file: str = ""
+    allow_commands: bool = False
+    commands: str = ""  # HANDRAIL_COMMANDS as written; checks/config.py reads its entries
+    runs_only: bool = False
+    include_bundled: bool = True
+    workflow_paths: tuple[tuple[str, str], ...] = ()  # (variable, path), in precedence order
+    git_repos: tuple[str, ...] = ()
+
+    @classmethod
+    def from_environment(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        """The settings the environment gives (default os.environ) over the defaults."""
+        env = os.environ if environ is None else environ
+        default = cls()
+        return cls(
+            home=env.get("HANDRAIL_HOME", "").strip(),
+            database_url=env.get("HANDRAIL_DATABASE_URL", ""),
+            token=env.get("HANDRAIL_TOKEN", ""),
+            tokens_file=env.get("HANDRAIL_TOKENS_FILE", ""),
+            allow_commands=yes_no(env.get("HANDRAIL_ALLOW_COMMANDS"), default.allow_commands),
+            commands=env.get("HANDRAIL_COMMANDS", ""),
+            runs_only=yes_no(env.get("HANDRAIL_RUNS_ONLY"), default.runs_only),
+            include_bundled=yes_no(env.get("WORKFLOW_INCLUDE_BUNDLED"), default.include_bundled),
+            workflow_paths=tuple(
+                (variable, part.strip())
+                for variable in PATH_VARIABLES
+                for part in env.get(variable, "").split(os.pathsep)
+                if part.strip()
+            ),
+            git_repos=tuple(p.strip() for p in env.get("WORKFLOW_GIT_REPOS", "").split(",") if p.strip()),
+        )
+
+    def with_options(self, args: Any) -> Settings:
+        """These settings with what the command line (an argparse namespace) gave on top:
+        an option a command does not have, or that was not given, leaves them as they are."""
+        given: dict[str, Any] = {}
+        if getattr(args, "database", None):
+            given["database_url"] = args.database
+        if getattr(args, "tokens", None):
+            given["tokens_file"] = args.tokens
+        if getattr(args, "allow_commands", False):
+            given["allow_commands"] = True
+        if getattr(args, "runs_only", False):
+            given["runs_only"] = True
+        if getattr(args, "no_bundled", False):
+            given["include_bundled"] = False
+        return replace(self, **given)
+
+
+def settings(args: Any = None, environ: Mapping[str, str] | None = None) -> Settings:
+    """The settings of the command line `args` (if any) over the environment's."""
+    read = Settings.from_environment(environ)
+    return read if args is None else read.with_options(args)
