@@ -180,7 +180,7 @@ def test_a_server_started_in_a_folder_whose_name_is_not_utf8_asks_for_a_workspac
 def test_a_comment_holding_a_lone_surrogate_in_a_clients_approval_answer_is_kept_written_out(
     tmp_path: Path,
 ) -> None:
-    from tests.http import CLIENT_CAPABILITIES_KEY, envelope
+    from tests.helpers.http import CLIENT_CAPABILITIES_KEY, envelope
     from tests.runs.test_approval_answers import _asked, _server, _start
 
     with _server(tmp_path) as server:
