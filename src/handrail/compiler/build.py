@@ -17,6 +17,7 @@ from typing import Any
 
 from handrail import budget
 from handrail.compiler.checks import Commands, compile_checks
+from handrail.compiler.gate_policy import compile_defaults, step_policy
 from handrail.compiler.loops import compile_loop
 from handrail.compiler.names import Names
 from handrail.compiler.source import KEY
@@ -96,6 +97,7 @@ def build_workflow(
         m.group(1) for line in document.get("metaGuidance", ()) if (m := GUIDANCE_FUNCTION.match(line))
     )
     nodes: dict[str, AnyStep] = {}
+    defaults = compile_defaults(document, report)
     for sid in steps.order:
         budget.check()  # a workflow a client sends is compiled within its request's budget
         entry = steps.entries[sid]
@@ -141,6 +143,7 @@ def build_workflow(
             loop=steps.owner.get(sid),
             pointer=at,
             checks=checks,
+            policy=step_policy(raw, at, defaults, report),
         )
     sequence = tuple(
         sid for sid in steps.order if steps.entries[sid].parent is None and sid not in steps.owner
