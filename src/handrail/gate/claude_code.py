@@ -73,8 +73,9 @@ def read_input(data: bytes, event: str) -> GateEvent:
     except UnicodeDecodeError:
         raise HookInputError("hook input is not UTF-8") from None
     except json.JSONDecodeError as exc:
+        what = exc.msg.removesuffix(" at")  # "Unterminated string starting at"
         raise HookInputError(
-            f"hook input is not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
+            f"hook input is not JSON ({what} at line {exc.lineno} column {exc.colno})"
         ) from None
     if not isinstance(body, dict):
         what = "a JSON array" if isinstance(body, list) else "not a JSON object"

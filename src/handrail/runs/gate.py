@@ -168,11 +168,21 @@ def _without_run(run: RunFacts | None, event: GateEvent, options: Options) -> De
     refusal = (
         f"handrail: no run is active in this workspace; start a run of {need} with workflow_start first."
     )
-    if event.kind == "before-tool" and event.action is not None and event.action.kind == "edit":
+    if event.kind == "before-tool" and event.action is not None and _changes_work(event.action):
         return Decision("deny", refusal)
     if event.kind == "stop" and not event.internal:
         return Decision("block", refusal)
     return Decision("allow")
+
+
+def _changes_work(action: Action) -> bool:
+    """An edit, a commit or a push: what a required run must exist for."""
+    if action.kind == "edit":
+        return True
+    return action.kind == "shell" and any(
+        glob_matches("git commit*", command) or glob_matches("git push*", command)
+        for command in commands(action.target)
+    )
 
 
 def _stop(run: RunFacts, event: GateEvent, options: Options) -> Decision:
