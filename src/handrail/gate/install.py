@@ -190,14 +190,17 @@ def hooks_folder(cwd: Path | None = None) -> Path:
 
 
 def git_block(hook: str, args: argparse.Namespace) -> str:
-    call = shlex.join([_program(), "gate", hook, "--harness", "git", *_options(args)])
+    # git's arguments right after the event: argparse takes no positionals after the options
+    call = (
+        shlex.join([_program(), "gate", hook]) + ' "$@" ' + shlex.join(["--harness", "git", *_options(args)])
+    )
     if hook != "pre-push":
-        body = f'{call} "$@" || exit $?\n'
+        body = f"{call} || exit $?\n"
     else:
         # pre-push reads the refs on stdin: keep them for the lines after the block
         body = (
             'handrail_refs=$(mktemp) && cat > "$handrail_refs" || exit 1\n'
-            f'{call} "$@" < "$handrail_refs" '
+            f'{call} < "$handrail_refs" '
             '|| { handrail_rc=$?; rm -f "$handrail_refs"; exit $handrail_rc; }\n'
             'exec < "$handrail_refs"; rm -f "$handrail_refs"\n'
         )
