@@ -139,7 +139,7 @@ def test_git_install_chains_an_existing_hook_and_uninstall_restores_it(world: Ga
         "commit-msg",
     }
     # the existing hook still runs after the gate and still reads git's refs on stdin
-    refs = "refs/heads/main 1111111111111111111111111111111111111111 refs/heads/main 0000000000000000000000000000000000000000\n"
+    refs = f"refs/heads/main {'1' * 40} refs/heads/main {'0' * 40}\n"
     ran = subprocess.run(
         [str(hooks / "pre-push"), "origin", "url"],
         cwd=world.workspace,

@@ -177,3 +177,36 @@ def test_a_session_played_as_claude_code_and_git_is_held_to_the_run(world: GateW
     assert ("before-tool", "deny") in decisions and ("stop", "block") in decisions
     assert ("session", "context") in decisions
     assert any(e.get("action") == "shell:git commit" for e in gate_events)  # the git hook's refusal
+
+
+@pytest.mark.parametrize(
+    ("workflow", "step", "tool", "tool_input", "said"),
+    [
+        (
+            "coding-task",
+            "understand",
+            "Edit",
+            {"file_path": "src/cart.py"},
+            "edits start with the implementation",
+        ),
+        ("coding-task", "understand", "Bash", {"command": "git commit -am wip"}, "commit in the verify step"),
+        (
+            "refactoring",
+            "define-goal",
+            "Write",
+            {"file_path": "src/cart.py"},
+            "the code changes in the steps",
+        ),
+        ("release-checklist", "choose-version", "Bash", {"command": "git push --tags"}, "approved the tag"),
+    ],
+)
+def test_the_bundled_workflows_hold_the_agent_where_it_matters(
+    world: GateWorld, workflow: str, step: str, tool: str, tool_input: dict[str, str], said: str
+) -> None:
+    from handrail.catalog import load_catalog
+
+    bundled = load_catalog(bundled=True).snapshot().get(workflow)
+    world.run_id = world.runs.start(bundled, "Add a discount to the cart", str(world.workspace), {})["runId"]
+    ran = world.gate("pre-tool-use", claude_input(world, "PreToolUse", tool_name=tool, tool_input=tool_input))
+    reason = ran.json()["hookSpecificOutput"]["permissionDecisionReason"]
+    assert f"step '{step}' (1 of " in reason and said in reason
