@@ -9,7 +9,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from handrail.policy import Policy
 
 Context = Mapping[str, Any]
 LoopKind = Literal["while", "until", "for", "forEach"]
@@ -82,26 +85,6 @@ class Step:
     pointer: str
     checks: tuple[StepCheck, ...] = ()  # evidence the server gathers itself, in a run
     policy: Policy | None = None  # what the agent may do while the step is current (spec/gate.md)
-
-
-@dataclass(frozen=True, slots=True)
-class GateRule:
-    """One rule of a step's policy, compiled: `matches(kind, target)` says whether it
-    covers an action (kind edit, read, shell, mcp, web or tool; see spec/gate.md)."""
-
-    text: str  # the rule as written: `edit:docs/**`
-    kind: str
-    message: str | None
-    matches: Callable[[str, str], bool]
-
-
-@dataclass(frozen=True, slots=True)
-class Policy:
-    """What the agent may do while a step is current: only what `allow` lists (None:
-    anything), less what `deny` lists."""
-
-    allow: tuple[GateRule, ...] | None
-    deny: tuple[GateRule, ...]
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,13 +17,13 @@ from typing import Any
 
 from handrail import budget
 from handrail.compiler.checks import Commands, compile_checks
-from handrail.compiler.gate_policy import compile_defaults, step_policy
 from handrail.compiler.loops import compile_loop
 from handrail.compiler.names import Names
 from handrail.compiler.source import KEY
 from handrail.compiler.steps import Entry, Steps, function_names
 from handrail.expr import ParsedConditions, Reporter, compile_condition, did_you_mean
 from handrail.model import AnyStep, Condition, Rule, Step, StepCheck, Workflow, WorkflowOrigin
+from handrail.policy import compile_defaults, step_policy
 from handrail.rules.closures import compile_criteria, criteria_text
 
 # WorkRail convention: metaGuidance may define a function as a line "name(): what it does"

@@ -12,15 +12,14 @@ adapters without going through the command line.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
 class HookInputError(Exception):
     """The hook input cannot be read: one line for stderr, never a traceback."""
 
 
-@dataclass(frozen=True, slots=True)
-class Answer:
+class Answer(NamedTuple):  # a NamedTuple: a hook loads no dataclasses of its own
     stdout: str
     stderr: str
     exit_code: int

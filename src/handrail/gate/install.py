@@ -290,7 +290,7 @@ def doctor(args: argparse.Namespace) -> int:
 
 def _test_event(args: argparse.Namespace) -> str:
     """Whether a session-start event reaches the store, and what it finds here."""
-    from handrail.cli.gate import _open_store
+    from handrail.gate.hook import _open_store
     from handrail.runs import gate_store
 
     try:

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
-from handrail.model import GateRule, Policy
-from handrail.patterns.shell_line import commands, git_options, glob_matches
+from handrail.shell_line import commands, git_options, glob_matches
 
+if TYPE_CHECKING:
+    from handrail.policy import GateRule, Policy
+
+# NamedTuples rather than dataclasses: a hook creates these classes on every tool call
 EventKind = Literal["session", "prompt", "before-tool", "after-tool", "stop"]
 Verdict = Literal["allow", "deny", "block", "context"]
 
@@ -52,8 +54,7 @@ HARNESS_FILES = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class Action:
+class Action(NamedTuple):
     """What the agent is about to do (or did), in the gate's words."""
 
     kind: str  # edit | read | shell | mcp | web | tool
@@ -73,8 +74,7 @@ class Action:
         return relative(absolute(self.target, cwd), workspace)
 
 
-@dataclass(frozen=True, slots=True)
-class GateEvent:
+class GateEvent(NamedTuple):
     kind: EventKind
     cwd: str
     session: str | None = None
@@ -84,16 +84,14 @@ class GateEvent:
     internal: bool = False  # a stop of the harness's own helper agent: never refused
 
 
-@dataclass(frozen=True, slots=True)
-class Protected:
+class Protected(NamedTuple):
     """The paths an agent may not touch while a run is active."""
 
     paths: tuple[str, ...]  # absolute: the run store's folder and file, workflow sources
     home: str  # the person's home folder, where harness settings also live
 
 
-@dataclass(frozen=True, slots=True)
-class RunFacts:
+class RunFacts(NamedTuple):
     """What a decision needs of the active run, read from the store."""
 
     run_id: str
@@ -111,18 +109,16 @@ class RunFacts:
     stop_refusals: int  # stops refused in a row at this step
 
 
-@dataclass(frozen=True, slots=True)
-class Options:
+class Options(NamedTuple):
     require_run: str | None = None
     reminder: bool = True
     stop_limit: int = DEFAULT_STOP_LIMIT
 
 
-@dataclass(frozen=True, slots=True)
-class Decision:
+class Decision(NamedTuple):
     verdict: Verdict
     text: str = ""  # the reason of a deny or block, or the context added
-    record: Mapping[str, Any] | None = field(default=None)  # the gate event to write, if any
+    record: Mapping[str, Any] | None = None  # the gate event to write, if any
 
 
 def absolute(path: str, cwd: str) -> str:

@@ -38,7 +38,7 @@ def active_run(store: RunStore, folders: list[str]) -> RunRecord | None:
 def facts(store: RunStore, run: RunRecord) -> RunFacts:
     import orjson
 
-    from handrail.compiler.gate_policy import iter_steps, policy_of_source
+    from handrail.policy import iter_steps, policy_of_source
 
     source = store.get_source(run.source_hash)
     document: Mapping[str, Any] = {}

@@ -10,11 +10,42 @@ needs nothing else.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from handrail.errors import IGNORE, Reporter
-from handrail.model import GateRule, Policy
-from handrail.patterns.shell_line import glob_matches
+from handrail.shell_line import glob_matches
+
+if TYPE_CHECKING:
+    from handrail.errors import Reporter
+
+
+class GateRule(NamedTuple):
+    """One rule of a step's policy, compiled: `matches(kind, target)` says whether it
+    covers an action (kind edit, read, shell, mcp, web or tool; see spec/gate.md)."""
+
+    text: str  # the rule as written: `edit:docs/**`
+    kind: str
+    message: str | None
+    matches: Callable[[str, str], bool]
+
+
+class Policy(NamedTuple):
+    """What the agent may do while a step is current: only what `allow` lists (None:
+    anything), less what `deny` lists. NamedTuples, not dataclasses: the gate's hook
+    compiles one step's policy on every tool call."""
+
+    allow: tuple[GateRule, ...] | None
+    deny: tuple[GateRule, ...]
+
+
+class _Silent:
+    """A reporter for a source already reported when it was first compiled."""
+
+    def error(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+    def warning(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
 
 KINDS = ("edit", "read", "shell", "mcp", "web", "tool")
 # handrail's own run tools: always allowed, so a rule that denies them never applies
@@ -145,10 +176,11 @@ def _report_idle_denies(
 def policy_of_source(document: Mapping[str, Any], step_id: str) -> Policy | None:
     """The policy of step `step_id` of a workflow source already compiled once (its
     problems were reported then)."""
-    defaults = compile_defaults(document, IGNORE)
+    silent: Any = _Silent()
+    defaults = compile_defaults(document, silent)
     for raw in iter_steps(document.get("steps", ())):
         if raw.get("id") == step_id:
-            return step_policy(raw, "", defaults, IGNORE)
+            return step_policy(raw, "", defaults, silent)
     return defaults
 
 
