@@ -1,3 +1,3 @@
-from handrail.cli import main
+from handrail.entry import main
 
 raise SystemExit(main())

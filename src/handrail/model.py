@@ -9,7 +9,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from handrail.policy import Policy
 
 from handrail.codec import loads
 
@@ -81,6 +84,7 @@ class Step:
     loop: str | None  # the loop this step is the body of, if any
     pointer: str
     checks: tuple[StepCheck, ...] = ()  # evidence the server gathers itself, in a run
+    policy: Policy | None = None  # what the agent may do while the step is current (spec/gate.md)
 
 
 @dataclass(frozen=True, slots=True)

@@ -70,8 +70,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_runs_parser(sub)
     setup.add_token(sub)
+    from handrail.cli.gate import add_gate
+
+    add_gate(sub)
     _describe(parser)
     return parser
+
+
+def _gate(args: argparse.Namespace) -> int:
+    from handrail.cli.gate import gate_command
+
+    return gate_command(args)
 
 
 def _runs(args: argparse.Namespace) -> int:
@@ -92,6 +101,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "walk": catalog.walk_command,
     "runs": _runs,
     "token": setup.token,
+    "gate": _gate,
 }
 
 

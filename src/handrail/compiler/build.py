@@ -23,6 +23,7 @@ from handrail.compiler.source import KEY
 from handrail.compiler.steps import Entry, Steps, function_names
 from handrail.expr import ParsedConditions, Reporter, compile_condition, did_you_mean
 from handrail.model import AnyStep, Condition, Rule, Step, StepCheck, Workflow, WorkflowOrigin
+from handrail.policy import compile_defaults, step_policy
 from handrail.rules.closures import compile_criteria, criteria_text
 
 # WorkRail convention: metaGuidance may define a function as a line "name(): what it does"
@@ -96,6 +97,7 @@ def build_workflow(
         m.group(1) for line in document.get("metaGuidance", ()) if (m := GUIDANCE_FUNCTION.match(line))
     )
     nodes: dict[str, AnyStep] = {}
+    defaults = compile_defaults(document, report)
     for sid in steps.order:
         budget.check()  # a workflow a client sends is compiled within its request's budget
         entry = steps.entries[sid]
@@ -141,6 +143,7 @@ def build_workflow(
             loop=steps.owner.get(sid),
             pointer=at,
             checks=checks,
+            policy=step_policy(raw, at, defaults, report),
         )
     sequence = tuple(
         sid for sid in steps.order if steps.entries[sid].parent is None and sid not in steps.owner

@@ -43,4 +43,7 @@ CODES = {
     "H604": "A command check names a command the configuration does not define",
     "H605": "Invalid glob in a check",
     "H606": "A check's path leaves the workspace",
+    "H700": "A gate rule names no action of the vocabulary",
+    "H701": "A gate rule's target is invalid",
+    "H702": "A deny rule can never apply",
 }

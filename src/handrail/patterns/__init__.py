@@ -25,17 +25,48 @@ parse tree written out for RE2 or `regex`, word boundaries), `charsets` (Python'
 character classes as code-point ranges), `schemas` (a JSON Schema validator's patterns).
 """
 
-from handrail.patterns.charsets import MAX_CODE_POINT, Ranges, category
-from handrail.patterns.compiled import (
-    PatternError,
-    Regex,
-    RegexTimeout,
-    compile_pattern,
-    flag_bits,
-    timeout_ms,
-)
-from handrail.patterns.schemas import harden
-from handrail.patterns.translate import Engine
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from handrail.patterns.charsets import MAX_CODE_POINT, Ranges, category
+    from handrail.patterns.compiled import (
+        PatternError,
+        Regex,
+        RegexTimeout,
+        compile_pattern,
+        flag_bits,
+        timeout_ms,
+    )
+    from handrail.patterns.schemas import harden
+    from handrail.patterns.translate import Engine
+
+# loaded on first use: the gate's hook reads path globs (patterns.globs) on every tool
+# call, and needs none of the regex engines
+_MODULES = {
+    "MAX_CODE_POINT": "charsets",
+    "Ranges": "charsets",
+    "category": "charsets",
+    "PatternError": "compiled",
+    "Regex": "compiled",
+    "RegexTimeout": "compiled",
+    "compile_pattern": "compiled",
+    "flag_bits": "compiled",
+    "timeout_ms": "compiled",
+    "harden": "schemas",
+    "Engine": "translate",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULES.get(name)
+    if module is None:
+        raise AttributeError(f"module 'handrail.patterns' has no attribute {name!r}")
+    from importlib import import_module
+
+    return getattr(import_module(f"handrail.patterns.{module}"), name)
+
 
 __all__ = [
     "MAX_CODE_POINT",

@@ -14,7 +14,6 @@ import re
 from dataclasses import dataclass
 
 from handrail.model import Glob
-from handrail.patterns import PatternError, compile_pattern
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +70,8 @@ def compile_glob(text: str) -> Glob:
         # times quicker per call than RE2 through its binding
         fullmatch = re.compile(written).fullmatch
         return Glob(text, lambda path: fullmatch(path) is not None, "/".join(base))
+    from handrail.patterns import PatternError, compile_pattern  # the engines load only here
+
     try:
         regex = compile_pattern(written + r"\Z", anchored=True)
     except PatternError as exc:  # not expected: every part above is escaped or checked

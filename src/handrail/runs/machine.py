@@ -32,6 +32,8 @@ TRANSITIONS: Mapping[tuple[RunStatus | None, EventType], RunStatus] = MappingPro
         (_S.AWAITING_APPROVAL, _E.APPROVED): _S.ACTIVE,
         (_S.AWAITING_APPROVAL, _E.DECLINED): _S.ACTIVE,
         (_S.AWAITING_APPROVAL, _E.ABANDONED): _S.ABANDONED,
+        (_S.ACTIVE, _E.GATE): _S.ACTIVE,
+        (_S.AWAITING_APPROVAL, _E.GATE): _S.AWAITING_APPROVAL,
     }
 )
 
@@ -49,6 +51,7 @@ MEANING: Mapping[EventType, str] = MappingProxyType(
         _E.APPROVAL_ASKED: "the client was asked for the person's answer",
         _E.APPROVED: "a person approved (the step is then accepted)",
         _E.DECLINED: "a person declined (the step is to be sent again)",
+        _E.GATE: "the agent's harness asked `handrail gate`, and what it decided",
     }
 )
 

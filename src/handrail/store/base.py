@@ -37,6 +37,7 @@ class EventType(StrEnum):
     ACCEPTED = "accepted"
     COMPLETED = "completed"
     ABANDONED = "abandoned"
+    GATE = "gate"  # what the agent's harness asked and what `handrail gate` decided
 
 
 STATUSES: tuple[RunStatus, ...] = tuple(RunStatus)

@@ -1,0 +1,81 @@
+"""Spawn to answer of `handrail gate` (a Claude Code command hook), against the floor
+of the same interpreter: `python -c pass`, measured in the same run and interleaved
+in rounds, so that a busy machine slows both alike. Reported as the ratio of the
+medians (the target is 2.5x), for a PreToolUse that is allowed (no write), one that
+is denied (a `gate` event written), and the git pre-commit hook.
+
+    python -m benchmarks.gate_bench [--rounds 30]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def spawn(argv: list[str], stdin: bytes, cwd: Path, env: dict[str, str]) -> float:
+    start = time.perf_counter()
+    subprocess.run(argv, input=stdin, cwd=cwd, env=env, capture_output=True, check=False)
+    return time.perf_counter() - start
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=30)
+    args = parser.parse_args()
+    sys.path.insert(0, str(ROOT))
+    from tests.gate.runs import GateWorld, claude_input
+
+    folder = Path(tempfile.mkdtemp(prefix="gate-bench-"))
+    try:
+        world = GateWorld(folder)
+        world.start("plan")
+        env = world.env()
+        # as installed: bytecode cached (the first, warming round writes it)
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        handrail = shutil.which("handrail", path=os.path.dirname(sys.executable))
+        program = [handrail] if handrail else [sys.executable, "-m", "handrail"]
+        read = {"file_path": str(world.workspace / "src" / "cart.py")}
+        cases = {
+            "python -c pass (floor)": ([sys.executable, "-c", "pass"], b""),
+            "pre-tool-use, allowed": (
+                [*program, "gate", "pre-tool-use", "--harness", "claude-code"],
+                claude_input(world, "PreToolUse", tool_name="Read", tool_input=read).encode(),
+            ),
+            "pre-tool-use, denied": (
+                [*program, "gate", "pre-tool-use", "--harness", "claude-code"],
+                claude_input(world, "PreToolUse", tool_name="Edit", tool_input=read).encode(),
+            ),
+            "git pre-commit, denied": ([*program, "gate", "pre-commit", "--harness", "git"], b""),
+        }
+        times: dict[str, list[float]] = {name: [] for name in cases}
+        for argv, stdin in cases.values():  # warm the page cache, write the bytecode
+            spawn(argv, stdin, world.workspace, env)
+        for _ in range(args.rounds):
+            for name, (argv, stdin) in cases.items():
+                times[name].append(spawn(argv, stdin, world.workspace, env))
+        world.close()
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    floor = statistics.median(times["python -c pass (floor)"])
+    report = {}
+    for name, samples in times.items():
+        p50 = statistics.median(samples)
+        report[name] = {"p50_ms": round(p50 * 1000, 1), "ratio": round(p50 / floor, 2)}
+        print(f"{name:<28} p50 {p50 * 1000:7.1f} ms   {p50 / floor:5.2f}x the floor")
+    print(json.dumps({"rounds": args.rounds, "python": sys.version.split()[0], "results": report}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,24 @@
+"""`handrail gate`: the hook a harness runs at its fixed points (spec/gate.md,
+handrail/gate/hook.py), and `gate install|uninstall|doctor`, which wire it into a
+harness's settings (handrail/gate/install.py)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from handrail.gate.hook import MANAGE, add_arguments, run_hook
+
+
+def add_gate(sub: Any) -> None:
+    gate = sub.add_parser("gate", help="hold an agent's harness to the run: hooks for Claude Code and git")
+    add_arguments(gate)
+
+
+def gate_command(args: argparse.Namespace) -> int:
+    if args.event in MANAGE:
+        from handrail.gate.install import manage
+
+        code: int = manage(args)
+        return code
+    return run_hook(args)

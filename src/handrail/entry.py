@@ -1,0 +1,28 @@
+"""The `handrail` command's entry point. A hook event of `handrail gate` goes straight
+to the hook (handrail/gate/hook.py): it runs on every tool call an agent makes, so it
+must not load the command table and the layers behind it; every other command goes
+to the command table (handrail/cli)."""
+
+from __future__ import annotations
+
+import sys
+
+
+def main() -> int:
+    argv = sys.argv[1:]
+    if len(argv) >= 2 and argv[0] == "gate" and not {"-h", "--help"} & set(argv):
+        from handrail.gate import hook
+
+        if argv[1] in hook.HOOK_EVENTS:
+            import argparse
+
+            parser = argparse.ArgumentParser(prog="handrail gate")
+            hook.add_arguments(parser)
+            try:
+                args = parser.parse_args(argv[1:])
+            except SystemExit as exc:
+                return 0 if exc.code in (0, None) else 2
+            return hook.run_hook(args)
+    from handrail.cli import main as command
+
+    return command()

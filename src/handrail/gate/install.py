@@ -1,0 +1,310 @@
+"""`handrail gate install|uninstall|doctor`: write the gate's hooks into a harness's
+settings, take them out again, and say what is installed.
+
+Claude Code: the `hooks` of `.claude/settings.json` (project) or
+`~/.claude/settings.json` (user). The file is read as JSON and written back with
+its key order, its indentation and its final newline; a file already written that
+way keeps every byte outside handrail's entries (another layout is normalized, and
+the command says so). A handrail entry is a command hook whose command runs
+`handrail gate ... --harness claude-code`.
+
+git: a marked block in `pre-commit`, `commit-msg` and `pre-push` of the repository's
+hooks folder (`git rev-parse --git-path hooks`, so `core.hooksPath` is honoured); an
+existing hook keeps its own lines after the block.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import shutil
+import stat
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from handrail.gate.claude_code import EVENTS
+from handrail.gate.git_hooks import HOOKS, MARK_BEGIN, MARK_END
+
+TOOL_EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure")
+SHEBANG = "#!/bin/sh\n"
+
+
+def manage(args: argparse.Namespace) -> int:
+    if args.event == "doctor":
+        return doctor(args)
+    harness = args.args[0] if args.args else args.harness
+    if harness not in ("claude-code", "git"):
+        print(f"handrail gate {args.event}: name the harness: claude-code or git", file=sys.stderr)
+        return 2
+    try:
+        if harness == "git":
+            lines = _git(args, install=args.event == "install")
+        else:
+            lines = _claude(args, install=args.event == "install")
+    except InstallError as exc:
+        print(f"handrail gate {args.event}: {exc}", file=sys.stderr)
+        return 1
+    for line in lines:
+        print(line)
+    return 0
+
+
+class InstallError(Exception):
+    pass
+
+
+def _program() -> str:
+    """How the hooks call handrail: the absolute path of this `handrail` when there is one."""
+    found = shutil.which("handrail")
+    return found or "handrail"
+
+
+def _options(args: argparse.Namespace) -> list[str]:
+    options: list[str] = []
+    if args.database:
+        options += ["--database", args.database]
+    if args.require_run:
+        options += ["--require-run", args.require_run]
+    if args.on_error != "allow":
+        options += ["--on-error", args.on_error]
+    return options
+
+
+# -- Claude Code --------------------------------------------------------------------
+def settings_file(scope: str, cwd: Path | None = None) -> Path:
+    if scope == "user":
+        return Path.home() / ".claude" / "settings.json"
+    return (cwd or Path.cwd()) / ".claude" / "settings.json"
+
+
+def is_ours(handler: Any) -> bool:
+    if not isinstance(handler, dict) or handler.get("type") != "command":
+        return False
+    words = str(handler.get("command", "")).split()
+    return (
+        len(words) >= 2
+        and os.path.basename(words[0]) == "handrail"
+        and words[1] == "gate"
+        and "claude-code" in words
+    )
+
+
+def claude_entries(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+    """Each Claude Code event with the matcher group handrail adds to it."""
+    program = _program()
+    entries: dict[str, dict[str, Any]] = {}
+    for event, (name, _) in EVENTS.items():
+        words = [program, "gate", event, "--harness", "claude-code", *_options(args)]
+        handler = {"type": "command", "command": shlex.join(words), "timeout": 30}
+        group: dict[str, Any] = {"hooks": [handler]}
+        if name in TOOL_EVENTS:
+            group = {"matcher": "*", **group}
+        entries[name] = group
+    return entries
+
+
+def _claude(args: argparse.Namespace, *, install: bool) -> list[str]:
+    path = settings_file(args.scope)
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    try:
+        settings = json.loads(text) if text.strip() else {}
+    except json.JSONDecodeError as exc:
+        raise InstallError(
+            f"{path} is not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
+        ) from None
+    if not isinstance(settings, dict) or not isinstance(settings.get("hooks", {}), dict):
+        raise InstallError(f"{path}: `hooks` must be an object")
+    hooks: dict[str, Any] = settings.setdefault("hooks", {})
+    changed: list[str] = []
+    if install:
+        for name, group in claude_entries(args).items():
+            groups = hooks.setdefault(name, [])
+            if any(is_ours(h) for g in groups if isinstance(g, dict) for h in g.get("hooks", [])):
+                continue
+            groups.append(group)
+            changed.append(f"added {name}: {group['hooks'][0]['command']}")
+    else:
+        for name in list(hooks):
+            groups = hooks[name]
+            if not isinstance(groups, list):
+                continue
+            for group in list(groups):
+                if not isinstance(group, dict) or not isinstance(group.get("hooks"), list):
+                    continue
+                ours = [h for h in group["hooks"] if is_ours(h)]
+                if not ours:
+                    continue
+                group["hooks"] = [h for h in group["hooks"] if not is_ours(h)]
+                changed.append(f"removed {name}: {ours[0]['command']}")
+                if not group["hooks"]:
+                    groups.remove(group)
+            if not groups:
+                del hooks[name]
+    if not hooks:
+        del settings["hooks"]
+    if not changed:
+        return [f"{path}: nothing to change (handrail's hooks are {'already' if install else 'not'} there)"]
+    new = _dump_like(settings, text)
+    lines = [f"{path}:", *("  " + line for line in changed)]
+    if text and _dump_like(json.loads(text), text) != text:
+        lines.append("  (the file's layout was normalized: it was not written as JSON with one indent)")
+    if args.dry_run:
+        return [*lines, "  (dry run: nothing written)"]
+    if not settings and not text:
+        return lines
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(path.name + ".handrail-tmp")
+    temporary.write_text(new, encoding="utf-8")
+    os.replace(temporary, path)
+    return lines
+
+
+def _dump_like(value: Any, original: str) -> str:
+    """`value` as JSON written the way `original` is: its indent, its final newline."""
+    indent = 2
+    for line in original.splitlines()[1:]:
+        stripped = line.lstrip(" ")
+        if stripped and len(stripped) != len(line):
+            indent = len(line) - len(stripped)
+            break
+    text = json.dumps(value, indent=indent, ensure_ascii=False)
+    return text + "\n" if (original.endswith("\n") or not original) else text
+
+
+# -- git ----------------------------------------------------------------------------
+def hooks_folder(cwd: Path | None = None) -> Path:
+    done = subprocess.run(
+        ["git", "rev-parse", "--git-path", "hooks"],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise InstallError("not in a git repository (git rev-parse --git-path hooks failed)")
+    return (cwd or Path.cwd()) / done.stdout.strip()
+
+
+def git_block(hook: str, args: argparse.Namespace) -> str:
+    # git's arguments right after the event: argparse takes no positionals after the options
+    call = (
+        shlex.join([_program(), "gate", hook]) + ' "$@" ' + shlex.join(["--harness", "git", *_options(args)])
+    )
+    if hook != "pre-push":
+        body = f"{call} || exit $?\n"
+    else:
+        # pre-push reads the refs on stdin: keep them for the lines after the block
+        body = (
+            'handrail_refs=$(mktemp) && cat > "$handrail_refs" || exit 1\n'
+            f'{call} < "$handrail_refs" '
+            '|| { handrail_rc=$?; rm -f "$handrail_refs"; exit $handrail_rc; }\n'
+            'exec < "$handrail_refs"; rm -f "$handrail_refs"\n'
+        )
+    return f"{MARK_BEGIN}\n{body}{MARK_END}\n"
+
+
+def _git(args: argparse.Namespace, *, install: bool) -> list[str]:
+    folder = hooks_folder()
+    changed: list[str] = []
+    for hook in HOOKS:
+        path = folder / hook
+        text = path.read_text(encoding="utf-8") if path.exists() else None
+        if install:
+            if text is not None and MARK_BEGIN in text:
+                continue
+            block = git_block(hook, args)
+            if text is None:
+                new = SHEBANG + block
+                changed.append(f"wrote {path}")
+            else:
+                first, _, rest = text.partition("\n")
+                if not (first.startswith("#!") and ("sh" in first)):
+                    raise InstallError(
+                        f"{path} is not a shell script; add `{block.splitlines()[1]}` to it yourself"
+                    )
+                new = first + "\n" + block + rest
+                changed.append(f"added the gate to {path} (its own lines run after it)")
+        else:
+            if text is None or MARK_BEGIN not in text:
+                continue
+            start = text.index(MARK_BEGIN)
+            end = text.index(MARK_END, start) + len(MARK_END) + 1
+            new = text[:start] + text[end:]
+            if new == SHEBANG:
+                if not args.dry_run:
+                    path.unlink()
+                changed.append(f"removed {path}")
+                continue
+            changed.append(f"removed the gate from {path}")
+        if not args.dry_run:
+            folder.mkdir(parents=True, exist_ok=True)
+            path.write_text(new, encoding="utf-8")
+            path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    if not changed:
+        return [f"{folder}: nothing to change (handrail's hooks are {'already' if install else 'not'} there)"]
+    return changed + (["(dry run: nothing written)"] if args.dry_run else [])
+
+
+# -- doctor -------------------------------------------------------------------------
+def doctor(args: argparse.Namespace) -> int:
+    from handrail.store.open import default_url
+
+    lines: list[str] = []
+    for scope in ("project", "user"):
+        path = settings_file(scope)
+        try:
+            hooks = json.loads(path.read_text(encoding="utf-8")).get("hooks", {}) if path.exists() else {}
+        except (OSError, ValueError, AttributeError):
+            lines.append(f"claude-code ({scope}): {path} cannot be read as JSON")
+            continue
+        found = sorted(
+            name
+            for name, groups in hooks.items()
+            if isinstance(groups, list)
+            and any(is_ours(h) for g in groups if isinstance(g, dict) for h in g.get("hooks", []))
+        )
+        missing = sorted(name for name, _ in EVENTS.values() if name not in found)
+        state = (
+            "not installed"
+            if not found
+            else ("installed" if not missing else "missing " + ", ".join(missing))
+        )
+        lines.append(f"claude-code ({scope}): {state} in {path}")
+    try:
+        folder = hooks_folder()
+        have = [h for h in HOOKS if (folder / h).exists() and MARK_BEGIN in (folder / h).read_text("utf-8")]
+        lines.append(f"git: {', '.join(have) or 'no hooks'} installed in {folder}")
+    except (InstallError, OSError):
+        lines.append("git: not a git repository here")
+    url = args.database or default_url()
+    lines.append(f"run store: {url.split('@')[-1] if '@' in url else url}")
+    lines.append(_test_event(args))
+    for line in lines:
+        print(line)
+    return 0
+
+
+def _test_event(args: argparse.Namespace) -> str:
+    """Whether a session-start event reaches the store, and what it finds here."""
+    from handrail.gate.hook import _open_store
+    from handrail.runs import gate_store
+
+    try:
+        store = _open_store(args.database)
+    except Exception as exc:
+        return f"test event: the store cannot be opened ({' '.join(str(exc).split())[:200]})"
+    if store is None:
+        return "test event: no run store yet (no run was ever started with it)"
+    try:
+        run = gate_store.active_run(store, [os.getcwd()])
+    except Exception as exc:
+        return f"test event: the store cannot be read ({' '.join(str(exc).split())[:200]})"
+    finally:
+        store.close()
+    if run is None:
+        return "test event: reached the store; no active run holds this folder"
+    return f"test event: reached the store; active run {run.id} ({run.workflow_id}) holds this folder"

@@ -1,0 +1,170 @@
+"""`handrail gate install|uninstall|doctor` on real settings files and a real git
+repository: other hooks and settings are kept byte for byte, installing twice changes
+nothing, uninstalling leaves the file as it was."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.gate.runs import GateWorld
+
+OTHER_SETTINGS = (
+    "{\n"
+    '  "permissions": {\n'
+    '    "allow": [\n'
+    '      "Bash(npm test)"\n'
+    "    ]\n"
+    "  },\n"
+    '  "hooks": {\n'
+    '    "PreToolUse": [\n'
+    "      {\n"
+    '        "matcher": "Bash",\n'
+    '        "hooks": [\n'
+    "          {\n"
+    '            "type": "command",\n'
+    '            "command": "./scripts/check-bash.sh"\n'
+    "          }\n"
+    "        ]\n"
+    "      }\n"
+    "    ],\n"
+    '    "Notification": [\n'
+    "      {\n"
+    '        "hooks": [\n'
+    "          {\n"
+    '            "type": "command",\n'
+    '            "command": "notify-send claude"\n'
+    "          }\n"
+    "        ]\n"
+    "      }\n"
+    "    ]\n"
+    "  },\n"
+    '  "model": "opus"\n'
+    "}\n"
+)
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> Iterator[GateWorld]:
+    found = GateWorld(tmp_path)
+    yield found
+    found.close()
+
+
+def handrail(world: GateWorld, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+    env = world.env()
+    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+    return subprocess.run(
+        [sys.executable, "-m", "handrail", *args],
+        cwd=world.workspace,
+        env=env,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_install_adds_its_hooks_and_keeps_every_other_byte_of_the_settings(world: GateWorld) -> None:
+    settings = world.workspace / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text(OTHER_SETTINGS)
+    done = handrail(world, "gate", "install", "claude-code", "--require-run", "gate-fixture")
+    assert done.returncode == 0, done.stderr
+    assert "added PreToolUse" in done.stdout and "added Stop" in done.stdout
+    installed = json.loads(settings.read_text())
+    assert installed["hooks"]["PreToolUse"][0] == json.loads(OTHER_SETTINGS)["hooks"]["PreToolUse"][0]
+    ours = installed["hooks"]["PreToolUse"][1]
+    assert ours["matcher"] == "*"
+    assert "gate pre-tool-use --harness claude-code --require-run gate-fixture" in ours["hooks"][0]["command"]
+    assert set(installed["hooks"]) == {
+        "PreToolUse",
+        "Notification",
+        "SessionStart",
+        "UserPromptSubmit",
+        "PostToolUse",
+        "PostToolUseFailure",
+        "Stop",
+        "SubagentStop",
+    }
+    # idempotent
+    again = handrail(world, "gate", "install", "claude-code", "--require-run", "gate-fixture")
+    assert "nothing to change" in again.stdout
+    assert json.loads(settings.read_text()) == installed
+    # uninstall: the file as it was, byte for byte
+    removed = handrail(world, "gate", "uninstall", "claude-code")
+    assert removed.returncode == 0 and "removed Stop" in removed.stdout
+    assert settings.read_text() == OTHER_SETTINGS
+
+
+def test_install_with_dry_run_writes_nothing(world: GateWorld) -> None:
+    done = handrail(world, "gate", "install", "claude-code", "--dry-run")
+    assert "dry run" in done.stdout and "added SessionStart" in done.stdout
+    assert not (world.workspace / ".claude").exists()
+
+
+def test_user_scope_writes_the_home_settings(world: GateWorld) -> None:
+    done = handrail(world, "gate", "install", "claude-code", "--scope", "user")
+    assert done.returncode == 0, done.stderr
+    assert "Stop" in json.loads((world.home / ".claude" / "settings.json").read_text())["hooks"]
+
+
+def test_settings_that_are_not_json_are_named_and_left_alone(world: GateWorld) -> None:
+    settings = world.workspace / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text("{ not json")
+    done = handrail(world, "gate", "install", "claude-code")
+    assert done.returncode == 1
+    assert done.stderr.startswith(f"handrail gate install: {settings} is not JSON")
+    assert settings.read_text() == "{ not json"
+
+
+def test_git_install_chains_an_existing_hook_and_uninstall_restores_it(world: GateWorld) -> None:
+    subprocess.run(["git", "init", "-q", str(world.workspace)], check=True)
+    hooks = world.workspace / ".git" / "hooks"
+    existing = "#!/bin/sh\necho own-pre-push-saw: $(cat)\n"
+    (hooks / "pre-push").write_text(existing)
+    (hooks / "pre-push").chmod(0o755)
+    done = handrail(world, "gate", "install", "git")
+    assert done.returncode == 0, done.stderr
+    assert {p.name for p in hooks.iterdir() if not p.name.endswith(".sample")} == {
+        "pre-push",
+        "pre-commit",
+        "commit-msg",
+    }
+    # the existing hook still runs after the gate and still reads git's refs on stdin
+    refs = f"refs/heads/main {'1' * 40} refs/heads/main {'0' * 40}\n"
+    ran = subprocess.run(
+        [str(hooks / "pre-push"), "origin", "url"],
+        cwd=world.workspace,
+        env={**world.env(), "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"]},
+        input=refs,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout == "own-pre-push-saw: " + refs.strip() + "\n"
+    assert "nothing to change" in handrail(world, "gate", "install", "git").stdout
+    removed = handrail(world, "gate", "uninstall", "git")
+    assert removed.returncode == 0
+    assert (hooks / "pre-push").read_text() == existing
+    assert not (hooks / "pre-commit").exists()
+
+
+def test_doctor_says_what_is_installed_and_whether_the_store_answers(world: GateWorld) -> None:
+    subprocess.run(["git", "init", "-q", str(world.workspace)], check=True)
+    handrail(world, "gate", "install", "claude-code")
+    world.start("plan")
+    done = handrail(world, "gate", "doctor")
+    assert done.returncode == 0, done.stderr
+    assert "claude-code (project): installed" in done.stdout
+    assert "claude-code (user): not installed" in done.stdout
+    assert "git: no hooks installed" in done.stdout
+    assert f"active run {world.run_id} (gate-fixture) holds this folder" in done.stdout
