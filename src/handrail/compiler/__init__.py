@@ -1,7 +1,8 @@
 """Workflow JSON in; an immutable compiled workflow, or every problem located, out.
 
 Stages: decode -> parse JSON -> schema (a generated validator; jsonschema only
-when it fails, for the full list) -> semantic checks and closures -> positions.
+when it fails, for the full list) -> semantic checks and closures -> what the engine
+and the wire derive from the workflow (`derive`) -> positions.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from pathlib import Path
 
 from handrail.compiler.build import build_workflow
 from handrail.compiler.checks import Commands
+from handrail.compiler.derive import derive
 from handrail.compiler.readable import not_said_already, readable_checks
 from handrail.compiler.schema_errors import schema_diagnostics
 from handrail.compiler.source import SourceMap, parse_json
@@ -131,7 +133,7 @@ def compile_text(
     except RecursionError:
         return _failure(file, "H001", "the workflow is nested too deeply")
     if not raw and not schema_failed:
-        return Compiled(file, workflow, ())
+        return Compiled(file, derive(workflow) if workflow is not None else None, ())
     failed = schema_failed or any(f.severity == "error" for f in raw)
 
     def locate() -> Located:
@@ -146,7 +148,7 @@ def compile_text(
             found.extend(not_said_already(late.findings, found))
         return _located(found, text, file)
 
-    return Compiled(file, None if failed else workflow, locate)
+    return Compiled(file, None if failed or workflow is None else derive(workflow), locate)
 
 
 def _located(raw: list[Finding], text: str, file: str) -> Located:

@@ -174,6 +174,7 @@ def build_workflow(
         document=source,
         file=file,
         revision=hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16],
+        content_hash=hashlib.sha256(source).hexdigest(),
         origin=origin,
     )
 

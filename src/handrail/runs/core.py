@@ -56,7 +56,7 @@ class Runs(Advance):
         baseline = _baseline(workflow, folder)
         first = next_step(workflow, [], context)
         position = next_json(first)  # the run row keeps the engine's answer as workflow_next gives it
-        source_hash = self.pins.hash_of(workflow)
+        source_hash = workflow.content_hash
         self.store.put_source(source_hash, workflow.id, workflow.document)
         status = "completed" if first.is_complete else "active"
         at = now()
@@ -166,7 +166,7 @@ class Runs(Advance):
             "recap": recap,
         }
         current = snapshot.get(run.workflow_id)
-        if current is not None and self.pins.hash_of(current) != run.source_hash:
+        if current is not None and current.content_hash != run.source_hash:
             result["newerVersion"] = {
                 "workflowVersion": current.version,
                 "note": f"The workflow file changed since this run started (now version {current.version}); "

@@ -85,7 +85,7 @@ class Service:
         result = self._run(name, arguments, False)
         if type(result) is Encoded:
             return result.value()
-        if type(result) is dict:  # parts encoded once for the wire (result_json.next_reply)
+        if type(result) is dict:  # parts encoded once for the wire (result_json.next_json)
             return {key: v.value() if type(v) is Encoded else v for key, v in result.items()}
         return result
 
@@ -225,7 +225,7 @@ class Service:
             current_step=args.get("currentStep"),
             state=args.get("state"),
         )
-        return engine.next_reply(result)  # the typed result to the wire, here and nowhere else
+        return engine.next_json(result, spliced=True)  # the typed result to the wire, here and nowhere else
 
     def workflow_validate(self, snapshot: Snapshot, args: dict[str, Any]) -> dict[str, Any] | Encoded:
         engine = _engine()
@@ -252,7 +252,7 @@ class Service:
 class _Engine(NamedTuple):
     next_step: Callable[..., NextResult]
     validate_output: Callable[..., Verdict]
-    next_reply: Callable[[NextResult], dict[str, Any]]
+    next_json: Callable[..., dict[str, Any]]
     verdict_reply: Callable[[Verdict], dict[str, Any] | Encoded]
 
 
@@ -262,9 +262,9 @@ def _engine() -> _Engine:
     (see handrail/__init__), and once, since an import statement per call (1.6 µs) costs
     about as much as the conversion itself."""
     from handrail.engine import next_step, validate_output
-    from handrail.result_json import next_reply, verdict_reply
+    from handrail.result_json import next_json, verdict_reply
 
-    return _Engine(next_step, validate_output, next_reply, verdict_reply)
+    return _Engine(next_step, validate_output, next_json, verdict_reply)
 
 
 _UNSET: Any = object()
