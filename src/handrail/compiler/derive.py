@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from handrail.codec import Encoded
 from handrail.engine.derived import Derived, PlanEntry, Shown
 from handrail.engine.guidance import compose, render_view, same_in_every_context
 from handrail.model import Step, Workflow
@@ -40,7 +41,7 @@ def _derived(workflow: Workflow) -> Derived:
                 _shown(workflow, node, False, sid in firsts),
                 _shown(workflow, node, True, sid in firsts),
             )
-    return Derived(tuple(plan), in_loops, shown)
+    return Derived(tuple(plan), in_loops, shown, Encoded(workflow.document))
 
 
 def _shown(workflow: Workflow, step: Step, requires_confirmation: bool, may_come_first: bool) -> Shown:

@@ -3,6 +3,7 @@ builds it; `Workflow.derived` holds it, so it lives and dies with its workflow).
 
 - The plan of the usual call: the top-level ids, steps and runCondition tests side by
   side, read by the walk (walk.py) when no loop is running, nothing looked up per call.
+- `document`: the workflow's source JSON as a reply splices it.
 - `Shown`: the view of a step that is the same on every call (texts without templates,
   no checks, a confirmation that is no condition; or one view per outcome of a
   confirmation condition), with the guidance composed for it outside loops and the
@@ -66,6 +67,7 @@ class Derived:
     # step id -> its shared view, for a step whose view no context changes; or, for one
     # whose confirmation is a condition, (its view when that fails, when it holds)
     shown: Mapping[str, Shown | tuple[Shown, Shown]]
+    document: Encoded  # `Workflow.document` as workflow_get splices it (its quoted text made once)
 
 
 def derived(workflow: Workflow) -> Derived:

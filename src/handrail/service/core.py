@@ -16,8 +16,7 @@ from handrail.catalog.suggest import close_matches
 from handrail.codec import Encoded as Encoded
 from handrail.codec import encode_sized
 from handrail.errors import InvalidParams, WorkflowNotFound
-from handrail.limits import MAX_COMPILED_WORKFLOWS, Limits
-from handrail.patterns.caching import BoundedCache
+from handrail.limits import Limits
 from handrail.service.argument_check import Accept, quick_check, schema_error_details
 from handrail.service.argument_limits import admission, check_limits
 from handrail.service.definitions import tool_names, tools, workflow_schema
@@ -60,10 +59,6 @@ class Service:
         # name -> (its check of limits and schema at once, or None; its handler)
         self._plans: dict[str, tuple[Accept | None, Callable[[Snapshot, dict[str, Any]], Any]]] = {}
         self._listing: tuple[Snapshot, Encoded] | None = None
-        # id -> its last workflow_get answer, for as many workflows as the catalog keeps compiled
-        self._documents: BoundedCache[str, tuple[Workflow, Encoded]] = BoundedCache(
-            getattr(catalog, "max_compiled", MAX_COMPILED_WORKFLOWS)  # a stand-in catalog may not say
-        )
         self._handlers: dict[str, Callable[[Snapshot, dict[str, Any]], Any]] = {
             "workflow_list": self.workflow_list,
             "workflow_get": self.workflow_get,
@@ -208,11 +203,7 @@ class Service:
 
     def workflow_get(self, snapshot: Snapshot, args: dict[str, Any]) -> Encoded:
         workflow = self.workflow(snapshot, args["id"])
-        cached = self._documents.get(workflow.id)
-        if cached is not None and cached[0] is workflow:
-            return cached[1]  # the same answer (and its quoted text) while the workflow stays
-        document = Encoded(workflow.document)
-        self._documents.put(workflow.id, (workflow, document))
+        document: Encoded = workflow.derived.document  # made by the compiler (engine/derived.py)
         return document
 
     def workflow_next(self, snapshot: Snapshot, args: dict[str, Any]) -> dict[str, Any]:
