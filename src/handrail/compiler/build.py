@@ -77,7 +77,7 @@ class Build:
 
 def build_workflow(
     document: Mapping[str, Any],
-    text: str,
+    revision: str,
     file: str,
     report: Reporter,
     *,
@@ -173,7 +173,7 @@ def build_workflow(
         nodes=nodes,
         document=source,
         file=file,
-        revision=hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16],
+        revision=revision,
         content_hash=hashlib.sha256(source).hexdigest(),
         origin=origin,
     )
