@@ -6,8 +6,9 @@ closures inside are what `next` and `validate` call.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -174,6 +175,12 @@ class Loop:
 AnyStep = Step | Loop
 
 
+def source_revision(body: bytes) -> str:
+    """`Workflow.revision` of a file's bytes, a UTF-8 BOM left out: hashed once per
+    file read, by the catalog (or by the compiler when nobody has)."""
+    return hashlib.sha256(body).hexdigest()[:16]
+
+
 @dataclass(frozen=True, slots=True)
 class Workflow:
     id: str
@@ -190,9 +197,13 @@ class Workflow:
     document: bytes  # the source JSON, re-parsed per workflow_get so no caller shares it
     file: str
     revision: str  # digest of the source; changes whenever the file does
+    content_hash: str  # sha256 of `document`: the version a run is pinned to (runs/pinning.py)
     # "source": read from a source the user configured; "submitted": sent by a client
     # (workflow_validate_json). Only the first may run command checks.
     origin: WorkflowOrigin = "submitted"
+    # what the compiler derives from the rest, once, for the engine and the wire: a
+    # `handrail.engine.derived.Derived` (typed there: the model names no layer above it)
+    derived: Any = field(default=None, compare=False, repr=False)
 
     @property
     def step_count(self) -> int:

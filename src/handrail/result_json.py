@@ -12,19 +12,15 @@ from collections.abc import Callable
 from typing import Any
 
 from handrail.codec import Encoded, encode
+from handrail.engine.derived import Shown, Wire
 from handrail.engine.results import PASSED, Guidance, NextResult, StepView, Verdict
-from handrail.engine.shared import LIMIT, shared
 
 
-def next_json(
-    result: NextResult,
-    step_of: Callable[[StepView], Any] | None = None,
-    guidance_of: Callable[[Guidance], Any] | None = None,
-) -> dict[str, Any]:
+def next_json(result: NextResult, *, spliced: bool = False) -> dict[str, Any]:
     """workflow_next's answer: {completedSteps, state, step, guidance, isComplete[, loop]}.
-    `step_of` and `guidance_of` convert those two parts (default: to dicts)."""
-    step_of = step_of or step_json
-    guidance_of = guidance_of or guidance_json
+    A step and guidance the compiler made for their step (`result.shown`) come from the
+    wire forms it made with them: copies of their JSON, or with `spliced` (the service's
+    reply) their encoded bytes, spliced in as they are."""
     loops = result.loops
     state = {"loops": [{"id": p.id, "iteration": p.iteration} for p in loops] if loops else []}
     step = result.step
@@ -34,13 +30,14 @@ def next_json(
             "state": state,
             "step": None,
             "isComplete": result.is_complete,
-            "guidance": guidance_of(result.guidance),
+            "guidance": guidance_json(result.guidance),
         }
+    shown = result.shown
     out = {
         "completedSteps": list(result.completed_steps),
         "state": state,
-        "step": step_of(step),
-        "guidance": guidance_of(result.guidance),
+        "step": _part(step, shown, step_json, spliced),
+        "guidance": _part(result.guidance, shown, guidance_json, spliced),
         "isComplete": result.is_complete,
     }
     loop = result.loop
@@ -50,59 +47,21 @@ def next_json(
     return out
 
 
-def next_reply(result: NextResult) -> dict[str, Any]:
-    """`next_json` as the service sends it: a step and guidance the engine gives on every
-    call for their step (engine/shared.py) are encoded once and spliced into each reply
-    (a 5 KB step was encoded again on every call otherwise: benchmarks)."""
-    return next_json(result, _step_reply, _guidance_reply)
+def _part(value: Any, shown: Shown | None, convert: Callable[[Any], dict[str, Any]], spliced: bool) -> Any:
+    wire = shown.wire_of(value) if shown is not None else None
+    if wire is None:
+        return convert(value)
+    # each answer gets its own top level; the lists and objects inside are shared: replies are only read
+    return wire.encoded if spliced else wire.json.copy()
 
 
-def _step_reply(step: StepView) -> Any:
-    return _kept(_shared_encoded, step, _step_encoded) if shared(step) else _step_json(step)
-
-
-def _guidance_reply(guidance: Guidance) -> Any:
-    if shared(guidance):
-        return _kept(_shared_encoded, guidance, _guidance_encoded)
-    return _guidance_json(guidance)
-
-
-def _step_encoded(step: StepView) -> Encoded:
-    return Encoded(encode(_step_json(step)))
-
-
-def _guidance_encoded(guidance: Guidance) -> Encoded:
-    return Encoded(encode(_guidance_json(guidance)))
+def wire(value: StepView | Guidance) -> Wire:
+    """The wire forms of a view or a guidance the compiler makes once (compiler/derive.py)."""
+    made = step_json(value) if isinstance(value, StepView) else guidance_json(value)
+    return Wire(made, Encoded(encode(made)))
 
 
 def step_json(step: StepView) -> dict[str, Any]:
-    return _once(step, _step_json) if shared(step) else _step_json(step)
-
-
-def _once(value: Any, convert: Callable[[Any], dict[str, Any]]) -> dict[str, Any]:
-    """The JSON of a value the engine gives on every call for its step (engine/shared.py):
-    made once, each answer getting its own copy of the top level (the lists and objects
-    inside are shared: replies are only read)."""
-    made: dict[str, Any] = _kept(_shared_json, value, convert)
-    return made.copy()
-
-
-def _kept(table: dict[int, tuple[Any, Any]], value: Any, make: Callable[[Any], Any]) -> Any:
-    """`make(value)`, made once per value while `table` keeps it (bounded: it starts
-    again when full). The value is held there, so its id stays its own."""
-    cached = table.get(id(value))
-    if cached is None or cached[0] is not value:
-        if len(table) >= LIMIT:
-            table.clear()
-        cached = table[id(value)] = (value, make(value))
-    return cached[1]
-
-
-_shared_json: dict[int, tuple[Any, Any]] = {}  # value -> its JSON as dicts (next_json)
-_shared_encoded: dict[int, tuple[Any, Any]] = {}  # value -> its JSON encoded (next_reply)
-
-
-def _step_json(step: StepView) -> dict[str, Any]:
     out: dict[str, Any] = {"id": step.id, "title": step.title, "prompt": step.prompt}
     if step.agent_role is not None:
         out["agentRole"] = step.agent_role
@@ -120,10 +79,6 @@ def _step_json(step: StepView) -> dict[str, Any]:
 
 
 def guidance_json(guidance: Guidance) -> dict[str, Any]:
-    return _once(guidance, _guidance_json) if shared(guidance) else _guidance_json(guidance)
-
-
-def _guidance_json(guidance: Guidance) -> dict[str, Any]:
     out: dict[str, Any] = {"prompt": guidance.prompt}
     if guidance.model_hint is not None:
         out["modelHint"] = guidance.model_hint

@@ -1,4 +1,5 @@
-"""The quick way of engine/quick.py finds what the full walk finds, or leaves it to it."""
+"""The usual call answered from the plan alone (engine/walk.py `first_step`) finds what
+the full walk finds, or leaves it to it."""
 
 from __future__ import annotations
 
@@ -13,8 +14,7 @@ from hypothesis import strategies as st
 
 from handrail.compiler import compile_path
 from handrail.engine import next_step
-from handrail.engine.quick import first_step
-from handrail.engine.walk import Walk
+from handrail.engine.walk import Walk, first_step
 from handrail.errors import HandrailError, StateError
 from handrail.model import Condition, Workflow
 from tests.conftest import CORPUS_MISSING, bundled_files, corpus_accepted

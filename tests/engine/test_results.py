@@ -142,18 +142,15 @@ def test_the_engine_loads_no_service_runs_protocol_or_wire_module() -> None:
 
 
 def test_a_step_that_cannot_depend_on_the_context_is_answered_the_same_each_time() -> None:
-    from handrail.engine import shared
-
-    workflow = build([step("one", guidance=["Be brief."]), step("two", prompt="Hi {{name}}.")])
-    shared._made.clear()
+    steps = [step("one", guidance=["Be brief."]), step("two", prompt="Hi {{name}}.")]
+    workflow = build(steps)
     first = next_step(workflow, ["one"], {"name": "Ana"})
     assert first.step is not None and first.step.prompt == "Hi Ana."  # a template: made per call
     assert next_step(workflow, ["one"], {"name": "Bo"}).step.prompt == "Hi Bo."  # type: ignore[union-attr]
     made_once = next_step(workflow, [], {})
     again = next_step(workflow, [], {"unrelated": 1})
     assert again.step is made_once.step and again.guidance is made_once.guidance
-    shared._made.clear()  # what is kept is what a fresh call makes
-    assert next_step(workflow, [], {}) == made_once
+    assert next_step(build(steps), [], {}) == made_once  # what is kept is what a fresh workflow gives
     # each answer's JSON is its own: changing one changes no later answer
     answer = next_json(again)
     answer["step"]["title"] = "changed"

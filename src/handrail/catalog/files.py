@@ -1,9 +1,9 @@
 """Reading one workflow file: its stamp, its bytes (never waiting on a FIFO), what a
-listing needs of it (a JSON parse, no compile), and its compiled workflow."""
+listing needs of it (a JSON parse, no compile), and its compiled workflow. The bytes
+read are hashed once and parsed once (`Read`): the listing and the compiler share both."""
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import stat
@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from handrail.catalog import folders
 from handrail.codec import loads
 from handrail.errors import Diagnostic
+from handrail.model import source_revision
 
 if TYPE_CHECKING:  # the compiler is loaded on first compile, after `initialize` is answered
     from handrail.compiler import Compiled
@@ -48,9 +49,19 @@ def stamp(path: Path) -> Stamp:
     return (st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns)
 
 
-def revision(data: bytes) -> str:
-    """Workflow.revision of these bytes (the compiler hashes the text, BOM left out)."""
-    return hashlib.sha256(data.removeprefix(BOM)).hexdigest()[:16]
+@dataclass(slots=True)
+class Read:
+    """A file's bytes as read, with their revision (hashed once) and, once a listing has
+    parsed them, their JSON: what the compiler is handed, so that it does neither again.
+    Held only while the file is listed and checked, never kept."""
+
+    data: bytes
+    revision: str
+    document: dict[str, Any] | None = None  # orjson's parse of `data`
+
+    @classmethod
+    def of(cls, data: bytes) -> Read:
+        return cls(data, source_revision(data.removeprefix(BOM)))
 
 
 def read(path: Path, max_bytes: int) -> bytes | Diagnostic:
@@ -85,16 +96,17 @@ def _nonblocking(path: str, flags: int) -> int:
     return os.open(path, flags | getattr(os, "O_NONBLOCK", 0))
 
 
-def listed(path: Path, data: bytes, load: Callable[[Listed], Workflow | None]) -> Listed | None:
-    """What a listing shows of the file, from a JSON parse; None when that is not enough
-    to tell (not JSON, or fields missing or of the wrong type): the compiler then says."""
-    body = data.removeprefix(BOM)
+def listed(path: Path, read: Read, load: Callable[[Listed], Workflow | None]) -> Listed | None:
+    """What a listing shows of the file, from a JSON parse (kept in `read` for the
+    compiler); None when that is not enough to tell (not JSON, or fields missing or of
+    the wrong type): the compiler then says."""
     try:
-        document = loads(body)
+        document = loads(read.data.removeprefix(BOM))
     except ValueError:  # also integers past 64 bits, which the compiler reads exactly
         return None
     if not isinstance(document, dict):
         return None
+    read.document = document
     id_, name, description, version = (document.get(k) for k in ("id", "name", "description", "version"))
     category, steps = document.get("category", "general"), document.get("steps")
     if not (
@@ -115,7 +127,7 @@ def listed(path: Path, data: bytes, load: Callable[[Listed], Workflow | None]) -
         _count_steps(steps),
         folders.display_path(path),
         path,
-        hashlib.sha256(body).hexdigest()[:16],
+        read.revision,
         load,
     )
 
@@ -137,15 +149,18 @@ def _count_steps(steps: list[Any]) -> int:
     return count
 
 
-def compile_file(path: Path, data: bytes | Diagnostic) -> Compiled:
+def compile_file(path: Path, read: Read | Diagnostic) -> Compiled:
     from handrail.compiler import Compiled, compile_text
 
     display = folders.display_path(path)
-    if isinstance(data, Diagnostic):
-        return Compiled(display, None, (data,))
+    if isinstance(read, Diagnostic):
+        return Compiled(display, None, (read,))
     try:
         # read from a configured source: its command checks may run (spec/checks.md)
-        return lean(compile_text(data, display, origin="source"))
+        compiled = compile_text(
+            read.data, display, origin="source", parsed=read.document, revision=read.revision
+        )
+        return lean(compiled)
     except Exception as exc:  # a compiler bug in one file must not stop the others loading
         log.exception("compiling %s failed", display)
         refusal = folders.refusal(path, f"the file could not be compiled ({exc!r})")

@@ -23,7 +23,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from handrail.catalog import suggest
-from handrail.catalog.files import Listed, Stamp, compile_file, listed, of_workflow, read, revision, stamp
+from handrail.catalog.files import Listed, Read, Stamp, compile_file, listed, of_workflow, read, stamp
 from handrail.catalog.snapshot import Entry, Problem, Snapshot
 from handrail.catalog.sources import Source, discover
 from handrail.errors import Diagnostic
@@ -184,8 +184,9 @@ class Catalog:
                         continue
                     kept = self._unchecked.get(path)
                     data = zlib.decompress(kept) if kept is not None else read(path, self.max_bytes)
-                    if isinstance(data, bytes) and revision(data) == item.revision:
-                        broken = self._verify(path, data, keep=False).workflow is None
+                    got = Read.of(data) if isinstance(data, bytes) else None
+                    if got is not None and got.revision == item.revision:
+                        broken = self._verify(path, got, keep=False).workflow is None
                         self._reassemble |= broken  # listed, but broken: report it
                     time.sleep(0)  # let requests in between files
                 if self._reassemble:
@@ -273,12 +274,13 @@ class Catalog:
         check_now = not self.lazy or self._snapshot is not None
         for path in changed:
             data = read(path, self.max_bytes)
-            digest = revision(data) if isinstance(data, bytes) else None
+            got = Read.of(data) if isinstance(data, bytes) else data
+            digest = got.revision if isinstance(got, Read) else None
             if digest is not None and path in self._listed and self._digests.get(path) == digest:
                 continue  # a touch, or a second look at a file still settling: same bytes
             self._digests[path] = digest
             self._check_previous(path)
-            self._listed[path] = self._list(path, data, check_now)
+            self._listed[path] = self._list(path, got, check_now)
             dirty = True
         self._refused = refused_key
         self._stamps = {p: _UNSETTLED if now - max(s[0], s[3]) < RACY_NS else s for p, s in stamps.items()}
@@ -286,19 +288,19 @@ class Catalog:
             self._reassemble = False
             self._snapshot = self._assemble(listing, refused)
 
-    def _list(self, path: Path, data: bytes | Diagnostic, check: bool) -> Listed | Compiled:
-        if isinstance(data, bytes):
+    def _list(self, path: Path, data: Read | Diagnostic, check: bool) -> Listed | Compiled:
+        if isinstance(data, Read):
             item = listed(path, data, self._load)
             if item is not None:
                 if check:
                     self._verify(path, data, keep=True)
                 else:  # kept until checked: should an edit break the file, this may be its last good
-                    self._unchecked[path] = zlib.compress(data, 1)
+                    self._unchecked[path] = zlib.compress(data.data, 1)
                 return item
         compiled = compile_file(path, data)  # the compiler says what is wrong (or that nothing is)
         if compiled.workflow is None:
             return compiled
-        assert isinstance(data, bytes)
+        assert isinstance(data, Read)
         self._verify(path, data, keep=True, compiled=compiled)
         return self._last_good[path][0]
 
@@ -307,17 +309,17 @@ class Catalog:
         so that it can be the last good one."""
         previous = self._unchecked.pop(path, None)
         if previous is not None:
-            self._verify(path, zlib.decompress(previous), keep=False)
+            self._verify(path, Read.of(zlib.decompress(previous)), keep=False)
 
     def _verdict(self, path: Path, rev: str) -> Verdict | None:
         found = self._verdicts.get(path)
         return found if found is not None and found[0] == rev else None
 
-    def _verify(self, path: Path, data: bytes, *, keep: bool, compiled: Compiled | None = None) -> Compiled:
+    def _verify(self, path: Path, data: Read, *, keep: bool, compiled: Compiled | None = None) -> Compiled:
         """Compile the file's bytes and record the verdict; a good one becomes its last
         good version (and, with `keep`, goes into the cache of compiled workflows)."""
         compiled = compiled or compile_file(path, data)
-        workflow, rev = compiled.workflow, revision(data)
+        workflow, rev = compiled.workflow, data.revision
         with self._state:
             if self._digests.get(path) == rev:  # (a checker may finish a version already replaced)
                 self._unchecked.pop(path, None)
@@ -328,7 +330,7 @@ class Catalog:
             item = self._listed.get(path)
             if not isinstance(item, Listed) or item.revision != rev:
                 item = of_workflow(path, workflow, self._load)
-            self._last_good[path] = (item, zlib.compress(data, 1))
+            self._last_good[path] = (item, zlib.compress(data.data, 1))
         if keep:
             self._cache.put((path, rev), workflow)
         return compiled
@@ -349,20 +351,20 @@ class Catalog:
             return None  # known broken
         last = self._last_good.get(item.path)
         if last is not None and last[0].revision == item.revision:
-            data: bytes | Diagnostic = zlib.decompress(last[1])
+            data = Read(zlib.decompress(last[1]), item.revision)
         elif (unchecked := self._unchecked.get(item.path)) is not None and self._digests.get(
             item.path
         ) == item.revision:
-            data = zlib.decompress(unchecked)
+            data = Read(zlib.decompress(unchecked), item.revision)
         else:
-            data = read(item.path, self.max_bytes)
-            if not isinstance(data, bytes) or revision(data) != item.revision:
+            fresh = read(item.path, self.max_bytes)
+            data = Read.of(fresh) if isinstance(fresh, bytes) else Read(b"", "")
+            if data.revision != item.revision:
                 # changed since it was listed: the watcher lists it again; meanwhile its
                 # last good version serves, as it would once the change is listed
                 if last is None:
                     return None
                 return self._load(last[0]) if last[0] is not item else None
-        assert isinstance(data, bytes)
         workflow = self._verify(item.path, data, keep=True).workflow
         if workflow is None:
             self._reassemble = True  # listed, but broken: report it in a new snapshot

@@ -1,7 +1,8 @@
 """Workflow JSON in; an immutable compiled workflow, or every problem located, out.
 
 Stages: decode -> parse JSON -> schema (a generated validator; jsonschema only
-when it fails, for the full list) -> semantic checks and closures -> positions.
+when it fails, for the full list) -> semantic checks and closures -> what the engine
+and the wire derive from the workflow (`derive`) -> positions.
 """
 
 from __future__ import annotations
@@ -9,16 +10,19 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from handrail.compiler.build import build_workflow
 from handrail.compiler.checks import Commands
+from handrail.compiler.derive import derive
 from handrail.compiler.readable import not_said_already, readable_checks
 from handrail.compiler.schema_errors import schema_diagnostics
 from handrail.compiler.source import SourceMap, parse_json
 from handrail.errors import Diagnostic, Finding, Findings
 from handrail.limits import MAX_FILE_BYTES
-from handrail.model import Workflow, WorkflowOrigin
+from handrail.model import Workflow, WorkflowOrigin, source_revision
 from handrail.rules.schemas import check_workflow
+from handrail.wide_integers import may_hold_wide_integers
 
 DEFAULT_MAX_BYTES = MAX_FILE_BYTES
 
@@ -91,9 +95,14 @@ def compile_text(
     *,
     commands: Commands | None = None,
     origin: WorkflowOrigin = "submitted",
+    parsed: dict[str, Any] | None = None,
+    revision: str | None = None,
 ) -> Compiled:
     """Text from anywhere: its workflow's origin is "submitted" (never runs commands)
-    unless the caller vouches that it came from a configured source."""
+    unless the caller vouches that it came from a configured source. A caller that has
+    parsed the bytes already (the catalog's listing) or hashed them hands over `parsed`
+    (exactly what `parse_json` gives) and `revision` (`source_revision` of the bytes),
+    so that neither is done twice."""
     if isinstance(data, bytes):
         try:
             text = data.decode("utf-8-sig")
@@ -113,9 +122,12 @@ def compile_text(
         text = data.removeprefix("\ufeff")  # as utf-8-sig does for bytes
     if not text.strip():
         return _failure(file, "H001", "the file is empty", hint="a workflow is a JSON object")
-    document, problem = parse_json(text)
-    if problem is not None:
-        return _failure(file, "H001", problem.message, problem.line, problem.column)
+    if parsed is not None and not may_hold_wide_integers(parsed):
+        document: Any = parsed
+    else:  # (orjson reads an integer past 64 bits as a float: parse_json reads it exactly)
+        document, problem = parse_json(text)
+        if problem is not None:
+            return _failure(file, "H001", problem.message, problem.line, problem.column)
     report = Findings()
     raw = report.findings
 
@@ -124,14 +136,16 @@ def compile_text(
     late = Findings()  # what the other checks find in a file that fails the schema
     try:  # both validators and the builder recurse; no workflow nests hundreds deep
         if check_workflow(document):
-            workflow = build_workflow(document, text, file, report, commands=commands, origin=origin)
+            if revision is None:
+                revision = source_revision(text.encode("utf-8", "surrogatepass"))
+            workflow = build_workflow(document, revision, file, report, commands=commands, origin=origin)
         else:
             schema_failed = True
             readable_checks(document, text, file, late)
     except RecursionError:
         return _failure(file, "H001", "the workflow is nested too deeply")
     if not raw and not schema_failed:
-        return Compiled(file, workflow, ())
+        return Compiled(file, derive(workflow) if workflow is not None else None, ())
     failed = schema_failed or any(f.severity == "error" for f in raw)
 
     def locate() -> Located:
@@ -146,7 +160,7 @@ def compile_text(
             found.extend(not_said_already(late.findings, found))
         return _located(found, text, file)
 
-    return Compiled(file, None if failed else workflow, locate)
+    return Compiled(file, None if failed or workflow is None else derive(workflow), locate)
 
 
 def _located(raw: list[Finding], text: str, file: str) -> Located:

@@ -78,7 +78,7 @@ class Build:
 
 def build_workflow(
     document: Mapping[str, Any],
-    text: str,
+    revision: str,
     file: str,
     report: Reporter,
     *,
@@ -168,7 +168,8 @@ def build_workflow(
         nodes=nodes,
         document=source,
         file=file,
-        revision=hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16],
+        revision=revision,
+        content_hash=hashlib.sha256(source).hexdigest(),
         origin=origin,
     )
 

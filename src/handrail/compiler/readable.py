@@ -28,7 +28,7 @@ def readable_checks(document: Any, text: str, file: str, report: Reporter) -> No
         return
     # a shape no one foresaw stops these checks; the schema's errors stand alone then
     with contextlib.suppress(Exception):
-        build_workflow(copy, text, file, report)
+        build_workflow(copy, "", file, report)  # only its findings are wanted: no revision
 
 
 def not_said_already(late: list[Finding], said: list[Finding]) -> list[Finding]:

@@ -7,8 +7,8 @@ from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
+from handrail.engine.derived import Derived, Shown
 from handrail.engine.results import Guidance, StepView
-from handrail.engine.shared import keep, made, shared
 from handrail.engine.state import Frame
 from handrail.engine.templates import render
 from handrail.model import Condition, Context, Step, Workflow
@@ -18,34 +18,21 @@ def confirmation(value: bool | Condition, scope: Context) -> bool:
     return value if isinstance(value, bool) else value.holds(scope)
 
 
-def step_view(step: Step, scope: Context) -> StepView:
-    """The step with its texts rendered in `scope`; made once for a step whose view
-    cannot depend on the context (no templates, no conditions, no checks), and once per
-    outcome for one whose only condition is its `requireConfirmation`."""
-    found = made(step, _VIEW)
-    if found is _BY_CONFIRMATION:
-        # texts without templates, a condition for confirmation: one view per outcome
-        key = (_VIEW, confirmation(step.confirmation, scope))
-        view = made(step, key)
-        if view is None:
-            view = _view(step, scope)
-            keep(step, key, view)
-        return view  # type: ignore[no-any-return]
-    if found is not None and found is not _DYNAMIC:
-        return found  # type: ignore[no-any-return]
-    view = _view(step, scope)
-    if found is None:
-        if _static(step):
-            keep(step, _VIEW, view)
-        elif _static_texts(step):
-            keep(step, _VIEW, _BY_CONFIRMATION)
-            keep(step, (_VIEW, view.require_confirmation), view)
-        else:
-            keep(step, _VIEW, _DYNAMIC)
-    return view
+def step_view(step: Step, scope: Context, derived: Derived) -> tuple[StepView, Shown | None]:
+    """The step with its texts rendered in `scope`, and its shared parts when its view is
+    one the compiler made (compiler/derive.py): the same objects on every call."""
+    shown = derived.shown.get(step.id)
+    if shown is None:
+        return render_view(step, scope), None
+    if isinstance(shown, tuple):  # one view per outcome of its confirmation condition
+        shown = shown[confirmation(step.confirmation, scope)]
+    return shown.view, shown
 
 
-def _view(step: Step, scope: Context) -> StepView:
+def render_view(step: Step, scope: Context, requires_confirmation: bool | None = None) -> StepView:
+    """`requires_confirmation`: the outcome of the step's confirmation, when already decided."""
+    if requires_confirmation is None:
+        requires_confirmation = confirmation(step.confirmation, scope)
     return StepView(
         step.id,
         render(step.title, scope),
@@ -53,7 +40,7 @@ def _view(step: Step, scope: Context) -> StepView:
         render(step.agent_role, scope) if step.agent_role else None,
         tuple([render(g, scope) for g in step.guidance]) if step.guidance else (),
         step.ask_for_files,
-        confirmation(step.confirmation, scope),
+        requires_confirmation,
         step.run_condition.text if step.run_condition is not None else None,
         step.function_references,
         # information only: checks run in runs, never in this stateless call
@@ -61,16 +48,8 @@ def _view(step: Step, scope: Context) -> StepView:
     )
 
 
-_VIEW = "view"
-_DYNAMIC = object()  # kept for a step whose view depends on the context: made on each call
-_BY_CONFIRMATION = object()  # kept for a step whose view depends only on its confirmation condition
-
-
-def _static(step: Step) -> bool:
-    return isinstance(step.confirmation, bool) and _static_texts(step)
-
-
-def _static_texts(step: Step) -> bool:
+def same_in_every_context(step: Step) -> bool:
+    """Whether no context changes the step's view but through its confirmation condition."""
     texts = (step.title, step.prompt, step.agent_role or "", *step.guidance)
     return not step.checks and not any("{{" in t for t in texts)
 
@@ -93,14 +72,14 @@ def compose(
     first: bool,
     requires_confirmation: bool,
     notes: Sequence[str] = (),
+    shown: Shown | None = None,
 ) -> Guidance:
-    """The guidance for `step`; made once for a step with a shared view, outside loops."""
-    once = not loops and not notes and shared(view)
-    key = (first, requires_confirmation)
-    if once:
-        found = made(step, key)
+    """The guidance for `step`; for a step with a shared view, outside loops, the one
+    the compiler composed (`shown`)."""
+    if shown is not None and not loops and not notes and requires_confirmation == view.require_confirmation:
+        found = shown.first if first else shown.later
         if found is not None:
-            return found  # type: ignore[no-any-return]
+            return found
     parts: list[str] = []
     if first:
         parts.append(f"Workflow: {workflow.name} — {workflow.description}")
@@ -128,10 +107,7 @@ def compose(
         parts.append(f"In a run, the server verifies for itself:\n{listed}")
     parts.extend(notes)
     hint = step.model_hint or workflow.model_hint
-    guidance = Guidance("\n\n".join(parts), requires_confirmation, criteria, hint or None)
-    if once:
-        keep(step, key, guidance)
-    return guidance
+    return Guidance("\n\n".join(parts), requires_confirmation, criteria, hint or None)
 
 
 @lru_cache(maxsize=256)

@@ -12,11 +12,11 @@ import json
 from collections.abc import Mapping, Sequence, Set
 from typing import Any
 
+from handrail.engine.derived import derived
 from handrail.engine.guidance import compose, confirmation, step_view
-from handrail.engine.quick import first_step
 from handrail.engine.results import Guidance, LoopNeed, LoopPosition, LoopView, MissingContext, NextResult
 from handrail.engine.state import Frame, read_state
-from handrail.engine.walk import Walk
+from handrail.engine.walk import Walk, first_step
 from handrail.errors import InvalidParams, StepNotFound
 from handrail.model import Context, Step, Workflow
 
@@ -94,7 +94,7 @@ def _found(
     notes: Sequence[str] = (),
 ) -> NextResult:
     """The answer that shows `step`, seen in `scope` inside the `enclosing` loops."""
-    view = step_view(step, scope)
+    view, shown = step_view(step, scope, derived(workflow))
     requires = view.require_confirmation
     for frame, _ in enclosing:
         # a loop that asks for confirmation asks once, as it is entered
@@ -102,13 +102,13 @@ def _found(
         if entering and confirmation(frame.loop.confirmation, scope):
             requires = True
     guidance = compose(
-        workflow, step, view, enclosing, first=first, requires_confirmation=requires, notes=notes
+        workflow, step, view, enclosing, first=first, requires_confirmation=requires, notes=notes, shown=shown
     )
     loop = None
     if enclosing:
         frame, variables = enclosing[-1]
         loop = LoopView(frame.loop.id, frame.loop.title, frame.iteration, variables)
-    return NextResult(completed, loops, view, guidance, False, loop)
+    return NextResult(completed, loops, view, guidance, False, loop, shown)
 
 
 # the state of a previous answer outside every loop, sent back

@@ -8,8 +8,11 @@ once, where the service answers.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import MISSING, dataclass, fields
-from typing import Any, Literal, TypeVar
+from dataclasses import MISSING, dataclass, field, fields
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
+
+if TYPE_CHECKING:
+    from handrail.engine.derived import Shown
 
 LoopNeed = Literal["number", "list"]
 T = TypeVar("T")
@@ -111,6 +114,9 @@ class NextResult:
     guidance: Guidance
     is_complete: bool
     loop: LoopView | None = None
+    # the step's parts the compiler made, when `step` is one of them: their wire forms
+    # are spliced into the reply (result_json), not made again
+    shown: Shown | None = field(default=None, compare=False, repr=False)
 
     @property
     def blocked(self) -> bool:

@@ -1,6 +1,11 @@
 """The walk behind workflow_next: through the step graph in order, loops run from the
 state the client sent back, until the first step that is not done and may run now.
 
+At the top level the walk reads the compiler's plan (engine/derived.py): ids, steps
+and runCondition tests side by side. `scan` goes along it; the usual call (no loop
+running, `first_step`) is answered by that scan alone when it stops at a step, and
+handed to a whole `Walk` otherwise, which scans the same plan from the start.
+
 Spec: spec/engine.md (loops §2, what waits on the context §1). `next.py` turns a
 finished walk into the answer.
 """
@@ -9,17 +14,53 @@ from __future__ import annotations
 
 import math
 from collections import ChainMap
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
 from dataclasses import dataclass, field
 from typing import Any
 
 from handrail import budget
+from handrail.engine.derived import PlanEntry, derived
 from handrail.engine.results import LoopNeed
 from handrail.engine.state import Frame
 from handrail.errors import json_kind
 from handrail.expr import MISSING, lookup
 from handrail.expr.semantics import is_number
 from handrail.model import Condition, Context, Loop, Step, Workflow
+
+
+def scan(
+    plan: tuple[PlanEntry, ...],
+    done: Set[str],
+    context: Context,
+    start: int,
+    log: list[tuple[Any, Any, Any]] | None,
+    past_loops: bool,
+) -> int:
+    """From `start`, where the first top-level step or loop not done that may run is in
+    `plan`; its length when there is none. A loop whose runCondition fails is passed
+    over only with `past_loops` (no loop is running: a running one goes on whatever
+    its runCondition says). What is passed over for its runCondition goes to `log`."""
+    for at in range(start, len(plan)):
+        sid, step, holds, condition = plan[at]
+        if sid in done:
+            continue
+        if holds is None or holds(context) or (step is None and not past_loops):
+            return at
+        if log is not None:
+            log.append((condition, context, None))
+    return len(plan)
+
+
+def first_step(workflow: Workflow, done: Set[str], context: Context) -> Step | None:
+    """The step of a call with no loop running, when the scan finds it before any loop
+    that may run; None when the walk has more to say (a loop to run, no step left, a
+    step done inside a loop that is not running): a `Walk` then answers."""
+    found = derived(workflow)
+    if done and not found.in_loops.isdisjoint(done):
+        return None  # the walk refuses it (state): the full walk words why
+    plan = found.sequence
+    at = scan(plan, done, context, 0, None, True)
+    return plan[at][1] if at < len(plan) else None
 
 
 @dataclass(slots=True)
@@ -111,6 +152,8 @@ class Walk:
         self.finish(loop.id)
 
     def walk(self, sequence: Sequence[str], depth: int) -> Step | None:
+        if depth == 0:
+            return self.walk_top()
         scope = self.scope(depth)
         for sid in sequence:
             if sid in self.done:
@@ -126,6 +169,25 @@ class Walk:
             if found is not None or self.stalled:
                 return found
         return None
+
+    def walk_top(self) -> Step | None:
+        """The walk of the top level, along the compiler's plan."""
+        plan = derived(self.workflow).sequence
+        at = 0
+        while True:
+            at = scan(plan, self.done, self.context, at, self.log, not self.frames)
+            if at == len(plan):
+                return None
+            sid, step, _, _ = plan[at]
+            if step is not None:
+                self.depth = 0
+                return step
+            loop = self.workflow.nodes[sid]
+            assert isinstance(loop, Loop)
+            found = self.run_loop(loop, 0, self.context)
+            if found is not None or self.stalled:
+                return found
+            at += 1
 
     def run_loop(self, loop: Loop, depth: int, scope: Context) -> Step | None:
         if len(self.frames) > depth and self.frames[depth].loop.id != loop.id:

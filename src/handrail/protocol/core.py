@@ -293,7 +293,7 @@ class Protocol:
         return None
 
     # -- the 2026-07-28 revision -------------------------------------------------------
-    def _modern(self, method: str, params: dict[str, Any], meta: dict[str, Any]) -> dict[str, Any]:
+    def _modern(self, method: str, params: dict[str, Any], meta: dict[str, Any]) -> Any:
         """A request that carries its own envelope: check it, answer, stamp the result."""
         if CLIENT_CAPABILITIES_KEY not in meta:
             raise _bad_envelope(f"_meta is missing {CLIENT_CAPABILITIES_KEY}")
@@ -317,13 +317,20 @@ class Protocol:
         return self._stamped(method, handler(params))
 
     @staticmethod
-    def _stamped(method: str, result: dict[str, Any]) -> dict[str, Any]:
+    def _stamped(method: str, result: Any) -> Any:
         """A 2026 result: `resultType`, the cache hints where the method has them, serverInfo."""
-        result.setdefault("resultType", "complete")  # or input_required (an approval)
+        stamps: dict[str, Any] = {}
+        if type(result) is Encoded:  # a tool's answer as bytes: the stamps are spliced in after it
+            stamps["resultType"] = "complete"
+        else:
+            result.setdefault("resultType", "complete")  # or input_required (an approval)
         hint = CACHE_HINTS.get(method)
         if hint is not None:
-            result["ttlMs"], result["cacheScope"] = hint
-        result["_meta"] = _SERVER_STAMP
+            stamps["ttlMs"], stamps["cacheScope"] = hint
+        stamps["_meta"] = _SERVER_STAMP
+        if type(result) is Encoded:
+            return Encoded(result.data[:-1] + b"," + encode(stamps)[1:])
+        result.update(stamps)
         return result
 
     def _discover(self, params: dict[str, Any]) -> dict[str, Any]:

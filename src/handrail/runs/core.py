@@ -170,7 +170,7 @@ class Runs:
         context = dict(context or {})
         baseline = _baseline(workflow, folder)
         first = next_step(workflow, [], context)
-        source_hash = self.pins.hash_of(workflow)
+        source_hash = workflow.content_hash
         self.store.put_source(source_hash, workflow.id, workflow.document)
         at = now()
         run = RunRecord(
@@ -257,7 +257,7 @@ class Runs:
             "recap": recap(self.ledger.events(run.id), workflow),
         }
         current = snapshot.get(run.workflow_id)
-        if current is not None and self.pins.hash_of(current) != run.source_hash:
+        if current is not None and current.content_hash != run.source_hash:
             result["newerVersion"] = {
                 "workflowVersion": current.version,
                 "note": f"The workflow file changed since this run started (now version {current.version}); "

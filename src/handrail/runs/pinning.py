@@ -1,13 +1,13 @@
 """Which compiled workflow a run follows: the version it started on, always.
 
-A run stores the content hash of its workflow's source. While the catalog serves
-that same source, its compiled workflow is used; once the file changes (or breaks,
-or goes), the stored source is compiled again and kept in a small LRU cache.
+A run stores the content hash of its workflow's source (`Workflow.content_hash`, made
+by the compiler). While the catalog serves that same source, its compiled workflow is
+used; once the file changes (or breaks, or goes), the stored source is compiled again
+and kept in a small LRU cache.
 """
 
 from __future__ import annotations
 
-import hashlib
 import threading
 from collections import OrderedDict
 from typing import TYPE_CHECKING
@@ -21,32 +21,15 @@ if TYPE_CHECKING:
 PINNED_CACHE_SIZE = 32
 
 
-def content_hash(document: bytes) -> str:
-    return hashlib.sha256(document).hexdigest()
-
-
 class Pins:
     def __init__(self, size: int = PINNED_CACHE_SIZE) -> None:
         self._size = size
-        self._compiled: OrderedDict[str, Workflow] = OrderedDict()
-        self._hashes: OrderedDict[str, str] = OrderedDict()  # Workflow.revision -> content hash
+        self._compiled: OrderedDict[str, Workflow] = OrderedDict()  # content hash -> its workflow
         self._lock = threading.Lock()
-
-    def hash_of(self, workflow: Workflow) -> str:
-        """The content hash of a catalog workflow (cached by its revision)."""
-        with self._lock:
-            found = self._hashes.get(workflow.revision)
-        if found is None:
-            found = content_hash(workflow.document)
-            with self._lock:
-                self._hashes[workflow.revision] = found
-                while len(self._hashes) > self._size * 8:
-                    self._hashes.popitem(last=False)
-        return found
 
     def workflow(self, source_hash: str, current: Workflow | None, store: RunStore) -> Workflow:
         """The run's pinned workflow: `current` (the catalog's) when it is the same source."""
-        if current is not None and self.hash_of(current) == source_hash:
+        if current is not None and current.content_hash == source_hash:
             return current
         with self._lock:
             cached = self._compiled.get(source_hash)

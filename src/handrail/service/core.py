@@ -16,8 +16,7 @@ from handrail.catalog.suggest import close_matches
 from handrail.codec import Encoded as Encoded
 from handrail.codec import dumps, encode_sized
 from handrail.errors import InvalidParams, WorkflowNotFound
-from handrail.limits import MAX_COMPILED_WORKFLOWS, Limits
-from handrail.patterns.caching import BoundedCache
+from handrail.limits import Limits
 from handrail.service.argument_check import Accept, quick_check, schema_error_details
 from handrail.service.argument_limits import admission, check_limits
 from handrail.service.definitions import tool_names, tools, workflow_schema
@@ -60,10 +59,6 @@ class Service:
         # name -> (its check of limits and schema at once, or None; its handler)
         self._plans: dict[str, tuple[Accept | None, Callable[[Snapshot, dict[str, Any]], Any]]] = {}
         self._listing: tuple[Snapshot, Encoded] | None = None
-        # id -> its last workflow_get answer, for as many workflows as the catalog keeps compiled
-        self._documents: BoundedCache[str, tuple[Workflow, Encoded]] = BoundedCache(
-            getattr(catalog, "max_compiled", MAX_COMPILED_WORKFLOWS)  # a stand-in catalog may not say
-        )
         self._handlers: dict[str, Callable[[Snapshot, dict[str, Any]], Any]] = {
             "workflow_list": self.workflow_list,
             "workflow_get": self.workflow_get,
@@ -85,7 +80,7 @@ class Service:
         result = self._run(name, arguments, False)
         if type(result) is Encoded:
             return result.value()
-        if type(result) is dict:  # parts encoded once for the wire (result_json.next_reply)
+        if type(result) is dict:  # parts encoded once for the wire (result_json.next_json)
             return {key: v.value() if type(v) is Encoded else v for key, v in result.items()}
         return result
 
@@ -206,11 +201,7 @@ class Service:
 
     def workflow_get(self, snapshot: Snapshot, args: dict[str, Any]) -> Encoded:
         workflow = self.workflow(snapshot, args["id"])
-        cached = self._documents.get(workflow.id)
-        if cached is not None and cached[0] is workflow:
-            return cached[1]  # the same answer (and its quoted text) while the workflow stays
-        document = Encoded(workflow.document)
-        self._documents.put(workflow.id, (workflow, document))
+        document: Encoded = workflow.derived.document  # made by the compiler (engine/derived.py)
         return document
 
     def workflow_next(self, snapshot: Snapshot, args: dict[str, Any]) -> dict[str, Any]:
@@ -223,7 +214,7 @@ class Service:
             current_step=args.get("currentStep"),
             state=args.get("state"),
         )
-        return engine.next_reply(result)  # the typed result to the wire, here and nowhere else
+        return engine.next_json(result, spliced=True)  # the typed result to the wire, here and nowhere else
 
     def workflow_validate(self, snapshot: Snapshot, args: dict[str, Any]) -> dict[str, Any] | Encoded:
         engine = _engine()
@@ -250,7 +241,7 @@ class Service:
 class _Engine(NamedTuple):
     next_step: Callable[..., NextResult]
     validate_output: Callable[..., Verdict]
-    next_reply: Callable[[NextResult], dict[str, Any]]
+    next_json: Callable[..., dict[str, Any]]
     verdict_reply: Callable[[Verdict], dict[str, Any] | Encoded]
 
 
@@ -260,9 +251,9 @@ def _engine() -> _Engine:
     (see handrail/__init__), and once, since an import statement per call (1.6 µs) costs
     about as much as the conversion itself."""
     from handrail.engine import next_step, validate_output
-    from handrail.result_json import next_reply, verdict_reply
+    from handrail.result_json import next_json, verdict_reply
 
-    return _Engine(next_step, validate_output, next_reply, verdict_reply)
+    return _Engine(next_step, validate_output, next_json, verdict_reply)
 
 
 _UNSET: Any = object()

@@ -1,5 +1,6 @@
-"""A tool's result as MCP sends it: the handshake era splices bytes put together by
-hand, the 2026 revision encodes a dict; both must be the same JSON, byte for byte."""
+"""A tool's result as MCP sends it: bytes put together by hand, spliced into the reply
+(the 2026 revision splices its stamps after them); they must be the JSON of the MCP
+shape, byte for byte."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 import pytest
 
 from handrail.codec import Encoded, encode
-from handrail.protocol.surface.tool_methods import spliced_result, tool_result
+from handrail.protocol.surface.tool_methods import tool_result
 from tests.helpers.server import Server
 
 pytestmark = pytest.mark.slow
@@ -24,7 +25,13 @@ pytestmark = pytest.mark.slow
     ],
 )
 def test_a_spliced_tool_result_is_the_same_bytes_as_the_encoded_dict(result: Any) -> None:
-    assert spliced_result(result).data == encode(tool_result(result))
+    value = result.value() if isinstance(result, Encoded) else result
+    shape = {
+        "content": [{"type": "text", "text": encode(value).decode()}],
+        "structuredContent": value,
+        "isError": False,
+    }
+    assert tool_result(result).data == encode(shape)
 
 
 def test_a_tools_call_answer_carries_the_result_twice_over_stdio() -> None:

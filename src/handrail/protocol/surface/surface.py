@@ -47,7 +47,7 @@ class Surface:
         service = self.service
         return {
             "tools/list": lambda params: tools_list(service),
-            "tools/call": self.tools_call_spliced,
+            "tools/call": self.tools_call,
             "resources/list": lambda params: resources_list(service),
             "resources/read": lambda params: resources_read(service, params),
             "resources/templates/list": lambda params: templates_list(),
@@ -74,7 +74,7 @@ class Surface:
             "completion/complete": self.complete,
         }
 
-    def tools_call(self, params: dict[str, Any], *, spliced: bool = False) -> Any:
+    def tools_call(self, params: dict[str, Any]) -> Any:
         session = self.session
         return tools_call(
             self.service,
@@ -82,12 +82,7 @@ class Surface:
             stateless=session.stateless,
             client_capabilities=session.client_capabilities,
             client_requests=session.client_requests,
-            spliced=spliced,
         )
-
-    def tools_call_spliced(self, params: dict[str, Any]) -> Any:
-        """tools/call of the handshake era: the result sent as it is (see tools_call)."""
-        return self.tools_call(params, spliced=True)
 
     # -- what the client is told about the workflows ---------------------------------
     def instructions(self, *, told: bool) -> str:

@@ -1,6 +1,6 @@
 """`tools/list` and `tools/call`: the service's tools as MCP offers them. A call's
 answer goes out twice, as structuredContent and as the text of a text block, both
-spliced in from the one encoding the service made; a HandrailError becomes a result
+spliced in from the one encoding the service made (`tool_result`); a HandrailError becomes a result
 with `isError` and the fix text a model can act on. Approvals (spec/runs.md) ask the
 person through the client: at once (elicitation/create, stdio) or on a retry
 (2026-07-28 `input_required`)."""
@@ -33,11 +33,8 @@ def tools_call(
     stateless: bool,
     client_capabilities: dict[str, Any],
     client_requests: ClientRequests,
-    spliced: bool = False,
 ) -> dict[str, Any] | Encoded:
-    """`spliced`: a successful call's result as bytes ready to splice into the reply
-    (the handshake era, whose results are sent as they are), not a dict (the 2026
-    revision stamps its results)."""
+    """A successful call's result comes as bytes, spliced into the reply as they are."""
     name = params.get("name", _MISSING)
     if not isinstance(name, str) or not Service.knows(name):
         # never echo a non-string name: it may be huge, or nested past repr's limit
@@ -77,23 +74,13 @@ def tools_call(
                 REQUEST_APPROVER.reset(token)
     except HandrailError as exc:
         return error_result(name, exc)
-    return spliced_result(result) if spliced else tool_result(result)
+    return tool_result(result)
 
 
-def tool_result(result: Any) -> dict[str, Any]:
+def tool_result(result: Any) -> Encoded:
     """A tool's answer as MCP sends it: the JSON once as structuredContent and once as the
-    text of a text block (for clients that do not read structuredContent). Both are
-    spliced in as bytes: the answer is encoded once and escaped into a string once."""
-    encoded = result if isinstance(result, Encoded) else Encoded(encode(result))
-    return {
-        "content": [{"type": "text", "text": Encoded(encoded.quoted())}],
-        "structuredContent": encoded,
-        "isError": False,
-    }
-
-
-def spliced_result(result: Any) -> Encoded:
-    """`tool_result`, encoded: the same bytes, put together without a dict to encode."""
+    text of a text block (for clients that do not read structuredContent), put together
+    as bytes: the answer is encoded once and escaped into a string once."""
     encoded = result if isinstance(result, Encoded) else Encoded(encode(result))
     return Encoded(
         b'{"content":[{"type":"text","text":'
