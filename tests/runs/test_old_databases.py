@@ -3,6 +3,7 @@ shape, statuses and event types as plain words) is read and carried on as it is.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
 from pathlib import Path
@@ -11,7 +12,6 @@ import pytest
 
 from handrail.catalog import load_catalog
 from handrail.cli import main
-from handrail.runs.pinning import content_hash
 from handrail.service.core import Service, default_runs
 from handrail.store.schema import migrations, statements
 from tests.runs.workflows import WORKFLOW_ID, build_feature, write
@@ -31,7 +31,7 @@ POSITION = {
 
 def old_database(path: Path, folder: Path) -> str:
     document = json.dumps(build_feature()).encode()
-    source = content_hash(document)
+    source = hashlib.sha256(document).hexdigest()  # a pinned version's name: its document's hash
     db = sqlite3.connect(path)
     for version, migration in enumerate(migrations("sqlite"), 1):
         for statement in statements(migration):
