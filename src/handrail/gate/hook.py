@@ -184,7 +184,9 @@ def _protected(database: str | None) -> Any:
     if url.lower().startswith("sqlite:"):
         with contextlib.suppress(Exception):  # a URL that names no file: nothing more to protect
             paths.append(str(sqlite_path(url)))
-    paths.extend(p for p in os.environ.get("HANDRAIL_WORKFLOWS", "").split(os.pathsep) if p)
+    from handrail.settings import Settings
+
+    paths.extend(path for _, path in Settings.from_environment().workflow_paths)
     return Protected(tuple(os.path.abspath(p) for p in paths), os.path.expanduser("~"))
 
 
