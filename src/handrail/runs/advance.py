@@ -22,6 +22,8 @@ if TYPE_CHECKING:
     from handrail.catalog import Snapshot
     from handrail.checks import Baseline, CheckResult
     from handrail.model import Workflow
+    from handrail.request import Request
+    from handrail.runs.approvals import InputRequired
 
 
 class Advance(Decisions):
@@ -30,12 +32,13 @@ class Advance(Decisions):
     # -- workflow_continue -----------------------------------------------------------
     def continue_(
         self,
+        request: Request,
         snapshot: Snapshot,
         run_id: str,
         step_id: str | None,
         output: str | None,
         changes: Mapping[str, Any] | None,
-    ) -> dict[str, Any]:
+    ) -> dict[str, Any] | InputRequired:
         if output is not None and step_id is None:
             raise InvalidParams(data={"details": "stepId is required with output"})
         seen: RunRecord | None = None
@@ -47,18 +50,18 @@ class Advance(Decisions):
             # replicas share this store and move its runs all the time: a copy from our last
             # write would be stale, and its conflict taken for a racing submission
             cached = None
-        if cached is not None and cached.owner != self.owner():
+        if cached is not None and cached.owner != self.owner(request):
             cached = None  # another person's: `run` says it is not found
         elif cached is not None and (cached.status == "awaiting_approval" or output is None):
             cached = None  # a person may have decided, from another process: read it
         for _ in range(MAX_RETRIES):
-            run = cached if cached is not None else self.run(run_id)
+            run = cached if cached is not None else self.run(request, run_id)
             if seen is not None and run.accepted != seen.accepted and step_id is not None:
                 # another submission was accepted between our read and our write
                 raise _not_current(step_id, run, moved=True)
             seen = run
             try:
-                return self._continue_once(snapshot, run, step_id, output, changes)
+                return self._continue_once(request, snapshot, run, step_id, output, changes)
             except Conflict:
                 cached = None
                 continue
@@ -70,17 +73,18 @@ class Advance(Decisions):
 
     def _continue_once(
         self,
+        request: Request,
         snapshot: Snapshot,
         run: RunRecord,
         step_id: str | None,
         output: str | None,
         changes: Mapping[str, Any] | None,
-    ) -> dict[str, Any]:
+    ) -> dict[str, Any] | InputRequired:
         from handrail.engine import next_step, validate_output
         from handrail.result_json import next_json
 
         if run.status == "awaiting_approval":  # a person approves (or declines) the step first
-            return self._awaiting(run, step_id, changes)
+            return self._awaiting(request, run, step_id, changes)
         if step_id is not None and output is None:
             return self._after_decision(run, step_id)
         if run.status not in ACTIVE_STATUSES:
@@ -102,7 +106,7 @@ class Advance(Decisions):
         update = RunUpdate(context=context if changed else None, position=position if changed else None)
         change_data = {"contextChanges": dict(changes)} if changes else {}
         if step_id is None or output is None:  # context only
-            written = self._write(run, update, [NewEvent("context", data=change_data)], self.owner())
+            written = self._write(run, update, [NewEvent("context", data=change_data)], self.owner(request))
             return {
                 "runId": run.id,
                 "accepted": False,
@@ -122,7 +126,7 @@ class Advance(Decisions):
                 step_id,
                 {"output": output, **title, "issues": issues, "suggestions": suggestions, **change_data},
             )
-            written = self._write(run, update, [event], self.owner())
+            written = self._write(run, update, [event], self.owner(request))
             return {
                 "runId": run.id,
                 "accepted": False,
@@ -143,7 +147,7 @@ class Advance(Decisions):
                 step_id,
                 {"output": output, **title, "issues": issues, "suggestions": suggestions, **change_data},
             )
-            written = self._write(run, update, [*checked, event], self.owner())
+            written = self._write(run, update, [*checked, event], self.owner(request))
             return {
                 "runId": run.id,
                 "accepted": False,
@@ -159,9 +163,9 @@ class Advance(Decisions):
                 run,
                 RunUpdate(status="awaiting_approval", context=update.context, position=update.position),
                 [*checked, waiting],
-                self.owner(),
+                self.owner(request),
             )
-            return self._ask(written, current, output)
+            return self._ask(request, written, current, output)
         completed = [*position["completedSteps"], step_id]
         result = next_step(workflow, completed, context, state=position.get("state"))
         after = next_json(result)
@@ -178,7 +182,7 @@ class Advance(Decisions):
                 accepted=run.accepted + 1,
             ),
             events,
-            self.owner(),
+            self.owner(request),
         )
         evidence = {"checks": [r.to_event() for r in results]} if results else {}
         return {

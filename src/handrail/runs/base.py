@@ -1,5 +1,6 @@
-"""What every run operation stands on: the store (opened on first use), who asks,
-the workspace, reading one run and writing it with its events.
+"""What every run operation stands on: the store (opened on first use), who asks
+(each operation takes the request, handrail.request), the workspace, reading one run
+and writing it with its events.
 
 `Runs` (runs/core.py) is built in layers, each in a module named for what it adds:
 this base, the decisions of a person (decisions.py), a step's output judged and the
@@ -15,12 +16,12 @@ import secrets
 import threading
 import time
 from collections.abc import Callable, Mapping
-from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from handrail import budget
 from handrail.errors import InvalidParams, RunNotActive, RunNotFound, StepNotCurrent
 from handrail.limits import MAX_CONTEXT_BYTES
+from handrail.request import Request
 from handrail.runs.pinning import Pins
 from handrail.store.base import LOCAL_OWNER, Conflict, Event, NewEvent, RunRecord, RunUpdate
 
@@ -32,10 +33,6 @@ if TYPE_CHECKING:
 
 
 log = logging.getLogger("handrail.runs")
-
-# Set by a transport, per request, to the person asking (contextvars follow threads and
-# tasks); unset, every run belongs to the server's one owner.
-REQUEST_OWNER: ContextVar[str | None] = ContextVar("handrail_request_owner", default=None)
 
 RECAP_CHARS = 300  # how much of each accepted output a resumed run's recap shows
 MAX_RETRIES = 8  # compare-and-set retries when another writer touched the run meanwhile
@@ -56,19 +53,6 @@ def merge_context(context: Mapping[str, Any], changes: Mapping[str, Any]) -> dic
         else:
             merged[key] = value
     return merged
-
-
-def _root_folder(uri: Any) -> str | None:
-    """The local folder a `file://` root URI names, if it is one."""
-    if not isinstance(uri, str) or not uri.startswith("file://"):
-        return None
-    from urllib.parse import unquote, urlparse
-
-    parsed = urlparse(uri)
-    if parsed.netloc not in ("", "localhost"):
-        return None
-    path = os.path.normpath(unquote(parsed.path))
-    return path if os.path.isabs(path) and os.path.isdir(path) else None
 
 
 def shown_title(position: Mapping[str, Any]) -> dict[str, str]:
@@ -109,7 +93,6 @@ class RunsBase:
         self._store: RunStore | None = None
         self.default_owner = owner
         self.pins = Pins()
-        self._root: str | None = None  # the client's first root (see set_roots)
         self._recent: dict[str, RunRecord] = {}  # runs as this process last wrote them
         self.max_context_bytes = MAX_CONTEXT_BYTES  # the service sets its own limit
         self._opening = threading.Lock()
@@ -125,10 +108,10 @@ class RunsBase:
                     self._store = self._store_factory()
         return self._store
 
-    def owner(self) -> str:
-        """Who is asking: the person the transport set for this request (issue 17: the one
-        a bearer token names), else the server's one owner."""
-        return REQUEST_OWNER.get() or self.default_owner
+    def owner(self, request: Request) -> str:
+        """Who is asking: the person the request names (a token's, a dashboard session's),
+        else the server's one owner."""
+        return request.owner or self.default_owner
 
     def _remember(self, run: RunRecord) -> RunRecord:
         with self._opening:
@@ -145,17 +128,14 @@ class RunsBase:
             self._store = None
 
     # -- helpers -------------------------------------------------------------------
-    def set_roots(self, uris: list[Any]) -> None:
-        """The client's MCP roots, as `roots/list` gave them (file:// URIs)."""
-        self._root = next((p for p in map(_root_folder, uris) if p is not None), None)
-
-    def default_workspace(self) -> str:
+    @staticmethod
+    def default_workspace(request: Request) -> str:
         """The client's first MCP root that is a folder here, else the server's working folder."""
-        return self._root or os.getcwd()
+        return request.workspace or os.getcwd()
 
-    def workspace(self, value: str | None) -> str:
+    def workspace(self, request: Request, value: str | None) -> str:
         if value is None:
-            return self.default_workspace()
+            return self.default_workspace(request)
         if not os.path.isabs(value):
             raise InvalidParams(data={"details": f"workspace must be an absolute path, not {value[:200]!r}"})
         path = os.path.normpath(value)
@@ -163,9 +143,9 @@ class RunsBase:
             raise InvalidParams(data={"details": f"workspace {path[:200]!r} is not a folder"})
         return path
 
-    def run(self, run_id: str) -> RunRecord:
+    def run(self, request: Request, run_id: str) -> RunRecord:
         found = self.store.get(run_id)
-        if found is None or found.owner != self.owner():
+        if found is None or found.owner != self.owner(request):
             raise RunNotFound(data={"runId": run_id})
         return found
 

@@ -19,7 +19,6 @@ from handrail.runs.advance import Advance
 from handrail.runs.base import (
     MAX_RETRIES,
     OPEN_RUNS_LISTED,
-    REQUEST_OWNER,
     _not_active,
     event_title,
     merge_context,
@@ -31,9 +30,9 @@ from handrail.store.base import ACTIVE_STATUSES, Conflict, Event, NewEvent, RunR
 if TYPE_CHECKING:
     from handrail.catalog import Snapshot
     from handrail.model import Workflow
+    from handrail.request import Request
 
-# what other modules have always imported from here (transports set REQUEST_OWNER)
-__all__ = ["REQUEST_OWNER", "Runs", "merge_context", "new_run_id", "summary"]
+__all__ = ["Runs", "merge_context", "new_run_id", "summary"]
 
 
 class Runs(Advance):
@@ -42,6 +41,7 @@ class Runs(Advance):
     # -- workflow_start --------------------------------------------------------------
     def start(
         self,
+        request: Request,
         workflow: Workflow,
         goal: str,
         workspace: str | None,
@@ -51,7 +51,7 @@ class Runs(Advance):
         from handrail.result_json import next_json
         from handrail.store.sqlite import now
 
-        folder = self.workspace(workspace)
+        folder = self.workspace(request, workspace)
         context = dict(context or {})
         baseline = _baseline(workflow, folder)
         first = next_step(workflow, [], context)
@@ -62,7 +62,7 @@ class Runs(Advance):
         at = now()
         run = RunRecord(
             id=new_run_id(),
-            owner=self.owner(),
+            owner=self.owner(request),
             workspace=folder,
             workflow_id=workflow.id,
             workflow_version=workflow.version,
@@ -105,6 +105,7 @@ class Runs(Advance):
     # -- what the dashboard reads ----------------------------------------------------
     def listing(
         self,
+        request: Request,
         *,
         statuses: Sequence[str] | None = None,
         workflow_id: str | None = None,
@@ -113,17 +114,19 @@ class Runs(Advance):
     ) -> list[RunRecord]:
         """The asking person's runs, most recently updated first, filtered in the store."""
         return self.store.list_runs(
-            statuses=statuses, owner=self.owner(), workflow_id=workflow_id, text=text, limit=limit
+            statuses=statuses, owner=self.owner(request), workflow_id=workflow_id, text=text, limit=limit
         )
 
     def events(self, run: RunRecord) -> list[Event]:
         return self.store.events(run.id)
 
     # -- workflow_resume -------------------------------------------------------------
-    def open_runs(self, workspace: str | None, limit: int = OPEN_RUNS_LISTED) -> list[dict[str, Any]]:
+    def open_runs(
+        self, request: Request, workspace: str | None, limit: int = OPEN_RUNS_LISTED
+    ) -> list[dict[str, Any]]:
         """The caller's open runs in `workspace` (None: in every workspace), latest first."""
         runs = self.store.list_runs(
-            workspace=workspace, statuses=ACTIVE_STATUSES, owner=self.owner(), limit=limit
+            workspace=workspace, statuses=ACTIVE_STATUSES, owner=self.owner(request), limit=limit
         )
         return [
             {
@@ -138,10 +141,12 @@ class Runs(Advance):
             for r in runs
         ]
 
-    def resume(self, snapshot: Snapshot, run_id: str | None, workspace: str | None) -> dict[str, Any]:
+    def resume(
+        self, request: Request, snapshot: Snapshot, run_id: str | None, workspace: str | None
+    ) -> dict[str, Any]:
         if run_id is None:
-            return {"runs": self.open_runs(self.workspace(workspace))}
-        run = self.run(run_id)
+            return {"runs": self.open_runs(request, self.workspace(request, workspace))}
+        run = self.run(request, run_id)
         workflow = self.pinned(snapshot, run)
         recap = []
         for event in self.store.events(run.id):
@@ -176,9 +181,9 @@ class Runs(Advance):
         return result
 
     # -- workflow_abandon ------------------------------------------------------------
-    def abandon(self, run_id: str, reason: str) -> dict[str, Any]:
+    def abandon(self, request: Request, run_id: str, reason: str) -> dict[str, Any]:
         for _ in range(MAX_RETRIES):
-            run = self.run(run_id)
+            run = self.run(request, run_id)
             if run.status not in ACTIVE_STATUSES:
                 raise _not_active(run)
             try:
@@ -186,7 +191,7 @@ class Runs(Advance):
                     run,
                     RunUpdate(status="abandoned"),
                     [NewEvent("abandoned", data={"reason": reason})],
-                    self.owner(),
+                    self.owner(request),
                 )
             except Conflict:
                 continue

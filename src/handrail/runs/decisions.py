@@ -11,29 +11,35 @@ from handrail.runs.base import MAX_RETRIES, RunsBase, _not_current, _off_the_clo
 from handrail.store.base import Conflict, NewEvent, RunRecord, RunUpdate
 
 if TYPE_CHECKING:
-    from handrail.runs.approvals import Answer, Question
+    from handrail.request import Request
+    from handrail.runs.approvals import Answer, InputRequired, Question
 
 
 class Decisions(RunsBase):
     """Approve, decline, and what a run waiting for a person answers meanwhile."""
 
-    def _ask(self, run: RunRecord, step: Mapping[str, Any], output: str) -> dict[str, Any]:
-        """Ask the person through the client when it can be asked; else say who must act.
-        An answer the call already carries counts only for a question asked before."""
-        from handrail.runs.approvals import REQUEST_APPROVER
+    def _ask(
+        self, request: Request, run: RunRecord, step: Mapping[str, Any], output: str
+    ) -> dict[str, Any] | InputRequired:
+        """Ask the person through the client when the request says how; else say who must
+        act. An answer the call already carries counts only for a question asked before."""
+        from handrail.runs.approvals import Decision
 
-        approver = REQUEST_APPROVER.get()
+        approver = request.approver
         if approver is None:
             return self._waiting_answer(run)
         given = approver.given()
         if given is not None:
-            return self._answered(run, given)
-        question = self._question(run, step, output)
+            return self._answered(request, run, given)
+        question = self._question(request, run, step, output)
         with _off_the_clock():  # a person takes their time
             decision = approver.ask(question)
         if decision is None:
             return self._waiting_answer(run)
+        if not isinstance(decision, Decision):
+            return decision  # the client asks the person, then calls again
         return self._decide(
+            request,
             run.id,
             decision.approve,
             person=decision.person,
@@ -42,7 +48,7 @@ class Decisions(RunsBase):
             question=(question.asked, None),
         )
 
-    def _question(self, run: RunRecord, step: Mapping[str, Any], output: str) -> Question:
+    def _question(self, request: Request, run: RunRecord, step: Mapping[str, Any], output: str) -> Question:
         """A question put to the client for the approval the run waits on, recorded as an
         `approval_asked` event that keeps the digest of its nonce."""
         from handrail.runs.approvals import ASKED, Question, new_nonce
@@ -50,11 +56,11 @@ class Decisions(RunsBase):
         nonce, kept = new_nonce()
         step_id = str(step["id"])
         asked = NewEvent(ASKED, step_id, {"via": "client", "question": kept})
-        written = self._write(run, RunUpdate(), [asked], self.owner())
+        written = self._write(run, RunUpdate(), [asked], self.owner(request))
         title = str(step.get("title", step_id))
         return Question(run.id, step_id, title, output, run.workflow_id, written.events, nonce)
 
-    def _answered(self, run: RunRecord, given: Answer) -> dict[str, Any]:
+    def _answered(self, request: Request, run: RunRecord, given: Answer) -> dict[str, Any]:
         """A 2026-07-28 retry's answer: used when its requestState names the question put
         for this run's pending approval, still unanswered; refused otherwise."""
         from handrail.runs.approvals import parse_request_state
@@ -69,6 +75,7 @@ class Decisions(RunsBase):
             raise _refused(run, "its requestState is for another run")
         decision = given.decision
         return self._decide(
+            request,
             run.id,
             decision.approve,
             person=decision.person,
@@ -112,9 +119,7 @@ class Decisions(RunsBase):
         if run.status != "awaiting_approval":
             return None
         events = self.store.events(run.id)
-        at = next(
-            (i for i in range(len(events) - 1, -1, -1) if events[i].type == "awaiting_approval"), None
-        )
+        at = next((i for i in range(len(events) - 1, -1, -1) if events[i].type == "awaiting_approval"), None)
         if at is None or events[at].step_id is None:
             return None
         step_id = events[at].step_id
@@ -138,8 +143,8 @@ class Decisions(RunsBase):
         }
 
     def _awaiting(
-        self, run: RunRecord, step_id: str | None, changes: Mapping[str, Any] | None
-    ) -> dict[str, Any]:
+        self, request: Request, run: RunRecord, step_id: str | None, changes: Mapping[str, Any] | None
+    ) -> dict[str, Any] | InputRequired:
         pending, output = self._pending(run)
         if step_id is not None and step_id != pending:
             raise _not_current(step_id, run)
@@ -152,7 +157,7 @@ class Decisions(RunsBase):
             )
         step = run.position.get("step")
         if isinstance(step, Mapping):
-            return self._ask(run, step, output)
+            return self._ask(request, run, step, output)
         return self._waiting_answer(run)
 
     def _waiting_answer(self, run: RunRecord) -> dict[str, Any]:
@@ -218,20 +223,22 @@ class Decisions(RunsBase):
         raise InvalidParams(data={"details": "output is required with stepId"})
 
     def approve(
-        self, run_id: str, *, person: str, comment: str | None = None, via: str = "cli"
+        self, request: Request, run_id: str, *, person: str, comment: str | None = None, via: str = "cli"
     ) -> dict[str, Any]:
         """A person approves the step the run waits on: it is accepted and the run goes on.
-        `via`: where the person decided (`cli`, `dashboard`), recorded on the event."""
-        return self._decide(run_id, True, person=person, comment=comment, via=via)
+        `request`: whose run it is; `via`: where the person decided (`cli`, `dashboard`),
+        recorded on the event."""
+        return self._decide(request, run_id, True, person=person, comment=comment, via=via)
 
     def decline(
-        self, run_id: str, *, person: str, comment: str | None = None, via: str = "cli"
+        self, request: Request, run_id: str, *, person: str, comment: str | None = None, via: str = "cli"
     ) -> dict[str, Any]:
         """A person declines it: the run stays on the step, and the comment is an issue."""
-        return self._decide(run_id, False, person=person, comment=comment, via=via)
+        return self._decide(request, run_id, False, person=person, comment=comment, via=via)
 
     def _decide(
         self,
+        request: Request,
         run_id: str,
         approve: bool,
         *,
@@ -246,7 +253,7 @@ class Decisions(RunsBase):
         from handrail.result_json import next_json
 
         for _ in range(MAX_RETRIES):
-            run = self.run(run_id)
+            run = self.run(request, run_id)
             if question is not None:
                 self._open_question(run, *question)
             if run.status != "awaiting_approval":

@@ -2,23 +2,22 @@
 answer goes out twice, as structuredContent and as the text of a text block, both
 spliced in from the one encoding the service made; a HandrailError becomes a result
 with `isError` and the fix text a model can act on. Approvals (spec/runs.md) ask the
-person through the client: at once (elicitation/create, stdio) or on a retry
-(2026-07-28 `input_required`)."""
+person through the client (protocol/surface/approvals.py): at once (elicitation/create,
+stdio) or on a retry (2026-07-28 `input_required`, a result the run operations return)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from dataclasses import replace
+from typing import Any
 
 from handrail.codec import Encoded, encode
 from handrail.errors import INVALID_PARAMS, HandrailError, RpcError
-from handrail.protocol.revisions import modern_capabilities
+from handrail.protocol.surface.approvals import Ask, approver_for, input_required
 from handrail.protocol.surface.texts import fix_text
+from handrail.request import Request
+from handrail.runs.approvals import InputRequired
 from handrail.service.core import Service
 
-if TYPE_CHECKING:
-    from handrail.protocol.client_requests import ClientRequests
-
-ELICITATION_TIMEOUT_S = 600.0  # how long a person has to answer an approval asked through the client
 _MISSING = object()
 
 
@@ -26,18 +25,11 @@ def tools_list(service: Service) -> dict[str, Any]:
     return {"tools": list(service.published_tools())}
 
 
-def tools_call(
-    service: Service,
-    params: dict[str, Any],
-    *,
-    stateless: bool,
-    client_capabilities: dict[str, Any],
-    client_requests: ClientRequests,
-    spliced: bool = False,
-) -> dict[str, Any] | Encoded:
-    """`spliced`: a successful call's result as bytes ready to splice into the reply
-    (the handshake era, whose results are sent as they are), not a dict (the 2026
-    revision stamps its results)."""
+def tools_call(service: Service, request: Request, params: dict[str, Any], ask: Ask | None) -> Any:
+    """A successful call's result as bytes ready to splice into the reply (see
+    `spliced_result`); a tool's error as a result with `isError`; a question for the
+    person (2026-07-28) as an `input_required` result. `ask`: a request to the client
+    waited for, when the session has a channel back (elicitation)."""
     name = params.get("name", _MISSING)
     if not isinstance(name, str) or not Service.knows(name):
         # never echo a non-string name: it may be huge, or nested past repr's limit
@@ -57,27 +49,17 @@ def tools_call(
                 data["didYouMean"] = close
         raise RpcError(INVALID_PARAMS, "Invalid params", data)
     arguments = params.get("arguments", {})
-    approver = (
-        _approver(params, stateless, client_capabilities, client_requests)
-        if name == "workflow_continue"
-        else None
-    )
+    if name == "workflow_continue":
+        approver = approver_for(request, params, ask)
+        if approver is not None:
+            request = replace(request, approver=approver)
     try:
-        if approver is None:
-            result = service.answer(name, arguments)
-        else:
-            from handrail.runs.approvals import REQUEST_APPROVER, InputRequired
-
-            token = REQUEST_APPROVER.set(approver)
-            try:
-                result = service.answer(name, arguments)
-            except InputRequired as asked:  # 2026-07-28: the client asks the person, then retries
-                return asked.result()
-            finally:
-                REQUEST_APPROVER.reset(token)
+        result = service.answer(request, name, arguments)
     except HandrailError as exc:
         return error_result(name, exc)
-    return spliced_result(result) if spliced else tool_result(result)
+    if isinstance(result, InputRequired):  # the client asks the person, then calls again
+        return input_required(result)
+    return spliced_result(result)
 
 
 def tool_result(result: Any) -> dict[str, Any]:
@@ -111,29 +93,6 @@ def error_result(name: str, exc: HandrailError) -> dict[str, Any]:
         "structuredContent": error,
         "isError": True,
     }
-
-
-def _approver(
-    params: dict[str, Any],
-    stateless: bool,
-    client_capabilities: dict[str, Any],
-    client_requests: ClientRequests,
-) -> Any:
-    """How this client can be asked to approve a step (spec/runs.md, "Approvals"), or None."""
-    from handrail.runs.approvals import AnsweredOnRetry, AskedNow, local_person
-    from handrail.runs.core import REQUEST_OWNER
-
-    person = REQUEST_OWNER.get() or local_person()
-    capabilities = modern_capabilities(params)
-    if capabilities is not None:
-        if "elicitation" in capabilities:
-            return AnsweredOnRetry(params.get("inputResponses"), params.get("requestState"), person)
-        return None
-    if stateless or "elicitation" not in client_capabilities:
-        return None
-    if client_requests.sender is None:
-        return None
-    return AskedNow(client_requests.ask, person, ELICITATION_TIMEOUT_S)
 
 
 def _tool_names() -> tuple[str, ...]:
