@@ -25,6 +25,7 @@ import logging
 import os
 from collections.abc import Callable
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 from handrail.codec import Encoded, decode, encode
@@ -104,7 +105,7 @@ class Protocol:
             "server/discover": self._discover,
             **self.surface.handlers(),
             # the seed's direct form: the tool name as the method, its result spliced in
-            **{name: _direct(service, name) for name in tool_names()},
+            **{name: partial(service.answer, name) for name in tool_names()},
         }
 
     @property
@@ -145,12 +146,13 @@ class Protocol:
             message = decode(data)
         except ValueError as exc:
             return encode(parse_error(exc))
-        reply = self.reply(message, request)
-        if reply is None:
-            return None
+        if type(message) is dict:  # the usual message: straight to its one path
+            reply = self._one(message, request or self.session.request)
+        else:
+            reply = self.reply(message, request)
         if type(reply) is Encoded:
             return reply.data
-        return encode(reply)
+        return encode(reply) if reply is not None else None
 
     def reply(self, message: Any, request: Request | None = None) -> Any:
         """The answer to one decoded message or batch: a response, a list of them, or None.
@@ -321,15 +323,6 @@ class Protocol:
         """Stop sending log records to this client (the transport is closing)."""
         self.session.sink = None
         self.surface.close()
-
-
-def _direct(service: Service, name: str) -> Handler:
-    """The seed's direct method for tool `name`: its result, encoded once, as the result."""
-
-    def direct(request: Request, params: dict[str, Any]) -> Any:
-        return service.answer(request, name, params)
-
-    return direct
 
 
 def _enveloped(request: Request, meta: dict[str, Any]) -> Request:

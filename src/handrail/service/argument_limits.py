@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from handrail.errors import InvalidParams
 from handrail.limits import Limits
@@ -39,23 +39,29 @@ def admission(limits: Limits, name: str, schema: dict[str, Any]) -> Accept | Non
     return quick_check(schema, Bounds(limits.max_depth, longest, {"context": limits.max_context_bytes}))
 
 
-def admit_arguments(limits: Limits, name: str, schema: dict[str, Any]) -> Admit:
+class Admission(NamedTuple):
+    """How a tool's arguments are admitted: `quick` (None where it cannot tell) says yes
+    to the usual call; where it does not, `thorough` admits or refuses with the reason."""
+
+    quick: Accept | None
+    thorough: Admit
+
+
+def admit_arguments(limits: Limits, name: str, schema: dict[str, Any]) -> Admission:
     """The admission of tool `name`'s arguments under `limits` and its input `schema`:
     the quick yes (`admission`) when it can tell, else the limits, then the schema."""
     full = _FullCheck(schema)
     within = admission(limits, name, schema)
     # without the quick yes (a workflow's text), the limits come first and the schema's
     # own quick yes spares the full validator
-    quick = quick_check(schema) if within is None else None
+    schema_only = quick_check(schema) if within is None else None
 
-    def admit(arguments: dict[str, Any]) -> None:
-        if within is not None and within(arguments):
-            return  # the usual call: within every limit and what the schema accepts
+    def thorough(arguments: dict[str, Any]) -> None:
         check_limits(limits, name, arguments)  # the long way, where refusals are worded
-        if quick is None or not quick(arguments):
+        if schema_only is None or not schema_only(arguments):
             full(arguments)
 
-    return admit
+    return Admission(within, thorough)
 
 
 class _FullCheck:

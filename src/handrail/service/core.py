@@ -22,7 +22,7 @@ from handrail.limits import MAX_COMPILED_WORKFLOWS, Limits
 from handrail.patterns.caching import BoundedCache
 from handrail.request import LOCAL, Request
 from handrail.runs.approvals import InputRequired
-from handrail.service.argument_limits import Admit, admit_arguments
+from handrail.service.argument_limits import Admission, admit_arguments
 from handrail.service.definitions import tool_names, tools, workflow_schema
 
 if TYPE_CHECKING:
@@ -58,28 +58,25 @@ class Service:
         self.runs.check_config = checks
         self.runs.dashboard_url = dashboard_url
         self.runs_only = runs_only
-        # name -> (the admission of its arguments, its handler)
-        self._plans: dict[str, tuple[Admit, Handler]] = {}
+        # name -> (the admission of its arguments, its handler, whether it reads the request)
+        self._plans: dict[str, tuple[Admission, Callable[..., Any], bool]] = {}
         self._listing: tuple[Snapshot, Encoded] | None = None
         # id -> its last workflow_get answer, for as many workflows as the catalog keeps compiled
         self._documents: BoundedCache[str, tuple[Workflow, Encoded]] = BoundedCache(
             getattr(catalog, "max_compiled", MAX_COMPILED_WORKFLOWS)  # a stand-in catalog may not say
         )
         # the catalog's tools answer alike whoever asks; the run tools take the request
-        self._handlers: dict[str, Handler] = {
-            name: _for_anyone(tool)
-            for name, tool in (
-                ("workflow_list", self.workflow_list),
-                ("workflow_get", self.workflow_get),
-                ("workflow_next", self.workflow_next),
-                ("workflow_validate", self.workflow_validate),
-                ("workflow_validate_json", self.workflow_validate_json),
-                ("workflow_get_schema", self.workflow_get_schema),
-            )
+        self._for_anyone: dict[str, Callable[[Snapshot, dict[str, Any]], Any]] = {
+            "workflow_list": self.workflow_list,
+            "workflow_get": self.workflow_get,
+            "workflow_next": self.workflow_next,
+            "workflow_validate": self.workflow_validate,
+            "workflow_validate_json": self.workflow_validate_json,
+            "workflow_get_schema": self.workflow_get_schema,
         }
         from handrail.runs.handlers import run_handlers
 
-        self._handlers.update(run_handlers(self.runs, self.workflow))
+        self._run_handlers: dict[str, Handler] = run_handlers(self.runs, self.workflow)
 
     @staticmethod
     def knows(name: str) -> bool:
@@ -95,9 +92,10 @@ class Service:
             return {key: v.value() if type(v) is Encoded else v for key, v in result.items()}
         return result
 
-    def answer(self, request: Request, name: str, arguments: Any) -> Encoded | InputRequired:
+    def answer(self, name: str, request: Request, arguments: Any) -> Encoded | InputRequired:
         """The tool's result as the wire carries it: encoded once, and that encoding is
-        where `maxReplyBytes` is checked, so no reply is measured and encoded again."""
+        where `maxReplyBytes` is checked, so no reply is measured and encoded again.
+        (`name` first: the protocol's handler for a tool's direct method binds it.)"""
         encoded: Encoded | InputRequired = self._run(request, name, arguments, True)
         return encoded
 
@@ -112,16 +110,23 @@ class Service:
             refuse_in_runs_only(name)
         plan = self._plans.get(name)
         if plan is None:
-            admit = admit_arguments(self.limits, name, _input_schema(name))
-            plan = self._plans[name] = (admit, self._handlers[name])
-        admit, handler = plan
+            asks = name in self._run_handlers
+            handler = self._run_handlers[name] if asks else self._for_anyone[name]
+            plan = self._plans[name] = (
+                admit_arguments(self.limits, name, _input_schema(name)),
+                handler,
+                asks,
+            )
+        (quick, thorough), handler, asks = plan
         limits = self.limits
         snapshot = self.catalog.snapshot()  # a reload of changed files is not the request's cost
         # the request's budget, opened here from this service's limits (see budget.py)
         token = budget.begin(limits.max_request_seconds, limits.max_reply_bytes, limits.regex_timeout_ms)
         try:
-            admit(arguments)
-            result = handler(request, snapshot, arguments)
+            if quick is None or not quick(arguments):
+                thorough(arguments)
+            # a handler called directly: a wrapper per call would cost what this branch saves
+            result = handler(request, snapshot, arguments) if asks else handler(snapshot, arguments)
             if type(result) is InputRequired:
                 return result  # not a reply of this tool: the protocol words the question
             reply = _bounded(result, limits.max_reply_bytes)
@@ -263,10 +268,6 @@ _TOOL_NAMES = frozenset(tool_names())
 def _input_schema(name: str) -> dict[str, Any]:
     schema: dict[str, Any] = next(t["inputSchema"] for t in tools() if t["name"] == name)
     return schema
-
-
-def _for_anyone(tool: Callable[[Snapshot, dict[str, Any]], Any]) -> Handler:
-    return lambda request, snapshot, args: tool(snapshot, args)
 
 
 def default_runs(database: str | None = None) -> Runs:

@@ -54,7 +54,7 @@ def tools_call(service: Service, request: Request, params: dict[str, Any], ask: 
         if approver is not None:
             request = replace(request, approver=approver)
     try:
-        result = service.answer(request, name, arguments)
+        result = service.answer(name, request, arguments)
     except HandrailError as exc:
         return error_result(name, exc)
     if isinstance(result, InputRequired):  # the client asks the person, then calls again
