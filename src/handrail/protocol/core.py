@@ -148,10 +148,10 @@ class Protocol:
             return encode(parse_error(exc))
         if type(message) is dict:  # the usual message: straight to its one path
             reply = self._one(message, request or self.session.request)
+            if type(reply) is bytes:
+                return reply
         else:
             reply = self.reply(message, request)
-        if type(reply) is Encoded:
-            return reply.data
         return encode(reply) if reply is not None else None
 
     def reply(self, message: Any, request: Request | None = None) -> Any:
@@ -162,11 +162,13 @@ class Protocol:
         if isinstance(message, list):
             if not message:
                 return error_response(None, INVALID_REQUEST, "Invalid Request", {"details": "empty batch"})
-            replies = [r for r in (self._one(m, request) for m in message) if r is not None]
+            replies = [_value(r) for r in (self._one(m, request) for m in message) if r is not None]
             return replies or None
-        return self._one(message, request)
+        return _value(self._one(message, request))
 
     def _one(self, message: Any, request: Request) -> Any:
+        """The response to one message: a dict, None (nothing to answer), or bytes when the
+        result came encoded (spliced in, never decoded)."""
         if type(message) is not dict:
             return error_response(
                 None, INVALID_REQUEST, "Invalid Request", {"details": "a message is a JSON object"}
@@ -226,7 +228,7 @@ class Protocol:
         except Exception:
             return _internal_error(rid, method)
         if type(result) is Encoded:
-            return Encoded(b'{"jsonrpc":"2.0","id":' + encode(rid) + b',"result":' + result.data + b"}")
+            return b'{"jsonrpc":"2.0","id":' + encode(rid) + b',"result":' + result.data + b"}"
         return {"jsonrpc": "2.0", "id": rid, "result": result}
 
     def _notification(self, message: dict[str, Any]) -> dict[str, Any] | None:
@@ -323,6 +325,11 @@ class Protocol:
         """Stop sending log records to this client (the transport is closing)."""
         self.session.sink = None
         self.surface.close()
+
+
+def _value(reply: Any) -> Any:
+    """A response as a value to encode: bytes made by `_one` become `Encoded`."""
+    return Encoded(reply) if type(reply) is bytes else reply
 
 
 def _enveloped(request: Request, meta: dict[str, Any]) -> Request:

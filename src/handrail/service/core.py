@@ -22,7 +22,8 @@ from handrail.limits import MAX_COMPILED_WORKFLOWS, Limits
 from handrail.patterns.caching import BoundedCache
 from handrail.request import LOCAL, Request
 from handrail.runs.approvals import InputRequired
-from handrail.service.argument_limits import Admission, admit_arguments
+from handrail.service.argument_check import Accept
+from handrail.service.argument_limits import Admit, admit_arguments
 from handrail.service.definitions import tool_names, tools, workflow_schema
 
 if TYPE_CHECKING:
@@ -58,8 +59,9 @@ class Service:
         self.runs.check_config = checks
         self.runs.dashboard_url = dashboard_url
         self.runs_only = runs_only
-        # name -> (the admission of its arguments, its handler, whether it reads the request)
-        self._plans: dict[str, tuple[Admission, Callable[..., Any], bool]] = {}
+        # name -> (the admission of its arguments, quick and thorough; its handler; whether
+        # the handler reads the request)
+        self._plans: dict[str, tuple[Accept | None, Admit, Callable[..., Any], bool]] = {}
         self._listing: tuple[Snapshot, Encoded] | None = None
         # id -> its last workflow_get answer, for as many workflows as the catalog keeps compiled
         self._documents: BoundedCache[str, tuple[Workflow, Encoded]] = BoundedCache(
@@ -112,12 +114,9 @@ class Service:
         if plan is None:
             asks = name in self._run_handlers
             handler = self._run_handlers[name] if asks else self._for_anyone[name]
-            plan = self._plans[name] = (
-                admit_arguments(self.limits, name, _input_schema(name)),
-                handler,
-                asks,
-            )
-        (quick, thorough), handler, asks = plan
+            quick, thorough = admit_arguments(self.limits, name, _input_schema(name))
+            plan = self._plans[name] = (quick, thorough, handler, asks)
+        quick, thorough, handler, asks = plan
         limits = self.limits
         snapshot = self.catalog.snapshot()  # a reload of changed files is not the request's cost
         # the request's budget, opened here from this service's limits (see budget.py)

@@ -68,9 +68,7 @@ class Surface:
         }
 
     def tools_call(self, request: Request, params: dict[str, Any]) -> Any:
-        requests = self.session.client_requests
-        ask = requests.ask if not self.session.stateless and requests.sender is not None else None
-        return tools_call(self.service, request, params, ask)
+        return tools_call(self.service, request, params, self.session)
 
     # -- what the client is told about the workflows ---------------------------------
     def instructions(self, *, told: bool) -> str:

@@ -12,6 +12,7 @@ from typing import Any
 
 from handrail.codec import Encoded, encode
 from handrail.errors import INVALID_PARAMS, HandrailError, RpcError
+from handrail.protocol.session import Session
 from handrail.protocol.surface.approvals import Ask, approver_for, input_required
 from handrail.protocol.surface.texts import fix_text
 from handrail.request import Request
@@ -25,11 +26,10 @@ def tools_list(service: Service) -> dict[str, Any]:
     return {"tools": list(service.published_tools())}
 
 
-def tools_call(service: Service, request: Request, params: dict[str, Any], ask: Ask | None) -> Any:
+def tools_call(service: Service, request: Request, params: dict[str, Any], session: Session) -> Any:
     """A successful call's result as bytes ready to splice into the reply (see
     `spliced_result`); a tool's error as a result with `isError`; a question for the
-    person (2026-07-28) as an `input_required` result. `ask`: a request to the client
-    waited for, when the session has a channel back (elicitation)."""
+    person (2026-07-28) as an `input_required` result."""
     name = params.get("name", _MISSING)
     if not isinstance(name, str) or not Service.knows(name):
         # never echo a non-string name: it may be huge, or nested past repr's limit
@@ -50,7 +50,7 @@ def tools_call(service: Service, request: Request, params: dict[str, Any], ask: 
         raise RpcError(INVALID_PARAMS, "Invalid params", data)
     arguments = params.get("arguments", {})
     if name == "workflow_continue":
-        approver = approver_for(request, params, ask)
+        approver = approver_for(request, params, _ask(session))
         if approver is not None:
             request = replace(request, approver=approver)
     try:
@@ -93,6 +93,13 @@ def error_result(name: str, exc: HandrailError) -> dict[str, Any]:
         "structuredContent": error,
         "isError": True,
     }
+
+
+def _ask(session: Session) -> Ask | None:
+    """A request to the client waited for (elicitation), when the session has a channel
+    back to it while a request is answered (stdio)."""
+    requests = session.client_requests
+    return requests.ask if not session.stateless and requests.sender is not None else None
 
 
 def _tool_names() -> tuple[str, ...]:
