@@ -68,7 +68,7 @@ class Service:
             getattr(catalog, "max_compiled", MAX_COMPILED_WORKFLOWS)  # a stand-in catalog may not say
         )
         # the catalog's tools answer alike whoever asks; the run tools take the request
-        self._for_anyone: dict[str, Callable[[Snapshot, dict[str, Any]], Any]] = {
+        self._handlers: dict[str, Callable[[Snapshot, dict[str, Any]], Any]] = {
             "workflow_list": self.workflow_list,
             "workflow_get": self.workflow_get,
             "workflow_next": self.workflow_next,
@@ -113,7 +113,7 @@ class Service:
         plan = self._plans.get(name)
         if plan is None:
             asks = name in self._run_handlers
-            handler = self._run_handlers[name] if asks else self._for_anyone[name]
+            handler = self._run_handlers[name] if asks else self._handlers[name]
             quick, thorough = admit_arguments(self.limits, name, _input_schema(name))
             plan = self._plans[name] = (quick, thorough, handler, asks)
         quick, thorough, handler, asks = plan
