@@ -196,8 +196,8 @@ class Protocol:
                 return error_response(
                     rid, INVALID_REQUEST, "Invalid Request", {"details": "method must be a string"}
                 )
-        params = message.get("params", {})
-        if params is None:
+        params = message.get("params")
+        if params is None:  # left out, or null: no params
             params = {}
         try:
             if type(params) is not dict and not isinstance(params, dict):
