@@ -21,6 +21,7 @@ from handrail.checks import check_config
 from handrail.compiler import compile_text
 from handrail.errors import HandrailError
 from handrail.model import Workflow
+from handrail.request import LOCAL
 from handrail.service.core import Service, default_runs
 from tests.checks.workspaces import write as write_files
 from tests.conftest import SPEC
@@ -85,7 +86,9 @@ def run_trace(trace: dict[str, Any], folder: Path) -> list[str]:
             elif call["tool"] in ("approve", "decline"):  # what `handrail runs approve|decline` does
                 decide = service.runs.approve if call["tool"] == "approve" else service.runs.decline
                 try:
-                    outcome = decide(run_id or "", person=params["person"], comment=params.get("comment"))
+                    outcome = decide(
+                        LOCAL, run_id or "", person=params["person"], comment=params.get("comment")
+                    )
                 except HandrailError as exc:
                     outcome = {"error": {"code": exc.code, "message": exc.message, "data": exc.data}}
             else:

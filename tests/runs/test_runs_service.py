@@ -36,26 +36,23 @@ def test_a_run_context_grown_past_the_limit_by_merges_is_refused(tmp_path: Path)
 
 
 def test_another_persons_run_is_not_found(tmp_path: Path) -> None:
-    from handrail.runs.core import REQUEST_OWNER
+    from handrail.request import Request
 
     write(tmp_path / "flows", build_feature())
     service = Service(load_catalog(tmp_path / "flows", bundled=False))
     try:
-        token = REQUEST_OWNER.set("alice")
+        alice, bob = Request(owner="alice"), Request(owner="bob")
         run = service.call(
-            "workflow_start", {"workflowId": WORKFLOW_ID, "goal": "Mine", "workspace": str(tmp_path)}
+            "workflow_start", {"workflowId": WORKFLOW_ID, "goal": "Mine", "workspace": str(tmp_path)}, alice
         )
-        REQUEST_OWNER.reset(token)
-        token = REQUEST_OWNER.set("bob")
         for name, arguments in (
             ("workflow_continue", {"runId": run["runId"], "stepId": "plan", "output": "Plan: hers."}),
             ("workflow_resume", {"runId": run["runId"]}),
             ("workflow_abandon", {"runId": run["runId"], "reason": "not mine"}),
         ):
             with pytest.raises(HandrailError) as refused:
-                service.call(name, arguments)
+                service.call(name, arguments, bob)
             assert refused.value.code == -32008, name
-        assert service.call("workflow_resume", {"workspace": str(tmp_path)}) == {"runs": []}
-        REQUEST_OWNER.reset(token)
+        assert service.call("workflow_resume", {"workspace": str(tmp_path)}, bob) == {"runs": []}
     finally:
         service.close()

@@ -6,11 +6,9 @@ Also the `--database` and `--runs-only` options that `start` and `serve` share.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import sys
-from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, TextIO
 
 from handrail.errors import HandrailError, RunNotActive, RunNotFound
@@ -18,6 +16,7 @@ from handrail.settings import settings
 from handrail.store.base import STATUSES, EventType, RunStatus
 
 if TYPE_CHECKING:
+    from handrail.request import Request
     from handrail.runs import Runs
     from handrail.store import Event, RunRecord
 
@@ -233,22 +232,16 @@ def _run_dict(r: RunRecord) -> dict[str, Any]:
     return shaped(r, SHOWN_FIELDS)
 
 
-@contextlib.contextmanager
-def _as_owner(runs: Runs, run_id: str) -> Iterator[None]:
+def _as_owner(runs: Runs, run_id: str) -> Request:
     """Whoever can open the database may read and end anyone's run: act as its owner."""
-    from handrail.runs.core import REQUEST_OWNER
+    from handrail.request import Request
 
     found = runs.store.get(run_id)
-    reset = REQUEST_OWNER.set(found.owner if found is not None else None)
-    try:
-        yield
-    finally:
-        REQUEST_OWNER.reset(reset)
+    return Request(owner=found.owner if found is not None else None)
 
 
 def _show(runs: Runs, args: argparse.Namespace) -> int:
-    with _as_owner(runs, args.run_id):
-        run = runs.run(args.run_id)
+    run = runs.run(_as_owner(runs, args.run_id), args.run_id)
     events = runs.events(run)
     if args.format == "json":
         document = {"run": _run_dict(run), "events": [_event_dict(e) for e in events]}
@@ -326,8 +319,7 @@ def _markdown(run: RunRecord, events: list[Event]) -> str:
 
 def _abandon(runs: Runs, args: argparse.Namespace) -> int:
     try:
-        with _as_owner(runs, args.run_id):
-            result = runs.abandon(args.run_id, args.reason)
+        result = runs.abandon(_as_owner(runs, args.run_id), args.run_id, args.reason)
     except RunNotActive as exc:  # its advice (start a new run) is for an agent
         status = exc.data.get("status")
         raise RunNotActive(data={**exc.data, "details": f"the run is already {status}"}) from None
@@ -366,8 +358,8 @@ def _decide(runs: Runs, args: argparse.Namespace) -> int:
 
     person = args.person or local_person()
     decide = runs.approve if args.runs_command == "approve" else runs.decline
-    with _as_owner(runs, args.run_id):  # a served run is its owner's; the person decides
-        result = decide(args.run_id, person=person, comment=args.comment)
+    # a served run is its owner's; the person decides
+    result = decide(_as_owner(runs, args.run_id), args.run_id, person=person, comment=args.comment)
     if args.runs_command == "approve":
         step = result.get("step")
         after = (

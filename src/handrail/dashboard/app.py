@@ -24,7 +24,7 @@ from starlette.routing import BaseRoute, Route
 from handrail.dashboard import views
 from handrail.dashboard.sessions import COOKIE, Identifies, Session, Sessions
 from handrail.errors import HandrailError
-from handrail.runs.core import REQUEST_OWNER
+from handrail.request import Request as Asking
 from handrail.service.people import bearer
 from handrail.store.base import ACTIVE_STATUSES, STATUSES, EventType
 
@@ -105,16 +105,9 @@ def dashboard_routes(service: Any, refuse: Refuse, people: Identifies | None) ->
         return None, False
 
     def as_person(session: Session, work: Callable[..., Any], *args: Any) -> Any:
-        """Run `work` on a worker thread as the signed-in person (their runs only)."""
-
-        def call() -> Any:
-            mark = REQUEST_OWNER.set(session.person)
-            try:
-                return work(*args)
-            finally:
-                REQUEST_OWNER.reset(mark)
-
-        return run_in_threadpool(call)
+        """Run `work(asking, *args)` on a worker thread, `asking` the request of the
+        signed-in person (their runs only)."""
+        return run_in_threadpool(work, Asking(owner=session.person), *args)
 
     def same_origin(request: Request) -> bool:
         """A form post must name this very host and port (browsers send Origin on every
@@ -166,9 +159,11 @@ def dashboard_routes(service: Any, refuse: Refuse, people: Identifies | None) ->
         except HandrailError:
             return None
 
-    def listing(status: str | None, workflow: str | None, text: str | None) -> list[dict[str, Any]]:
+    def listing(
+        asking: Asking, status: str | None, workflow: str | None, text: str | None
+    ) -> list[dict[str, Any]]:
         statuses = [status] if status in STATUSES else None
-        found = runs.listing(statuses=statuses, workflow_id=workflow, text=text, limit=LISTED)
+        found = runs.listing(asking, statuses=statuses, workflow_id=workflow, text=text, limit=LISTED)
         return [views.run_row(r, workflow_of(r)) for r in found]
 
     def filters(request: Request) -> tuple[str | None, str | None, str | None]:
@@ -193,8 +188,8 @@ def dashboard_routes(service: Any, refuse: Refuse, people: Identifies | None) ->
             text=text,
         )
 
-    def run_details(run_id: str) -> dict[str, Any]:
-        run = runs.run(run_id)
+    def run_details(asking: Asking, run_id: str) -> dict[str, Any]:
+        run = runs.run(asking, run_id)
         events = runs.events(run)
         workflow = workflow_of(run)
         return {
@@ -243,7 +238,10 @@ def dashboard_routes(service: Any, refuse: Refuse, people: Identifies | None) ->
         method = runs.approve if verb == "approve" else runs.decline
         try:
             await as_person(
-                session, lambda: method(run_id, person=session.person, comment=comment, via="dashboard")
+                session,
+                lambda asking: method(
+                    asking, run_id, person=session.person, comment=comment, via="dashboard"
+                ),
             )
             note = "Approved." if verb == "approve" else "Declined."
         except HandrailError as exc:
@@ -257,8 +255,8 @@ def dashboard_routes(service: Any, refuse: Refuse, people: Identifies | None) ->
         return TextJSONResponse({"runs": rows}, headers={"Cache-Control": "no-store"})
 
     async def api_run(request: Request, session: Session) -> Response:
-        def one(run_id: str) -> dict[str, Any]:
-            run = runs.run(run_id)
+        def one(asking: Asking, run_id: str) -> dict[str, Any]:
+            run = runs.run(asking, run_id)
             return {**views.run_row(run, workflow_of(run)), "version": run.version}
 
         try:

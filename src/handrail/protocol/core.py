@@ -1,7 +1,12 @@
 """JSON-RPC 2.0 and the MCP lifecycle: framing rules, version negotiation and
 dispatch. No I/O: bytes in, bytes out, for any transport. What MCP offers beyond
 the lifecycle (tools, resources, prompts, logging, completion, subscriptions) is
-registered by handrail.protocol.surface into the method tables here.
+registered by handrail.protocol.surface into the one handler table here.
+
+Every message takes one path: checked as JSON-RPC, then handed with its request
+(handrail.request: who asks, the revision, the client's capabilities) to the handler
+its method names, in the style of the MCP SDK's low-level server. A result the
+service already encoded is spliced into the reply as bytes, never decoded again.
 
 Two eras of the protocol are served side by side, per request:
 
@@ -19,6 +24,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -35,7 +41,6 @@ from handrail.errors import (
     error_response,
 )
 from handrail.limits import Limits
-from handrail.protocol.client_requests import ClientRequests
 from handrail.protocol.revisions import (
     CLIENT_CAPABILITIES_KEY,
     CLIENT_INFO_KEY,
@@ -46,8 +51,10 @@ from handrail.protocol.revisions import (
     SERVER_INFO_KEY,
     negotiate,
 )
-from handrail.protocol.surface.surface import Handler, Surface
+from handrail.protocol.session import Session
+from handrail.protocol.surface.surface import SESSION_METHODS, Handler, Surface
 from handrail.protocol.surface.texts import with_runs
+from handrail.request import Request
 from handrail.service.core import Service
 from handrail.service.definitions import tool_names
 
@@ -70,7 +77,11 @@ CACHE_HINTS: dict[str, tuple[int, str]] = {
     "prompts/list": (CATALOG_TTL_MS, "private"),
 }
 _SERVER_STAMP = {SERVER_INFO_KEY: SERVER_INFO}  # `_meta` of every 2026 result (encoded, never mutated)
+_STAMP_TAIL = b',"resultType":"complete","_meta":' + encode(_SERVER_STAMP) + b"}"
 _BEFORE_INITIALIZE = frozenset({"initialize", "ping", "server/discover"})
+# the handshake era's own methods: the 2026-07-28 revision has no handshake, no ping, no
+# shutdown, no session (logging, subscriptions), and not the seed's direct tool methods
+_HANDSHAKE_ONLY = frozenset({"initialize", "ping", "shutdown", *SESSION_METHODS, *tool_names()})
 
 
 class Protocol:
@@ -83,35 +94,41 @@ class Protocol:
         self.initialized = stateless
         self.version: str | None = None
         self.shutdown_requested = False
-        self.client_ready = False  # set by notifications/initialized
-        self.client_capabilities: dict[str, Any] = {}  # as the client declared them in initialize
-        self.client_requests = ClientRequests()  # server -> client requests (see protocol/client_requests.py)
-        # Server-to-client messages sent outside a reply (log records): the transport sets
-        # it when it has a channel for them; the stateless HTTP transport has none.
-        self.sink: Callable[[bytes], None] | None = None
-        self.surface = Surface(self)
-        self._methods: dict[str, Handler] = {
+        self.session = Session(stateless)
+        self.client_requests = self.session.client_requests  # server -> client requests
+        self.surface = Surface(self.session, service)
+        # the one table: method -> handler(request, params), for both eras (see _HANDSHAKE_ONLY)
+        self.handlers: dict[str, Handler] = {
             "initialize": self._initialize,
-            "ping": lambda params: {},
+            "ping": lambda request, params: {},
             "shutdown": self._shutdown,
-            "server/discover": lambda params: self._stamped("server/discover", self._discover(params)),
-            **self.surface.methods(),
-        }
-        # The 2026-07-28 revision: no handshake, no ping, no shutdown, no seed-style methods.
-        self._modern_methods: dict[str, Handler] = {
             "server/discover": self._discover,
-            **self.surface.modern_methods(),
-        }
-        # what `_dispatch` finds for each method once the session is initialized, the
-        # seed's direct forms included: the lane of the usual request (see `handle`)
-        self._lanes: dict[str, Handler] = {
+            **self.surface.handlers(),
+            # the seed's direct form: the tool name as the method, its result spliced in
             **{name: partial(service.answer, name) for name in tool_names()},
-            **self._methods,
         }
 
     @property
     def limits(self) -> Limits:
         return self.service.limits
+
+    @property
+    def client_ready(self) -> bool:
+        return self.session.client_ready
+
+    @property
+    def sink(self) -> Callable[[bytes], None] | None:
+        """Where log records for the client go (set by a transport that can send them)."""
+        return self.session.sink
+
+    @sink.setter
+    def sink(self, send: Callable[[bytes], None] | None) -> None:
+        self.session.sink = send
+
+    @property
+    def request(self) -> Request:
+        """The request this session's messages start from (stdio)."""
+        return self.session.request
 
     def on_catalog_change(self, listener: Callable[[Any], None]) -> None:
         """Call `listener` after each reload of the workflows (stdio: list_changed notes)."""
@@ -122,101 +139,68 @@ class Protocol:
         return self.surface.list_changed()
 
     # -- framing -------------------------------------------------------------------
-    def handle(self, data: bytes | str) -> bytes | None:
+    def handle(self, data: bytes | str, request: Request | None = None) -> bytes | None:
+        """The bytes answering one line, or None. `request`: who asks (HTTP: per POST);
+        by default the session's."""
         try:
             message = decode(data)
         except ValueError as exc:
             return encode(parse_error(exc))
-        if type(message) is dict and self.initialized:
-            # the usual request, told in a few looks: a handshake-era request of an
-            # initialized session with a proper envelope goes straight to its method;
-            # anything else (and any doubt) takes the full path below
-            rid = message.get("id")
-            params = message.get("params")
-            method = message.get("method")
-            if (
-                (type(rid) is int or type(rid) is str)
-                and type(method) is str
-                and type(params) is dict
-                and "_meta" not in params
-                and message.get("jsonrpc") == "2.0"
-            ):
-                handler = self._lanes.get(method)
-                if handler is not None:
-                    return self._lane(rid, method, handler, params)
-        reply = self.reply(message)
+        if type(message) is dict:  # the usual message: straight to its one path
+            reply = self._one(message, request or self.session.request)
+            if type(reply) is bytes:
+                return reply
+        else:
+            reply = self.reply(message, request)
         return encode(reply) if reply is not None else None
 
-    def _lane(self, rid: int | str, method: str, handler: Handler, params: dict[str, Any]) -> bytes:
-        """What `_one` answers for such a request, as bytes; a result already encoded is
-        spliced into the reply as it is."""
-        try:
-            result = handler(params)
-        except RpcError as exc:  # HandrailError included
-            return encode(exc.response(rid))
-        except Exception:
-            return encode(_internal_error(rid, method))
-        if type(result) is Encoded:
-            return b'{"jsonrpc":"2.0","id":' + encode(rid) + b',"result":' + result.data + b"}"
-        return encode({"jsonrpc": "2.0", "id": rid, "result": result})
-
-    def reply(self, message: Any) -> Any:
-        """The answer to one decoded message or batch: a response, a list of them, or None."""
+    def reply(self, message: Any, request: Request | None = None) -> Any:
+        """The answer to one decoded message or batch: a response, a list of them, or None.
+        A response whose result was already encoded is itself `Encoded`."""
+        if request is None:
+            request = self.session.request
         if isinstance(message, list):
             if not message:
                 return error_response(None, INVALID_REQUEST, "Invalid Request", {"details": "empty batch"})
-            replies = [r for r in (self._one(m) for m in message) if r is not None]
+            replies = [_value(r) for r in (self._one(m, request) for m in message) if r is not None]
             return replies or None
-        return self._one(message)
+        return _value(self._one(message, request))
 
-    def _one(self, message: Any) -> dict[str, Any] | None:
-        if not isinstance(message, dict):
+    def _one(self, message: Any, request: Request) -> Any:
+        """The response to one message: a dict, None (nothing to answer), or bytes when the
+        result came encoded (spliced in, never decoded)."""
+        if type(message) is not dict:
             return error_response(
                 None, INVALID_REQUEST, "Invalid Request", {"details": "a message is a JSON object"}
             )
         rid = message.get("id", _MISSING)
-        is_notification = rid is _MISSING
-        if not is_notification and not valid_id(rid):
+        if rid is _MISSING:
+            return self._notification(message)
+        if not (type(rid) is int or type(rid) is str or valid_id(rid)):
             return error_response(
                 None,
                 INVALID_REQUEST,
                 "Invalid Request",
                 {"details": "id must be a string or an integer"},
             )
-        reply_id = None if is_notification else rid
         if message.get("jsonrpc") != "2.0":
-            return (
-                None
-                if is_notification
-                else error_response(
-                    reply_id,
-                    INVALID_REQUEST,
-                    "Invalid Request",
-                    {"details": 'jsonrpc must be "2.0"'},
-                )
+            return error_response(
+                rid, INVALID_REQUEST, "Invalid Request", {"details": 'jsonrpc must be "2.0"'}
             )
         method = message.get("method")
-        if not isinstance(method, str):
-            if is_notification and ("result" in message or "error" in message):
-                return None  # a response from the client; we send no requests, so ignore it
+        if type(method) is not str:
             if "result" in message or "error" in message:
                 self.client_requests.resolve(message)  # the answer to one of our requests, if any
                 return None
-            return error_response(
-                reply_id, INVALID_REQUEST, "Invalid Request", {"details": "method must be a string"}
-            )
-        if is_notification:
-            if method == "notifications/initialized" and self.initialized:
-                self.client_ready = True
-                self.surface.ask_roots()
-            elif method == "notifications/roots/list_changed" and self.client_ready:
-                self.surface.ask_roots()
-            return None  # notifications/initialized, cancelled, ...: no response, ever
-        params = message.get("params", {})
-        if params is None:
+            if not isinstance(method, str):
+                return error_response(
+                    rid, INVALID_REQUEST, "Invalid Request", {"details": "method must be a string"}
+                )
+        params = message.get("params")
+        if params is None:  # left out, or null: no params
             params = {}
         try:
-            if not isinstance(params, dict):
+            if type(params) is not dict and not isinstance(params, dict):
                 raise RpcError(INVALID_PARAMS, "Invalid params", {"details": "params must be an object"})
             meta = params.get("_meta")  # the one look-up a handshake-era request pays for the 2026 era
             if (
@@ -225,26 +209,49 @@ class Protocol:
                 and PROTOCOL_VERSION_KEY in meta
                 and method != "initialize"
             ):
-                return {"jsonrpc": "2.0", "id": rid, "result": self._modern(method, params, meta)}
-            return {"jsonrpc": "2.0", "id": rid, "result": self._dispatch(method, params)}
+                request = _enveloped(request, meta)
+                handler = self.handlers.get(method)
+                if handler is None or method in _HANDSHAKE_ONLY:
+                    raise RpcError(METHOD_NOT_FOUND, "Method not found", {"method": method})
+                result = _stamped(method, handler(request, params))
+            else:
+                if not self.initialized and method not in _BEFORE_INITIALIZE:
+                    raise RpcError(SERVER_ERROR, "Server not initialized", {"method": method})
+                handler = self.handlers.get(method)
+                if handler is None:
+                    raise RpcError(METHOD_NOT_FOUND, "Method not found", {"method": method})
+                result = handler(request, params)
+                if method == "server/discover":
+                    result = _stamped(method, result)
         except RpcError as exc:  # HandrailError included
             return exc.response(rid)
         except Exception:
             return _internal_error(rid, method)
+        if type(result) is Encoded:
+            return b'{"jsonrpc":"2.0","id":' + encode(rid) + b',"result":' + result.data + b"}"
+        return {"jsonrpc": "2.0", "id": rid, "result": result}
 
-    # -- dispatch ------------------------------------------------------------------
-    def _dispatch(self, method: str, params: dict[str, Any]) -> Any:
-        if not self.initialized and method not in _BEFORE_INITIALIZE:
-            raise RpcError(SERVER_ERROR, "Server not initialized", {"method": method})
-        handler = self._methods.get(method)
-        if handler is not None:
-            return handler(params)
-        if Service.knows(method):  # the seed's direct form: the tool name as the method
-            return self.service.answer(method, params)
-        raise RpcError(METHOD_NOT_FOUND, "Method not found", {"method": method})
+    def _notification(self, message: dict[str, Any]) -> dict[str, Any] | None:
+        """notifications/initialized, cancelled, ...: acted on where it matters, never
+        answered; only a message with neither a method nor a result is refused."""
+        if message.get("jsonrpc") != "2.0":
+            return None
+        method = message.get("method")
+        if not isinstance(method, str):
+            if "result" in message or "error" in message:
+                return None  # a response from the client without an id: nothing to match it to
+            return error_response(
+                None, INVALID_REQUEST, "Invalid Request", {"details": "method must be a string"}
+            )
+        if method == "notifications/initialized" and self.initialized:
+            self.session.client_ready = True
+            self.surface.ask_roots()
+        elif method == "notifications/roots/list_changed" and self.session.client_ready:
+            self.surface.ask_roots()
+        return None
 
     # -- lifecycle -----------------------------------------------------------------
-    def _initialize(self, params: dict[str, Any]) -> dict[str, Any]:
+    def _initialize(self, request: Request, params: dict[str, Any]) -> dict[str, Any]:
         requested = params.get("protocolVersion", _MISSING)
         if requested is _MISSING:
             raise RpcError(INVALID_PARAMS, "Invalid params", {"details": "protocolVersion is required"})
@@ -266,7 +273,9 @@ class Protocol:
             )
         self.initialized = True
         self.version = version
-        self.client_capabilities = params["capabilities"]
+        capabilities = params["capabilities"]
+        if not self.stateless:  # HTTP: each request stands alone, and carries its own
+            request = self.session.request = replace(request, version=version, capabilities=capabilities)
         text = self.surface.instructions(told=True)
         return {
             "protocolVersion": version,
@@ -279,61 +288,21 @@ class Protocol:
                 "completions": {},
             },
             "serverInfo": dict(SERVER_INFO),
-            "instructions": with_runs(text, self._runs_note()),
+            "instructions": with_runs(text, self._runs_note(request, capabilities)),
         }
 
-    def _runs_note(self) -> str:
-        """The open runs for the instructions; a client with roots names its workspace only
-        once initialized (stateless HTTP is never asked for roots)."""
-        roots = not self.stateless and "roots" in self.client_capabilities
-        return self.service.open_runs_note(roots=roots)
+    def _runs_note(self, request: Request, capabilities: dict[str, Any]) -> str:
+        """The asking person's open runs for the instructions; a client with roots names its
+        workspace only once initialized (stateless HTTP is never asked for roots)."""
+        roots = not self.stateless and "roots" in capabilities
+        return self.service.open_runs_note(request, roots=roots)
 
-    def _shutdown(self, params: dict[str, Any]) -> None:
+    def _shutdown(self, request: Request, params: dict[str, Any]) -> None:
         self.shutdown_requested = True
         return None
 
     # -- the 2026-07-28 revision -------------------------------------------------------
-    def _modern(self, method: str, params: dict[str, Any], meta: dict[str, Any]) -> Any:
-        """A request that carries its own envelope: check it, answer, stamp the result."""
-        if CLIENT_CAPABILITIES_KEY not in meta:
-            raise _bad_envelope(f"_meta is missing {CLIENT_CAPABILITIES_KEY}")
-        requested = meta[PROTOCOL_VERSION_KEY]
-        if not isinstance(requested, str):
-            raise _bad_envelope(f"_meta {PROTOCOL_VERSION_KEY} must be a string")
-        if requested not in MODERN_VERSIONS:
-            raise RpcError(
-                UNSUPPORTED_PROTOCOL_VERSION,
-                "Unsupported protocol version",
-                {"supported": list(MODERN_VERSIONS), "requested": requested},
-            )
-        if not isinstance(meta[CLIENT_CAPABILITIES_KEY], dict):
-            raise _bad_envelope(f"_meta {CLIENT_CAPABILITIES_KEY} must be an object")
-        info = meta.get(CLIENT_INFO_KEY)
-        if info is not None and not isinstance(info, dict):
-            raise _bad_envelope(f"_meta {CLIENT_INFO_KEY} must be an object")
-        handler = self._modern_methods.get(method)
-        if handler is None:
-            raise RpcError(METHOD_NOT_FOUND, "Method not found", {"method": method})
-        return self._stamped(method, handler(params))
-
-    @staticmethod
-    def _stamped(method: str, result: Any) -> Any:
-        """A 2026 result: `resultType`, the cache hints where the method has them, serverInfo."""
-        stamps: dict[str, Any] = {}
-        if type(result) is Encoded:  # a tool's answer as bytes: the stamps are spliced in after it
-            stamps["resultType"] = "complete"
-        else:
-            result.setdefault("resultType", "complete")  # or input_required (an approval)
-        hint = CACHE_HINTS.get(method)
-        if hint is not None:
-            stamps["ttlMs"], stamps["cacheScope"] = hint
-        stamps["_meta"] = _SERVER_STAMP
-        if type(result) is Encoded:
-            return Encoded(result.data[:-1] + b"," + encode(stamps)[1:])
-        result.update(stamps)
-        return result
-
-    def _discover(self, params: dict[str, Any]) -> dict[str, Any]:
+    def _discover(self, request: Request, params: dict[str, Any]) -> dict[str, Any]:
         return {
             "supportedVersions": list(MODERN_VERSIONS),
             "capabilities": {  # no list_changed notifications: this revision has no session to send them on
@@ -350,16 +319,55 @@ class Protocol:
         """The server is stopping: end what a request in hand may be waiting on (a
         check's processes, a client's answer), so that nothing is left behind."""
         self.client_requests.cancel_all()
-        import sys
-
-        process = sys.modules.get("handrail.processes")  # loaded only once a program ran
-        if process is not None:
-            process.kill_running()
+        self.service.interrupt()
 
     def close(self) -> None:
         """Stop sending log records to this client (the transport is closing)."""
-        self.sink = None
+        self.session.sink = None
         self.surface.close()
+
+
+def _value(reply: Any) -> Any:
+    """A response as a value to encode: bytes made by `_one` become `Encoded`."""
+    return Encoded(reply) if type(reply) is bytes else reply
+
+
+def _enveloped(request: Request, meta: dict[str, Any]) -> Request:
+    """The request a 2026-07-28 message makes of `request`, its envelope checked."""
+    if CLIENT_CAPABILITIES_KEY not in meta:
+        raise _bad_envelope(f"_meta is missing {CLIENT_CAPABILITIES_KEY}")
+    requested = meta[PROTOCOL_VERSION_KEY]
+    if not isinstance(requested, str):
+        raise _bad_envelope(f"_meta {PROTOCOL_VERSION_KEY} must be a string")
+    if requested not in MODERN_VERSIONS:
+        raise RpcError(
+            UNSUPPORTED_PROTOCOL_VERSION,
+            "Unsupported protocol version",
+            {"supported": list(MODERN_VERSIONS), "requested": requested},
+        )
+    capabilities = meta[CLIENT_CAPABILITIES_KEY]
+    if not isinstance(capabilities, dict):
+        raise _bad_envelope(f"_meta {CLIENT_CAPABILITIES_KEY} must be an object")
+    info = meta.get(CLIENT_INFO_KEY)
+    if info is not None and not isinstance(info, dict):
+        raise _bad_envelope(f"_meta {CLIENT_INFO_KEY} must be an object")
+    return replace(request, version=requested, modern=True, capabilities=capabilities)
+
+
+def _stamped(method: str, result: Any) -> Any:
+    """A 2026 result: `resultType`, the cache hints where the method has them, serverInfo.
+    A tool's result, already encoded, is stamped as bytes (the same bytes the dict would
+    encode to: no hints for tools/call)."""
+    if type(result) is Encoded:
+        data = result.data
+        tail = _STAMP_TAIL if data.strip() != b"{}" else _STAMP_TAIL[1:]
+        return Encoded(data[: data.rindex(b"}")] + tail)
+    result.setdefault("resultType", "complete")  # or input_required (an approval)
+    hint = CACHE_HINTS.get(method)
+    if hint is not None:
+        result["ttlMs"], result["cacheScope"] = hint
+    result["_meta"] = _SERVER_STAMP
+    return result
 
 
 def _internal_error(rid: Any, method: str) -> dict[str, Any]:

@@ -19,6 +19,8 @@ if TYPE_CHECKING:
     from handrail.catalog import Snapshot
     from handrail.checks import Baseline, CheckResult
     from handrail.model import Workflow
+    from handrail.request import Request
+    from handrail.runs.approvals import InputRequired
 
 
 class Advance:
@@ -30,12 +32,13 @@ class Advance:
 
     def continue_(
         self,
+        request: Request,
         snapshot: Snapshot,
         run_id: str,
         step_id: str | None,
         output: str | None,
         changes: Mapping[str, Any] | None,
-    ) -> dict[str, Any]:
+    ) -> dict[str, Any] | InputRequired:
         if output is not None and step_id is None:
             raise InvalidParams(data={"details": "stepId is required with output"})
         ledger = self.ledger
@@ -47,22 +50,22 @@ class Advance:
             # replicas share this store and move its runs all the time: a copy from our last
             # write would be stale, and its conflict taken for a racing submission
             cached = None
-        if cached is not None and cached.owner != ledger.owner():
+        if cached is not None and cached.owner != ledger.owner(request):
             cached = None  # another person's: `run` says it is not found
         elif cached is not None and (cached.status == RunStatus.AWAITING_APPROVAL or output is None):
             cached = None  # a person may have decided, from another process: read it
         tried: dict[str, RunRecord | None] = {"cached": cached, "seen": None}
 
-        def once() -> dict[str, Any]:
+        def once() -> dict[str, Any] | InputRequired:
             copy = tried["cached"]
-            run = copy if copy is not None else ledger.run(run_id)
+            run = copy if copy is not None else ledger.run(request, run_id)
             seen = tried["seen"]
             if seen is not None and run.accepted != seen.accepted and step_id is not None:
                 # another submission was accepted between our read and our write
                 raise not_current(step_id, run, moved=True)
             tried["seen"] = run
             try:
-                return self._continue_once(snapshot, run, step_id, output, changes)
+                return self._continue_once(request, snapshot, run, step_id, output, changes)
             except Conflict:
                 tried["cached"] = None
                 raise
@@ -76,17 +79,18 @@ class Advance:
 
     def _continue_once(
         self,
+        request: Request,
         snapshot: Snapshot,
         run: RunRecord,
         step_id: str | None,
         output: str | None,
         changes: Mapping[str, Any] | None,
-    ) -> dict[str, Any]:
+    ) -> dict[str, Any] | InputRequired:
         from handrail.engine import validate_output
 
         ledger, decisions = self.ledger, self.decisions
         if run.status == RunStatus.AWAITING_APPROVAL:  # a person approves (or declines) the step first
-            return decisions.while_waiting(run, step_id, changes)
+            return decisions.while_waiting(request, run, step_id, changes)
         if step_id is not None and output is None:
             return decisions.after_decision(run, step_id)
         submitting = step_id is not None and output is not None
@@ -109,7 +113,7 @@ class Advance:
         change_data = {"contextChanges": dict(changes)} if changes else {}
         if step_id is None or output is None:  # context only
             context_event = NewEvent(EventType.CONTEXT, data=change_data)
-            written = ledger.write(run, update, [context_event], ledger.owner())
+            written = ledger.write(run, update, [context_event], ledger.owner(request))
             return {
                 "runId": run.id,
                 "accepted": False,
@@ -129,7 +133,7 @@ class Advance:
                 step_id,
                 {"output": output, **title, "issues": issues, "suggestions": suggestions, **change_data},
             )
-            written = ledger.write(run, update, [event], ledger.owner())
+            written = ledger.write(run, update, [event], ledger.owner(request))
             return {
                 "runId": run.id,
                 "accepted": False,
@@ -150,7 +154,7 @@ class Advance:
                 step_id,
                 {"output": output, **title, "issues": issues, "suggestions": suggestions, **change_data},
             )
-            written = ledger.write(run, update, [*checked, event], ledger.owner())
+            written = ledger.write(run, update, [*checked, event], ledger.owner(request))
             return {
                 "runId": run.id,
                 "accepted": False,
@@ -164,8 +168,8 @@ class Advance:
             waiting = NewEvent(
                 EventType.AWAITING_APPROVAL, step_id, {"output": output, **title, **change_data}
             )
-            written = ledger.write(run, update, [*checked, waiting], ledger.owner())
-            return decisions.ask(written, current, output)
+            written = ledger.write(run, update, [*checked, waiting], ledger.owner(request))
+            return decisions.ask(request, written, current, output)
         after, result = position.advanced(workflow, context, done=step_id)
         events = [*checked, NewEvent(EventType.ACCEPTED, step_id, {"output": output, **title, **change_data})]
         if result.is_complete:
@@ -178,7 +182,7 @@ class Advance:
                 accepted=run.accepted + 1,
             ),
             events,
-            ledger.owner(),
+            ledger.owner(request),
         )
         evidence = {"checks": [r.to_event() for r in results]} if results else {}
         return {

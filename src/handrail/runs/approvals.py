@@ -1,19 +1,20 @@
 """Approvals: what a person is asked when a step needs them, and how the answer comes.
 
 A run whose current step's `requireConfirmation` holds waits, after the step's rules
-and checks pass, in status `awaiting_approval` until a person decides. The transport
-says, per request, how this client can be asked (`REQUEST_APPROVER`):
-- a 2025-era client that declared `elicitation`, over a channel that can carry a
-  request back (stdio): `elicitation/create`, answered while the call waits;
-- a 2026-07-28 client that declared it: an `input_required` result (`InputRequired`),
-  answered on the client's retry of the same call;
-- any other client: nobody is asked here; a person runs `handrail runs approve RUN`.
+and checks pass, in status `awaiting_approval` until a person decides. The request
+(handrail.request) carries how this client can be asked, its `approver`:
+- one that asks at once and waits for the answer (stdio's `elicitation/create`);
+- one that carries an answer on the client's retry of the same call, and otherwise
+  returns `InputRequired`: a result, which the protocol sends as the client's
+  question (2026-07-28 `input_required`);
+- none: nobody is asked here; a person runs `handrail runs approve RUN`.
+How those look on the wire is the protocol's business (protocol/surface/approvals.py).
 
 A client's answer counts only for a question the server put for the approval the run
 waits on: each question is an `approval_asked` event, and an answer is used only while
 that event is still the run's latest word on its approval (so once, and never for
-another run, step or iteration). On the 2026 path the client carries the question back
-in `requestState`, whose random nonce only the SHA-256 in the event can confirm.
+another run, step or iteration). The client carries the question back in
+`request_state`, whose random nonce only the SHA-256 in the event can confirm.
 See spec/runs.md, "Approvals".
 """
 
@@ -24,14 +25,9 @@ import hashlib
 import hmac
 import os
 import secrets
-from collections.abc import Mapping
-from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
-OUTPUT_START = 400  # how much of the output the question quotes
-APPROVAL_KEY = "approval"  # the key of our request in an input_required result
-ACTIONS = ("accept", "decline", "cancel")
 ASKED = "approval_asked"  # the event of a question put to a client
 
 
@@ -57,31 +53,6 @@ class Question:
     def request_state(self) -> str:
         return f"{self.run_id}:{self.asked}:{self.nonce}"
 
-    def elicitation(self) -> dict[str, Any]:
-        """`elicitation/create` params (form mode): a message and one optional comment."""
-        text = " ".join(self.output.split())
-        if len(text) > OUTPUT_START:
-            text = text[: OUTPUT_START - 1].rstrip() + "…"
-        return {
-            "mode": "form",
-            "message": (
-                f"Approve step `{self.step_id}` ({self.title}) of run {self.run_id} "
-                f"({self.workflow_id})? The agent's output begins:\n\n{text}\n\n"
-                "Accept to approve it; decline to send it back to the agent."
-            ),
-            "requestedSchema": {
-                "type": "object",
-                "properties": {
-                    "comment": {
-                        "type": "string",
-                        "title": "Comment",
-                        "description": "Optional: a note for the run's record (on decline, what to change)",
-                        "maxLength": 2000,
-                    }
-                },
-            },
-        }
-
 
 class Approver(Protocol):
     person: str
@@ -89,9 +60,10 @@ class Approver(Protocol):
     def given(self) -> Answer | None:
         """An answer this call already carries (2026: on a retry), before anything is asked."""
 
-    def ask(self, question: Question) -> Decision | None:
-        """The person's decision; None when they could not be asked or did not answer
-        in time (the run then waits for `handrail runs approve`)."""
+    def ask(self, question: Question) -> Decision | InputRequired | None:
+        """The person's decision; `InputRequired` when the client is to ask them and call
+        again; None when they could not be asked or did not answer in time (the run then
+        waits for `handrail runs approve`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,25 +97,12 @@ def parse_request_state(state: str) -> tuple[str, int, str] | None:
     return parts[0], int(parts[1]), parts[2]
 
 
-class InputRequired(Exception):
-    """Raised through the service to the protocol: answer `resultType: input_required`."""
+@dataclass(frozen=True, slots=True)
+class InputRequired:
+    """The answer to a call whose client is to ask the person `question`, then call again
+    with the answer: a result handed up to the protocol, not an error."""
 
-    def __init__(self, question: Question) -> None:
-        super().__init__(question.run_id)
-        self.question = question
-
-    def result(self) -> dict[str, Any]:
-        return {
-            "resultType": "input_required",
-            "inputRequests": {
-                APPROVAL_KEY: {"method": "elicitation/create", "params": self.question.elicitation()}
-            },
-            "requestState": self.question.request_state,
-        }
-
-
-# Set by a transport, per request, to how this client can be asked (None: it cannot).
-REQUEST_APPROVER: ContextVar[Approver | None] = ContextVar("handrail_request_approver", default=None)
+    question: Question
 
 
 def local_person() -> str:
@@ -163,49 +122,3 @@ def _account_name() -> str:
         return pwd.getpwuid(os.getuid()).pw_name
     except (ImportError, KeyError, OSError):
         return "local"
-
-
-def decision_from(result: Any, person: str) -> Decision | None:
-    """An ElicitResult (`{action, content?}`) as a decision; None when it is not one."""
-    if not isinstance(result, Mapping) or result.get("action") not in ACTIONS:
-        return None
-    content = result.get("content")
-    comment = content.get("comment") if isinstance(content, Mapping) else None
-    comment = comment.strip()[:2000] if isinstance(comment, str) and comment.strip() else None
-    if comment is not None:  # half of a UTF-16 pair is kept written out (`\ud800`), as text a run can hold
-        comment = comment.encode("utf-8", "backslashreplace").decode("utf-8")
-    action = str(result["action"])
-    return Decision(action == "accept", person, comment, action)
-
-
-class AnsweredOnRetry:
-    """2026-07-28: the answer, when this call is the client's retry; else ask for it."""
-
-    def __init__(self, responses: Any, request_state: Any, person: str) -> None:
-        self.responses = responses if isinstance(responses, Mapping) else {}
-        self.request_state = request_state[:200] if isinstance(request_state, str) else None
-        self.person = person
-
-    def given(self) -> Answer | None:
-        decision = decision_from(self.responses.get(APPROVAL_KEY), self.person)
-        return Answer(decision, self.request_state) if decision is not None else None
-
-    def ask(self, question: Question) -> Decision | None:
-        raise InputRequired(question)
-
-
-class AskedNow:
-    """2025 era over a two-way channel: `elicitation/create`, waited for."""
-
-    def __init__(self, send: Any, person: str, timeout: float) -> None:
-        self.send = send  # (method, params, timeout) -> result | None
-        self.person = person
-        self.timeout = timeout
-
-    def given(self) -> Answer | None:
-        return None  # answers come only to the request sent, under its random id
-
-    def ask(self, question: Question) -> Decision | None:
-        return decision_from(
-            self.send("elicitation/create", question.elicitation(), self.timeout), self.person
-        )

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from handrail.runs import machine
 from handrail.runs.advance import Advance
 from handrail.runs.decisions import Decisions
-from handrail.runs.ledger import REQUEST_OWNER, Ledger, new_run_id
+from handrail.runs.ledger import Ledger, new_run_id
 from handrail.runs.position import Position, merge_context
 from handrail.runs.refusals import not_active
 from handrail.runs.shapes import recap, shaped, summary, view
@@ -39,11 +39,12 @@ if TYPE_CHECKING:
     from handrail.catalog import Snapshot
     from handrail.checks import CheckConfig
     from handrail.model import Workflow
+    from handrail.request import Request
+    from handrail.runs.approvals import InputRequired
     from handrail.runs.pinning import Pins
     from handrail.store import RunStore
 
-# what other modules have always imported from here (transports set REQUEST_OWNER)
-__all__ = ["REQUEST_OWNER", "Runs", "merge_context", "new_run_id", "summary"]
+__all__ = ["Runs", "merge_context", "new_run_id", "summary"]
 
 OPEN_RUNS_LISTED = 20
 OPEN_RUN_FIELDS = ("runId", "workflowId", "goal", "status", "currentStep", "updatedAt", "workspace")
@@ -107,20 +108,17 @@ class Runs:
     def dashboard_url(self, value: str | None) -> None:
         self.ledger.dashboard_url = value
 
-    def owner(self) -> str:
-        return self.ledger.owner()
+    def owner(self, request: Request) -> str:
+        return self.ledger.owner(request)
 
-    def set_roots(self, uris: list[Any]) -> None:
-        self.ledger.set_roots(uris)
+    def default_workspace(self, request: Request) -> str:
+        return self.ledger.default_workspace(request)
 
-    def default_workspace(self) -> str:
-        return self.ledger.default_workspace()
+    def workspace(self, request: Request, value: str | None) -> str:
+        return self.ledger.workspace(request, value)
 
-    def workspace(self, value: str | None) -> str:
-        return self.ledger.workspace(value)
-
-    def run(self, run_id: str) -> RunRecord:
-        return self.ledger.run(run_id)
+    def run(self, request: Request, run_id: str) -> RunRecord:
+        return self.ledger.run(request, run_id)
 
     def pinned(self, snapshot: Snapshot, run: RunRecord) -> Workflow:
         return self.ledger.pinned(snapshot, run)
@@ -131,26 +129,28 @@ class Runs:
     # -- workflow_continue and a person's decisions ------------------------------------
     def continue_(
         self,
+        request: Request,
         snapshot: Snapshot,
         run_id: str,
         step_id: str | None,
         output: str | None,
         changes: Mapping[str, Any] | None,
-    ) -> dict[str, Any]:
-        return self.advance.continue_(snapshot, run_id, step_id, output, changes)
+    ) -> dict[str, Any] | InputRequired:
+        return self.advance.continue_(request, snapshot, run_id, step_id, output, changes)
 
     def approve(
-        self, run_id: str, *, person: str, comment: str | None = None, via: str = "cli"
+        self, request: Request, run_id: str, *, person: str, comment: str | None = None, via: str = "cli"
     ) -> dict[str, Any]:
         """A person approves the step the run waits on: it is accepted and the run goes on.
-        `via`: where the person decided (`cli`, `dashboard`), recorded on the event."""
-        return self.decisions.approve(run_id, person=person, comment=comment, via=via)
+        `request`: whose run it is; `via`: where the person decided (`cli`, `dashboard`),
+        recorded on the event."""
+        return self.decisions.approve(request, run_id, person=person, comment=comment, via=via)
 
     def decline(
-        self, run_id: str, *, person: str, comment: str | None = None, via: str = "cli"
+        self, request: Request, run_id: str, *, person: str, comment: str | None = None, via: str = "cli"
     ) -> dict[str, Any]:
         """A person declines it: the run stays on the step, and the comment is an issue."""
-        return self.decisions.decline(run_id, person=person, comment=comment, via=via)
+        return self.decisions.decline(request, run_id, person=person, comment=comment, via=via)
 
     def pending_approval(self, run: RunRecord) -> dict[str, Any] | None:
         return self.decisions.pending_approval(run)
@@ -158,6 +158,7 @@ class Runs:
     # -- workflow_start --------------------------------------------------------------
     def start(
         self,
+        request: Request,
         workflow: Workflow,
         goal: str,
         workspace: str | None,
@@ -166,7 +167,7 @@ class Runs:
         from handrail.engine import next_step
         from handrail.store.sqlite import now
 
-        folder = self.workspace(workspace)
+        folder = self.workspace(request, workspace)
         context = dict(context or {})
         baseline = _baseline(workflow, folder)
         first = next_step(workflow, [], context)
@@ -175,7 +176,7 @@ class Runs:
         at = now()
         run = RunRecord(
             id=new_run_id(),
-            owner=self.owner(),
+            owner=self.owner(request),
             workspace=folder,
             workflow_id=workflow.id,
             workflow_version=workflow.version,
@@ -211,6 +212,7 @@ class Runs:
     # -- what the dashboard and `handrail runs` read --------------------------------
     def listing(
         self,
+        request: Request,
         *,
         statuses: Sequence[str] | None = None,
         workflow_id: str | None = None,
@@ -219,7 +221,7 @@ class Runs:
     ) -> list[RunRecord]:
         """The asking person's runs, most recently updated first, filtered in the store."""
         return self.store.list_runs(
-            statuses=statuses, owner=self.owner(), workflow_id=workflow_id, text=text, limit=limit
+            statuses=statuses, owner=self.owner(request), workflow_id=workflow_id, text=text, limit=limit
         )
 
     def everyones(
@@ -238,17 +240,21 @@ class Runs:
         return machine.offers(run.status)
 
     # -- workflow_resume -------------------------------------------------------------
-    def open_runs(self, workspace: str | None, limit: int = OPEN_RUNS_LISTED) -> list[dict[str, Any]]:
+    def open_runs(
+        self, request: Request, workspace: str | None, limit: int = OPEN_RUNS_LISTED
+    ) -> list[dict[str, Any]]:
         """The caller's open runs in `workspace` (None: in every workspace), latest first."""
         runs = self.store.list_runs(
-            workspace=workspace, statuses=ACTIVE_STATUSES, owner=self.owner(), limit=limit
+            workspace=workspace, statuses=ACTIVE_STATUSES, owner=self.owner(request), limit=limit
         )
         return [shaped(r, OPEN_RUN_FIELDS) for r in runs]
 
-    def resume(self, snapshot: Snapshot, run_id: str | None, workspace: str | None) -> dict[str, Any]:
+    def resume(
+        self, request: Request, snapshot: Snapshot, run_id: str | None, workspace: str | None
+    ) -> dict[str, Any]:
         if run_id is None:
-            return {"runs": self.open_runs(self.workspace(workspace))}
-        run = self.run(run_id)
+            return {"runs": self.open_runs(request, self.workspace(request, workspace))}
+        run = self.run(request, run_id)
         workflow = self.pinned(snapshot, run)
         result: dict[str, Any] = {
             **shaped(run, ("runId", "status", "workflowId", "workflowVersion", "goal", "workspace")),
@@ -267,13 +273,13 @@ class Runs:
         return result
 
     # -- workflow_abandon ------------------------------------------------------------
-    def abandon(self, run_id: str, reason: str) -> dict[str, Any]:
+    def abandon(self, request: Request, run_id: str, reason: str) -> dict[str, Any]:
         def once() -> dict[str, Any]:
-            run = self.run(run_id)
+            run = self.run(request, run_id)
             if not machine.allows(run.status, EventType.ABANDONED):
                 raise not_active(run)
             event = NewEvent(EventType.ABANDONED, data={"reason": reason})
-            written = self.ledger.write(run, RunUpdate(), [event], self.owner())
+            written = self.ledger.write(run, RunUpdate(), [event], self.owner(request))
             return shaped(written, ("runId", "status", "workflowId"))
 
         return self.ledger.retrying(run_id, once)

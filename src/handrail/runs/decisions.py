@@ -15,7 +15,8 @@ from handrail.runs.shapes import view
 from handrail.store.base import EventType, NewEvent, RunRecord, RunStatus, RunUpdate
 
 if TYPE_CHECKING:
-    from handrail.runs.approvals import Answer, Question
+    from handrail.request import Request
+    from handrail.runs.approvals import Answer, InputRequired, Question
 
 
 class Decisions:
@@ -24,23 +25,28 @@ class Decisions:
     def __init__(self, ledger: Ledger) -> None:
         self.ledger = ledger
 
-    def ask(self, run: RunRecord, step: Mapping[str, Any], output: str) -> dict[str, Any]:
-        """Ask the person through the client when it can be asked; else say who must act.
-        An answer the call already carries counts only for a question asked before."""
-        from handrail.runs.approvals import REQUEST_APPROVER
+    def ask(
+        self, request: Request, run: RunRecord, step: Mapping[str, Any], output: str
+    ) -> dict[str, Any] | InputRequired:
+        """Ask the person through the client when the request says how; else say who must
+        act. An answer the call already carries counts only for a question asked before."""
+        from handrail.runs.approvals import Decision
 
-        approver = REQUEST_APPROVER.get()
+        approver = request.approver
         if approver is None:
             return self._waiting_answer(run)
         given = approver.given()
         if given is not None:
-            return self._answered(run, given)
-        question = self._question(run, step, output)
+            return self._answered(request, run, given)
+        question = self._question(request, run, step, output)
         with off_the_clock():  # a person takes their time
             decision = approver.ask(question)
         if decision is None:
             return self._waiting_answer(run)
+        if not isinstance(decision, Decision):
+            return decision  # the client asks the person, then calls again
         return self._decide(
+            request,
             run.id,
             decision.approve,
             person=decision.person,
@@ -49,7 +55,7 @@ class Decisions:
             question=(question.asked, None),
         )
 
-    def _question(self, run: RunRecord, step: Mapping[str, Any], output: str) -> Question:
+    def _question(self, request: Request, run: RunRecord, step: Mapping[str, Any], output: str) -> Question:
         """A question put to the client for the approval the run waits on, recorded as an
         `approval_asked` event that keeps the digest of its nonce."""
         from handrail.runs.approvals import Question, new_nonce
@@ -57,11 +63,11 @@ class Decisions:
         nonce, kept = new_nonce()
         step_id = str(step["id"])
         asked = NewEvent(EventType.APPROVAL_ASKED, step_id, {"via": "client", "question": kept})
-        written = self.ledger.write(run, RunUpdate(), [asked], self.ledger.owner())
+        written = self.ledger.write(run, RunUpdate(), [asked], self.ledger.owner(request))
         title = str(step.get("title", step_id))
         return Question(run.id, step_id, title, output, run.workflow_id, written.events, nonce)
 
-    def _answered(self, run: RunRecord, given: Answer) -> dict[str, Any]:
+    def _answered(self, request: Request, run: RunRecord, given: Answer) -> dict[str, Any]:
         """A 2026-07-28 retry's answer: used when its requestState names the question put
         for this run's pending approval, still unanswered; refused otherwise."""
         from handrail.runs.approvals import parse_request_state
@@ -78,6 +84,7 @@ class Decisions:
             raise answer_refused(run, "its requestState is for another run")
         decision = given.decision
         return self._decide(
+            request,
             run.id,
             decision.approve,
             person=decision.person,
@@ -151,8 +158,8 @@ class Decisions:
         }
 
     def while_waiting(
-        self, run: RunRecord, step_id: str | None, changes: Mapping[str, Any] | None
-    ) -> dict[str, Any]:
+        self, request: Request, run: RunRecord, step_id: str | None, changes: Mapping[str, Any] | None
+    ) -> dict[str, Any] | InputRequired:
         pending, output = self._pending(run)
         if step_id is not None and step_id != pending:
             raise not_current(step_id, run)
@@ -165,7 +172,7 @@ class Decisions:
             )
         step = Position.stored(run.position).step
         if step is not None:
-            return self.ask(run, step, output)
+            return self.ask(request, run, step, output)
         return self._waiting_answer(run)
 
     def _waiting_answer(self, run: RunRecord) -> dict[str, Any]:
@@ -232,20 +239,22 @@ class Decisions:
         raise InvalidParams(data={"details": "output is required with stepId"})
 
     def approve(
-        self, run_id: str, *, person: str, comment: str | None = None, via: str = "cli"
+        self, request: Request, run_id: str, *, person: str, comment: str | None = None, via: str = "cli"
     ) -> dict[str, Any]:
         """A person approves the step the run waits on: it is accepted and the run goes on.
-        `via`: where the person decided (`cli`, `dashboard`), recorded on the event."""
-        return self._decide(run_id, True, person=person, comment=comment, via=via)
+        `request`: whose run it is; `via`: where the person decided (`cli`, `dashboard`),
+        recorded on the event."""
+        return self._decide(request, run_id, True, person=person, comment=comment, via=via)
 
     def decline(
-        self, run_id: str, *, person: str, comment: str | None = None, via: str = "cli"
+        self, request: Request, run_id: str, *, person: str, comment: str | None = None, via: str = "cli"
     ) -> dict[str, Any]:
         """A person declines it: the run stays on the step, and the comment is an issue."""
-        return self._decide(run_id, False, person=person, comment=comment, via=via)
+        return self._decide(request, run_id, False, person=person, comment=comment, via=via)
 
     def _decide(
         self,
+        request: Request,
         run_id: str,
         approve: bool,
         *,
@@ -258,7 +267,7 @@ class Decisions:
         is used only while that question is open (checked on the run as it is written)."""
 
         def once() -> dict[str, Any]:
-            run = self.ledger.run(run_id)
+            run = self.ledger.run(request, run_id)
             if question is not None:
                 self._open_question(run, *question)
             decision = EventType.APPROVED if approve else EventType.DECLINED

@@ -12,34 +12,35 @@ from handrail.errors import InvalidParams, SecurityError
 if TYPE_CHECKING:
     from handrail.catalog import Snapshot
     from handrail.model import Workflow
+    from handrail.request import Request
     from handrail.runs.core import Runs
 
 log = logging.getLogger("handrail.runs")
 
-Handler = Callable[["Snapshot", dict[str, Any]], Any]
+Handler = Callable[["Request", "Snapshot", dict[str, Any]], Any]
 HIDDEN_BY_RUNS_ONLY = ("workflow_get", "workflow_next", "workflow_validate")
 
 
 def run_handlers(runs: Runs, workflow: Callable[[Snapshot, str], Workflow]) -> dict[str, Handler]:
     """`workflow(snapshot, id)` finds a catalog workflow or raises WorkflowNotFound."""
 
-    def start(snapshot: Snapshot, args: dict[str, Any]) -> Any:
+    def start(request: Request, snapshot: Snapshot, args: dict[str, Any]) -> Any:
         refuse_lone_surrogates(args)
         found = workflow(snapshot, args["workflowId"])
-        return runs.start(found, args["goal"], args.get("workspace"), args.get("context"))
+        return runs.start(request, found, args["goal"], args.get("workspace"), args.get("context"))
 
-    def continue_(snapshot: Snapshot, args: dict[str, Any]) -> Any:
+    def continue_(request: Request, snapshot: Snapshot, args: dict[str, Any]) -> Any:
         refuse_lone_surrogates(args)
         return runs.continue_(
-            snapshot, args["runId"], args.get("stepId"), args.get("output"), args.get("context")
+            request, snapshot, args["runId"], args.get("stepId"), args.get("output"), args.get("context")
         )
 
-    def resume(snapshot: Snapshot, args: dict[str, Any]) -> Any:
-        return runs.resume(snapshot, args.get("runId"), args.get("workspace"))
+    def resume(request: Request, snapshot: Snapshot, args: dict[str, Any]) -> Any:
+        return runs.resume(request, snapshot, args.get("runId"), args.get("workspace"))
 
-    def abandon(snapshot: Snapshot, args: dict[str, Any]) -> Any:
+    def abandon(request: Request, snapshot: Snapshot, args: dict[str, Any]) -> Any:
         refuse_lone_surrogates(args)
-        return runs.abandon(args["runId"], args["reason"])
+        return runs.abandon(request, args["runId"], args["reason"])
 
     return {
         "workflow_start": start,
@@ -88,7 +89,7 @@ def refuse_in_runs_only(name: str) -> None:
         )
 
 
-def open_runs_note(runs: Runs, workspace: str | None = None, *, roots: bool = False) -> str:
+def open_runs_note(runs: Runs, request: Request, *, roots: bool = False) -> str:
     """A paragraph for `initialize`'s instructions naming the workspace's open runs; empty
     when there are none. Never creates the database, and never fails `initialize`.
     `roots`: the client names its workspace through MCP roots, which it is asked for only
@@ -98,8 +99,8 @@ def open_runs_note(runs: Runs, workspace: str | None = None, *, roots: bool = Fa
         store_file = getattr(runs, "database_file", None)
         if store_file is not None and not os.path.exists(store_file):
             return ""
-        where = None if roots else (workspace or runs.default_workspace())
-        listed = runs.open_runs(where, limit=10)
+        where = None if roots else runs.default_workspace(request)
+        listed = runs.open_runs(request, where, limit=10)
     except Exception as exc:  # a broken database must not stop the handshake
         log.warning("could not list open runs for the instructions: %s", exc)
         return ""

@@ -9,7 +9,6 @@ import secrets
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from contextvars import ContextVar
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -17,6 +16,7 @@ from handrail import budget
 from handrail.codec import json_size
 from handrail.errors import InvalidParams, RunNotFound, StateError
 from handrail.limits import MAX_CONTEXT_BYTES
+from handrail.request import Request
 from handrail.runs import machine
 from handrail.runs.pinning import Pins
 from handrail.store.base import LOCAL_OWNER, Conflict, Event, NewEvent, RunRecord, RunUpdate
@@ -27,10 +27,6 @@ if TYPE_CHECKING:
     from handrail.model import Workflow
     from handrail.store import RunStore
 
-# Set by a transport, per request, to the person asking (contextvars follow threads and
-# tasks); unset, every run belongs to the server's one owner.
-REQUEST_OWNER: ContextVar[str | None] = ContextVar("handrail_request_owner", default=None)
-
 MAX_RETRIES = 8  # compare-and-set retries when another writer touched the run meanwhile
 RECENT_RUNS = 256  # runs whose last write this process keeps, to skip a read on the next one
 
@@ -39,19 +35,6 @@ T = TypeVar("T")
 
 def new_run_id() -> str:
     return "run_" + secrets.token_hex(16)  # 128 random bits
-
-
-def _root_folder(uri: Any) -> str | None:
-    """The local folder a `file://` root URI names, if it is one."""
-    if not isinstance(uri, str) or not uri.startswith("file://"):
-        return None
-    from urllib.parse import unquote, urlparse
-
-    parsed = urlparse(uri)
-    if parsed.netloc not in ("", "localhost"):
-        return None
-    path = os.path.normpath(unquote(parsed.path))
-    return path if os.path.isabs(path) and _text(path) and os.path.isdir(path) else None
 
 
 def _text(path: str) -> bool:
@@ -82,7 +65,6 @@ class Ledger:
         self._store: RunStore | None = None
         self.default_owner = owner
         self.pins = Pins()
-        self._root: str | None = None  # the client's first root (see set_roots)
         self.recent: dict[str, RunRecord] = {}  # runs as this process last wrote them
         self.max_context_bytes = MAX_CONTEXT_BYTES  # the service sets its own limit
         self._opening = threading.Lock()
@@ -98,10 +80,10 @@ class Ledger:
                     self._store = self._store_factory()
         return self._store
 
-    def owner(self) -> str:
-        """Who is asking: the person the transport set for this request (the one a bearer
-        token names), else the server's one owner."""
-        return REQUEST_OWNER.get() or self.default_owner
+    def owner(self, request: Request) -> str:
+        """Who is asking: the person the request names (a token's, a dashboard session's),
+        else the server's one owner."""
+        return request.owner or self.default_owner
 
     def remember(self, run: RunRecord) -> RunRecord:
         with self._opening:
@@ -118,13 +100,10 @@ class Ledger:
             self._store = None
 
     # -- the workspace ---------------------------------------------------------------
-    def set_roots(self, uris: list[Any]) -> None:
-        """The client's MCP roots, as `roots/list` gave them (file:// URIs)."""
-        self._root = next((p for p in map(_root_folder, uris) if p is not None), None)
-
-    def default_workspace(self) -> str:
+    @staticmethod
+    def default_workspace(request: Request) -> str:
         """The client's first MCP root that is a folder here, else the server's working folder."""
-        folder = self._root or os.getcwd()
+        folder = request.workspace or os.getcwd()
         if not _text(folder):
             shown = os.fsencode(folder).decode("utf-8", "backslashreplace")
             raise InvalidParams(
@@ -135,9 +114,9 @@ class Ledger:
             )
         return folder
 
-    def workspace(self, value: str | None) -> str:
+    def workspace(self, request: Request, value: str | None) -> str:
         if value is None:
-            return self.default_workspace()
+            return self.default_workspace(request)
         if not os.path.isabs(value):
             raise InvalidParams(data={"details": f"workspace must be an absolute path, not {value[:200]!r}"})
         path = os.path.normpath(value)
@@ -146,9 +125,9 @@ class Ledger:
         return path
 
     # -- reading ---------------------------------------------------------------------
-    def run(self, run_id: str) -> RunRecord:
+    def run(self, request: Request, run_id: str) -> RunRecord:
         found = self.store.get(run_id)
-        if found is None or found.owner != self.owner():
+        if found is None or found.owner != self.owner(request):
             raise RunNotFound(data={"runId": run_id})
         return found
 

@@ -1,15 +1,23 @@
-"""What a tool's arguments may hold: refused over a limit (limits.py) before anything
-else looks at them, each refusal naming its limit and the value it had."""
+"""A tool's arguments admitted, or refused with the reason: over a limit (limits.py),
+each refusal naming its limit and the value it had, before anything else looks at
+them; then against the tool's input schema.
+
+`admit_arguments` is the one way in: a function per tool that says yes quickly for
+the usual call (`admission`, one predicate: service/argument_check.py) and otherwise
+takes the long way, where every refusal is worded."""
 
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 from handrail.codec import json_size, loads
 from handrail.errors import InvalidParams
 from handrail.limits import Limits
-from handrail.service.argument_check import Accept, Bounds, quick_check
+from handrail.service.argument_check import Accept, Bounds, quick_check, schema_error_details
+
+Admit = Callable[[dict[str, Any]], None]  # returns, or raises InvalidParams naming the problem
 
 # the argument of a tool that has a length limit: (argument, its type, Limits field,
 # the limit's name in errors, how its length is said)
@@ -30,6 +38,51 @@ def admission(limits: Limits, name: str, schema: dict[str, Any]) -> Accept | Non
         argument, _, field, _, _ = _LONGEST[name]
         longest[argument] = getattr(limits, field)
     return quick_check(schema, Bounds(limits.max_depth, longest, {"context": limits.max_context_bytes}))
+
+
+class Admission(NamedTuple):
+    """How a tool's arguments are admitted: `quick` (None where it cannot tell) says yes
+    to the usual call; where it does not, `thorough` admits or refuses with the reason."""
+
+    quick: Accept | None
+    thorough: Admit
+
+
+def admit_arguments(limits: Limits, name: str, schema: dict[str, Any]) -> Admission:
+    """The admission of tool `name`'s arguments under `limits` and its input `schema`:
+    the quick yes (`admission`) when it can tell, else the limits, then the schema."""
+    full = _FullCheck(schema)
+    within = admission(limits, name, schema)
+    # without the quick yes (a workflow's text), the limits come first and the schema's
+    # own quick yes spares the full validator
+    schema_only = quick_check(schema) if within is None else None
+
+    def thorough(arguments: dict[str, Any]) -> None:
+        check_limits(limits, name, arguments)  # the long way, where refusals are worded
+        if schema_only is None or not schema_only(arguments):
+            full(arguments)
+
+    return Admission(within, thorough)
+
+
+class _FullCheck:
+    """The full schema validator (fastjsonschema), compiled on first use: it is slow to
+    import, and the usual call never needs it. Its errors are reworded to name the
+    argument."""
+
+    def __init__(self, schema: dict[str, Any]) -> None:
+        self.schema = schema
+        self.validate: Callable[[Any], Any] | None = None
+
+    def __call__(self, arguments: dict[str, Any]) -> None:
+        import fastjsonschema
+
+        if self.validate is None:
+            self.validate = fastjsonschema.compile(self.schema, use_default=False)
+        try:
+            self.validate(arguments)
+        except fastjsonschema.JsonSchemaValueException as exc:
+            raise InvalidParams(data={"details": schema_error_details(exc, arguments)}) from None
 
 
 def check_limits(limits: Limits, name: str, arguments: dict[str, Any]) -> None:

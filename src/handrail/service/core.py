@@ -1,7 +1,9 @@
 """The tools' meaning: argument checking, calling the engine, shaping results.
 
-Both ways in (MCP tools/call and the seed's direct methods) come through
-`Service.call`, so they cannot drift apart. Errors are raised as HandrailError.
+Every way in (MCP tools/call, the seed's direct methods, the library) comes through
+`Service._run` with the request (handrail.request) as an argument, so they cannot
+drift apart. Errors are raised as HandrailError; a call whose client must first ask
+its person (an approval, 2026-07-28) returns `InputRequired`.
 """
 
 from __future__ import annotations
@@ -17,8 +19,10 @@ from handrail.codec import Encoded as Encoded
 from handrail.codec import dumps, encode_sized
 from handrail.errors import InvalidParams, WorkflowNotFound
 from handrail.limits import Limits
-from handrail.service.argument_check import Accept, quick_check, schema_error_details
-from handrail.service.argument_limits import admission, check_limits
+from handrail.request import LOCAL, Request
+from handrail.runs.approvals import InputRequired
+from handrail.service.argument_check import Accept
+from handrail.service.argument_limits import Admit, admit_arguments
 from handrail.service.definitions import tool_names, tools, workflow_schema
 
 if TYPE_CHECKING:
@@ -27,7 +31,7 @@ if TYPE_CHECKING:
     from handrail.model import Workflow
     from handrail.runs import Runs
 
-Validator = Callable[[Any], Any]
+Handler = Callable[[Request, Snapshot, dict[str, Any]], Any]
 
 
 class Service:
@@ -54,11 +58,11 @@ class Service:
         self.runs.check_config = checks
         self.runs.dashboard_url = dashboard_url
         self.runs_only = runs_only
-        self._validators: dict[str, Validator] = {}
-        self._quick: dict[str, Accept | None] = {}  # name -> its quick check (service/argument_check.py)
-        # name -> (its check of limits and schema at once, or None; its handler)
-        self._plans: dict[str, tuple[Accept | None, Callable[[Snapshot, dict[str, Any]], Any]]] = {}
+        # name -> (the admission of its arguments, quick and thorough; its handler; whether
+        # the handler reads the request)
+        self._plans: dict[str, tuple[Accept | None, Admit, Callable[..., Any], bool]] = {}
         self._listing: tuple[Snapshot, Encoded] | None = None
+        # the catalog's tools answer alike whoever asks; the run tools take the request
         self._handlers: dict[str, Callable[[Snapshot, dict[str, Any]], Any]] = {
             "workflow_list": self.workflow_list,
             "workflow_get": self.workflow_get,
@@ -69,28 +73,30 @@ class Service:
         }
         from handrail.runs.handlers import run_handlers
 
-        self._handlers.update(run_handlers(self.runs, self.workflow))
+        self._run_handlers: dict[str, Handler] = run_handlers(self.runs, self.workflow)
 
     @staticmethod
     def knows(name: str) -> bool:
         return name in _TOOL_NAMES
 
-    def call(self, name: str, arguments: Any) -> Any:
-        """The tool's result as JSON values (what `answer` encodes for the wire)."""
-        result = self._run(name, arguments, False)
+    def call(self, name: str, arguments: Any, request: Request = LOCAL) -> Any:
+        """The tool's result as JSON values (what `answer` encodes for the wire), asked by
+        `request` (by default the server's own person, asking through no client)."""
+        result = self._run(request, name, arguments, False)
         if type(result) is Encoded:
             return result.value()
         if type(result) is dict:  # parts encoded once for the wire (result_json.next_json)
             return {key: v.value() if type(v) is Encoded else v for key, v in result.items()}
         return result
 
-    def answer(self, name: str, arguments: Any) -> Encoded:
+    def answer(self, name: str, request: Request, arguments: Any) -> Encoded | InputRequired:
         """The tool's result as the wire carries it: encoded once, and that encoding is
-        where `maxReplyBytes` is checked, so no reply is measured and encoded again."""
-        encoded: Encoded = self._run(name, arguments, True)
+        where `maxReplyBytes` is checked, so no reply is measured and encoded again.
+        (`name` first: the protocol's handler for a tool's direct method binds it.)"""
+        encoded: Encoded | InputRequired = self._run(request, name, arguments, True)
         return encoded
 
-    def _run(self, name: str, arguments: Any, encoded: bool) -> Any:
+    def _run(self, request: Request, name: str, arguments: Any, encoded: bool) -> Any:
         if arguments is None:
             arguments = {}
         if type(arguments) is not dict and not isinstance(arguments, dict):
@@ -101,18 +107,22 @@ class Service:
             refuse_in_runs_only(name)
         plan = self._plans.get(name)
         if plan is None:
-            admit = admission(self.limits, name, _input_schema(name))
-            plan = self._plans[name] = (admit, self._handlers[name])
-        admit, handler = plan
+            asks = name in self._run_handlers
+            handler = self._run_handlers[name] if asks else self._handlers[name]
+            quick, thorough = admit_arguments(self.limits, name, _input_schema(name))
+            plan = self._plans[name] = (quick, thorough, handler, asks)
+        quick, thorough, handler, asks = plan
         limits = self.limits
         snapshot = self.catalog.snapshot()  # a reload of changed files is not the request's cost
-        # one budget per request, whichever transport or thread runs it (see budget.py)
+        # the request's budget, opened here from this service's limits (see budget.py)
         token = budget.begin(limits.max_request_seconds, limits.max_reply_bytes, limits.regex_timeout_ms)
         try:
-            if admit is None or not admit(arguments):  # the long way, where refusals are worded
-                check_limits(limits, name, arguments)
-                self._check(name, arguments)
-            result = handler(snapshot, arguments)
+            if quick is None or not quick(arguments):
+                thorough(arguments)
+            # a handler called directly: a wrapper per call would cost what this branch saves
+            result = handler(request, snapshot, arguments) if asks else handler(snapshot, arguments)
+            if type(result) is InputRequired:
+                return result  # not a reply of this tool: the protocol words the question
             reply = _bounded(result, limits.max_reply_bytes)
         finally:
             budget.end(token)
@@ -126,38 +136,22 @@ class Service:
 
         return tuple(t for t in tools() if t["name"] in RUNS_ONLY_TOOLS)
 
-    def set_client_roots(self, uris: list[Any]) -> None:
-        """The client's MCP roots (stdio: one client per server): the first folder among
-        them becomes the default workspace of runs."""
-        self.runs.set_roots(uris)
-
-    def open_runs_note(self, *, roots: bool = False) -> str:
-        """What `initialize` says about the unfinished runs of the server's workspace.
-        `roots`: the client offers MCP roots (its workspace is known only later)."""
+    def open_runs_note(self, request: Request, *, roots: bool = False) -> str:
+        """What `initialize` says about the asking person's unfinished runs in the server's
+        workspace. `roots`: the client offers MCP roots (its workspace is known only later)."""
         from handrail.runs.handlers import open_runs_note
 
-        return open_runs_note(self.runs, roots=roots)
+        return open_runs_note(self.runs, request, roots=roots)
+
+    def interrupt(self) -> None:
+        """The server is stopping: kill the processes of the checks running now (each
+        check then ends as killed)."""
+        from handrail.processes import kill_running  # here: only a stopping server needs it
+
+        kill_running()
 
     def close(self) -> None:
         self.runs.close()
-
-    def _check(self, name: str, arguments: dict[str, Any]) -> None:
-        quick = self._quick.get(name, _UNSET)
-        if quick is _UNSET:
-            quick = self._quick[name] = quick_check(_input_schema(name))
-        if quick is not None and quick(arguments):
-            return  # what the schema accepts, told quickly; the rest is worded below
-        validate = self._validators.get(name)
-        if validate is None:
-            import fastjsonschema
-
-            validate = self._validators[name] = fastjsonschema.compile(_input_schema(name), use_default=False)
-        import fastjsonschema
-
-        try:
-            validate(arguments)
-        except fastjsonschema.JsonSchemaValueException as exc:
-            raise InvalidParams(data={"details": schema_error_details(exc, arguments)}) from None
 
     def workflow(self, snapshot: Snapshot, workflow_id: str) -> Workflow:
         found = snapshot.get(workflow_id)
@@ -256,7 +250,6 @@ def _engine() -> _Engine:
     return _Engine(next_step, validate_output, next_json, verdict_reply)
 
 
-_UNSET: Any = object()
 _TOOL_NAMES = frozenset(tool_names())
 
 

@@ -8,7 +8,8 @@ request alike; this module adds only what HTTP needs:
 
 - Host and Origin are checked against allow-lists (DNS rebinding): 403; a bearer
   token is required when HANDRAIL_TOKEN or a tokens file is set: 401; the token names
-  the person asking (handrail.service.people), set for the request's run calls (both checks:
+  the person asking (handrail.service.people), the owner of the request (handrail.request)
+  each POST is answered as (both checks:
   transport/security.py; a refusal is an RpcError sent through the one builder);
 - GET (no server-to-client stream is offered) and DELETE (no sessions): 405;
 - an Accept that rules out JSON: 406; a body that is not JSON: 415; too large: 413;
@@ -42,6 +43,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from handrail import __version__
+from handrail import request as asking_request
 from handrail.codec import decode, encode
 from handrail.errors import (
     HEADER_MISMATCH,
@@ -59,7 +61,6 @@ from handrail.protocol.revisions import (
     PROTOCOL_VERSION_KEY,
     envelope,
 )
-from handrail.runs.core import REQUEST_OWNER
 from handrail.service.core import Service
 from handrail.service.people import People
 from handrail.transport.http_headers import accepts_json, header_mismatch, status_of
@@ -164,7 +165,9 @@ def create_app(service: Service, settings: HttpSettings | None = None) -> Starle
             requestedVersion=version,
         )
 
-    def answer(message: Any, version: str | None, headers: Headers) -> Response:
+    def answer(
+        message: Any, version: str | None, headers: Headers, asking: asking_request.Request
+    ) -> Response:
         if isinstance(message, list):
             if version is not None and version not in ALL_VERSIONS:
                 return unsupported_header(version)
@@ -175,15 +178,15 @@ def create_app(service: Service, settings: HttpSettings | None = None) -> Starle
                     "Invalid Request",
                     details=f"JSON-RPC batches are not part of protocol version {version}",
                 )
-            reply = protocol.reply(message)
+            reply = protocol.reply(message, asking)
             return Response(status_code=202) if reply is None else _json(reply, status_of(reply, False))
         if not isinstance(message, dict):
-            reply = protocol.reply(message)
+            reply = protocol.reply(message, asking)
             return _json(reply, status_of(reply, False))
         if "id" not in message:  # a notification (or a malformed message without an id)
             if version is not None and version not in ALL_VERSIONS:
                 return unsupported_header(version)
-            reply = protocol.reply(message)
+            reply = protocol.reply(message, asking)
             return Response(status_code=202) if reply is None else _json(reply, status_of(reply, False))
         rid = message["id"] if valid_id(message["id"]) else None
         meta = envelope(message)
@@ -191,7 +194,7 @@ def create_app(service: Service, settings: HttpSettings | None = None) -> Starle
             mismatch = header_mismatch(message, meta, headers)
             if mismatch is not None:
                 return _error(400, HEADER_MISMATCH, "Header mismatch", rid, details=mismatch)
-            reply = protocol.reply(message)
+            reply = protocol.reply(message, asking)
             return _json(reply, status_of(reply, True))
         if version is not None and version not in KNOWN_VERSIONS:
             if version not in MODERN_VERSIONS:
@@ -205,7 +208,7 @@ def create_app(service: Service, settings: HttpSettings | None = None) -> Starle
                     details=f"a {version} request carries {PROTOCOL_VERSION_KEY} and "
                     f"{CLIENT_CAPABILITIES_KEY} in params._meta",
                 )
-        reply = protocol.reply(message)
+        reply = protocol.reply(message, asking)
         if reply is None:  # a client's response to nothing we asked
             return Response(status_code=202)
         return _json(reply, status_of(reply, False))
@@ -237,18 +240,15 @@ def create_app(service: Service, settings: HttpSettings | None = None) -> Starle
             response.headers["Retry-After"] = "1"
             return response
 
-    def work(body: bytes, headers: Headers, asking: str | None) -> Response:
-        """The protocol's part of a request, on a worker thread, as the person asking (set
-        here, in the thread that runs the request, and cleared after: threads are reused)."""
-        reset = REQUEST_OWNER.set(asking)
+    def work(body: bytes, headers: Headers, person: str | None) -> Response:
+        """The protocol's part of a request, on a worker thread, as the person asking."""
         try:
-            try:
-                message = decode(body)
-            except ValueError as exc:
-                return _json(parse_error(exc), 400)
-            return answer(message, headers.get("mcp-protocol-version"), headers)
-        finally:
-            REQUEST_OWNER.reset(reset)
+            message = decode(body)
+        except ValueError as exc:
+            return _json(parse_error(exc), 400)
+        return answer(
+            message, headers.get("mcp-protocol-version"), headers, asking_request.Request(owner=person)
+        )
 
     async def healthz(request: Request) -> Response:
         refused = refuse(request, authenticate=False)  # health checkers carry no token

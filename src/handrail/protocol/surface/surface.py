@@ -1,21 +1,25 @@
 """What MCP offers one session beyond the lifecycle: tools, resources, prompts,
 logging, completion, subscriptions and the requests the server sends the client
-(roots/list here; elicitation/create for approvals, in tool_methods.py), as a method ->
-handler table the protocol dispatches to (`methods` for the handshake era, `modern_methods` for 2026-07-28).
-This is the one place a new tool family, resource or server-to-client request is
-registered; the protocol keeps framing, lifecycle and version negotiation.
+(roots/list here; elicitation/create for approvals, in approvals.py), as a method ->
+handler table the protocol merges into its own (`handlers`): each handler takes the
+request (handrail.request) and the params. This is the one place a new tool family,
+resource or server-to-client request is registered; the protocol keeps framing,
+lifecycle and version negotiation.
 
 A `Surface` also keeps the session's own state here: its subscriptions, its log
 level, and the catalog generation the client was last told about."""
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from dataclasses import replace
+from typing import Any
 
 from handrail.codec import encode
-from handrail.errors import INVALID_PARAMS, METHOD_NOT_FOUND, RpcError
+from handrail.errors import INVALID_PARAMS, METHOD_NOT_FOUND, RESOURCE_NOT_FOUND, RpcError
+from handrail.protocol.session import Session
 from handrail.protocol.surface.completion import CompletionError, complete
 from handrail.protocol.surface.logging_bridge import LEVELS, LogBridge
 from handrail.protocol.surface.prompts import prompts_get, prompts_list
@@ -23,66 +27,48 @@ from handrail.protocol.surface.resources import resources_list, resources_read, 
 from handrail.protocol.surface.subscriptions import Subscriptions
 from handrail.protocol.surface.texts import instructions
 from handrail.protocol.surface.tool_methods import tools_call, tools_list
+from handrail.request import Request
+from handrail.service.core import Service
 
-if TYPE_CHECKING:
-    from handrail.protocol.core import Protocol
-
-Handler = Callable[[dict[str, Any]], Any]
+Handler = Callable[[Request, dict[str, Any]], Any]
+# the methods only a session of the handshake era has (logging, subscriptions)
+SESSION_METHODS = frozenset({"logging/setLevel", "resources/subscribe", "resources/unsubscribe"})
 
 RESOURCES_CHANGED = b'{"jsonrpc":"2.0","method":"notifications/resources/list_changed"}'
 PROMPTS_CHANGED = b'{"jsonrpc":"2.0","method":"notifications/prompts/list_changed"}'
 
 
 class Surface:
-    def __init__(self, session: Protocol) -> None:
+    def __init__(self, session: Session, service: Service) -> None:
         self.session = session
-        self.service = session.service
+        self.service = service
         self.subscriptions = Subscriptions()
         self._log_bridge: LogBridge | None = None
         self._notify_lock = threading.Lock()
         self._seen_generation = -1
 
-    def methods(self) -> dict[str, Handler]:
-        """The handshake era's methods (2024-11-05 .. 2025-11-25)."""
+    def handlers(self) -> dict[str, Handler]:
+        """The surface's methods, for both eras; those in SESSION_METHODS only for the
+        handshake era (2026-07-28 has no session)."""
         service = self.service
         return {
-            "tools/list": lambda params: tools_list(service),
+            "tools/list": lambda request, params: tools_list(service),
             "tools/call": self.tools_call,
-            "resources/list": lambda params: resources_list(service),
-            "resources/read": lambda params: resources_read(service, params),
-            "resources/templates/list": lambda params: templates_list(),
-            "prompts/list": lambda params: prompts_list(service),
-            "prompts/get": lambda params: prompts_get(service, params),
-            "logging/setLevel": self.set_level,
+            "resources/list": lambda request, params: resources_list(service),
+            "resources/read": lambda request, params: resources_read(
+                service, params, INVALID_PARAMS if request.modern else RESOURCE_NOT_FOUND
+            ),
+            "resources/templates/list": lambda request, params: templates_list(),
+            "prompts/list": lambda request, params: prompts_list(service),
+            "prompts/get": lambda request, params: prompts_get(service, params),
             "completion/complete": self.complete,
+            "logging/setLevel": self.set_level,
             "resources/subscribe": self.subscribe,
             "resources/unsubscribe": self.unsubscribe,
         }
 
-    def modern_methods(self) -> dict[str, Handler]:
-        """The 2026-07-28 revision's: no session, so no logging or subscriptions; an
-        unknown resource is Invalid params there."""
-        service = self.service
-        return {
-            "tools/list": lambda params: tools_list(service),
-            "tools/call": self.tools_call,
-            "resources/list": lambda params: resources_list(service),
-            "resources/read": lambda params: resources_read(service, params, missing=INVALID_PARAMS),
-            "resources/templates/list": lambda params: templates_list(),
-            "prompts/list": lambda params: prompts_list(service),
-            "prompts/get": lambda params: prompts_get(service, params),
-            "completion/complete": self.complete,
-        }
-
-    def tools_call(self, params: dict[str, Any]) -> Any:
-        session = self.session
-        return tools_call(
-            self.service,
-            params,
-            stateless=session.stateless,
-            client_capabilities=session.client_capabilities,
-            client_requests=session.client_requests,
-        )
+    def tools_call(self, request: Request, params: dict[str, Any]) -> Any:
+        return tools_call(self.service, request, params, self.session)
 
     # -- what the client is told about the workflows ---------------------------------
     def instructions(self, *, told: bool) -> str:
@@ -133,17 +119,21 @@ class Surface:
         """Ask a client that offers MCP roots for them: the first is the default workspace
         of its runs (spec/runs.md). The answer arrives later, through the protocol's `reply`."""
         session = self.session
-        if session.stateless or "roots" not in session.client_capabilities:
+        if session.stateless or "roots" not in session.request.capabilities:
             return  # stateless HTTP has no channel back to the client (a seam for later)
         session.client_requests.send("roots/list", None, self._got_roots)
 
     def _got_roots(self, result: Any, error: dict[str, Any] | None) -> None:
+        """The first folder among the client's roots becomes the default workspace of the
+        session's runs (stdio: one client per server)."""
         roots = result.get("roots") if isinstance(result, dict) and error is None else None
         if isinstance(roots, list):
-            self.service.set_client_roots([r.get("uri") for r in roots if isinstance(r, dict)])
+            uris = [r.get("uri") for r in roots if isinstance(r, dict)]
+            folder = next((p for p in map(_root_folder, uris) if p is not None), None)
+            self.session.request = replace(self.session.request, workspace=folder)
 
     # -- logging, completion, subscriptions ---------------------------------------------
-    def set_level(self, params: dict[str, Any]) -> dict[str, Any]:
+    def set_level(self, request: Request, params: dict[str, Any]) -> dict[str, Any]:
         level = params.get("level")
         if level not in LEVELS:
             raise RpcError(
@@ -163,7 +153,7 @@ class Surface:
         if sink is not None:
             sink(encode({"jsonrpc": "2.0", "method": "notifications/message", "params": params}))
 
-    def complete(self, params: dict[str, Any]) -> dict[str, Any]:
+    def complete(self, request: Request, params: dict[str, Any]) -> dict[str, Any]:
         try:
             return complete(params, list(self.service.catalog.snapshot().entries))
         except CompletionError as exc:
@@ -181,12 +171,12 @@ class Surface:
             )
         return uri
 
-    def subscribe(self, params: dict[str, Any]) -> dict[str, Any]:
+    def subscribe(self, request: Request, params: dict[str, Any]) -> dict[str, Any]:
         uri = self._subscribed_uri("resources/subscribe", params)
         self.subscriptions.subscribe(uri, subscribable(self.service, uri))
         return {}
 
-    def unsubscribe(self, params: dict[str, Any]) -> dict[str, Any]:
+    def unsubscribe(self, request: Request, params: dict[str, Any]) -> dict[str, Any]:
         uri = self._subscribed_uri("resources/unsubscribe", params)
         self.subscriptions.unsubscribe(uri)  # not subscribed: nothing to do
         return {}
@@ -200,3 +190,25 @@ class Surface:
 
 def _resource_updated(uri: str) -> bytes:
     return encode({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": uri}})
+
+
+def _root_folder(uri: Any) -> str | None:
+    """The local folder a `file://` root URI names, if it is one."""
+    if not isinstance(uri, str) or not uri.startswith("file://"):
+        return None
+    from urllib.parse import unquote, urlparse
+
+    parsed = urlparse(uri)
+    if parsed.netloc not in ("", "localhost"):
+        return None
+    path = os.path.normpath(unquote(parsed.path))
+    return path if os.path.isabs(path) and _text(path) and os.path.isdir(path) else None
+
+
+def _text(path: str) -> bool:
+    """Whether a run can record the path: a name that is not UTF-8 comes as lone surrogates."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

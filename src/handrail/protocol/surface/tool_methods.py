@@ -2,23 +2,23 @@
 answer goes out twice, as structuredContent and as the text of a text block, both
 spliced in from the one encoding the service made (`tool_result`); a HandrailError becomes a result
 with `isError` and the fix text a model can act on. Approvals (spec/runs.md) ask the
-person through the client: at once (elicitation/create, stdio) or on a retry
-(2026-07-28 `input_required`)."""
+person through the client (protocol/surface/approvals.py): at once (elicitation/create,
+stdio) or on a retry (2026-07-28 `input_required`, a result the run operations return)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from dataclasses import replace
+from typing import Any
 
 from handrail.codec import Encoded, encode
 from handrail.errors import INVALID_PARAMS, HandrailError, RpcError
-from handrail.protocol.revisions import modern_capabilities
+from handrail.protocol.session import Session
+from handrail.protocol.surface.approvals import Ask, approver_for, input_required
 from handrail.protocol.surface.texts import fix_text
+from handrail.request import Request
+from handrail.runs.approvals import InputRequired
 from handrail.service.core import Service
 
-if TYPE_CHECKING:
-    from handrail.protocol.client_requests import ClientRequests
-
-ELICITATION_TIMEOUT_S = 600.0  # how long a person has to answer an approval asked through the client
 _MISSING = object()
 
 
@@ -26,15 +26,10 @@ def tools_list(service: Service) -> dict[str, Any]:
     return {"tools": list(service.published_tools())}
 
 
-def tools_call(
-    service: Service,
-    params: dict[str, Any],
-    *,
-    stateless: bool,
-    client_capabilities: dict[str, Any],
-    client_requests: ClientRequests,
-) -> dict[str, Any] | Encoded:
-    """A successful call's result comes as bytes, spliced into the reply as they are."""
+def tools_call(service: Service, request: Request, params: dict[str, Any], session: Session) -> Any:
+    """A successful call's result as bytes ready to splice into the reply (see
+    `tool_result`); a tool's error as a result with `isError`; a question for the
+    person (2026-07-28) as an `input_required` result."""
     name = params.get("name", _MISSING)
     if not isinstance(name, str) or not Service.knows(name):
         # never echo a non-string name: it may be huge, or nested past repr's limit
@@ -54,26 +49,16 @@ def tools_call(
                 data["didYouMean"] = close
         raise RpcError(INVALID_PARAMS, "Invalid params", data)
     arguments = params.get("arguments", {})
-    approver = (
-        _approver(params, stateless, client_capabilities, client_requests)
-        if name == "workflow_continue"
-        else None
-    )
+    if name == "workflow_continue":
+        approver = approver_for(request, params, _ask(session))
+        if approver is not None:
+            request = replace(request, approver=approver)
     try:
-        if approver is None:
-            result = service.answer(name, arguments)
-        else:
-            from handrail.runs.approvals import REQUEST_APPROVER, InputRequired
-
-            token = REQUEST_APPROVER.set(approver)
-            try:
-                result = service.answer(name, arguments)
-            except InputRequired as asked:  # 2026-07-28: the client asks the person, then retries
-                return asked.result()
-            finally:
-                REQUEST_APPROVER.reset(token)
+        result = service.answer(name, request, arguments)
     except HandrailError as exc:
         return error_result(name, exc)
+    if isinstance(result, InputRequired):  # the client asks the person, then calls again
+        return input_required(result)
     return tool_result(result)
 
 
@@ -100,27 +85,11 @@ def error_result(name: str, exc: HandrailError) -> dict[str, Any]:
     }
 
 
-def _approver(
-    params: dict[str, Any],
-    stateless: bool,
-    client_capabilities: dict[str, Any],
-    client_requests: ClientRequests,
-) -> Any:
-    """How this client can be asked to approve a step (spec/runs.md, "Approvals"), or None."""
-    from handrail.runs.approvals import AnsweredOnRetry, AskedNow, local_person
-    from handrail.runs.core import REQUEST_OWNER
-
-    person = REQUEST_OWNER.get() or local_person()
-    capabilities = modern_capabilities(params)
-    if capabilities is not None:
-        if "elicitation" in capabilities:
-            return AnsweredOnRetry(params.get("inputResponses"), params.get("requestState"), person)
-        return None
-    if stateless or "elicitation" not in client_capabilities:
-        return None
-    if client_requests.sender is None:
-        return None
-    return AskedNow(client_requests.ask, person, ELICITATION_TIMEOUT_S)
+def _ask(session: Session) -> Ask | None:
+    """A request to the client waited for (elicitation), when the session has a channel
+    back to it while a request is answered (stdio)."""
+    requests = session.client_requests
+    return requests.ask if not session.stateless and requests.sender is not None else None
 
 
 def _tool_names() -> tuple[str, ...]:

@@ -1,0 +1,26 @@
+"""What one client session holds between its messages: whether every request stands
+alone (HTTP), the session's request (who asks, the negotiated revision, the client's
+capabilities and workspace), whether the client said it is ready, and the channels
+back to it. The protocol keeps one; the MCP surface reads and updates it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from handrail.protocol.client_requests import ClientRequests
+from handrail.request import LOCAL, Request
+
+
+@dataclass(slots=True)
+class Session:
+    # every request stands alone (HTTP): no handshake state, no channel back
+    stateless: bool = False
+    # the request every message of this session starts from (stdio): rebuilt by
+    # `initialize` and when the client's roots arrive; HTTP passes one per POST instead
+    request: Request = LOCAL
+    client_ready: bool = False  # set by notifications/initialized
+    client_requests: ClientRequests = field(default_factory=ClientRequests)
+    # server-to-client messages sent outside a reply (log records): the transport sets
+    # it when it has a channel for them; the stateless HTTP transport has none
+    sink: Callable[[bytes], None] | None = None

@@ -1,0 +1,120 @@
+"""Approvals as MCP carries them (spec/runs.md, "Approvals"): which approver a call to
+workflow_continue gets, the `elicitation/create` question, the 2026-07-28
+`input_required` result, and the client's answer read back as a decision.
+
+- a 2025-era client that declared `elicitation`, over a channel that can carry a
+  request back (stdio): `elicitation/create`, answered while the call waits (`AskedNow`);
+- a 2026-07-28 client that declared it: an `input_required` result, answered on the
+  client's retry of the same call (`AnsweredOnRetry`);
+- any other client: no approver; a person runs `handrail runs approve RUN`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from handrail.request import Request
+from handrail.runs.approvals import Answer, Decision, InputRequired, Question, local_person
+
+OUTPUT_START = 400  # how much of the output the question quotes
+APPROVAL_KEY = "approval"  # the key of our request in an input_required result
+ACTIONS = ("accept", "decline", "cancel")
+ELICITATION_TIMEOUT_S = 600.0  # how long a person has to answer an approval asked through the client
+
+Ask = Callable[[str, Any, float], Any]  # (method, params, timeout) -> result | None
+
+
+def approver_for(request: Request, params: Mapping[str, Any], ask: Ask | None) -> Any:
+    """How this client can be asked to approve a step in this call, or None. `ask`: a
+    server-to-client request waited for (None: the session has no channel back)."""
+    person = request.owner or local_person()
+    if request.modern:
+        if "elicitation" in request.capabilities:
+            return AnsweredOnRetry(params.get("inputResponses"), params.get("requestState"), person)
+        return None
+    if ask is None or "elicitation" not in request.capabilities:
+        return None
+    return AskedNow(ask, person, ELICITATION_TIMEOUT_S)
+
+
+def elicitation(question: Question) -> dict[str, Any]:
+    """`elicitation/create` params (form mode): a message and one optional comment."""
+    text = " ".join(question.output.split())
+    if len(text) > OUTPUT_START:
+        text = text[: OUTPUT_START - 1].rstrip() + "…"
+    return {
+        "mode": "form",
+        "message": (
+            f"Approve step `{question.step_id}` ({question.title}) of run {question.run_id} "
+            f"({question.workflow_id})? The agent's output begins:\n\n{text}\n\n"
+            "Accept to approve it; decline to send it back to the agent."
+        ),
+        "requestedSchema": {
+            "type": "object",
+            "properties": {
+                "comment": {
+                    "type": "string",
+                    "title": "Comment",
+                    "description": "Optional: a note for the run's record (on decline, what to change)",
+                    "maxLength": 2000,
+                }
+            },
+        },
+    }
+
+
+def input_required(asked: InputRequired) -> dict[str, Any]:
+    """A 2026-07-28 result asking the client to put the question to the person, then retry."""
+    question = asked.question
+    return {
+        "resultType": "input_required",
+        "inputRequests": {APPROVAL_KEY: {"method": "elicitation/create", "params": elicitation(question)}},
+        "requestState": question.request_state,
+    }
+
+
+def decision_from(result: Any, person: str) -> Decision | None:
+    """An ElicitResult (`{action, content?}`) as a decision; None when it is not one."""
+    if not isinstance(result, Mapping) or result.get("action") not in ACTIONS:
+        return None
+    content = result.get("content")
+    comment = content.get("comment") if isinstance(content, Mapping) else None
+    comment = comment.strip()[:2000] if isinstance(comment, str) and comment.strip() else None
+    if comment is not None:  # half of a UTF-16 pair is kept written out (`\ud800`), as text a run can hold
+        comment = comment.encode("utf-8", "backslashreplace").decode("utf-8")
+    action = str(result["action"])
+    return Decision(action == "accept", person, comment, action)
+
+
+class AnsweredOnRetry:
+    """2026-07-28: the answer, when this call is the client's retry; else ask for it."""
+
+    def __init__(self, responses: Any, request_state: Any, person: str) -> None:
+        self.responses = responses if isinstance(responses, Mapping) else {}
+        self.request_state = request_state[:200] if isinstance(request_state, str) else None
+        self.person = person
+
+    def given(self) -> Answer | None:
+        decision = decision_from(self.responses.get(APPROVAL_KEY), self.person)
+        return Answer(decision, self.request_state) if decision is not None else None
+
+    def ask(self, question: Question) -> InputRequired:
+        return InputRequired(question)
+
+
+class AskedNow:
+    """2025 era over a two-way channel: `elicitation/create`, waited for."""
+
+    def __init__(self, send: Ask, person: str, timeout: float) -> None:
+        self.send = send
+        self.person = person
+        self.timeout = timeout
+
+    def given(self) -> Answer | None:
+        return None  # answers come only to the request sent, under its random id
+
+    def ask(self, question: Question) -> Decision | None:
+        return decision_from(
+            self.send("elicitation/create", elicitation(question), self.timeout), self.person
+        )

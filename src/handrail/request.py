@@ -1,0 +1,44 @@
+"""Who is asking, and how they can be answered: one immutable value per request.
+
+A transport builds it (stdio once per session, HTTP per POST, the dashboard and the
+runs CLI for the person they act for) and passes it down explicitly: the protocol
+adds what the message itself says (its protocol revision, the client's capabilities),
+the MCP surface adds the approver for a `workflow_continue`, and the service and the
+run operations read it as an argument. Nothing about who asks lives in a global.
+
+The request's budget (deadline, reply size, regex time) is not here: the service
+opens it from its own limits when the request reaches it (see budget.py for why the
+code deep inside a compiled workflow reads it from a context variable).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from handrail.runs.approvals import Approver
+
+NO_CAPABILITIES: Mapping[str, Any] = MappingProxyType({})
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    # the person a token (HTTP), a dashboard session or the runs CLI names; None: the
+    # server's one owner (a local server: stdio, or HTTP without tokens)
+    owner: str | None = None
+    # how this client can be asked to approve a step in this call (spec/runs.md,
+    # "Approvals"); None: nobody is asked, a person runs `handrail runs approve`
+    approver: Approver | None = None
+    # the protocol revision: negotiated by `initialize`, or carried by a 2026-07-28 request
+    version: str | None = None
+    modern: bool = False  # the request carries its own envelope (2026-07-28)
+    # the client's capabilities, as it declared them (initialize, or the request's `_meta`)
+    capabilities: Mapping[str, Any] = field(default_factory=lambda: NO_CAPABILITIES)
+    # the client's first MCP root that is a folder here: the default workspace of its runs
+    workspace: str | None = None
+
+
+LOCAL = Request()  # the server's own person, asking through no client (the library, tests)
