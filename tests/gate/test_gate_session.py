@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from handrail.request import LOCAL
 from tests.gate.runs import GateWorld, claude_input
 from tests.helpers.server import Server
 
@@ -206,7 +207,8 @@ def test_the_bundled_workflows_hold_the_agent_where_it_matters(
     from handrail.catalog import load_catalog
 
     bundled = load_catalog(bundled=True).snapshot().get(workflow)
-    world.run_id = world.runs.start(bundled, "Add a discount to the cart", str(world.workspace), {})["runId"]
+    started = world.runs.start(LOCAL, bundled, "Add a discount to the cart", str(world.workspace), {})
+    world.run_id = started["runId"]
     ran = world.gate("pre-tool-use", claude_input(world, "PreToolUse", tool_name=tool, tool_input=tool_input))
     reason = ran.json()["hookSpecificOutput"]["permissionDecisionReason"]
     assert f"step '{step}' (1 of " in reason and said in reason
