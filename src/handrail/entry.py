@@ -11,10 +11,10 @@ import sys
 def main() -> int:
     argv = sys.argv[1:]
     if len(argv) >= 2 and argv[0] == "gate" and not {"-h", "--help"} & set(argv):
-        from handrail.gate import hook
+        from handrail.gate import hook  # lazy: a hook's start-up
 
         if argv[1] in hook.HOOK_EVENTS:
-            import argparse
+            import argparse  # lazy: a hook's start-up
 
             parser = argparse.ArgumentParser(prog="handrail gate")
             hook.add_arguments(parser)
@@ -23,6 +23,6 @@ def main() -> int:
             except SystemExit as exc:
                 return 0 if exc.code in (0, None) else 2
             return hook.run_hook(args)
-    from handrail.cli import main as command
+    from handrail.cli import main as command  # lazy: a hook's start-up
 
     return command()

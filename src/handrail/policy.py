@@ -61,7 +61,7 @@ def compile_rule(raw: Any, at: str, report: Reporter) -> GateRule | None:
         text, message, where = raw, None, at
     kind, colon, target = text.partition(":")
     if kind not in KINDS:
-        from handrail.expr import did_you_mean
+        from handrail.expr import did_you_mean  # lazy: a hook's start-up
 
         report.error(
             "H700",
@@ -87,7 +87,7 @@ def _matcher(kind: str, target: str | None, at: str, report: Reporter) -> Callab
         report.error("H701", "`web` takes no target", at, "write `web`: the gate does not match addresses")
         return None
     if kind in ("edit", "read"):
-        from handrail.patterns.globs import GlobError, compile_glob
+        from handrail.patterns.globs import GlobError, compile_glob  # lazy: a hook's start-up
 
         try:
             glob = compile_glob(target)

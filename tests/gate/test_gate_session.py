@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from handrail.request import LOCAL
+from handrail.runs.request import LOCAL
 from tests.gate.runs import GateWorld, claude_input
 from tests.helpers.server import Server
 

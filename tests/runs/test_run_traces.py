@@ -21,7 +21,7 @@ from handrail.checks import check_config
 from handrail.compiler import compile_text
 from handrail.errors import HandrailError
 from handrail.model import Workflow
-from handrail.request import LOCAL
+from handrail.runs.request import LOCAL
 from handrail.service.core import Service, default_runs
 from tests.checks.workspaces import write as write_files
 from tests.conftest import SPEC

@@ -17,7 +17,7 @@ def add_gate(sub: Any) -> None:
 
 def gate_command(args: argparse.Namespace) -> int:
     if args.event in MANAGE:
-        from handrail.gate.install import manage
+        from handrail.gate.install import manage  # lazy: a hook's start-up
 
         code: int = manage(args)
         return code

@@ -16,8 +16,8 @@ from handrail.settings import settings
 from handrail.store.base import STATUSES, EventType, RunStatus
 
 if TYPE_CHECKING:
-    from handrail.request import Request
     from handrail.runs import Runs
+    from handrail.runs.request import Request
     from handrail.store import Event, RunRecord
 
 EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
@@ -234,7 +234,7 @@ def _run_dict(r: RunRecord) -> dict[str, Any]:
 
 def _as_owner(runs: Runs, run_id: str) -> Request:
     """Whoever can open the database may read and end anyone's run: act as its owner."""
-    from handrail.request import Request
+    from handrail.runs.request import Request
 
     found = runs.store.get(run_id)
     return Request(owner=found.owner if found is not None else None)

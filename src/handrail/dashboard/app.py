@@ -24,7 +24,7 @@ from starlette.routing import BaseRoute, Route
 from handrail.dashboard import views
 from handrail.dashboard.sessions import COOKIE, Identifies, Session, Sessions
 from handrail.errors import HandrailError
-from handrail.request import Request as Asking
+from handrail.runs.request import Request as Asking
 from handrail.service.people import bearer
 from handrail.store.base import ACTIVE_STATUSES, STATUSES, EventType
 

@@ -14,8 +14,8 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from handrail.gate import Answer
-    from handrail.runs.gate import Decision, GateEvent, Verdict
+    from handrail.gate import Answer  # lazy: a hook's start-up
+    from handrail.runs.gate import Decision, GateEvent, Verdict  # lazy: a hook's start-up
 
 HARNESSES = ("claude-code", "git")
 CLAUDE_EVENTS = (
@@ -108,21 +108,21 @@ def run_hook(args: argparse.Namespace) -> int:
 
 
 def _hook(args: argparse.Namespace, harness: str) -> Answer:
-    from handrail.gate import HookInputError
+    from handrail.gate import HookInputError  # lazy: a hook's start-up
 
     data = sys.stdin.buffer.read((1 << 20) + 1) if not sys.stdin.isatty() else b""
     warnings: list[str] = []
     try:
         if harness == "git":
-            from handrail.gate import git_hooks
+            from handrail.gate import git_hooks  # lazy: a hook's start-up
 
             event, warnings = git_hooks.read_input(args.event, args.args, data, os.getcwd())
         else:
-            from handrail.gate import claude_code
+            from handrail.gate import claude_code  # lazy: a hook's start-up
 
             event = claude_code.read_input(data, args.event)
     except HookInputError as exc:
-        from handrail.gate import claude_code
+        from handrail.gate import claude_code  # lazy: a hook's start-up
 
         return claude_code.malformed(str(exc))
     try:
@@ -130,22 +130,22 @@ def _hook(args: argparse.Namespace, harness: str) -> Answer:
     except Exception as exc:  # the store cannot be read: --on-error says what happens
         return _store_failed(args, harness, event, exc)
     if harness == "git":
-        from handrail.gate import git_hooks
+        from handrail.gate import git_hooks  # lazy: a hook's start-up
 
         return git_hooks.answer(decision, warnings)
-    from handrail.gate import claude_code
+    from handrail.gate import claude_code  # lazy: a hook's start-up
 
     return claude_code.answer(args.event, decision)
 
 
 def _decide(args: argparse.Namespace, event: GateEvent, harness: str) -> Decision:
-    from handrail.runs.gate import Options, decide
+    from handrail.runs.gate import Options, decide  # lazy: a hook's start-up
 
     options = Options(require_run=args.require_run, reminder=not args.no_reminder, stop_limit=args.stop_limit)
     store = _open_store(args.database)
     if store is None:
         return decide(None, event, options, _protected(args.database))
-    from handrail.runs import gate_store
+    from handrail.runs import gate_store  # lazy: a hook's start-up
 
     try:
         folders = [event.cwd]
@@ -165,7 +165,7 @@ def _decide(args: argparse.Namespace, event: GateEvent, harness: str) -> Decisio
 def _open_store(database: str | None) -> Any:
     """The run store, or None when its SQLite file does not exist (no run was ever
     started there, and the gate creates no database)."""
-    from handrail.store.open import default_url, open_store, sqlite_path
+    from handrail.store.open import default_url, open_store, sqlite_path  # lazy: a hook's start-up
 
     url = database or default_url()
     if url.lower().startswith("sqlite:") and not sqlite_path(url).exists():
@@ -174,17 +174,17 @@ def _open_store(database: str | None) -> Any:
 
 
 def _protected(database: str | None) -> Any:
-    from handrail.home import handrail_home
-    from handrail.runs.gate import Protected
+    from handrail.home import handrail_home  # lazy: a hook's start-up
+    from handrail.runs.gate import Protected  # lazy: a hook's start-up
 
     paths = [str(handrail_home())]
-    from handrail.store.open import default_url, sqlite_path
+    from handrail.store.open import default_url, sqlite_path  # lazy: a hook's start-up
 
     url = database or default_url()
     if url.lower().startswith("sqlite:"):
         with contextlib.suppress(Exception):  # a URL that names no file: nothing more to protect
             paths.append(str(sqlite_path(url)))
-    from handrail.settings import Settings
+    from handrail.settings import Settings  # lazy: a hook's start-up
 
     paths.extend(path for _, path in Settings.from_environment().workflow_paths)
     return Protected(tuple(os.path.abspath(p) for p in paths), os.path.expanduser("~"))
@@ -197,11 +197,11 @@ def _store_failed(args: argparse.Namespace, harness: str, event: GateEvent, exc:
         "refusing (--on-error deny)" if refuse else "allowing"
     )
     if harness == "git":
-        from handrail.gate import git_hooks
+        from handrail.gate import git_hooks  # lazy: a hook's start-up
 
         return git_hooks.warning(text, refuse)
-    from handrail.gate import Answer, claude_code
-    from handrail.runs.gate import Decision
+    from handrail.gate import Answer, claude_code  # lazy: a hook's start-up
+    from handrail.runs.gate import Decision  # lazy: a hook's start-up
 
     if not refuse:
         return claude_code.warning(args.event, text)

@@ -251,7 +251,7 @@ def _git(args: argparse.Namespace, *, install: bool) -> list[str]:
 
 # -- doctor -------------------------------------------------------------------------
 def doctor(args: argparse.Namespace) -> int:
-    from handrail.store.open import default_url
+    from handrail.store.open import default_url  # lazy: a hook's start-up
 
     lines: list[str] = []
     for scope in ("project", "user"):
@@ -290,8 +290,8 @@ def doctor(args: argparse.Namespace) -> int:
 
 def _test_event(args: argparse.Namespace) -> str:
     """Whether a session-start event reaches the store, and what it finds here."""
-    from handrail.gate.hook import _open_store
-    from handrail.runs import gate_store
+    from handrail.gate.hook import _open_store  # lazy: a hook's start-up
+    from handrail.runs import gate_store  # lazy: a hook's start-up
 
     try:
         store = _open_store(args.database)

@@ -63,7 +63,7 @@ def __getattr__(name: str) -> Any:
     module = _MODULES.get(name)
     if module is None:
         raise AttributeError(f"module 'handrail.patterns' has no attribute {name!r}")
-    from importlib import import_module
+    from importlib import import_module  # lazy: a hook loads only what it uses
 
     return getattr(import_module(f"handrail.patterns.{module}"), name)
 

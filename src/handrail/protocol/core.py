@@ -4,7 +4,7 @@ the lifecycle (tools, resources, prompts, logging, completion, subscriptions) is
 registered by handrail.protocol.surface into the one handler table here.
 
 Every message takes one path: checked as JSON-RPC, then handed with its request
-(handrail.request: who asks, the revision, the client's capabilities) to the handler
+(handrail.runs.request: who asks, the revision, the client's capabilities) to the handler
 its method names, in the style of the MCP SDK's low-level server. A result the
 service already encoded is spliced into the reply as bytes, never decoded again.
 
@@ -54,7 +54,7 @@ from handrail.protocol.revisions import (
 from handrail.protocol.session import Session
 from handrail.protocol.surface.surface import SESSION_METHODS, Handler, Surface
 from handrail.protocol.surface.texts import with_runs
-from handrail.request import Request
+from handrail.runs.request import Request
 from handrail.service.core import Service
 from handrail.service.definitions import tool_names
 

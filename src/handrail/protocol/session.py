@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from handrail.protocol.client_requests import ClientRequests
-from handrail.request import LOCAL, Request
+from handrail.runs.request import LOCAL, Request
 
 
 @dataclass(slots=True)

@@ -14,7 +14,7 @@ __all__ = ["Runs"]
 def __getattr__(name: str) -> Any:
     # loaded on first use: the gate's hook imports runs.gate on every tool call, not Runs
     if name == "Runs":
-        from handrail.runs.core import Runs
+        from handrail.runs.core import Runs  # lazy: a hook loads only the run modules it uses
 
         return Runs
     raise AttributeError(f"module 'handrail.runs' has no attribute {name!r}")

@@ -19,8 +19,8 @@ if TYPE_CHECKING:
     from handrail.catalog import Snapshot
     from handrail.checks import Baseline, CheckResult
     from handrail.model import Workflow
-    from handrail.request import Request
     from handrail.runs.approvals import InputRequired
+    from handrail.runs.request import Request
 
 
 class Advance:

@@ -39,9 +39,9 @@ if TYPE_CHECKING:
     from handrail.catalog import Snapshot
     from handrail.checks import CheckConfig
     from handrail.model import Workflow
-    from handrail.request import Request
     from handrail.runs.approvals import InputRequired
     from handrail.runs.pinning import Pins
+    from handrail.runs.request import Request
     from handrail.store import RunStore
 
 __all__ = ["Runs", "merge_context", "new_run_id", "summary"]

@@ -15,8 +15,8 @@ from handrail.runs.shapes import view
 from handrail.store.base import EventType, NewEvent, RunRecord, RunStatus, RunUpdate
 
 if TYPE_CHECKING:
-    from handrail.request import Request
     from handrail.runs.approvals import Answer, InputRequired, Question
+    from handrail.runs.request import Request
 
 
 class Decisions:

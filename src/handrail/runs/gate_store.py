@@ -36,9 +36,9 @@ def active_run(store: RunStore, folders: list[str]) -> RunRecord | None:
 
 
 def facts(store: RunStore, run: RunRecord) -> RunFacts:
-    import orjson
+    import orjson  # lazy: a hook's start-up
 
-    from handrail.policy import iter_steps, policy_of_source
+    from handrail.policy import iter_steps, policy_of_source  # lazy: a hook's start-up
 
     source = store.get_source(run.source_hash)
     document: Mapping[str, Any] = {}
@@ -73,7 +73,7 @@ def facts(store: RunStore, run: RunRecord) -> RunFacts:
 
 def record(store: RunStore, run: RunRecord, step_id: str | None, data: Mapping[str, Any]) -> None:
     """Append one `gate` event to the run, through the store's compare-and-set."""
-    from handrail.store.base import Conflict, EventType, NewEvent, RunUpdate
+    from handrail.store.base import Conflict, EventType, NewEvent, RunUpdate  # lazy: a hook's start-up
 
     current: RunRecord | None = run
     for _ in range(WRITE_TRIES):

@@ -12,8 +12,8 @@ from handrail.errors import InvalidParams, SecurityError
 if TYPE_CHECKING:
     from handrail.catalog import Snapshot
     from handrail.model import Workflow
-    from handrail.request import Request
     from handrail.runs.core import Runs
+    from handrail.runs.request import Request
 
 log = logging.getLogger("handrail.runs")
 

@@ -16,9 +16,9 @@ from handrail import budget
 from handrail.codec import json_size
 from handrail.errors import InvalidParams, RunNotFound, StateError
 from handrail.limits import MAX_CONTEXT_BYTES
-from handrail.request import Request
 from handrail.runs import machine
 from handrail.runs.pinning import Pins
+from handrail.runs.request import Request
 from handrail.store.base import LOCAL_OWNER, Conflict, Event, NewEvent, RunRecord, RunUpdate
 
 if TYPE_CHECKING:

@@ -29,6 +29,7 @@ class Position:
     @classmethod
     def of(cls, result: NextResult) -> Position:
         """The engine's answer as a run keeps it."""
+        # the engine's and the wire's modules load with the first run
         from handrail.result_json import next_json
 
         shown = next_json(result)
@@ -96,7 +97,7 @@ class Position:
         self, workflow: Workflow, context: Mapping[str, Any], done: str | None = None
     ) -> tuple[Position, NextResult]:
         """The engine's next answer from here (with step `done` completed first)."""
-        from handrail.engine import next_step
+        from handrail.engine import next_step  # the engine's and the wire's modules load with the first run
 
         completed = [*self.completed_steps, done] if done is not None else self.completed_steps
         result = next_step(workflow, completed, context, state=self.loops)

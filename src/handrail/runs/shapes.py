@@ -61,7 +61,7 @@ def view(run: RunRecord) -> dict[str, Any]:
 
 def _run_guidance(guidance: dict[str, Any]) -> dict[str, Any]:
     """A blocked run's guidance, naming the call a run takes: the engine's names workflow_next."""
-    from handrail.engine.next import AGAIN
+    from handrail.engine.next import AGAIN  # the engine loads with the first run
 
     prompt = guidance.get("prompt")
     if not isinstance(prompt, str) or AGAIN not in prompt:

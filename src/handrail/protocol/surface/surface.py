@@ -2,7 +2,7 @@
 logging, completion, subscriptions and the requests the server sends the client
 (roots/list here; elicitation/create for approvals, in approvals.py), as a method ->
 handler table the protocol merges into its own (`handlers`): each handler takes the
-request (handrail.request) and the params. This is the one place a new tool family,
+request (handrail.runs.request) and the params. This is the one place a new tool family,
 resource or server-to-client request is registered; the protocol keeps framing,
 lifecycle and version negotiation.
 
@@ -27,7 +27,7 @@ from handrail.protocol.surface.resources import resources_list, resources_read, 
 from handrail.protocol.surface.subscriptions import Subscriptions
 from handrail.protocol.surface.texts import instructions
 from handrail.protocol.surface.tool_methods import tools_call, tools_list
-from handrail.request import Request
+from handrail.runs.request import Request
 from handrail.service.core import Service
 
 Handler = Callable[[Request, dict[str, Any]], Any]
@@ -196,7 +196,7 @@ def _root_folder(uri: Any) -> str | None:
     """The local folder a `file://` root URI names, if it is one."""
     if not isinstance(uri, str) or not uri.startswith("file://"):
         return None
-    from urllib.parse import unquote, urlparse
+    from urllib.parse import unquote, urlparse  # only once roots arrive
 
     parsed = urlparse(uri)
     if parsed.netloc not in ("", "localhost"):

@@ -15,8 +15,8 @@ from handrail.errors import INVALID_PARAMS, HandrailError, RpcError
 from handrail.protocol.session import Session
 from handrail.protocol.surface.approvals import Ask, approver_for, input_required
 from handrail.protocol.surface.texts import fix_text
-from handrail.request import Request
 from handrail.runs.approvals import InputRequired
+from handrail.runs.request import Request
 from handrail.service.core import Service
 
 _MISSING = object()
