@@ -37,7 +37,7 @@ def new_run_id() -> str:
     return "run_" + secrets.token_hex(16)  # 128 random bits
 
 
-def _text(path: str) -> bool:
+def recordable(path: str) -> bool:
     """Whether a run can record the path: a name that is not UTF-8 comes as lone surrogates."""
     try:
         path.encode("utf-8")
@@ -104,7 +104,7 @@ class Ledger:
     def default_workspace(request: Request) -> str:
         """The client's first MCP root that is a folder here, else the server's working folder."""
         folder = request.workspace or os.getcwd()
-        if not _text(folder):
+        if not recordable(folder):
             shown = os.fsencode(folder).decode("utf-8", "backslashreplace")
             raise InvalidParams(
                 data={

@@ -43,7 +43,6 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from handrail import __version__
-from handrail import request as asking_request
 from handrail.codec import decode, encode
 from handrail.errors import (
     HEADER_MISMATCH,
@@ -61,6 +60,7 @@ from handrail.protocol.revisions import (
     PROTOCOL_VERSION_KEY,
     envelope,
 )
+from handrail.runs import request as asking_request
 from handrail.service.core import Service
 from handrail.service.people import People
 from handrail.transport.http_headers import accepts_json, header_mismatch, status_of

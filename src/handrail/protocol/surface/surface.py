@@ -198,17 +198,11 @@ def _root_folder(uri: Any) -> str | None:
         return None
     from urllib.parse import unquote, urlparse  # only once roots arrive
 
+    from handrail.runs.ledger import recordable  # only once roots arrive
+
     parsed = urlparse(uri)
     if parsed.netloc not in ("", "localhost"):
         return None
     path = os.path.normpath(unquote(parsed.path))
-    return path if os.path.isabs(path) and _text(path) and os.path.isdir(path) else None
+    return path if os.path.isabs(path) and recordable(path) and os.path.isdir(path) else None
 
-
-def _text(path: str) -> bool:
-    """Whether a run can record the path: a name that is not UTF-8 comes as lone surrogates."""
-    try:
-        path.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
