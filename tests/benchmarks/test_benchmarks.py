@@ -57,7 +57,7 @@ def test_the_replay_floor_answers_what_handrail_answered(tmp_path: Path) -> None
     replay = stdio_bench.Server(stdio_bench.replay_command(answers))
     try:
         for body in stdio_bench.requests().values():
-            ours, theirs = handrail.runs.request(body), replay.request(body)
+            ours, theirs = handrail.request(body), replay.request(body)
             assert "result" in ours and ours == theirs, body
     finally:
         handrail.close()
@@ -69,14 +69,14 @@ def test_the_engine_free_server_answers_what_handrail_answers_from_its_memo() ->
     engine_free = stdio_bench.Server(stdio_bench.engine_free_command())
     try:
         for body in stdio_bench.requests().values():
-            ours = handrail.runs.request(body).get("result")
+            ours = handrail.request(body).get("result")
             # the first call is computed, the second remembered
             first, again = (engine_free.request(body).get("result") for _ in "ab")
             assert ours is not None and ours == first == again, body
         # a step the benchmark never asks for is still the engine's answer, not a remembered one
         other = {"method": "workflow_validate", "params": {**stdio_bench.requests()["validate"]["params"]}}
         other["params"]["output"] = "nothing about tests"
-        assert handrail.runs.request(other)["result"] == engine_free.request(other)["result"]
+        assert handrail.request(other)["result"] == engine_free.request(other)["result"]
         assert engine_free.request(other)["result"]["valid"] is False
     finally:
         handrail.close()
