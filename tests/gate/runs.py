@@ -69,8 +69,7 @@ class GateWorld:
     def complete(self, step: str) -> dict[str, Any]:
         assert self.run_id is not None
         return self.runs.continue_(  # type: ignore[return-value]  # no approval is asked here
-            LOCAL,
-            self.snapshot(), self.run_id, step, f"{step} done: the work is written up.", None
+            LOCAL, self.snapshot(), self.run_id, step, f"{step} done: the work is written up.", None
         )
 
     def approve(self) -> None:

@@ -222,7 +222,9 @@ def test_a_postgresql_error_never_shows_the_password(postgres_cluster: Cluster) 
     shown = refused.value.message + repr(refused.value.data)
     assert "password authentication failed" in shown
     assert PASSWORD not in shown and postgres_cluster.url() not in shown
-    assert refused.value.data == {"database": f"postgresql://handrail@127.0.0.1:{postgres_cluster.port}/postgres"}
+    assert refused.value.data == {
+        "database": f"postgresql://handrail@127.0.0.1:{postgres_cluster.port}/postgres"
+    }
 
 
 def test_postgresql_urls_are_accepted_in_both_spellings(postgres_cluster: Cluster) -> None:

@@ -176,8 +176,9 @@ def run_graph(workflow: Workflow, run: RunRecord, events: Sequence[Event]) -> st
     is at, highlighted."""
     keys = step_keys(workflow)
     done = [keys[e.step_id] for e in events if e.type == EventType.ACCEPTED and e.step_id in keys]
-    titles = {e.step_id: e.data["title"] for e in events
-              if e.step_id and isinstance(e.data.get("title"), str)}
+    titles = {
+        e.step_id: e.data["title"] for e in events if e.step_id and isinstance(e.data.get("title"), str)
+    }
     step = run.current_step
     if step is not None and run.status in ACTIVE_STATUSES:
         titles[step["id"]] = step["title"]  # the iteration it is at

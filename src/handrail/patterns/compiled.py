@@ -223,6 +223,8 @@ def short_and_plain(pattern: str) -> bool:
     the pattern at each of the text's SHORT_TEXT places."""
     bare = _ESCAPE.sub("", pattern).replace("(?", "")
     return len(pattern) <= 200 and bare.count("|") <= 4 and not any(c in bare for c in "*+?{")
+
+
 _NON_ASCII_WORD = re.compile(r"[^\W\x00-\x7f]")  # one character class: linear
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 _PYTHON_BOUNDARY = re.compile(r"\b")

@@ -205,4 +205,3 @@ def _root_folder(uri: Any) -> str | None:
         return None
     path = os.path.normpath(unquote(parsed.path))
     return path if os.path.isabs(path) and recordable(path) and os.path.isdir(path) else None
-
