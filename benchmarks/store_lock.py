@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -22,16 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from tests.helpers.http import HttpServer
+from tests.helpers.locks import write_lock_held
 from tests.runs.workflows import WORKFLOW_ID, build_feature, write
-
-HOLDER = """
-import sqlite3, sys
-db = sqlite3.connect(sys.argv[1], isolation_level=None)
-db.execute("BEGIN IMMEDIATE")
-print("held", flush=True)
-sys.stdin.read()
-db.execute("ROLLBACK")
-"""
 
 
 def measure(writers: int) -> dict[str, Any]:
@@ -43,14 +33,7 @@ def measure(writers: int) -> dict[str, Any]:
         with HttpServer(*args, "--workers", str(writers + 4)) as http:
             http.client.timeout = 120
             run = http.rpc("workflow_start", {"workflowId": WORKFLOW_ID, "goal": "Bench"})["result"]["runId"]
-            holder = subprocess.Popen(
-                [sys.executable, "-c", HOLDER, str(database)],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                text=True,
-            )
-            try:
-                assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+            with write_lock_held(database):
                 writes: list[tuple[float, str]] = []
 
                 def submit() -> None:
@@ -70,8 +53,6 @@ def measure(writers: int) -> dict[str, Any]:
                 read_s = time.perf_counter() - began
                 for thread in threads:
                     thread.join()
-            finally:
-                holder.communicate("", timeout=60)
     slowest = max(s for s, _ in writes)
     return {
         "writers": writers,

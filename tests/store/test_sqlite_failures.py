@@ -17,20 +17,13 @@ from typing import Any
 import pytest
 
 from tests.helpers.http import HttpServer
+from tests.helpers.locks import write_lock_held
 from tests.helpers.server import Server, clean_env
 from tests.runs.workflows import WORKFLOW_ID, build_feature, write
 
 pytestmark = pytest.mark.slow
 
 # Another process holding the database's write lock until its stdin closes.
-HOLDER = """
-import sqlite3, sys
-db = sqlite3.connect(sys.argv[1], isolation_level=None)
-db.execute("BEGIN IMMEDIATE")
-print("held", flush=True)
-sys.stdin.read()
-db.execute("ROLLBACK")
-"""
 
 
 def _flows(tmp_path: Path) -> tuple[str, ...]:
@@ -154,14 +147,7 @@ def test_reads_answer_while_writes_wait_on_another_process_lock_and_the_writes_f
     with HttpServer(*_flows(tmp_path), "--workers", "8") as http:
         started = http.rpc("workflow_start", {"workflowId": WORKFLOW_ID, "goal": "Locked out"})
         run = started["result"]["runId"]
-        holder = subprocess.Popen(
-            [sys.executable, "-c", HOLDER, str(database)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        try:
-            assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        with write_lock_held(database, timeout=30) as holder:
             answers: dict[str, Any] = {}
             done = {name: threading.Event() for name in ("w1", "w2", "w3")}
 
@@ -183,8 +169,6 @@ def test_reads_answer_while_writes_wait_on_another_process_lock_and_the_writes_f
             for writer in writers:
                 writer.join(timeout=60)
             assert holder.poll() is None  # the writes gave up while the lock was still held
-        finally:
-            holder.communicate("", timeout=30)
         for name in done:
             error = answers[name]["error"]
             assert error["code"] == -32006, error
