@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 YES_WORDS = frozenset({"1", "true", "yes", "on"})
 NO_WORDS = frozenset({"0", "false", "no", "off"})
@@ -45,8 +44,7 @@ def yes_no(text: str | None, default: bool) -> bool:
     return default
 
 
-@dataclass(frozen=True, slots=True)
-class Settings:
+class Settings(NamedTuple):  # not a dataclass: the gate's hook reads it and loads no dataclasses
     home: str = ""  # HANDRAIL_HOME; empty: ~/.handrail
     database_url: str = ""  # empty: SQLite under the home folder
     token: str = ""
@@ -95,7 +93,7 @@ class Settings:
             given["runs_only"] = True
         if getattr(args, "no_bundled", False):
             given["include_bundled"] = False
-        return replace(self, **given)
+        return self._replace(**given)
 
 
 def settings(args: Any = None, environ: Mapping[str, str] | None = None) -> Settings:

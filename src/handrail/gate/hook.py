@@ -11,7 +11,7 @@ import argparse
 import contextlib
 import os
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     from handrail.gate import Answer  # lazy: a hook's start-up
@@ -142,9 +142,10 @@ def _decide(args: argparse.Namespace, event: GateEvent, harness: str) -> Decisio
     from handrail.runs.gate import Options, decide  # lazy: a hook's start-up
 
     options = Options(require_run=args.require_run, reminder=not args.no_reminder, stop_limit=args.stop_limit)
-    store = _open_store(args.database)
+    place = _place(args.database)
+    store = _open_store(args.database, place)
     if store is None:
-        return decide(None, event, options, _protected(args.database))
+        return decide(None, event, options, _protected(place))
     from handrail.runs import gate_store  # lazy: a hook's start-up
 
     try:
@@ -154,7 +155,7 @@ def _decide(args: argparse.Namespace, event: GateEvent, harness: str) -> Decisio
             folders.append(project)
         run = gate_store.active_run(store, folders)
         facts = gate_store.facts(store, run) if run is not None else None
-        decision = decide(facts, event, options, _protected(args.database))
+        decision = decide(facts, event, options, _protected(place))
         if run is not None and decision.record is not None:
             gate_store.record(store, run, facts.step_id if facts else None, decision.record)
         return decision
@@ -162,32 +163,69 @@ def _decide(args: argparse.Namespace, event: GateEvent, harness: str) -> Decisio
         store.close()
 
 
-def _open_store(database: str | None) -> Any:
-    """The run store, or None when its SQLite file does not exist (no run was ever
-    started there, and the gate creates no database)."""
-    from handrail.store.open import default_url, open_store, sqlite_path  # lazy: a hook's start-up
+class _Place(NamedTuple):
+    """Where the run store and handrail's files are, as the settings say."""
 
-    url = database or default_url()
-    if url.lower().startswith("sqlite:") and not sqlite_path(url).exists():
-        return None
-    return open_store(url)
+    url: str  # the database URL given, or "" for the default SQLite file
+    sqlite_file: str | None  # the SQLite file, when the store is one
+    home: str  # handrail's home folder
+    workflows: tuple[str, ...]  # the workflow sources the environment names
 
 
-def _protected(database: str | None) -> Any:
-    from handrail.home import handrail_home  # lazy: a hook's start-up
-    from handrail.runs.gate import Protected  # lazy: a hook's start-up
-
-    paths = [str(handrail_home())]
-    from handrail.store.open import default_url, sqlite_path  # lazy: a hook's start-up
-
-    url = database or default_url()
-    if url.lower().startswith("sqlite:"):
-        with contextlib.suppress(Exception):  # a URL that names no file: nothing more to protect
-            paths.append(str(sqlite_path(url)))
+def _place(database: str | None) -> _Place:
+    """As home.py and store/open.py find them, without loading pathlib or urllib: the
+    default SQLite file needs neither."""
     from handrail.settings import Settings  # lazy: a hook's start-up
 
-    paths.extend(path for _, path in Settings.from_environment().workflow_paths)
-    return Protected(tuple(os.path.abspath(p) for p in paths), os.path.expanduser("~"))
+    settings = Settings.from_environment()
+    home = (
+        os.path.abspath(os.path.expanduser(settings.home))
+        if settings.home
+        else os.path.join(os.path.expanduser("~"), ".handrail")
+    )
+    url = database or settings.database_url
+    sqlite_file: str | None = os.path.join(home, "handrail.db") if not url else None
+    if url.lower().startswith("sqlite:"):
+        from handrail.store.open import sqlite_path  # lazy: only a URL given names the file
+
+        with contextlib.suppress(Exception):  # a URL that names no file: open_store says so
+            sqlite_file = str(sqlite_path(url))
+    return _Place(url, sqlite_file, home, tuple(path for _, path in settings.workflow_paths))
+
+
+def _open_store(database: str | None, place: _Place | None = None) -> Any:
+    """The run store, or None when its SQLite file does not exist (no run was ever
+    started there, and the gate creates no database). SQLite at this handrail's schema
+    version is read through the light path; anything else through the full store,
+    which upgrades an older schema and refuses a newer one."""
+    place = place or _place(database)
+    if place.sqlite_file is not None:
+        if not os.path.exists(place.sqlite_file):
+            return None
+        from handrail.store.sqlite_light import open_light  # lazy: a hook's start-up
+
+        light = open_light(place.sqlite_file)
+        if light is not None:
+            return light
+    from handrail.store.open import open_store, sqlite_url  # lazy: not on the light path
+
+    if place.url:
+        return open_store(place.url)
+    from pathlib import Path  # lazy: not on the light path
+
+    assert place.sqlite_file is not None
+    return open_store(sqlite_url(Path(place.sqlite_file)))
+
+
+def _protected(place: _Place) -> Any:
+    from handrail.runs.gate import Protected  # lazy: a hook's start-up
+
+    paths = [place.home, *place.workflows]
+    if place.sqlite_file is not None:
+        paths.append(place.sqlite_file)
+    found = {os.path.abspath(os.path.expanduser(p)) for p in paths}
+    found |= {os.path.realpath(p) for p in found}
+    return Protected(tuple(sorted(found)), os.path.expanduser("~"))
 
 
 def _store_failed(args: argparse.Namespace, harness: str, event: GateEvent, exc: Exception) -> Answer:

@@ -163,7 +163,11 @@ class Runs:
         goal: str,
         workspace: str | None,
         context: Mapping[str, Any] | None,
+        *,
+        workflow_folders: Sequence[str] = (),
     ) -> dict[str, Any]:
+        """`workflow_folders`: the sources the server was given, kept in the `started` event
+        for the gate, which protects them while the run is active."""
         from handrail.engine import next_step
         from handrail.store.sqlite import now
 
@@ -201,6 +205,7 @@ class Runs:
                     "workspace": folder,
                     "context": context,
                     **({"baseline": baseline} if baseline is not None else {}),
+                    **({"workflowFolders": list(workflow_folders)} if workflow_folders else {}),
                 },
             )
         ]

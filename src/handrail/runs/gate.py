@@ -7,7 +7,7 @@ command (cli/gate.py) reads and writes the store.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from handrail.shell_line import commands, git_options, glob_matches
@@ -107,6 +107,7 @@ class RunFacts(NamedTuple):
     accepted: tuple[str, ...]  # ids of the steps accepted so far, in order
     policy: Policy | None
     stop_refusals: int  # stops refused in a row at this step
+    workflow_folders: tuple[str, ...] = ()  # the sources of the server that started the run
 
 
 class Options(NamedTuple):
@@ -200,6 +201,8 @@ def _before_tool(run: RunFacts, event: GateEvent, protected: Protected) -> Decis
     if action is None:
         return Decision("allow")
     cwd = event.cwd
+    if run.workflow_folders:
+        protected = Protected((*protected.paths, *run.workflow_folders), protected.home)
     why = protection(action, cwd, run.workspace, protected)
     if why is not None:
         reason = f"handrail: {why}; the agent may not do this while run {run.run_id} is active."
@@ -252,7 +255,10 @@ def protection(action: Action, cwd: str, workspace: str, protected: Protected) -
     """Why the action touches what no step may let an agent touch, or None."""
     if action.kind == "edit":
         path = absolute(action.target, cwd)
-        return _protected_path(path, workspace, protected)
+        # a link in the workspace may lead into a protected folder: the file it reaches counts
+        return _protected_path(path, workspace, protected) or _protected_path(
+            os.path.realpath(path), workspace, protected
+        )
     if action.kind != "shell":
         return None
     for command in commands(action.target):
@@ -362,12 +368,15 @@ def _data(
     return data
 
 
-def stop_refusals(events: Sequence[tuple[str, str | None, Mapping[str, Any]]], step_id: str | None) -> int:
-    """Stops refused in a row at `step_id`, reading the run's events from the newest:
-    a prompt, or any event other than the gate's (the step accepted, declined...),
-    ends the row; the gate's other records (tools run between stops) do not."""
+def stop_refusals(
+    newest_first: Iterable[tuple[str, str | None, Mapping[str, Any]]], step_id: str | None
+) -> int:
+    """Stops refused in a row at `step_id`, reading the run's events from the newest
+    (and no further than the row goes): a prompt, or any event other than the gate's
+    (the step accepted, declined...), ends the row; the gate's other records (tools run
+    between stops) do not."""
     count = 0
-    for type_, event_step, data in reversed(events):
+    for type_, event_step, data in newest_first:
         if type_ != "gate" or event_step != step_id:
             break
         kind = data.get("event")

@@ -27,7 +27,14 @@ def run_handlers(runs: Runs, workflow: Callable[[Snapshot, str], Workflow]) -> d
     def start(request: Request, snapshot: Snapshot, args: dict[str, Any]) -> Any:
         refuse_lone_surrogates(args)
         found = workflow(snapshot, args["workflowId"])
-        return runs.start(request, found, args["goal"], args.get("workspace"), args.get("context"))
+        return runs.start(
+            request,
+            found,
+            args["goal"],
+            args.get("workspace"),
+            args.get("context"),
+            workflow_folders=given_sources(snapshot),
+        )
 
     def continue_(request: Request, snapshot: Snapshot, args: dict[str, Any]) -> Any:
         refuse_lone_surrogates(args)
@@ -48,6 +55,18 @@ def run_handlers(runs: Runs, workflow: Callable[[Snapshot, str], Workflow]) -> d
         "workflow_resume": resume,
         "workflow_abandon": abandon,
     }
+
+
+def given_sources(snapshot: Snapshot) -> list[str]:
+    """The workflow sources the server was given (`--workflows`, the environment's), as
+    written and as resolved: the gate protects them while the run is active, and a
+    hook cannot read the server's options."""
+    found: set[str] = set()
+    for source in snapshot.per_source:
+        if source.name == "cli" or source.name.startswith("env:"):
+            found.add(os.path.abspath(source.path))
+            found.add(os.path.realpath(source.path))
+    return sorted(found)
 
 
 def refuse_lone_surrogates(args: dict[str, Any]) -> None:

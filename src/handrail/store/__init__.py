@@ -2,22 +2,50 @@
 
 `RunStore` is the interface the run layer talks to; `open_store(url)` picks an
 implementation from a database URL (sqlite:/// or postgresql://).
+
+The names below load on first use: the gate's hook imports store/sqlite_light.py
+(and the schema) on every tool call, and nothing else of the store.
 """
 
 from __future__ import annotations
 
-from handrail.home import handrail_home
-from handrail.store.base import (
-    ACTIVE_STATUSES,
-    STATUSES,
-    Conflict,
-    Event,
-    NewEvent,
-    RunRecord,
-    RunStore,
-    RunUpdate,
-)
-from handrail.store.open import default_url, open_store
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from handrail.home import handrail_home
+    from handrail.store.base import (
+        ACTIVE_STATUSES,
+        STATUSES,
+        Conflict,
+        Event,
+        NewEvent,
+        RunRecord,
+        RunStore,
+        RunUpdate,
+    )
+    from handrail.store.open import default_url, open_store
+
+_PUBLIC = {
+    "ACTIVE_STATUSES": "handrail.store.base",
+    "STATUSES": "handrail.store.base",
+    "Conflict": "handrail.store.base",
+    "Event": "handrail.store.base",
+    "NewEvent": "handrail.store.base",
+    "RunRecord": "handrail.store.base",
+    "RunStore": "handrail.store.base",
+    "RunUpdate": "handrail.store.base",
+    "default_url": "handrail.store.open",
+    "handrail_home": "handrail.home",
+    "open_store": "handrail.store.open",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _PUBLIC:
+        return getattr(import_module(_PUBLIC[name]), name)
+    raise AttributeError(f"module 'handrail.store' has no attribute {name!r}")
+
 
 __all__ = [
     "ACTIVE_STATUSES",

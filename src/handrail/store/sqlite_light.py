@@ -1,0 +1,217 @@
+"""The SQLite run store as a short-lived process reads it: the gate's hook, which runs
+on every tool call an agent makes and must answer in a few milliseconds.
+
+It loads only `sqlite3` and `json` (not the store package, dataclasses or orjson),
+opens the existing file without creating it, and does none of the full store's
+start-up work: no `PRAGMA quick_check` (its time grows with the file: 0.45 s for
+224 MB) and no migrations. It is used only on a database at exactly this handrail's
+schema version (`current`); on any other the caller opens the full store
+(store/sqlite.py), which upgrades an older one and refuses a newer one, naming it.
+
+It reads the few rows a decision needs and appends one event to a run, taking the
+write lock first (BEGIN IMMEDIATE) and checking the schema version again inside that
+transaction: the run's row and its log are read and written while no other writer
+can move them, so the append needs no compare-and-set retry. Damage to the file is
+met by the calls that touch it (SQLite refuses the read or write, nothing is written);
+damage elsewhere in the file is found by the full store's next open, not here.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any, NamedTuple
+
+from handrail.store.schema import MIGRATIONS
+
+BUSY_TIMEOUT_S = 5.0  # as the full store: how long the append waits for another writer
+RUN_COLUMNS = "id, workspace, workflow_id, source_hash, goal, status, position, accepted"
+
+
+class LightStoreError(Exception):
+    """The light store could not do a call; the message names the file."""
+
+
+class OpenRun(NamedTuple):
+    """What the gate reads of a run: the fields of `RunRecord` it uses, same names."""
+
+    id: str
+    workspace: str
+    workflow_id: str
+    source_hash: str
+    goal: str
+    status: str
+    position: Mapping[str, Any]
+    accepted: int
+
+
+def schema_version(db: sqlite3.Connection) -> int | None:
+    """The database's schema version; None when it has none yet (no table)."""
+    try:
+        row = db.execute("SELECT MAX(version) FROM schema_migrations").fetchone()
+    except sqlite3.OperationalError as exc:
+        if "no such table" in str(exc):
+            return None
+        raise
+    return int(row[0]) if row and row[0] is not None else None
+
+
+def current() -> int:
+    return len(MIGRATIONS)
+
+
+def uri(path: str) -> str:
+    """`path` as an SQLite URI opening the file read-write, never creating it."""
+    escaped = path.replace("%", "%25").replace("?", "%3f").replace("#", "%23")
+    return f"file:{escaped}?mode=rw"
+
+
+def open_light(path: str, busy_timeout: float = BUSY_TIMEOUT_S) -> LightSqlite | None:
+    """The store at `path` through the light path, or None when its schema version is
+    not this handrail's (or it has none): the caller opens the full store then."""
+    try:
+        db = sqlite3.connect(uri(path), uri=True, isolation_level=None, timeout=busy_timeout)
+    except sqlite3.Error as exc:
+        raise LightStoreError(f"cannot open the run database {path}: {exc}") from None
+    try:
+        version = schema_version(db)
+    except sqlite3.Error as exc:
+        db.close()
+        raise LightStoreError(f"cannot read the run database {path}: {exc}") from None
+    if version != current():
+        db.close()
+        return None
+    return LightSqlite(db, path)
+
+
+class LightSqlite:
+    def __init__(self, db: sqlite3.Connection, path: str) -> None:
+        self._db = db
+        self.path = path
+
+    def _failed(self, exc: sqlite3.Error) -> LightStoreError:
+        return LightStoreError(f"the run database {self.path} refused the call: {exc}")
+
+    def open_workspaces(self, statuses: Sequence[str], limit: int) -> list[tuple[str, str]]:
+        """(id, workspace) of the runs in `statuses`, most recently updated first."""
+        marks = ", ".join("?" for _ in statuses)
+        query = (
+            f"SELECT id, workspace FROM runs WHERE status IN ({marks}) "
+            "ORDER BY updated_at DESC, rowid DESC LIMIT ?"
+        )
+        try:
+            return [(str(i), str(w)) for i, w in self._db.execute(query, (*statuses, limit))]
+        except sqlite3.Error as exc:
+            raise self._failed(exc) from None
+
+    def run(self, run_id: str) -> OpenRun | None:
+        try:
+            row = self._db.execute(f"SELECT {RUN_COLUMNS} FROM runs WHERE id = ?", (run_id,)).fetchone()
+        except sqlite3.Error as exc:
+            raise self._failed(exc) from None
+        if row is None:
+            return None
+        position = json.loads(row[6])
+        run_id, workspace, workflow_id, source_hash, goal, status = (str(v) for v in row[:6])
+        position = position if isinstance(position, dict) else {}
+        return OpenRun(run_id, workspace, workflow_id, source_hash, goal, status, position, int(row[7]))
+
+    def source(self, source_hash: str) -> bytes | None:
+        try:
+            row = self._db.execute(
+                "SELECT document FROM workflow_sources WHERE hash = ?", (source_hash,)
+            ).fetchone()
+        except sqlite3.Error as exc:
+            raise self._failed(exc) from None
+        return bytes(row[0]) if row else None
+
+    def first_event(self, run_id: str) -> Mapping[str, Any]:
+        """The data of the run's first event (`started`)."""
+        try:
+            row = self._db.execute(
+                "SELECT data FROM run_events WHERE run_id = ? AND seq = 1", (run_id,)
+            ).fetchone()
+        except sqlite3.Error as exc:
+            raise self._failed(exc) from None
+        data = json.loads(row[0]) if row else {}
+        return data if isinstance(data, dict) else {}
+
+    def accepted_steps(self, run_id: str) -> tuple[str, ...]:
+        try:
+            rows = self._db.execute(
+                "SELECT step_id FROM run_events WHERE run_id = ? AND type = 'accepted' "
+                "AND step_id IS NOT NULL ORDER BY seq",
+                (run_id,),
+            ).fetchall()
+        except sqlite3.Error as exc:
+            raise self._failed(exc) from None
+        return tuple(str(r[0]) for r in rows)
+
+    def newest_events(self, run_id: str) -> Iterator[tuple[str, str | None, Mapping[str, Any]]]:
+        """The run's events from the newest back, read as the caller goes."""
+        try:
+            cursor = self._db.execute(
+                "SELECT type, step_id, data FROM run_events WHERE run_id = ? ORDER BY seq DESC", (run_id,)
+            )
+            for kind, step, data in cursor:
+                decoded = json.loads(data)
+                yield kind, step, decoded if isinstance(decoded, dict) else {}
+        except sqlite3.Error as exc:
+            raise self._failed(exc) from None
+
+    def append(
+        self, run_id: str, kind: str, step_id: str | None, data: Mapping[str, Any], actor: str
+    ) -> bool:
+        """One event at the end of the run's log, the run's version and count moved on as
+        every write moves them; False when the run is gone."""
+        db = self._db
+        try:
+            db.execute("PRAGMA synchronous = FULL")  # on disk before the hook answers
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                if schema_version(db) != current():  # migrated meanwhile: not this path's to write
+                    raise LightStoreError(
+                        f"the run database {self.path} changed schema version while the gate read it"
+                    )
+                row = db.execute("SELECT events FROM runs WHERE id = ?", (run_id,)).fetchone()
+                if row is None:
+                    db.execute("ROLLBACK")
+                    return False
+                at = now()
+                db.execute(
+                    "UPDATE runs SET updated_at = ?, version = version + 1, events = events + 1 WHERE id = ?",
+                    (at, run_id),
+                )
+                db.execute(
+                    "INSERT INTO run_events VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (run_id, int(row[0]) + 1, kind, at, actor, step_id, encode(data)),
+                )
+                db.execute("COMMIT")
+            except BaseException:
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
+                raise
+        except sqlite3.Error as exc:
+            raise self._failed(exc) from None
+        return True
+
+    def close(self) -> None:
+        self._db.close()
+
+
+def now() -> str:
+    """As store/rows.py writes times: UTC, milliseconds, `Z`."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def encode(value: Mapping[str, Any]) -> str:
+    """As codec.encode_stored writes JSON: compact UTF-8, or, for text UTF-8 cannot hold
+    (half of a UTF-16 pair), ASCII escapes after a space."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return " " + json.dumps(value, ensure_ascii=True, separators=(",", ":"))
+    return text
