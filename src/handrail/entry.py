@@ -16,7 +16,10 @@ def main() -> int:
         if argv[1] in hook.HOOK_EVENTS:
             import argparse  # lazy: a hook's start-up
 
-            parser = argparse.ArgumentParser(prog="handrail gate")
+            # a width given: argparse then loads no shutil (and its compression modules)
+            parser = argparse.ArgumentParser(
+                prog="handrail gate", formatter_class=lambda prog: argparse.HelpFormatter(prog, width=100)
+            )
             hook.add_arguments(parser)
             try:
                 args = parser.parse_args(argv[1:])

@@ -87,6 +87,8 @@ def _matcher(kind: str, target: str | None, at: str, report: Reporter) -> Callab
         report.error("H701", "`web` takes no target", at, "write `web`: the gate does not match addresses")
         return None
     if kind in ("edit", "read"):
+        if plain_path(target):
+            return lambda k, t: k == kind and t == target
         from handrail.patterns.globs import GlobError, compile_glob  # lazy: a hook's start-up
 
         try:
@@ -110,6 +112,17 @@ def _matcher(kind: str, target: str | None, at: str, report: Reporter) -> Callab
             return lambda k, t: k == "mcp" and glob_matches(server, t.partition("/")[0])
         return lambda k, t: k == "mcp" and glob_matches(target, t)
     return lambda k, t: k == kind and glob_matches(target, t)
+
+
+def plain_path(text: str) -> bool:
+    """Whether `text` is a path glob with no wildcard that `compile_glob` accepts: it
+    matches that one path and nothing else, so the hook compares it without loading
+    the glob compiler."""
+    if not text or any(c in text for c in "*?[\\\x00") or text.startswith(("/", "~")):
+        return False
+    if len(text) > 1 and text[1] == ":" and text[0].isascii() and text[0].isalpha():
+        return False  # a drive letter: an absolute path
+    return all(segment not in ("", ".", "..") for segment in text.split("/"))
 
 
 def compile_rules(raw: Any, at: str, report: Reporter) -> tuple[GateRule, ...]:

@@ -1,0 +1,113 @@
+"""What a hook process loads and where it reads the store: the light SQLite path on a
+database of this handrail's schema, the full store on any other (which refuses a newer
+one, so the gate never writes to it). Run as Claude Code and git run the hook: a
+process of its own, through `handrail.entry`."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from handrail.store.schema import MIGRATIONS
+from tests.gate.runs import GateWorld, claude_input
+
+# what the light path leaves out: the full store and its records, the glob compiler
+# and the workflow model, and the standard modules only they need
+NOT_LOADED = (
+    "handrail.store.sqlite",
+    "handrail.store.base",
+    "handrail.store.open",
+    "handrail.home",
+    "handrail.model",
+    "handrail.patterns.globs",
+    "handrail.codec",
+    "orjson",
+    "dataclasses",
+    "inspect",
+    "shutil",
+    "pathlib",
+)
+
+PROBE = """
+import json, sys
+sys.argv = ["handrail", *json.loads(sys.argv[1])]
+from handrail.entry import main
+code = main()
+sys.stdout.flush()
+with open(OUT, "w") as out:
+    json.dump(sorted(sys.modules), out)
+raise SystemExit(code)
+"""
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> Iterator[GateWorld]:
+    found = GateWorld(tmp_path)
+    found.start("plan")
+    yield found
+    found.close()
+
+
+def loaded(
+    world: GateWorld, args: list[str], stdin: str
+) -> tuple[subprocess.CompletedProcess[str], set[str]]:
+    """The hook's answer, and every module its process had loaded when it answered."""
+    out = world.root / "modules.json"
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE.replace("OUT", repr(str(out))), json.dumps(args)],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        cwd=world.workspace,
+        env=world.env(),
+        timeout=60,
+    )
+    return done, set(json.loads(out.read_text()))
+
+
+def test_a_denied_edit_is_decided_and_recorded_without_loading_the_full_store(world: GateWorld) -> None:
+    edit = claude_input(world, "PreToolUse", tool_name="Edit", tool_input={"file_path": "src/cart.py"})
+    done, modules = loaded(world, ["gate", "pre-tool-use", "--harness", "claude-code"], edit)
+    assert json.loads(done.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny", done.stderr
+    assert modules & set(NOT_LOADED) == set()
+    assert world.gate_events()[-1]["decision"] == "deny"
+
+
+def test_an_allowed_read_and_a_git_commit_load_nothing_of_the_full_store(world: GateWorld) -> None:
+    read = claude_input(world, "PreToolUse", tool_name="Read", tool_input={"file_path": "src/cart.py"})
+    done, modules = loaded(world, ["gate", "pre-tool-use", "--harness", "claude-code"], read)
+    assert (done.returncode, done.stdout) == (0, "")
+    assert modules & set(NOT_LOADED) == set()
+    done, modules = loaded(world, ["gate", "pre-commit", "--harness", "git"], "")
+    assert done.returncode == 1 and "step 'plan'" in done.stderr
+    assert modules & set(NOT_LOADED) == set()
+
+
+def test_a_store_of_a_newer_schema_is_refused_by_name_and_never_written(world: GateWorld) -> None:
+    world.close()
+    newer = len(MIGRATIONS) + 1
+    with sqlite3.connect(world.database) as db:
+        db.execute("INSERT INTO schema_migrations VALUES (?, 'later')", (newer,))
+        events = db.execute("SELECT COUNT(*) FROM run_events").fetchone()[0]
+    edit = claude_input(world, "PreToolUse", tool_name="Edit", tool_input={"file_path": "src/cart.py"})
+    done = world.gate("pre-tool-use", edit, "--on-error", "deny")
+    assert f"has schema version {newer}, newer than this handrail knows" in done.stderr
+    assert json.loads(done.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
+    with sqlite3.connect(world.database) as db:
+        assert db.execute("SELECT COUNT(*) FROM run_events").fetchone()[0] == events
+
+
+def test_a_store_without_a_schema_yet_is_opened_by_the_full_store(tmp_path: Path) -> None:
+    world = GateWorld(tmp_path)
+    sqlite3.connect(world.database).close()  # an empty file: the full store creates the tables
+    edit = claude_input(world, "PreToolUse", tool_name="Edit", tool_input={"file_path": "src/cart.py"})
+    done = world.gate("pre-tool-use", edit, "--require-run", "gate-fixture")
+    assert "no run is active in this workspace" in done.stdout, done.stderr
+    with sqlite3.connect(world.database) as db:
+        assert db.execute("SELECT MAX(version) FROM schema_migrations").fetchone()[0] == len(MIGRATIONS)
