@@ -14,6 +14,9 @@ def main() -> int:
         from handrail.gate import hook  # lazy: a hook's start-up
 
         if argv[1] in hook.HOOK_EVENTS:
+            quick = hook.quick_args(argv[1:])
+            if quick is not None:
+                return hook.run_hook(quick)
             import argparse  # lazy: a hook's start-up
 
             # a width given: argparse then loads no shutil (and its compression modules)

@@ -5,6 +5,7 @@ process of its own, through `handrail.entry`."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import sqlite3
 import subprocess
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from handrail.gate.hook import add_arguments, quick_args
 from handrail.store.schema import MIGRATIONS
 from tests.gate.runs import GateWorld, claude_input
 
@@ -111,3 +113,54 @@ def test_a_store_without_a_schema_yet_is_opened_by_the_full_store(tmp_path: Path
     assert "no run is active in this workspace" in done.stdout, done.stderr
     with sqlite3.connect(world.database) as db:
         assert db.execute("SELECT MAX(version) FROM schema_migrations").fetchone()[0] == len(MIGRATIONS)
+
+
+READ_AS_ARGPARSE_READS = [
+    ["pre-tool-use", "--harness", "claude-code"],
+    [
+        "stop",
+        "--harness",
+        "claude-code",
+        "--require-run",
+        "coding-task",
+        "--on-error",
+        "deny",
+        "--stop-limit",
+        "5",
+    ],
+    ["user-prompt-submit", "--harness=claude-code", "--no-reminder", "--database", "sqlite:///tmp/x.db"],
+    ["pre-push", "origin", "git@host:shop.git", "--harness", "git", "--on-error=deny"],
+    ["commit-msg", ".git/COMMIT_EDITMSG", "--harness", "git"],
+    ["pre-commit"],
+    ["session-start", "--stop-limit", "2", "--stop-limit", "4"],
+]
+LEFT_TO_ARGPARSE = [
+    ["pre-tool-use", "--harn", "claude-code"],  # an abbreviation
+    ["pre-tool-use", "--harness", "cursor-ish"],  # not a choice
+    ["stop", "--stop-limit", "0"],
+    ["stop", "--stop-limit=eight"],
+    ["stop", "--database"],
+    ["stop", "--database", "-x"],
+    ["pre-tool-use", "--harness", "claude-code", "late"],  # a positional after the options
+    ["pre-tool-use", "--no-reminder=yes"],
+    ["pre-tool-use", "--", "x"],
+    ["pre-tool-use", "-h"],
+]
+
+
+@pytest.mark.parametrize("argv", READ_AS_ARGPARSE_READS)
+def test_a_hook_command_line_is_read_as_argparse_reads_it(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(prog="handrail gate")
+    add_arguments(parser)
+    quick = quick_args(argv)
+    assert quick is not None and vars(quick) == vars(parser.parse_args(argv))
+
+
+@pytest.mark.parametrize("argv", LEFT_TO_ARGPARSE)
+def test_a_command_line_the_quick_reading_does_not_know_is_left_to_argparse(argv: list[str]) -> None:
+    assert quick_args(argv) is None
+
+
+def test_a_wrong_hook_option_is_worded_by_argparse(world: GateWorld) -> None:
+    done = world.gate("stop", "{}", "--stop-limit", "9")
+    assert done.exit_code == 2 and "'9' is not a stop limit from 1 to 7" in done.stderr

@@ -7,15 +7,20 @@ load when used.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import os
 import sys
-from typing import TYPE_CHECKING, Any, NamedTuple
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 if TYPE_CHECKING:
+    import argparse
+    from typing import TypeAlias
+
     from handrail.gate import Answer  # lazy: a hook's start-up
     from handrail.runs.gate import Decision, GateEvent, Verdict  # lazy: a hook's start-up
+
+    Args: TypeAlias = argparse.Namespace | SimpleNamespace  # argparse's, or quick_args'
 
 HARNESSES = ("claude-code", "git")
 CLAUDE_EVENTS = (
@@ -34,7 +39,13 @@ MANAGE = ("install", "uninstall", "doctor")
 HOOK_EVENTS = (*CLAUDE_EVENTS, *GIT_HOOKS)
 
 
-def add_arguments(gate: argparse.ArgumentParser) -> None:
+class Adds(Protocol):
+    """What `add_arguments` needs of a parser: argparse's, or the hook's own reading."""
+
+    def add_argument(self, *names: str, **given: Any) -> Any: ...
+
+
+def add_arguments(gate: Adds) -> None:
     gate.add_argument(
         "event",
         choices=[*CLAUDE_EVENTS, *GIT_HOOKS, *MANAGE],
@@ -89,11 +100,77 @@ def _stop_limit(text: str) -> int:
     except ValueError:
         value = 0
     if not 1 <= value <= 7:  # Claude Code stops honouring stop hooks after 8 in a row
+        import argparse  # lazy: a hook's start-up (only a wrong value needs it)
+
         raise argparse.ArgumentTypeError(f"{text!r} is not a stop limit from 1 to 7")
     return value
 
 
-def run_hook(args: argparse.Namespace) -> int:
+class _Declared:
+    """The options `add_arguments` declares, recorded without argparse."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, tuple[str, Any, Any]] = {}  # --name: (dest, type, choices)
+        self.flags: dict[str, str] = {}  # --name: dest
+        self.defaults: dict[str, Any] = {}
+        self.unknown = False  # an option of a kind quick_args does not read
+
+    def add_argument(self, *names: str, **given: Any) -> None:
+        if not names[0].startswith("-"):
+            return  # the event and git's arguments: quick_args reads them itself
+        long = [n for n in names if n.startswith("--")]
+        dest = given.get("dest") or (long or names)[0].lstrip("-").replace("-", "_")
+        action = given.get("action", "store")
+        if action == "store_true":
+            self.flags.update(dict.fromkeys(names, dest))
+            self.defaults[dest] = given.get("default", False)
+        elif action == "store" and given.get("nargs") is None:
+            self.values.update(dict.fromkeys(names, (dest, given.get("type"), given.get("choices"))))
+            self.defaults[dest] = given.get("default")
+        else:
+            self.unknown = True
+
+
+def quick_args(argv: list[str]) -> SimpleNamespace | None:
+    """A hook event's command line (`EVENT [ARG...] [--option value | --flag]...`) read
+    as argparse would read it, without loading argparse (a good part of a hook's start);
+    None for anything else (help, an abbreviation, a wrong value...): argparse then
+    reads it and says what is wrong."""
+    declared = _Declared()
+    add_arguments(declared)
+    if declared.unknown or not argv or argv[0] not in HOOK_EVENTS:
+        return None
+    given = dict(declared.defaults)
+    index = 1
+    while index < len(argv) and not argv[index].startswith("-"):
+        index += 1
+    given["event"], given["args"] = argv[0], argv[1:index]
+    while index < len(argv):
+        name, equals, value = argv[index].partition("=")
+        if name in declared.flags and not equals:
+            given[declared.flags[name]] = True
+            index += 1
+            continue
+        if name not in declared.values:
+            return None
+        if not equals:
+            if index + 1 >= len(argv) or argv[index + 1].startswith("-"):
+                return None
+            value = argv[index + 1]
+            index += 1
+        index += 1
+        dest, convert, choices = declared.values[name]
+        try:
+            read = convert(value) if convert is not None else value
+        except Exception:  # argparse reads it again and words the error
+            return None
+        if choices is not None and read not in choices:
+            return None
+        given[dest] = read
+    return SimpleNamespace(**given)
+
+
+def run_hook(args: Args) -> int:
     harness = args.harness or ("git" if args.event in GIT_HOOKS else "claude-code")
     if (harness == "git") != (args.event in GIT_HOOKS):
         print(f"handrail gate: {args.event} is not a {harness} hook event", file=sys.stderr)
@@ -107,7 +184,7 @@ def run_hook(args: argparse.Namespace) -> int:
     return answer.exit_code
 
 
-def _hook(args: argparse.Namespace, harness: str) -> Answer:
+def _hook(args: Args, harness: str) -> Answer:
     from handrail.gate import HookInputError  # lazy: a hook's start-up
 
     data = sys.stdin.buffer.read((1 << 20) + 1) if not sys.stdin.isatty() else b""
@@ -138,7 +215,7 @@ def _hook(args: argparse.Namespace, harness: str) -> Answer:
     return claude_code.answer(args.event, decision)
 
 
-def _decide(args: argparse.Namespace, event: GateEvent, harness: str) -> Decision:
+def _decide(args: Args, event: GateEvent, harness: str) -> Decision:
     from handrail.runs.gate import Options, decide  # lazy: a hook's start-up
 
     options = Options(require_run=args.require_run, reminder=not args.no_reminder, stop_limit=args.stop_limit)
@@ -228,7 +305,7 @@ def _protected(place: _Place) -> Any:
     return Protected(tuple(sorted(found)), os.path.expanduser("~"))
 
 
-def _store_failed(args: argparse.Namespace, harness: str, event: GateEvent, exc: Exception) -> Answer:
+def _store_failed(args: Args, harness: str, event: GateEvent, exc: Exception) -> Answer:
     reason = " ".join(str(exc).split())[:300] or type(exc).__name__
     refuse = args.on_error == "deny"
     text = f"handrail gate: cannot read the run store ({reason}); " + (
