@@ -1,7 +1,8 @@
 """Spawn to answer of `handrail gate` (a Claude Code command hook), against the floor
 of the same interpreter: `python -c pass`, measured in the same run and interleaved
 in rounds, so that a busy machine slows both alike. Reported as the ratio of the
-medians (the target is 2.5x), for a PreToolUse that is allowed (no write), one that
+medians (the target is 2.5x), wall time and, steadier on a busy machine, the CPU time
+each process used, for a PreToolUse that is allowed (no write), one that
 is denied (a `gate` event written), and the git pre-commit hook.
 
     python -m benchmarks.gate_bench [--rounds 30]
@@ -12,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -23,10 +25,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def spawn(argv: list[str], stdin: bytes, cwd: Path, env: dict[str, str]) -> float:
+def spawn(argv: list[str], stdin: bytes, cwd: Path, env: dict[str, str]) -> tuple[float, float]:
+    """Wall time from spawn to exit, and the CPU time (user and system) the process used:
+    on a machine other work keeps busy the second moves less than the first."""
+    used = _children_cpu()
     start = time.perf_counter()
     subprocess.run(argv, input=stdin, cwd=cwd, env=env, capture_output=True, check=False)
-    return time.perf_counter() - start
+    return time.perf_counter() - start, _children_cpu() - used
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def main() -> int:
@@ -59,21 +69,37 @@ def main() -> int:
             "git pre-commit, denied": ([*program, "gate", "pre-commit", "--harness", "git"], b""),
         }
         times: dict[str, list[float]] = {name: [] for name in cases}
+        cpu: dict[str, list[float]] = {name: [] for name in cases}
         for argv, stdin in cases.values():  # warm the page cache, write the bytecode
             spawn(argv, stdin, world.workspace, env)
         for _ in range(args.rounds):
             for name, (argv, stdin) in cases.items():
-                times[name].append(spawn(argv, stdin, world.workspace, env))
+                wall, used = spawn(argv, stdin, world.workspace, env)
+                times[name].append(wall)
+                cpu[name].append(used)
         world.close()
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     floor = statistics.median(times["python -c pass (floor)"])
+    cpu_floor = statistics.median(cpu["python -c pass (floor)"])
     report = {}
     for name, samples in times.items():
         p50 = statistics.median(samples)
-        report[name] = {"p50_ms": round(p50 * 1000, 1), "ratio": round(p50 / floor, 2)}
-        print(f"{name:<28} p50 {p50 * 1000:7.1f} ms   {p50 / floor:5.2f}x the floor")
-    print(json.dumps({"rounds": args.rounds, "python": sys.version.split()[0], "results": report}))
+        p50_cpu = statistics.median(cpu[name])
+        report[name] = {
+            "p50_ms": round(p50 * 1000, 1),
+            "ratio": round(p50 / floor, 2),
+            "cpu_p50_ms": round(p50_cpu * 1000, 1),
+            "cpu_ratio": round(p50_cpu / cpu_floor, 2),
+        }
+        print(
+            f"{name:<28} p50 {p50 * 1000:7.1f} ms {p50 / floor:5.2f}x the floor   "
+            f"CPU {p50_cpu * 1000:6.1f} ms {p50_cpu / cpu_floor:5.2f}x"
+        )
+    load = [round(x, 2) for x in os.getloadavg()]
+    print(f"load average {load} on {os.cpu_count()} CPUs")
+    about = {"rounds": args.rounds, "python": sys.version.split()[0], "load": load}
+    print(json.dumps({**about, "results": report}))
     return 0
 
 
