@@ -164,3 +164,22 @@ def test_a_command_line_the_quick_reading_does_not_know_is_left_to_argparse(argv
 def test_a_wrong_hook_option_is_worded_by_argparse(world: GateWorld) -> None:
     done = world.gate("stop", "{}", "--stop-limit", "9")
     assert done.exit_code == 2 and "'9' is not a stop limit from 1 to 7" in done.stderr
+
+
+def test_a_damaged_store_fails_the_hook_s_call_with_one_line_and_is_left_as_it_was(world: GateWorld) -> None:
+    world.close()
+    page = 4096
+    with sqlite3.connect(world.database) as db:
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        page = db.execute("PRAGMA page_size").fetchone()[0]
+    data = bytearray(world.database.read_bytes())
+    data[page:] = bytes([0xA5]) * (len(data) - page)  # every page but the first, the schema's
+    world.database.write_bytes(bytes(data))
+    edit = claude_input(world, "PreToolUse", tool_name="Edit", tool_input={"file_path": "src/cart.py"})
+    allowed = world.gate("pre-tool-use", edit)
+    assert allowed.exit_code == 0 and "cannot read the run store" in allowed.json()["systemMessage"]
+    assert "Traceback" not in allowed.stderr
+    assert "malformed" in allowed.stderr or "damaged" in allowed.stderr
+    refused = world.gate("pre-tool-use", edit, "--on-error", "deny")
+    assert json.loads(refused.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
+    assert world.database.read_bytes() == bytes(data)
