@@ -15,7 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from handrail.gate.hook import add_arguments, quick_args
+from handrail.gate.hook import _place, add_arguments, quick_args
+from handrail.home import database_file, handrail_home
+from handrail.store.open import default_url, sqlite_path
 from handrail.store.schema import MIGRATIONS
 from tests.gate.runs import GateWorld, claude_input
 
@@ -183,3 +185,21 @@ def test_a_damaged_store_fails_the_hook_s_call_with_one_line_and_is_left_as_it_w
     refused = world.gate("pre-tool-use", edit, "--on-error", "deny")
     assert json.loads(refused.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
     assert world.database.read_bytes() == bytes(data)
+
+
+@pytest.mark.parametrize("named", [None, "", "~/elsewhere", "relative/home", "/abs/home/"])
+def test_the_hook_finds_the_home_and_database_where_the_store_does(
+    named: str | None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("HANDRAIL_DATABASE_URL", raising=False)
+    if named is None:
+        monkeypatch.delenv("HANDRAIL_HOME", raising=False)
+    else:
+        monkeypatch.setenv("HANDRAIL_HOME", named)
+    place = _place(None)
+    assert place.home == str(handrail_home())
+    assert place.sqlite_file == str(database_file()) == str(sqlite_path(default_url()))
+    given = _place("sqlite:///" + str(tmp_path / "x y.db").lstrip("/"))
+    assert given.sqlite_file == str(tmp_path / "x y.db")
