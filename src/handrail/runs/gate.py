@@ -7,7 +7,7 @@ command (cli/gate.py) reads and writes the store.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from handrail.shell_line import commands, git_options, glob_matches
@@ -368,15 +368,12 @@ def _data(
     return data
 
 
-def stop_refusals(
-    newest_first: Iterable[tuple[str, str | None, Mapping[str, Any]]], step_id: str | None
-) -> int:
-    """Stops refused in a row at `step_id`, reading the run's events from the newest
-    (and no further than the row goes): a prompt, or any event other than the gate's
-    (the step accepted, declined...), ends the row; the gate's other records (tools run
-    between stops) do not."""
+def stop_refusals(events: Sequence[tuple[str, str | None, Mapping[str, Any]]], step_id: str | None) -> int:
+    """Stops refused in a row at `step_id`, reading the run's events from the newest:
+    a prompt, or any event other than the gate's (the step accepted, declined...),
+    ends the row; the gate's other records (tools run between stops) do not."""
     count = 0
-    for type_, event_step, data in newest_first:
+    for type_, event_step, data in reversed(events):
         if type_ != "gate" or event_step != step_id:
             break
         kind = data.get("event")

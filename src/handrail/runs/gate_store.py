@@ -3,55 +3,47 @@ folder with the facts a decision needs, and the `gate` events.
 
 Only the store is read: the current step's policy is compiled from the run's
 pinned workflow source (kept in the store when the run started), so a hook loads
-no catalog and no other workflow. The hook reads SQLite through the light path
-(store/sqlite_light.py); any other store (PostgreSQL, a server's own) is read
-through the `RunStore` interface, and its writes go through `Ledger.retrying`.
+no catalog and no other workflow. The store is a `RunStore`, or, for the hook on
+SQLite, the light path (store/sqlite_light.py), which reads with the same calls and
+appends the event its own way.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from handrail.runs.gate import ACTIVE, RunFacts, inside, stop_refusals
-from handrail.store.sqlite_light import LightSqlite, OpenRun
+from handrail.store.sqlite_light import LightSqlite
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from handrail.store.base import RunRecord, RunStore
+    from handrail.store.sqlite_light import OpenRun
 
 OPEN_RUNS_READ = 200
 ACTOR = "gate"
-GATE = "gate"  # EventType.GATE, whose module a hook does not load
+GATE = "gate"  # EventType.GATE, whose module the hook does not load
 
 
-def active_run(store: LightSqlite | RunStore, folders: list[str]) -> OpenRun | RunRecord | None:
+def active_run(store: RunStore | LightSqlite, folders: list[str]) -> RunRecord | OpenRun | None:
     """The open run whose workspace holds the first of `folders` that one holds; the
     most recently updated when several do."""
-    if isinstance(store, LightSqlite):
-        found = store.open_workspaces(ACTIVE, OPEN_RUNS_READ)
-        for folder in folders:
-            folder = os.path.normpath(folder)
-            for run_id, workspace in found:  # most recently updated first
-                if inside(folder, workspace):
-                    return store.run(run_id)
-        return None
     runs = store.list_runs(statuses=ACTIVE, limit=OPEN_RUNS_READ)
     for folder in folders:
         folder = os.path.normpath(folder)
-        for run in runs:
+        for run in runs:  # most recently updated first
             if inside(folder, run.workspace):
                 return run
     return None
 
 
-def facts(store: LightSqlite | RunStore, run: OpenRun | RunRecord) -> RunFacts:
+def facts(store: RunStore | LightSqlite, run: RunRecord | OpenRun) -> RunFacts:
     from handrail.policy import iter_steps, policy_of_source  # lazy: a hook's start-up
 
-    source = (
-        store.source(run.source_hash) if isinstance(store, LightSqlite) else store.get_source(run.source_hash)
-    )
+    source = store.get_source(run.source_hash)
     document: Mapping[str, Any] = {}
     if source is not None:
         try:
@@ -63,16 +55,9 @@ def facts(store: LightSqlite | RunStore, run: OpenRun | RunRecord) -> RunFacts:
     step = run.position.get("step")
     step = step if isinstance(step, dict) else {}
     step_id = step.get("id") if isinstance(step.get("id"), str) else None
-    if isinstance(store, LightSqlite):
-        accepted = store.accepted_steps(run.id)
-        newest: Iterator[tuple[str, str | None, Mapping[str, Any]]] = store.newest_events(run.id)
-        started = store.first_event(run.id)
-    else:
-        events = store.events(run.id)
-        accepted = tuple(e.step_id for e in events if e.type == "accepted" and e.step_id is not None)
-        newest = ((str(e.type), e.step_id, e.data) for e in reversed(events))
-        started = events[0].data if events else {}
-    folders = started.get("workflowFolders")
+    events = store.events(run.id)
+    accepted = tuple(e.step_id for e in events if e.type == "accepted" and e.step_id is not None)
+    folders = events[0].data.get("workflowFolders") if events else None
     return RunFacts(
         run_id=run.id,
         workflow_id=run.workflow_id,
@@ -86,7 +71,7 @@ def facts(store: LightSqlite | RunStore, run: OpenRun | RunRecord) -> RunFacts:
         step_count=len(ids),
         accepted=accepted,
         policy=policy_of_source(document, step_id) if step_id is not None else None,
-        stop_refusals=stop_refusals(newest, step_id),
+        stop_refusals=stop_refusals([(str(e.type), e.step_id, e.data) for e in events], step_id),
         workflow_folders=tuple(f for f in folders if isinstance(f, str) and f)
         if isinstance(folders, list)
         else (),
@@ -94,10 +79,10 @@ def facts(store: LightSqlite | RunStore, run: OpenRun | RunRecord) -> RunFacts:
 
 
 def record(
-    store: LightSqlite | RunStore, run: OpenRun | RunRecord, step_id: str | None, data: Mapping[str, Any]
+    store: RunStore | LightSqlite, run: RunRecord | OpenRun, step_id: str | None, data: Mapping[str, Any]
 ) -> None:
     """Append one `gate` event to the run. The light path appends holding the write lock,
-    so no other writer can move the run meanwhile; the `RunStore` path goes through the
+    so no other writer can move the run meanwhile; a `RunStore` goes through the
     compare-and-set retry every run write uses."""
     if isinstance(store, LightSqlite):
         store.append(run.id, GATE, step_id, data, ACTOR)

@@ -20,14 +20,14 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 from handrail.store.schema import MIGRATIONS
 
 BUSY_TIMEOUT_S = 5.0  # as the full store: how long the append waits for another writer
-RUN_COLUMNS = "id, workspace, workflow_id, source_hash, goal, status, position, accepted"
+RUN_COLUMNS = "id, owner, workspace, workflow_id, source_hash, goal, status, position, accepted"
 
 
 class LightStoreError(Exception):
@@ -38,6 +38,7 @@ class OpenRun(NamedTuple):
     """What the gate reads of a run: the fields of `RunRecord` it uses, same names."""
 
     id: str
+    owner: str
     workspace: str
     workflow_id: str
     source_hash: str
@@ -45,6 +46,25 @@ class OpenRun(NamedTuple):
     status: str
     position: Mapping[str, Any]
     accepted: int
+
+
+class LightEvent:
+    """One event of a run's log, as `store.base.Event` names its fields; its data is
+    decoded when first read, since a decision reads few of a long log's events."""
+
+    __slots__ = ("_data", "_text", "actor", "at", "seq", "step_id", "type")
+
+    def __init__(self, seq: int, kind: str, at: str, actor: str, step_id: str | None, text: str) -> None:
+        self.seq, self.type, self.at, self.actor, self.step_id = seq, kind, at, actor, step_id
+        self._text = text
+        self._data: Mapping[str, Any] | None = None
+
+    @property
+    def data(self) -> Mapping[str, Any]:
+        if self._data is None:
+            decoded = json.loads(self._text)
+            self._data = decoded if isinstance(decoded, dict) else {}
+        return self._data
 
 
 def schema_version(db: sqlite3.Connection) -> int | None:
@@ -94,31 +114,34 @@ class LightSqlite:
     def _failed(self, exc: sqlite3.Error) -> LightStoreError:
         return LightStoreError(f"the run database {self.path} refused the call: {exc}")
 
-    def open_workspaces(self, statuses: Sequence[str], limit: int) -> list[tuple[str, str]]:
-        """(id, workspace) of the runs in `statuses`, most recently updated first."""
-        marks = ", ".join("?" for _ in statuses)
-        query = (
-            f"SELECT id, workspace FROM runs WHERE status IN ({marks}) "
-            "ORDER BY updated_at DESC, rowid DESC LIMIT ?"
-        )
+    def list_runs(
+        self, *, statuses: Sequence[str] | None = None, owner: str | None = None, limit: int = 100
+    ) -> list[OpenRun]:
+        """As `RunStore.list_runs`: most recently updated first."""
+        where: list[str] = []
+        values: list[str] = []
+        if statuses:
+            where.append(f"status IN ({', '.join('?' for _ in statuses)})")
+            values.extend(str(s) for s in statuses)
+        if owner is not None:
+            where.append("owner = ?")
+            values.append(owner)
+        clause = f"WHERE {' AND '.join(where)}" if where else ""
+        query = f"SELECT {RUN_COLUMNS} FROM runs {clause} ORDER BY updated_at DESC, rowid DESC LIMIT ?"
         try:
-            return [(str(i), str(w)) for i, w in self._db.execute(query, (*statuses, limit))]
+            rows = self._db.execute(query, (*values, limit)).fetchall()
         except sqlite3.Error as exc:
             raise self._failed(exc) from None
+        return [_run(row) for row in rows]
 
-    def run(self, run_id: str) -> OpenRun | None:
+    def get(self, run_id: str) -> OpenRun | None:
         try:
             row = self._db.execute(f"SELECT {RUN_COLUMNS} FROM runs WHERE id = ?", (run_id,)).fetchone()
         except sqlite3.Error as exc:
             raise self._failed(exc) from None
-        if row is None:
-            return None
-        position = json.loads(row[6])
-        run_id, workspace, workflow_id, source_hash, goal, status = (str(v) for v in row[:6])
-        position = position if isinstance(position, dict) else {}
-        return OpenRun(run_id, workspace, workflow_id, source_hash, goal, status, position, int(row[7]))
+        return _run(row) if row is not None else None
 
-    def source(self, source_hash: str) -> bytes | None:
+    def get_source(self, source_hash: str) -> bytes | None:
         try:
             row = self._db.execute(
                 "SELECT document FROM workflow_sources WHERE hash = ?", (source_hash,)
@@ -127,39 +150,15 @@ class LightSqlite:
             raise self._failed(exc) from None
         return bytes(row[0]) if row else None
 
-    def first_event(self, run_id: str) -> Mapping[str, Any]:
-        """The data of the run's first event (`started`)."""
-        try:
-            row = self._db.execute(
-                "SELECT data FROM run_events WHERE run_id = ? AND seq = 1", (run_id,)
-            ).fetchone()
-        except sqlite3.Error as exc:
-            raise self._failed(exc) from None
-        data = json.loads(row[0]) if row else {}
-        return data if isinstance(data, dict) else {}
-
-    def accepted_steps(self, run_id: str) -> tuple[str, ...]:
+    def events(self, run_id: str) -> list[LightEvent]:
         try:
             rows = self._db.execute(
-                "SELECT step_id FROM run_events WHERE run_id = ? AND type = 'accepted' "
-                "AND step_id IS NOT NULL ORDER BY seq",
+                "SELECT seq, type, at, actor, step_id, data FROM run_events WHERE run_id = ? ORDER BY seq",
                 (run_id,),
             ).fetchall()
         except sqlite3.Error as exc:
             raise self._failed(exc) from None
-        return tuple(str(r[0]) for r in rows)
-
-    def newest_events(self, run_id: str) -> Iterator[tuple[str, str | None, Mapping[str, Any]]]:
-        """The run's events from the newest back, read as the caller goes."""
-        try:
-            cursor = self._db.execute(
-                "SELECT type, step_id, data FROM run_events WHERE run_id = ? ORDER BY seq DESC", (run_id,)
-            )
-            for kind, step, data in cursor:
-                decoded = json.loads(data)
-                yield kind, step, decoded if isinstance(decoded, dict) else {}
-        except sqlite3.Error as exc:
-            raise self._failed(exc) from None
+        return [LightEvent(*row) for row in rows]
 
     def append(
         self, run_id: str, kind: str, step_id: str | None, data: Mapping[str, Any], actor: str
@@ -199,6 +198,13 @@ class LightSqlite:
 
     def close(self) -> None:
         self._db.close()
+
+
+def _run(row: Sequence[Any]) -> OpenRun:
+    run_id, owner, workspace, workflow_id, source_hash, goal, status = (str(value) for value in row[:7])
+    position = json.loads(row[7])
+    position = position if isinstance(position, dict) else {}
+    return OpenRun(run_id, owner, workspace, workflow_id, source_hash, goal, status, position, int(row[8]))
 
 
 def now() -> str:
