@@ -8,7 +8,9 @@ start-up work: no `PRAGMA quick_check` (its time grows with the file: 0.45 s for
 schema version (`current`); on any other the caller opens the full store
 (store/sqlite.py), which upgrades an older one and refuses a newer one, naming it.
 
-It reads the few rows a decision needs and appends one event to a run, taking the
+It reads with `RunStore`'s own calls (`list_runs`, `get`, `get_source`, `events`),
+returning records of the same field names without loading store/base.py, and appends
+one event to a run, taking the
 write lock first (BEGIN IMMEDIATE) and checking the schema version again inside that
 transaction: the run's row and its log are read and written while no other writer
 can move them, so the append needs no compare-and-set retry. Damage to the file is
