@@ -11,16 +11,22 @@ import contextlib
 import os
 import sys
 from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     import argparse
-    from typing import TypeAlias
+    from typing import Protocol, TypeAlias
 
     from handrail.gate import Answer  # lazy: a hook's start-up
     from handrail.runs.gate import Decision, GateEvent, Verdict  # lazy: a hook's start-up
 
     Args: TypeAlias = argparse.Namespace | SimpleNamespace  # argparse's, or quick_args'
+
+    class Adds(Protocol):  # for type checkers only: a hook creates no Protocol class
+        """What `add_arguments` needs of a parser: argparse's, or the hook's own reading."""
+
+        def add_argument(self, *names: str, **given: Any) -> Any: ...
+
 
 HARNESSES = ("claude-code", "git")
 CLAUDE_EVENTS = (
@@ -37,12 +43,6 @@ MANAGE = ("install", "uninstall", "doctor")
 
 
 HOOK_EVENTS = (*CLAUDE_EVENTS, *GIT_HOOKS)
-
-
-class Adds(Protocol):
-    """What `add_arguments` needs of a parser: argparse's, or the hook's own reading."""
-
-    def add_argument(self, *names: str, **given: Any) -> Any: ...
 
 
 def add_arguments(gate: Adds) -> None:
