@@ -38,15 +38,21 @@ NOT_LOADED = (
     "pathlib",
 )
 
+# the hook ends its process with os._exit once it has answered: the probe notes the
+# modules loaded then, and ends it the same way
 PROBE = """
-import json, sys
+import json, os, sys
 sys.argv = ["handrail", *json.loads(sys.argv[1])]
+end = os._exit
+
+def noted(code):
+    with open(OUT, "w") as out:
+        json.dump(sorted(sys.modules), out)
+    end(code)
+
+os._exit = noted
 from handrail.entry import main
-code = main()
-sys.stdout.flush()
-with open(OUT, "w") as out:
-    json.dump(sorted(sys.modules), out)
-raise SystemExit(code)
+noted(main())
 """
 
 
