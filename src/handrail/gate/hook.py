@@ -53,6 +53,18 @@ def add_arguments(gate: argparse.ArgumentParser) -> None:
         "(default $HANDRAIL_DATABASE_URL, else ~/.handrail/handrail.db)",
     )
     gate.add_argument(
+        "--server",
+        default=None,
+        metavar="URL",
+        help="ask this `handrail serve` (e.g. http://127.0.0.1:8765) instead of opening the store",
+    )
+    gate.add_argument(
+        "--token",
+        default=None,
+        metavar="TOKEN",
+        help="with --server: the person's token (default $HANDRAIL_TOKEN)",
+    )
+    gate.add_argument(
         "--require-run",
         default=None,
         metavar="WORKFLOW",
@@ -125,10 +137,14 @@ def _hook(args: argparse.Namespace, harness: str) -> Answer:
         from handrail.gate import claude_code  # lazy: a hook's start-up
 
         return claude_code.malformed(str(exc))
+    if args.server:
+        from handrail.gate import remote  # lazy: a hook's start-up
+
+        return remote.ask(args, harness, event, data, warnings)
     try:
         decision = _decide(args, event, harness)
     except Exception as exc:  # the store cannot be read: --on-error says what happens
-        return _store_failed(args, harness, event, exc)
+        return store_failed(args.on_error, harness, args.event, event, exc)
     if harness == "git":
         from handrail.gate import git_hooks  # lazy: a hook's start-up
 
@@ -144,7 +160,7 @@ def _decide(args: argparse.Namespace, event: GateEvent, harness: str) -> Decisio
     options = Options(require_run=args.require_run, reminder=not args.no_reminder, stop_limit=args.stop_limit)
     store = _open_store(args.database)
     if store is None:
-        return decide(None, event, options, _protected(args.database))
+        return decide(None, event, options, protected_paths(args.database))
     from handrail.runs import gate_store  # lazy: a hook's start-up
 
     try:
@@ -152,12 +168,7 @@ def _decide(args: argparse.Namespace, event: GateEvent, harness: str) -> Decisio
         project = os.environ.get("CLAUDE_PROJECT_DIR")
         if harness == "claude-code" and project:
             folders.append(project)
-        run = gate_store.active_run(store, folders)
-        facts = gate_store.facts(store, run) if run is not None else None
-        decision = decide(facts, event, options, _protected(args.database))
-        if run is not None and decision.record is not None:
-            gate_store.record(store, run, facts.step_id if facts else None, decision.record)
-        return decision
+        return gate_store.judge(store, event, options, protected_paths(args.database), folders)
     finally:
         store.close()
 
@@ -173,7 +184,9 @@ def _open_store(database: str | None) -> Any:
     return open_store(url)
 
 
-def _protected(database: str | None) -> Any:
+def protected_paths(database: str | None, more: tuple[str, ...] = ()) -> Any:
+    """What no agent may touch while a run is active: the run store (`database`, else
+    the default one), HANDRAIL_HOME, the workflow sources of the environment and `more`."""
     from handrail.home import handrail_home  # lazy: a hook's start-up
     from handrail.runs.gate import Protected  # lazy: a hook's start-up
 
@@ -187,12 +200,15 @@ def _protected(database: str | None) -> Any:
     from handrail.settings import Settings  # lazy: a hook's start-up
 
     paths.extend(path for _, path in Settings.from_environment().workflow_paths)
+    paths.extend(more)
     return Protected(tuple(os.path.abspath(p) for p in paths), os.path.expanduser("~"))
 
 
-def _store_failed(args: argparse.Namespace, harness: str, event: GateEvent, exc: Exception) -> Answer:
+def store_failed(on_error: str, harness: str, name: str, event: GateEvent, exc: Exception) -> Answer:
+    """The answer when the run store cannot be read: `on_error` allow or deny; `name`:
+    the hook event as the command names it."""
     reason = " ".join(str(exc).split())[:300] or type(exc).__name__
-    refuse = args.on_error == "deny"
+    refuse = on_error == "deny"
     text = f"handrail gate: cannot read the run store ({reason}); " + (
         "refusing (--on-error deny)" if refuse else "allowing"
     )
@@ -204,10 +220,10 @@ def _store_failed(args: argparse.Namespace, harness: str, event: GateEvent, exc:
     from handrail.runs.gate import Decision  # lazy: a hook's start-up
 
     if not refuse:
-        return claude_code.warning(args.event, text)
+        return claude_code.warning(name, text)
     verdict: Verdict = "block" if event.kind == "stop" else "deny"
     refused = claude_code.answer(
-        args.event,
+        name,
         Decision(
             verdict,
             "handrail: cannot read the run store; this is refused until it can be read (--on-error deny).",

@@ -11,11 +11,12 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from handrail.runs.gate import ACTIVE, RunFacts, inside, stop_refusals
+from handrail.runs.gate import ACTIVE, RunFacts, decide, inside, stop_refusals
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Mapping, Sequence
 
+    from handrail.runs.gate import Decision, GateEvent, Options, Protected
     from handrail.store.base import RunRecord, RunStore
 
 OPEN_RUNS_READ = 200
@@ -23,10 +24,29 @@ WRITE_TRIES = 8
 ACTOR = "gate"
 
 
-def active_run(store: RunStore, folders: list[str]) -> RunRecord | None:
+def judge(
+    store: RunStore,
+    event: GateEvent,
+    options: Options,
+    protected: Protected,
+    folders: Sequence[str],
+    owner: str | None = None,
+) -> Decision:
+    """One hook event decided against the store, and its `gate` event written: the one
+    path of the command hook and of `handrail serve`'s HTTP hooks. `owner`: only that
+    person's runs are found (a server's token); None: every run of the store."""
+    run = active_run(store, folders, owner)
+    facts_ = facts(store, run) if run is not None else None
+    decision = decide(facts_, event, options, protected)
+    if run is not None and decision.record is not None:
+        record(store, run, facts_.step_id if facts_ else None, decision.record)
+    return decision
+
+
+def active_run(store: RunStore, folders: Sequence[str], owner: str | None = None) -> RunRecord | None:
     """The open run whose workspace holds the first of `folders` that one holds; the
     most recently updated when several do."""
-    runs = store.list_runs(statuses=ACTIVE, limit=OPEN_RUNS_READ)
+    runs = store.list_runs(statuses=ACTIVE, owner=owner, limit=OPEN_RUNS_READ)
     for folder in folders:
         folder = os.path.normpath(folder)
         for run in runs:  # most recently updated first
