@@ -140,7 +140,10 @@ def _hook(args: argparse.Namespace, harness: str) -> Answer:
     if args.server:
         from handrail.gate import remote  # lazy: a hook's start-up
 
-        return remote.ask(args, harness, event, data, warnings)
+        try:
+            return remote.ask(args, harness, event, data, warnings)
+        except remote.Unreachable as exc:
+            return store_failed(args.on_error, harness, args.event, event, exc)
     try:
         decision = _decide(args, event, harness)
     except Exception as exc:  # the store cannot be read: --on-error says what happens

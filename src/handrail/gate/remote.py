@@ -29,12 +29,8 @@ class Unreachable(Exception):
 
 
 def ask(args: argparse.Namespace, harness: str, event: GateEvent, data: bytes, warnings: list[str]) -> Answer:
-    from handrail.gate.hook import store_failed  # lazy: hook loads this module
-
-    try:
-        status, reply = _post(args, harness, event, data)
-    except Unreachable as exc:
-        return store_failed(args.on_error, harness, args.event, event, exc)
+    """The server's answer to one hook event; Unreachable when there is none to give."""
+    status, reply = _post(args, harness, event, data)
     if status == 400:  # input the server could not read: the command's own non-blocking error
         message = _error_of(reply) or "the server could not read the hook input"
         if harness == "git":
@@ -48,9 +44,7 @@ def ask(args: argparse.Namespace, harness: str, event: GateEvent, data: bytes, w
         answered = json.loads(reply)
         code, stderr = int(answered["exitCode"]), str(answered["stderr"])
     except (ValueError, KeyError, TypeError):
-        return store_failed(
-            args.on_error, harness, args.event, event, Unreachable("the server's answer is not JSON")
-        )
+        raise Unreachable(f"{args.server[:100]} did not answer with the gate's JSON") from None
     said = "".join(f"handrail gate: {warning}\n" for warning in warnings)
     return Answer("", said + stderr, code)
 
