@@ -124,7 +124,9 @@ def read_event(data: bytes, event: str | None) -> tuple[str, GateEvent]:
         outcome = (
             "ok" if name == "PostToolUse" else "failed: " + (str(error).split("\n", 1)[0] if error else "")
         )
-    return event, GateEvent(kind, cwd, session, action=action, outcome=outcome)
+    named = tool_input.get("runId") if isinstance(tool_input, Mapping) else None
+    run_id = named[:100] if isinstance(named, str) and action is not None and action.kind == "mcp" else None
+    return event, GateEvent(kind, cwd, session, action=action, outcome=outcome, run_id=run_id)
 
 
 def action_of(tool: str, tool_input: Mapping[str, Any], cwd: str) -> Action | None:
