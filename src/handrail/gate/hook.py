@@ -171,9 +171,19 @@ def _decide(args: argparse.Namespace, event: GateEvent, harness: str) -> Decisio
         project = os.environ.get("CLAUDE_PROJECT_DIR")
         if harness == "claude-code" and project:
             folders.append(project)
-        return gate_store.judge(store, event, options, protected_paths(args.database), folders)
+        decision = gate_store.judge(store, event, options, protected_paths(args.database), folders)
+        replay_outages(store, folders)
+        return decision
     finally:
         store.close()
+
+
+def replay_outages(store: Any, folders: list[str], owner: str | None = None) -> None:
+    """The events answered while the store could not be read, recorded now that it can."""
+    from handrail.gate import outages  # lazy: a hook's start-up
+
+    with contextlib.suppress(Exception):  # best effort: the decision already made stands
+        outages.replay(store, folders, owner)
 
 
 def _open_store(database: str | None) -> Any:
@@ -212,6 +222,9 @@ def store_failed(on_error: str, harness: str, name: str, event: GateEvent, exc: 
     the hook event as the command names it."""
     reason = " ".join(str(exc).split())[:300] or type(exc).__name__
     refuse = on_error == "deny"
+    from handrail.gate import outages  # lazy: a hook's start-up
+
+    outages.keep(event.cwd, event.kind, "deny" if refuse else "allow", reason)
     text = f"handrail gate: cannot read the run store ({reason}); " + (
         "refusing (--on-error deny)" if refuse else "allowing"
     )

@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from handrail.gate import Answer, HookInputError, claude_code, git_hooks
-from handrail.gate.hook import protected_paths, store_failed
+from handrail.gate.hook import protected_paths, replay_outages, store_failed
 from handrail.runs import gate_store
 from handrail.runs.gate import Options
 from handrail.runs.request import Request
@@ -79,7 +79,10 @@ class HookServer:
 
     def decide(self, event: GateEvent, options: Options, person: str | None) -> Decision:
         owner = self.runs.owner(Request(owner=person))
-        return gate_store.judge(self.runs.store, event, options, self.protected, [event.cwd], owner)
+        store = self.runs.store
+        decision = gate_store.judge(store, event, options, self.protected, [event.cwd], owner)
+        replay_outages(store, [event.cwd], owner)
+        return decision
 
 
 def options_of(query: Mapping[str, str]) -> tuple[Options, str]:
