@@ -243,3 +243,23 @@ def test_an_unreachable_server_lets_the_action_through_with_a_warning(world: Gat
         timeout=60,
     )
     assert json.loads(refused.stdout)["decision"] == "block"
+
+
+def test_doctor_says_whether_the_servers_hooks_answer_with_the_token(
+    world: GateWorld, server: HttpServer
+) -> None:
+    def doctor(token: str) -> str:
+        done = subprocess.run(
+            [*gate_command("doctor"), "--server", server.base],
+            capture_output=True,
+            text=True,
+            cwd=world.workspace,
+            env=world.env() | {"HANDRAIL_TOKEN": token},
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    assert f"run store: the server {server.base}" in doctor(ANA)
+    assert "test event: the server's hooks answer, and take the token" in doctor(ANA)
+    assert "answered 401: Unauthorized" in doctor("nobody-has-this-token-0123456789")

@@ -331,12 +331,31 @@ def doctor(args: argparse.Namespace) -> int:
         lines.append(f"git: {', '.join(have) or 'no hooks'} installed in {folder}")
     except (InstallError, OSError):
         lines.append("git: not a git repository here")
-    url = args.database or default_url()
-    lines.append(f"run store: {url.split('@')[-1] if '@' in url else url}")
-    lines.append(_test_event(args))
+    if args.server:
+        lines.append(f"run store: the server {args.server}")
+        lines.append(_server_answers(args))
+    else:
+        url = args.database or default_url()
+        lines.append(f"run store: {url.split('@')[-1] if '@' in url else url}")
+        lines.append(_test_event(args))
     for line in lines:
         print(line)
     return 0
+
+
+def _server_answers(args: argparse.Namespace) -> str:
+    """Whether the server's hooks answer with this token: an empty hook input is
+    refused (400) by a server that took the token, and records nothing."""
+    from handrail.gate import remote  # lazy: a hook's start-up
+    from handrail.runs.gate import GateEvent  # lazy: a hook's start-up
+
+    try:
+        status, _ = remote.post(args, "claude-code", GateEvent("prompt", os.getcwd()), b"")
+    except remote.Unreachable as exc:
+        return f"test event: {exc}"
+    if status == 400:
+        return "test event: the server's hooks answer, and take the token"
+    return f"test event: the server answered {status}"
 
 
 def _test_event(args: argparse.Namespace) -> str:

@@ -30,7 +30,7 @@ class Unreachable(Exception):
 
 def ask(args: argparse.Namespace, harness: str, event: GateEvent, data: bytes, warnings: list[str]) -> Answer:
     """The server's answer to one hook event; Unreachable when there is none to give."""
-    status, reply = _post(args, harness, event, data)
+    status, reply = post(args, harness, event, data)
     if status == 400:  # input the server could not read: the command's own non-blocking error
         message = _error_of(reply) or "the server could not read the hook input"
         if harness == "git":
@@ -49,7 +49,7 @@ def ask(args: argparse.Namespace, harness: str, event: GateEvent, data: bytes, w
     return Answer("", said + stderr, code)
 
 
-def _post(args: argparse.Namespace, harness: str, event: GateEvent, data: bytes) -> tuple[int, bytes]:
+def post(args: argparse.Namespace, harness: str, event: GateEvent, data: bytes) -> tuple[int, bytes]:
     server: str = args.server
     url = urlsplit(server)
     if url.scheme not in ("http", "https") or not url.hostname:
