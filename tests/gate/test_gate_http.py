@@ -58,7 +58,7 @@ def remote_gate(world: GateWorld, server: HttpServer, event: str, stdin: str, *a
     """`handrail gate EVENT --server URL`, as the harness runs it, with ana's token."""
     env = world.env() | {"HANDRAIL_TOKEN": ANA}
     done = subprocess.run(
-        [*gate_command(event, "--server", server.base), *args],
+        [*gate_command(event, *args), "--server", server.base],
         input=stdin.encode(),
         capture_output=True,
         cwd=world.workspace,
@@ -263,3 +263,18 @@ def test_doctor_says_whether_the_servers_hooks_answer_with_the_token(
     assert f"run store: the server {server.base}" in doctor(ANA)
     assert "test event: the server's hooks answer, and take the token" in doctor(ANA)
     assert "answered 401: Unauthorized" in doctor("nobody-has-this-token-0123456789")
+
+
+def test_gits_hooks_ask_the_server_too(world: GateWorld, server: HttpServer) -> None:
+    run = call(
+        server,
+        "workflow_start",
+        {"workflowId": "gate-fixture", "goal": "Add a discount", "workspace": str(world.workspace)},
+    )["runId"]
+    refused = remote_gate(world, server, "pre-commit", "", "--harness", "git")
+    assert refused.exit_code == 1 and refused.stdout == ""
+    assert f"step 'plan' (1 of 4, run {run}) does not allow shell:git commit" in refused.stderr
+    refs = f"refs/heads/main {'1' * 40} refs/heads/main {'0' * 40}\nnot four fields\n"
+    pushed = remote_gate(world, server, "pre-push", refs, "origin", "url", "--harness", "git")
+    assert pushed.exit_code == 1 and "does not allow shell:git push origin" in pushed.stderr
+    assert "pre-push input line 2 has 3 fields, expected 4; not checked" in pushed.stderr
