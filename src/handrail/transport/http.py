@@ -11,6 +11,8 @@ request alike; this module adds only what HTTP needs:
   the person asking (handrail.service.people), the owner of the request (handrail.runs.request)
   each POST is answered as (both checks:
   transport/security.py; a refusal is an RpcError sent through the one builder);
+- POST /hooks/<harness> hands a harness's hook input to the gate's answer (`hooks`,
+  given by the command: the gate is a layer above), behind the same checks;
 - GET (no server-to-client stream is offered) and DELETE (no sessions): 405;
 - an Accept that rules out JSON: 406; a body that is not JSON: 415; too large: 413;
 - MCP-Protocol-Version must name a version we speak; a 2026-07-28 request's
@@ -259,8 +261,10 @@ def create_app(service: Service, settings: HttpSettings | None = None) -> Starle
         refused = refuse(request)
         if refused is not None:
             return refused
-        if request.method != "POST" or config.hooks is None:
-            return Response(status_code=405 if config.hooks else 404, headers={"Allow": "POST"})
+        if config.hooks is None:  # an app made without the gate (tests, embedding)
+            return Response(status_code=404)
+        if request.method != "POST":
+            return Response(status_code=405, headers={"Allow": "POST"})
         body = await read_body(request, MAX_HOOK_BODY)
         if isinstance(body, Response):
             return body
@@ -271,7 +275,12 @@ def create_app(service: Service, settings: HttpSettings | None = None) -> Starle
         try:
             status, reply = await pool.run(answer, harness, body, query, person)
         except Busy:
-            return Response(b'{"error":"server busy"}', status_code=503, media_type="application/json")
+            return Response(
+                b'{"error":"server busy: every worker is taken and the queue is full"}',
+                status_code=503,
+                headers={"Retry-After": "1"},
+                media_type="application/json",
+            )
         if not reply:
             return Response(status_code=status)
         return Response(reply, status_code=status, media_type="application/json")
