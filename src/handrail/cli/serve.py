@@ -197,8 +197,9 @@ def serve_command(args: argparse.Namespace) -> int:
     dashboard = f"http://{where}:{port}/"
     print(f"handrail {args.command}: the dashboard is at {dashboard}", file=sys.stderr)
     try:
+        service = service_of(catalog, args, checks, dashboard_url=_reachable(dashboard, args.host, port))
         return serve(
-            service_of(catalog, args, checks, dashboard_url=_reachable(dashboard, args.host, port)),
+            service,
             args.host,
             port,
             extra_hosts=args.allow_host,
@@ -209,9 +210,18 @@ def serve_command(args: argparse.Namespace) -> int:
             log_level=args.log_level,
             sock=sock,
             limits=options.transport_limits(args),
+            hooks=hooks_of(service, args),
         )
     finally:
         catalog.close()
+
+
+def hooks_of(service: Any, args: argparse.Namespace) -> Any:
+    """The gate's HTTP hooks (POST /hooks/<harness>), answered from the server's store."""
+    from handrail.gate.http_hooks import HookServer  # lazy: only `serve` answers hooks
+
+    folders = [str(f) for f in getattr(args, "workflows", None) or [] if not str(f).startswith("git+")]
+    return HookServer(service.runs, args.database, folders).answer
 
 
 def people_of(args: argparse.Namespace) -> Any:

@@ -12,7 +12,14 @@ adapters without going through the command line.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    import argparse
+    from typing import TypeAlias
+
+    Args: TypeAlias = argparse.Namespace | SimpleNamespace  # a hook's options: argparse's, or quick_args'
 
 
 class HookInputError(Exception):

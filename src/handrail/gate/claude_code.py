@@ -30,6 +30,7 @@ EVENTS: dict[str, tuple[str, EventKind]] = {
     "stop": ("Stop", "stop"),
     "subagent-stop": ("SubagentStop", "stop"),
 }
+EVENT_OF = {name: event for event, (name, _) in EVENTS.items()}
 EDIT_TOOLS = {
     "Write": "file_path",
     "Edit": "file_path",
@@ -64,6 +65,17 @@ CONTROL_TOOLS = frozenset(
 
 def read_input(data: bytes, event: str) -> GateEvent:
     """The gate's event from Claude Code's hook JSON (unknown fields ignored)."""
+    return read_event(data, event)[1]
+
+
+def read_posted(data: bytes) -> tuple[str, GateEvent]:
+    """An HTTP hook's body (one address for every event): the event it names, and the
+    gate's event."""
+    return read_event(data, None)
+
+
+def read_event(data: bytes, event: str | None) -> tuple[str, GateEvent]:
+    """`event`: the event the hook was installed for; None: the event the input names."""
     if len(data) > MAX_INPUT:
         raise HookInputError(f"hook input is larger than {MAX_INPUT} bytes")
     if not data.strip():
@@ -80,8 +92,12 @@ def read_input(data: bytes, event: str) -> GateEvent:
     if not isinstance(body, dict):
         what = "a JSON array" if isinstance(body, list) else "not a JSON object"
         raise HookInputError(f"hook input is {what}, expected an object")
-    name, kind = EVENTS[event]
     said = body.get("hook_event_name")
+    if event is None:
+        event = EVENT_OF.get(said) if isinstance(said, str) else None
+        if event is None:
+            raise HookInputError(f"hook_event_name is {_shown(said)}, not an event the gate answers")
+    name, kind = EVENTS[event]
     if said != name:
         raise HookInputError(f"hook_event_name is {_shown(said)} but the hook was installed for '{name}'")
     cwd = body.get("cwd")
@@ -90,13 +106,13 @@ def read_input(data: bytes, event: str) -> GateEvent:
     session = body.get("session_id") if isinstance(body.get("session_id"), str) else None
     if kind == "session":
         source = body.get("source")
-        return GateEvent("session", cwd, session, source if isinstance(source, str) else None)
+        return event, GateEvent("session", cwd, session, source if isinstance(source, str) else None)
     if kind == "prompt":
-        return GateEvent("prompt", cwd, session)
+        return event, GateEvent("prompt", cwd, session)
     if kind == "stop":
         # Claude Code's own helper agents stop with an empty agent_type: never refuse them
         internal = name == "SubagentStop" and body.get("agent_type", "") in ("", None)
-        return GateEvent("stop", cwd, session, internal=internal)
+        return event, GateEvent("stop", cwd, session, internal=internal)
     tool = body.get("tool_name")
     if not isinstance(tool, str) or not tool:
         raise HookInputError(f"{name} input has no tool_name")
@@ -108,7 +124,9 @@ def read_input(data: bytes, event: str) -> GateEvent:
         outcome = (
             "ok" if name == "PostToolUse" else "failed: " + (str(error).split("\n", 1)[0] if error else "")
         )
-    return GateEvent(kind, cwd, session, action=action, outcome=outcome)
+    named = tool_input.get("runId") if isinstance(tool_input, Mapping) else None
+    run_id = named[:100] if isinstance(named, str) and action is not None and action.kind == "mcp" else None
+    return event, GateEvent(kind, cwd, session, action=action, outcome=outcome, run_id=run_id)
 
 
 def action_of(tool: str, tool_input: Mapping[str, Any], cwd: str) -> Action | None:

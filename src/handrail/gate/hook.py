@@ -14,13 +14,10 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
-    import argparse
-    from typing import Protocol, TypeAlias
+    from typing import Protocol
 
-    from handrail.gate import Answer  # lazy: a hook's start-up
+    from handrail.gate import Answer, Args  # lazy: a hook's start-up
     from handrail.runs.gate import Decision, GateEvent, Verdict  # lazy: a hook's start-up
-
-    Args: TypeAlias = argparse.Namespace | SimpleNamespace  # argparse's, or quick_args'
 
     class Adds(Protocol):  # for type checkers only: a hook creates no Protocol class
         """What `add_arguments` needs of a parser: argparse's, or the hook's own reading."""
@@ -62,6 +59,18 @@ def add_arguments(gate: Adds) -> None:
         metavar="URL",
         help="the run store, as for `handrail serve` "
         "(default $HANDRAIL_DATABASE_URL, else ~/.handrail/handrail.db)",
+    )
+    gate.add_argument(
+        "--server",
+        default=None,
+        metavar="URL",
+        help="ask this `handrail serve` (e.g. http://127.0.0.1:8765) instead of opening the store",
+    )
+    gate.add_argument(
+        "--token",
+        default=None,
+        metavar="TOKEN",
+        help="with --server: the person's token (default $HANDRAIL_TOKEN)",
     )
     gate.add_argument(
         "--require-run",
@@ -202,10 +211,17 @@ def _hook(args: Args, harness: str) -> Answer:
         from handrail.gate import claude_code  # lazy: a hook's start-up
 
         return claude_code.malformed(str(exc))
+    if args.server:
+        from handrail.gate import remote  # lazy: a hook's start-up
+
+        try:
+            return remote.ask(args, harness, event, data, warnings)
+        except remote.Unreachable as exc:
+            return store_failed(args.on_error, harness, args.event, event, exc)
     try:
         decision = _decide(args, event, harness)
     except Exception as exc:  # the store cannot be read: --on-error says what happens
-        return _store_failed(args, harness, event, exc)
+        return store_failed(args.on_error, harness, args.event, event, exc)
     if harness == "git":
         from handrail.gate import git_hooks  # lazy: a hook's start-up
 
@@ -230,14 +246,25 @@ def _decide(args: Args, event: GateEvent, harness: str) -> Decision:
         project = os.environ.get("CLAUDE_PROJECT_DIR")
         if harness == "claude-code" and project:
             folders.append(project)
-        run = gate_store.active_run(store, folders)
-        facts = gate_store.facts(store, run) if run is not None else None
-        decision = decide(facts, event, options, _protected(place))
-        if run is not None and decision.record is not None:
-            gate_store.record(store, run, facts.step_id if facts else None, decision.record)
+        decision = gate_store.judge(store, event, options, _protected(place), folders)
+        replay_outages(store, folders, home=place.home)
         return decision
     finally:
         store.close()
+
+
+OUTAGES_SPOOL = "gate-outages.jsonl"  # outages.NAME, named here so the common case loads nothing
+
+
+def replay_outages(store: Any, folders: list[str], owner: str | None = None, home: str | None = None) -> None:
+    """The events answered while the store could not be read, recorded now that it can.
+    `home`: handrail's home, whose spool is looked for without loading its module."""
+    if home is not None and not os.path.exists(os.path.join(home, OUTAGES_SPOOL)):
+        return  # the common case: one stat
+    from handrail.gate import outages  # lazy: a hook's start-up
+
+    with contextlib.suppress(Exception):  # best effort: the decision already made stands
+        outages.replay(store, folders, owner)
 
 
 class _Place(NamedTuple):
@@ -294,10 +321,16 @@ def _open_store(database: str | None, place: _Place | None = None) -> Any:
     return open_store(sqlite_url(Path(place.sqlite_file)))
 
 
-def _protected(place: _Place) -> Any:
+def protected_paths(database: str | None, more: tuple[str, ...] = ()) -> Any:
+    """What no agent may touch while a run is active: the run store (`database`, else
+    the default one), handrail's home, the workflow sources of the environment and `more`."""
+    return _protected(_place(database), more)
+
+
+def _protected(place: _Place, more: tuple[str, ...] = ()) -> Any:
     from handrail.runs.gate import Protected  # lazy: a hook's start-up
 
-    paths = [place.home, *place.workflows]
+    paths = [place.home, *place.workflows, *more]
     if place.sqlite_file is not None:
         paths.append(place.sqlite_file)
     found = {os.path.abspath(os.path.expanduser(p)) for p in paths}
@@ -305,9 +338,14 @@ def _protected(place: _Place) -> Any:
     return Protected(tuple(sorted(found)), os.path.expanduser("~"))
 
 
-def _store_failed(args: Args, harness: str, event: GateEvent, exc: Exception) -> Answer:
+def store_failed(on_error: str, harness: str, name: str, event: GateEvent, exc: Exception) -> Answer:
+    """The answer when the run store cannot be read: `on_error` allow or deny; `name`:
+    the hook event as the command names it."""
     reason = " ".join(str(exc).split())[:300] or type(exc).__name__
-    refuse = args.on_error == "deny"
+    refuse = on_error == "deny"
+    from handrail.gate import outages  # lazy: a hook's start-up
+
+    outages.keep(event.cwd, event.kind, "deny" if refuse else "allow", reason)
     text = f"handrail gate: cannot read the run store ({reason}); " + (
         "refusing (--on-error deny)" if refuse else "allowing"
     )
@@ -319,10 +357,10 @@ def _store_failed(args: Args, harness: str, event: GateEvent, exc: Exception) ->
     from handrail.runs.gate import Decision  # lazy: a hook's start-up
 
     if not refuse:
-        return claude_code.warning(args.event, text)
+        return claude_code.warning(name, text)
     verdict: Verdict = "block" if event.kind == "stop" else "deny"
     refused = claude_code.answer(
-        args.event,
+        name,
         Decision(
             verdict,
             "handrail: cannot read the run store; this is refused until it can be read (--on-error deny).",

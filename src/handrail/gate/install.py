@@ -6,7 +6,9 @@ Claude Code: the `hooks` of `.claude/settings.json` (project) or
 its key order, its indentation and its final newline; a file already written that
 way keeps every byte outside handrail's entries (another layout is normalized, and
 the command says so). A handrail entry is a command hook whose command runs
-`handrail gate ... --harness claude-code`.
+`handrail gate ... --harness claude-code`, or (with `--server URL`) an HTTP hook
+posting to `URL/hooks/claude-code`: every event but SessionStart, which Claude Code
+runs only as a command (that one asks the server with `--server`).
 
 git: a marked block in `pre-commit`, `commit-msg` and `pre-push` of the repository's
 hooks folder (`git rev-parse --git-path hooks`, so `core.hooksPath` is honoured); an
@@ -25,11 +27,14 @@ import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode, urlsplit
 
 from handrail.gate.claude_code import EVENTS
 from handrail.gate.git_hooks import HOOKS, MARK_BEGIN, MARK_END
 
 TOOL_EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure")
+COMMAND_ONLY = ("SessionStart",)  # Claude Code runs no HTTP hook for it
+HTTP_PATH = "/hooks/claude-code"
 SHEBANG = "#!/bin/sh\n"
 
 
@@ -41,6 +46,10 @@ def manage(args: argparse.Namespace) -> int:
         print(f"handrail gate {args.event}: name the harness: claude-code or git", file=sys.stderr)
         return 2
     try:
+        if args.token:
+            raise InstallError("--token is not written into hooks; set HANDRAIL_TOKEN where the harness runs")
+        if args.server and args.database:
+            raise InstallError("give --server or --database, not both: the hooks ask one of them")
         if harness == "git":
             lines = _git(args, install=args.event == "install")
         else:
@@ -65,6 +74,8 @@ def _program() -> str:
 
 def _options(args: argparse.Namespace) -> list[str]:
     options: list[str] = []
+    if args.server:
+        options += ["--server", args.server]
     if args.database:
         options += ["--database", args.database]
     if args.require_run:
@@ -82,6 +93,8 @@ def settings_file(scope: str, cwd: Path | None = None) -> Path:
 
 
 def is_ours(handler: Any) -> bool:
+    if isinstance(handler, dict) and handler.get("type") == "http":
+        return urlsplit(str(handler.get("url", ""))).path.endswith(HTTP_PATH)
     if not isinstance(handler, dict) or handler.get("type") != "command":
         return False
     words = str(handler.get("command", "")).split()
@@ -98,13 +111,39 @@ def claude_entries(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
     program = _program()
     entries: dict[str, dict[str, Any]] = {}
     for event, (name, _) in EVENTS.items():
-        words = [program, "gate", event, "--harness", "claude-code", *_options(args)]
-        handler = {"type": "command", "command": shlex.join(words), "timeout": 30}
+        handler: dict[str, Any]
+        if args.server and name not in COMMAND_ONLY:
+            handler = http_hook(args)
+        else:
+            words = [program, "gate", event, "--harness", "claude-code", *_options(args)]
+            handler = {"type": "command", "command": shlex.join(words), "timeout": 30}
         group: dict[str, Any] = {"hooks": [handler]}
         if name in TOOL_EVENTS:
             group = {"matcher": "*", **group}
         entries[name] = group
     return entries
+
+
+def http_hook(args: argparse.Namespace) -> dict[str, Any]:
+    """An HTTP hook to the server: the command's options as query parameters, the token
+    read from the environment Claude Code runs in (a settings file holds no secret)."""
+    query: dict[str, str] = {}
+    if args.require_run:
+        query["require-run"] = args.require_run
+    if args.on_error != "allow":
+        query["on-error"] = args.on_error
+    url = str(args.server).rstrip("/") + HTTP_PATH + (f"?{urlencode(query)}" if query else "")
+    return {
+        "type": "http",
+        "url": url,
+        "timeout": 30,
+        "headers": {"Authorization": "Bearer $HANDRAIL_TOKEN"},
+        "allowedEnvVars": ["HANDRAIL_TOKEN"],
+    }
+
+
+def _shown(handler: dict[str, Any]) -> str:
+    return str(handler["url"] if handler.get("type") == "http" else handler.get("command"))
 
 
 def _claude(args: argparse.Namespace, *, install: bool) -> list[str]:
@@ -123,10 +162,22 @@ def _claude(args: argparse.Namespace, *, install: bool) -> list[str]:
     if install:
         for name, group in claude_entries(args).items():
             groups = hooks.setdefault(name, [])
-            if any(is_ours(h) for g in groups if isinstance(g, dict) for h in g.get("hooks", [])):
+            wanted = group["hooks"][0]
+            found = [
+                (g["hooks"], i)
+                for g in groups
+                if isinstance(g, dict) and isinstance(g.get("hooks"), list)
+                for i, h in enumerate(g["hooks"])
+                if is_ours(h)
+            ]
+            if found:
+                handlers, index = found[0]
+                if handlers[index] != wanted:  # other options, or command <-> HTTP: this install's
+                    handlers[index] = wanted
+                    changed.append(f"replaced {name}: {_shown(wanted)}")
                 continue
             groups.append(group)
-            changed.append(f"added {name}: {group['hooks'][0]['command']}")
+            changed.append(f"added {name}: {_shown(group['hooks'][0])}")
     else:
         for name in list(hooks):
             groups = hooks[name]
@@ -139,7 +190,7 @@ def _claude(args: argparse.Namespace, *, install: bool) -> list[str]:
                 if not ours:
                     continue
                 group["hooks"] = [h for h in group["hooks"] if not is_ours(h)]
-                changed.append(f"removed {name}: {ours[0]['command']}")
+                changed.append(f"removed {name}: {_shown(ours[0])}")
                 if not group["hooks"]:
                     groups.remove(group)
             if not groups:
@@ -280,12 +331,31 @@ def doctor(args: argparse.Namespace) -> int:
         lines.append(f"git: {', '.join(have) or 'no hooks'} installed in {folder}")
     except (InstallError, OSError):
         lines.append("git: not a git repository here")
-    url = args.database or default_url()
-    lines.append(f"run store: {url.split('@')[-1] if '@' in url else url}")
-    lines.append(_test_event(args))
+    if args.server:
+        lines.append(f"run store: the server {args.server}")
+        lines.append(_server_answers(args))
+    else:
+        url = args.database or default_url()
+        lines.append(f"run store: {url.split('@')[-1] if '@' in url else url}")
+        lines.append(_test_event(args))
     for line in lines:
         print(line)
     return 0
+
+
+def _server_answers(args: argparse.Namespace) -> str:
+    """Whether the server's hooks answer with this token: an empty hook input is
+    refused (400) by a server that took the token, and records nothing."""
+    from handrail.gate import remote  # lazy: a hook's start-up
+    from handrail.runs.gate import GateEvent  # lazy: a hook's start-up
+
+    try:
+        status, _ = remote.post(args, "claude-code", GateEvent("prompt", os.getcwd()), b"")
+    except remote.Unreachable as exc:
+        return f"test event: {exc}"
+    if status == 400:
+        return "test event: the server's hooks answer, and take the token"
+    return f"test event: the server answered {status}"
 
 
 def _test_event(args: argparse.Namespace) -> str:

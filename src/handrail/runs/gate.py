@@ -82,6 +82,7 @@ class GateEvent(NamedTuple):
     action: Action | None = None
     outcome: str | None = None  # after-tool: "ok" or "failed: ..."
     internal: bool = False  # a stop of the harness's own helper agent: never refused
+    run_id: str | None = None  # before-tool: the run a call of handrail's own run tools names
 
 
 class Protected(NamedTuple):
@@ -106,8 +107,9 @@ class RunFacts(NamedTuple):
     step_count: int
     accepted: tuple[str, ...]  # ids of the steps accepted so far, in order
     policy: Policy | None
-    stop_refusals: int  # stops refused in a row at this step
+    stop_refusals: int  # stops refused in a row at this step (by the bound session)
     workflow_folders: tuple[str, ...] = ()  # the sources of the server that started the run
+    bound: str | None = None  # the harness session the run is bound to, once one was seen
 
 
 class Options(NamedTuple):
@@ -140,8 +142,12 @@ def inside(path: str, folder: str) -> bool:
 def decide(run: RunFacts | None, event: GateEvent, options: Options, protected: Protected) -> Decision:
     if run is None or run.status not in ACTIVE:
         return _without_run(run, event, options)
+    other = other_session(run, event)
     if event.kind == "session":
-        return _record(Decision("context", context(run)), event, run)
+        text = context(run)
+        if other:
+            text += "\n" + _held_elsewhere(run)
+        return _record(Decision("context", text), event, run)
     if event.kind == "prompt":
         if not options.reminder:
             return Decision("allow", record=_data(event, "allow"))
@@ -149,8 +155,25 @@ def decide(run: RunFacts | None, event: GateEvent, options: Options, protected: 
     if event.kind == "after-tool":
         return Decision("allow", record=_data(event, "record", run=run))
     if event.kind == "stop":
+        if other and not event.internal:  # the bound session's stops are the ones held back
+            return Decision("allow", record=_data(event, "allow:other-session"))
         return _stop(run, event, options)
+    if other and event.run_id == run.run_id and event.action is not None and own_tool(event.action.target):
+        # this session takes the run over by calling its run tools with the run's id
+        return Decision("allow", record={**_data(event, "bind"), "bind": True})
     return _before_tool(run, event, protected)
+
+
+def other_session(run: RunFacts, event: GateEvent) -> bool:
+    """The event comes from a harness session other than the one the run is bound to."""
+    return event.session is not None and run.bound is not None and run.bound != event.session
+
+
+def _held_elsewhere(run: RunFacts) -> str:
+    return (
+        f"The run is bound to another session ({_cut(run.bound or '', 60)}): this one's stops are not "
+        f'held back. To carry the run on here, call workflow_resume with runId "{run.run_id}".'
+    )
 
 
 def _without_run(run: RunFacts | None, event: GateEvent, options: Options) -> Decision:
@@ -344,6 +367,14 @@ def _cut_bytes(text: str, size: int) -> str:
     return cut.rstrip() + "…"
 
 
+def bound_session(events: Sequence[tuple[str, Mapping[str, Any]]]) -> str | None:
+    """The session of the latest `gate` event that bound the run (None: not bound yet)."""
+    for type_, data in reversed(events):
+        if type_ == "gate" and data.get("bind") is True and isinstance(data.get("session"), str):
+            return str(data["session"])
+    return None
+
+
 def _record(decision: Decision, event: GateEvent, run: RunFacts) -> Decision:
     return Decision(decision.verdict, decision.text, _data(event, decision.verdict))
 
@@ -368,12 +399,19 @@ def _data(
     return data
 
 
-def stop_refusals(events: Sequence[tuple[str, str | None, Mapping[str, Any]]], step_id: str | None) -> int:
+def stop_refusals(
+    events: Sequence[tuple[str, str | None, Mapping[str, Any]]],
+    step_id: str | None,
+    session: str | None = None,
+) -> int:
     """Stops refused in a row at `step_id`, reading the run's events from the newest:
     a prompt, or any event other than the gate's (the step accepted, declined...),
-    ends the row; the gate's other records (tools run between stops) do not."""
+    ends the row; the gate's other records (tools run between stops) do not. With
+    `session` (the bound one), the gate's records of other sessions are passed over."""
     count = 0
     for type_, event_step, data in reversed(events):
+        if type_ == "gate" and session is not None and data.get("session", session) != session:
+            continue
         if type_ != "gate" or event_step != step_id:
             break
         kind = data.get("event")

@@ -14,33 +14,102 @@ import json
 import os
 from typing import TYPE_CHECKING, Any
 
-from handrail.runs.gate import ACTIVE, RunFacts, inside, stop_refusals
+from handrail.runs.gate import ACTIVE, RunFacts, bound_session, decide, inside, stop_refusals
 from handrail.store.sqlite_light import LightSqlite
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Mapping, Sequence
 
-    from handrail.store.base import RunRecord, RunStore
-    from handrail.store.sqlite_light import OpenRun
+    from handrail.runs.gate import Decision, GateEvent, Options, Protected
+    from handrail.store.base import Event, RunRecord, RunStore
+    from handrail.store.sqlite_light import LightEvent, OpenRun
 
 OPEN_RUNS_READ = 200
 ACTOR = "gate"
 GATE = "gate"  # EventType.GATE, whose module the hook does not load
 
 
-def active_run(store: RunStore | LightSqlite, folders: list[str]) -> RunRecord | OpenRun | None:
-    """The open run whose workspace holds the first of `folders` that one holds; the
-    most recently updated when several do."""
-    runs = store.list_runs(statuses=ACTIVE, limit=OPEN_RUNS_READ)
+def judge(
+    store: RunStore | LightSqlite,
+    event: GateEvent,
+    options: Options,
+    protected: Protected,
+    folders: Sequence[str],
+    owner: str | None = None,
+) -> Decision:
+    """One hook event decided against the store, and its `gate` event written: the one
+    path of the command hook and of `handrail serve`'s HTTP hooks. `owner`: only that
+    person's runs are found (a server's token); None: every run of the store."""
+    found = session_run(store, folders, owner, event.session)
+    if found is None:
+        return decide(None, event, options, protected)
+    run, events = found
+    facts_ = facts(store, run, events)
+    decision = decide(facts_, event, options, protected)
+    data = decision.record
+    if event.session is not None and facts_.bound is None:  # the first session seen binds the run
+        data = {
+            **(data or {"event": event.kind, "decision": "bind", "session": event.session[:100]}),
+            "bind": True,
+        }
+    if data is not None:
+        record(store, run, facts_.step_id, data)
+    return decision
+
+
+def session_run(
+    store: RunStore | LightSqlite, folders: Sequence[str], owner: str | None, session: str | None
+) -> tuple[RunRecord | OpenRun, Sequence[Event | LightEvent]] | None:
+    """The open run of `folders` for a harness session, with its events: the one bound
+    to `session`, else one bound to no session yet, else the most recently updated
+    (bound to another session: its policy still holds the workspace)."""
+    runs = holding(store, folders, owner)
+    if not runs:
+        return None
+    if session is None:
+        return runs[0], store.events(runs[0].id)
+    first: tuple[RunRecord | OpenRun, Sequence[Event | LightEvent]] | None = None
+    unbound: tuple[RunRecord | OpenRun, Sequence[Event | LightEvent]] | None = None
+    for run in runs:
+        events = store.events(run.id)
+        bound = bound_session([(e.type, e.data) for e in events])
+        if bound == session:
+            return run, events
+        if bound is None and unbound is None:
+            unbound = run, events
+        if first is None:
+            first = run, events
+    return unbound or first
+
+
+def holding(
+    store: RunStore | LightSqlite, folders: Sequence[str], owner: str | None = None
+) -> list[RunRecord | OpenRun]:
+    """The open runs whose workspace holds the first of `folders` that one holds, most
+    recently updated first."""
+    runs = store.list_runs(statuses=ACTIVE, owner=owner, limit=OPEN_RUNS_READ)
     for folder in folders:
         folder = os.path.normpath(folder)
-        for run in runs:  # most recently updated first
-            if inside(folder, run.workspace):
-                return run
-    return None
+        found = [run for run in runs if inside(folder, run.workspace)]
+        if found:
+            return found
+    return []
 
 
-def facts(store: RunStore | LightSqlite, run: RunRecord | OpenRun) -> RunFacts:
+def active_run(
+    store: RunStore | LightSqlite, folders: Sequence[str], owner: str | None = None
+) -> RunRecord | OpenRun | None:
+    """The open run whose workspace holds the first of `folders` that one holds; the
+    most recently updated when several do."""
+    found = holding(store, folders, owner)
+    return found[0] if found else None
+
+
+def facts(
+    store: RunStore | LightSqlite,
+    run: RunRecord | OpenRun,
+    events: Sequence[Event | LightEvent] | None = None,
+) -> RunFacts:
     from handrail.policy import iter_steps, policy_of_source  # lazy: a hook's start-up
 
     source = store.get_source(run.source_hash)
@@ -55,7 +124,9 @@ def facts(store: RunStore | LightSqlite, run: RunRecord | OpenRun) -> RunFacts:
     step = run.position.get("step")
     step = step if isinstance(step, dict) else {}
     step_id = step.get("id") if isinstance(step.get("id"), str) else None
-    events = store.events(run.id)
+    if events is None:
+        events = store.events(run.id)
+    bound = bound_session([(e.type, e.data) for e in events])
     accepted = tuple(e.step_id for e in events if e.type == "accepted" and e.step_id is not None)
     folders = events[0].data.get("workflowFolders") if events else None
     return RunFacts(
@@ -71,10 +142,11 @@ def facts(store: RunStore | LightSqlite, run: RunRecord | OpenRun) -> RunFacts:
         step_count=len(ids),
         accepted=accepted,
         policy=policy_of_source(document, step_id) if step_id is not None else None,
-        stop_refusals=stop_refusals([(str(e.type), e.step_id, e.data) for e in events], step_id),
+        stop_refusals=stop_refusals([(str(e.type), e.step_id, e.data) for e in events], step_id, bound),
         workflow_folders=tuple(f for f in folders if isinstance(f, str) and f)
         if isinstance(folders, list)
         else (),
+        bound=bound,
     )
 
 

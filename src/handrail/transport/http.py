@@ -11,6 +11,8 @@ request alike; this module adds only what HTTP needs:
   the person asking (handrail.service.people), the owner of the request (handrail.runs.request)
   each POST is answered as (both checks:
   transport/security.py; a refusal is an RpcError sent through the one builder);
+- POST /hooks/<harness> hands a harness's hook input to the gate's answer (`hooks`,
+  given by the command: the gate is a layer above), behind the same checks;
 - GET (no server-to-client stream is offered) and DELETE (no sessions): 405;
 - an Accept that rules out JSON: 406; a body that is not JSON: 415; too large: 413;
 - MCP-Protocol-Version must name a version we speak; a 2026-07-28 request's
@@ -31,7 +33,7 @@ import asyncio
 import logging
 import socket
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any
@@ -70,6 +72,11 @@ from handrail.transport.workers import Busy, WorkerPool, default_workers
 log = logging.getLogger("handrail.transport.http")
 MAX_BODY = 4 * 1024 * 1024
 BATCH_VERSIONS = ("2024-11-05", "2025-03-26")  # JSON-RPC batching left the protocol in 2025-06-18
+MAX_HOOK_BODY = 1 << 20  # the gate reads at most this much of a hook's input
+
+# POST /hooks/<harness>: (harness, body, query, person asking) -> (status, JSON body or b"");
+# the gate's answer, given by the command that serves (the gate is a layer above this one)
+HookAnswer = Callable[[str, bytes, Mapping[str, str], str | None], tuple[int, bytes]]
 
 
 @dataclass
@@ -80,6 +87,7 @@ class HttpSettings:
     people: People | None = None  # --tokens FILE: a token per person
     max_body: int = MAX_BODY
     transport: TransportLimits = field(default_factory=TransportLimits)
+    hooks: HookAnswer | None = None  # the gate's HTTP hooks, when served
 
 
 def _error(status: int, code: int, message: str, rid: Any = None, **data: Any) -> Response:
@@ -120,14 +128,12 @@ def create_app(service: Service, settings: HttpSettings | None = None) -> Starle
             request.state.person = asking
         return None
 
-    async def read_body(request: Request) -> bytes | Response:
-        too_large = _error(
-            413, INVALID_REQUEST, "Invalid Request", details="body too large", limit=config.max_body
-        )
+    async def read_body(request: Request, max_body: int = config.max_body) -> bytes | Response:
+        too_large = _error(413, INVALID_REQUEST, "Invalid Request", details="body too large", limit=max_body)
         declared = request.headers.get("content-length")
         if declared is not None:
             try:
-                if int(declared) > config.max_body:
+                if int(declared) > max_body:
                     return too_large
             except ValueError:
                 return _error(400, INVALID_REQUEST, "Invalid Request", details="bad Content-Length")
@@ -137,7 +143,7 @@ def create_app(service: Service, settings: HttpSettings | None = None) -> Starle
             size = 0
             async for chunk in request.stream():
                 size += len(chunk)
-                if size > config.max_body:
+                if size > max_body:
                     return too_large
                 chunks.append(chunk)
             return None
@@ -250,6 +256,35 @@ def create_app(service: Service, settings: HttpSettings | None = None) -> Starle
             message, headers.get("mcp-protocol-version"), headers, asking_request.Request(owner=person)
         )
 
+    async def hook(request: Request) -> Response:
+        """A harness's HTTP hook (the gate, spec/gate.md): the same token rules as /mcp."""
+        refused = refuse(request)
+        if refused is not None:
+            return refused
+        if config.hooks is None:  # an app made without the gate (tests, embedding)
+            return Response(status_code=404)
+        if request.method != "POST":
+            return Response(status_code=405, headers={"Allow": "POST"})
+        body = await read_body(request, MAX_HOOK_BODY)
+        if isinstance(body, Response):
+            return body
+        answer = config.hooks
+        harness = request.path_params["harness"]
+        query = dict(request.query_params)
+        person = getattr(request.state, "person", None)
+        try:
+            status, reply = await pool.run(answer, harness, body, query, person)
+        except Busy:
+            return Response(
+                b'{"error":"server busy: every worker is taken and the queue is full"}',
+                status_code=503,
+                headers={"Retry-After": "1"},
+                media_type="application/json",
+            )
+        if not reply:
+            return Response(status_code=status)
+        return Response(reply, status_code=status, media_type="application/json")
+
     async def healthz(request: Request) -> Response:
         refused = refuse(request, authenticate=False)  # health checkers carry no token
         if refused is not None:
@@ -272,6 +307,7 @@ def create_app(service: Service, settings: HttpSettings | None = None) -> Starle
         routes=[
             Route("/mcp", mcp, methods=["GET", "POST", "DELETE"]),
             Route("/healthz", healthz, methods=["GET"]),
+            Route("/hooks/{harness}", hook, methods=["GET", "POST"]),
             *dashboard_routes(service, refuse, people),
         ]
     )
@@ -308,6 +344,7 @@ def serve(
     log_level: str = "warning",
     sock: socket.socket | None = None,
     limits: TransportLimits | None = None,
+    hooks: HookAnswer | None = None,
 ) -> int:
     import uvicorn
     from uvicorn.protocols.http.h11_impl import H11Protocol
@@ -334,6 +371,7 @@ def serve(
         token=token,
         people=people,
         transport=bounds,
+        hooks=hooks,
     )
     app = create_app(service, settings)
 

@@ -1,0 +1,140 @@
+"""`handrail serve`'s HTTP hooks: `POST /hooks/<harness>` answers the same events as
+the command hook, decided by the same function (`runs.gate_store.judge`) against the
+server's own run store, as the person the request's token names.
+
+Claude Code posts its hook JSON (the command hook's stdin) and reads the answer the
+command would print: 200 with the same JSON, or 200 with an empty body for "no
+decision". Input the gate cannot read is 400 with `{"error": ...}`: Claude Code's
+non-blocking error for an HTTP hook, so the action goes on, as with the command's
+exit 1.
+
+git's hooks have no HTTP form; `handrail gate pre-commit --server URL` posts
+`{"hook", "args", "input", "cwd"}` to `/hooks/git` and the answer is
+`{"exitCode", "stderr"}`, what the command hook then exits with.
+
+The options a command hook takes as flags are query parameters here, so that one
+settings entry carries them: `require-run=WORKFLOW`, `stop-limit=N`, `reminder=off`,
+`on-error=allow|deny`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from handrail.gate import Answer, HookInputError, claude_code, git_hooks
+from handrail.gate.hook import protected_paths, replay_outages, store_failed
+from handrail.runs import gate_store
+from handrail.runs.gate import Options
+from handrail.runs.request import Request
+
+if TYPE_CHECKING:
+    from handrail.runs import Runs
+    from handrail.runs.gate import Decision, GateEvent
+
+log = logging.getLogger("handrail.gate.http")
+HARNESSES = ("claude-code", "git")
+MAX_BODY = claude_code.MAX_INPUT
+QUERY = ("require-run", "stop-limit", "reminder", "on-error")
+
+
+class Posted(NamedTuple):
+    """An HTTP answer: its status and JSON body (empty: no body)."""
+
+    status: int
+    body: bytes
+
+
+class HookServer:
+    """The hooks of one server: its runs (and their store), and what its agents may not
+    touch (the store, HANDRAIL_HOME, the server's workflow folders)."""
+
+    def __init__(self, runs: Runs, database: str | None, workflow_folders: Sequence[str] = ()) -> None:
+        self.runs = runs
+        self.protected = protected_paths(database, tuple(workflow_folders))
+
+    def answer(self, harness: str, body: bytes, query: Mapping[str, str], person: str | None) -> Posted:
+        if harness not in HARNESSES:
+            known = ", ".join(f"/hooks/{name}" for name in HARNESSES)
+            return _error(404, f"no hooks for harness '{harness[:60]}': the server answers {known}")
+        try:
+            options, on_error = options_of(query)
+            if harness == "git":
+                name, event, warnings = _git_input(body)
+            else:
+                name, event = claude_code.read_posted(body)
+                warnings = []
+        except HookInputError as exc:
+            return _error(400, f"handrail gate: {exc}")
+        try:
+            decision = self.decide(event, options, person)
+        except Exception as exc:  # the store cannot be read: `on-error` says what happens
+            log.warning("gate: cannot read the run store: %s", exc)
+            return _posted(harness, store_failed(on_error, harness, name, event, exc))
+        if harness == "git":
+            return _posted(harness, git_hooks.answer(decision, warnings))
+        return _posted(harness, claude_code.answer(name, decision))
+
+    def decide(self, event: GateEvent, options: Options, person: str | None) -> Decision:
+        owner = self.runs.owner(Request(owner=person))
+        store = self.runs.store
+        decision = gate_store.judge(store, event, options, self.protected, [event.cwd], owner)
+        replay_outages(store, [event.cwd], owner)
+        return decision
+
+
+def options_of(query: Mapping[str, str]) -> tuple[Options, str]:
+    """The decision's options and `on-error` from the query; a word it does not know is
+    refused, so that a typo is seen rather than quietly ignored."""
+    unknown = sorted(set(query) - set(QUERY))
+    if unknown:
+        raise HookInputError(f"unknown query parameter '{unknown[0][:40]}' (known: {', '.join(QUERY)})")
+    limit_text = query.get("stop-limit", "3")
+    if not (limit_text.isdigit() and 1 <= int(limit_text) <= 7):
+        raise HookInputError(f"stop-limit '{limit_text[:20]}' is not a number from 1 to 7")
+    reminder = query.get("reminder", "on")
+    if reminder not in ("on", "off"):
+        raise HookInputError(f"reminder '{reminder[:20]}' is neither on nor off")
+    on_error = query.get("on-error", "allow")
+    if on_error not in ("allow", "deny"):
+        raise HookInputError(f"on-error '{on_error[:20]}' is neither allow nor deny")
+    need = query.get("require-run") or None
+    return Options(require_run=need, reminder=reminder == "on", stop_limit=int(limit_text)), on_error
+
+
+def _git_input(body: bytes) -> tuple[str, GateEvent, list[str]]:
+    try:
+        posted = json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise HookInputError("hook input is not JSON") from None
+    if not isinstance(posted, dict):
+        raise HookInputError("hook input is not a JSON object")
+    hook, args, text, cwd = (posted.get(key) for key in ("hook", "args", "input", "cwd"))
+    if hook not in git_hooks.HOOKS:
+        raise HookInputError(f"hook is not one of {', '.join(git_hooks.HOOKS)}")
+    if not (isinstance(args, list) and all(isinstance(arg, str) for arg in args)):
+        raise HookInputError("args is not a list of strings")
+    if not isinstance(text, str) or not isinstance(cwd, str) or not cwd.startswith("/"):
+        raise HookInputError("input is not a string, or cwd is not an absolute path")
+    # only pre-push's arguments (the remote) are read: commit-msg's names a file on the
+    # client's machine, which the server does not open
+    event, warnings = git_hooks.read_input(hook, args if hook == "pre-push" else [], text.encode(), cwd)
+    return hook, event, warnings
+
+
+def _posted(harness: str, answer: Answer) -> Posted:
+    if harness == "git":
+        return Posted(200, _dump({"exitCode": answer.exit_code, "stderr": answer.stderr}))
+    if answer.exit_code != 0:  # the command's non-blocking error
+        return _error(400, answer.stderr.strip())
+    return Posted(200, answer.stdout.encode())
+
+
+def _error(status: int, message: str) -> Posted:
+    return Posted(status, _dump({"error": message}))
+
+
+def _dump(body: Mapping[str, Any]) -> bytes:
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
