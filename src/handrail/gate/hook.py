@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from handrail.gate import Answer  # lazy: a hook's start-up
     from handrail.runs.gate import Decision, GateEvent, Verdict  # lazy: a hook's start-up
 
-HARNESSES = ("claude-code", "git")
+HARNESSES = ("claude-code", "git", "cursor", "gemini", "codex")
 CLAUDE_EVENTS = (
     "session-start",
     "user-prompt-submit",
@@ -28,20 +28,29 @@ CLAUDE_EVENTS = (
     "subagent-stop",
 )
 GIT_HOOKS = ("pre-commit", "commit-msg", "pre-push")
+# the events of the other harnesses that Claude Code does not name alike (each
+# adapter's EVENTS holds its own list; tests/gate holds these in step with them)
+OTHER_EVENTS = (
+    "before-agent",
+    "before-tool",
+    "after-tool",
+    "after-agent",
+    "before-shell-execution",
+    "before-mcp-execution",
+    "before-read-file",
+)
 MANAGE = ("install", "uninstall", "doctor")
 
 
-HOOK_EVENTS = (*CLAUDE_EVENTS, *GIT_HOOKS)
+HOOK_EVENTS = (*CLAUDE_EVENTS, *GIT_HOOKS, *OTHER_EVENTS)
 
 
 def add_arguments(gate: argparse.ArgumentParser) -> None:
     gate.add_argument(
         "event",
-        choices=[*CLAUDE_EVENTS, *GIT_HOOKS, *MANAGE],
+        choices=[*HOOK_EVENTS, *MANAGE],
         metavar="EVENT",
-        help="the hook event ("
-        + ", ".join((*CLAUDE_EVENTS, *GIT_HOOKS))
-        + "), or install, uninstall, doctor",
+        help="the hook event (" + ", ".join(HOOK_EVENTS) + "), or install, uninstall, doctor",
     )
     gate.add_argument("args", nargs="*", metavar="ARG", help="git's hook arguments; for install: the harness")
     gate.add_argument("--harness", choices=HARNESSES, default=None, help="whose hook input this is")
@@ -95,7 +104,9 @@ def _stop_limit(text: str) -> int:
 
 def run_hook(args: argparse.Namespace) -> int:
     harness = args.harness or ("git" if args.event in GIT_HOOKS else "claude-code")
-    if (harness == "git") != (args.event in GIT_HOOKS):
+    if (harness == "git") != (args.event in GIT_HOOKS) or (
+        harness not in ("git", "claude-code") and args.event not in _adapter(harness).EVENTS
+    ):
         print(f"handrail gate: {args.event} is not a {harness} hook event", file=sys.stderr)
         return 2
     answer = _hook(args, harness)
@@ -112,6 +123,8 @@ def _hook(args: argparse.Namespace, harness: str) -> Answer:
 
     data = sys.stdin.buffer.read((1 << 20) + 1) if not sys.stdin.isatty() else b""
     warnings: list[str] = []
+    if harness not in ("git", "claude-code"):
+        return _json_hook(args, harness, data)
     try:
         if harness == "git":
             from handrail.gate import git_hooks  # lazy: a hook's start-up
@@ -138,28 +151,76 @@ def _hook(args: argparse.Namespace, harness: str) -> Answer:
     return claude_code.answer(args.event, decision)
 
 
-def _decide(args: argparse.Namespace, event: GateEvent, harness: str) -> Decision:
+def _adapter(harness: str) -> Any:
+    """The adapter module of a harness with a JSON hook contract beside Claude Code's."""
+    if harness == "cursor":
+        from handrail.gate import cursor  # lazy: a hook's start-up
+
+        return cursor
+    if harness == "gemini":
+        from handrail.gate import gemini  # lazy: a hook's start-up
+
+        return gemini
+    from handrail.gate import codex  # lazy: a hook's start-up
+
+    return codex
+
+
+def _json_hook(args: argparse.Namespace, harness: str, data: bytes) -> Answer:
+    """Cursor, Gemini CLI, Codex: one tool call may be several actions (a patch that
+    edits several files); the first that is not allowed decides."""
+    from handrail.gate import HookInputError  # lazy: a hook's start-up
+
+    adapter = _adapter(harness)
+    try:
+        events = adapter.read_events(data, args.event)
+    except HookInputError as exc:
+        return adapter.malformed(str(exc))  # type: ignore[no-any-return]
+    try:
+        decision = _decide(args, events[0], harness, events[1:])
+    except Exception as exc:  # the store cannot be read: --on-error says what happens
+        return _store_failed(args, harness, events[0], exc)
+    return adapter.answer(args.event, decision)  # type: ignore[no-any-return]
+
+
+def _decide(
+    args: argparse.Namespace, event: GateEvent, harness: str, more: list[GateEvent] | None = None
+) -> Decision:
     from handrail.runs.gate import Options, decide  # lazy: a hook's start-up
 
     options = Options(require_run=args.require_run, reminder=not args.no_reminder, stop_limit=args.stop_limit)
     store = _open_store(args.database)
     if store is None:
-        return decide(None, event, options, _protected(args.database))
+        protected = _protected(args.database)
+        return _first_refusal([decide(None, each, options, protected) for each in [event, *(more or [])]])
     from handrail.runs import gate_store  # lazy: a hook's start-up
 
     try:
         folders = [event.cwd]
-        project = os.environ.get("CLAUDE_PROJECT_DIR")
-        if harness == "claude-code" and project:
+        variable = "CLAUDE_PROJECT_DIR" if harness == "claude-code" else None
+        if harness not in ("git", "claude-code"):
+            variable = _adapter(harness).PROJECT_FOLDER
+        project = os.environ.get(variable) if variable else None
+        if project:
             folders.append(project)
         run = gate_store.active_run(store, folders)
         facts = gate_store.facts(store, run) if run is not None else None
-        decision = decide(facts, event, options, _protected(args.database))
-        if run is not None and decision.record is not None:
-            gate_store.record(store, run, facts.step_id if facts else None, decision.record)
-        return decision
+        decisions = []
+        for each in [event, *(more or [])]:
+            decision = decide(facts, each, options, _protected(args.database))
+            if run is not None and decision.record is not None:
+                gate_store.record(store, run, facts.step_id if facts else None, decision.record)
+            decisions.append(decision)
+            if decision.verdict != "allow":
+                break
+        return _first_refusal(decisions)
     finally:
         store.close()
+
+
+def _first_refusal(decisions: list[Decision]) -> Decision:
+    """The first decision that is not a plain allow, else the last."""
+    return next((d for d in decisions if d.verdict != "allow"), decisions[-1])
 
 
 def _open_store(database: str | None) -> Any:
@@ -203,10 +264,11 @@ def _store_failed(args: argparse.Namespace, harness: str, event: GateEvent, exc:
     from handrail.gate import Answer, claude_code  # lazy: a hook's start-up
     from handrail.runs.gate import Decision  # lazy: a hook's start-up
 
+    adapter = claude_code if harness == "claude-code" else _adapter(harness)
     if not refuse:
-        return claude_code.warning(args.event, text)
+        return adapter.warning(args.event, text)  # type: ignore[no-any-return]
     verdict: Verdict = "block" if event.kind == "stop" else "deny"
-    refused = claude_code.answer(
+    refused = adapter.answer(
         args.event,
         Decision(
             verdict,
