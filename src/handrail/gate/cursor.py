@@ -16,7 +16,6 @@ import os
 import shlex
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import urlsplit
 
 from handrail.gate import Answer, HookInputError, hook_input
 from handrail.runs.gate import Action, Decision, EventKind, GateEvent
@@ -99,7 +98,11 @@ def mcp_server(body: Mapping[str, Any]) -> str:
             return "handrail"
         return program or "?"
     url = hook_input.text(body.get("url"))
-    return urlsplit(url).hostname or "?" if url else "?"
+    if not url:
+        return "?"
+    from urllib.parse import urlsplit  # lazy: a hook's start-up, and few servers are remote
+
+    return urlsplit(url).hostname or "?"
 
 
 def action_of(tool: str, tool_input: Mapping[str, Any], cwd: str) -> Action | None:
