@@ -1,7 +1,7 @@
-"""A scripted Gemini CLI session against real processes: a real `handrail start` (MCP
-over stdio) and its SQLite store, the hooks `handrail gate install gemini` wrote into
-`.gemini/settings.json`, each run as Gemini CLI runs it (a shell command, the event's
-JSON on stdin) in the order Gemini CLI sends them."""
+"""Scripted Gemini CLI and Codex sessions against real processes: a real `handrail
+start` (MCP over stdio) and its SQLite store, the hooks `handrail gate install gemini`
+(or `codex`) wrote into the harness's settings, each run as the harness runs it (a
+shell command, the event's JSON on stdin) in the order the harness sends them."""
 
 from __future__ import annotations
 
@@ -27,12 +27,13 @@ def world(tmp_path: Path) -> Iterator[GateWorld]:
     found.close()
 
 
-class Gemini:
-    """Runs the installed hook of an event with Gemini CLI's input for it."""
+class Harness:
+    """Runs the installed hook of an event with the harness's input for it."""
 
-    def __init__(self, world: GateWorld) -> None:
+    def __init__(self, world: GateWorld, settings_file: str, **common: Any) -> None:
         self.world = world
-        settings = json.loads((world.workspace / ".gemini" / "settings.json").read_text())
+        self.common = common
+        settings = json.loads((world.workspace / settings_file).read_text())
         self.commands = {
             event: group["hooks"][0]["command"]
             for event, groups in settings["hooks"].items()
@@ -41,14 +42,7 @@ class Gemini:
         }
 
     def __call__(self, event: str, **fields: Any) -> dict[str, Any]:
-        body = {
-            "session_id": "g-1",
-            "transcript_path": str(self.world.root / "chat.json"),
-            "cwd": str(self.world.workspace),
-            "hook_event_name": event,
-            "timestamp": "2026-05-02T10:00:00Z",
-            **fields,
-        }
+        body = {"cwd": str(self.world.workspace), "hook_event_name": event, **self.common, **fields}
         env = self.world.env()
         env["GEMINI_PROJECT_DIR"] = str(self.world.workspace)
         ran = subprocess.run(
@@ -61,15 +55,15 @@ class Gemini:
             timeout=60,
         )
         assert ran.returncode == 0, ran.stderr
-        answer: dict[str, Any] = json.loads(ran.stdout)
+        answer: dict[str, Any] = json.loads(ran.stdout or "{}")  # Codex allows in silence
         return answer
 
 
-def test_a_session_played_as_gemini_cli_is_held_to_the_run(world: GateWorld) -> None:
+def install(world: GateWorld, harness: str) -> None:
     env = world.env()
     env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
     installed = subprocess.run(
-        [sys.executable, "-m", "handrail", "gate", "install", "gemini"],
+        [sys.executable, "-m", "handrail", "gate", "install", harness],
         cwd=world.workspace,
         env=env,
         capture_output=True,
@@ -77,7 +71,17 @@ def test_a_session_played_as_gemini_cli_is_held_to_the_run(world: GateWorld) -> 
         timeout=60,
     )
     assert installed.returncode == 0, installed.stderr
-    gemini = Gemini(world)
+
+
+def test_a_session_played_as_gemini_cli_is_held_to_the_run(world: GateWorld) -> None:
+    install(world, "gemini")
+    gemini = Harness(
+        world,
+        ".gemini/settings.json",
+        session_id="g-1",
+        transcript_path=str(world.root / "chat.json"),
+        timestamp="2026-05-02T10:00:00Z",
+    )
 
     server = Server("--no-bundled", "--workflows", str(world.workflows), "--database", world.url)
     try:
@@ -151,3 +155,66 @@ def test_a_session_played_as_gemini_cli_is_held_to_the_run(world: GateWorld) -> 
     ]
     assert ("before-tool", "deny") in decisions and ("stop", "block") in decisions
     assert ("session", "context") in decisions
+
+
+def patch(*paths: str) -> dict[str, str]:
+    body = "".join(f"*** Update File: {path}\n@@\n-a\n+b\n" for path in paths)
+    return {"command": f"*** Begin Patch\n{body}*** End Patch\n"}
+
+
+def test_a_session_played_as_codex_is_held_to_the_run(world: GateWorld) -> None:
+    install(world, "codex")
+    codex = Harness(world, ".codex/hooks.json", session_id="019a-c0de", model="gpt-5-codex", turn_id="t-1")
+
+    server = Server("--no-bundled", "--workflows", str(world.workflows), "--database", world.url)
+    try:
+        server.initialize()
+        run = server.call(
+            "workflow_start",
+            {
+                "workflowId": "gate-fixture",
+                "goal": "Add a discount to the cart",
+                "workspace": str(world.workspace),
+            },
+        )["structuredContent"]["runId"]
+
+        context = codex("SessionStart", source="startup")["hookSpecificOutput"]["additionalContext"]
+        assert f"Active handrail run {run}" in context and "Current step 1 of 4: plan" in context
+        reminded = codex("UserPromptSubmit", prompt="add the discount")["hookSpecificOutput"]
+        assert reminded["additionalContext"] == f"handrail: run {run} is at step 'plan' (1 of 4)."
+
+        # a patch during the plan step is denied for the file it may not touch
+        edit = codex("PreToolUse", tool_name="apply_patch", tool_input=patch("docs/plan.md", "src/cart.py"))
+        reason = edit["hookSpecificOutput"]["permissionDecisionReason"]
+        assert edit["hookSpecificOutput"]["permissionDecision"] == "deny" and "edit:src/cart.py" in reason
+        assert codex("PreToolUse", tool_name="apply_patch", tool_input=patch("docs/plan.md")) == {}
+
+        commit = codex("PreToolUse", tool_name="Bash", tool_input={"command": "git commit -m plan"})
+        assert commit["hookSpecificOutput"]["permissionDecision"] == "deny"
+
+        stop = codex("Stop", stop_hook_active=False, last_assistant_message="Done!")
+        assert stop["decision"] == "block" and "step 'plan' (1 of 4)" in stop["reason"]
+
+        done = server.call(
+            "workflow_continue", {"runId": run, "stepId": "plan", "output": "The plan is written."}
+        )
+        assert done["structuredContent"]["step"]["id"] == "implement"
+        commit = codex("PreToolUse", tool_name="Bash", tool_input={"command": "git commit -am wip"})
+        assert "commit after the tests step" in commit["hookSpecificOutput"]["permissionDecisionReason"]
+        resumed = codex("SessionStart", source="resume")["hookSpecificOutput"]["additionalContext"]
+        assert f'Next call: workflow_continue with runId "{run}", stepId "implement"' in resumed
+
+        for step in ("implement", "test", "release"):
+            server.call(
+                "workflow_continue", {"runId": run, "stepId": step, "output": f"{step}: done and shown."}
+            )
+        approved = handrail(world, "runs", "approve", run, "--database", world.url, "--as", "ana")
+        assert approved.returncode == 0, approved.stderr
+        assert codex("Stop", stop_hook_active=False, last_assistant_message="Done!") == {}
+    finally:
+        server.close()
+
+    shown = handrail(world, "runs", "show", run, "--database", world.url, "--format", "json")
+    gate_events = [e for e in json.loads(shown.stdout)["events"] if e["type"] == "gate"]
+    assert any(e.get("action") == "edit:src/cart.py" and e["decision"] == "deny" for e in gate_events)
+    assert ("stop", "block") in [(e["event"], e["decision"]) for e in gate_events]
