@@ -119,6 +119,10 @@ def test_a_session_played_as_gemini_cli_is_held_to_the_run(world: GateWorld) -> 
         stop = gemini("AfterAgent", prompt="go", prompt_response="Done!", stop_hook_active=False)
         assert stop["decision"] == "deny" and "step 'plan' (1 of 4)" in stop["reason"]
         assert "workflow_continue" in stop["reason"]
+        # Gemini CLI sends the refusal back as a prompt: it is not a person's, and the count goes on
+        assert gemini("BeforeAgent", prompt=stop["reason"]) == {}
+        again = gemini("AfterAgent", prompt=stop["reason"], prompt_response="Done!", stop_hook_active=True)
+        assert "stopping is refused 2 of 3 times" in again["reason"]
 
         # the step completed over MCP; the tool call itself is never refused
         continue_call = {"runId": run, "stepId": "plan", "output": "The plan is in docs/plan.md."}

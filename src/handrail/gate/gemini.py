@@ -48,6 +48,8 @@ def read_events(data: bytes, event: str) -> list[GateEvent]:
     if kind == "session":
         source = body.get("source")
         return [GateEvent("session", cwd, session, source if isinstance(source, str) else None)]
+    if kind == "prompt" and hook_input.from_the_gate(body.get("prompt")):
+        return []
     if kind in ("prompt", "stop"):
         return [GateEvent(kind, cwd, session)]
     tool = hook_input.tool_name(body, name)

@@ -168,7 +168,7 @@ def _adapter(harness: str) -> Any:
 
 def _json_hook(args: argparse.Namespace, harness: str, data: bytes) -> Answer:
     """Cursor, Gemini CLI, Codex: one tool call may be several actions (a patch that
-    edits several files); the first that is not allowed decides."""
+    edits several files), the first that is not allowed deciding, or none."""
     from handrail.gate import HookInputError  # lazy: a hook's start-up
 
     adapter = _adapter(harness)
@@ -176,6 +176,10 @@ def _json_hook(args: argparse.Namespace, harness: str, data: bytes) -> Answer:
         events = adapter.read_events(data, args.event)
     except HookInputError as exc:
         return adapter.malformed(str(exc))  # type: ignore[no-any-return]
+    if not events:  # nothing the gate decides on: the gate's own words sent back as a prompt
+        from handrail.runs.gate import Decision  # lazy: a hook's start-up
+
+        return adapter.answer(args.event, Decision("allow"))  # type: ignore[no-any-return]
     try:
         decision = _decide(args, events[0], harness, events[1:])
     except Exception as exc:  # the store cannot be read: --on-error says what happens

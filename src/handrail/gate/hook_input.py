@@ -73,5 +73,11 @@ def first_text(values: Mapping[str, Any], *keys: str) -> str:
     return ""
 
 
+def from_the_gate(prompt: Any) -> bool:
+    """Whether a prompt is the gate's own refusal of a stop, which Gemini CLI and Codex
+    send back to the agent as a prompt: not a person's prompt, so it restarts no count."""
+    return isinstance(prompt, str) and prompt.startswith("handrail: ")
+
+
 def shown(value: Any) -> str:
     return f"'{value[:60]}'" if isinstance(value, str) else "missing"
