@@ -4,6 +4,7 @@ the documented stdout, stderr and exit code, and write the `gate` event it names
 
 from __future__ import annotations
 
+import importlib
 import json
 import subprocess
 from collections.abc import Iterator
@@ -19,6 +20,8 @@ from tests.gate.runs import ROOT, GateWorld
 CASES = ROOT / "spec" / "cases" / "gate"
 CLAUDE = sorted((CASES / "claude-code").glob("*.json"))
 GIT = sorted((CASES / "git").glob("*.json"))
+JSON_HARNESSES = ("cursor", "gemini", "codex")
+OTHERS = [path for harness in JSON_HARNESSES for path in sorted((CASES / harness).glob("*.json"))]
 
 
 @pytest.fixture
@@ -95,3 +98,19 @@ def test_every_claude_code_event_has_a_case() -> None:
 
     covered = {json.loads(p.read_text("utf-8"))["event"] for p in CLAUDE}
     assert covered == set(EVENTS)
+
+
+@pytest.mark.parametrize("path", OTHERS, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_cursor_gemini_and_codex_cases_give_the_documented_answer(world: GateWorld, path: Path) -> None:
+    case = json.loads(path.read_text("utf-8"))
+    check_case(world, case, "--harness", path.parent.name)
+
+
+@pytest.mark.parametrize("harness", JSON_HARNESSES)
+def test_every_event_of_each_harness_has_a_case_and_a_command(harness: str) -> None:
+    from handrail.gate import hook
+
+    adapter = importlib.import_module(f"handrail.gate.{harness}")
+    covered = {json.loads(p.read_text("utf-8"))["event"] for p in (CASES / harness).glob("*.json")}
+    assert covered == set(adapter.EVENTS)
+    assert set(adapter.EVENTS) <= set(hook.HOOK_EVENTS)

@@ -9,15 +9,13 @@ object on stdout would be obeyed even then.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
-from handrail.gate import Answer, HookInputError
+from handrail.gate import Answer, HookInputError, hook_input
 from handrail.runs.gate import Action, Decision, EventKind, GateEvent
 
 HARNESS = "claude-code"
-MAX_INPUT = 1 << 20
 NON_BLOCKING = 1
 
 # the command's event name -> (Claude Code's hook_event_name, the gate's kind)
@@ -76,33 +74,17 @@ def read_posted(data: bytes) -> tuple[str, GateEvent]:
 
 def read_event(data: bytes, event: str | None) -> tuple[str, GateEvent]:
     """`event`: the event the hook was installed for; None: the event the input names."""
-    if len(data) > MAX_INPUT:
-        raise HookInputError(f"hook input is larger than {MAX_INPUT} bytes")
-    if not data.strip():
-        raise HookInputError("hook input is empty")
-    try:
-        body = json.loads(data)
-    except UnicodeDecodeError:
-        raise HookInputError("hook input is not UTF-8") from None
-    except json.JSONDecodeError as exc:
-        what = exc.msg.removesuffix(" at")  # "Unterminated string starting at"
-        raise HookInputError(
-            f"hook input is not JSON ({what} at line {exc.lineno} column {exc.colno})"
-        ) from None
-    if not isinstance(body, dict):
-        what = "a JSON array" if isinstance(body, list) else "not a JSON object"
-        raise HookInputError(f"hook input is {what}, expected an object")
-    said = body.get("hook_event_name")
+    body = hook_input.parse(data)
     if event is None:
+        said = body.get("hook_event_name")
         event = EVENT_OF.get(said) if isinstance(said, str) else None
         if event is None:
-            raise HookInputError(f"hook_event_name is {_shown(said)}, not an event the gate answers")
+            raise HookInputError(
+                f"hook_event_name is {hook_input.shown(said)}, not an event the gate answers"
+            )
     name, kind = EVENTS[event]
-    if said != name:
-        raise HookInputError(f"hook_event_name is {_shown(said)} but the hook was installed for '{name}'")
-    cwd = body.get("cwd")
-    if not isinstance(cwd, str) or not cwd.startswith("/"):
-        raise HookInputError(f"{name} input has no absolute cwd")
+    hook_input.check_event(body, name)
+    cwd = hook_input.absolute_cwd(body, name)
     session = body.get("session_id") if isinstance(body.get("session_id"), str) else None
     if kind == "session":
         source = body.get("source")
@@ -113,9 +95,7 @@ def read_event(data: bytes, event: str | None) -> tuple[str, GateEvent]:
         # Claude Code's own helper agents stop with an empty agent_type: never refuse them
         internal = name == "SubagentStop" and body.get("agent_type", "") in ("", None)
         return event, GateEvent("stop", cwd, session, internal=internal)
-    tool = body.get("tool_name")
-    if not isinstance(tool, str) or not tool:
-        raise HookInputError(f"{name} input has no tool_name")
+    tool = hook_input.tool_name(body, name)
     tool_input = body.get("tool_input")
     action = action_of(tool, tool_input if isinstance(tool_input, Mapping) else {}, cwd)
     outcome = None
@@ -179,13 +159,5 @@ def malformed(message: str) -> Answer:
     return Answer("", f"handrail gate: {message}\n", NON_BLOCKING)
 
 
-def _dump(body: Mapping[str, Any]) -> str:
-    return json.dumps(body, ensure_ascii=False, separators=(",", ":"))
-
-
-def _text(value: Any) -> str:
-    return value if isinstance(value, str) else ""
-
-
-def _shown(value: Any) -> str:
-    return f"'{value[:60]}'" if isinstance(value, str) else "missing"
+_dump = hook_input.dump
+_text = hook_input.text

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
         def add_argument(self, *names: str, **given: Any) -> Any: ...
 
 
-HARNESSES = ("claude-code", "git")
+HARNESSES = ("claude-code", "git", "cursor", "gemini", "codex")
 CLAUDE_EVENTS = (
     "session-start",
     "user-prompt-submit",
@@ -36,20 +36,29 @@ CLAUDE_EVENTS = (
     "subagent-stop",
 )
 GIT_HOOKS = ("pre-commit", "commit-msg", "pre-push")
+# the events of the other harnesses that Claude Code does not name alike (each
+# adapter's EVENTS holds its own list; tests/gate holds these in step with them)
+OTHER_EVENTS = (
+    "before-agent",
+    "before-tool",
+    "after-tool",
+    "after-agent",
+    "before-shell-execution",
+    "before-mcp-execution",
+    "before-read-file",
+)
 MANAGE = ("install", "uninstall", "doctor")
 
 
-HOOK_EVENTS = (*CLAUDE_EVENTS, *GIT_HOOKS)
+HOOK_EVENTS = (*CLAUDE_EVENTS, *GIT_HOOKS, *OTHER_EVENTS)
 
 
 def add_arguments(gate: Adds) -> None:
     gate.add_argument(
         "event",
-        choices=[*CLAUDE_EVENTS, *GIT_HOOKS, *MANAGE],
+        choices=[*HOOK_EVENTS, *MANAGE],
         metavar="EVENT",
-        help="the hook event ("
-        + ", ".join((*CLAUDE_EVENTS, *GIT_HOOKS))
-        + "), or install, uninstall, doctor",
+        help="the hook event (" + ", ".join(HOOK_EVENTS) + "), or install, uninstall, doctor",
     )
     gate.add_argument("args", nargs="*", metavar="ARG", help="git's hook arguments; for install: the harness")
     gate.add_argument("--harness", choices=HARNESSES, default=None, help="whose hook input this is")
@@ -181,7 +190,9 @@ def quick_args(argv: list[str]) -> SimpleNamespace | None:
 
 def run_hook(args: Args) -> int:
     harness = args.harness or ("git" if args.event in GIT_HOOKS else "claude-code")
-    if (harness == "git") != (args.event in GIT_HOOKS):
+    if (harness == "git") != (args.event in GIT_HOOKS) or (
+        harness not in ("git", "claude-code") and args.event not in _adapter(harness).EVENTS
+    ):
         print(f"handrail gate: {args.event} is not a {harness} hook event", file=sys.stderr)
         return 2
     answer = _hook(args, harness)
@@ -198,6 +209,12 @@ def _hook(args: Args, harness: str) -> Answer:
 
     data = sys.stdin.buffer.read((1 << 20) + 1) if not sys.stdin.isatty() else b""
     warnings: list[str] = []
+    if harness not in ("git", "claude-code"):
+        if args.server:  # the server's HTTP hooks read Claude Code's and git's input only
+            return _adapter(harness).malformed(  # type: ignore[no-any-return]
+                f"--server is for claude-code and git hooks; {harness}'s hooks read the store (--database)"
+            )
+        return _json_hook(args, harness, data)
     try:
         if harness == "git":
             from handrail.gate import git_hooks  # lazy: a hook's start-up
@@ -231,22 +248,65 @@ def _hook(args: Args, harness: str) -> Answer:
     return claude_code.answer(args.event, decision)
 
 
-def _decide(args: Args, event: GateEvent, harness: str) -> Decision:
+def _adapter(harness: str) -> Any:
+    """The adapter module of a harness with a JSON hook contract beside Claude Code's."""
+    if harness == "cursor":
+        from handrail.gate import cursor  # lazy: a hook's start-up
+
+        return cursor
+    if harness == "gemini":
+        from handrail.gate import gemini  # lazy: a hook's start-up
+
+        return gemini
+    from handrail.gate import codex  # lazy: a hook's start-up
+
+    return codex
+
+
+def _json_hook(args: Args, harness: str, data: bytes) -> Answer:
+    """Cursor, Gemini CLI, Codex: one tool call may be several actions (a patch that
+    edits several files), the first that is not allowed deciding, or none."""
+    from handrail.gate import HookInputError  # lazy: a hook's start-up
+
+    adapter = _adapter(harness)
+    try:
+        events = adapter.read_events(data, args.event)
+    except HookInputError as exc:
+        return adapter.malformed(str(exc))  # type: ignore[no-any-return]
+    if not events:  # nothing the gate decides on: the gate's own words sent back as a prompt
+        from handrail.runs.gate import Decision  # lazy: a hook's start-up
+
+        return adapter.answer(args.event, Decision("allow"))  # type: ignore[no-any-return]
+    try:
+        decision = _decide(args, events[0], harness, events[1:])
+    except Exception as exc:  # the store cannot be read: --on-error says what happens
+        return store_failed(args.on_error, harness, args.event, events[0], exc)
+    return adapter.answer(args.event, decision)  # type: ignore[no-any-return]
+
+
+def _decide(args: Args, event: GateEvent, harness: str, more: list[GateEvent] | None = None) -> Decision:
     from handrail.runs.gate import Options, decide  # lazy: a hook's start-up
 
     options = Options(require_run=args.require_run, reminder=not args.no_reminder, stop_limit=args.stop_limit)
     place = _place(args.database)
     store = _open_store(args.database, place)
     if store is None:
-        return decide(None, event, options, _protected(place))
+        from handrail.runs.gate_store import first_refusal  # lazy: a hook's start-up
+
+        return first_refusal(
+            decide(None, each, options, _protected(place)) for each in [event, *(more or [])]
+        )
     from handrail.runs import gate_store  # lazy: a hook's start-up
 
     try:
         folders = [event.cwd]
-        project = os.environ.get("CLAUDE_PROJECT_DIR")
-        if harness == "claude-code" and project:
+        variable = "CLAUDE_PROJECT_DIR" if harness == "claude-code" else None
+        if harness not in ("git", "claude-code"):
+            variable = _adapter(harness).PROJECT_FOLDER
+        project = os.environ.get(variable) if variable else None
+        if project:
             folders.append(project)
-        decision = gate_store.judge(store, event, options, _protected(place), folders)
+        decision = gate_store.judge(store, event, options, _protected(place), folders, more=more or ())
         replay_outages(store, folders, home=place.home)
         return decision
     finally:
@@ -356,10 +416,11 @@ def store_failed(on_error: str, harness: str, name: str, event: GateEvent, exc: 
     from handrail.gate import Answer, claude_code  # lazy: a hook's start-up
     from handrail.runs.gate import Decision  # lazy: a hook's start-up
 
+    adapter = claude_code if harness == "claude-code" else _adapter(harness)
     if not refuse:
-        return claude_code.warning(name, text)
+        return adapter.warning(name, text)  # type: ignore[no-any-return]
     verdict: Verdict = "block" if event.kind == "stop" else "deny"
-    refused = claude_code.answer(
+    refused = adapter.answer(
         name,
         Decision(
             verdict,

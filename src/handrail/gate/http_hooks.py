@@ -24,7 +24,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from handrail.gate import Answer, HookInputError, claude_code, git_hooks
+from handrail.gate import Answer, HookInputError, claude_code, git_hooks, hook_input
 from handrail.gate.hook import protected_paths, replay_outages, store_failed
 from handrail.runs import gate_store
 from handrail.runs.gate import Options
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("handrail.gate.http")
 HARNESSES = ("claude-code", "git")
-MAX_BODY = claude_code.MAX_INPUT
+MAX_BODY = hook_input.MAX_INPUT
 QUERY = ("require-run", "stop-limit", "reminder", "on-error")
 
 

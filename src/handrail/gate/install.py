@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
+from handrail.gate import json_settings
 from handrail.gate.claude_code import EVENTS
 from handrail.gate.git_hooks import HOOKS, MARK_BEGIN, MARK_END
 
@@ -42,19 +43,26 @@ def manage(args: argparse.Namespace) -> int:
     if args.event == "doctor":
         return doctor(args)
     harness = args.args[0] if args.args else args.harness
-    if harness not in ("claude-code", "git"):
-        print(f"handrail gate {args.event}: name the harness: claude-code or git", file=sys.stderr)
+    if harness not in ("claude-code", "git", *json_settings.HARNESSES):
+        names = ", ".join(("claude-code", "git", *json_settings.HARNESSES))
+        print(f"handrail gate {args.event}: name the harness: {names}", file=sys.stderr)
         return 2
     try:
         if args.token:
             raise InstallError("--token is not written into hooks; set HANDRAIL_TOKEN where the harness runs")
         if args.server and args.database:
             raise InstallError("give --server or --database, not both: the hooks ask one of them")
-        if harness == "git":
+        if args.server and harness in json_settings.HARNESSES:
+            raise InstallError(
+                f"--server is for claude-code and git hooks; {harness}'s hooks read the store (--database)"
+            )
+        if harness in json_settings.HARNESSES:
+            lines = _json_settings(args, json_settings.HARNESSES[harness], install=args.event == "install")
+        elif harness == "git":
             lines = _git(args, install=args.event == "install")
         else:
             lines = _claude(args, install=args.event == "install")
-    except InstallError as exc:
+    except (InstallError, json_settings.SettingsError) as exc:
         print(f"handrail gate {args.event}: {exc}", file=sys.stderr)
         return 1
     for line in lines:
@@ -226,6 +234,19 @@ def _dump_like(value: Any, original: str) -> str:
     return text + "\n" if (original.endswith("\n") or not original) else text
 
 
+# -- Cursor, Gemini CLI, Codex ---------------------------------------------------------
+def _json_settings(args: argparse.Namespace, harness: json_settings.Harness, *, install: bool) -> list[str]:
+    program = _program()
+    return json_settings.write(
+        harness,
+        json_settings.settings_file(harness, args.scope),
+        lambda event: [program, "gate", event, "--harness", harness.name, *_options(args)],
+        install=install,
+        dry_run=args.dry_run,
+        dump_like=_dump_like,
+    )
+
+
 # -- git ----------------------------------------------------------------------------
 def hooks_folder(cwd: Path | None = None) -> Path:
     done = subprocess.run(
@@ -325,6 +346,9 @@ def doctor(args: argparse.Namespace) -> int:
             else ("installed" if not missing else "missing " + ", ".join(missing))
         )
         lines.append(f"claude-code ({scope}): {state} in {path}")
+    for harness in json_settings.HARNESSES.values():
+        for scope in ("project", "user"):
+            lines.append(_json_state(harness, scope))
     try:
         folder = hooks_folder()
         have = [h for h in HOOKS if (folder / h).exists() and MARK_BEGIN in (folder / h).read_text("utf-8")]
@@ -356,6 +380,20 @@ def _server_answers(args: argparse.Namespace) -> str:
     if status == 400:
         return "test event: the server's hooks answer, and take the token"
     return f"test event: the server answered {status}"
+
+
+def _json_state(harness: json_settings.Harness, scope: str) -> str:
+    path = json_settings.settings_file(harness, scope)
+    try:
+        settings = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    except (OSError, ValueError):
+        return f"{harness.name} ({scope}): {path} cannot be read as JSON"
+    found = json_settings.installed_events(harness, settings)
+    missing = sorted(name for name in harness.events.values() if name not in found)
+    state = (
+        "not installed" if not found else ("installed" if not missing else "missing " + ", ".join(missing))
+    )
+    return f"{harness.name} ({scope}): {state} in {path}"
 
 
 def _test_event(args: argparse.Namespace) -> str:

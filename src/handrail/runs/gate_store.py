@@ -18,7 +18,7 @@ from handrail.runs.gate import ACTIVE, RunFacts, bound_session, decide, inside, 
 from handrail.store.sqlite_light import LightSqlite
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Iterable, Mapping, Sequence
 
     from handrail.runs.gate import Decision, GateEvent, Options, Protected
     from handrail.store.base import Event, RunRecord, RunStore
@@ -36,16 +36,19 @@ def judge(
     protected: Protected,
     folders: Sequence[str],
     owner: str | None = None,
+    more: Sequence[GateEvent] = (),
 ) -> Decision:
     """One hook event decided against the store, and its `gate` event written: the one
     path of the command hook and of `handrail serve`'s HTTP hooks. `owner`: only that
-    person's runs are found (a server's token); None: every run of the store."""
+    person's runs are found (a server's token); None: every run of the store. `more`:
+    further actions of the same tool call (a patch naming several files), decided in
+    order; the first one not allowed is the decision, and the one event written."""
     found = session_run(store, folders, owner, event.session)
-    if found is None:
-        return decide(None, event, options, protected)
-    run, events = found
-    facts_ = facts(store, run, events)
-    decision = decide(facts_, event, options, protected)
+    facts_ = None if found is None else facts(store, found[0], found[1])
+    decision = first_refusal(decide(facts_, each, options, protected) for each in (event, *more))
+    if found is None or facts_ is None:
+        return decision
+    run = found[0]
     data = decision.record
     if event.session is not None and facts_.bound is None:  # the first session seen binds the run
         data = {
@@ -55,6 +58,16 @@ def judge(
     if data is not None:
         record(store, run, facts_.step_id, data)
     return decision
+
+
+def first_refusal(decisions: Iterable[Decision]) -> Decision:
+    """The first decision that is not a plain allow, else the last."""
+    last: Decision | None = None
+    for last in decisions:
+        if last.verdict != "allow":
+            return last
+    assert last is not None, "at least one decision"
+    return last
 
 
 def session_run(
