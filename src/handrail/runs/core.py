@@ -34,6 +34,7 @@ from handrail.store.base import (
     RunStatus,
     RunUpdate,
 )
+from handrail.store.chain import Break, first_break
 
 if TYPE_CHECKING:
     from handrail.catalog import Snapshot
@@ -233,6 +234,10 @@ class Runs:
 
     def events(self, run: RunRecord) -> list[Event]:
         return self.ledger.events(run.id)
+
+    def chain_break(self, run: RunRecord) -> Break | None:
+        """Where the run's hash chain first fails to hold (store/chain.py), or None."""
+        return first_break(run.id, self.ledger.events(run.id), run.head, run.events)
 
     @staticmethod
     def offers(run: RunRecord) -> frozenset[EventType]:
