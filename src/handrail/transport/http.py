@@ -80,6 +80,7 @@ class HttpSettings:
     people: People | None = None  # --tokens FILE: a token per person
     max_body: int = MAX_BODY
     transport: TransportLimits = field(default_factory=TransportLimits)
+    public_key: dict[str, Any] | None = None  # --signing-key's public half, as published
 
 
 def _error(status: int, code: int, message: str, rid: Any = None, **data: Any) -> Response:
@@ -266,12 +267,22 @@ def create_app(service: Service, settings: HttpSettings | None = None) -> Starle
             }
         )
 
+    async def published_key(request: Request) -> Response:
+        refused = refuse(request, authenticate=False)  # a public key is for anyone to check with
+        if refused is not None:
+            return refused
+        if config.public_key is None:
+            said = "this server signs no records: it was started without --signing-key"
+            return JSONResponse({"error": said}, status_code=404)
+        return JSONResponse(config.public_key)
+
     from handrail.dashboard import dashboard_routes  # the web pages at /
 
     return Starlette(
         routes=[
             Route("/mcp", mcp, methods=["GET", "POST", "DELETE"]),
             Route("/healthz", healthz, methods=["GET"]),
+            Route("/.well-known/handrail-key", published_key, methods=["GET"]),
             *dashboard_routes(service, refuse, people),
         ]
     )
@@ -308,6 +319,7 @@ def serve(
     log_level: str = "warning",
     sock: socket.socket | None = None,
     limits: TransportLimits | None = None,
+    public_key: dict[str, Any] | None = None,
 ) -> int:
     import uvicorn
     from uvicorn.protocols.http.h11_impl import H11Protocol
@@ -334,6 +346,7 @@ def serve(
         token=token,
         people=people,
         transport=bounds,
+        public_key=public_key,
     )
     app = create_app(service, settings)
 
