@@ -169,7 +169,7 @@ def _export(store: RunStore, args: argparse.Namespace, key: SigningKey | None) -
 
 
 def _verify_store(store: RunStore, args: argparse.Namespace) -> int:
-    from handrail.store.chain import first_break
+    from handrail.store.chain import check_run
 
     if args.all:
         runs = store.list_runs(limit=ALL_RUNS)
@@ -181,7 +181,7 @@ def _verify_store(store: RunStore, args: argparse.Namespace) -> int:
         runs = [one]
     results: list[dict[str, Any]] = []
     for run in runs:
-        broken = first_break(run.id, store.events(run.id), run.head, run.events)
+        broken = check_run(store, run.id, run, store.events(run.id))
         results.append(
             {"runId": run.id, "events": run.events, "verified": broken is None}
             | ({"broken": broken.as_dict()} if broken else {})

@@ -174,3 +174,17 @@ def backfill(db: Any, mark: str) -> int:
             )
         db.execute(f"UPDATE runs SET head = {mark} WHERE id = {mark}", (prev, run_id))
     return len(ids)
+
+
+def check_run(store: Any, run_id: str, run: Any = None, events: Sequence[Any] | None = None) -> Break | None:
+    """`first_break` of a run in `store` (a RunStore), its row and log read again (a few
+    times at most) while their counts differ: a write between reading the row and the
+    log appends events the row read does not count yet."""
+    for _ in range(3):
+        if run is not None and events is not None and len(events) == run.events:
+            break
+        run = store.get(run_id)
+        if run is None:
+            return Break(run_id, 0, "the run is gone")
+        events = store.events(run_id)
+    return first_break(run_id, events or [], run.head, run.events)
