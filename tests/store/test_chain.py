@@ -20,6 +20,8 @@ from tests.runs.workflows import WORKFLOW_ID, build_feature, write
 
 pytestmark = pytest.mark.slow
 
+# a hash column with its first hex digit changed
+FLIPPED = "(CASE WHEN substr({0}, 1, 1) = 'a' THEN 'b' ELSE 'a' END || substr({0}, 2))"
 Execute = Callable[[str, tuple[Any, ...]], None]
 
 
@@ -115,10 +117,14 @@ def test_untouched_runs_verify_and_each_hash_is_the_sha256_the_spec_defines(
         ),
         ("UPDATE run_events SET actor = 'mallory' WHERE run_id = ? AND seq = 2", 2, "its hash"),
         ("UPDATE run_events SET at = '2020-01-01T00:00:00.000Z' WHERE run_id = ? AND seq = 1", 1, "its hash"),
-        ("UPDATE run_events SET hash = 'ab' || substr(hash, 3) WHERE run_id = ? AND seq = 4", 4, "its hash"),
+        (
+            f"UPDATE run_events SET hash = {FLIPPED.format('hash')} WHERE run_id = ? AND seq = 4",
+            4,
+            "its hash",
+        ),
         ("DELETE FROM run_events WHERE run_id = ? AND seq = 3", 3, "is missing"),
         ("DELETE FROM run_events WHERE run_id = ? AND seq = (SELECT MAX(seq) FROM run_events)", 5, "missing"),
-        ("UPDATE runs SET head = 'ff' || substr(head, 3) WHERE id = ?", 5, "head hash"),
+        (f"UPDATE runs SET head = {FLIPPED.format('head')} WHERE id = ?", 5, "head hash"),
     ],
     ids=["data", "actor", "time", "stored-hash", "middle-deleted", "last-deleted", "head"],
 )
