@@ -70,7 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_runs_parser(sub)
     setup.add_token(sub)
-    from handrail.cli.record import add_key
+    from handrail.cli.record import add_key  # as runs: its verbs load more only when run
 
     add_key(sub)
     from handrail.cli.gate import add_gate
@@ -87,7 +87,7 @@ def _gate(args: argparse.Namespace) -> int:
 
 
 def _key(args: argparse.Namespace) -> int:
-    from handrail.cli.record import key_command
+    from handrail.cli.record import key_command  # as _runs
 
     return key_command(args)
 

@@ -10,13 +10,17 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from handrail.cli.options import EXIT_ERRORS, EXIT_OK, EXIT_USAGE
+from handrail.errors import StorageError
 from handrail.settings import settings
+from handrail.store.chain import check_run
+from handrail.store.open import default_url, open_store, sqlite_path
+from handrail.store.rows import now
 
 if TYPE_CHECKING:
     from handrail.runs.signing import PublicKey, SigningKey
     from handrail.store.base import RunStore
 
+EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2  # as cli/runs.py: options imports runs, runs imports this
 ALL_RUNS = 2**62  # --all: no limit a store could reach
 
 
@@ -66,6 +70,7 @@ def add_key(sub: Any) -> None:
 
 
 def key_command(args: argparse.Namespace) -> int:
+    # loaded here only: every `handrail` command imports this module, few use a key (cryptography)
     from handrail.runs.signing import KeyFileError, generate
 
     if getattr(args, "key_command", None) is None:
@@ -84,6 +89,7 @@ def key_command(args: argparse.Namespace) -> int:
 def signing_key_of(args: argparse.Namespace, command: str) -> SigningKey | Literal[False] | None:
     """The key --signing-key (or HANDRAIL_SIGNING_KEY) names, None without one, False
     (said on stderr) when it cannot be used: nothing is served or exported unsigned by mistake."""
+    # loaded here only: every `handrail` command imports this module, few use a key (cryptography)
     from handrail.runs.signing import KeyFileError, load_signing_key
 
     path = settings(args).signing_key
@@ -115,7 +121,6 @@ def record_command(args: argparse.Namespace) -> int:
         if found is False:
             return EXIT_USAGE
         key = found
-    from handrail.errors import StorageError
 
     try:
         store = _open(args)
@@ -133,8 +138,6 @@ def record_command(args: argparse.Namespace) -> int:
 
 def _open(args: argparse.Namespace) -> RunStore:
     """The store, never created here: a missing SQLite file holds no run."""
-    from handrail.errors import StorageError
-    from handrail.store.open import default_url, open_store, sqlite_path
 
     url = settings(args).database_url or default_url()
     if url.lower().startswith("sqlite:") and not sqlite_path(url).exists():
@@ -143,8 +146,8 @@ def _open(args: argparse.Namespace) -> RunStore:
 
 
 def _export(store: RunStore, args: argparse.Namespace, key: SigningKey | None) -> int:
+    # loaded here only: every `handrail` command imports this module, few use a key (cryptography)
     from handrail.runs.record import export
-    from handrail.store.rows import now
 
     run = store.get(args.run_id)
     if run is None:
@@ -169,7 +172,6 @@ def _export(store: RunStore, args: argparse.Namespace, key: SigningKey | None) -
 
 
 def _verify_store(store: RunStore, args: argparse.Namespace) -> int:
-    from handrail.store.chain import check_run
 
     if args.all:
         runs = store.list_runs(limit=ALL_RUNS)
@@ -200,8 +202,9 @@ def _verify_store(store: RunStore, args: argparse.Namespace) -> int:
 
 
 def _verify_file(args: argparse.Namespace) -> int:
+    # loaded here only: every `handrail` command imports this module, few use a key (cryptography)
     from handrail.runs.record import verify
-    from handrail.runs.signing import KeyFileError, load_public_key
+    from handrail.runs.signing import KeyFileError, load_public_key  # as verify
 
     key: PublicKey | None = None
     if args.key is not None:

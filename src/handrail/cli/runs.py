@@ -86,7 +86,9 @@ def add_runs_parser(sub: Any) -> None:
         help="why, for the run's record",
     )
     add_database_option(abandon)
-    from handrail.cli.record import add_record_verbs
+    from handrail.cli.record import (
+        add_record_verbs,  # options imports this module, record imports options' settings
+    )
 
     add_record_verbs(verbs, add_database_option, RUN_HELP)
     runs.set_defaults(runs_parser=runs)
@@ -136,7 +138,7 @@ def runs_command(args: argparse.Namespace) -> int:
         args.runs_parser.print_help(sys.stderr)
         return EXIT_USAGE
     if verb in ("verify", "export"):
-        from handrail.cli.record import record_command
+        from handrail.cli.record import record_command  # as add_record_verbs
 
         return record_command(args)
     from handrail.service.core import default_runs

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -128,8 +129,6 @@ def verify(data: bytes, key: PublicKey | None = None) -> Verdict:
     """Check a record's exact bytes: canonical form, digest, workflow source, chain,
     the checks and approvals against the events, then the signature. With `key`, the
     record must be signed by it."""
-    import json
-
     verdict = Verdict()
     try:
         text = data.decode("ascii")

@@ -4,7 +4,7 @@ The private key is a PKCS#8 PEM file, the form `handrail key generate` writes an
 `openssl genpkey -algorithm ed25519 -out key.pem` writes too. The public key is
 named by its fingerprint, `sha256:` and the hex SHA-256 of its 32 raw bytes, which a
 person can compare by eye with what `/.well-known/handrail-key` serves. The
-`cryptography` package is imported only here, and only when a key is used.
+`cryptography` package is imported only here: only the commands that use a key load it.
 """
 
 from __future__ import annotations
@@ -15,6 +15,10 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from handrail.codec import decode
 
@@ -46,9 +50,6 @@ class PublicKey:
         }
 
     def verifies(self, signature: bytes, message: bytes) -> bool:
-        from cryptography.exceptions import InvalidSignature
-        from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
-
         try:
             Ed25519PublicKey.from_public_bytes(self.raw).verify(signature, message)
         except (InvalidSignature, ValueError):
@@ -67,8 +68,6 @@ class SigningKey:
 
 def generate(path: Path) -> SigningKey:
     """A new key, written to `path` (which must not exist) readable by its owner only."""
-    from cryptography.hazmat.primitives import serialization
-    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
     private = Ed25519PrivateKey.generate()
     pem = private.private_bytes(
@@ -89,8 +88,6 @@ def generate(path: Path) -> SigningKey:
 
 def load_signing_key(path: str | Path) -> SigningKey:
     """The private key in the PEM file at `path`."""
-    from cryptography.hazmat.primitives import serialization
-    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
     data = _read(path)
     try:
@@ -108,8 +105,6 @@ def load_signing_key(path: str | Path) -> SigningKey:
 def load_public_key(path: str | Path) -> PublicKey:
     """A public key from a file: a PEM public key (`openssl pkey -pubout`), a PEM private
     key (its public half), or the JSON `/.well-known/handrail-key` serves."""
-    from cryptography.hazmat.primitives import serialization
-    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
     data = _read(path)
     if data.lstrip().startswith(b"{"):
@@ -138,7 +133,6 @@ def _public(raw: bytes, where: object) -> PublicKey:
 
 
 def _signing(private: Any) -> SigningKey:
-    from cryptography.hazmat.primitives import serialization
 
     raw = private.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
     return SigningKey(private, PublicKey(bytes(raw)))
