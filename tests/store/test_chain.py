@@ -7,16 +7,26 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
+import tempfile
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from handrail.catalog import load_catalog
 from handrail.cli import main
+from handrail.runs.record import export
+from handrail.runs.record import verify as verify_record
 from handrail.service.core import Service, default_runs
+from handrail.store import NewEvent, RunUpdate
+from handrail.store.chain import first_break
+from handrail.store.sqlite import SqliteStore
 from tests.runs.workflows import WORKFLOW_ID, build_feature, write
+from tests.store.test_store import record
 
 pytestmark = pytest.mark.slow
 
@@ -186,3 +196,35 @@ def test_verify_says_when_the_run_is_not_there(tmp_path: Path, capsys: pytest.Ca
     assert "name one of RUN, --all or --file" in capsys.readouterr().err
     assert main(["runs", "verify", "--all", "--database", f"sqlite:///{tmp_path / 'none.db'}"]) == 1
     assert "no run database at" in capsys.readouterr().err
+
+
+JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**80), max_value=2**80)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),  # lone surrogates included
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.dictionaries(st.text(max_size=8), JSON_VALUES, max_size=4))
+def test_any_json_an_event_holds_chains_and_exports_to_a_record_that_verifies(data: dict[str, Any]) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        store = SqliteStore(Path(folder) / "runs.db")
+        try:
+            source = hashlib.sha256(b"{}").hexdigest()
+            store.put_source(source, "wf", b"{}")
+            started = [NewEvent("started", data={"goal": "g", "sourceHash": source})]
+            run = store.create(replace(record("r1"), source_hash=source), started)
+            run = store.update(run, RunUpdate(), [NewEvent("context", None, data)], "alice")
+            events = store.events("r1")
+            assert first_break("r1", events, run.head, run.events) is None
+            stored = store.get("r1")
+            assert stored is not None and stored.head == run.head
+            exported = export(stored, events, b"{}", "2026-01-01T00:00:00.000Z")
+            assert verify_record(exported).problem is None
+        finally:
+            store.close()
