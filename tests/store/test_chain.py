@@ -228,3 +228,34 @@ def test_any_json_an_event_holds_chains_and_exports_to_a_record_that_verifies(da
             assert verify_record(exported).problem is None
         finally:
             store.close()
+
+
+def test_a_postgresql_database_from_before_the_chain_is_chained_when_opened(
+    postgres_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import psycopg
+
+    from handrail.store.schema import MIGRATIONS_TABLE, migrations
+
+    at = "2026-01-01T00:00:00.000Z"
+    with psycopg.connect(postgres_url, autocommit=True) as db:  # schema version 1, as first written
+        db.execute(migrations("postgresql")[0].encode())
+        db.execute(MIGRATIONS_TABLE)
+        db.execute("INSERT INTO schema_migrations VALUES (1, %s)", (at,))
+        db.execute("INSERT INTO workflow_sources VALUES ('h1', 'wf', %s, %s)", (b"{}", at))
+        db.execute(
+            "INSERT INTO runs VALUES ('r1', 'local', '/w', 'wf', '1.0.0', 'h1', 'Old', 'active', "
+            "'{}', '{}', 0, %s, %s, 2, 2)",
+            (at, at),
+        )
+        for seq, kind in ((1, "started"), (2, "context")):
+            db.execute(
+                "INSERT INTO run_events VALUES ('r1', %s, %s, %s, 'local', NULL, '{\"n\": 1}')",
+                (seq, kind, at),
+            )
+    assert main(["runs", "verify", "r1", "--database", postgres_url]) == 0
+    assert "r1  verified  2 events" in capsys.readouterr().out
+    with psycopg.connect(postgres_url, autocommit=True) as db:
+        row = db.execute("SELECT head FROM runs WHERE id = 'r1'").fetchone()
+        links = [h for (h,) in db.execute("SELECT hash FROM run_events WHERE run_id = 'r1' ORDER BY seq")]
+    assert row is not None and row[0] == links[-1] and None not in links
