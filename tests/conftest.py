@@ -112,6 +112,7 @@ def _private_handrail_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch
     monkeypatch.setenv("HANDRAIL_HOME", str(tmp_path_factory.mktemp("handrail-home")))
     monkeypatch.delenv("HANDRAIL_DATABASE_URL", raising=False)
     monkeypatch.delenv("HANDRAIL_RUNS_ONLY", raising=False)
+    monkeypatch.delenv("HANDRAIL_SIGNING_KEY", raising=False)
 
 
 def require_postgres(reason: str | None, environ: Mapping[str, str] = os.environ) -> None:

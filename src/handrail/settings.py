@@ -29,6 +29,7 @@ VARIABLES: dict[str, str] = {
     "HANDRAIL_WORKFLOWS": "workflow folders or files, separated by `:` (`;` on Windows)",
     "WORKFLOW_STORAGE_PATH": "workflow folders or files, as HANDRAIL_WORKFLOWS (WorkRail's name)",
     "WORKFLOW_INCLUDE_BUNDLED": "yes/no: serve the bundled workflows (`--no-bundled`; default yes)",
+    "HANDRAIL_SIGNING_KEY": "the Ed25519 key file that signs exported run records (`--signing-key`)",
     "WORKFLOW_GIT_REPOS": "git repositories of workflows, separated by commas (`git+` optional)",
 }
 PATH_VARIABLES = ("WORKFLOW_STORAGE_PATH", "HANDRAIL_WORKFLOWS")  # in increasing precedence
@@ -55,6 +56,7 @@ class Settings(NamedTuple):  # not a dataclass: the gate's hook reads it and loa
     include_bundled: bool = True
     workflow_paths: tuple[tuple[str, str], ...] = ()  # (variable, path), in precedence order
     git_repos: tuple[str, ...] = ()
+    signing_key: str = ""  # a PEM file; empty: records are exported unsigned
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -77,6 +79,7 @@ class Settings(NamedTuple):  # not a dataclass: the gate's hook reads it and loa
                 if part.strip()
             ),
             git_repos=tuple(p.strip() for p in env.get("WORKFLOW_GIT_REPOS", "").split(",") if p.strip()),
+            signing_key=env.get("HANDRAIL_SIGNING_KEY", ""),
         )
 
     def with_options(self, args: Any) -> Settings:
@@ -93,6 +96,8 @@ class Settings(NamedTuple):  # not a dataclass: the gate's hook reads it and loa
             given["runs_only"] = True
         if getattr(args, "no_bundled", False):
             given["include_bundled"] = False
+        if getattr(args, "signing_key", None):
+            given["signing_key"] = args.signing_key
         return self._replace(**given)
 
 

@@ -33,7 +33,8 @@ def old_database(path: Path, folder: Path) -> str:
     document = json.dumps(build_feature()).encode()
     source = hashlib.sha256(document).hexdigest()  # a pinned version's name: its document's hash
     db = sqlite3.connect(path)
-    for version, migration in enumerate(migrations("sqlite"), 1):
+    # schema version 1: the runs and events tables as the first handrail wrote them
+    for version, migration in enumerate(migrations("sqlite")[:1], 1):
         for statement in statements(migration):
             db.execute(statement)
         db.execute(
@@ -78,3 +79,25 @@ def test_a_run_an_earlier_handrail_wrote_goes_on_from_its_loop_iteration(
     shown = json.loads(capsys.readouterr().out)
     assert shown["run"]["status"] == "active" and shown["run"]["completed"] == 2
     assert [e["type"] for e in shown["events"]] == ["started", "accepted", "accepted"]
+
+
+def test_the_events_of_a_database_from_before_the_chain_are_chained_when_it_is_opened(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = old_database(tmp_path / "old.db", tmp_path)
+    assert main(["runs", "verify", RUN, "--database", url]) == 0
+    assert f"{RUN}  verified  2 events" in capsys.readouterr().out
+    with sqlite3.connect(tmp_path / "old.db") as db:
+        head = db.execute("SELECT head FROM runs WHERE id = ?", (RUN,)).fetchone()[0]
+        links = [
+            h for (h,) in db.execute("SELECT hash FROM run_events WHERE run_id = ? ORDER BY seq", (RUN,))
+        ]
+    assert len(head) == 64 and links[-1] == head and None not in links
+    write(tmp_path / "flows", build_feature())
+    service = Service(load_catalog(tmp_path / "flows", bundled=False), runs=default_runs(url))
+    try:  # a new event goes on from the head the upgrade wrote
+        service.call("workflow_continue", {"runId": RUN, "stepId": "build", "output": "Built a"})
+    finally:
+        service.close()
+    assert main(["runs", "verify", RUN, "--database", url]) == 0
+    assert f"{RUN}  verified  3 events" in capsys.readouterr().out

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from handrail.runs import gate_store
+from handrail.store.chain import check_run
 from handrail.store.schema import MIGRATIONS
 from handrail.store.sqlite import SqliteStore
 from handrail.store.sqlite_light import LightSqlite, open_light
@@ -58,6 +59,7 @@ def test_an_event_the_light_path_appends_reads_back_as_the_full_store_writes_it(
         with sqlite3.connect(world.database) as db:
             texts = [r[0] for r in db.execute("SELECT data FROM run_events ORDER BY seq DESC LIMIT 2")]
         assert texts[0] == texts[1]  # the same stored text, escapes and all
+        assert check_run(full, world.run_id) is None  # the light path chains as the full store does
     finally:
         full.close()
 

@@ -70,6 +70,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_runs_parser(sub)
     setup.add_token(sub)
+    from handrail.cli.record import add_key  # as runs: its verbs load more only when run
+
+    add_key(sub)
     from handrail.cli.gate import add_gate
 
     add_gate(sub)
@@ -81,6 +84,12 @@ def _gate(args: argparse.Namespace) -> int:
     from handrail.cli.gate import gate_command
 
     return gate_command(args)
+
+
+def _key(args: argparse.Namespace) -> int:
+    from handrail.cli.record import key_command  # as _runs
+
+    return key_command(args)
 
 
 def _runs(args: argparse.Namespace) -> int:
@@ -101,6 +110,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "walk": catalog.walk_command,
     "runs": _runs,
     "token": setup.token,
+    "key": _key,
     "gate": _gate,
 }
 

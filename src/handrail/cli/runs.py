@@ -47,7 +47,9 @@ RUN_HELP = "the run's id, run_... (`handrail runs list` shows them)"
 
 
 def add_runs_parser(sub: Any) -> None:
-    runs = sub.add_parser("runs", help="list, show, approve, decline and abandon workflow runs")
+    runs = sub.add_parser(
+        "runs", help="list, show, approve, decline, abandon, verify and export workflow runs"
+    )
     verbs = runs.add_subparsers(dest="runs_command", metavar="VERB")
     listing = verbs.add_parser("list", help="runs, most recently updated first")
     listing.add_argument(
@@ -84,6 +86,11 @@ def add_runs_parser(sub: Any) -> None:
         help="why, for the run's record",
     )
     add_database_option(abandon)
+    from handrail.cli.record import (
+        add_record_verbs,  # options imports this module, record imports options' settings
+    )
+
+    add_record_verbs(verbs, add_database_option, RUN_HELP)
     runs.set_defaults(runs_parser=runs)
 
 
@@ -130,6 +137,10 @@ def runs_command(args: argparse.Namespace) -> int:
     if verb is None:
         args.runs_parser.print_help(sys.stderr)
         return EXIT_USAGE
+    if verb in ("verify", "export"):
+        from handrail.cli.record import record_command  # as add_record_verbs
+
+        return record_command(args)
     from handrail.service.core import default_runs
 
     if (unfit := _not_utf8(args)) is not None:

@@ -9,6 +9,7 @@ from typing import Any
 
 from handrail.cli import options
 from handrail.cli.options import EXIT_USAGE
+from handrail.cli.record import add_signing_key_option, signing_key_of
 from handrail.settings import settings
 
 
@@ -64,6 +65,7 @@ def add_serve(sub: Any) -> None:
     options.add_check_options(serve)
     options.add_run_options(serve)
     options.add_transport_options(serve, http=True)
+    add_signing_key_option(serve, "signs run records; its public half is served at /.well-known/handrail-key")
 
 
 def add_dashboard(sub: Any) -> None:
@@ -78,6 +80,9 @@ def add_dashboard(sub: Any) -> None:
     options.add_check_options(dashboard)
     options.add_run_options(dashboard)
     options.add_transport_options(dashboard, http=True)
+    add_signing_key_option(
+        dashboard, "signs run records; its public half is served at /.well-known/handrail-key"
+    )
 
 
 def service_of(catalog: Any, args: argparse.Namespace, checks: Any, dashboard_url: str | None = None) -> Any:
@@ -174,6 +179,9 @@ def serve_command(args: argparse.Namespace) -> int:
     people = people_of(args)
     if people is False:
         return EXIT_USAGE
+    key = signing_key_of(args, args.command)
+    if key is False:
+        return EXIT_USAGE
     try:
         sock = bind(args.host, args.port)
     except OSError as exc:
@@ -211,6 +219,7 @@ def serve_command(args: argparse.Namespace) -> int:
             sock=sock,
             limits=options.transport_limits(args),
             hooks=hooks_of(service, args),
+            public_key=key.public.published() if key else None,
         )
     finally:
         catalog.close()

@@ -200,6 +200,7 @@ def dashboard_routes(service: Any, refuse: Refuse, people: Identifies | None) ->
             "events": events,
             "blocks": views.timeline(events, workflow),
             "graph": views.run_graph(workflow, run, events) if workflow is not None else None,
+            "broken": runs.chain_break(run, events),
         }
 
     async def run_page(request: Request, session: Session) -> Response:

@@ -34,6 +34,7 @@ from handrail.store.base import (
     RunStatus,
     RunUpdate,
 )
+from handrail.store.chain import Break, check_run
 
 if TYPE_CHECKING:
     from handrail.catalog import Snapshot
@@ -238,6 +239,11 @@ class Runs:
 
     def events(self, run: RunRecord) -> list[Event]:
         return self.ledger.events(run.id)
+
+    def chain_break(self, run: RunRecord, events: Sequence[Event] | None = None) -> Break | None:
+        """Where the run's hash chain first fails to hold (store/chain.py), or None;
+        `events`: its log as already read."""
+        return check_run(self.store, run.id, run, events)
 
     @staticmethod
     def offers(run: RunRecord) -> frozenset[EventType]:

@@ -67,6 +67,7 @@ class RunRecord:
     updated_at: str
     version: int  # bumped by every update; the compare-and-set token
     events: int = 0  # how many events its log holds (the next one is number events + 1)
+    head: str | None = None  # the hash of its last event (store/chain.py)
 
     @property
     def current_step(self) -> dict[str, Any] | None:
@@ -89,6 +90,7 @@ class Event:
     actor: str
     step_id: str | None
     data: Mapping[str, Any]
+    hash: str | None = None  # its link in the run's chain (store/chain.py)
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"seq": self.seq, "type": self.type, "at": self.at, "actor": self.actor}
@@ -108,7 +110,9 @@ class RunUpdate:
     accepted: int | None = None
 
 
-def written(run: RunRecord, change: RunUpdate, at: str, events: int = 0) -> RunRecord:
+def written(
+    run: RunRecord, change: RunUpdate, at: str, events: int = 0, head: str | None = None
+) -> RunRecord:
     """The record a successful `update` of `run` leaves in the store."""
     return replace(
         run,
@@ -119,6 +123,7 @@ def written(run: RunRecord, change: RunUpdate, at: str, events: int = 0) -> RunR
         updated_at=at,
         version=run.version + 1,
         events=run.events + events,
+        head=head if events else run.head,
     )
 
 

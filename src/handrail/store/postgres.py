@@ -26,10 +26,20 @@ from urllib.parse import urlsplit, urlunsplit
 import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from handrail.codec import decode_stored, encode_stored
 from handrail.errors import StorageError
 from handrail.store.base import Conflict, Event, NewEvent, RunRecord, RunUpdate, written
-from handrail.store.rows import _COLUMNS, _record, list_filter, now, run_row, update_sets
+from handrail.store.chain import EVENT_COLUMNS, backfill, chained_rows, new_head
+from handrail.store.rows import (
+    _COLUMNS,
+    EVENTS_QUERY,
+    _record,
+    insert_events,
+    insert_run,
+    list_filter,
+    now,
+    read_events,
+    update_sets,
+)
 from handrail.store.schema import MIGRATIONS_TABLE, migrations, newer_than_known
 
 MIGRATIONS = migrations("postgresql")
@@ -114,6 +124,7 @@ class PostgresStore:
             for version in range(current, len(MIGRATIONS)):
                 db.execute(MIGRATIONS[version].encode())  # DDL is transactional here: all or none
                 db.execute("INSERT INTO schema_migrations VALUES (%s, %s)", (version + 1, now()))
+            backfill(db, "%s")
 
     @staticmethod
     def _version(db: psycopg.Connection[Any]) -> int | None:
@@ -159,32 +170,38 @@ class PostgresStore:
 
     # -- runs ----------------------------------------------------------------------
     def create(self, run: RunRecord, events: Sequence[NewEvent]) -> RunRecord:
+        rows = chained_rows(run.id, 0, None, events, run.owner, run.created_at)
+        head = new_head(rows, None)
         with self._connection() as db, db.transaction():
-            db.execute(f"INSERT INTO runs VALUES ({', '.join(['%s'] * 15)})", run_row(run, len(events)))
-            _append(db, run.id, 0, events, run.owner, run.created_at)
-        return replace(run, events=len(events))
+            db.execute(*insert_run(run, len(events), head, "%s"))
+            insert_events(db, rows, "%s")
+        return replace(run, events=len(events), head=head)
 
     def update(self, run: RunRecord, change: RunUpdate, events: Sequence[NewEvent], actor: str) -> RunRecord:
         at = now()
-        sets, values = update_sets(change, at, len(events), "%s")
+        # the version check in the WHERE makes `run.events` and `run.head` the log's as committed
+        rows = chained_rows(run.id, run.events, run.head, events, actor, at)
+        head = new_head(rows, run.head)
+        sets, values = update_sets(change, at, len(events), "%s", head)
         query = f"UPDATE runs SET {sets} WHERE id = %s AND version = %s"
         values += [run.id, run.version]
-        if events:
+        if rows:
             # READ COMMITTED: a racing writer blocks on the row, then re-reads it and finds
             # the version moved, so it matches nothing and inserts nothing
-            rows, placeholders = _event_rows(run.events, events, actor, at)
+            row = "(%s::integer, %s::text, %s::text, %s::text, %s::text, %s::text, %s::text)"
             query = (
                 f"WITH moved AS ({query} RETURNING id) "
-                "INSERT INTO run_events (run_id, seq, type, at, actor, step_id, data) "
-                "SELECT moved.id, e.seq, e.type, e.at, e.actor, e.step_id, e.data "
-                f"FROM moved, (VALUES {placeholders}) AS e (seq, type, at, actor, step_id, data)"
+                f"INSERT INTO run_events ({EVENT_COLUMNS}) "
+                "SELECT moved.id, e.seq, e.type, e.at, e.actor, e.step_id, e.data, e.hash "
+                f"FROM moved, (VALUES {', '.join(row for _ in rows)}) "
+                "AS e (seq, type, at, actor, step_id, data, hash)"
             )
-            values += rows
+            values += [v for r in rows for v in r.values()[1:]]
         with self._connection() as db:
             moved = db.execute(query.encode(), values).rowcount
-        if moved != (len(events) or 1):
+        if moved != (len(rows) or 1):
             raise Conflict(run.id)
-        return written(run, change, at, len(events))
+        return written(run, change, at, len(events), head)
 
     def get(self, run_id: str) -> RunRecord | None:
         with self._connection() as db:
@@ -213,38 +230,9 @@ class PostgresStore:
 
     def events(self, run_id: str) -> list[Event]:
         with self._connection() as db:
-            rows = db.execute(
-                "SELECT seq, type, at, actor, step_id, data FROM run_events WHERE run_id = %s ORDER BY seq",
-                (run_id,),
-            ).fetchall()
-        return [
-            Event(seq, kind, at, actor, step, decode_stored(data))
-            for seq, kind, at, actor, step, data in rows
-        ]
+            return read_events(db.execute(EVENTS_QUERY.format(mark="%s"), (run_id,)).fetchall())
 
     def close(self) -> None:
         if not self._closed.is_set():
             self._closed.set()
             self._pool.close()
-
-
-def _event_rows(last: int, events: Sequence[NewEvent], actor: str, at: str) -> tuple[list[Any], str]:
-    """The values of `events` numbered on from `last`, and their VALUES placeholders."""
-    values: list[Any] = []
-    for i, e in enumerate(events, 1):
-        values += [last + i, str(e.type), at, actor, e.step_id, encode_stored(e.data)]
-    row = "(%s::integer, %s::text, %s::text, %s::text, %s::text, %s::text)"
-    return values, ", ".join(row for _ in events)
-
-
-def _append(
-    db: psycopg.Connection[Any], run_id: str, last: int, events: Sequence[NewEvent], actor: str, at: str
-) -> None:
-    if not events:
-        return
-    values, placeholders = _event_rows(last, events, actor, at)
-    db.execute(
-        "INSERT INTO run_events (run_id, seq, type, at, actor, step_id, data) "  # one round trip
-        f"SELECT %s, e.* FROM (VALUES {placeholders}) AS e".encode(),
-        [run_id, *values],
-    )

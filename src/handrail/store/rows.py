@@ -10,7 +10,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from handrail.codec import decode_stored, encode_stored
-from handrail.store.base import RunRecord, RunStatus, RunUpdate
+from handrail.store.base import Event, RunRecord, RunStatus, RunUpdate
+from handrail.store.chain import EVENT_COLUMNS, EventRow
 
 
 def now() -> str:
@@ -19,7 +20,7 @@ def now() -> str:
 
 _COLUMNS = (
     "id, owner, workspace, workflow_id, workflow_version, source_hash, goal, status, "
-    "context, position, accepted, created_at, updated_at, version, events"
+    "context, position, accepted, created_at, updated_at, version, events, head"
 )
 
 
@@ -40,11 +41,12 @@ def _record(row: Sequence[Any]) -> RunRecord:
         updated_at=row[12],
         version=row[13],
         events=row[14],
+        head=row[15],
     )
 
 
-def run_row(run: RunRecord, events: int) -> tuple[Any, ...]:
-    """A new run's values, in the `runs` table's column order."""
+def run_row(run: RunRecord, events: int, head: str | None) -> tuple[Any, ...]:
+    """A new run's values, in the order of `_COLUMNS`."""
     return (
         run.id,
         run.owner,
@@ -61,13 +63,49 @@ def run_row(run: RunRecord, events: int) -> tuple[Any, ...]:
         run.updated_at,
         run.version,
         events,
+        head,
     )
 
 
-def update_sets(change: RunUpdate, at: str, events: int, mark: str) -> tuple[str, list[Any]]:
-    """`SET ...` of an accepted write (version bumped, events counted) and its values."""
+def insert_run(run: RunRecord, events: int, head: str | None, mark: str) -> tuple[str, tuple[Any, ...]]:
+    """The statement that inserts a new run row, and its values."""
+    return f"INSERT INTO runs ({_COLUMNS}) VALUES ({', '.join([mark] * 16)})", run_row(run, events, head)
+
+
+def insert_events(db: Any, rows: Sequence[EventRow], mark: str) -> None:
+    """Write event rows in one statement on `db` (a sqlite3 or psycopg connection)."""
+    if not rows:
+        return
+    one = f"({', '.join([mark] * 8)})"
+    db.execute(
+        f"INSERT INTO run_events ({EVENT_COLUMNS}) VALUES {', '.join(one for _ in rows)}",
+        [v for r in rows for v in r.values()],
+    )
+
+
+def read_events(found: Sequence[Sequence[Any]]) -> list[Event]:
+    """Events from rows of `EVENTS_QUERY`."""
+    return [
+        Event(seq, kind, at, actor, step, decode_stored(data), link)
+        for seq, kind, at, actor, step, data, link in found
+    ]
+
+
+EVENTS_QUERY = (
+    "SELECT seq, type, at, actor, step_id, data, hash FROM run_events WHERE run_id = {mark} ORDER BY seq"
+)
+
+
+def update_sets(
+    change: RunUpdate, at: str, events: int, mark: str, head: str | None = None
+) -> tuple[str, list[Any]]:
+    """`SET ...` of an accepted write (version bumped, events counted, the chain's new
+    head) and its values."""
     sets = [f"updated_at = {mark}", "version = version + 1", f"events = events + {mark}"]
     values: list[Any] = [at, events]
+    if events:
+        sets.append(f"head = {mark}")
+        values.append(head)
     for column, value in (
         ("status", None if change.status is None else str(change.status)),
         ("context", None if change.context is None else encode_stored(change.context)),

@@ -55,6 +55,11 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (run_id, seq)
     );
     """,
+    """
+    -- the hash chain over each run's events (store/chain.py): an event's hash, the run's head
+    ALTER TABLE run_events ADD COLUMN hash TEXT;
+    ALTER TABLE runs ADD COLUMN head TEXT
+    """,
 )
 
 MIGRATIONS_TABLE = (

@@ -29,11 +29,21 @@ from pathlib import Path
 from typing import Any
 
 from handrail import budget
-from handrail.codec import decode_stored, encode_stored
 from handrail.errors import StorageError
 from handrail.store.base import Conflict, Event, NewEvent, RunRecord, RunUpdate, written
+from handrail.store.chain import backfill, chained_rows, new_head
 from handrail.store.open import sqlite_url
-from handrail.store.rows import _COLUMNS, _record, list_filter, now, run_row, update_sets
+from handrail.store.rows import (
+    _COLUMNS,
+    EVENTS_QUERY,
+    _record,
+    insert_events,
+    insert_run,
+    list_filter,
+    now,
+    read_events,
+    update_sets,
+)
 from handrail.store.schema import MIGRATIONS_TABLE, migrations, newer_than_known, statements
 
 __all__ = ["MIGRATIONS", "SqliteStore", "now"]
@@ -155,6 +165,7 @@ class SqliteStore:
                 for statement in statements(MIGRATIONS[version]):
                     db.execute(statement)
                 db.execute("INSERT INTO schema_migrations VALUES (?, ?)", (version + 1, now()))
+            backfill(db, "?")
 
     @property
     def schema_version(self) -> int:
@@ -224,14 +235,19 @@ class SqliteStore:
 
     # -- runs ----------------------------------------------------------------------
     def create(self, run: RunRecord, events: Sequence[NewEvent]) -> RunRecord:
+        rows = chained_rows(run.id, 0, None, events, run.owner, run.created_at)
+        head = new_head(rows, None)
         with self._write() as db:
-            db.execute(f"INSERT INTO runs VALUES ({', '.join(['?'] * 15)})", run_row(run, len(events)))
-            self._append(db, run.id, 0, events, run.owner, run.created_at)
-        return replace(run, events=len(events))
+            db.execute(*insert_run(run, len(events), head, "?"))
+            insert_events(db, rows, "?")
+        return replace(run, events=len(events), head=head)
 
     def update(self, run: RunRecord, change: RunUpdate, events: Sequence[NewEvent], actor: str) -> RunRecord:
         at = now()
-        sets, values = update_sets(change, at, len(events), "?")
+        # the version check below makes `run.events` and `run.head` the log's as committed
+        rows = chained_rows(run.id, run.events, run.head, events, actor, at)
+        head = new_head(rows, run.head)
+        sets, values = update_sets(change, at, len(events), "?", head)
         with self._write() as db:
             moved = db.execute(
                 f"UPDATE runs SET {sets} WHERE id = ? AND version = ?",
@@ -239,19 +255,8 @@ class SqliteStore:
             ).rowcount
             if moved != 1:
                 raise Conflict(run.id)
-            # the version check above makes `run.events` the log's length as committed
-            self._append(db, run.id, run.events, events, actor, at)
-        return written(run, change, at, len(events))
-
-    @staticmethod
-    def _append(
-        db: sqlite3.Connection, run_id: str, last: int, events: Sequence[NewEvent], actor: str, at: str
-    ) -> None:
-        for i, e in enumerate(events, 1):
-            db.execute(
-                "INSERT INTO run_events VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (run_id, last + i, str(e.type), at, actor, e.step_id, encode_stored(e.data)),
-            )
+            insert_events(db, rows, "?")
+        return written(run, change, at, len(events), head)
 
     def get(self, run_id: str) -> RunRecord | None:
         with self._read() as db:
@@ -276,14 +281,7 @@ class SqliteStore:
 
     def events(self, run_id: str) -> list[Event]:
         with self._read() as db:
-            rows = db.execute(
-                "SELECT seq, type, at, actor, step_id, data FROM run_events WHERE run_id = ? ORDER BY seq",
-                (run_id,),
-            ).fetchall()
-        return [
-            Event(seq, kind, at, actor, step, decode_stored(data))
-            for seq, kind, at, actor, step, data in rows
-        ]
+            return read_events(db.execute(EVENTS_QUERY.format(mark="?"), (run_id,)).fetchall())
 
     def close(self) -> None:
         with self._lock, self._opened:

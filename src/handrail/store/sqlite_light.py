@@ -26,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
+from handrail.store.chain_form import event_hash, hashed_form
 from handrail.store.schema import MIGRATIONS
 
 BUSY_TIMEOUT_S = 5.0  # as the full store: how long the append waits for another writer
@@ -176,18 +177,24 @@ class LightSqlite:
                     raise LightStoreError(
                         f"the run database {self.path} changed schema version while the gate read it"
                     )
-                row = db.execute("SELECT events FROM runs WHERE id = ?", (run_id,)).fetchone()
+                row = db.execute("SELECT events, head FROM runs WHERE id = ?", (run_id,)).fetchone()
                 if row is None:
                     db.execute("ROLLBACK")
                     return False
                 at = now()
+                seq, text = int(row[0]) + 1, encode(data)
+                # chained as the full store chains: over the data as it reads back
+                form = hashed_form(run_id, seq, kind, at, actor, step_id, json.loads(text), row[1])
+                link = event_hash(form)
                 db.execute(
-                    "UPDATE runs SET updated_at = ?, version = version + 1, events = events + 1 WHERE id = ?",
-                    (at, run_id),
+                    "UPDATE runs SET updated_at = ?, version = version + 1, events = events + 1, head = ? "
+                    "WHERE id = ?",
+                    (at, link, run_id),
                 )
                 db.execute(
-                    "INSERT INTO run_events VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (run_id, int(row[0]) + 1, kind, at, actor, step_id, encode(data)),
+                    "INSERT INTO run_events (run_id, seq, type, at, actor, step_id, data, hash) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (run_id, seq, kind, at, actor, step_id, text, link),
                 )
                 db.execute("COMMIT")
             except BaseException:

@@ -88,6 +88,7 @@ class HttpSettings:
     max_body: int = MAX_BODY
     transport: TransportLimits = field(default_factory=TransportLimits)
     hooks: HookAnswer | None = None  # the gate's HTTP hooks, when served
+    public_key: dict[str, Any] | None = None  # --signing-key's public half, as published
 
 
 def _error(status: int, code: int, message: str, rid: Any = None, **data: Any) -> Response:
@@ -301,6 +302,15 @@ def create_app(service: Service, settings: HttpSettings | None = None) -> Starle
             }
         )
 
+    async def published_key(request: Request) -> Response:
+        refused = refuse(request, authenticate=False)  # a public key is for anyone to check with
+        if refused is not None:
+            return refused
+        if config.public_key is None:
+            said = "this server signs no records: it was started without --signing-key"
+            return JSONResponse({"error": said}, status_code=404)
+        return JSONResponse(config.public_key)
+
     from handrail.dashboard import dashboard_routes  # the web pages at /
 
     return Starlette(
@@ -308,6 +318,7 @@ def create_app(service: Service, settings: HttpSettings | None = None) -> Starle
             Route("/mcp", mcp, methods=["GET", "POST", "DELETE"]),
             Route("/healthz", healthz, methods=["GET"]),
             Route("/hooks/{harness}", hook, methods=["GET", "POST"]),
+            Route("/.well-known/handrail-key", published_key, methods=["GET"]),
             *dashboard_routes(service, refuse, people),
         ]
     )
@@ -345,6 +356,7 @@ def serve(
     sock: socket.socket | None = None,
     limits: TransportLimits | None = None,
     hooks: HookAnswer | None = None,
+    public_key: dict[str, Any] | None = None,
 ) -> int:
     import uvicorn
     from uvicorn.protocols.http.h11_impl import H11Protocol
@@ -372,6 +384,7 @@ def serve(
         people=people,
         transport=bounds,
         hooks=hooks,
+        public_key=public_key,
     )
     app = create_app(service, settings)
 

@@ -1,0 +1,230 @@
+"""A run's record: a self-contained file an auditor can check without the store.
+
+`export` writes the run, its workflow's source, every event with its link in the
+chain, the check results and the approvals (read from those events), a digest of it
+all and, with a signing key, an Ed25519 signature. The file is the canonical form
+of store/chain.py and a newline, nothing else: `verify` refuses any other bytes, so a
+change of any byte (a space included) fails it. spec/record.md defines the format.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from handrail.runs.signing import PublicKey, SigningKey, fingerprint
+from handrail.store.base import Event, EventType, RunRecord
+from handrail.store.chain import Break, first_break
+from handrail.store.chain_form import canonical
+
+FORMAT = "handrail-record/1"
+DECISIONS = (str(EventType.APPROVED), str(EventType.DECLINED))
+
+
+def checks_of(events: Sequence[Event]) -> list[dict[str, Any]]:
+    """Every check result, with the event that holds it."""
+    return [{"seq": e.seq, "stepId": e.step_id, **e.data} for e in events if e.type == EventType.CHECK]
+
+
+def approvals_of(events: Sequence[Event]) -> list[dict[str, Any]]:
+    """Every approval and decline, with the person who gave it."""
+    return [
+        {
+            "seq": e.seq,
+            "stepId": e.step_id,
+            "decision": e.type,
+            "person": e.actor,  # the decision's own `person`, when it has one, follows
+            **e.data,
+        }
+        for e in events
+        if e.type in DECISIONS
+    ]
+
+
+def _event(e: Event, prev: str | None) -> dict[str, Any]:
+    return {
+        "seq": e.seq,
+        "type": e.type,
+        "at": e.at,
+        "actor": e.actor,
+        "stepId": e.step_id,
+        "data": dict(e.data),
+        "prev": prev,
+        "hash": e.hash,
+    }
+
+
+def _workflow(source_hash: str, source: bytes | None) -> dict[str, Any]:
+    out: dict[str, Any] = {"sourceHash": source_hash}
+    if source is None:
+        return out  # said by `verify`: the store no longer holds it
+    try:
+        out["source"] = source.decode("utf-8")
+    except UnicodeDecodeError:
+        out["sourceBase64"] = base64.b64encode(source).decode()
+    return out
+
+
+def _digest(record: Mapping[str, Any]) -> str:
+    return hashlib.sha256(
+        canonical({k: v for k, v in record.items() if k not in ("digest", "signature")})
+    ).hexdigest()
+
+
+def export(
+    run: RunRecord, events: Sequence[Event], source: bytes | None, at: str, key: SigningKey | None = None
+) -> bytes:
+    """The record's bytes."""
+    linked: list[dict[str, Any]] = []
+    prev: str | None = None
+    for e in events:
+        linked.append(_event(e, prev))
+        prev = e.hash
+    record: dict[str, Any] = {
+        "format": FORMAT,
+        "exportedAt": at,
+        "run": {
+            "runId": run.id,
+            "owner": run.owner,
+            "workspace": run.workspace,
+            "workflowId": run.workflow_id,
+            "workflowVersion": run.workflow_version,
+            "goal": run.goal,
+            "status": str(run.status),
+            "createdAt": run.created_at,
+            "updatedAt": run.updated_at,
+            "events": run.events,
+            "head": run.head,
+        },
+        "workflow": _workflow(run.source_hash, source),
+        "events": linked,
+        "checks": checks_of(events),
+        "approvals": approvals_of(events),
+    }
+    record["digest"] = _digest(record)
+    if key is not None:
+        signed = canonical(record)
+        record["signature"] = {**key.public.published(), "value": base64.b64encode(key.sign(signed)).decode()}
+    return canonical(record) + b"\n"
+
+
+@dataclass(slots=True)
+class Verdict:
+    """What `verify` found: `problem` is the first thing that does not hold (None: the
+    record is intact), `broken` the chain's first broken link when that is the problem."""
+
+    run_id: str | None = None
+    events: int = 0
+    problem: str | None = None
+    broken: Break | None = None
+    signed_by: str | None = None  # the fingerprint of the key whose signature holds
+    embedded_key: bool = False  # that key was the record's own, not one the caller gave
+    notes: list[str] = field(default_factory=list)
+
+
+def verify(data: bytes, key: PublicKey | None = None) -> Verdict:
+    """Check a record's exact bytes: canonical form, digest, workflow source, chain,
+    the checks and approvals against the events, then the signature. With `key`, the
+    record must be signed by it."""
+    verdict = Verdict()
+    try:
+        text = data.decode("ascii")
+        record = json.loads(text, parse_constant=_no_constant)
+    except UnicodeDecodeError as exc:
+        return _failed(verdict, f"byte {exc.start} is not ASCII: a record holds ASCII only")
+    except (ValueError, RecursionError) as exc:
+        return _failed(verdict, f"it is not JSON ({exc})")
+    if not isinstance(record, dict):
+        return _failed(verdict, "it is not a JSON object")
+    try:
+        again = canonical(record) + b"\n"
+    except (TypeError, ValueError) as exc:
+        return _failed(verdict, f"it cannot be written canonically ({exc})")
+    if again != data:
+        at = next(
+            (i for i, (a, b) in enumerate(zip(again, data, strict=False)) if a != b),
+            min(len(again), len(data)),
+        )
+        return _failed(
+            verdict, f"it is not in canonical form: it differs from its canonical bytes at byte {at}"
+        )
+    if record.get("format") != FORMAT:
+        return _failed(verdict, f"its format is {record.get('format')!r}, not {FORMAT!r}")
+    try:
+        return _verify(verdict, record, key)
+    except (KeyError, TypeError, AttributeError, ValueError) as exc:
+        return _failed(verdict, f"it is not shaped as a record ({type(exc).__name__}: {exc})")
+
+
+def _verify(verdict: Verdict, record: dict[str, Any], key: PublicKey | None) -> Verdict:
+    run = record["run"]
+    verdict.run_id = str(run["runId"])
+    if record.get("digest") != _digest(record):
+        return _failed(verdict, "its digest does not match its content: it was changed after it was written")
+    workflow = record["workflow"]
+    source_hash = workflow["sourceHash"]
+    if "source" in workflow or "sourceBase64" in workflow:
+        source = (
+            workflow["source"].encode("utf-8")
+            if "source" in workflow
+            else base64.b64decode(workflow["sourceBase64"], validate=True)
+        )
+        if hashlib.sha256(source).hexdigest() != source_hash:
+            return _failed(verdict, "the workflow's source does not match its hash")
+    else:
+        verdict.notes.append("the record holds no workflow source (the store had lost it)")
+    events = [
+        Event(e["seq"], e["type"], e["at"], e["actor"], e["stepId"], e["data"], e["hash"])
+        for e in record["events"]
+    ]
+    verdict.events = len(events)
+    broken = first_break(verdict.run_id, events, run["head"], run["events"])
+    if broken is not None:
+        verdict.broken = broken
+        return _failed(verdict, f"event {broken.seq}: {broken.problem}")
+    for e, prev in zip(record["events"], [None, *(e.hash for e in events)], strict=False):
+        if e["prev"] != prev:
+            return _failed(verdict, f"event {e['seq']}: its prev is not the hash of the event before it")
+    started = events[0].data if events else {}
+    if events and started.get("sourceHash", source_hash) != source_hash:
+        return _failed(verdict, "the workflow's hash is not the one the run started on")
+    if record["checks"] != checks_of(events):
+        return _failed(verdict, "its check results are not the ones its events hold")
+    if record["approvals"] != approvals_of(events):
+        return _failed(verdict, "its approvals are not the ones its events hold")
+    return _signature(verdict, record, key)
+
+
+def _signature(verdict: Verdict, record: dict[str, Any], key: PublicKey | None) -> Verdict:
+    signature = record.get("signature")
+    if signature is None:
+        if key is not None:
+            return _failed(verdict, "it is not signed, and --key asks for a signature")
+        return verdict
+    raw = base64.b64decode(signature["publicKey"], validate=True)
+    if signature.get("algorithm") != "Ed25519" or signature.get("fingerprint") != fingerprint(raw):
+        return _failed(verdict, "its signature's key fingerprint does not match the key it embeds")
+    signer = PublicKey(raw)
+    if key is not None and key.raw != signer.raw:
+        return _failed(
+            verdict, f"it is signed by key {signer.fingerprint}, not by the key given ({key.fingerprint})"
+        )
+    signed = canonical({k: v for k, v in record.items() if k != "signature"})
+    if not signer.verifies(base64.b64decode(signature["value"], validate=True), signed):
+        return _failed(verdict, "its signature does not hold")
+    verdict.signed_by = signer.fingerprint
+    verdict.embedded_key = key is None
+    return verdict
+
+
+def _failed(verdict: Verdict, problem: str) -> Verdict:
+    verdict.problem = problem
+    return verdict
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")

@@ -1,0 +1,44 @@
+"""The bytes an event's hash is taken over (spec/record.md), in a module that loads
+only `hashlib` and `json`: the gate's light SQLite path chains its events with it."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from typing import Any
+
+
+def canonical(value: Any) -> bytes:
+    """The one byte form handrail hashes and signs: keys sorted by code point, no
+    whitespace, ASCII only (\\u escapes, lowercase hex), integers exact, floats in
+    Python's shortest round-trip form, no NaN or Infinity."""
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
+    return text.encode("ascii")
+
+
+def hashed_form(
+    run_id: str,
+    seq: int,
+    kind: str,
+    at: str,
+    actor: str,
+    step_id: str | None,
+    data: Mapping[str, Any],
+    prev: str | None,
+) -> dict[str, Any]:
+    """What an event's hash is taken over: every column of its row, and the hash before it."""
+    return {
+        "run": run_id,
+        "seq": seq,
+        "type": kind,
+        "at": at,
+        "actor": actor,
+        "stepId": step_id,
+        "data": data,
+        "prev": prev,
+    }
+
+
+def event_hash(form: Mapping[str, Any]) -> str:
+    return hashlib.sha256(canonical(form)).hexdigest()
