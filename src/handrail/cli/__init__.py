@@ -70,6 +70,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_runs_parser(sub)
     setup.add_token(sub)
+    from handrail.cli.stats import add_stats
+
+    add_stats(sub)
     from handrail.cli.gate import add_gate
 
     add_gate(sub)
@@ -81,6 +84,12 @@ def _gate(args: argparse.Namespace) -> int:
     from handrail.cli.gate import gate_command
 
     return gate_command(args)
+
+
+def _stats(args: argparse.Namespace) -> int:
+    from handrail.cli.stats import stats_command
+
+    return stats_command(args)
 
 
 def _runs(args: argparse.Namespace) -> int:
@@ -102,6 +111,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "runs": _runs,
     "token": setup.token,
     "gate": _gate,
+    "stats": _stats,
 }
 
 

@@ -65,6 +65,7 @@ def _scrub(message: str, url: str) -> str:
 
 
 class PostgresStore:
+    dialect = "postgresql"
     replicated = True  # several servers write to it: the run layer reads before each write
 
     def __init__(self, url: str, *, pool_max: int = POOL_MAX) -> None:
@@ -221,6 +222,11 @@ class PostgresStore:
             Event(seq, kind, at, actor, step, decode_stored(data))
             for seq, kind, at, actor, step, data in rows
         ]
+
+    def aggregate(self, sql: str, values: Sequence[Any]) -> list[tuple[Any, ...]]:
+        """One read-only query's rows (store/stats.py)."""
+        with self._connection() as db:
+            return db.execute(sql.encode(), list(values)).fetchall()
 
     def close(self) -> None:
         if not self._closed.is_set():

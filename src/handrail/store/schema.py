@@ -55,6 +55,10 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (run_id, seq)
     );
     """,
+    """
+    -- handrail stats: a workflow's runs in the order they started, found without a scan
+    CREATE INDEX runs_by_workflow ON runs (workflow_id, created_at);
+    """,
 )
 
 MIGRATIONS_TABLE = (

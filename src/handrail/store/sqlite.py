@@ -34,6 +34,7 @@ from handrail.errors import StorageError
 from handrail.store.base import Conflict, Event, NewEvent, RunRecord, RunUpdate, written
 from handrail.store.open import sqlite_url
 from handrail.store.rows import _COLUMNS, _record, list_filter, now, run_row, update_sets
+from handrail.store.stats import last_line
 from handrail.store.schema import MIGRATIONS_TABLE, migrations, newer_than_known, statements
 
 __all__ = ["MIGRATIONS", "SqliteStore", "now"]
@@ -47,6 +48,8 @@ MIGRATIONS = migrations("sqlite")
 
 
 class SqliteStore:
+    dialect = "sqlite"
+
     def __init__(self, path: Path, *, url: str | None = None, busy_timeout: float = BUSY_TIMEOUT_S) -> None:
         self.url = url or sqlite_url(path)
         self.path = path
@@ -172,6 +175,7 @@ class SqliteStore:
             if db is None:
                 db = self._connect()
                 db.execute("PRAGMA query_only = ON")
+                db.create_function("last_line", 1, last_line, deterministic=True)  # for stats
                 with self._opened:
                     self._readers.append(db)
                 self._reader.db = db
@@ -284,6 +288,11 @@ class SqliteStore:
             Event(seq, kind, at, actor, step, decode_stored(data))
             for seq, kind, at, actor, step, data in rows
         ]
+
+    def aggregate(self, sql: str, values: Sequence[Any]) -> list[tuple[Any, ...]]:
+        """One read-only query's rows (store/stats.py)."""
+        with self._read() as db:
+            return db.execute(sql, tuple(values)).fetchall()
 
     def close(self) -> None:
         with self._lock, self._opened:
