@@ -32,12 +32,16 @@ def moment(text: str, *, end: bool) -> str:
     try:
         if len(text) == 10:
             day = date.fromisoformat(text)
-            at = datetime(day.year, day.month, day.day, tzinfo=UTC) + (timedelta(days=1) if end else timedelta())
+            at = datetime(day.year, day.month, day.day, tzinfo=UTC) + (
+                timedelta(days=1) if end else timedelta()
+            )
         else:
             at = datetime.fromisoformat(text.replace("Z", "+00:00"))
             at = at.replace(tzinfo=UTC) if at.tzinfo is None else at.astimezone(UTC)
     except ValueError:
-        raise ValueError(f"{text!r} is not a date (2026-01-31) or an ISO time (2026-01-31T12:00:00Z)") from None
+        raise ValueError(
+            f"{text!r} is not a date (2026-01-31) or an ISO time (2026-01-31T12:00:00Z)"
+        ) from None
     return at.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
@@ -59,7 +63,7 @@ def stats_command(args: argparse.Namespace) -> int:
     try:
         store = open_store(args.database)
         try:
-            found = workflow_stats(store, where)  # type: ignore[arg-type]
+            found = workflow_stats(store, where)
         finally:
             store.close()
     except HandrailError as exc:
@@ -150,7 +154,9 @@ def _version(workflow_id: str, v: dict[str, Any], markdown: bool) -> list[str]:
         out.append("## Top issues" if markdown else "Top issues:")
         for step_id, i in issues:
             text = _one_line(i["message"])
-            out.append(f"- {step_id}: {i['count']} × `{text}`" if markdown else f"  {step_id}: {i['count']} x {text}")
+            out.append(
+                f"- {step_id}: {i['count']} × `{text}`" if markdown else f"  {step_id}: {i['count']} x {text}"
+            )
         out.append("")
     if v["checks"]:
         out.append("## Checks" if markdown else "Checks:")
@@ -160,6 +166,8 @@ def _version(workflow_id: str, v: dict[str, Any], markdown: bool) -> list[str]:
              "; ".join(f"{f['count']} x {_one_line(f['line'], 60)}" for f in c["failingLines"]) or "-"]
             for c in v["checks"]
         ]  # fmt: skip
-        out += _table(["check", "type", "runs", "pass", "median ms", "timeouts", "failing last lines"], rows, markdown)
+        out += _table(
+            ["check", "type", "runs", "pass", "median ms", "timeouts", "failing last lines"], rows, markdown
+        )
         out.append("")
     return out

@@ -34,8 +34,8 @@ from handrail.errors import StorageError
 from handrail.store.base import Conflict, Event, NewEvent, RunRecord, RunUpdate, written
 from handrail.store.open import sqlite_url
 from handrail.store.rows import _COLUMNS, _record, list_filter, now, run_row, update_sets
-from handrail.store.stats import last_line
 from handrail.store.schema import MIGRATIONS_TABLE, migrations, newer_than_known, statements
+from handrail.store.stats import last_line
 
 __all__ = ["MIGRATIONS", "SqliteStore", "now"]
 

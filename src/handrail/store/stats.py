@@ -246,7 +246,8 @@ def _check_rows(q: _Query) -> str:
 def _checks(q: _Query) -> list[tuple[Any, ...]]:
     return q(
         _check_rows(q) + ", "
-        "ranked AS (SELECT c.*, ROW_NUMBER() OVER (PARTITION BY wf, ver, step_id, idx, kind ORDER BY ms) AS rk, "
+        "ranked AS (SELECT c.*, "
+        "ROW_NUMBER() OVER (PARTITION BY wf, ver, step_id, idx, kind ORDER BY ms) AS rk, "
         "COUNT(ms) OVER (PARTITION BY wf, ver, step_id, idx, kind) AS n FROM c) "
         "SELECT wf, ver, step_id, idx, kind, COUNT(*), SUM(passed), SUM(timed_out), "
         f"MAX(CASE WHEN ms IS NOT NULL AND {_nearest_rank('rk', 'n', 50)} THEN ms END) "
