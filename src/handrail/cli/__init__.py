@@ -1,6 +1,6 @@
 """The `handrail` command: its parser and the table of commands. Each group of
 commands lives in a module of its own: `serve` (start, serve, dashboard), `catalog`
-(check, list, sources, graph, walk), `setup` (init, token), `runs` (runs); `options`
+(check, list, sources, graph, walk), `setup` (init, token), `runs` (runs), `stats`; `options`
 holds the options they share."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 from handrail import __version__
-from handrail.cli import catalog, serve, setup
+from handrail.cli import catalog, serve, setup, stats
 from handrail.cli.options import EXIT_ERRORS, EXIT_OK, EXIT_USAGE
 
 __all__ = ["EXIT_ERRORS", "EXIT_OK", "EXIT_USAGE", "build_parser", "main"]
@@ -70,9 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_runs_parser(sub)
     setup.add_token(sub)
-    from handrail.cli.stats import add_stats
-
-    add_stats(sub)
+    stats.add_stats(sub)
     from handrail.cli.gate import add_gate
 
     add_gate(sub)
@@ -84,12 +82,6 @@ def _gate(args: argparse.Namespace) -> int:
     from handrail.cli.gate import gate_command
 
     return gate_command(args)
-
-
-def _stats(args: argparse.Namespace) -> int:
-    from handrail.cli.stats import stats_command
-
-    return stats_command(args)
 
 
 def _runs(args: argparse.Namespace) -> int:
@@ -111,7 +103,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "runs": _runs,
     "token": setup.token,
     "gate": _gate,
-    "stats": _stats,
+    "stats": stats.stats_command,
 }
 
 

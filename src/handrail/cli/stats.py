@@ -11,6 +11,7 @@ from typing import Any
 
 from handrail.cli.runs import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, _missing_database, add_database_option
 from handrail.errors import HandrailError
+from handrail.store.open import open_store
 from handrail.store.stats import StatsFilter, workflow_stats
 
 
@@ -58,8 +59,6 @@ def stats_command(args: argparse.Namespace) -> int:
     if missing is not None:
         print(f"handrail stats: no run database at {missing} yet", file=sys.stderr)
         return EXIT_ERRORS
-    from handrail.store.open import open_store
-
     try:
         store = open_store(args.database)
         try:
