@@ -39,8 +39,9 @@ class StatsFilter:
 
 
 def _ms_sqlite(at: str) -> str:
-    # times are stored as 2026-01-02T03:04:05.678Z: seconds from strftime, milliseconds as written
-    return f"(CAST(strftime('%s', {at}) AS INTEGER) * 1000 + CAST(substr({at}, 21, 3) AS INTEGER))"
+    # julianday is the quick one of SQLite's time functions; its double holds a 2026 time to
+    # a few microseconds, so rounding gives the milliseconds written exactly
+    return f"CAST(ROUND((julianday({at}) - 2440587.5) * 86400000.0) AS INTEGER)"
 
 
 def _ms_postgres(at: str) -> str:
@@ -128,156 +129,104 @@ def _versions(q: _Query) -> list[tuple[Any, ...]]:
 
 
 def _positions(q: _Query) -> list[tuple[Any, ...]]:
-    """Where runs stand now, per step and status: abandoned runs stand where they were left."""
+    """Where runs stand now, per step and status (abandoned runs stand where they were
+    left), and how many of them have no event at that step (reached, never submitted)."""
     d = q.d
     return q(
-        f"p AS (SELECT wf, ver, {d['step']('position')} AS step, status FROM r) "
-        "SELECT wf, ver, step, status, COUNT(*) FROM p WHERE step IS NOT NULL GROUP BY wf, ver, step, status"
+        f"p AS (SELECT id, wf, ver, {d['step']('position')} AS step, status FROM r) "
+        "SELECT wf, ver, step, status, COUNT(*), SUM(CASE WHEN EXISTS (SELECT 1 FROM run_events x "
+        "WHERE x.run_id = p.id AND x.step_id = p.step) THEN 0 ELSE 1 END) "
+        "FROM p WHERE step IS NOT NULL GROUP BY wf, ver, step, status"
     )
 
 
-def _reached(q: _Query) -> list[tuple[Any, ...]]:
+# Each event with what the events before it in its run say (one window pass): the
+# start of the step's visit (the run's last start or acceptance), the last event that
+# was not a check (a check's place in its submission's list), the last approval asked.
+_EVENTS = (
+    "e AS (SELECT r.wf, r.ver, ev.run_id, ev.seq, ev.type, ev.step_id, {ms} AS ms, "
+    "CASE WHEN ev.type IN ('rejected', 'check', 'gate') THEN ev.data END AS data "
+    "FROM r JOIN run_events ev ON ev.run_id = r.id), "
+    "w AS MATERIALIZED (SELECT e.*, "
+    "MAX(CASE WHEN type IN ('started', 'accepted') THEN seq END) OVER p AS since_seq, "
+    "MAX(CASE WHEN type IN ('started', 'accepted') THEN ms END) OVER p AS since_ms, "
+    "MAX(CASE WHEN type <> 'check' THEN seq END) OVER p AS before_checks, "
+    "MAX(CASE WHEN type = 'awaiting_approval' THEN ms END) OVER p AS asked_ms "
+    "FROM e "
+    "WINDOW p AS (PARTITION BY run_id ORDER BY seq ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING))"
+)
+
+
+def _pct(value: str, rank: str, percent: int) -> str:
+    return f"MAX(CASE WHEN {_nearest_rank(rank, 'n', percent)} THEN {value} END)"
+
+
+def _parts(q: _Query) -> list[str]:
+    """The CTEs and the SELECTs of the one statement, each SELECT's rows tagged by kind
+    and padded to (kind, wf, ver, step, label, idx, a, b, c, d, e, f, g)."""
     d = q.d
-    return q(
-        "seen AS ("
-        "SELECT r.wf, r.ver, e.step_id AS step, e.run_id FROM r JOIN run_events e ON e.run_id = r.id "
-        "WHERE e.step_id IS NOT NULL "
-        f"UNION SELECT wf, ver, {d['step']('position')}, id FROM r) "
-        "SELECT wf, ver, step, COUNT(*) FROM seen WHERE step IS NOT NULL GROUP BY wf, ver, step"
-    )
-
-
-_STEP_EVENTS = "('started', 'rejected', 'awaiting_approval', 'approved', 'declined', 'accepted')"
-
-
-def _steps(q: _Query) -> list[tuple[Any, ...]]:
-    """Per step: events counted; attempts until accepted and time in the step, per
-    acceptance, with their nearest-rank median and p90."""
-    d = q.d
-    return q(
-        "e AS ("
-        f"SELECT r.wf, r.ver, ev.run_id, ev.seq, ev.type, ev.step_id, {d['ms']('ev.at')} AS ms "
-        f"FROM r JOIN run_events ev ON ev.run_id = r.id WHERE ev.type IN {_STEP_EVENTS}), "
-        "v AS (SELECT e.*, "
-        "COALESCE(SUM(CASE WHEN type = 'accepted' THEN 1 ELSE 0 END) OVER (PARTITION BY run_id, step_id "
-        "ORDER BY seq ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS visit, "
-        "MAX(CASE WHEN type IN ('started', 'accepted') THEN ms END) OVER (PARTITION BY run_id "
-        "ORDER BY seq ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS since FROM e), "
-        "sv AS (SELECT wf, ver, step_id, run_id, visit, "
+    ctes = [
+        _EVENTS.format(ms=d["ms"]("ev.at")),
+        "sv AS (SELECT wf, ver, step_id, "
         "SUM(CASE WHEN type IN ('rejected', 'declined') THEN 1 ELSE 0 END) + 1 AS attempts, "
-        "MAX(CASE WHEN type = 'accepted' THEN ms - since END) AS spent, "
-        "MAX(CASE WHEN type = 'accepted' THEN 1 ELSE 0 END) AS done "
-        "FROM v WHERE step_id IS NOT NULL GROUP BY wf, ver, step_id, run_id, visit), "
-        "ranked AS (SELECT wf, ver, step_id, attempts, spent, "
+        "MAX(CASE WHEN type = 'accepted' THEN ms - since_ms END) AS spent, "
+        "MAX(CASE WHEN type = 'accepted' THEN 1 ELSE 0 END) AS done FROM w "
+        "WHERE type IN ('rejected', 'declined', 'accepted') GROUP BY wf, ver, step_id, run_id, since_seq)",
+        "rv AS (SELECT wf, ver, step_id, attempts, spent, "
         "ROW_NUMBER() OVER (PARTITION BY wf, ver, step_id ORDER BY attempts) AS ra, "
         "ROW_NUMBER() OVER (PARTITION BY wf, ver, step_id ORDER BY spent) AS rs, "
-        "COUNT(*) OVER (PARTITION BY wf, ver, step_id) AS n FROM sv WHERE done = 1), "
-        "pct AS (SELECT wf, ver, step_id, COUNT(*) AS acceptances, "
-        f"MAX(CASE WHEN {_nearest_rank('ra', 'n', 50)} THEN attempts END) AS a50, "
-        f"MAX(CASE WHEN {_nearest_rank('ra', 'n', 90)} THEN attempts END) AS a90, "
-        "MAX(attempts) AS amax, "
-        f"MAX(CASE WHEN {_nearest_rank('rs', 'n', 50)} THEN spent END) AS s50, "
-        f"MAX(CASE WHEN {_nearest_rank('rs', 'n', 90)} THEN spent END) AS s90 "
-        "FROM ranked GROUP BY wf, ver, step_id), "
-        "counts AS (SELECT wf, ver, step_id, "
-        "SUM(CASE WHEN type = 'rejected' THEN 1 ELSE 0 END) AS rejected, "
-        "SUM(CASE WHEN type = 'awaiting_approval' THEN 1 ELSE 0 END) AS awaiting, "
-        "SUM(CASE WHEN type = 'approved' THEN 1 ELSE 0 END) AS approved, "
-        "SUM(CASE WHEN type = 'declined' THEN 1 ELSE 0 END) AS declined, "
-        "SUM(CASE WHEN type = 'accepted' THEN 1 ELSE 0 END) AS accepted, "
-        "COUNT(DISTINCT CASE WHEN type = 'accepted' THEN run_id END) AS accepted_runs "
-        "FROM e WHERE step_id IS NOT NULL GROUP BY wf, ver, step_id) "
-        "SELECT c.wf, c.ver, c.step_id, c.rejected, c.awaiting, c.approved, c.declined, c.accepted, "
-        "c.accepted_runs, p.a50, p.a90, p.amax, p.s50, p.s90 "
-        "FROM counts c LEFT JOIN pct p ON p.wf = c.wf AND p.ver = c.ver AND p.step_id = c.step_id"
-    )
-
-
-def _approvals(q: _Query) -> list[tuple[Any, ...]]:
-    """Per step: how long each asked approval waited for a person's decision."""
-    d = q.d
-    return q(
-        "a AS ("
-        f"SELECT r.wf, r.ver, ev.run_id, ev.seq, ev.type, ev.step_id, {d['ms']('ev.at')} AS ms "
-        "FROM r JOIN run_events ev ON ev.run_id = r.id "
-        "WHERE ev.type IN ('awaiting_approval', 'approved', 'declined')), "
-        "w AS (SELECT a.*, LEAD(ms) OVER (PARTITION BY run_id ORDER BY seq) AS next_ms FROM a), "
-        "waits AS (SELECT wf, ver, step_id, next_ms - ms AS waited, "
-        "ROW_NUMBER() OVER (PARTITION BY wf, ver, step_id ORDER BY next_ms - ms) AS rk, "
+        "COUNT(*) OVER (PARTITION BY wf, ver, step_id) AS n FROM sv WHERE done = 1)",
+        "aw AS (SELECT wf, ver, step_id, ms - asked_ms AS waited, "
+        "ROW_NUMBER() OVER (PARTITION BY wf, ver, step_id ORDER BY ms - asked_ms) AS rk, "
         "COUNT(*) OVER (PARTITION BY wf, ver, step_id) AS n "
-        "FROM w WHERE type = 'awaiting_approval' AND next_ms IS NOT NULL) "
-        f"SELECT wf, ver, step_id, COUNT(*), MAX(CASE WHEN {_nearest_rank('rk', 'n', 50)} THEN waited END), "
-        f"MAX(CASE WHEN {_nearest_rank('rk', 'n', 90)} THEN waited END) "
-        "FROM waits GROUP BY wf, ver, step_id"
-    )
-
-
-def _issues(q: _Query) -> list[tuple[Any, ...]]:
-    """Per step: the most frequent issue messages of its rejections, counted."""
-    d = q.d
-    return q(
-        "m AS (SELECT r.wf, r.ver, ev.step_id, j.value AS message, COUNT(*) AS n, MAX(ev.run_id) AS run "
-        f"FROM r JOIN run_events ev ON ev.run_id = r.id, {d['elements']('ev.data', 'issues')} "
-        f"WHERE ev.type = 'rejected' GROUP BY r.wf, r.ver, ev.step_id, j.value), "
-        "t AS (SELECT m.*, ROW_NUMBER() OVER (PARTITION BY wf, ver, step_id "
-        f"ORDER BY n DESC, {d['bytes']('message')}) AS rk FROM m) "
-        f"SELECT wf, ver, step_id, message, n, run FROM t WHERE rk <= {TOP} ORDER BY wf, ver, step_id, rk"
-    )
-
-
-def _check_rows(q: _Query) -> str:
-    """The check events, each with its place in its step's list: the checks of one
-    submission are written together, so they are consecutive in the run's log."""
-    d = q.d
-    return (
-        "c0 AS ("
-        f"SELECT r.wf, r.ver, ev.run_id, ev.seq, ev.step_id, ev.data FROM r "
-        "JOIN run_events ev ON ev.run_id = r.id WHERE ev.type = 'check'), "
-        "c1 AS (SELECT c0.*, seq - ROW_NUMBER() OVER (PARTITION BY run_id ORDER BY seq) AS grp FROM c0), "
-        "c AS (SELECT wf, ver, run_id, step_id, data, "
-        "ROW_NUMBER() OVER (PARTITION BY run_id, grp ORDER BY seq) - 1 AS idx, "
+        "FROM w WHERE type IN ('approved', 'declined') AND asked_ms IS NOT NULL)",
+        "im AS (SELECT w.wf, w.ver, w.step_id, j.value AS message, COUNT(*) AS n, MAX(w.run_id) AS run "
+        f"FROM w, {d['elements']('w.data', 'issues')} "
+        "WHERE w.type = 'rejected' GROUP BY w.wf, w.ver, w.step_id, j.value)",
+        "it AS (SELECT im.*, ROW_NUMBER() OVER (PARTITION BY wf, ver, step_id "
+        f"ORDER BY n DESC, {d['bytes']('message')}) AS rk FROM im)",
+        "c AS (SELECT wf, ver, step_id, seq - before_checks - 1 AS idx, data, "
         f"{d['text']('data', 'check')} AS kind, "
         f"CASE WHEN {d['true']('data', 'passed')} THEN 1 ELSE 0 END AS passed, "
         f"CASE WHEN {d['true']('data', 'timedOut')} THEN 1 ELSE 0 END AS timed_out, "
-        f"{d['number']('data', 'durationMs')} AS ms FROM c1)"
-    )
-
-
-def _checks(q: _Query) -> list[tuple[Any, ...]]:
-    return q(
-        _check_rows(q) + ", "
-        "ranked AS (SELECT c.*, "
-        "ROW_NUMBER() OVER (PARTITION BY wf, ver, step_id, idx, kind ORDER BY ms) AS rk, "
-        "COUNT(ms) OVER (PARTITION BY wf, ver, step_id, idx, kind) AS n FROM c) "
-        "SELECT wf, ver, step_id, idx, kind, COUNT(*), SUM(passed), SUM(timed_out), "
-        f"MAX(CASE WHEN ms IS NOT NULL AND {_nearest_rank('rk', 'n', 50)} THEN ms END) "
-        "FROM ranked GROUP BY wf, ver, step_id, idx, kind"
-    )
-
-
-def _failing_lines(q: _Query) -> list[tuple[Any, ...]]:
-    d = q.d
-    return q(
-        _check_rows(q) + ", "
-        f"f AS (SELECT wf, ver, step_id, idx, kind, {d['last_line'](d['text']('data', 'output'))} AS line "
-        f"FROM c WHERE passed = 0), "
-        "g AS (SELECT wf, ver, step_id, idx, kind, line, COUNT(*) AS n FROM f "
-        "WHERE line IS NOT NULL GROUP BY wf, ver, step_id, idx, kind, line), "
-        "t AS (SELECT g.*, ROW_NUMBER() OVER (PARTITION BY wf, ver, step_id, idx, kind "
-        f"ORDER BY n DESC, {d['bytes']('line')}) AS rk FROM g) "
-        f"SELECT wf, ver, step_id, idx, kind, line, n FROM t WHERE rk <= {TOP} "
-        "ORDER BY wf, ver, step_id, idx, rk"
-    )
-
-
-def _gate(q: _Query) -> list[tuple[Any, ...]]:
-    d = q.d
-    return q(
-        f"g AS (SELECT r.wf, r.ver, ev.step_id, {d['text']('ev.data', 'decision')} AS decision "
-        "FROM r JOIN run_events ev ON ev.run_id = r.id WHERE ev.type = 'gate' AND ev.step_id IS NOT NULL) "
-        "SELECT wf, ver, step_id, SUM(CASE WHEN decision = 'deny' THEN 1 ELSE 0 END), "
-        "SUM(CASE WHEN decision = 'block' THEN 1 ELSE 0 END) FROM g GROUP BY wf, ver, step_id"
-    )
+        f"{d['number']('data', 'durationMs')} AS ms FROM w WHERE type = 'check')",
+        "cr AS (SELECT c.*, ROW_NUMBER() OVER (PARTITION BY wf, ver, step_id, idx, kind ORDER BY ms) AS rk, "
+        "COUNT(ms) OVER (PARTITION BY wf, ver, step_id, idx, kind) AS n FROM c)",
+        f"fl AS (SELECT wf, ver, step_id, idx, kind, {d['last_line'](d['text']('data', 'output'))} AS line, "
+        "COUNT(*) AS n FROM c WHERE passed = 0 GROUP BY wf, ver, step_id, idx, kind, "
+        f"{d['last_line'](d['text']('data', 'output'))})",
+        "ft AS (SELECT fl.*, ROW_NUMBER() OVER (PARTITION BY wf, ver, step_id, idx, kind "
+        f"ORDER BY n DESC, {d['bytes']('line')}) AS rk FROM fl WHERE line IS NOT NULL)",
+    ]
+    selects = [
+        # PostgreSQL types a UNION's columns from its first SELECT: name the padding's types there
+        "SELECT 'counts', wf, ver, step_id, CAST(NULL AS text), CAST(NULL AS bigint), "
+        "SUM(CASE WHEN type = 'rejected' THEN 1 ELSE 0 END), "
+        "SUM(CASE WHEN type = 'awaiting_approval' THEN 1 ELSE 0 END), "
+        "SUM(CASE WHEN type = 'approved' THEN 1 ELSE 0 END), "
+        "SUM(CASE WHEN type = 'declined' THEN 1 ELSE 0 END), "
+        "SUM(CASE WHEN type = 'accepted' THEN 1 ELSE 0 END), "
+        "COUNT(DISTINCT CASE WHEN type = 'accepted' THEN run_id END), COUNT(DISTINCT run_id) "
+        "FROM w WHERE step_id IS NOT NULL GROUP BY wf, ver, step_id",
+        f"SELECT 'gate', wf, ver, step_id, {d['text']('data', 'decision')}, NULL, COUNT(*), "
+        "NULL, NULL, NULL, NULL, NULL, NULL FROM w WHERE type = 'gate' "
+        f"GROUP BY wf, ver, step_id, {d['text']('data', 'decision')}",
+        f"SELECT 'visits', wf, ver, step_id, NULL, NULL, {_pct('attempts', 'ra', 50)}, "
+        f"{_pct('attempts', 'ra', 90)}, MAX(attempts), {_pct('spent', 'rs', 50)}, {_pct('spent', 'rs', 90)}, "
+        "NULL, NULL FROM rv GROUP BY wf, ver, step_id",
+        f"SELECT 'waits', wf, ver, step_id, NULL, NULL, {_pct('waited', 'rk', 50)}, "
+        f"{_pct('waited', 'rk', 90)}, NULL, NULL, NULL, NULL, NULL FROM aw GROUP BY wf, ver, step_id",
+        "SELECT 'issue', wf, ver, step_id, message, rk, n, NULL, NULL, NULL, NULL, NULL, NULL "
+        f"FROM it WHERE rk <= {TOP}",
+        "SELECT 'issue-run', wf, ver, step_id, run, rk, NULL, NULL, NULL, NULL, NULL, NULL, NULL "
+        f"FROM it WHERE rk <= {TOP}",
+        "SELECT 'check', wf, ver, step_id, kind, idx, COUNT(*), SUM(passed), SUM(timed_out), "
+        f"MAX(CASE WHEN ms IS NOT NULL AND {_nearest_rank('rk', 'n', 50)} THEN ms END), NULL, NULL, NULL "
+        "FROM cr GROUP BY wf, ver, step_id, idx, kind",
+        "SELECT 'line', wf, ver, step_id, line, idx, n, rk, NULL, NULL, NULL, NULL, NULL "
+        f"FROM ft WHERE rk <= {TOP}",
+    ]
+    return ["WITH " + q.runs + ", " + ", ".join(ctes) + " " + " UNION ALL ".join(selects)]
 
 
 def _sources(store: Aggregates, hashes: Sequence[str]) -> dict[str, list[str]]:
@@ -309,6 +258,11 @@ def _step_ids(steps: Any) -> list[str]:
     return ids
 
 
+def _int(value: Any) -> Any:
+    """A count or a time as an int (PostgreSQL sends the padded columns as numeric)."""
+    return None if value is None else int(value)
+
+
 def _seconds(ms: Any) -> float | None:
     return None if ms is None else round(int(ms) / 1000, 3)
 
@@ -325,7 +279,7 @@ def workflow_stats(store: Aggregates, where: StatsFilter) -> list[dict[str, Any]
         return []
     order = _sources(store, sorted({row[7] for row in versions}))
     steps: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
-    checks: dict[tuple[str, str], dict[tuple[str, int, str], dict[str, Any]]] = {}
+    checks: dict[tuple[str, str], dict[tuple[str, int], dict[str, Any]]] = {}
 
     def step(wf: str, ver: str, step_id: str) -> dict[str, Any]:
         found = steps.setdefault((wf, ver), {})
@@ -347,50 +301,58 @@ def workflow_stats(store: Aggregates, where: StatsFilter) -> list[dict[str, Any]
             }
         return found[step_id]
 
-    for wf, ver, step_id, count in _reached(q):
-        step(wf, ver, step_id)["reached"] = int(count)
-    for wf, ver, step_id, status, count in _positions(q):
+    for wf, ver, step_id, status, count, unseen in _positions(q):
         here = step(wf, ver, step_id)
+        here["reached"] += _int(unseen)
         if status == "abandoned":
-            here["abandoned"] += int(count)
+            here["abandoned"] += _int(count)
         elif status in ("active", "awaiting_approval"):
-            here["active"] += int(count)
-    for wf, ver, step_id, rejected, awaiting, approved, declined, accepted, runs, *pct in _steps(q):
+            here["active"] += _int(count)
+    (sql,) = _parts(q)
+    rows = store.aggregate(sql, q.values)
+    rows.sort(key=lambda row: (row[0], row[1], row[2], row[3], -1 if row[5] is None else row[5]))
+    for kind, wf, ver, step_id, label, idx, *n in rows:
         s = step(wf, ver, step_id)
-        submissions = int(rejected) + int(awaiting) + int(accepted) - int(approved)
-        s.update(
-            accepted=int(runs),
-            submissions=submissions,
-            rejected=int(rejected),
-            rejectionRate=_rate(int(rejected), submissions),
-            attempts={"median": pct[0], "p90": pct[1], "max": pct[2]},
-            seconds={"median": _seconds(pct[3]), "p90": _seconds(pct[4])},
-        )
-        s["approvals"].update(approved=int(approved), declined=int(declined))
-    for wf, ver, step_id, _, p50, p90 in _approvals(q):
-        step(wf, ver, step_id)["approvals"]["waitSeconds"] = {"median": _seconds(p50), "p90": _seconds(p90)}
-    for wf, ver, step_id, message, count, run in _issues(q):
-        step(wf, ver, step_id)["topIssues"].append(
-            {"message": message[:MESSAGE_CHARS], "count": int(count), "run": run}
-        )
-    for wf, ver, step_id, denied, blocked in _gate(q):
-        step(wf, ver, step_id)["gate"] = {"denied": int(denied), "blocked": int(blocked)}
-    for wf, ver, step_id, idx, kind, count, passed, timeouts, median in _checks(q):
-        checks.setdefault((wf, ver), {})[(step_id, int(idx), kind)] = {
-            "step": step_id,
-            "index": int(idx),
-            "type": kind,
-            "runs": int(count),
-            "passed": int(passed),
-            "passRate": _rate(int(passed), int(count)),
-            "timeouts": int(timeouts),
-            "durationMs": {"median": None if median is None else int(median)},
-            "failingLines": [],
-        }
-    for wf, ver, step_id, idx, kind, line, count in _failing_lines(q):
-        checks[(wf, ver)][(step_id, int(idx), kind)]["failingLines"].append(
-            {"line": line[:MESSAGE_CHARS], "count": int(count)}
-        )
+        if kind == "counts":
+            rejected, awaiting, approved, declined, accepted = (_int(x) for x in n[:5])
+            submissions = rejected + awaiting + accepted - approved
+            s["reached"] += _int(n[6])
+            s.update(accepted=_int(n[5]), submissions=submissions, rejected=rejected)
+            s["rejectionRate"] = _rate(rejected, submissions)
+            s["approvals"].update(approved=approved, declined=declined)
+        elif kind == "gate" and label in ("deny", "block"):
+            s["gate"]["denied" if label == "deny" else "blocked"] += _int(n[0])
+        elif kind == "visits":
+            s["attempts"] = {"median": _int(n[0]), "p90": _int(n[1]), "max": _int(n[2])}
+            s["seconds"] = {"median": _seconds(n[3]), "p90": _seconds(n[4])}
+        elif kind == "waits":
+            s["approvals"]["waitSeconds"] = {"median": _seconds(n[0]), "p90": _seconds(n[1])}
+        elif kind == "issue":
+            s["topIssues"].append({"message": label[:MESSAGE_CHARS], "count": _int(n[0])})
+        elif kind == "issue-run":
+            s["topIssues"][_int(idx) - 1]["run"] = label
+        elif kind == "check":
+            passed, count = _int(n[1]), _int(n[0])
+            checks.setdefault((wf, ver), {})[(step_id, _int(idx))] = {
+                "step": step_id,
+                "index": _int(idx),
+                "type": label,
+                "runs": count,
+                "passed": passed,
+                "passRate": _rate(passed, count),
+                "timeouts": _int(n[2]),
+                "durationMs": {"median": _int(n[3])},
+                "failingLines": [],
+            }
+    for kind, wf, ver, step_id, label, idx, *n in rows:
+        if kind == "line":
+            found = checks[(wf, ver)][(step_id, _int(idx))]["failingLines"]
+            found.append({"line": label[:MESSAGE_CHARS], "count": _int(n[0]), "rank": _int(n[1])})
+            found.sort(key=lambda f: f["rank"])
+    for per_check in checks.values():
+        for check in per_check.values():
+            for line in check["failingLines"]:
+                del line["rank"]
 
     out: dict[str, dict[str, Any]] = {}
     for wf, ver, started, completed, abandoned, active, first, source_hash in versions:
