@@ -140,20 +140,18 @@ def _positions(q: _Query) -> list[tuple[Any, ...]]:
     )
 
 
-# Each event with what the events before it in its run say (one window pass): the
-# start of the step's visit (the run's last start or acceptance), the last event that
-# was not a check (a check's place in its submission's list), the last approval asked.
+# Each event with what the events before it in its run say (one window pass, no data
+# carried): the start of the step's visit (the run's last start or acceptance), and the
+# last approval asked.
 _EVENTS = (
-    "e AS (SELECT r.wf, r.ver, ev.run_id, ev.seq, ev.type, ev.step_id, {ms} AS ms, "
-    "CASE WHEN ev.type IN ('rejected', 'check', 'gate') THEN ev.data END AS data "
-    "FROM r JOIN run_events ev ON ev.run_id = r.id), "
+    "e AS (SELECT r.wf, r.ver, ev.run_id, ev.seq, ev.type, ev.step_id, {ms} AS ms "
+    "FROM r JOIN run_events ev ON ev.run_id = r.id "
+    "WHERE ev.step_id IS NOT NULL OR ev.type IN ('started', 'accepted')), "
     "w AS MATERIALIZED (SELECT e.*, "
     "MAX(CASE WHEN type IN ('started', 'accepted') THEN seq END) OVER p AS since_seq, "
     "MAX(CASE WHEN type IN ('started', 'accepted') THEN ms END) OVER p AS since_ms, "
-    "MAX(CASE WHEN type <> 'check' THEN seq END) OVER p AS before_checks, "
     "MAX(CASE WHEN type = 'awaiting_approval' THEN ms END) OVER p AS asked_ms "
-    "FROM e "
-    "WINDOW p AS (PARTITION BY run_id ORDER BY seq ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING))"
+    "FROM e WINDOW p AS (PARTITION BY run_id ORDER BY seq ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING))"
 )
 
 
@@ -161,35 +159,90 @@ def _pct(value: str, rank: str, percent: int) -> str:
     return f"MAX(CASE WHEN {_nearest_rank(rank, 'n', percent)} THEN {value} END)"
 
 
+_COUNTED = (
+    ("rejected", "rejected"),
+    ("awaiting_approval", "awaiting"),
+    ("approved", "approved"),
+    ("declined", "declined"),
+    ("accepted", "accepted"),
+)
+
+
+def _count(condition: str) -> str:
+    return f"SUM(CASE WHEN {condition} THEN 1 ELSE 0 END)"
+
+
 def _parts(q: _Query) -> list[str]:
-    """The CTEs and the SELECTs of the one statement, each SELECT's rows tagged by kind
-    and padded to (kind, wf, ver, step, label, idx, a, b, c, d, e, f, g)."""
+    """The three statements of the figures drawn from events, each SELECT's rows tagged by
+    kind and padded to (kind, wf, ver, step, label, idx, a, b, c, d, e, f, g): the steps
+    (one window pass over the runs' step events, then one grouping by visit), the issues
+    (the rejections only), the checks (the check events only)."""
     d = q.d
-    ctes = [
+    steps = [
         _EVENTS.format(ms=d["ms"]("ev.at")),
-        "sv AS (SELECT wf, ver, step_id, "
-        "SUM(CASE WHEN type IN ('rejected', 'declined') THEN 1 ELSE 0 END) + 1 AS attempts, "
-        "MAX(CASE WHEN type = 'accepted' THEN ms - since_ms END) AS spent, "
-        "MAX(CASE WHEN type = 'accepted' THEN 1 ELSE 0 END) AS done FROM w "
-        "WHERE type IN ('rejected', 'declined', 'accepted') GROUP BY wf, ver, step_id, run_id, since_seq)",
+        # one row per visit of a step: every event at the step, counted by type
+        "sv AS (SELECT wf, ver, step_id, run_id, "
+        + ", ".join(f"{_count(f'type = {word!r}')} AS {name}" for word, name in _COUNTED)
+        + ", "
+        + _count("type IN ('rejected', 'declined')")
+        + " + 1 AS attempts, "
+        "MAX(CASE WHEN type = 'accepted' THEN ms - since_ms END) AS spent "
+        "FROM w WHERE step_id IS NOT NULL GROUP BY wf, ver, step_id, run_id, since_seq)",
+        "sr AS (SELECT wf, ver, step_id, run_id, MAX(accepted) AS accepted FROM sv "
+        "GROUP BY wf, ver, step_id, run_id)",
         "rv AS (SELECT wf, ver, step_id, attempts, spent, "
         "ROW_NUMBER() OVER (PARTITION BY wf, ver, step_id ORDER BY attempts) AS ra, "
         "ROW_NUMBER() OVER (PARTITION BY wf, ver, step_id ORDER BY spent) AS rs, "
-        "COUNT(*) OVER (PARTITION BY wf, ver, step_id) AS n FROM sv WHERE done = 1)",
+        "COUNT(*) OVER (PARTITION BY wf, ver, step_id) AS n FROM sv WHERE accepted > 0)",
         "aw AS (SELECT wf, ver, step_id, ms - asked_ms AS waited, "
         "ROW_NUMBER() OVER (PARTITION BY wf, ver, step_id ORDER BY ms - asked_ms) AS rk, "
         "COUNT(*) OVER (PARTITION BY wf, ver, step_id) AS n "
         "FROM w WHERE type IN ('approved', 'declined') AND asked_ms IS NOT NULL)",
-        "im AS (SELECT w.wf, w.ver, w.step_id, j.value AS message, COUNT(*) AS n, MAX(w.run_id) AS run "
-        f"FROM w, {d['elements']('w.data', 'issues')} "
-        "WHERE w.type = 'rejected' GROUP BY w.wf, w.ver, w.step_id, j.value)",
+    ]
+    step_selects = [
+        # PostgreSQL types a UNION's columns from its first SELECT: name the padding's types there
+        "SELECT 'counts', wf, ver, step_id, CAST(NULL AS text), CAST(NULL AS bigint), "
+        "SUM(rejected), SUM(awaiting), SUM(approved), SUM(declined), SUM(accepted), NULL, NULL "
+        "FROM sv GROUP BY wf, ver, step_id",
+        f"SELECT 'runs', wf, ver, step_id, NULL, NULL, {_count('accepted > 0')}, COUNT(*), "
+        "NULL, NULL, NULL, NULL, NULL FROM sr GROUP BY wf, ver, step_id",
+        f"SELECT 'visits', wf, ver, step_id, NULL, NULL, {_pct('attempts', 'ra', 50)}, "
+        f"{_pct('attempts', 'ra', 90)}, MAX(attempts), {_pct('spent', 'rs', 50)}, {_pct('spent', 'rs', 90)}, "
+        "NULL, NULL FROM rv GROUP BY wf, ver, step_id",
+        f"SELECT 'waits', wf, ver, step_id, NULL, NULL, {_pct('waited', 'rk', 50)}, "
+        f"{_pct('waited', 'rk', 90)}, NULL, NULL, NULL, NULL, NULL FROM aw GROUP BY wf, ver, step_id",
+    ]
+    events = "SELECT r.wf, r.ver, ev.run_id, ev.seq, ev.step_id, ev.data FROM r "
+    events += "JOIN run_events ev ON ev.run_id = r.id"
+    issues = [
+        f"x AS ({events} WHERE ev.type = 'rejected')",
+        "im AS (SELECT x.wf, x.ver, x.step_id, j.value AS message, COUNT(*) AS n, MAX(x.run_id) AS run "
+        f"FROM x, {d['elements']('x.data', 'issues')} GROUP BY x.wf, x.ver, x.step_id, j.value)",
         "it AS (SELECT im.*, ROW_NUMBER() OVER (PARTITION BY wf, ver, step_id "
         f"ORDER BY n DESC, {d['bytes']('message')}) AS rk FROM im)",
-        "c AS (SELECT wf, ver, step_id, seq - before_checks - 1 AS idx, data, "
+    ]
+    issue_selects = [
+        "SELECT 'issue', wf, ver, step_id, message, rk, n, NULL, NULL, NULL, NULL, NULL, NULL "
+        f"FROM it WHERE rk <= {TOP}",
+        "SELECT 'issue-run', wf, ver, step_id, run, rk, NULL, NULL, NULL, NULL, NULL, NULL, NULL "
+        f"FROM it WHERE rk <= {TOP}",
+    ]
+    gate = (
+        f"SELECT 'gate', r.wf, r.ver, ev.step_id, {d['text']('ev.data', 'decision')}, NULL, COUNT(*), "
+        "NULL, NULL, NULL, NULL, NULL, NULL FROM r JOIN run_events ev ON ev.run_id = r.id "
+        "WHERE ev.type = 'gate' AND ev.step_id IS NOT NULL "
+        f"GROUP BY r.wf, r.ver, ev.step_id, {d['text']('ev.data', 'decision')}"
+    )
+    checks = [
+        # the checks of one submission are written together: consecutive in the run's log
+        f"x AS ({events} WHERE ev.type = 'check')",
+        "x1 AS (SELECT x.*, seq - ROW_NUMBER() OVER (PARTITION BY run_id ORDER BY seq) AS grp FROM x)",
+        "c AS (SELECT wf, ver, step_id, data, "
+        "ROW_NUMBER() OVER (PARTITION BY run_id, grp ORDER BY seq) - 1 AS idx, "
         f"{d['text']('data', 'check')} AS kind, "
         f"CASE WHEN {d['true']('data', 'passed')} THEN 1 ELSE 0 END AS passed, "
         f"CASE WHEN {d['true']('data', 'timedOut')} THEN 1 ELSE 0 END AS timed_out, "
-        f"{d['number']('data', 'durationMs')} AS ms FROM w WHERE type = 'check')",
+        f"{d['number']('data', 'durationMs')} AS ms FROM x1)",
         "cr AS (SELECT c.*, ROW_NUMBER() OVER (PARTITION BY wf, ver, step_id, idx, kind ORDER BY ms) AS rk, "
         "COUNT(ms) OVER (PARTITION BY wf, ver, step_id, idx, kind) AS n FROM c)",
         f"fl AS (SELECT wf, ver, step_id, idx, kind, {d['last_line'](d['text']('data', 'output'))} AS line, "
@@ -198,35 +251,20 @@ def _parts(q: _Query) -> list[str]:
         "ft AS (SELECT fl.*, ROW_NUMBER() OVER (PARTITION BY wf, ver, step_id, idx, kind "
         f"ORDER BY n DESC, {d['bytes']('line')}) AS rk FROM fl WHERE line IS NOT NULL)",
     ]
-    selects = [
-        # PostgreSQL types a UNION's columns from its first SELECT: name the padding's types there
-        "SELECT 'counts', wf, ver, step_id, CAST(NULL AS text), CAST(NULL AS bigint), "
-        "SUM(CASE WHEN type = 'rejected' THEN 1 ELSE 0 END), "
-        "SUM(CASE WHEN type = 'awaiting_approval' THEN 1 ELSE 0 END), "
-        "SUM(CASE WHEN type = 'approved' THEN 1 ELSE 0 END), "
-        "SUM(CASE WHEN type = 'declined' THEN 1 ELSE 0 END), "
-        "SUM(CASE WHEN type = 'accepted' THEN 1 ELSE 0 END), "
-        "COUNT(DISTINCT CASE WHEN type = 'accepted' THEN run_id END), COUNT(DISTINCT run_id) "
-        "FROM w WHERE step_id IS NOT NULL GROUP BY wf, ver, step_id",
-        f"SELECT 'gate', wf, ver, step_id, {d['text']('data', 'decision')}, NULL, COUNT(*), "
-        "NULL, NULL, NULL, NULL, NULL, NULL FROM w WHERE type = 'gate' "
-        f"GROUP BY wf, ver, step_id, {d['text']('data', 'decision')}",
-        f"SELECT 'visits', wf, ver, step_id, NULL, NULL, {_pct('attempts', 'ra', 50)}, "
-        f"{_pct('attempts', 'ra', 90)}, MAX(attempts), {_pct('spent', 'rs', 50)}, {_pct('spent', 'rs', 90)}, "
-        "NULL, NULL FROM rv GROUP BY wf, ver, step_id",
-        f"SELECT 'waits', wf, ver, step_id, NULL, NULL, {_pct('waited', 'rk', 50)}, "
-        f"{_pct('waited', 'rk', 90)}, NULL, NULL, NULL, NULL, NULL FROM aw GROUP BY wf, ver, step_id",
-        "SELECT 'issue', wf, ver, step_id, message, rk, n, NULL, NULL, NULL, NULL, NULL, NULL "
-        f"FROM it WHERE rk <= {TOP}",
-        "SELECT 'issue-run', wf, ver, step_id, run, rk, NULL, NULL, NULL, NULL, NULL, NULL, NULL "
-        f"FROM it WHERE rk <= {TOP}",
-        "SELECT 'check', wf, ver, step_id, kind, idx, COUNT(*), SUM(passed), SUM(timed_out), "
-        f"MAX(CASE WHEN ms IS NOT NULL AND {_nearest_rank('rk', 'n', 50)} THEN ms END), NULL, NULL, NULL "
-        "FROM cr GROUP BY wf, ver, step_id, idx, kind",
+    check_selects = [
+        "SELECT 'check', wf, ver, step_id, CAST(kind AS text), CAST(idx AS bigint), COUNT(*), SUM(passed), "
+        f"SUM(timed_out), MAX(CASE WHEN ms IS NOT NULL AND {_nearest_rank('rk', 'n', 50)} THEN ms END), "
+        "NULL, NULL, NULL FROM cr GROUP BY wf, ver, step_id, idx, kind",
         "SELECT 'line', wf, ver, step_id, line, idx, n, rk, NULL, NULL, NULL, NULL, NULL "
         f"FROM ft WHERE rk <= {TOP}",
     ]
-    return ["WITH " + q.runs + ", " + ", ".join(ctes) + " " + " UNION ALL ".join(selects)]
+    head = "WITH " + q.runs + ", "
+    return [
+        head + ", ".join(steps) + " " + " UNION ALL ".join(step_selects),
+        head + ", ".join(issues) + " " + " UNION ALL ".join(issue_selects),
+        "WITH " + q.runs + " " + gate,
+        head + ", ".join(checks) + " " + " UNION ALL ".join(check_selects),
+    ]
 
 
 def _sources(store: Aggregates, hashes: Sequence[str]) -> dict[str, list[str]]:
@@ -308,18 +346,19 @@ def workflow_stats(store: Aggregates, where: StatsFilter) -> list[dict[str, Any]
             here["abandoned"] += _int(count)
         elif status in ("active", "awaiting_approval"):
             here["active"] += _int(count)
-    (sql,) = _parts(q)
-    rows = store.aggregate(sql, q.values)
+    rows = [row for sql in _parts(q) for row in store.aggregate(sql, q.values)]
     rows.sort(key=lambda row: (row[0], row[1], row[2], row[3], -1 if row[5] is None else row[5]))
     for kind, wf, ver, step_id, label, idx, *n in rows:
         s = step(wf, ver, step_id)
         if kind == "counts":
             rejected, awaiting, approved, declined, accepted = (_int(x) for x in n[:5])
             submissions = rejected + awaiting + accepted - approved
-            s["reached"] += _int(n[6])
-            s.update(accepted=_int(n[5]), submissions=submissions, rejected=rejected)
+            s.update(submissions=submissions, rejected=rejected)
             s["rejectionRate"] = _rate(rejected, submissions)
             s["approvals"].update(approved=approved, declined=declined)
+        elif kind == "runs":
+            s["accepted"] = _int(n[0])
+            s["reached"] += _int(n[1])
         elif kind == "gate" and label in ("deny", "block"):
             s["gate"]["denied" if label == "deny" else "blocked"] += _int(n[0])
         elif kind == "visits":
