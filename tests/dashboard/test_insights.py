@@ -89,3 +89,26 @@ def test_the_insights_page_is_readable_without_javascript(server: HttpServer, br
         assert page.locator(".funnel").is_visible()
     finally:
         context.close()
+
+
+def test_each_person_signed_in_sees_the_insights_of_their_own_runs_only(tmp_path: Path) -> None:
+    from tests.dashboard.test_dashboard_http import serve_args, signed_in
+
+    alice, bob = "alice-token-0123456789abcdef", "bob-token-fedcba9876543210xyz"
+    (tmp_path / "tokens").write_text(f"alice {alice}\nbob {bob}\n", "utf-8")
+    with HttpServer(*serve_args(tmp_path), "--tokens", str(tmp_path / "tokens")) as http:
+        as_alice = {"Authorization": f"Bearer {alice}"}
+        run_id = http.rpc("workflow_start", {"workflowId": WORKFLOW_ID, "goal": "Alice's secret"},
+                          headers=as_alice)["result"]["runId"]  # fmt: skip
+        http.rpc("workflow_continue", {"runId": run_id, "stepId": "plan", "output": "alice-only text"},
+                 headers=as_alice)  # fmt: skip
+        bob_client, _ = signed_in(http, bob)
+        alice_client, _ = signed_in(http, alice)
+        try:
+            seen_by_bob = bob_client.get("/insights").text
+            seen_by_alice = alice_client.get("/insights").text
+        finally:
+            bob_client.close()
+            alice_client.close()
+    assert "No run yet" in seen_by_bob and run_id not in seen_by_bob
+    assert "Start the plan with" in seen_by_alice and f"/runs/{run_id}" in seen_by_alice
