@@ -137,3 +137,13 @@ def test_runs_made_through_the_tools_are_counted_as_they_happened(
         ("plan", 1, 0),
         ("report", 1, 1),
     ]
+
+
+def test_no_run_database_yet_is_said_without_making_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "none.db"
+    code, out, err = stats(capsys, "--database", sqlite_url(missing))
+    assert (code, out) == (1, "")
+    assert err == f"handrail stats: no run database at {missing} yet\n"
+    assert not missing.exists()
