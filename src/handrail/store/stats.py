@@ -130,27 +130,32 @@ def _versions(q: _Query) -> list[tuple[Any, ...]]:
 
 def _positions(q: _Query) -> list[tuple[Any, ...]]:
     """Where runs stand now, per step and status (abandoned runs stand where they were
-    left), and how many of them have no event at that step (reached, never submitted)."""
+    left), and how many of them have made no submission there (reached all the same)."""
     d = q.d
     return q(
         f"p AS (SELECT id, wf, ver, {d['step']('position')} AS step, status FROM r) "
         "SELECT wf, ver, step, status, COUNT(*), SUM(CASE WHEN EXISTS (SELECT 1 FROM run_events x "
-        "WHERE x.run_id = p.id AND x.step_id = p.step) THEN 0 ELSE 1 END) "
+        f"WHERE x.run_id = p.id AND x.step_id = p.step AND x.type IN {STEP_EVENTS}) THEN 0 ELSE 1 END) "
         "FROM p WHERE step IS NOT NULL GROUP BY wf, ver, step, status"
     )
 
 
-# Each event with what the events before it in its run say (one window pass, no data
+# The events that make a step's figures: the submissions, a person's decisions, and the
+# run's start (a check is always followed by its submission's event, a gate event adds
+# nothing a submission or the run's position does not say).
+STEP_EVENTS = "('started', 'rejected', 'awaiting_approval', 'approved', 'declined', 'accepted')"
+
+# Each of them with what the events before it in its run say (one window pass, no data
 # carried): the start of the step's visit (the run's last start or acceptance), and the
-# last approval asked.
+# last approval asked. Times stay text (ISO, so their order is time's) until a duration
+# is taken.
 _EVENTS = (
-    "e AS (SELECT r.wf, r.ver, ev.run_id, ev.seq, ev.type, ev.step_id, {ms} AS ms "
-    "FROM r JOIN run_events ev ON ev.run_id = r.id "
-    "WHERE ev.step_id IS NOT NULL OR ev.type IN ('started', 'accepted')), "
+    "e AS (SELECT r.wf, r.ver, ev.run_id, ev.seq, ev.type, ev.step_id, ev.at "
+    f"FROM r JOIN run_events ev ON ev.run_id = r.id WHERE ev.type IN {STEP_EVENTS}), "
     "w AS MATERIALIZED (SELECT e.*, "
     "MAX(CASE WHEN type IN ('started', 'accepted') THEN seq END) OVER p AS since_seq, "
-    "MAX(CASE WHEN type IN ('started', 'accepted') THEN ms END) OVER p AS since_ms, "
-    "MAX(CASE WHEN type = 'awaiting_approval' THEN ms END) OVER p AS asked_ms "
+    "MAX(CASE WHEN type IN ('started', 'accepted') THEN at END) OVER p AS since_at, "
+    "MAX(CASE WHEN type = 'awaiting_approval' THEN at END) OVER p AS asked_at "
     "FROM e WINDOW p AS (PARTITION BY run_id ORDER BY seq ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING))"
 )
 
@@ -179,14 +184,14 @@ def _parts(q: _Query) -> list[str]:
     (the rejections only), the checks (the check events only)."""
     d = q.d
     steps = [
-        _EVENTS.format(ms=d["ms"]("ev.at")),
+        _EVENTS,
         # one row per visit of a step: every event at the step, counted by type
         "sv AS (SELECT wf, ver, step_id, run_id, "
         + ", ".join(f"{_count(f'type = {word!r}')} AS {name}" for word, name in _COUNTED)
         + ", "
         + _count("type IN ('rejected', 'declined')")
         + " + 1 AS attempts, "
-        "MAX(CASE WHEN type = 'accepted' THEN ms - since_ms END) AS spent "
+        f"MAX(CASE WHEN type = 'accepted' THEN {d['ms']('at')} - {d['ms']('since_at')} END) AS spent "
         "FROM w WHERE step_id IS NOT NULL GROUP BY wf, ver, step_id, run_id, since_seq)",
         "sr AS (SELECT wf, ver, step_id, run_id, MAX(accepted) AS accepted FROM sv "
         "GROUP BY wf, ver, step_id, run_id)",
@@ -194,10 +199,10 @@ def _parts(q: _Query) -> list[str]:
         "ROW_NUMBER() OVER (PARTITION BY wf, ver, step_id ORDER BY attempts) AS ra, "
         "ROW_NUMBER() OVER (PARTITION BY wf, ver, step_id ORDER BY spent) AS rs, "
         "COUNT(*) OVER (PARTITION BY wf, ver, step_id) AS n FROM sv WHERE accepted > 0)",
-        "aw AS (SELECT wf, ver, step_id, ms - asked_ms AS waited, "
-        "ROW_NUMBER() OVER (PARTITION BY wf, ver, step_id ORDER BY ms - asked_ms) AS rk, "
-        "COUNT(*) OVER (PARTITION BY wf, ver, step_id) AS n "
-        "FROM w WHERE type IN ('approved', 'declined') AND asked_ms IS NOT NULL)",
+        f"a0 AS (SELECT wf, ver, step_id, {d['ms']('at')} - {d['ms']('asked_at')} AS waited FROM w "
+        "WHERE type IN ('approved', 'declined') AND asked_at IS NOT NULL)",
+        "aw AS (SELECT a0.*, ROW_NUMBER() OVER (PARTITION BY wf, ver, step_id ORDER BY waited) AS rk, "
+        "COUNT(*) OVER (PARTITION BY wf, ver, step_id) AS n FROM a0)",
     ]
     step_selects = [
         # PostgreSQL types a UNION's columns from its first SELECT: name the padding's types there
