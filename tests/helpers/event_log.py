@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -81,14 +81,3 @@ def fill(url: str, sources: Iterable[Row], runs: Iterable[Row], events: Iterable
 
 def fill_case(url: str) -> None:
     fill(url, *rows_of(case()))
-
-
-def chunks(rows: Iterator[Row], size: int) -> Iterator[list[Row]]:
-    chunk: list[Row] = []
-    for row in rows:
-        chunk.append(row)
-        if len(chunk) == size:
-            yield chunk
-            chunk = []
-    if chunk:
-        yield chunk
