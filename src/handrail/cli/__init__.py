@@ -1,6 +1,6 @@
 """The `handrail` command: its parser and the table of commands. Each group of
 commands lives in a module of its own: `serve` (start, serve, dashboard), `catalog`
-(check, list, sources, graph, walk), `setup` (init, token), `runs` (runs); `options`
+(check, list, sources, graph, walk), `setup` (init, token), `runs` (runs), `stats`; `options`
 holds the options they share."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 from handrail import __version__
-from handrail.cli import catalog, serve, setup
+from handrail.cli import catalog, serve, setup, stats
 from handrail.cli.options import EXIT_ERRORS, EXIT_OK, EXIT_USAGE
 
 __all__ = ["EXIT_ERRORS", "EXIT_OK", "EXIT_USAGE", "build_parser", "main"]
@@ -73,6 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
     from handrail.cli.record import add_key  # as runs: its verbs load more only when run
 
     add_key(sub)
+    stats.add_stats(sub)
     from handrail.cli.gate import add_gate
 
     add_gate(sub)
@@ -112,6 +113,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "token": setup.token,
     "key": _key,
     "gate": _gate,
+    "stats": stats.stats_command,
 }
 
 

@@ -21,7 +21,7 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from handrail.dashboard import views
+from handrail.dashboard import insights, views
 from handrail.dashboard.sessions import COOKIE, Identifies, Session, Sessions
 from handrail.errors import HandrailError
 from handrail.runs.request import Request as Asking
@@ -225,6 +225,11 @@ def dashboard_routes(service: Any, refuse: Refuse, people: Identifies | None) ->
         data = await run_in_threadpool(lambda: views.catalog(service.catalog.snapshot()))
         return page("workflows.html", request, session, **data)
 
+    async def insights_page(request: Request, session: Session) -> Response:
+        workflow = request.query_params.get("workflow") or None
+        found = await as_person(session, runs.insights, workflow)
+        return page("insights.html", request, session, workflows=insights.pages(found))
+
     async def decide(request: Request, session: Session) -> Response:
         run_id = request.path_params["run_id"]
         verb = request.path_params["verb"]
@@ -314,6 +319,7 @@ def dashboard_routes(service: Any, refuse: Refuse, people: Identifies | None) ->
         Route("/runs/{run_id}", gate(run_page), methods=["GET"]),
         Route("/runs/{run_id}/{verb:str}", gate(decide), methods=["POST"]),
         Route("/workflows", gate(workflows_page), methods=["GET"]),
+        Route("/insights", gate(insights_page), methods=["GET"]),
         Route("/api/runs", gate(api_runs, api=True), methods=["GET"]),
         Route("/api/runs/{run_id}", gate(api_run, api=True), methods=["GET"]),
         Route("/signin", signin, methods=["GET", "POST"]),

@@ -35,6 +35,7 @@ from handrail.store.base import (
     RunUpdate,
 )
 from handrail.store.chain import Break, check_run
+from handrail.store.stats import StatsFilter, workflow_stats
 
 if TYPE_CHECKING:
     from handrail.catalog import Snapshot
@@ -229,6 +230,12 @@ class Runs:
         return self.store.list_runs(
             statuses=statuses, owner=self.owner(request), workflow_id=workflow_id, text=text, limit=limit
         )
+
+    def insights(self, request: Request, workflow_id: str | None = None) -> list[dict[str, Any]]:
+        """What the asking person's runs tell, per workflow (spec/stats.md); everyone's
+        runs are for whoever can open the database (`handrail stats`)."""
+        where = StatsFilter(workflow_id=workflow_id, person=self.owner(request))
+        return workflow_stats(self.store, where)
 
     def everyones(
         self, *, workspace: str | None = None, statuses: Sequence[str] | None = None, limit: int = 100

@@ -132,6 +132,7 @@ class RunStore(Protocol):
     store/postgres.py (a store with `replicated = True` is shared by several servers)."""
 
     url: str
+    dialect: str  # "sqlite" or "postgresql": the SQL store/stats.py writes for it
 
     def put_source(self, source_hash: str, workflow_id: str, document: bytes) -> None:
         """Keep a workflow's source under its content hash (idempotent)."""
@@ -160,5 +161,8 @@ class RunStore(Protocol):
         """Runs, most recently updated first; `text`: found in the goal or the run id."""
 
     def events(self, run_id: str) -> list[Event]: ...
+
+    def aggregate(self, sql: str, values: Sequence[Any]) -> list[tuple[Any, ...]]:
+        """The rows of one read-only query (store/stats.py's aggregates)."""
 
     def close(self) -> None: ...

@@ -75,6 +75,7 @@ def _scrub(message: str, url: str) -> str:
 
 
 class PostgresStore:
+    dialect = "postgresql"
     replicated = True  # several servers write to it: the run layer reads before each write
 
     def __init__(self, url: str, *, pool_max: int = POOL_MAX) -> None:
@@ -231,6 +232,11 @@ class PostgresStore:
     def events(self, run_id: str) -> list[Event]:
         with self._connection() as db:
             return read_events(db.execute(EVENTS_QUERY.format(mark="%s"), (run_id,)).fetchall())
+
+    def aggregate(self, sql: str, values: Sequence[Any]) -> list[tuple[Any, ...]]:
+        """One read-only query's rows (store/stats.py)."""
+        with self._connection() as db:
+            return db.execute(sql.encode(), list(values)).fetchall()
 
     def close(self) -> None:
         if not self._closed.is_set():

@@ -60,6 +60,10 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE run_events ADD COLUMN hash TEXT;
     ALTER TABLE runs ADD COLUMN head TEXT
     """,
+    """
+    -- handrail stats: a workflow's runs in the order they started, found without a scan
+    CREATE INDEX runs_by_workflow ON runs (workflow_id, created_at);
+    """,
 )
 
 MIGRATIONS_TABLE = (

@@ -45,6 +45,7 @@ from handrail.store.rows import (
     update_sets,
 )
 from handrail.store.schema import MIGRATIONS_TABLE, migrations, newer_than_known, statements
+from handrail.store.stats import last_line
 
 __all__ = ["MIGRATIONS", "SqliteStore", "now"]
 
@@ -57,6 +58,8 @@ MIGRATIONS = migrations("sqlite")
 
 
 class SqliteStore:
+    dialect = "sqlite"
+
     def __init__(self, path: Path, *, url: str | None = None, busy_timeout: float = BUSY_TIMEOUT_S) -> None:
         self.url = url or sqlite_url(path)
         self.path = path
@@ -183,6 +186,7 @@ class SqliteStore:
             if db is None:
                 db = self._connect()
                 db.execute("PRAGMA query_only = ON")
+                db.create_function("last_line", 1, last_line, deterministic=True)  # for stats
                 with self._opened:
                     self._readers.append(db)
                 self._reader.db = db
@@ -282,6 +286,11 @@ class SqliteStore:
     def events(self, run_id: str) -> list[Event]:
         with self._read() as db:
             return read_events(db.execute(EVENTS_QUERY.format(mark="?"), (run_id,)).fetchall())
+
+    def aggregate(self, sql: str, values: Sequence[Any]) -> list[tuple[Any, ...]]:
+        """One read-only query's rows (store/stats.py)."""
+        with self._read() as db:
+            return db.execute(sql, tuple(values)).fetchall()
 
     def close(self) -> None:
         with self._lock, self._opened:
