@@ -31,6 +31,9 @@ VARIABLES: dict[str, str] = {
     "WORKFLOW_STORAGE_PATH": "workflow folders or files, as HANDRAIL_WORKFLOWS (WorkRail's name)",
     "WORKFLOW_INCLUDE_BUNDLED": "yes/no: serve the bundled workflows (`--no-bundled`; default yes)",
     "WORKFLOW_GIT_REPOS": "git repositories of workflows, separated by commas (`git+` optional)",
+    "HANDRAIL_NOTIFY": "run notifications' webhook receivers, separated by spaces (`--notify`)",
+    "HANDRAIL_NOTIFY_SECRET": "the key notifications are signed with (`--notify-secret`; default: unsigned)",
+    "HANDRAIL_PUBLIC_URL": "the dashboard's address in notifications' links (`--public-url`)",
 }
 PATH_VARIABLES = ("WORKFLOW_STORAGE_PATH", "HANDRAIL_WORKFLOWS")  # in increasing precedence
 
@@ -57,6 +60,9 @@ class Settings:
     include_bundled: bool = True
     workflow_paths: tuple[tuple[str, str], ...] = ()  # (variable, path), in precedence order
     git_repos: tuple[str, ...] = ()
+    notify: tuple[str, ...] = ()  # webhook receivers, as written (spec/notify.md)
+    notify_secret: str = ""
+    public_url: str = ""
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -79,6 +85,9 @@ class Settings:
                 if part.strip()
             ),
             git_repos=tuple(p.strip() for p in env.get("WORKFLOW_GIT_REPOS", "").split(",") if p.strip()),
+            notify=tuple(env.get("HANDRAIL_NOTIFY", "").split()),  # a URL holds no whitespace
+            notify_secret=env.get("HANDRAIL_NOTIFY_SECRET", ""),
+            public_url=env.get("HANDRAIL_PUBLIC_URL", "").strip(),
         )
 
     def with_options(self, args: Any) -> Settings:
@@ -95,6 +104,12 @@ class Settings:
             given["runs_only"] = True
         if getattr(args, "no_bundled", False):
             given["include_bundled"] = False
+        if getattr(args, "notify", None):
+            given["notify"] = tuple(args.notify)
+        if getattr(args, "notify_secret", None):
+            given["notify_secret"] = args.notify_secret
+        if getattr(args, "public_url", None):
+            given["public_url"] = args.public_url
         return replace(self, **given)
 
 

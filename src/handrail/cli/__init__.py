@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 from handrail import __version__
-from handrail.cli import catalog, serve, setup
+from handrail.cli import catalog, notify, serve, setup
 from handrail.cli.options import EXIT_ERRORS, EXIT_OK, EXIT_USAGE
 
 __all__ = ["EXIT_ERRORS", "EXIT_OK", "EXIT_USAGE", "build_parser", "main"]
@@ -70,6 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_runs_parser(sub)
     setup.add_token(sub)
+    notify.add_notify_parser(sub)
     from handrail.cli.gate import add_gate
 
     add_gate(sub)
@@ -102,6 +103,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "runs": _runs,
     "token": setup.token,
     "gate": _gate,
+    "notify": notify.notify_command,
 }
 
 

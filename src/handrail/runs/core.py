@@ -30,6 +30,7 @@ from handrail.store.base import (
     Event,
     EventType,
     NewEvent,
+    Notification,
     RunRecord,
     RunStatus,
     RunUpdate,
@@ -233,6 +234,10 @@ class Runs:
 
     def events(self, run: RunRecord) -> list[Event]:
         return self.ledger.events(run.id)
+
+    def notifications(self, run: RunRecord) -> list[Notification]:
+        """The run's webhook notifications and how their delivery went."""
+        return self.store.notifications(run.id)
 
     @staticmethod
     def offers(run: RunRecord) -> frozenset[EventType]:

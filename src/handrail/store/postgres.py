@@ -28,7 +28,19 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from handrail.codec import decode_stored, encode_stored
 from handrail.errors import StorageError
-from handrail.store.base import Conflict, Event, NewEvent, RunRecord, RunUpdate, written
+from handrail.store import outbox
+from handrail.store.base import (
+    STUCK_PART,
+    Conflict,
+    Event,
+    NewEvent,
+    NewNotification,
+    Notification,
+    RunRecord,
+    RunUpdate,
+    Send,
+    written,
+)
 from handrail.store.rows import _COLUMNS, _record, list_filter, now, run_row, update_sets
 from handrail.store.schema import MIGRATIONS_TABLE, migrations, newer_than_known
 
@@ -158,13 +170,27 @@ class PostgresStore:
         return bytes(row[0]) if row else None
 
     # -- runs ----------------------------------------------------------------------
-    def create(self, run: RunRecord, events: Sequence[NewEvent]) -> RunRecord:
+    def create(
+        self, run: RunRecord, events: Sequence[NewEvent], notifications: Sequence[NewNotification] = ()
+    ) -> RunRecord:
         with self._connection() as db, db.transaction():
             db.execute(f"INSERT INTO runs VALUES ({', '.join(['%s'] * 15)})", run_row(run, len(events)))
             _append(db, run.id, 0, events, run.owner, run.created_at)
+            if notifications:
+                with db.cursor() as cursor:
+                    cursor.executemany(
+                        outbox.insert("%s"), outbox.rows(run.id, run.version, notifications, run.created_at)
+                    )
         return replace(run, events=len(events))
 
-    def update(self, run: RunRecord, change: RunUpdate, events: Sequence[NewEvent], actor: str) -> RunRecord:
+    def update(
+        self,
+        run: RunRecord,
+        change: RunUpdate,
+        events: Sequence[NewEvent],
+        actor: str,
+        notifications: Sequence[NewNotification] = (),
+    ) -> RunRecord:
         at = now()
         sets, values = update_sets(change, at, len(events), "%s")
         query = f"UPDATE runs SET {sets} WHERE id = %s AND version = %s"
@@ -180,6 +206,17 @@ class PostgresStore:
                 f"FROM moved, (VALUES {placeholders}) AS e (seq, type, at, actor, step_id, data)"
             )
             values += rows
+        if notifications:
+            # the outbox rows join the same transaction; they are written only if the run moved
+            with self._connection() as db, db.transaction():
+                moved = db.execute(query.encode(), values).rowcount
+                if moved != (len(events) or 1):
+                    raise Conflict(run.id)
+                with db.cursor() as cursor:
+                    cursor.executemany(
+                        outbox.insert("%s"), outbox.rows(run.id, run.version + 1, notifications, at)
+                    )
+            return written(run, change, at, len(events))
         with self._connection() as db:
             moved = db.execute(query.encode(), values).rowcount
         if moved != (len(events) or 1):
@@ -221,6 +258,41 @@ class PostgresStore:
             Event(seq, kind, at, actor, step, decode_stored(data))
             for seq, kind, at, actor, step, data in rows
         ]
+
+    # -- the notification outbox ------------------------------------------------------
+    def idle_runs(self, before: str, limit: int) -> list[RunRecord]:
+        with self._connection() as db:
+            rows = db.execute(outbox.idle("%s").format(columns=_COLUMNS), (before, limit)).fetchall()
+        return [_record(r) for r in rows]
+
+    def notify_idle(self, run: RunRecord, notifications: Sequence[NewNotification]) -> int:
+        notes = [replace(n, part=STUCK_PART) for n in notifications]
+        added = 0
+        with self._connection() as db, db.transaction():
+            for row in outbox.rows(run.id, run.version, notes, now()):
+                added += db.execute(outbox.insert("%s"), row).rowcount
+        return added
+
+    def deliver_due(self, send: Send, limit: int) -> int:
+        """The claim is the row lock (`FOR UPDATE SKIP LOCKED`), held while sending: another
+        replica skips the row, and a replica that dies releases it with its connection."""
+        with self._connection() as db, db.transaction():
+            claimed = [
+                outbox.notification(r)
+                for r in db.execute(
+                    outbox.due("%s") + "ORDER BY n.created_at LIMIT %s FOR UPDATE OF n SKIP LOCKED",
+                    (now(), limit),
+                ).fetchall()
+            ]
+            for n in claimed:
+                outcome = send(n)
+                db.execute(outbox.record("%s"), outbox.recorded(n, outcome, now()))
+        return len(claimed)
+
+    def notifications(self, run_id: str) -> list[Notification]:
+        with self._connection() as db:
+            rows = db.execute(outbox.listing("%s"), (run_id,)).fetchall()
+        return [outbox.notification(r) for r in rows]
 
     def close(self) -> None:
         if not self._closed.is_set():

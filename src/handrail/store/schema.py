@@ -55,6 +55,27 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (run_id, seq)
     );
     """,
+    """
+    -- notifications: the outbox of webhooks (spec/notify.md), one row per event and target
+    CREATE TABLE notifications (
+        id TEXT PRIMARY KEY,
+        run_id TEXT NOT NULL REFERENCES runs(id),
+        run_version INTEGER NOT NULL,
+        part INTEGER NOT NULL,
+        target TEXT NOT NULL,
+        event TEXT NOT NULL,
+        payload TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        state TEXT NOT NULL,
+        attempts INTEGER NOT NULL,
+        next_at TEXT NOT NULL,
+        claimed_until TEXT,
+        last_error TEXT,
+        delivered_at TEXT,
+        UNIQUE (run_id, target, run_version, part)
+    );
+    CREATE INDEX notifications_due ON notifications (state, next_at);
+    """,
 )
 
 MIGRATIONS_TABLE = (

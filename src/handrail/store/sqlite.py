@@ -31,13 +31,26 @@ from typing import Any
 from handrail import budget
 from handrail.codec import decode_stored, encode_stored
 from handrail.errors import StorageError
-from handrail.store.base import Conflict, Event, NewEvent, RunRecord, RunUpdate, written
+from handrail.store import outbox
+from handrail.store.base import (
+    STUCK_PART,
+    Conflict,
+    Event,
+    NewEvent,
+    NewNotification,
+    Notification,
+    RunRecord,
+    RunUpdate,
+    Send,
+    written,
+)
 from handrail.store.open import sqlite_url
-from handrail.store.rows import _COLUMNS, _record, list_filter, now, run_row, update_sets
+from handrail.store.rows import _COLUMNS, _record, later, list_filter, now, run_row, update_sets
 from handrail.store.schema import MIGRATIONS_TABLE, migrations, newer_than_known, statements
 
 __all__ = ["MIGRATIONS", "SqliteStore", "now"]
 
+CLAIM_S = 30.0  # how long claimed notifications are another process's (a batch of sends takes less)
 BUSY_TIMEOUT_S = 5.0  # how long a write waits for another process's write lock
 DAMAGED = ("SQLITE_CORRUPT", "SQLITE_NOTADB")  # sqlite3 error names, and their extended forms
 UNWRITABLE = ("SQLITE_FULL", "SQLITE_IOERR", "SQLITE_CANTOPEN", "SQLITE_READONLY")
@@ -223,13 +236,26 @@ class SqliteStore:
         return bytes(row[0]) if row else None
 
     # -- runs ----------------------------------------------------------------------
-    def create(self, run: RunRecord, events: Sequence[NewEvent]) -> RunRecord:
+    def create(
+        self, run: RunRecord, events: Sequence[NewEvent], notifications: Sequence[NewNotification] = ()
+    ) -> RunRecord:
         with self._write() as db:
             db.execute(f"INSERT INTO runs VALUES ({', '.join(['?'] * 15)})", run_row(run, len(events)))
             self._append(db, run.id, 0, events, run.owner, run.created_at)
+            if notifications:
+                db.executemany(
+                    outbox.insert("?"), outbox.rows(run.id, run.version, notifications, run.created_at)
+                )
         return replace(run, events=len(events))
 
-    def update(self, run: RunRecord, change: RunUpdate, events: Sequence[NewEvent], actor: str) -> RunRecord:
+    def update(
+        self,
+        run: RunRecord,
+        change: RunUpdate,
+        events: Sequence[NewEvent],
+        actor: str,
+        notifications: Sequence[NewNotification] = (),
+    ) -> RunRecord:
         at = now()
         sets, values = update_sets(change, at, len(events), "?")
         with self._write() as db:
@@ -241,6 +267,8 @@ class SqliteStore:
                 raise Conflict(run.id)
             # the version check above makes `run.events` the log's length as committed
             self._append(db, run.id, run.events, events, actor, at)
+            if notifications:
+                db.executemany(outbox.insert("?"), outbox.rows(run.id, run.version + 1, notifications, at))
         return written(run, change, at, len(events))
 
     @staticmethod
@@ -284,6 +312,47 @@ class SqliteStore:
             Event(seq, kind, at, actor, step, decode_stored(data))
             for seq, kind, at, actor, step, data in rows
         ]
+
+    # -- the notification outbox ------------------------------------------------------
+    def idle_runs(self, before: str, limit: int) -> list[RunRecord]:
+        with self._read() as db:
+            rows = db.execute(outbox.idle("?").format(columns=_COLUMNS), (before, limit)).fetchall()
+        return [_record(r) for r in rows]
+
+    def notify_idle(self, run: RunRecord, notifications: Sequence[NewNotification]) -> int:
+        notes = [replace(n, part=STUCK_PART) for n in notifications]
+        with self._write() as db:
+            before = db.total_changes
+            db.executemany(outbox.insert("?"), outbox.rows(run.id, run.version, notes, now()))
+            return db.total_changes - before
+
+    def deliver_due(self, send: Send, limit: int) -> int:
+        """A claim is a lease (`CLAIM_S`): other processes on the same file skip the row
+        until it ends, so a server killed while sending leaves it to the next one."""
+        at = now()
+        with self._write() as db:
+            claimed = [
+                outbox.notification(r)
+                for r in db.execute(
+                    outbox.due("?") + "AND (n.claimed_until IS NULL OR n.claimed_until < ?) "
+                    "ORDER BY n.created_at LIMIT ?",
+                    (at, at, limit),
+                ).fetchall()
+            ]
+            until = later(CLAIM_S)
+            db.executemany(
+                "UPDATE notifications SET claimed_until = ? WHERE id = ?", [(until, n.id) for n in claimed]
+            )
+        for n in claimed:
+            outcome = send(n)
+            with self._write() as db:
+                db.execute(outbox.record("?"), outbox.recorded(n, outcome, now()))
+        return len(claimed)
+
+    def notifications(self, run_id: str) -> list[Notification]:
+        with self._read() as db:
+            rows = db.execute(outbox.listing("?"), (run_id,)).fetchall()
+        return [outbox.notification(r) for r in rows]
 
     def close(self) -> None:
         with self._lock, self._opened:
