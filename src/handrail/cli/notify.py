@@ -117,6 +117,20 @@ def start_worker(runs: Any, config: NotifyConfig | None) -> Any:
     return worker
 
 
+def queue_from_environment(runs: Any, command: str) -> None:
+    """`handrail runs` writes runs without serving them: the notifications its writes
+    cause (HANDRAIL_NOTIFY) are queued in the store, for a server's worker to deliver."""
+    given = settings()
+    if not given.notify:
+        return
+    try:
+        targets = tuple(dict.fromkeys(Target.parse(spec) for spec in given.notify))
+    except ValueError as exc:
+        print(f"handrail {command}: HANDRAIL_NOTIFY: {exc}; no notifications are queued", file=sys.stderr)
+        return
+    runs.ledger.notify = NotifyConfig(targets, public_url=given.public_url)
+
+
 def add_notify_parser(sub: Any) -> None:
     notify = sub.add_parser("notify", help="send a sample notification to a webhook receiver")
     verbs = notify.add_subparsers(dest="verb", metavar="VERB", required=True)

@@ -200,6 +200,8 @@ def dashboard_routes(service: Any, refuse: Refuse, people: Identifies | None) ->
             "events": events,
             "blocks": views.timeline(events, workflow),
             "graph": views.run_graph(workflow, run, events) if workflow is not None else None,
+            # a receiver's failures, for as long as the notification is not delivered
+            "undelivered": [n for n in runs.notifications(run) if n.state != "delivered" and n.last_error],
         }
 
     async def run_page(request: Request, session: Session) -> Response:
