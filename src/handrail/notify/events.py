@@ -144,11 +144,7 @@ def notices(
                 ),
             )
         )
-    return [
-        NewNotification(target.spec, kind, body, part)
-        for part, (kind, body) in enumerate(made)
-        for target in config.targets
-    ]
+    return [NewNotification(target.spec, kind, body) for kind, body in made for target in config.targets]
 
 
 def stuck(

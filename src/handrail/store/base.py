@@ -108,20 +108,19 @@ class RunUpdate:
     accepted: int | None = None
 
 
-STUCK_PART = 1000  # a stuck run's notification sorts after those of the write that left it idle
+STUCK_PART = 100_000  # a stuck run's notifications sort after those of the write that left it idle
 
 
 @dataclass(frozen=True, slots=True)
 class NewNotification:
     """A webhook to send, written to the outbox with the run event that causes it: `target`
     is the receiver as configured (`slack:URL`, `teams:URL` or a plain URL), `payload` the
-    plain JSON event (spec/notify.md), formatted for the target when it is sent. `part`
-    orders the notifications of one write (with the run's version: order within the run)."""
+    plain JSON event (spec/notify.md), formatted for the target when it is sent. A write's
+    notifications are delivered in the order it gives them, after those of earlier writes."""
 
     target: str
     event: str
     payload: Mapping[str, Any]
-    part: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,12 +33,13 @@ def insert(mark: str) -> str:
 
 
 def rows(
-    run_id: str, version: int, notifications: Sequence[NewNotification], at: str
+    run_id: str, version: int, notifications: Sequence[NewNotification], at: str, first: int = 0
 ) -> list[tuple[Any, ...]]:
-    """The values of `notifications` queued by the write that leaves the run at `version`."""
+    """The values of `notifications` queued by the write that leaves the run at `version`,
+    numbered from `first` in the order given."""
     return [
-        (new_id(), run_id, version, n.part, n.target, n.event, encode_stored(n.payload), at, PENDING, 0, at)
-        for n in notifications
+        (new_id(), run_id, version, part, n.target, n.event, encode_stored(n.payload), at, PENDING, 0, at)
+        for part, n in enumerate(notifications, first)
     ]
 
 

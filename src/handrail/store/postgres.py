@@ -266,10 +266,9 @@ class PostgresStore:
         return [_record(r) for r in rows]
 
     def notify_idle(self, run: RunRecord, notifications: Sequence[NewNotification]) -> int:
-        notes = [replace(n, part=STUCK_PART) for n in notifications]
         added = 0
         with self._connection() as db, db.transaction():
-            for row in outbox.rows(run.id, run.version, notes, now()):
+            for row in outbox.rows(run.id, run.version, notifications, now(), STUCK_PART):
                 added += db.execute(outbox.insert("%s"), row).rowcount
         return added
 

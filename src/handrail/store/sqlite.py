@@ -320,10 +320,11 @@ class SqliteStore:
         return [_record(r) for r in rows]
 
     def notify_idle(self, run: RunRecord, notifications: Sequence[NewNotification]) -> int:
-        notes = [replace(n, part=STUCK_PART) for n in notifications]
         with self._write() as db:
             before = db.total_changes
-            db.executemany(outbox.insert("?"), outbox.rows(run.id, run.version, notes, now()))
+            db.executemany(
+                outbox.insert("?"), outbox.rows(run.id, run.version, notifications, now(), STUCK_PART)
+            )
             return db.total_changes - before
 
     def deliver_due(self, send: Send, limit: int) -> int:
