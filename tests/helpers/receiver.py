@@ -28,6 +28,7 @@ class Receiver:
     def __init__(self, port: int = 0) -> None:
         self.received: list[Received] = []
         self.status = 200
+        self.delay = 0.0  # seconds each answer waits (a slow receiver)
         self._lock = threading.Lock()
         self.port = port
         self._server: ThreadingHTTPServer | None = None
@@ -47,7 +48,8 @@ class Receiver:
                     outer.received.append(
                         Received(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
                     )
-                    status = outer.status
+                    status, delay = outer.status, outer.delay
+                time.sleep(delay)
                 self.send_response(status)
                 self.send_header("Content-Length", "2")
                 self.end_headers()

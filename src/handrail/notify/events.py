@@ -80,8 +80,8 @@ def _failing(new: Sequence[NewEvent], history: Callable[[], Sequence[Event]], ti
 
 
 def _step(run: RunRecord, event: NewEvent, batch: Sequence[NewEvent]) -> dict[str, Any] | None:
-    if event.step_id is None:
-        return None
+    if event.step_id is None:  # abandoned: the step it stopped at; completed: none
+        return run.current_step
     titles = [e.data.get("title") for e in (event, *batch) if e.step_id == event.step_id]
     title = next((t for t in titles if isinstance(t, str)), None)
     current = run.position.get("step")

@@ -98,7 +98,10 @@ class Deliverer:
         target = self._targets.get(notification.target) or _parsed(notification.target)
         if target is None:
             return Outcome(False, f"{notification.target!r} is not a receiver handrail can post to")
-        error = post(target, notification.id, notification.payload, self.config.secret)
+        event = notification.payload
+        if event.get("link") is None and (link := self.config.link(notification.run_id, self.dashboard_url)):
+            event = {**event, "link": link}  # queued by `handrail runs`, which serves no page
+        error = post(target, notification.id, event, self.config.secret)
         if error is None:
             return Outcome(True)
         attempts = notification.attempts + 1

@@ -1,0 +1,224 @@
+"""Notifications end to end: a real `handrail serve` (and `handrail runs`, `handrail
+notify test`) posting to a real local HTTP receiver (tests/helpers/receiver.py). Every
+event type, each format, the signature checked by the Standard Webhooks library,
+retries while the receiver is down, `kill -9` during delivery, and two servers on one
+PostgreSQL database."""
+
+from __future__ import annotations
+
+import base64
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from standardwebhooks import Webhook
+
+from tests.helpers.http import HttpServer
+from tests.helpers.receiver import Received, Receiver
+from tests.helpers.server import clean_env
+
+pytestmark = pytest.mark.slow
+
+FLOW = "notified"
+SECRET = "a shared secret"
+WORKFLOW = {
+    "id": FLOW,
+    "name": "Notified",
+    "description": "A step with a check, then one a person approves.",
+    "version": "1.0.0",
+    "steps": [
+        {
+            "id": "build",
+            "title": "Build it",
+            "prompt": "Build.",
+            "checks": [{"type": "file", "path": "built.txt", "message": "It is built"}],
+        },
+        {"id": "review", "title": "Review it", "prompt": "Ask for review.", "requireConfirmation": True},
+    ],
+}
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    with Receiver() as r:
+        yield r
+
+
+@pytest.fixture
+def place(tmp_path: Path) -> Path:
+    (tmp_path / "flows").mkdir()
+    (tmp_path / "flows" / f"{FLOW}.json").write_text(json.dumps(WORKFLOW))
+    (tmp_path / "workspace").mkdir()
+    return tmp_path
+
+
+def serve(place: Path, *args: str, database: str | None = None) -> HttpServer:
+    return HttpServer(
+        "--no-bundled",
+        "--workflows",
+        str(place / "flows"),
+        "--database",
+        database or f"sqlite:///{place / 'runs.db'}",
+        *args,
+    )
+
+
+def call(server: HttpServer, tool: str, **arguments: Any) -> dict[str, Any]:
+    reply = server.modern("tools/call", {"name": tool, "arguments": arguments}).json()
+    result: dict[str, Any] = reply["result"]["structuredContent"]
+    assert not reply["result"].get("isError"), result
+    return result
+
+
+def start(server: HttpServer, place: Path) -> str:
+    run_id: str = call(
+        server, "workflow_start", workflowId=FLOW, goal="ship it", workspace=str(place / "workspace")
+    )["runId"]
+    return run_id
+
+
+def handrail(place: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "handrail", *args],
+        env=clean_env(place) | (env or {}),
+        cwd=place,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def verified(received: Received, secret: str = SECRET) -> Any:
+    """The body, once the Standard Webhooks library (not handrail's code) accepts its signature."""
+    key = "whsec_" + base64.b64encode(secret.encode()).decode()
+    return Webhook(key).verify(received.body, received.headers)
+
+
+def test_every_run_event_reaches_the_receiver_signed_in_order_naming_run_step_person_and_link(
+    place: Path, receiver: Receiver
+) -> None:
+    hook = receiver.url + "/hook"
+    with serve(
+        place, "--notify", hook, "--notify-secret", SECRET, "--public-url", "https://handrail.example/"
+    ) as s:
+        run = start(s, place)
+        for _ in range(4):  # the fourth failure in a row is not reported again
+            assert (
+                call(s, "workflow_continue", runId=run, stepId="build", output="tried")["accepted"] is False
+            )
+        (place / "workspace" / "built.txt").write_text("built")
+        call(s, "workflow_continue", runId=run, stepId="build", output="built")
+        assert call(s, "workflow_continue", runId=run, stepId="review", output="please")["status"] == (
+            "awaiting_approval"
+        )
+        queued = {"HANDRAIL_NOTIFY": hook}  # `handrail runs` queues; the server delivers
+        db = ["--database", f"sqlite:///{place / 'runs.db'}"]
+        said = handrail(
+            place, "runs", "decline", run, "--as", "dana", "--comment", "not yet", *db, env=queued
+        )
+        assert said.returncode == 0, said.stderr
+        call(s, "workflow_continue", runId=run, stepId="review", output="now?")
+        said = handrail(place, "runs", "approve", run, "--as", "alice", *db, env=queued)
+        assert said.returncode == 0, said.stderr
+        other = start(s, place)
+        call(s, "workflow_abandon", runId=other, reason="wrong goal")
+        got = receiver.wait_for(7)
+        time.sleep(1)
+        assert len(receiver.received) == 7  # nothing more, nothing twice
+    bodies = [verified(r) for r in got]
+    kinds = [b["type"] for b in bodies if b["run"]["id"] == run]
+    assert kinds == [
+        "run.check_failing",
+        "run.awaiting_approval",
+        "run.declined",
+        "run.awaiting_approval",
+        "run.approved",
+        "run.completed",
+    ]
+    assert [b["type"] for b in bodies if b["run"]["id"] == other] == ["run.abandoned"]
+    by_type = {b["type"]: b for b in bodies}
+    failing = by_type["run.check_failing"]
+    assert failing["step"] == {"id": "build", "title": "Build it"}
+    assert failing["details"]["failures"] == 3 and failing["details"]["check"]["message"] == "It is built"
+    assert (
+        by_type["run.declined"]["person"] == "dana"
+        and by_type["run.declined"]["details"]["comment"] == "not yet"
+    )
+    assert by_type["run.approved"]["person"] == "alice"
+    assert by_type["run.approved"]["step"] == {"id": "review", "title": "Review it"}
+    assert by_type["run.abandoned"]["details"]["reason"] == "wrong goal"
+    for body, received in zip(bodies, got, strict=True):
+        assert body["run"]["workflowId"] == FLOW and body["run"]["goal"] == "ship it"
+        assert body["link"] == f"https://handrail.example/runs/{body['run']['id']}"
+        assert body["id"] == received.headers["webhook-id"] == received.headers["idempotency-key"]
+    assert len({b["id"] for b in bodies}) == 7
+
+
+def test_slack_and_teams_receivers_get_their_services_messages_with_the_run_and_its_link(
+    place: Path, receiver: Receiver
+) -> None:
+    with serve(
+        place, "--notify", f"slack:{receiver.url}/slack", "--notify", f"teams:{receiver.url}/teams"
+    ) as s:
+        run = start(s, place)
+        call(s, "workflow_abandon", runId=run, reason="done for today")
+        link = f"{s.base}/runs/{run}"
+        (slack,) = receiver.wait_for(1, path="/slack")
+        (teams,) = receiver.wait_for(1, path="/teams")
+    message = slack.json
+    assert message["text"] == f"Run {run} ({FLOW}) was abandoned at step Build it, by local"
+    fields = [f["text"] for f in message["blocks"][1]["fields"]]
+    assert fields[:4] == [f"*Workflow*\n{FLOW}", f"*Run*\n{run}", "*Step*\nBuild it", "*Person*\nlocal"]
+    assert "*Reason*\ndone for today" in fields
+    (button,) = message["blocks"][2]["elements"]
+    assert button["type"] == "button" and button["url"] == link
+    (attachment,) = teams.json["attachments"]
+    assert teams.json["type"] == "message"
+    assert attachment["contentType"] == "application/vnd.microsoft.card.adaptive"
+    card = attachment["content"]
+    assert card["type"] == "AdaptiveCard" and card["body"][0]["text"] == message["text"]
+    facts = {f["title"]: f["value"] for f in card["body"][1]["facts"]}
+    assert facts == {
+        "Workflow": FLOW,
+        "Run": run,
+        "Step": "Build it",
+        "Person": "local",
+        "Reason": "done for today",
+    }
+    assert card["actions"] == [{"type": "Action.OpenUrl", "title": "Open the run", "url": link}]
+    assert "webhook-signature" not in slack.headers  # no secret given: unsigned
+
+
+def test_a_receiver_that_is_down_gets_everything_in_order_per_run_once_it_is_back(
+    place: Path, receiver: Receiver
+) -> None:
+    receiver.stop()
+    with serve(place, "--notify", receiver.url) as s:
+        runs = [start(s, place) for _ in range(3)]
+        for _ in range(3):  # the third failure in a row is reported
+            for run in runs:
+                call(s, "workflow_continue", runId=run, stepId="build", output="tried")
+        for run in runs:
+            call(s, "workflow_abandon", runId=run, reason="stopped")
+        deadline = time.monotonic() + 20
+        database = f"sqlite:///{place / 'runs.db'}"
+        while "notification" not in (
+            shown := handrail(place, "runs", "show", runs[0], "--database", database).stdout
+        ):
+            assert time.monotonic() < deadline, shown
+            time.sleep(0.5)
+        assert f"notification run.abandoned to {receiver.url}: not delivered after" in shown or (
+            f"notification run.check_failing to {receiver.url}: not delivered after" in shown
+        )
+        assert "cannot reach" in shown
+        page = s.client.get(f"{s.base}/runs/{runs[0]}")
+        assert "Notifications not delivered" in page.text and "cannot reach" in page.text
+        receiver.start()
+        got = receiver.wait_for(6, timeout=60)
+    per_run = {run: [r.json["type"] for r in got if r.json["run"]["id"] == run] for run in runs}
+    assert per_run == {run: ["run.check_failing", "run.abandoned"] for run in runs}
