@@ -222,3 +222,104 @@ def test_a_receiver_that_is_down_gets_everything_in_order_per_run_once_it_is_bac
         got = receiver.wait_for(6, timeout=60)
     per_run = {run: [r.json["type"] for r in got if r.json["run"]["id"] == run] for run in runs}
     assert per_run == {run: ["run.check_failing", "run.abandoned"] for run in runs}
+
+
+def test_a_run_idle_longer_than_stuck_after_is_notified_once_per_pause(
+    place: Path, receiver: Receiver
+) -> None:
+    with serve(place, "--notify", receiver.url, "--stuck-after", "1s") as s:
+        run = start(s, place)
+        (first,) = receiver.wait_for(1)
+        time.sleep(2.5)  # several scans later: still the one notification
+        assert len(receiver.received) == 1
+        call(s, "workflow_continue", runId=run, stepId="build", output="tried")  # moves, then idles again
+        second = receiver.wait_for(2)[1]
+    assert first.json["type"] == second.json["type"] == "run.stuck"
+    assert first.json["step"] == {"id": "build", "title": "Build it"}
+    assert first.json["details"]["stuckAfterSeconds"] == 1
+    assert first.json["details"]["idleSince"] < second.json["details"]["idleSince"]
+
+
+def test_kill_9_during_delivery_loses_no_notification_and_repeats_only_with_the_same_id(
+    place: Path, receiver: Receiver
+) -> None:
+    receiver.delay = 3.0  # each answer comes late: the server is killed while one is being sent
+    s = serve(place, "--notify", receiver.url)
+    try:
+        runs = [start(s, place) for _ in range(5)]
+        for run in runs:
+            call(s, "workflow_abandon", runId=run, reason="stop")
+        receiver.wait_for(1)  # a POST in flight
+        s.proc.kill()
+        s.proc.wait(10)
+    finally:
+        s.close()
+    receiver.delay = 0.0
+    database = f"sqlite:///{place / 'runs.db'}"
+
+    def outbox() -> dict[str, str]:
+        shown = [
+            json.loads(
+                handrail(place, "runs", "show", run, "--format", "json", "--database", database).stdout
+            )
+            for run in runs
+        ]
+        return {n["id"]: n["state"] for doc in shown for n in doc["notifications"]}
+
+    with serve(place, "--notify", receiver.url) as again:
+        deadline = time.monotonic() + 90  # a SQLite claim of the killed server lasts 30 s
+        while set((queued := outbox()).values()) != {"delivered"}:
+            assert time.monotonic() < deadline, (queued, again.stderr)
+            time.sleep(1)
+    assert len(queued) == 5
+    ids = [r.headers["webhook-id"] for r in receiver.received]
+    assert set(ids) == set(queued)
+    assert ids.count(ids[0]) == 2  # the one in flight at the kill came again, with its id
+    for r in receiver.received:  # a repeat is the same notification: same id, same event
+        assert r.json["id"] == r.headers["webhook-id"] and r.json["type"] == "run.abandoned"
+
+
+def test_two_servers_on_one_postgresql_database_deliver_each_notification_once(
+    place: Path, receiver: Receiver, postgres_url: str
+) -> None:
+    with (
+        serve(place, "--notify", receiver.url, database=postgres_url) as one,
+        serve(place, "--notify", receiver.url, database=postgres_url) as two,
+    ):
+        runs = [start(server, place) for server in (one, two) * 5]
+        for i, run in enumerate(runs):
+            call((two, one)[i % 2], "workflow_abandon", runId=run, reason="stop")
+        receiver.wait_for(10)
+        time.sleep(2)  # any second delivery would arrive meanwhile
+    ids = [r.headers["webhook-id"] for r in receiver.received]
+    assert len(ids) == 10 and len(set(ids)) == 10
+    assert sorted(r.json["run"]["id"] for r in receiver.received) == sorted(runs)
+
+
+def test_notify_test_sends_a_signed_sample_and_says_how_it_went(place: Path, receiver: Receiver) -> None:
+    said = handrail(place, "notify", "test", receiver.url + "/sample", "--notify-secret", SECRET)
+    assert said.returncode == 0, said.stderr
+    assert said.stdout.strip() == f"delivered a sample json notification (signed) to {receiver.url}/sample"
+    (sample,) = receiver.wait_for(1)
+    body = verified(sample)
+    assert body["type"] == "test" and body["run"]["workflowId"] == "sample-workflow"
+    receiver.status = 500
+    said = handrail(place, "notify", "test", f"teams:{receiver.url}/down")
+    assert said.returncode == 1
+    assert said.stderr.strip() == f"handrail notify test: {receiver.url}/down: not delivered: HTTP 500: ok"
+    receiver.stop()
+    said = handrail(place, "notify", "test", receiver.url)
+    assert (
+        said.returncode == 1 and f"{receiver.url}: not delivered: cannot reach {receiver.url}" in said.stderr
+    )
+
+
+def test_a_notify_value_that_is_not_an_http_url_stops_the_server_naming_it(place: Path) -> None:
+    said = handrail(place, "serve", "--port", "0", "--notify", "slack:ftp://files.example/x")
+    assert said.returncode == 2
+    assert said.stderr.strip() == (
+        "handrail serve: --notify: 'slack:ftp://files.example/x' is not an http(s) URL; "
+        "write https://host/path, slack:https://... or teams:https://..."
+    )
+    said = handrail(place, "start", "--stuck-after", "soon")
+    assert said.returncode == 2 and "'soon' is not a duration" in said.stderr
