@@ -7,7 +7,6 @@ import argparse
 import sys
 from typing import Any
 
-from handrail.cli.options import EXIT_ERRORS, EXIT_OK, EXIT_USAGE
 from handrail.notify.events import TEST, payload
 from handrail.notify.send import post
 from handrail.notify.targets import FAILURES_IN_A_ROW, STUCK_AFTER_S, NotifyConfig, Target, parse_duration
@@ -15,6 +14,8 @@ from handrail.settings import settings
 from handrail.store.base import RunRecord, RunStatus
 from handrail.store.outbox import new_id
 from handrail.store.rows import now
+
+EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2  # as cli/options.py, which loads cli/runs, which loads this
 
 
 def _duration(text: str) -> float:

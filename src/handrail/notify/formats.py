@@ -73,7 +73,7 @@ def slack(event: Mapping[str, Any]) -> dict[str, Any]:
                 ],
             }
         )
-    return {"text": line, "blocks": blocks}
+    return {"text": _escaped(line), "blocks": blocks}
 
 
 def _escaped(text: str) -> str:
