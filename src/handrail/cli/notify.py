@@ -115,6 +115,7 @@ def start_worker(runs: Any, config: NotifyConfig | None) -> Any:
     runs.ledger.notify = config
     worker = Deliverer(lambda: runs.store, config, dashboard_url=runs.dashboard_url).start()
     runs.ledger.queued = worker.wake
+    runs.ledger.on_close = worker.stop  # before the store closes, so it is not opened again
     return worker
 
 

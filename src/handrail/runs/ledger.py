@@ -86,6 +86,7 @@ class Ledger:
         # where the server sends notifications (None: nowhere), and who to tell of new ones
         self.notify: NotifyConfig | None = None
         self.queued: Callable[[], None] = lambda: None
+        self.on_close: Callable[[], None] = lambda: None  # stops what uses the store first
 
     @property
     def store(self) -> RunStore:
@@ -110,6 +111,7 @@ class Ledger:
         return run
 
     def close(self) -> None:
+        self.on_close()
         if self._store is not None:
             self._store.close()
             self._store = None

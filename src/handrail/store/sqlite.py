@@ -331,6 +331,9 @@ class SqliteStore:
         """A claim is a lease (`CLAIM_S`): other processes on the same file skip the row
         until it ends, so a server killed while sending leaves it to the next one."""
         at = now()
+        with self._read() as db:  # the usual answer, nothing due, takes no write lock
+            if db.execute(outbox.due("?") + "LIMIT 1", (at,)).fetchone() is None:
+                return 0
         with self._write() as db:
             claimed = [
                 outbox.notification(r)
