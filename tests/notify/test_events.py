@@ -4,7 +4,7 @@ the same check failing N times in a row is reported once, at the Nth failure."""
 from __future__ import annotations
 
 from handrail.notify.events import notices
-from handrail.notify.targets import NotifyConfig, Target, parse_duration
+from handrail.notify.targets import NotifyConfig, Target, parse_duration, shown
 from handrail.store.base import Event, EventType, NewEvent
 from tests.store.test_store import record
 
@@ -61,3 +61,9 @@ def test_durations_read_seconds_and_units() -> None:
         86400,
         0.5,
     ]
+
+
+def test_a_receiver_is_shown_without_the_path_that_holds_its_secret() -> None:
+    assert shown("slack:https://hooks.slack.com/services/T0/B0/XXXX") == "slack:https://hooks.slack.com/..."
+    assert shown("https://user:pw@example.com:8443/hook?key=1") == "https://example.com:8443/..."
+    assert shown("http://127.0.0.1:9000") == "http://127.0.0.1:9000"

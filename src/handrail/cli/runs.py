@@ -12,6 +12,7 @@ import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
 from handrail.errors import HandrailError, RunNotActive, RunNotFound
+from handrail.notify.targets import shown as shown_receiver
 from handrail.settings import settings
 from handrail.store.base import STATUSES, EventType, Notification, RunStatus
 
@@ -250,7 +251,7 @@ def _show(runs: Runs, args: argparse.Namespace) -> int:
     if args.format == "json":
         document = {"run": _run_dict(run), "events": [_event_dict(e) for e in events]}
         if notes:
-            document["notifications"] = [n.as_dict() for n in notes]
+            document["notifications"] = [n.as_dict() | {"target": shown_receiver(n.target)} for n in notes]
         _say(json.dumps(document, indent=2, ensure_ascii=False))
     elif args.format == "md":
         _say(_markdown(run, events))
@@ -269,7 +270,7 @@ def _notification_line(n: Notification) -> str:
         where = f"given up after {n.attempts} attempts"
     else:
         where = f"not delivered after {n.attempts} attempts, next at {n.next_at}"
-    return f"notification {n.event} to {n.target}: {where}; last error: {n.last_error}"
+    return f"notification {n.event} to {shown_receiver(n.target)}: {where}; last error: {n.last_error}"
 
 
 def _event_dict(e: Event) -> dict[str, Any]:

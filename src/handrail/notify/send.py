@@ -40,4 +40,4 @@ def post(target: Target, notification_id: str, event: Mapping[str, Any], secret:
         return f"HTTP {exc.code}" + (f": {' '.join(text.split())[:200]}" if text else "")
     except (urllib.error.URLError, OSError, ValueError) as exc:
         reason = getattr(exc, "reason", exc)
-        return f"cannot reach {target.url}: {reason}"
+        return f"cannot reach the receiver: {reason}"

@@ -44,6 +44,22 @@ class Target:
         return cls(text, kind, url)
 
 
+def shown(spec: str) -> str:
+    """A receiver as it may be shown (logs, `handrail runs show`, the dashboard): its kind,
+    scheme and host. A webhook URL's path is often its secret (Slack's, Teams')."""
+    kind, url = "", spec
+    for prefix in (Format.SLACK, Format.TEAMS):
+        if spec.lower().startswith(f"{prefix}:"):
+            kind, url = f"{prefix}:", spec[len(prefix) + 1 :]
+    try:
+        parts = urlsplit(url)
+        origin = f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}"
+    except ValueError:
+        return kind + "(a URL that cannot be read)"
+    rest = url[len(f"{parts.scheme}://{parts.netloc}") :]
+    return kind + origin + ("/..." if rest.strip("/") else "")
+
+
 @dataclass(frozen=True, slots=True)
 class NotifyConfig:
     targets: tuple[Target, ...]

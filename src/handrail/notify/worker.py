@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from handrail.notify import events
 from handrail.notify.send import post
-from handrail.notify.targets import NotifyConfig, Target
+from handrail.notify.targets import NotifyConfig, Target, shown
 from handrail.store.base import Notification, Outcome, RunStore
 from handrail.store.rows import later, now
 
@@ -25,6 +25,7 @@ FIRST_RETRY_S = 2.0
 MAX_RETRY_S = 300.0  # backoff doubles up to this, so a receiver back from an outage is found within it
 GIVE_UP_S = 3 * 86400.0  # a notification still undelivered this long after it was queued is marked failed
 POLL_S = 1.0  # how often the outbox is looked at when nothing wakes the worker
+FAILED_ROUND_S = 5.0  # the wait after a round the store refused (a database that went away)
 BATCH = 4  # notifications claimed at once (a SQLite claim lasts store.sqlite.CLAIM_S)
 IDLE_SCAN = 100  # runs looked at per stuck scan
 
@@ -74,7 +75,8 @@ class Deliverer:
                 sent = self.once()
             except Exception as exc:  # a database that went away: say so, try again later
                 log.warning("notification delivery failed: %s", exc)
-                sent = 0
+                self._stop.wait(FAILED_ROUND_S)
+                continue
             if not sent:
                 self._wake.wait(self.poll)
 
@@ -105,7 +107,9 @@ class Deliverer:
         if error is None:
             return Outcome(True)
         attempts = notification.attempts + 1
-        log.info("notification %s to %s: %s (attempt %d)", notification.id, target.url, error, attempts)
+        log.info(
+            "notification %s to %s: %s (attempt %d)", notification.id, shown(target.spec), error, attempts
+        )
         if notification.created_at < later(-GIVE_UP_S):
             return Outcome(False, error)
         return Outcome(False, error, later(backoff(attempts)))
