@@ -20,7 +20,7 @@ from standardwebhooks import Webhook
 
 from tests.helpers.http import HttpServer
 from tests.helpers.receiver import Received, Receiver
-from tests.helpers.server import clean_env
+from tests.helpers.server import Server, clean_env
 
 pytestmark = pytest.mark.slow
 
@@ -323,3 +323,29 @@ def test_a_notify_value_that_is_not_an_http_url_stops_the_server_naming_it(place
     )
     said = handrail(place, "start", "--stuck-after", "soon")
     assert said.returncode == 2 and "'soon' is not a duration" in said.stderr
+
+
+def test_a_stdio_server_notifies_and_keeps_stdout_for_protocol_messages_only(
+    place: Path, receiver: Receiver
+) -> None:
+    database = f"sqlite:///{place / 'runs.db'}"
+    flows = str(place / "flows")
+    with Server("--no-bundled", "--workflows", flows, "--database", database, "--notify", receiver.url) as s:
+        s.initialize()
+        run = s.call(
+            "workflow_start", {"workflowId": FLOW, "goal": "ship it", "workspace": str(place / "workspace")}
+        )
+        run_id = run["structuredContent"]["runId"]
+        s.call("workflow_abandon", {"runId": run_id, "reason": "by stdio"})
+        (got,) = receiver.wait_for(1)
+        assert s.violations == []
+    assert got.json["type"] == "run.abandoned" and got.json["run"]["id"] == run_id
+    assert got.json["link"] is None  # `start` serves no dashboard: give --public-url for links
+
+
+def test_the_dashboard_command_takes_the_notification_options_and_refuses_a_bad_one(place: Path) -> None:
+    said = handrail(
+        place, "dashboard", "--port", "0", "--notify", "https://ok.example/", "--public-url", "nope"
+    )
+    assert said.returncode == 2
+    assert said.stderr.strip() == "handrail dashboard: --public-url: 'nope' is not an http(s) URL"
