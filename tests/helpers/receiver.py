@@ -42,6 +42,8 @@ class Receiver:
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
+            disable_nagle_algorithm = True  # the body, sent after the headers, is not held back
+
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
                 with outer._lock:

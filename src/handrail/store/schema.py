@@ -75,6 +75,7 @@ MIGRATIONS: tuple[str, ...] = (
         UNIQUE (run_id, target, run_version, part)
     );
     CREATE INDEX notifications_due ON notifications (state, next_at);
+    CREATE INDEX notifications_queue ON notifications (run_id, target, state, run_version, part);
     """,
 )
 
