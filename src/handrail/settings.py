@@ -31,6 +31,9 @@ VARIABLES: dict[str, str] = {
     "WORKFLOW_INCLUDE_BUNDLED": "yes/no: serve the bundled workflows (`--no-bundled`; default yes)",
     "HANDRAIL_SIGNING_KEY": "the Ed25519 key file that signs exported run records (`--signing-key`)",
     "WORKFLOW_GIT_REPOS": "git repositories of workflows, separated by commas (`git+` optional)",
+    "HANDRAIL_NOTIFY": "run notifications' webhook receivers, separated by spaces (`--notify`)",
+    "HANDRAIL_NOTIFY_SECRET": "the key notifications are signed with (`--notify-secret`; default: unsigned)",
+    "HANDRAIL_PUBLIC_URL": "the dashboard's address in notifications' links (`--public-url`)",
 }
 PATH_VARIABLES = ("WORKFLOW_STORAGE_PATH", "HANDRAIL_WORKFLOWS")  # in increasing precedence
 
@@ -57,6 +60,9 @@ class Settings(NamedTuple):  # not a dataclass: the gate's hook reads it and loa
     workflow_paths: tuple[tuple[str, str], ...] = ()  # (variable, path), in precedence order
     git_repos: tuple[str, ...] = ()
     signing_key: str = ""  # a PEM file; empty: records are exported unsigned
+    notify: tuple[str, ...] = ()  # webhook receivers, as written (spec/notify.md)
+    notify_secret: str = ""
+    public_url: str = ""
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -80,6 +86,9 @@ class Settings(NamedTuple):  # not a dataclass: the gate's hook reads it and loa
             ),
             git_repos=tuple(p.strip() for p in env.get("WORKFLOW_GIT_REPOS", "").split(",") if p.strip()),
             signing_key=env.get("HANDRAIL_SIGNING_KEY", ""),
+            notify=tuple(env.get("HANDRAIL_NOTIFY", "").split()),  # a URL holds no whitespace
+            notify_secret=env.get("HANDRAIL_NOTIFY_SECRET", ""),
+            public_url=env.get("HANDRAIL_PUBLIC_URL", "").strip(),
         )
 
     def with_options(self, args: Any) -> Settings:
@@ -98,6 +107,12 @@ class Settings(NamedTuple):  # not a dataclass: the gate's hook reads it and loa
             given["include_bundled"] = False
         if getattr(args, "signing_key", None):
             given["signing_key"] = args.signing_key
+        if getattr(args, "notify", None):
+            given["notify"] = tuple(args.notify)
+        if getattr(args, "notify_secret", None):
+            given["notify_secret"] = args.notify_secret
+        if getattr(args, "public_url", None):
+            given["public_url"] = args.public_url
         return self._replace(**given)
 
 

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 from handrail import __version__
-from handrail.cli import catalog, serve, setup, stats
+from handrail.cli import catalog, notify, serve, setup, stats
 from handrail.cli.options import EXIT_ERRORS, EXIT_OK, EXIT_USAGE
 
 __all__ = ["EXIT_ERRORS", "EXIT_OK", "EXIT_USAGE", "build_parser", "main"]
@@ -74,6 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_key(sub)
     stats.add_stats(sub)
+    notify.add_notify_parser(sub)
     from handrail.cli.gate import add_gate
 
     add_gate(sub)
@@ -114,6 +115,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "key": _key,
     "gate": _gate,
     "stats": stats.stats_command,
+    "notify": notify.notify_command,
 }
 
 

@@ -12,8 +12,9 @@ import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
 from handrail.errors import HandrailError, RunNotActive, RunNotFound
+from handrail.notify.targets import shown as shown_receiver
 from handrail.settings import settings
-from handrail.store.base import STATUSES, EventType, RunStatus
+from handrail.store.base import STATUSES, EventType, Notification, RunStatus
 
 if TYPE_CHECKING:
     from handrail.runs import Runs
@@ -150,6 +151,9 @@ def runs_command(args: argparse.Namespace) -> int:
     if missing is not None:
         return _no_database(args, missing)
     runs = default_runs(args.database)
+    from handrail.cli.notify import queue_from_environment  # the notification options load here only
+
+    queue_from_environment(runs, f"runs {verb}")
     try:
         if verb == "list":
             return _list(runs, args)
@@ -254,14 +258,30 @@ def _as_owner(runs: Runs, run_id: str) -> Request:
 def _show(runs: Runs, args: argparse.Namespace) -> int:
     run = runs.run(_as_owner(runs, args.run_id), args.run_id)
     events = runs.events(run)
+    notes = runs.notifications(run)
     if args.format == "json":
         document = {"run": _run_dict(run), "events": [_event_dict(e) for e in events]}
+        if notes:
+            document["notifications"] = [n.as_dict() | {"target": shown_receiver(n.target)} for n in notes]
         _say(json.dumps(document, indent=2, ensure_ascii=False))
     elif args.format == "md":
         _say(_markdown(run, events))
     else:
         _say(_text(run, events))
+    if args.format != "json" and (undelivered := [n for n in notes if n.last_error is not None]):
+        _say("\n" + "\n".join(_notification_line(n) for n in undelivered))
     return EXIT_OK
+
+
+def _notification_line(n: Notification) -> str:
+    """A notification whose delivery failed at least once: where it stands and why."""
+    if n.state == "delivered":
+        where = f"delivered at {n.delivered_at} after {n.attempts} attempts"
+    elif n.state == "failed":
+        where = f"given up after {n.attempts} attempts"
+    else:
+        where = f"not delivered after {n.attempts} attempts, next at {n.next_at}"
+    return f"notification {n.event} to {shown_receiver(n.target)}: {where}; last error: {n.last_error}"
 
 
 def _event_dict(e: Event) -> dict[str, Any]:

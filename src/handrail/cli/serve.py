@@ -7,7 +7,7 @@ import logging
 import sys
 from typing import Any
 
-from handrail.cli import options
+from handrail.cli import notify, options
 from handrail.cli.options import EXIT_USAGE
 from handrail.cli.record import add_signing_key_option, signing_key_of
 from handrail.settings import settings
@@ -29,6 +29,7 @@ def add_start(sub: Any) -> None:
     options.add_limit_options(start)
     options.add_check_options(start)
     options.add_run_options(start)
+    notify.add_notify_options(start)
     options.add_transport_options(start, http=False)
 
 
@@ -64,6 +65,7 @@ def add_serve(sub: Any) -> None:
     options.add_limit_options(serve)
     options.add_check_options(serve)
     options.add_run_options(serve)
+    notify.add_notify_options(serve)
     options.add_transport_options(serve, http=True)
     add_signing_key_option(serve, "signs run records; its public half is served at /.well-known/handrail-key")
 
@@ -79,6 +81,7 @@ def add_dashboard(sub: Any) -> None:
     options.add_limit_options(dashboard)
     options.add_check_options(dashboard)
     options.add_run_options(dashboard)
+    notify.add_notify_options(dashboard)
     options.add_transport_options(dashboard, http=True)
     add_signing_key_option(
         dashboard, "signs run records; its public half is served at /.well-known/handrail-key"
@@ -150,18 +153,23 @@ def start(args: argparse.Namespace) -> int:
     checks = options.check_config_of(args, "start")
     if checks is None:
         return EXIT_USAGE
+    notifying = notify.config_of(args)
     catalog = options.catalog_of(args)
     limits = options.limits_of(args)
+    service = service_of(catalog, args, checks)
+    worker = notify.start_worker(service.runs, notifying)
     try:
         # `initialize` is answered from a quick read of the sources; the workflows are
         # compiled (and watched) right after that first answer is out
         return serve(
-            Protocol(service_of(catalog, args, checks)),
+            Protocol(service),
             max_line=limits.max_line_bytes,
             after_first_reply=lambda: catalog.watch(interval=args.reload_interval),
             shutdown_timeout=args.shutdown_timeout,
         )
     finally:
+        if worker is not None:
+            worker.stop()
         catalog.close()
 
 
@@ -182,6 +190,7 @@ def serve_command(args: argparse.Namespace) -> int:
     key = signing_key_of(args, args.command)
     if key is False:
         return EXIT_USAGE
+    notifying = notify.config_of(args)
     try:
         sock = bind(args.host, args.port)
     except OSError as exc:
@@ -204,8 +213,10 @@ def serve_command(args: argparse.Namespace) -> int:
     print(f"{said} serving MCP at http://{where}:{port}/mcp (Ctrl-C stops)", file=sys.stderr)
     dashboard = f"http://{where}:{port}/"
     print(f"handrail {args.command}: the dashboard is at {dashboard}", file=sys.stderr)
+    worker = None
     try:
         service = service_of(catalog, args, checks, dashboard_url=_reachable(dashboard, args.host, port))
+        worker = notify.start_worker(service.runs, notifying)
         return serve(
             service,
             args.host,
@@ -222,6 +233,8 @@ def serve_command(args: argparse.Namespace) -> int:
             public_key=key.public.published() if key else None,
         )
     finally:
+        if worker is not None:
+            worker.stop()
         catalog.close()
 
 

@@ -24,6 +24,7 @@ from starlette.routing import BaseRoute, Route
 from handrail.dashboard import insights, views
 from handrail.dashboard.sessions import COOKIE, Identifies, Session, Sessions
 from handrail.errors import HandrailError
+from handrail.notify.targets import shown
 from handrail.runs.request import Request as Asking
 from handrail.service.people import bearer
 from handrail.store.base import ACTIVE_STATUSES, STATUSES, EventType
@@ -201,6 +202,12 @@ def dashboard_routes(service: Any, refuse: Refuse, people: Identifies | None) ->
             "blocks": views.timeline(events, workflow),
             "graph": views.run_graph(workflow, run, events) if workflow is not None else None,
             "broken": runs.chain_break(run, events),
+            # a receiver's failures, for as long as the notification is not delivered
+            "undelivered": [
+                {**n.as_dict(), "target": shown(n.target)}
+                for n in runs.notifications(run)
+                if n.state != "delivered" and n.last_error
+            ],
         }
 
     async def run_page(request: Request, session: Session) -> Response:

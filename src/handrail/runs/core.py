@@ -30,6 +30,7 @@ from handrail.store.base import (
     Event,
     EventType,
     NewEvent,
+    Notification,
     RunRecord,
     RunStatus,
     RunUpdate,
@@ -251,6 +252,10 @@ class Runs:
         """Where the run's hash chain first fails to hold (store/chain.py), or None;
         `events`: its log as already read."""
         return check_run(self.store, run.id, run, events)
+
+    def notifications(self, run: RunRecord) -> list[Notification]:
+        """The run's webhook notifications and how their delivery went."""
+        return self.store.notifications(run.id)
 
     @staticmethod
     def offers(run: RunRecord) -> frozenset[EventType]:

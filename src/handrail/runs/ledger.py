@@ -16,10 +16,22 @@ from handrail import budget
 from handrail.codec import json_size
 from handrail.errors import InvalidParams, RunNotFound, StateError
 from handrail.limits import MAX_CONTEXT_BYTES
+from handrail.notify.events import notices
+from handrail.notify.targets import NotifyConfig
 from handrail.runs import machine
 from handrail.runs.pinning import Pins
 from handrail.runs.request import Request
-from handrail.store.base import LOCAL_OWNER, Conflict, Event, NewEvent, RunRecord, RunUpdate
+from handrail.store.base import (
+    LOCAL_OWNER,
+    Conflict,
+    Event,
+    NewEvent,
+    NewNotification,
+    RunRecord,
+    RunUpdate,
+    written,
+)
+from handrail.store.rows import now
 
 if TYPE_CHECKING:
     from handrail.catalog import Snapshot
@@ -71,6 +83,10 @@ class Ledger:
         self.check_config: CheckConfig | None = None  # the service sets the server's own
         # where a person approves in a browser, when this server serves the dashboard
         self.dashboard_url: str | None = None
+        # where the server sends notifications (None: nowhere), and who to tell of new ones
+        self.notify: NotifyConfig | None = None
+        self.queued: Callable[[], None] = lambda: None
+        self.on_close: Callable[[], None] = lambda: None  # stops what uses the store first
 
     @property
     def store(self) -> RunStore:
@@ -95,6 +111,7 @@ class Ledger:
         return run
 
     def close(self) -> None:
+        self.on_close()
         if self._store is not None:
             self._store.close()
             self._store = None
@@ -157,7 +174,12 @@ class Ledger:
         status = machine.after(None, [e.type for e in events])
         if status is None:
             raise StateError("a run cannot start with these events", {"runId": run.id})
-        return self.remember(self.store.create(replace(run, status=status), events))
+        run = replace(run, status=status)
+        notes = self._notices(run, events, run.owner, lambda: ())
+        created = self.remember(self.store.create(run, events, notes))
+        if notes:
+            self.queued()
+        return created
 
     def write(self, run: RunRecord, change: RunUpdate, events: Sequence[NewEvent], actor: str) -> RunRecord:
         """`change` and `events` written only if the run is still as read (else `Conflict`);
@@ -171,10 +193,28 @@ class Ledger:
         if status != run.status:
             change = replace(change, status=status)
         try:
-            return self.remember(self.store.update(run, change, events, actor))
+            notes = (
+                []
+                if self.notify is None  # the usual server: nothing more on a write's path
+                else self._notices(
+                    written(run, change, now(), len(events)), events, actor, lambda: self.events(run.id)
+                )
+            )
+            result = self.remember(self.store.update(run, change, events, actor, notes))
         except Conflict:
             self.recent.pop(run.id, None)
             raise
+        if notes:
+            self.queued()
+        return result
+
+    def _notices(
+        self, run: RunRecord, events: Sequence[NewEvent], actor: str, history: Callable[[], Sequence[Event]]
+    ) -> list[NewNotification]:
+        """The notifications the write causes (written with it, in its transaction)."""
+        if self.notify is None:
+            return []
+        return notices(self.notify, run, events, actor, history, dashboard_url=self.dashboard_url)
 
     @staticmethod
     def retrying(run_id: str, attempt: Callable[[], T]) -> T:

@@ -8,7 +8,7 @@ so two writers racing on one run cannot both move it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any, Protocol
@@ -110,6 +110,68 @@ class RunUpdate:
     accepted: int | None = None
 
 
+STUCK_PART = 100_000  # a stuck run's notifications sort after those of the write that left it idle
+
+
+@dataclass(frozen=True, slots=True)
+class NewNotification:
+    """A webhook to send, written to the outbox with the run event that causes it: `target`
+    is the receiver as configured (`slack:URL`, `teams:URL` or a plain URL), `payload` the
+    plain JSON event (spec/notify.md), formatted for the target when it is sent. A write's
+    notifications are delivered in the order it gives them, after those of earlier writes."""
+
+    target: str
+    event: str
+    payload: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Notification:
+    """One outbox row: `id` is the idempotency key every delivery attempt sends."""
+
+    id: str
+    run_id: str
+    target: str
+    event: str
+    payload: Mapping[str, Any]
+    created_at: str
+    state: str  # pending, delivered, failed (given up)
+    attempts: int
+    next_at: str
+    last_error: str | None
+    delivered_at: str | None
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "id": self.id,
+            "event": self.event,
+            "target": self.target,
+            "state": self.state,
+            "attempts": self.attempts,
+            "createdAt": self.created_at,
+        }
+        if self.state == "pending" and self.attempts:
+            out["nextAttemptAt"] = self.next_at
+        if self.last_error is not None:
+            out["lastError"] = self.last_error
+        if self.delivered_at is not None:
+            out["deliveredAt"] = self.delivered_at
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What one delivery attempt came to: delivered, or the error and when to try again
+    (`retry_at` None: given up, the row is marked failed)."""
+
+    delivered: bool
+    error: str | None = None
+    retry_at: str | None = None
+
+
+Send = Callable[[Notification], Outcome]
+
+
 def written(
     run: RunRecord, change: RunUpdate, at: str, events: int = 0, head: str | None = None
 ) -> RunRecord:
@@ -139,14 +201,25 @@ class RunStore(Protocol):
 
     def get_source(self, source_hash: str) -> bytes | None: ...
 
-    def create(self, run: RunRecord, events: Sequence[NewEvent]) -> RunRecord:
-        """Insert a new run with its first events, atomically; returns it as written."""
+    def create(
+        self, run: RunRecord, events: Sequence[NewEvent], notifications: Sequence[NewNotification] = ()
+    ) -> RunRecord:
+        """Insert a new run with its first events and the notifications they cause,
+        atomically; returns it as written."""
 
     def get(self, run_id: str) -> RunRecord | None: ...
 
-    def update(self, run: RunRecord, change: RunUpdate, events: Sequence[NewEvent], actor: str) -> RunRecord:
-        """Apply `change` and append `events` in one transaction, only if the run is still
-        at `run.version` (else `Conflict`). Returns the run as written (see `written`)."""
+    def update(
+        self,
+        run: RunRecord,
+        change: RunUpdate,
+        events: Sequence[NewEvent],
+        actor: str,
+        notifications: Sequence[NewNotification] = (),
+    ) -> RunRecord:
+        """Apply `change`, append `events` and queue `notifications` in one transaction,
+        only if the run is still at `run.version` (else `Conflict`). Returns the run as
+        written (see `written`)."""
 
     def list_runs(
         self,
@@ -164,5 +237,21 @@ class RunStore(Protocol):
 
     def aggregate(self, sql: str, values: Sequence[Any]) -> list[tuple[Any, ...]]:
         """The rows of one read-only query (store/stats.py's aggregates)."""
+
+    def idle_runs(self, before: str, limit: int) -> list[RunRecord]:
+        """Open runs last written before `before` that have no stuck notification at
+        their current version yet, longest idle first."""
+
+    def notify_idle(self, run: RunRecord, notifications: Sequence[NewNotification]) -> int:
+        """Queue a stuck run's notifications at its version, once: those already queued
+        (by this server or another) are left alone. Returns how many were added."""
+
+    def deliver_due(self, send: Send, limit: int) -> int:
+        """Claim up to `limit` due notifications, each the oldest undelivered one of its
+        run and target, `send` each and record its `Outcome`. A claim is held by one
+        server at a time; returns how many were sent."""
+
+    def notifications(self, run_id: str) -> list[Notification]:
+        """A run's notifications, in the order they are delivered."""
 
     def close(self) -> None: ...

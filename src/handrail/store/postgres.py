@@ -27,7 +27,19 @@ import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from handrail.errors import StorageError
-from handrail.store.base import Conflict, Event, NewEvent, RunRecord, RunUpdate, written
+from handrail.store import outbox
+from handrail.store.base import (
+    STUCK_PART,
+    Conflict,
+    Event,
+    NewEvent,
+    NewNotification,
+    Notification,
+    RunRecord,
+    RunUpdate,
+    Send,
+    written,
+)
 from handrail.store.chain import EVENT_COLUMNS, backfill, chained_rows, new_head
 from handrail.store.rows import (
     _COLUMNS,
@@ -170,15 +182,29 @@ class PostgresStore:
         return bytes(row[0]) if row else None
 
     # -- runs ----------------------------------------------------------------------
-    def create(self, run: RunRecord, events: Sequence[NewEvent]) -> RunRecord:
+    def create(
+        self, run: RunRecord, events: Sequence[NewEvent], notifications: Sequence[NewNotification] = ()
+    ) -> RunRecord:
         rows = chained_rows(run.id, 0, None, events, run.owner, run.created_at)
         head = new_head(rows, None)
         with self._connection() as db, db.transaction():
             db.execute(*insert_run(run, len(events), head, "%s"))
             insert_events(db, rows, "%s")
+            if notifications:
+                with db.cursor() as cursor:
+                    cursor.executemany(
+                        outbox.insert("%s"), outbox.rows(run.id, run.version, notifications, run.created_at)
+                    )
         return replace(run, events=len(events), head=head)
 
-    def update(self, run: RunRecord, change: RunUpdate, events: Sequence[NewEvent], actor: str) -> RunRecord:
+    def update(
+        self,
+        run: RunRecord,
+        change: RunUpdate,
+        events: Sequence[NewEvent],
+        actor: str,
+        notifications: Sequence[NewNotification] = (),
+    ) -> RunRecord:
         at = now()
         # the version check in the WHERE makes `run.events` and `run.head` the log's as committed
         rows = chained_rows(run.id, run.events, run.head, events, actor, at)
@@ -198,6 +224,17 @@ class PostgresStore:
                 "AS e (seq, type, at, actor, step_id, data, hash)"
             )
             values += [v for r in rows for v in r.values()[1:]]
+        if notifications:
+            # the outbox rows join the same transaction; they are written only if the run moved
+            with self._connection() as db, db.transaction():
+                moved = db.execute(query.encode(), values).rowcount
+                if moved != (len(rows) or 1):
+                    raise Conflict(run.id)
+                with db.cursor() as cursor:
+                    cursor.executemany(
+                        outbox.insert("%s"), outbox.rows(run.id, run.version + 1, notifications, at)
+                    )
+            return written(run, change, at, len(events), head)
         with self._connection() as db:
             moved = db.execute(query.encode(), values).rowcount
         if moved != (len(rows) or 1):
@@ -237,6 +274,40 @@ class PostgresStore:
         """One read-only query's rows (store/stats.py)."""
         with self._connection() as db:
             return db.execute(sql.encode(), list(values)).fetchall()
+
+    # -- the notification outbox ------------------------------------------------------
+    def idle_runs(self, before: str, limit: int) -> list[RunRecord]:
+        with self._connection() as db:
+            rows = db.execute(outbox.idle("%s").format(columns=_COLUMNS), (before, limit)).fetchall()
+        return [_record(r) for r in rows]
+
+    def notify_idle(self, run: RunRecord, notifications: Sequence[NewNotification]) -> int:
+        added = 0
+        with self._connection() as db, db.transaction():
+            for row in outbox.rows(run.id, run.version, notifications, now(), STUCK_PART):
+                added += db.execute(outbox.insert("%s"), row).rowcount
+        return added
+
+    def deliver_due(self, send: Send, limit: int) -> int:
+        """The claim is the row lock (`FOR UPDATE SKIP LOCKED`), held while sending: another
+        replica skips the row, and a replica that dies releases it with its connection."""
+        with self._connection() as db, db.transaction():
+            claimed = [
+                outbox.notification(r)
+                for r in db.execute(
+                    outbox.due("%s") + "ORDER BY n.created_at LIMIT %s FOR UPDATE OF n SKIP LOCKED",
+                    (now(), limit),
+                ).fetchall()
+            ]
+            for n in claimed:
+                outcome = send(n)
+                db.execute(outbox.record("%s"), outbox.recorded(n, outcome, now()))
+        return len(claimed)
+
+    def notifications(self, run_id: str) -> list[Notification]:
+        with self._connection() as db:
+            rows = db.execute(outbox.listing("%s"), (run_id,)).fetchall()
+        return [outbox.notification(r) for r in rows]
 
     def close(self) -> None:
         if not self._closed.is_set():

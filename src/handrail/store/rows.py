@@ -6,7 +6,7 @@ listing. `mark` is the driver's placeholder (`?` for sqlite3, `%s` for psycopg).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from handrail.codec import decode_stored, encode_stored
@@ -16,6 +16,12 @@ from handrail.store.chain import EVENT_COLUMNS, EventRow
 
 def now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def later(seconds: float) -> str:
+    """`now()` moved by `seconds` (negative: earlier), in the same form, so times compare as text."""
+    at = datetime.now(UTC) + timedelta(seconds=seconds)
+    return at.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 _COLUMNS = (

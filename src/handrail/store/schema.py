@@ -64,6 +64,28 @@ MIGRATIONS: tuple[str, ...] = (
     -- handrail stats: a workflow's runs in the order they started, found without a scan
     CREATE INDEX runs_by_workflow ON runs (workflow_id, created_at);
     """,
+    """
+    -- notifications: the outbox of webhooks (spec/notify.md), one row per event and target
+    CREATE TABLE notifications (
+        id TEXT PRIMARY KEY,
+        run_id TEXT NOT NULL REFERENCES runs(id),
+        run_version INTEGER NOT NULL,
+        part INTEGER NOT NULL,
+        target TEXT NOT NULL,
+        event TEXT NOT NULL,
+        payload TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        state TEXT NOT NULL,
+        attempts INTEGER NOT NULL,
+        next_at TEXT NOT NULL,
+        claimed_until TEXT,
+        last_error TEXT,
+        delivered_at TEXT,
+        UNIQUE (run_id, target, run_version, part)
+    );
+    CREATE INDEX notifications_due ON notifications (state, next_at);
+    CREATE INDEX notifications_queue ON notifications (run_id, target, state, run_version, part);
+    """,
 )
 
 MIGRATIONS_TABLE = (

@@ -30,7 +30,19 @@ from typing import Any
 
 from handrail import budget
 from handrail.errors import StorageError
-from handrail.store.base import Conflict, Event, NewEvent, RunRecord, RunUpdate, written
+from handrail.store import outbox
+from handrail.store.base import (
+    STUCK_PART,
+    Conflict,
+    Event,
+    NewEvent,
+    NewNotification,
+    Notification,
+    RunRecord,
+    RunUpdate,
+    Send,
+    written,
+)
 from handrail.store.chain import backfill, chained_rows, new_head
 from handrail.store.open import sqlite_url
 from handrail.store.rows import (
@@ -39,6 +51,7 @@ from handrail.store.rows import (
     _record,
     insert_events,
     insert_run,
+    later,
     list_filter,
     now,
     read_events,
@@ -49,6 +62,7 @@ from handrail.store.stats import last_line
 
 __all__ = ["MIGRATIONS", "SqliteStore", "now"]
 
+CLAIM_S = 30.0  # how long claimed notifications are another process's (a batch of sends takes less)
 BUSY_TIMEOUT_S = 5.0  # how long a write waits for another process's write lock
 DAMAGED = ("SQLITE_CORRUPT", "SQLITE_NOTADB")  # sqlite3 error names, and their extended forms
 UNWRITABLE = ("SQLITE_FULL", "SQLITE_IOERR", "SQLITE_CANTOPEN", "SQLITE_READONLY")
@@ -238,15 +252,28 @@ class SqliteStore:
         return bytes(row[0]) if row else None
 
     # -- runs ----------------------------------------------------------------------
-    def create(self, run: RunRecord, events: Sequence[NewEvent]) -> RunRecord:
+    def create(
+        self, run: RunRecord, events: Sequence[NewEvent], notifications: Sequence[NewNotification] = ()
+    ) -> RunRecord:
         rows = chained_rows(run.id, 0, None, events, run.owner, run.created_at)
         head = new_head(rows, None)
         with self._write() as db:
             db.execute(*insert_run(run, len(events), head, "?"))
             insert_events(db, rows, "?")
+            if notifications:
+                db.executemany(
+                    outbox.insert("?"), outbox.rows(run.id, run.version, notifications, run.created_at)
+                )
         return replace(run, events=len(events), head=head)
 
-    def update(self, run: RunRecord, change: RunUpdate, events: Sequence[NewEvent], actor: str) -> RunRecord:
+    def update(
+        self,
+        run: RunRecord,
+        change: RunUpdate,
+        events: Sequence[NewEvent],
+        actor: str,
+        notifications: Sequence[NewNotification] = (),
+    ) -> RunRecord:
         at = now()
         # the version check below makes `run.events` and `run.head` the log's as committed
         rows = chained_rows(run.id, run.events, run.head, events, actor, at)
@@ -260,6 +287,8 @@ class SqliteStore:
             if moved != 1:
                 raise Conflict(run.id)
             insert_events(db, rows, "?")
+            if notifications:
+                db.executemany(outbox.insert("?"), outbox.rows(run.id, run.version + 1, notifications, at))
         return written(run, change, at, len(events), head)
 
     def get(self, run_id: str) -> RunRecord | None:
@@ -291,6 +320,51 @@ class SqliteStore:
         """One read-only query's rows (store/stats.py)."""
         with self._read() as db:
             return db.execute(sql, tuple(values)).fetchall()
+
+    # -- the notification outbox ------------------------------------------------------
+    def idle_runs(self, before: str, limit: int) -> list[RunRecord]:
+        with self._read() as db:
+            rows = db.execute(outbox.idle("?").format(columns=_COLUMNS), (before, limit)).fetchall()
+        return [_record(r) for r in rows]
+
+    def notify_idle(self, run: RunRecord, notifications: Sequence[NewNotification]) -> int:
+        with self._write() as db:
+            before = db.total_changes
+            db.executemany(
+                outbox.insert("?"), outbox.rows(run.id, run.version, notifications, now(), STUCK_PART)
+            )
+            return db.total_changes - before
+
+    def deliver_due(self, send: Send, limit: int) -> int:
+        """A claim is a lease (`CLAIM_S`): other processes on the same file skip the row
+        until it ends, so a server killed while sending leaves it to the next one."""
+        at = now()
+        with self._read() as db:  # the usual answer, nothing due, takes no write lock
+            if db.execute(outbox.due("?") + "LIMIT 1", (at,)).fetchone() is None:
+                return 0
+        with self._write() as db:
+            claimed = [
+                outbox.notification(r)
+                for r in db.execute(
+                    outbox.due("?") + "AND (n.claimed_until IS NULL OR n.claimed_until < ?) "
+                    "ORDER BY n.created_at LIMIT ?",
+                    (at, at, limit),
+                ).fetchall()
+            ]
+            until = later(CLAIM_S)
+            db.executemany(
+                "UPDATE notifications SET claimed_until = ? WHERE id = ?", [(until, n.id) for n in claimed]
+            )
+        for n in claimed:
+            outcome = send(n)
+            with self._write() as db:
+                db.execute(outbox.record("?"), outbox.recorded(n, outcome, now()))
+        return len(claimed)
+
+    def notifications(self, run_id: str) -> list[Notification]:
+        with self._read() as db:
+            rows = db.execute(outbox.listing("?"), (run_id,)).fetchall()
+        return [outbox.notification(r) for r in rows]
 
     def close(self) -> None:
         with self._lock, self._opened:
