@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from handrail.checks import CheckConfig
     from handrail.model import Workflow
     from handrail.runs.approvals import InputRequired
+    from handrail.runs.approvers import Pending
     from handrail.runs.pinning import Pins
     from handrail.runs.request import Request
     from handrail.store import RunStore
@@ -155,6 +156,38 @@ class Runs:
     def pending_approval(self, run: RunRecord) -> dict[str, Any] | None:
         return self.decisions.pending_approval(run)
 
+    def waiting(self, run: RunRecord) -> Pending | None:
+        """The approval the run waits on, with its rule (who may decide); None without one."""
+        return self.decisions.waiting(run)
+
+    def readable(self, request: Request, run_id: str, person: str) -> RunRecord:
+        """The run, when it is `person`'s own or waits for an approval they may give."""
+        return self.decisions.readable(request, run_id, person)
+
+    def roles(self, person: str) -> frozenset[str]:
+        return self.ledger.roles(person)
+
+    def may_decide(self, request: Request, run: RunRecord, person: str, via: str) -> str | None:
+        """Why `person` may not decide on the run's pending approval through `via` (None:
+        they may). A run that waits for none: the refusal says so."""
+        found = self.decisions.waiting(run)
+        if found is None:
+            return f"the run is {run.status}, not waiting for a person's approval"
+        return self.decisions.refusal(request, found, person, via, approve=False)
+
+    def waiting_for(self, request: Request, person: str, limit: int = 100) -> list[RunRecord]:
+        """Runs awaiting an approval `person` may give, their own among them, oldest wait first."""
+        found = self.store.list_runs(statuses=[RunStatus.AWAITING_APPROVAL], limit=limit)
+        roles = self.ledger.roles(person)
+        out = []
+        for run in found:
+            waiting = self.decisions.waiting(run)
+            if waiting is None or waiting.refusal(person, roles) is not None:
+                continue
+            if run.owner == person or waiting.may_see(person, roles):
+                out.append(run)
+        return sorted(out, key=lambda r: r.updated_at)
+
     # -- workflow_start --------------------------------------------------------------
     def start(
         self,
@@ -201,6 +234,7 @@ class Runs:
                     "workspace": folder,
                     "context": context,
                     **({"baseline": baseline} if baseline is not None else {}),
+                    **_channels(self.ledger.approval_channels),
                 },
             )
         ]
@@ -283,6 +317,14 @@ class Runs:
             return shaped(written, ("runId", "status", "workflowId"))
 
         return self.ledger.retrying(run_id, once)
+
+
+def _channels(kept: frozenset[str] | None) -> dict[str, Any]:
+    """What the started event records of the server's --approval-channels: nothing when
+    it takes approvals from all of them."""
+    from handrail.runs.approvers import CHANNELS
+
+    return {} if kept is None or kept >= set(CHANNELS) else {"approvalChannels": sorted(kept)}
 
 
 def _baseline(workflow: Workflow, folder: str) -> dict[str, Any] | None:

@@ -17,6 +17,7 @@ from handrail.codec import json_size
 from handrail.errors import InvalidParams, RunNotFound, StateError
 from handrail.limits import MAX_CONTEXT_BYTES
 from handrail.runs import machine
+from handrail.runs.approvers import Roles, no_roles
 from handrail.runs.pinning import Pins
 from handrail.runs.request import Request
 from handrail.store.base import LOCAL_OWNER, Conflict, Event, NewEvent, RunRecord, RunUpdate
@@ -71,6 +72,10 @@ class Ledger:
         self.check_config: CheckConfig | None = None  # the service sets the server's own
         # where a person approves in a browser, when this server serves the dashboard
         self.dashboard_url: str | None = None
+        # each person's roles, from the tokens file (spec/runs.md, "Who may approve")
+        self.roles: Roles = no_roles
+        # the channels this server takes approvals from (--approval-channels); None: all
+        self.approval_channels: frozenset[str] | None = None
 
     @property
     def store(self) -> RunStore:
