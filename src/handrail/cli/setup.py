@@ -34,7 +34,10 @@ def add_token(sub: Any) -> None:
         "or both (what a line without a scope means)",
     )
     token.add_argument(
-        "--roles", default=None, metavar="ROLE,...", help="the person's roles, e.g. lead,qa (approvers name role:lead)"
+        "--roles",
+        default=None,
+        metavar="ROLE,...",
+        help="the person's roles, e.g. lead,qa (approvers name role:lead)",
     )
 
 

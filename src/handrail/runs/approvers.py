@@ -90,8 +90,7 @@ class Pending:
         for kept, whose in ((served, "this server"), (self.channels, "the server that started this run")):
             if kept is not None and channel not in kept:
                 return (
-                    f"{OPTION}: {whose} takes approvals from {', '.join(sorted(kept))}, "
-                    f"not from `{channel}`"
+                    f"{OPTION}: {whose} takes approvals from {', '.join(sorted(kept))}, not from `{channel}`"
                 )
         return None
 

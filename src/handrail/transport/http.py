@@ -253,7 +253,10 @@ def create_app(service: Service, settings: HttpSettings | None = None) -> Starle
         except ValueError as exc:
             return _json(parse_error(exc), 400)
         return answer(
-            message, headers.get("mcp-protocol-version"), headers, asking_request.Request(owner=person, scope=scope)
+            message,
+            headers.get("mcp-protocol-version"),
+            headers,
+            asking_request.Request(owner=person, scope=scope),
         )
 
     async def healthz(request: Request) -> Response:
