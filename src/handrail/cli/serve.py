@@ -80,9 +80,17 @@ def add_dashboard(sub: Any) -> None:
     options.add_transport_options(dashboard, http=True)
 
 
-def service_of(catalog: Any, args: argparse.Namespace, checks: Any, dashboard_url: str | None = None) -> Any:
+def service_of(
+    catalog: Any,
+    args: argparse.Namespace,
+    checks: Any,
+    dashboard_url: str | None = None,
+    people: Any = None,
+    with_tokens: bool = False,
+) -> Any:
     """The service of `start` and `serve`: the catalog, the limits, the run store, the checks,
-    and the dashboard's address when the server serves one."""
+    the dashboard's address when the server serves one, and who may approve: the roles of
+    `people` (the tokens file) and the channels approvals come through."""
     from handrail.errors import StorageError
     from handrail.service.core import Service, default_runs
     from handrail.store.open import check_url
@@ -92,7 +100,9 @@ def service_of(catalog: Any, args: argparse.Namespace, checks: Any, dashboard_ur
     except StorageError as exc:
         print(f"handrail {args.command}: --database: {exc.message}", file=sys.stderr)
         raise SystemExit(EXIT_USAGE) from None
-    return Service(
+    from handrail.runs.approvers import default_channels
+
+    service = Service(
         catalog,
         options.limits_of(args),
         runs=default_runs(args.database),
@@ -100,6 +110,11 @@ def service_of(catalog: Any, args: argparse.Namespace, checks: Any, dashboard_ur
         checks=checks,
         dashboard_url=dashboard_url,
     )
+    chosen = getattr(args, "approval_channels", None)
+    service.runs.ledger.approval_channels = chosen or default_channels(with_tokens)
+    if people is not None:
+        service.runs.ledger.roles = people.roles_of
+    return service
 
 
 def _reachable(url: str, host: str, port: int) -> str:
@@ -197,15 +212,24 @@ def serve_command(args: argparse.Namespace) -> int:
     dashboard = f"http://{where}:{port}/"
     print(f"handrail {args.command}: the dashboard is at {dashboard}", file=sys.stderr)
     try:
+        served_people = None if args.command == "dashboard" else people
+        shared = None if args.command == "dashboard" else (settings().token or None)
         return serve(
-            service_of(catalog, args, checks, dashboard_url=_reachable(dashboard, args.host, port)),
+            service_of(
+                catalog,
+                args,
+                checks,
+                dashboard_url=_reachable(dashboard, args.host, port),
+                people=served_people,
+                with_tokens=bool(served_people or shared),
+            ),
             args.host,
             port,
             extra_hosts=args.allow_host,
             extra_origins=args.allow_origin,
             # `dashboard` serves one person's local store on loopback: no token asked
-            token=None if args.command == "dashboard" else (settings().token or None),
-            people=None if args.command == "dashboard" else people,
+            token=shared,
+            people=served_people,
             log_level=args.log_level,
             sock=sock,
             limits=options.transport_limits(args),
