@@ -144,12 +144,20 @@ class Decisions:
         return found.refusal(person, self.ledger.roles(person), approve=approve)
 
     def readable(self, request: Request, run_id: str, person: str) -> RunRecord:
-        """The run, when it is the asking person's, or waits for an approval they may give."""
+        """The run, when it is the asking person's, waits for an approval they may give,
+        or was decided on by them. Another's run whose step names its approvers is refused
+        naming the rule; any other run of another person is not found, as ever."""
         found = self.ledger.store.get(run_id)
         if found is not None and found.owner != self.ledger.owner(request):
-            waiting = self.waiting(found)
-            if waiting is None or not waiting.may_see(person, self.ledger.roles(person)):
+            events = self.ledger.events(found.id)
+            waiting = self.waiting(found, events)
+            roles = self.ledger.roles(person)
+            if _decided_by(events, person):
+                pass
+            elif waiting is None or not (waiting.rule.approvers or waiting.rule.separate):
                 found = None
+            elif not waiting.may_see(person, roles):
+                raise not_allowed(found, waiting.refusal(person, roles, approve=False) or "approvers")
         if found is None:
             raise RunNotFound(data={"runId": run_id})
         return found
@@ -404,6 +412,11 @@ class Decisions:
             f"{'person' if more == 1 else 'people'} must approve it before it is accepted.",
             **view(written),
         }
+
+
+def _decided_by(events: list[Event], person: str) -> bool:
+    decisions = (EventType.APPROVED, EventType.DECLINED, EventType.APPROVAL_GIVEN)
+    return any(e.type in decisions and e.data.get("person") == person for e in events)
 
 
 def _decision_data(data: Mapping[str, Any]) -> dict[str, Any]:
