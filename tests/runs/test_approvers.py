@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -122,8 +123,6 @@ def api(
 
 
 def events(http: HttpServer, run_id: str, tmp_path: Path) -> list[dict[str, Any]]:
-    import json
-
     shown = cli(tmp_path, "show", run_id, "--format", "json")
     assert shown.returncode == 0, shown.stderr
     found: list[dict[str, Any]] = json.loads(shown.stdout)["events"]
@@ -315,3 +314,22 @@ def test_an_approver_sees_the_run_waiting_for_them_and_the_dashboard_records_its
         gina.close()
     approved = next(e for e in events(served, run_id, tmp_path) if e["type"] == "approved")
     assert (approved["person"], approved["via"]) == ("alice", "dashboard")
+
+
+def test_a_waiting_approval_is_reminded_and_escalated_as_its_times_pass(tmp_path: Path) -> None:
+    write(tmp_path / "flows", {**hotfix("1s"), "id": "nudged"})
+    nudged = tmp_path / "flows" / "nudged.json"
+    document = json.loads(nudged.read_text("utf-8"))
+    document["steps"][0]["remindAfter"] = "1s"
+    nudged.write_text(json.dumps(document), "utf-8")
+    with HttpServer(*serve_args(tmp_path)) as http:
+        run_id = waiting_run(http, "nudged", "patch")
+        deadline = time.monotonic() + 30  # the server looks every few seconds
+        kinds: list[str] = []
+        while time.monotonic() < deadline and not {"reminded", "escalated"} <= set(kinds):
+            time.sleep(0.5)
+            kinds = [e["type"] for e in events(http, run_id, tmp_path)]
+        assert kinds.count("escalated") == 1 and "reminded" in kinds, kinds
+        reminded = next(e for e in events(http, run_id, tmp_path) if e["type"] == "reminded")
+        assert reminded["approvers"] == ["alice", "role:oncall"] or reminded["approvers"] == ["alice"]
+        assert status(http, run_id) == "awaiting_approval"

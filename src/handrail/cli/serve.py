@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+import threading
 from typing import Any
 
 from handrail.cli import options
@@ -117,6 +118,26 @@ def service_of(
     return service
 
 
+SWEEP_SECONDS = 5.0  # how often pending approvals are looked at for remindAfter and escalateAfter
+
+
+def sweep_approvals(service: Any) -> threading.Event:
+    """Record reminders and escalations while the server runs (a daemon thread: it dies
+    with the server); set the returned event to stop it."""
+    stop = threading.Event()
+    log = logging.getLogger("handrail.approvals")
+
+    def loop() -> None:
+        while not stop.wait(SWEEP_SECONDS):
+            try:
+                service.runs.sweep_approvals()
+            except Exception:  # a store that is down now may be up at the next sweep
+                log.exception("recording reminders and escalations failed")
+
+    threading.Thread(target=loop, name="handrail-approvals", daemon=True).start()
+    return stop
+
+
 def _reachable(url: str, host: str, port: int) -> str:
     """The dashboard's address as a person on this machine opens it: a server listening on
     every interface is reached on loopback."""
@@ -162,16 +183,19 @@ def start(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     catalog = options.catalog_of(args)
     limits = options.limits_of(args)
+    service = service_of(catalog, args, checks)
+    sweeping = sweep_approvals(service)
     try:
         # `initialize` is answered from a quick read of the sources; the workflows are
         # compiled (and watched) right after that first answer is out
         return serve(
-            Protocol(service_of(catalog, args, checks)),
+            Protocol(service),
             max_line=limits.max_line_bytes,
             after_first_reply=lambda: catalog.watch(interval=args.reload_interval),
             shutdown_timeout=args.shutdown_timeout,
         )
     finally:
+        sweeping.set()
         catalog.close()
 
 
@@ -211,18 +235,21 @@ def serve_command(args: argparse.Namespace) -> int:
     print(f"{said} serving MCP at http://{where}:{port}/mcp (Ctrl-C stops)", file=sys.stderr)
     dashboard = f"http://{where}:{port}/"
     print(f"handrail {args.command}: the dashboard is at {dashboard}", file=sys.stderr)
+    sweeping: threading.Event | None = None
     try:
         served_people = None if args.command == "dashboard" else people
         shared = None if args.command == "dashboard" else (settings().token or None)
+        service = service_of(
+            catalog,
+            args,
+            checks,
+            dashboard_url=_reachable(dashboard, args.host, port),
+            people=served_people,
+            with_tokens=bool(served_people or shared),
+        )
+        sweeping = sweep_approvals(service)
         return serve(
-            service_of(
-                catalog,
-                args,
-                checks,
-                dashboard_url=_reachable(dashboard, args.host, port),
-                people=served_people,
-                with_tokens=bool(served_people or shared),
-            ),
+            service,
             args.host,
             port,
             extra_hosts=args.allow_host,
@@ -235,6 +262,8 @@ def serve_command(args: argparse.Namespace) -> int:
             limits=options.transport_limits(args),
         )
     finally:
+        if sweeping is not None:
+            sweeping.set()
         catalog.close()
 
 

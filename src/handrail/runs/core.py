@@ -175,6 +175,44 @@ class Runs:
             return f"the run is {run.status}, not waiting for a person's approval"
         return self.decisions.refusal(request, found, person, via, approve=False)
 
+    def sweep_approvals(self, limit: int = 1000) -> int:
+        """Record what the passing of time did to the pending approvals: a `reminded`
+        event each `remindAfter`, an `escalated` event once `escalateAfter` has passed.
+        Returns how many events were written. Several servers on one store may sweep at
+        once: a write that meets another's is read afresh, so each event is written once."""
+        from datetime import UTC, datetime
+
+        from handrail.runs.approvers import reminders_due
+
+        written = 0
+        if not self.ledger.exists:
+            return 0
+        for listed in self.store.list_runs(statuses=[RunStatus.AWAITING_APPROVAL], limit=limit):
+
+            def once(run_id: str = listed.id) -> int:
+                run = self.store.get(run_id)
+                if run is None:
+                    return 0
+                events = self.ledger.events(run.id)
+                found = self.decisions.waiting(run, events)
+                if found is None:
+                    return 0
+                due: list[NewEvent] = []
+                rule = found.rule
+                if reminders_due(events, rule, datetime.now(UTC)):
+                    due.append(
+                        NewEvent(EventType.REMINDED, found.step_id, {"approvers": list(found.allowed)})
+                    )
+                escalated = any(e.type == EventType.ESCALATED for e in events if e.at >= found.since)
+                if found.escalated and rule.escalate_role is not None and not escalated:
+                    due.append(NewEvent(EventType.ESCALATED, found.step_id, {"role": rule.escalate_role}))
+                if due:
+                    self.ledger.write(run, RunUpdate(), due, "handrail")
+                return len(due)
+
+            written += self.ledger.retrying(listed.id, once)
+        return written
+
     def waiting_for(self, request: Request, person: str, limit: int = 100) -> list[RunRecord]:
         """Runs awaiting an approval `person` may give, their own among them, oldest wait first."""
         found = self.store.list_runs(statuses=[RunStatus.AWAITING_APPROVAL], limit=limit)

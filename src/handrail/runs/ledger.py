@@ -85,6 +85,11 @@ class Ledger:
                     self._store = self._store_factory()
         return self._store
 
+    @property
+    def exists(self) -> bool:
+        """Whether the store is open or there to open: a sweep never creates a database."""
+        return self._store is not None or self.database_file is None or os.path.exists(self.database_file)
+
     def owner(self, request: Request) -> str:
         """Who is asking: the person the request names (a token's, a dashboard session's),
         else the server's one owner."""
