@@ -270,7 +270,7 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _channels(text: str) -> frozenset[str]:
-    from handrail.runs.approvers import parse_channels
+    from handrail.runs.approvers import parse_channels  # loaded only when the option is given
 
     try:
         return parse_channels(text)

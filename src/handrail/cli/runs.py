@@ -370,7 +370,7 @@ def _decide(runs: Runs, args: argparse.Namespace) -> int:
     person = args.person or local_person()
     tokens = settings(args).tokens_file or None
     if tokens is not None:
-        from handrail.service.people import People, TokensFileError
+        from handrail.service.people import People, TokensFileError  # only with a tokens file
 
         try:
             runs.ledger.roles = People.load(tokens).roles_of

@@ -101,7 +101,7 @@ def service_of(
     except StorageError as exc:
         print(f"handrail {args.command}: --database: {exc.message}", file=sys.stderr)
         raise SystemExit(EXIT_USAGE) from None
-    from handrail.runs.approvers import default_channels
+    from handrail.runs.approvers import default_channels  # with the service, after the parser
 
     service = Service(
         catalog,

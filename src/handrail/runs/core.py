@@ -15,10 +15,12 @@ run's recap (resume), abandon.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from handrail.runs import machine
 from handrail.runs.advance import Advance
+from handrail.runs.approvers import CHANNELS, reminders_due
 from handrail.runs.decisions import Decisions
 from handrail.runs.ledger import Ledger, new_run_id
 from handrail.runs.position import Position, merge_context
@@ -180,10 +182,6 @@ class Runs:
         event each `remindAfter`, an `escalated` event once `escalateAfter` has passed.
         Returns how many events were written. Several servers on one store may sweep at
         once: a write that meets another's is read afresh, so each event is written once."""
-        from datetime import UTC, datetime
-
-        from handrail.runs.approvers import reminders_due
-
         written = 0
         if not self.ledger.exists:
             return 0
@@ -360,8 +358,6 @@ class Runs:
 def _channels(kept: frozenset[str] | None) -> dict[str, Any]:
     """What the started event records of the server's --approval-channels: nothing when
     it takes approvals from all of them."""
-    from handrail.runs.approvers import CHANNELS
-
     return {} if kept is None or kept >= set(CHANNELS) else {"approvalChannels": sorted(kept)}
 
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from handrail.errors import HandrailError, InvalidParams, RunNotActive, RunNotFound, StateError
 from handrail.model import ApprovalRule, Step
 from handrail.runs import machine
+from handrail.runs.approvers import Pending, pending
 from handrail.runs.ledger import Ledger, off_the_clock
 from handrail.runs.position import Position
 from handrail.runs.refusals import answer_refused, not_allowed, not_current
@@ -18,7 +19,6 @@ from handrail.store.base import Event, EventType, NewEvent, RunRecord, RunStatus
 
 if TYPE_CHECKING:
     from handrail.runs.approvals import Answer, InputRequired, Question
-    from handrail.runs.approvers import Pending
     from handrail.runs.request import Request
 
 
@@ -111,8 +111,6 @@ class Decisions:
 
     def waiting(self, run: RunRecord, events: list[Event] | None = None) -> Pending | None:
         """The approval the run waits on, with its rule; None when it waits for none."""
-        from handrail.runs.approvers import pending
-
         if run.status != RunStatus.AWAITING_APPROVAL:
             return None
         events = self.ledger.events(run.id) if events is None else events
