@@ -333,3 +333,40 @@ def test_a_waiting_approval_is_reminded_and_escalated_as_its_times_pass(tmp_path
         reminded = next(e for e in events(http, run_id, tmp_path) if e["type"] == "reminded")
         assert reminded["approvers"] == ["alice", "role:oncall"] or reminded["approvers"] == ["alice"]
         assert status(http, run_id) == "awaiting_approval"
+
+
+def test_the_agents_client_is_not_asked_where_elicitation_is_left_out_and_its_answer_is_refused(
+    tmp_path: Path,
+) -> None:
+    from tests.runs.test_approval_answers import ACCEPT, _modern, _server, _start
+
+    server = _server(tmp_path, "--approval-channels", "dashboard,cli")
+    try:
+        run = _start(server)
+        plan = {"runId": run, "stepId": "plan", "output": "Plan: one."}
+        waiting = _modern(server, plan)
+        assert waiting.get("resultType") != "input_required"
+        assert waiting["structuredContent"]["status"] == "awaiting_approval"
+        refused = _modern(
+            server, {"runId": run, "stepId": "plan"}, inputResponses=ACCEPT, requestState=f"{run}:1:x"
+        )
+        assert refused["isError"] is True
+        assert server.result("workflow_resume", {"runId": run})["status"] == "awaiting_approval"
+    finally:
+        server.close()
+
+
+def test_an_answer_through_the_client_records_input_required_as_its_channel(tmp_path: Path) -> None:
+    from tests.runs.test_approval_answers import ACCEPT, _events, _modern, _server, _start
+
+    server = _server(tmp_path)
+    try:
+        run = _start(server)
+        plan = {"runId": run, "stepId": "plan", "output": "Plan: one."}
+        state = _modern(server, plan)["requestState"]
+        done = _modern(server, {"runId": run, "stepId": "plan"}, inputResponses=ACCEPT, requestState=state)
+        assert done["structuredContent"]["accepted"] is True
+        approved = next(e for e in _events(server, run) if e["type"] == "approved")
+        assert approved["via"] == "input_required"
+    finally:
+        server.close()
