@@ -370,3 +370,38 @@ def test_an_answer_through_the_client_records_input_required_as_its_channel(tmp_
         assert approved["via"] == "input_required"
     finally:
         server.close()
+
+
+def test_having_decided_one_step_gives_no_say_over_a_later_step_whose_rule_names_nobody(
+    tmp_path: Path,
+) -> None:
+    write(
+        tmp_path / "flows",
+        {
+            "id": "two-gates",
+            "name": "Two gates",
+            "description": "bob signs off the first; the second is the starter's.",
+            "version": "1.0.0",
+            "steps": [
+                {
+                    "id": "first",
+                    "title": "First",
+                    "prompt": "Do it.",
+                    "requireConfirmation": True,
+                    "approvers": ["bob"],
+                },
+                {"id": "second", "title": "Second", "prompt": "Do it.", "requireConfirmation": True},
+            ],
+        },
+    )
+    with HttpServer(*serve_args(tmp_path)) as http:
+        run_id = waiting_run(http, "two-gates", "first")
+        assert api(http, run_id, "approve", "bob").status_code == 200
+        done = http.rpc(
+            "workflow_continue",
+            {"runId": run_id, "stepId": "second", "output": "Done."},
+            headers=bearer("erin"),
+        )
+        assert done["result"]["status"] == "awaiting_approval"
+        assert api(http, run_id, "approve", "bob").status_code == 404
+        assert status(http, run_id) == "awaiting_approval"

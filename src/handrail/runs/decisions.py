@@ -348,6 +348,9 @@ class Decisions:
             if question is not None:
                 decided["question"] = question[0]
             found = self.waiting(run)
+            unruled = found is not None and not (found.rule.approvers or found.rule.separate)
+            if unruled and run.owner != self.ledger.owner(request):  # a step no rule opens: its owner's
+                raise RunNotFound(data={"runId": run_id})
             if found is not None:
                 # a client's answer (to a question) comes through the `elicitation` channel
                 channel = "elicitation" if question is not None else via
