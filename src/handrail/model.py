@@ -69,6 +69,21 @@ class Rule:
 
 
 @dataclass(frozen=True, slots=True)
+class ApprovalRule:
+    """Who may approve a step that waits for a person (spec/workflow-format.md, "Approvers")."""
+
+    approvers: tuple[str, ...] = ()  # names, and roles as `role:NAME`; empty: whoever may approve at all
+    approvals: int = 1  # distinct people
+    separate: bool = False  # the person who started the run may not approve
+    remind_after: int | None = None  # seconds
+    escalate_after: int | None = None  # seconds
+    escalate_role: str | None = None
+
+
+ANYONE = ApprovalRule()
+
+
+@dataclass(frozen=True, slots=True)
 class Step:
     id: str
     title: str
@@ -86,6 +101,7 @@ class Step:
     pointer: str
     checks: tuple[StepCheck, ...] = ()  # evidence the server gathers itself, in a run
     policy: Policy | None = None  # what the agent may do while the step is current (spec/gate.md)
+    approval: ApprovalRule = ANYONE  # who may approve, when the step waits for a person
 
 
 @dataclass(frozen=True, slots=True)

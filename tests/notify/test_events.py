@@ -67,3 +67,18 @@ def test_a_receiver_is_shown_without_the_path_that_holds_its_secret() -> None:
     assert shown("slack:https://hooks.slack.com/services/T0/B0/XXXX") == "slack:https://hooks.slack.com/..."
     assert shown("https://user:pw@example.com:8443/hook?key=1") == "https://example.com:8443/..."
     assert shown("http://127.0.0.1:9000") == "http://127.0.0.1:9000"
+
+
+def test_a_partial_approval_a_reminder_and_an_escalation_each_notify_every_target() -> None:
+    events = [
+        NewEvent(EventType.APPROVAL_GIVEN, "s1", {"person": "bea", "via": "dashboard"}),
+        NewEvent(EventType.REMINDED, "s1", {}),
+        NewEvent(EventType.ESCALATED, "s1", {"role": "lead"}),
+    ]
+    made = notices(CONFIG, record("r1"), events, "ann", lambda: [], dashboard_url=None)
+    assert [n.event for n in made[::2]] == [
+        "run.approval_given",
+        "run.approval_reminder",
+        "run.approval_escalated",
+    ]
+    assert made[0].payload["person"] == "bea" and made[4].payload["details"] == {"role": "lead"}

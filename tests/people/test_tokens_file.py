@@ -77,3 +77,51 @@ def test_a_person_may_hold_several_tokens_while_one_replaces_another(tmp_path: P
     people = People.load(tokens)
     assert people.identify("0123456789abcdef0123") == "bob" == people.identify("0123456789abcdef9999")
     assert len(people) == 1
+
+
+def test_handrail_token_with_a_scope_and_roles_prints_a_line_that_gives_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["token", "dana", "--scope", "person", "--roles", "lead,qa"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    token, line = out[0].removeprefix("token: "), out[1].removeprefix("line:  ")
+    assert line.startswith("dana sha256:") and line.endswith(" roles=lead,qa scope=person")
+    (tmp_path / "tokens").write_text(line + "\n", "utf-8")
+    people = People.load(tmp_path / "tokens")
+    assert people.credential(token) == ("dana", "person")
+    assert people.roles_of("dana") == frozenset({"lead", "qa"})
+    assert people.identify(token, scope="person") == "dana"
+    assert people.identify(token, scope="agent") is None  # a person's token does not reach /mcp
+
+
+def test_a_line_without_a_scope_is_good_for_both_as_tokens_were_before_scopes(tmp_path: Path) -> None:
+    token = "an-old-line-token-0123456789"
+    (tmp_path / "tokens").write_text(f"erin {token}\n", "utf-8")
+    people = People.load(tmp_path / "tokens")
+    assert people.credential(token) == ("erin", "both")
+    assert people.identify(token, scope="agent") == people.identify(token, scope="person") == "erin"
+    assert people.roles_of("erin") == frozenset()
+
+
+def test_handrail_token_refuses_a_role_that_is_no_name(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["token", "dana", "--roles", "lead,,qa"]) == 2
+    assert "--roles: each role is 1 to 64 letters" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("settings", "why"),
+    [
+        ("scope=admin", "`scope=` is given once, as agent, person or both"),
+        ("scope=agent scope=person", "`scope=` is given once"),
+        ("roles=lead roles=qa", "`roles=` is given once"),
+        ("roles=,lead", "`roles=` is given once, as names"),
+        ("team=red", "after the token a line may give only `roles=NAME,...` and `scope=agent|person|both`"),
+    ],
+)
+def test_a_bad_scope_or_roles_field_stops_serve_naming_the_file_and_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], settings: str, why: str
+) -> None:
+    (tmp_path / "tokens").write_text(f"# people\nalice 0123456789abcdef0123 {settings}\n", "utf-8")
+    assert main(["serve", "--tokens", str(tmp_path / "tokens"), "--port", "0"]) == 2
+    err = capsys.readouterr().err
+    assert f"{tmp_path / 'tokens'}:2: " in err and why in err

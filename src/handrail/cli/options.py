@@ -259,6 +259,23 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
 
     add_database_option(parser)
     add_runs_only_option(parser)
+    parser.add_argument(
+        "--approval-channels",
+        type=_channels,
+        default=None,
+        metavar="CHANNEL,...",
+        help="where a person's approval may come from: dashboard, cli, elicitation (the agent's client "
+        "asks), api (default: all of them without tokens; dashboard,cli,api with tokens)",
+    )
+
+
+def _channels(text: str) -> frozenset[str]:
+    from handrail.runs.approvers import parse_channels  # loaded only when the option is given
+
+    try:
+        return parse_channels(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--approval-channels: ")) from None
 
 
 def catalog_of(args: argparse.Namespace) -> Any:

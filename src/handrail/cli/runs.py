@@ -11,7 +11,7 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
-from handrail.errors import HandrailError, RunNotActive, RunNotFound
+from handrail.errors import HandrailError, InvalidParams, RunNotActive, RunNotFound
 from handrail.notify.targets import shown as shown_receiver
 from handrail.settings import settings
 from handrail.store.base import STATUSES, EventType, Notification, RunStatus
@@ -75,7 +75,18 @@ def add_runs_parser(sub: Any) -> None:
         decide.add_argument("run_id", metavar="RUN", help=RUN_HELP)
         decide.add_argument("--comment", default=None, metavar="TEXT", help="a note for the run's record")
         decide.add_argument(
-            "--as", dest="person", default=None, metavar="NAME", help="who decides (default: your user name)"
+            "--as",
+            dest="person",
+            default=None,
+            metavar="NAME",
+            help="who decides (default: your user name); held to the step's approvers",
+        )
+        decide.add_argument(
+            "--tokens",
+            default=None,
+            metavar="FILE",
+            help="the server's tokens file, for the roles a step's approvers name "
+            "(default $HANDRAIL_TOKENS_FILE)",
         )
         add_database_option(decide)
     abandon = verbs.add_parser("abandon", help="end a run that will not be finished")
@@ -388,10 +399,20 @@ def _decide(runs: Runs, args: argparse.Namespace) -> int:
     from handrail.runs.approvals import local_person
 
     person = args.person or local_person()
+    tokens = settings(args).tokens_file or None
+    if tokens is not None:
+        from handrail.service.people import People, TokensFileError  # only with a tokens file
+
+        try:
+            runs.ledger.roles = People.load(tokens).roles_of
+        except TokensFileError as exc:
+            raise InvalidParams(f"--tokens: {exc}") from None
     decide = runs.approve if args.runs_command == "approve" else runs.decline
     # a served run is its owner's; the person decides
     result = decide(_as_owner(runs, args.run_id), args.run_id, person=person, comment=args.comment)
-    if args.runs_command == "approve":
+    if "approvals" in result:  # one of several people the step needs
+        print(f"run {result['runId']}: {result['message']}")
+    elif args.runs_command == "approve":
         step = result.get("step")
         after = (
             f"; now at step {step['id']}" if isinstance(step, dict) else f"; the run is {result['status']}"

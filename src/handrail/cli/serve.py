@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+import threading
 from typing import Any
 
 from handrail.cli import notify, options
@@ -88,9 +89,17 @@ def add_dashboard(sub: Any) -> None:
     )
 
 
-def service_of(catalog: Any, args: argparse.Namespace, checks: Any, dashboard_url: str | None = None) -> Any:
+def service_of(
+    catalog: Any,
+    args: argparse.Namespace,
+    checks: Any,
+    dashboard_url: str | None = None,
+    people: Any = None,
+    with_tokens: bool = False,
+) -> Any:
     """The service of `start` and `serve`: the catalog, the limits, the run store, the checks,
-    and the dashboard's address when the server serves one."""
+    the dashboard's address when the server serves one, and who may approve: the roles of
+    `people` (the tokens file) and the channels approvals come through."""
     from handrail.errors import StorageError
     from handrail.service.core import Service, default_runs
     from handrail.store.open import check_url
@@ -100,7 +109,9 @@ def service_of(catalog: Any, args: argparse.Namespace, checks: Any, dashboard_ur
     except StorageError as exc:
         print(f"handrail {args.command}: --database: {exc.message}", file=sys.stderr)
         raise SystemExit(EXIT_USAGE) from None
-    return Service(
+    from handrail.runs.approvers import default_channels  # with the service, after the parser
+
+    service = Service(
         catalog,
         options.limits_of(args),
         runs=default_runs(args.database),
@@ -108,6 +119,31 @@ def service_of(catalog: Any, args: argparse.Namespace, checks: Any, dashboard_ur
         checks=checks,
         dashboard_url=dashboard_url,
     )
+    chosen = getattr(args, "approval_channels", None)
+    service.runs.ledger.approval_channels = chosen or default_channels(with_tokens)
+    if people is not None:
+        service.runs.ledger.roles = people.roles_of
+    return service
+
+
+SWEEP_SECONDS = 5.0  # how often pending approvals are looked at for remindAfter and escalateAfter
+
+
+def sweep_approvals(service: Any) -> threading.Event:
+    """Record reminders and escalations while the server runs (a daemon thread: it dies
+    with the server); set the returned event to stop it."""
+    stop = threading.Event()
+    log = logging.getLogger("handrail.approvals")
+
+    def loop() -> None:
+        while not stop.wait(SWEEP_SECONDS):
+            try:
+                service.runs.sweep_approvals()
+            except Exception:  # a store that is down now may be up at the next sweep
+                log.exception("recording reminders and escalations failed")
+
+    threading.Thread(target=loop, name="handrail-approvals", daemon=True).start()
+    return stop
 
 
 def _reachable(url: str, host: str, port: int) -> str:
@@ -158,6 +194,7 @@ def start(args: argparse.Namespace) -> int:
     limits = options.limits_of(args)
     service = service_of(catalog, args, checks)
     worker = notify.start_worker(service.runs, notifying)
+    sweeping = sweep_approvals(service)
     try:
         # `initialize` is answered from a quick read of the sources; the workflows are
         # compiled (and watched) right after that first answer is out
@@ -170,6 +207,7 @@ def start(args: argparse.Namespace) -> int:
     finally:
         if worker is not None:
             worker.stop()
+        sweeping.set()
         catalog.close()
 
 
@@ -213,9 +251,19 @@ def serve_command(args: argparse.Namespace) -> int:
     print(f"{said} serving MCP at http://{where}:{port}/mcp (Ctrl-C stops)", file=sys.stderr)
     dashboard = f"http://{where}:{port}/"
     print(f"handrail {args.command}: the dashboard is at {dashboard}", file=sys.stderr)
-    worker = None
+    sweeping: threading.Event | None = None
     try:
-        service = service_of(catalog, args, checks, dashboard_url=_reachable(dashboard, args.host, port))
+        served_people = None if args.command == "dashboard" else people
+        shared = None if args.command == "dashboard" else (settings().token or None)
+        service = service_of(
+            catalog,
+            args,
+            checks,
+            dashboard_url=_reachable(dashboard, args.host, port),
+            people=served_people,
+            with_tokens=bool(served_people or shared),
+        )
+        sweeping = sweep_approvals(service)
         worker = notify.start_worker(service.runs, notifying)
         return serve(
             service,
@@ -224,8 +272,8 @@ def serve_command(args: argparse.Namespace) -> int:
             extra_hosts=args.allow_host,
             extra_origins=args.allow_origin,
             # `dashboard` serves one person's local store on loopback: no token asked
-            token=None if args.command == "dashboard" else (settings().token or None),
-            people=None if args.command == "dashboard" else people,
+            token=shared,
+            people=served_people,
             log_level=args.log_level,
             sock=sock,
             limits=options.transport_limits(args),
@@ -235,6 +283,8 @@ def serve_command(args: argparse.Namespace) -> int:
     finally:
         if worker is not None:
             worker.stop()
+        if sweeping is not None:
+            sweeping.set()
         catalog.close()
 
 

@@ -26,10 +26,23 @@ def add_init(sub: Any) -> None:
 def add_token(sub: Any) -> None:
     token = sub.add_parser("token", help="make a new random token and its tokens-file line")
     token.add_argument("name", metavar="NAME", help="the person the token is for")
+    token.add_argument(
+        "--scope",
+        choices=["agent", "person", "both"],
+        default=None,
+        help="where the token is good: agent (/mcp only), person (the dashboard and approving), "
+        "or both (what a line without a scope means)",
+    )
+    token.add_argument(
+        "--roles",
+        default=None,
+        metavar="ROLE,...",
+        help="the person's roles, e.g. lead,qa (approvers name role:lead)",
+    )
 
 
 def token(args: argparse.Namespace) -> int:
-    from handrail.service.people import NAME, new_token, token_line
+    from handrail.service.people import NAME, ROLE, new_token, token_line
     from handrail.store.base import LOCAL_OWNER
 
     if not NAME.match(args.name):
@@ -46,9 +59,16 @@ def token(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_USAGE
+    roles = tuple(args.roles.split(",")) if args.roles else ()
+    if any(not ROLE.match(role) for role in roles):
+        print(
+            "handrail token: --roles: each role is 1 to 64 letters, digits or . _ @ + -, split by commas",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
     token = new_token()
     print(f"token: {token}")
-    print(f"line:  {token_line(args.name, token)}")
+    print(f"line:  {token_line(args.name, token, scope=args.scope, roles=roles)}")
     print(
         f"Give the token to {args.name} (their client sends `Authorization: Bearer <token>`) and "
         "add the line to the tokens file (--tokens); the file then holds only its hash.",

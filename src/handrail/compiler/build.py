@@ -16,6 +16,7 @@ from typing import Any
 
 from handrail import budget
 from handrail.codec import encode_document
+from handrail.compiler.approvals import compile_approval
 from handrail.compiler.checks import Commands, compile_checks
 from handrail.compiler.loops import compile_loop
 from handrail.compiler.names import Names
@@ -144,6 +145,9 @@ def build_workflow(
             pointer=at,
             checks=checks,
             policy=step_policy(raw, at, defaults, report),
+            approval=compile_approval(
+                raw, at, bool(document.get("separateApprover", False)), confirmation, report
+            ),
         )
     sequence = tuple(
         sid for sid in steps.order if steps.entries[sid].parent is None and sid not in steps.owner

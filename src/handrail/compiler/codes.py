@@ -18,6 +18,8 @@ CODES = {
     "H208": "A loop contains itself",
     "H209": "A for-loop count exceeds maxIterations",
     "H210": "Two files define the same workflow id",
+    "H211": "An approval field without an approval",
+    "H212": "More approvals than approvers",
     "H300": "Condition syntax error",
     "H301": "Unknown condition operator",
     "H302": "A condition always holds",

@@ -16,6 +16,9 @@ from handrail.compiler.source import KEY
 from handrail.errors import Finding, json_kind
 from handrail.expr import did_you_mean
 
+DURATION = "^[1-9][0-9]{0,5}[smhd]$"  # spec/workflow.schema.json's duration and approver
+APPROVER = "^(role:)?[A-Za-z0-9][A-Za-z0-9._@+-]{0,63}$"
+
 
 @cache
 def _validator() -> Any:
@@ -184,6 +187,10 @@ def _pattern_hint(pattern: str, value: Any) -> str | None:
     if pattern == "^[a-z0-9-]+$" and isinstance(value, str):
         fixed = re.sub(r"[^a-z0-9-]+", "-", value.lower()).strip("-")
         return f"use lowercase letters, digits and hyphens, e.g. `{fixed}`" if fixed else None
+    if pattern == DURATION:
+        return "a whole number and a unit: s, m, h or d, e.g. `30m` or `2h`"
+    if pattern == APPROVER:
+        return "a person's name from the tokens file, or `role:NAME`"
     return None
 
 

@@ -23,10 +23,11 @@ from starlette.routing import BaseRoute, Route
 
 from handrail.dashboard import insights, views
 from handrail.dashboard.sessions import COOKIE, Identifies, Session, Sessions
-from handrail.errors import HandrailError
+from handrail.errors import HandrailError, RunNotFound
 from handrail.notify.targets import shown
+from handrail.runs.refusals import NotAllowedToDecide
 from handrail.runs.request import Request as Asking
-from handrail.service.people import bearer
+from handrail.service.people import AGENT, PERSON, bearer
 from handrail.store.base import ACTIVE_STATUSES, STATUSES, EventType
 
 HERE = Path(__file__).parent
@@ -47,6 +48,10 @@ SECURITY_HEADERS = {
     "Cache-Control": "no-store",
 }
 MAX_FORM = 64 * 1024
+AGENT_REFUSED = (
+    "Forbidden: this token's scope is `agent`: it reaches /mcp only, and neither signs in "
+    "here nor approves; a person's token (scope `person` or `both`) does"
+)
 LISTED = 500
 
 
@@ -91,15 +96,24 @@ def dashboard_routes(service: Any, refuse: Refuse, people: Identifies | None) ->
         )
         return response
 
+    def bearer_of(request: Request) -> str | None:
+        headers = request.headers.getlist("authorization")
+        return bearer(headers[0]) if len(headers) == 1 else None
+
+    def agent_only(token: str | None) -> bool:
+        """Whether `token` is known and good for /mcp alone: it signs in nowhere here."""
+        found = people.credential(token) if people is not None and token is not None else None
+        return found is not None and found[1] == AGENT
+
     def signed_in(request: Request) -> tuple[Session | None, bool]:
         """The request's session, and whether it was made just now (its cookie must be set)."""
         session = sessions.get(request.cookies.get(COOKIE))
         if session is not None:
             return session, False
-        headers = request.headers.getlist("authorization")
-        given = bearer(headers[0]) if len(headers) == 1 else None
+        given = bearer_of(request)
         if given is not None and people is not None:
-            person = people.identify(given)  # a script's request: kept nowhere, no cookie
+            # a script's request: kept nowhere, no cookie; a person's token only
+            person = people.identify(given, scope=PERSON)
             return (Sessions.passing(person), False) if person is not None else (None, False)
         if people is None:  # no token asked for: one person's local server
             return sessions.create(runs.default_owner), True
@@ -107,8 +121,8 @@ def dashboard_routes(service: Any, refuse: Refuse, people: Identifies | None) ->
 
     def as_person(session: Session, work: Callable[..., Any], *args: Any) -> Any:
         """Run `work(asking, *args)` on a worker thread, `asking` the request of the
-        signed-in person (their runs only)."""
-        return run_in_threadpool(work, Asking(owner=session.person), *args)
+        signed-in person (their runs, and those waiting for their approval)."""
+        return run_in_threadpool(work, Asking(owner=session.person, scope=PERSON), *args)
 
     def same_origin(request: Request) -> bool:
         """A form post must name this very host and port (browsers send Origin on every
@@ -140,6 +154,8 @@ def dashboard_routes(service: Any, refuse: Refuse, people: Identifies | None) ->
             if refused is not None:
                 return refused
             session, new = signed_in(request)
+            if session is None and agent_only(bearer_of(request)):
+                return JSONResponse({"error": AGENT_REFUSED, "rule": "scope"}, 403)
             if session is None:
                 if api:
                     return JSONResponse(
@@ -172,9 +188,14 @@ def dashboard_routes(service: Any, refuse: Refuse, people: Identifies | None) ->
         text = (params.get("q") or "").strip()[:200] or None
         return params.get("status") or None, params.get("workflow") or None, text
 
+    def waiting_rows(asking: Asking) -> list[dict[str, Any]]:
+        found = runs.waiting_for(asking, asking.owner or runs.default_owner)
+        return [views.run_row(r, workflow_of(r)) for r in found]
+
     async def runs_page(request: Request, session: Session) -> Response:
         status, workflow, text = filters(request)
         rows = await as_person(session, listing, status, workflow, text)
+        waiting = await as_person(session, waiting_rows)
         snapshot = service.catalog.ready
         ids = sorted(snapshot.entries) if snapshot is not None else []
         return page(
@@ -182,6 +203,7 @@ def dashboard_routes(service: Any, refuse: Refuse, people: Identifies | None) ->
             request,
             session,
             rows=rows,
+            waiting=waiting,
             statuses=STATUSES,
             workflows=ids,
             status=status,
@@ -190,14 +212,18 @@ def dashboard_routes(service: Any, refuse: Refuse, people: Identifies | None) ->
         )
 
     def run_details(asking: Asking, run_id: str) -> dict[str, Any]:
-        run = runs.run(asking, run_id)
+        person = asking.owner or runs.default_owner
+        run = runs.readable(asking, run_id, person)
         events = runs.events(run)
         workflow = workflow_of(run)
+        refused = runs.may_decide(asking, run, person, "dashboard")
         return {
             "run": run,
             "row": views.run_row(run, workflow),
             "approval": views.approval(runs.pending_approval(run)),
-            "decides": EventType.APPROVED in runs.offers(run),  # approve and decline buttons
+            "waiting": runs.waiting(run),
+            "refused": refused,
+            "decides": EventType.APPROVED in runs.offers(run) and refused is None,  # the buttons
             "events": events,
             "blocks": views.timeline(events, workflow),
             "graph": views.run_graph(workflow, run, events) if workflow is not None else None,
@@ -263,6 +289,70 @@ def dashboard_routes(service: Any, refuse: Refuse, people: Identifies | None) ->
         return RedirectResponse(f"/runs/{quote(run_id)}?note={quote(note)}", 303)
 
     # -- JSON -------------------------------------------------------------------
+    async def api_decide(request: Request) -> Response:
+        """POST /api/runs/{runId}/approve|decline `{"comment": ...}` with a person's bearer
+        token (never a cookie: a script has no form token to carry)."""
+        refused = refuse(request, authenticate=False)
+        if refused is not None:
+            return refused
+        verb = request.path_params["verb"]
+        if verb not in ("approve", "decline"):
+            return JSONResponse({"error": f"no such action `{verb[:40]}`: approve or decline"}, 404)
+        given = bearer_of(request)
+        if agent_only(given):
+            return JSONResponse({"error": AGENT_REFUSED, "rule": "scope"}, 403)
+        if people is None:
+            person: str | None = runs.default_owner
+        else:
+            person = people.identify(given, scope=PERSON) if given is not None else None
+        if person is None:
+            return JSONResponse(
+                {"error": "Unauthorized: send a person's token as `Authorization: Bearer <token>`"},
+                401,
+                headers={"WWW-Authenticate": 'Bearer realm="handrail"'},
+            )
+        comment = await json_comment(request)
+        if isinstance(comment, Response):
+            return comment
+        run_id = request.path_params["run_id"]
+        method = runs.approve if verb == "approve" else runs.decline
+        asking = Asking(owner=person, scope=PERSON)
+        try:
+            result = await run_in_threadpool(
+                lambda: method(asking, run_id, person=person, comment=comment, via="api")
+            )
+        except NotAllowedToDecide as exc:
+            return JSONResponse({"error": exc.message, "rule": exc.data.get("rule")}, 403)
+        except RunNotFound as exc:
+            return JSONResponse({"error": exc.message, "runId": run_id}, 404)
+        except HandrailError as exc:
+            details = exc.data.get("details")
+            return JSONResponse({"error": exc.message + (f": {details}" if details else "")}, 409)
+        return TextJSONResponse(result, headers={"Cache-Control": "no-store"})
+
+    async def json_comment(request: Request) -> str | Response | None:
+        """The body's optional `comment`: a JSON object of at most MAX_FORM bytes, or
+        nothing. A body must say it is JSON, which no cross-site form can."""
+        declared = request.headers.get("content-length", "0")
+        if not declared.isdigit() or int(declared) > MAX_FORM:
+            return JSONResponse({"error": f"the body is over {MAX_FORM} bytes"}, 413)
+        body = await request.body()
+        if len(body) > MAX_FORM:
+            return JSONResponse({"error": f"the body is over {MAX_FORM} bytes"}, 413)
+        if not body.strip():
+            return None
+        kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        if kind != "application/json":
+            return JSONResponse({"error": "send the body as Content-Type: application/json"}, 415)
+        try:
+            document = json.loads(body)
+        except ValueError:
+            return JSONResponse({"error": 'the body is not JSON: send {"comment": "..."} or nothing'}, 400)
+        if not isinstance(document, dict) or not isinstance(document.get("comment", ""), str):
+            return JSONResponse({"error": 'the body must be {"comment": "<text>"}'}, 400)
+        comment = str(document.get("comment", "")).strip()
+        return comment or None
+
     async def api_runs(request: Request, session: Session) -> Response:
         rows = await as_person(session, listing, *filters(request))
         return TextJSONResponse({"runs": rows}, headers={"Cache-Control": "no-store"})
@@ -287,11 +377,17 @@ def dashboard_routes(service: Any, refuse: Refuse, people: Identifies | None) ->
         # only a path of this server: never `//host` or `/\host`, which browsers take as another site
         target = target if target.startswith("/") and not target.startswith(("//", "/\\")) else "/"
         if request.method == "GET":
-            return page("signin.html", request, None, next=target, failed="failed" in request.query_params)
+            failed = request.query_params.get("failed")
+            return page(
+                "signin.html", request, None, next=target, failed=failed is not None, agent=failed == "agent"
+            )
         fields = await form(request)
         if fields is None or not same_origin(request):
             return HTMLResponse("Forbidden: cross-site request", 403, headers=SECURITY_HEADERS)
-        person = people.identify(fields.get("token", "")) if people is not None else runs.default_owner
+        token = fields.get("token", "")
+        if agent_only(token):
+            return RedirectResponse("/signin?failed=agent&next=" + quote(target), 303)
+        person = people.identify(token, scope=PERSON) if people is not None else runs.default_owner
         if person is None:
             # back to the form by a redirect: a 401 page would be logged by the browser as an error
             return RedirectResponse("/signin?failed&next=" + quote(target), 303)
@@ -329,6 +425,7 @@ def dashboard_routes(service: Any, refuse: Refuse, people: Identifies | None) ->
         Route("/insights", gate(insights_page), methods=["GET"]),
         Route("/api/runs", gate(api_runs, api=True), methods=["GET"]),
         Route("/api/runs/{run_id}", gate(api_run, api=True), methods=["GET"]),
+        Route("/api/runs/{run_id}/{verb:str}", api_decide, methods=["POST"]),
         Route("/signin", signin, methods=["GET", "POST"]),
         Route("/signout", signout, methods=["POST"]),
         Route("/static/{name}", static, methods=["GET"]),

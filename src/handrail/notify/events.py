@@ -13,6 +13,9 @@ from handrail.store.base import Event, EventType, NewEvent, NewNotification, Run
 # the run events that notify, and the payload's `type`
 NOTIFYING: dict[str, str] = {
     EventType.AWAITING_APPROVAL: "run.awaiting_approval",
+    EventType.APPROVAL_GIVEN: "run.approval_given",
+    EventType.REMINDED: "run.approval_reminder",
+    EventType.ESCALATED: "run.approval_escalated",
     EventType.APPROVED: "run.approved",
     EventType.DECLINED: "run.declined",
     EventType.COMPLETED: "run.completed",
@@ -128,7 +131,9 @@ def notices(
         kind = NOTIFYING.get(event.type)
         if kind is None:
             continue
-        details = {k: event.data[k] for k in ("comment", "via", "reason") if k in event.data}
+        details = {
+            k: event.data[k] for k in ("comment", "via", "reason", "role", "approvers") if k in event.data
+        }
         person = str(event.data.get("person", actor))
         made.append(
             (

@@ -56,6 +56,7 @@ class Question:
 
 class Approver(Protocol):
     person: str
+    via: str  # what an approval through it records as where it came from (`elicitation`, ...)
 
     def given(self) -> Answer | None:
         """An answer this call already carries (2026: on a retry), before anything is asked."""

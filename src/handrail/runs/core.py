@@ -15,10 +15,12 @@ run's recap (resume), abandon.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from handrail.runs import machine
 from handrail.runs.advance import Advance
+from handrail.runs.approvers import CHANNELS, reminders_due
 from handrail.runs.decisions import Decisions
 from handrail.runs.ledger import Ledger, new_run_id
 from handrail.runs.position import Position, merge_context
@@ -43,6 +45,7 @@ if TYPE_CHECKING:
     from handrail.checks import CheckConfig
     from handrail.model import Workflow
     from handrail.runs.approvals import InputRequired
+    from handrail.runs.approvers import Pending
     from handrail.runs.pinning import Pins
     from handrail.runs.request import Request
     from handrail.store import RunStore
@@ -158,6 +161,72 @@ class Runs:
     def pending_approval(self, run: RunRecord) -> dict[str, Any] | None:
         return self.decisions.pending_approval(run)
 
+    def waiting(self, run: RunRecord) -> Pending | None:
+        """The approval the run waits on, with its rule (who may decide); None without one."""
+        return self.decisions.waiting(run)
+
+    def readable(self, request: Request, run_id: str, person: str) -> RunRecord:
+        """The run, when it is `person`'s own or waits for an approval they may give."""
+        return self.decisions.readable(request, run_id, person)
+
+    def roles(self, person: str) -> frozenset[str]:
+        return self.ledger.roles(person)
+
+    def may_decide(self, request: Request, run: RunRecord, person: str, via: str) -> str | None:
+        """Why `person` may not decide on the run's pending approval through `via` (None:
+        they may). A run that waits for none: the refusal says so."""
+        found = self.decisions.waiting(run)
+        if found is None:
+            return f"the run is {run.status}, not waiting for a person's approval"
+        return self.decisions.refusal(request, found, person, via, approve=False)
+
+    def sweep_approvals(self, limit: int = 1000) -> int:
+        """Record what the passing of time did to the pending approvals: a `reminded`
+        event each `remindAfter`, an `escalated` event once `escalateAfter` has passed.
+        Returns how many events were written. Several servers on one store may sweep at
+        once: a write that meets another's is read afresh, so each event is written once."""
+        written = 0
+        if not self.ledger.exists:
+            return 0
+        for listed in self.store.list_runs(statuses=[RunStatus.AWAITING_APPROVAL], limit=limit):
+
+            def once(run_id: str = listed.id) -> int:
+                run = self.store.get(run_id)
+                if run is None:
+                    return 0
+                events = self.ledger.events(run.id)
+                found = self.decisions.waiting(run, events)
+                if found is None:
+                    return 0
+                due: list[NewEvent] = []
+                rule = found.rule
+                if reminders_due(events, rule, datetime.now(UTC)):
+                    due.append(
+                        NewEvent(EventType.REMINDED, found.step_id, {"approvers": list(found.allowed)})
+                    )
+                escalated = any(e.type == EventType.ESCALATED for e in events if e.at >= found.since)
+                if found.escalated and rule.escalate_role is not None and not escalated:
+                    due.append(NewEvent(EventType.ESCALATED, found.step_id, {"role": rule.escalate_role}))
+                if due:
+                    self.ledger.write(run, RunUpdate(), due, "handrail")
+                return len(due)
+
+            written += self.ledger.retrying(listed.id, once)
+        return written
+
+    def waiting_for(self, request: Request, person: str, limit: int = 100) -> list[RunRecord]:
+        """Runs awaiting an approval `person` may give, their own among them, oldest wait first."""
+        found = self.store.list_runs(statuses=[RunStatus.AWAITING_APPROVAL], limit=limit)
+        roles = self.ledger.roles(person)
+        out = []
+        for run in found:
+            waiting = self.decisions.waiting(run)
+            if waiting is None or waiting.refusal(person, roles) is not None:
+                continue
+            if run.owner == person or waiting.may_see(person, roles):
+                out.append(run)
+        return sorted(out, key=lambda r: r.updated_at)
+
     # -- workflow_start --------------------------------------------------------------
     def start(
         self,
@@ -209,6 +278,7 @@ class Runs:
                     "context": context,
                     **({"baseline": baseline} if baseline is not None else {}),
                     **({"workflowFolders": list(workflow_folders)} if workflow_folders else {}),
+                    **_channels(self.ledger.approval_channels),
                 },
             )
         ]
@@ -306,6 +376,12 @@ class Runs:
             return shaped(written, ("runId", "status", "workflowId"))
 
         return self.ledger.retrying(run_id, once)
+
+
+def _channels(kept: frozenset[str] | None) -> dict[str, Any]:
+    """What the started event records of the server's --approval-channels: nothing when
+    it takes approvals from all of them."""
+    return {} if kept is None or kept >= set(CHANNELS) else {"approvalChannels": sorted(kept)}
 
 
 def _baseline(workflow: Workflow, folder: str) -> dict[str, Any] | None:

@@ -4,15 +4,18 @@ asked through the client when it can ask, else by `handrail runs approve|decline
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from handrail.errors import InvalidParams, RunNotActive, StateError
+from handrail.errors import HandrailError, InvalidParams, RunNotActive, RunNotFound, StateError
+from handrail.model import ApprovalRule, Step
 from handrail.runs import machine
+from handrail.runs.approvers import Pending, pending
 from handrail.runs.ledger import Ledger, off_the_clock
 from handrail.runs.position import Position
-from handrail.runs.refusals import answer_refused, not_current
+from handrail.runs.refusals import answer_refused, not_allowed, not_current
 from handrail.runs.shapes import view
-from handrail.store.base import EventType, NewEvent, RunRecord, RunStatus, RunUpdate
+from handrail.store.base import Event, EventType, NewEvent, RunRecord, RunStatus, RunUpdate
 
 if TYPE_CHECKING:
     from handrail.runs.approvals import Answer, InputRequired, Question
@@ -38,6 +41,8 @@ class Decisions:
         given = approver.given()
         if given is not None:
             return self._answered(request, run, given)
+        if not self._client_may_answer(request, run):
+            return self._waiting_answer(run)  # its answer would not count: nobody is asked
         question = self._question(request, run, step, output)
         with off_the_clock():  # a person takes their time
             decision = approver.ask(question)
@@ -51,7 +56,7 @@ class Decisions:
             decision.approve,
             person=decision.person,
             comment=decision.comment,
-            via="client",
+            via=approver.via,
             question=(question.asked, None),
         )
 
@@ -83,15 +88,77 @@ class Decisions:
         if run_id != run.id:
             raise answer_refused(run, "its requestState is for another run")
         decision = given.decision
+        via = request.approver.via if request.approver is not None else "elicitation"
         return self._decide(
             request,
             run.id,
             decision.approve,
             person=decision.person,
             comment=decision.comment,
-            via="client",
+            via=via,
             question=(seq, nonce),
         )
+
+    def _client_may_answer(self, request: Request, run: RunRecord) -> bool:
+        """Whether an answer through the client could decide: the channel is taken, the
+        token is not an agent's alone, and the step does not want another person than
+        the one whose client started the run."""
+        found = self.waiting(run)
+        if found is None:
+            return True
+        channel_ok = found.refused_channel("elicitation", self.ledger.approval_channels) is None
+        return channel_ok and request.scope != "agent" and not found.rule.separate
+
+    def waiting(self, run: RunRecord, events: list[Event] | None = None) -> Pending | None:
+        """The approval the run waits on, with its rule; None when it waits for none."""
+        if run.status != RunStatus.AWAITING_APPROVAL:
+            return None
+        events = self.ledger.events(run.id) if events is None else events
+        return pending(events, lambda step_id: self._rule(run, step_id), run.owner, datetime.now(UTC))
+
+    def _rule(self, run: RunRecord, step_id: str) -> ApprovalRule | None:
+        try:
+            workflow = self.ledger.pinned(None, run)
+        except HandrailError:  # its source is gone: no rule beyond the default
+            return None
+        node = workflow.nodes.get(step_id)
+        return node.approval if isinstance(node, Step) else None
+
+    def refusal(
+        self, request: Request, found: Pending, person: str, channel: str, approve: bool
+    ) -> str | None:
+        """Why `person`, through `channel` (one of --approval-channels), may not decide on
+        `found`; None when they may."""
+        if request.scope == "agent":
+            return "scope: an agent's token (scope `agent`) cannot approve or decline; a person's can"
+        refused = found.refused_channel(channel, self.ledger.approval_channels)
+        if refused is not None:
+            return refused
+        if found.rule.separate and channel == "elicitation":
+            return (
+                "separateApprover: an answer through the agent's client is the answer of whoever "
+                "started the run; another person must decide"
+            )
+        return found.refusal(person, self.ledger.roles(person), approve=approve)
+
+    def readable(self, request: Request, run_id: str, person: str) -> RunRecord:
+        """The run, when it is the asking person's, waits for an approval they may give,
+        or was decided on by them. Another's run whose step names its approvers is refused
+        naming the rule; any other run of another person is not found, as ever."""
+        found = self.ledger.store.get(run_id)
+        if found is not None and found.owner != self.ledger.owner(request):
+            events = self.ledger.events(found.id)
+            waiting = self.waiting(found, events)
+            roles = self.ledger.roles(person)
+            if _decided_by(events, person):
+                pass
+            elif waiting is None or not (waiting.rule.approvers or waiting.rule.separate):
+                found = None
+            elif not waiting.may_see(person, roles):
+                raise not_allowed(found, waiting.refusal(person, roles, approve=False) or "approvers")
+        if found is None:
+            raise RunNotFound(data={"runId": run_id})
+        return found
 
     def _open_question(self, run: RunRecord, seq: int, nonce: str | None) -> None:
         """Refuse an answer unless question `seq` (with `nonce`, when the client carried one
@@ -267,7 +334,7 @@ class Decisions:
         is used only while that question is open (checked on the run as it is written)."""
 
         def once() -> dict[str, Any]:
-            run = self.ledger.run(request, run_id)
+            run = self.readable(request, run_id, person)
             if question is not None:
                 self._open_question(run, *question)
             decision = EventType.APPROVED if approve else EventType.DECLINED
@@ -280,6 +347,20 @@ class Decisions:
                 decided["comment"] = comment
             if question is not None:
                 decided["question"] = question[0]
+            found = self.waiting(run)
+            unruled = found is not None and not (found.rule.approvers or found.rule.separate)
+            if unruled and run.owner != self.ledger.owner(request):  # a step no rule opens: its owner's
+                raise RunNotFound(data={"runId": run_id})
+            if found is not None:
+                # a client's answer (to a question) comes through the `elicitation` channel
+                channel = "elicitation" if question is not None else via
+                refused = self.refusal(request, found, person, channel, approve)
+                if refused is not None:
+                    raise not_allowed(run, refused)
+                if approve and found.still_needed > 1:
+                    return self._one_of_several(run, step_id, decided, found)
+                if approve and found.rule.approvals > 1:
+                    decided["approvers"] = [*found.given, person]
             if not approve:
                 written = self.ledger.write(run, RunUpdate(), [NewEvent(decision, step_id, decided)], person)
                 issues, suggestions = _declined_issue(decided)
@@ -313,6 +394,30 @@ class Decisions:
             }
 
         return self.ledger.retrying(run_id, once)
+
+    def _one_of_several(
+        self, run: RunRecord, step_id: str, decided: dict[str, Any], found: Pending
+    ) -> dict[str, Any]:
+        """An approval the step needs more of: recorded, and the run waits on."""
+        given = NewEvent(EventType.APPROVAL_GIVEN, step_id, decided)
+        written = self.ledger.write(run, RunUpdate(), [given], str(decided["person"]))
+        people = [*found.given, str(decided["person"])]
+        more = found.rule.approvals - len(people)
+        return {
+            "runId": run.id,
+            "accepted": False,
+            "status": written.status.value,
+            "approvalGiven": _decision_data(decided),
+            "approvals": {"given": people, "needed": found.rule.approvals},
+            "message": f"{decided['person']} approved step `{step_id}`; {more} more "
+            f"{'person' if more == 1 else 'people'} must approve it before it is accepted.",
+            **view(written),
+        }
+
+
+def _decided_by(events: list[Event], person: str) -> bool:
+    decisions = (EventType.APPROVED, EventType.DECLINED, EventType.APPROVAL_GIVEN)
+    return any(e.type in decisions and e.data.get("person") == person for e in events)
 
 
 def _decision_data(data: Mapping[str, Any]) -> dict[str, Any]:

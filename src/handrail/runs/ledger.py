@@ -19,6 +19,7 @@ from handrail.limits import MAX_CONTEXT_BYTES
 from handrail.notify.events import notices
 from handrail.notify.targets import NotifyConfig
 from handrail.runs import machine
+from handrail.runs.approvers import Roles, no_roles
 from handrail.runs.pinning import Pins
 from handrail.runs.request import Request
 from handrail.store.base import (
@@ -87,6 +88,10 @@ class Ledger:
         self.notify: NotifyConfig | None = None
         self.queued: Callable[[], None] = lambda: None
         self.on_close: Callable[[], None] = lambda: None  # stops what uses the store first
+        # each person's roles, from the tokens file (spec/runs.md, "Who may approve")
+        self.roles: Roles = no_roles
+        # the channels this server takes approvals from (--approval-channels); None: all
+        self.approval_channels: frozenset[str] | None = None
 
     @property
     def store(self) -> RunStore:
@@ -95,6 +100,11 @@ class Ledger:
                 if self._store is None:
                     self._store = self._store_factory()
         return self._store
+
+    @property
+    def exists(self) -> bool:
+        """Whether the store is open or there to open: a sweep never creates a database."""
+        return self._store is not None or self.database_file is None or os.path.exists(self.database_file)
 
     def owner(self, request: Request) -> str:
         """Who is asking: the person the request names (a token's, a dashboard session's),

@@ -29,6 +29,9 @@ TRANSITIONS: Mapping[tuple[RunStatus | None, EventType], RunStatus] = MappingPro
         (_S.ACTIVE, _E.COMPLETED): _S.COMPLETED,
         (_S.ACTIVE, _E.ABANDONED): _S.ABANDONED,
         (_S.AWAITING_APPROVAL, _E.APPROVAL_ASKED): _S.AWAITING_APPROVAL,
+        (_S.AWAITING_APPROVAL, _E.APPROVAL_GIVEN): _S.AWAITING_APPROVAL,
+        (_S.AWAITING_APPROVAL, _E.REMINDED): _S.AWAITING_APPROVAL,
+        (_S.AWAITING_APPROVAL, _E.ESCALATED): _S.AWAITING_APPROVAL,
         (_S.AWAITING_APPROVAL, _E.APPROVED): _S.ACTIVE,
         (_S.AWAITING_APPROVAL, _E.DECLINED): _S.ACTIVE,
         (_S.AWAITING_APPROVAL, _E.ABANDONED): _S.ABANDONED,
@@ -52,6 +55,9 @@ MEANING: Mapping[EventType, str] = MappingProxyType(
         _E.APPROVED: "a person approved (the step is then accepted)",
         _E.DECLINED: "a person declined (the step is to be sent again)",
         _E.GATE: "the agent's harness asked `handrail gate`, and what it decided",
+        _E.APPROVAL_GIVEN: "an allowed person approved; the step needs more people",
+        _E.REMINDED: "the approval waited `remindAfter` (again)",
+        _E.ESCALATED: "the approval waited `escalateAfter`; its role may approve too",
     }
 )
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from handrail.errors import InvalidParams, RunNotActive, StepNotCurrent
+from handrail.errors import InvalidParams, RunNotActive, SecurityError, StepNotCurrent
 from handrail.runs.position import Position
 from handrail.store.base import RunRecord, RunStatus
 
@@ -65,4 +65,21 @@ def answer_refused(run: RunRecord, reason: str) -> AnswerRefused:
             "status": run.status.value,
             "details": f"the client's approval answer was not used: {reason}. {after}",
         }
+    )
+
+
+class NotAllowedToDecide(SecurityError):
+    """A person, token or channel the step's approval rule or the server's
+    `--approval-channels` does not let decide: nothing is decided. `data.rule` names
+    the rule (`approvers`, `approvals`, `separateApprover`, `--approval-channels`,
+    `scope`)."""
+
+    title = "Not allowed to decide this approval"
+
+
+def not_allowed(run: RunRecord, reason: str) -> NotAllowedToDecide:
+    rule = reason.split(":", 1)[0]
+    return NotAllowedToDecide(
+        f"Not allowed to decide this approval: {reason}",
+        data={"runId": run.id, "rule": rule, "details": reason},
     )

@@ -39,6 +39,9 @@ class Request:
     capabilities: Mapping[str, Any] = field(default_factory=lambda: NO_CAPABILITIES)
     # the client's first MCP root that is a folder here: the default workspace of its runs
     workspace: str | None = None
+    # the scope of the token that names `owner` (`agent`, `person`, `both`); None: no
+    # token. An `agent` token's answers never approve (spec/runs.md, "Who may approve")
+    scope: str | None = None
 
 
 LOCAL = Request()  # the server's own person, asking through no client (the library, tests)

@@ -38,6 +38,9 @@ class EventType(StrEnum):
     COMPLETED = "completed"
     ABANDONED = "abandoned"
     GATE = "gate"  # what the agent's harness asked and what `handrail gate` decided
+    APPROVAL_GIVEN = "approval_given"  # one of the approvals a step needs, not yet all of them
+    REMINDED = "reminded"  # the approval has waited `remindAfter` (again)
+    ESCALATED = "escalated"  # the approval has waited `escalateAfter`: its role may approve too
 
 
 STATUSES: tuple[RunStatus, ...] = tuple(RunStatus)

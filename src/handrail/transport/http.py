@@ -127,6 +127,8 @@ def create_app(service: Service, settings: HttpSettings | None = None) -> Starle
             return _refused(refused)
         if asking is not None:
             request.state.person = asking
+            found = guard.credential(request.headers)
+            request.state.scope = found[1] if found is not None else None
         return None
 
     async def read_body(request: Request, max_body: int = config.max_body) -> bytes | Response:
@@ -235,7 +237,10 @@ def create_app(service: Service, settings: HttpSettings | None = None) -> Starle
         if isinstance(body, Response):
             return body
         try:
-            return await pool.run(work, body, request.headers, getattr(request.state, "person", None))
+            state = request.state
+            return await pool.run(
+                work, body, request.headers, getattr(state, "person", None), getattr(state, "scope", None)
+            )
         except Busy as busy:
             response = _error(
                 503,
@@ -247,14 +252,18 @@ def create_app(service: Service, settings: HttpSettings | None = None) -> Starle
             response.headers["Retry-After"] = "1"
             return response
 
-    def work(body: bytes, headers: Headers, person: str | None) -> Response:
-        """The protocol's part of a request, on a worker thread, as the person asking."""
+    def work(body: bytes, headers: Headers, person: str | None, scope: str | None) -> Response:
+        """The protocol's part of a request, on a worker thread, as the person asking
+        (`scope`: their token's, which decides whether their answers may approve)."""
         try:
             message = decode(body)
         except ValueError as exc:
             return _json(parse_error(exc), 400)
         return answer(
-            message, headers.get("mcp-protocol-version"), headers, asking_request.Request(owner=person)
+            message,
+            headers.get("mcp-protocol-version"),
+            headers,
+            asking_request.Request(owner=person, scope=scope),
         )
 
     async def hook(request: Request) -> Response:

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 from starlette.datastructures import Headers
 
 from handrail.errors import SERVER_ERROR, RpcError
-from handrail.service.people import People, bearer
+from handrail.service.people import PERSON, People, bearer
 
 LOCAL_HOSTS = ("localhost", "127.0.0.1", "[::1]", "::1")
 
@@ -60,12 +60,16 @@ class Guard:
         parts = urlsplit(origin)
         return parts.scheme in ("http", "https") and host_name(parts.netloc) in self.allowed_hosts
 
-    def person(self, headers: Headers) -> str | None:
-        """Who the request's bearer token names (None: no token, or one nobody holds)."""
+    def credential(self, headers: Headers) -> tuple[str, str] | None:
+        """(person, scope) the request's bearer token names (None: no token, or one nobody holds)."""
         assert self.people is not None
         given = headers.getlist("authorization")
         token = bearer(given[0]) if len(given) == 1 else None
-        return None if token is None else self.people.identify(token)
+        return None if token is None else self.people.credential(token)
+
+    def person(self, headers: Headers) -> str | None:
+        found = self.credential(headers)
+        return None if found is None else found[0]
 
     def check(self, headers: Headers, *, authenticate: bool = True) -> str | None:
         """The person asking (None when no token is asked for, or not `authenticate`);
@@ -91,7 +95,16 @@ class Guard:
             raise Refused(403, SERVER_ERROR, message, {"origin": origins[0]})
         if not authenticate or self.people is None:
             return None
-        asking = self.person(headers)
+        found = self.credential(headers)
+        if found is not None and found[1] == PERSON:
+            raise Refused(
+                403,
+                SERVER_ERROR,
+                "Forbidden: this token's scope is `person`: it signs in to the dashboard and "
+                "approves, but an MCP client needs a token of scope `agent` or `both`",
+                {"scope": PERSON},
+            )
+        asking = found[0] if found is not None else None
         if asking is None:
             given = headers.getlist("authorization")
             challenge = 'Bearer realm="handrail"'

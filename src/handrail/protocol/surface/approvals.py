@@ -94,6 +94,7 @@ class AnsweredOnRetry:
         self.responses = responses if isinstance(responses, Mapping) else {}
         self.request_state = request_state[:200] if isinstance(request_state, str) else None
         self.person = person
+        self.via = "input_required"  # what the approval records as where it came from
 
     def given(self) -> Answer | None:
         decision = decision_from(self.responses.get(APPROVAL_KEY), self.person)
@@ -110,6 +111,7 @@ class AskedNow:
         self.send = send
         self.person = person
         self.timeout = timeout
+        self.via = "elicitation"
 
     def given(self) -> Answer | None:
         return None  # answers come only to the request sent, under its random id

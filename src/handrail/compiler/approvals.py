@@ -1,0 +1,56 @@
+"""A step's approval rule: who may approve it, how many people, and what happens while
+it waits (spec/workflow-format.md, "Approvers"). The schema has checked the shapes;
+this reports what only the values together can tell."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from handrail.errors import Reporter
+from handrail.model import ANYONE, ApprovalRule
+
+FIELDS = ("approvers", "approvals", "separateApprover", "remindAfter", "escalateAfter")
+SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def seconds(duration: str) -> int:
+    """`90s`, `30m`, `2h`, `1d` (the schema's pattern) in seconds."""
+    return int(duration[:-1]) * SECONDS[duration[-1]]
+
+
+def compile_approval(
+    raw: Mapping[str, Any], at: str, workflow_default: bool, confirmation: object, report: Reporter
+) -> ApprovalRule:
+    """The step's rule; `confirmation` its compiled requireConfirmation (False: it never
+    waits for a person, so the fields would do nothing)."""
+    given = [key for key in FIELDS if key in raw]
+    if given and confirmation is False:
+        report.warning(
+            "H211",
+            f"`{given[0]}` has no effect: the step never waits for a person's approval",
+            f"{at}/{given[0]}",
+            'add "requireConfirmation": true, or remove it',
+        )
+    approvers = tuple(str(a) for a in raw.get("approvers", ()))
+    approvals = int(raw.get("approvals", 1))
+    escalation = raw.get("escalateAfter")
+    named = [a for a in approvers if not a.startswith("role:")]
+    if approvers and len(named) == len(approvers) and escalation is None and approvals > len(named):
+        report.error(
+            "H212",
+            f"`approvals` is {approvals} but only {len(named)} "
+            f"{'person is' if len(named) == 1 else 'people are'} named in `approvers`",
+            f"{at}/approvals",
+            "name more people, add a role (`role:NAME`), or lower `approvals`",
+        )
+    remind = raw.get("remindAfter")
+    rule = ApprovalRule(
+        approvers=approvers,
+        approvals=approvals,
+        separate=bool(raw.get("separateApprover", workflow_default)),
+        remind_after=seconds(remind) if isinstance(remind, str) else None,
+        escalate_after=seconds(escalation["after"]) if isinstance(escalation, Mapping) else None,
+        escalate_role=str(escalation["role"]) if isinstance(escalation, Mapping) else None,
+    )
+    return ANYONE if rule == ANYONE else rule
