@@ -34,15 +34,6 @@ NOT_DIRECTLY = {("dashboard", "store"): "the dashboard reads runs through `Runs`
 # Violations in the tree today, each with what removes it. Delete an entry when it is
 # fixed: an entry that no longer happens fails the test.
 KNOWN = {
-    # the run statuses and event types live in store/base; the dashboard should take
-    # them from runs/ (a re-export there) rather than from the store
-    "upward handrail.dashboard.app -> handrail.store.base",
-    "upward handrail.dashboard.views -> handrail.store",
-    "upward handrail.dashboard.views -> handrail.store.base",
-    # store/open picks the store class and sqlite reads the URL helpers back: the URL
-    # helpers belong in a module of their own below both
-    "cycle handrail.store.open -> handrail.store.sqlite",
-    "cycle handrail.store.sqlite -> handrail.store.open",
     # result_json (top level) reads the engine's result types and the derived parts; it
     # belongs in service/ once runs keep no wire JSON
     "upward handrail.result_json -> handrail.engine.derived",

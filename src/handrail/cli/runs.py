@@ -101,7 +101,8 @@ def _missing_database(database: str | None) -> str | None:
     """The path of the SQLite database `database` names when it does not exist yet: no
     command here creates one (folders included), since it would hold no run."""
     from handrail.errors import StorageError
-    from handrail.store.open import default_url, sqlite_path
+    from handrail.store.open import default_url
+    from handrail.store.urls import sqlite_path
 
     url = database or default_url()
     if not url.lower().startswith("sqlite:"):

@@ -24,9 +24,9 @@ from starlette.routing import BaseRoute, Route
 from handrail.dashboard import views
 from handrail.dashboard.sessions import COOKIE, Identifies, Session, Sessions
 from handrail.errors import HandrailError
+from handrail.runs.records import ACTIVE_STATUSES, STATUSES, EventType
 from handrail.runs.request import Request as Asking
 from handrail.service.people import bearer
-from handrail.store.base import ACTIVE_STATUSES, STATUSES, EventType
 
 HERE = Path(__file__).parent
 STATIC = {

@@ -165,7 +165,8 @@ def _decide(args: argparse.Namespace, event: GateEvent, harness: str) -> Decisio
 def _open_store(database: str | None) -> Any:
     """The run store, or None when its SQLite file does not exist (no run was ever
     started there, and the gate creates no database)."""
-    from handrail.store.open import default_url, open_store, sqlite_path  # lazy: a hook's start-up
+    from handrail.store.open import default_url, open_store  # lazy: a hook's start-up
+    from handrail.store.urls import sqlite_path  # lazy: a hook's start-up
 
     url = database or default_url()
     if url.lower().startswith("sqlite:") and not sqlite_path(url).exists():
@@ -178,7 +179,8 @@ def _protected(database: str | None) -> Any:
     from handrail.runs.gate import Protected  # lazy: a hook's start-up
 
     paths = [str(handrail_home())]
-    from handrail.store.open import default_url, sqlite_path  # lazy: a hook's start-up
+    from handrail.store.open import default_url  # lazy: a hook's start-up
+    from handrail.store.urls import sqlite_path  # lazy: a hook's start-up
 
     url = database or default_url()
     if url.lower().startswith("sqlite:"):

@@ -262,7 +262,7 @@ def default_runs(database: str | None = None) -> Runs:
     """Runs over the store `database` names (default: see handrail.store.default_url)."""
     from handrail.runs import Runs
     from handrail.store import default_url, open_store
-    from handrail.store.open import sqlite_path
+    from handrail.store.urls import sqlite_path
 
     url = database or default_url()
     database_file = None

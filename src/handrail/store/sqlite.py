@@ -32,9 +32,9 @@ from handrail import budget
 from handrail.codec import decode_stored, encode_stored
 from handrail.errors import StorageError
 from handrail.store.base import Conflict, Event, NewEvent, RunRecord, RunUpdate, written
-from handrail.store.open import sqlite_url
 from handrail.store.rows import _COLUMNS, _record, list_filter, now, run_row, update_sets
 from handrail.store.schema import MIGRATIONS_TABLE, migrations, newer_than_known, statements
+from handrail.store.urls import sqlite_url
 
 __all__ = ["MIGRATIONS", "SqliteStore", "now"]
 
