@@ -10,15 +10,31 @@ import hashlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Literal
-
-if TYPE_CHECKING:
-    from handrail.policy import Policy
+from typing import Any, Literal, NamedTuple
 
 from handrail.codec import loads
 
 Context = Mapping[str, Any]
 LoopKind = Literal["while", "until", "for", "forEach"]
+
+
+class GateRule(NamedTuple):
+    """One rule of a step's policy, compiled: `matches(kind, target)` says whether it
+    covers an action (kind edit, read, shell, mcp, web or tool; see spec/gate.md)."""
+
+    text: str  # the rule as written: `edit:docs/**`
+    kind: str
+    message: str | None
+    matches: Callable[[str, str], bool]
+
+
+class Policy(NamedTuple):
+    """What the agent may do while a step is current: only what `allow` lists (None:
+    anything), less what `deny` lists. NamedTuples, not dataclasses: the gate's hook
+    compiles one step's policy on every tool call."""
+
+    allow: tuple[GateRule, ...] | None
+    deny: tuple[GateRule, ...]
 
 
 @dataclass(frozen=True, slots=True)

@@ -66,10 +66,12 @@ def build_parser() -> argparse.ArgumentParser:
     setup.add_init(sub)
     catalog.add_graph(sub)
     catalog.add_walk(sub)
+    # lazy: the command table loads what a command uses only when it runs
     from handrail.cli.runs import add_runs_parser
 
     add_runs_parser(sub)
     setup.add_token(sub)
+    # lazy: the command table loads what a command uses only when it runs
     from handrail.cli.gate import add_gate
 
     add_gate(sub)
@@ -78,12 +80,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _gate(args: argparse.Namespace) -> int:
+    # lazy: the command table loads what a command uses only when it runs
     from handrail.cli.gate import gate_command
 
     return gate_command(args)
 
 
 def _runs(args: argparse.Namespace) -> int:
+    # lazy: the command table loads what a command uses only when it runs
     from handrail.cli.runs import runs_command
 
     return runs_command(args)
@@ -118,7 +122,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code: int = handler(args)
     except BrokenPipeError:  # `handrail check ... | head`: the reader left; no traceback
-        import os
+        import os  # lazy: the command table loads what a command uses only when it runs
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK

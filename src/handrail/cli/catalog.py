@@ -85,6 +85,7 @@ def check_files(paths: Sequence[str]) -> tuple[list[Path], list[str]]:
 
 
 def check(args: argparse.Namespace) -> int:
+    # lazy: the command table loads what a command uses only when it runs
     from handrail.compiler import compile_path
 
     files, missing = check_files(args.paths)
@@ -121,6 +122,7 @@ def check(args: argparse.Namespace) -> int:
 
 
 def sarif(diagnostics: Sequence[Any]) -> dict[str, Any]:
+    # lazy: the command table loads what a command uses only when it runs
     from handrail.compiler.codes import CODES
 
     used = sorted({d.code for d in diagnostics})
@@ -234,7 +236,7 @@ def sources(args: argparse.Namespace) -> int:
 
 def workflow_of(args: argparse.Namespace, command: str) -> Any:
     """The workflow named by args.workflow_id, or None after saying on stderr that there is none."""
-    import difflib
+    import difflib  # lazy: the command table loads what a command uses only when it runs
 
     snapshot = options.catalog_of(args).snapshot()
     found = snapshot.get(args.workflow_id)
@@ -253,6 +255,7 @@ def workflow_of(args: argparse.Namespace, command: str) -> Any:
 
 
 def graph(args: argparse.Namespace) -> int:
+    # lazy: the command table loads what a command uses only when it runs
     from handrail.compiler.graph import render
 
     workflow = workflow_of(args, "graph")
@@ -263,10 +266,11 @@ def graph(args: argparse.Namespace) -> int:
 
 
 def walk_command(args: argparse.Namespace) -> int:
-    from handrail.cli.walk import walk
+    from handrail.cli.walk import walk  # lazy: the command table loads what a command uses only when it runs
 
     context: Any = {}
     if args.context is not None:
+        # lazy: the command table loads what a command uses only when it runs
         from handrail.compiler.source import parse_json
 
         context, problem = parse_json(args.context)  # worded as `handrail check` words a file

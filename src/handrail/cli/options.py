@@ -32,6 +32,7 @@ def add_source_options(parser: argparse.ArgumentParser) -> None:
 
 
 def add_file_size_option(parser: argparse.ArgumentParser) -> None:
+    # lazy: the command table loads what a command uses only when it runs
     from handrail.limits import MAX_FILE_BYTES
 
     parser.add_argument(
@@ -45,7 +46,7 @@ def add_file_size_option(parser: argparse.ArgumentParser) -> None:
 
 def add_limit_options(parser: argparse.ArgumentParser) -> None:
     """What a server refuses (see handrail.limits); over a limit is -32602 naming it."""
-    from handrail import limits
+    from handrail import limits  # lazy: the command table loads what a command uses only when it runs
 
     def positive(text: str) -> int:
         value = int(text)
@@ -86,8 +87,8 @@ def add_limit_options(parser: argparse.ArgumentParser) -> None:
 def invoked_as() -> tuple[str, str]:
     """How to type this command again, and the path a client should spawn: a venv's
     `handrail` is not on PATH, so advice naming a bare `handrail` would fail there."""
-    import os
-    import shutil
+    import os  # lazy: the command table loads what a command uses only when it runs
+    import shutil  # lazy: the command table loads what a command uses only when it runs
 
     here = os.path.abspath(sys.argv[0])
     if os.path.basename(here) != "handrail":  # `python -m handrail`: no script to name
@@ -110,6 +111,7 @@ def port_number(text: str) -> int:
 
 def add_serving_options(parser: argparse.ArgumentParser) -> None:
     """What every serving command takes: its log level and how it reloads changed files."""
+    # lazy: the command table loads what a command uses only when it runs
     from handrail.limits import RELOAD_INTERVAL_S
 
     levels = ["debug", "info", "warning", "error"]
@@ -147,8 +149,9 @@ def add_check_options(parser: argparse.ArgumentParser, *, serving: bool = True) 
 
 def check_config_of(args: argparse.Namespace, command: str) -> Any:
     """The CheckConfig of the options and the environment; None after saying what is wrong."""
-    import os
+    import os  # lazy: the command table loads what a command uses only when it runs
 
+    # lazy: the command table loads what a command uses only when it runs
     from handrail.checks.config import check_config
 
     try:
@@ -164,7 +167,7 @@ def check_config_of(args: argparse.Namespace, command: str) -> Any:
 
 def add_transport_options(parser: argparse.ArgumentParser, *, http: bool) -> None:
     """What a transport bounds (see handrail.limits.TransportLimits and SECURITY.md)."""
-    from handrail import limits
+    from handrail import limits  # lazy: the command table loads what a command uses only when it runs
 
     def positive(kind: type[int] | type[float], zero: bool = False) -> Any:
         def parse(text: str) -> int | float:
@@ -231,8 +234,9 @@ def add_transport_options(parser: argparse.ArgumentParser, *, http: bool) -> Non
 
 
 def transport_limits(args: argparse.Namespace) -> Any:
-    from dataclasses import fields
+    from dataclasses import fields  # lazy: the command table loads what a command uses only when it runs
 
+    # lazy: the command table loads what a command uses only when it runs
     from handrail.limits import TransportLimits
 
     given = {item.name: getattr(args, item.name) for item in fields(TransportLimits)}
@@ -242,8 +246,9 @@ def transport_limits(args: argparse.Namespace) -> Any:
 
 def limits_of(args: argparse.Namespace) -> Any:
     """The Limits of a server's options: add_limit_options names each after its field."""
-    from dataclasses import fields
+    from dataclasses import fields  # lazy: the command table loads what a command uses only when it runs
 
+    # lazy: the command table loads what a command uses only when it runs
     from handrail.limits import MAX_LINE_BYTES, Limits
 
     given = {item.name: getattr(args, item.name) for item in fields(Limits) if hasattr(args, item.name)}
@@ -255,6 +260,7 @@ def limits_of(args: argparse.Namespace) -> Any:
 
 
 def add_run_options(parser: argparse.ArgumentParser) -> None:
+    # lazy: the command table loads what a command uses only when it runs
     from handrail.cli.runs import add_database_option, add_runs_only_option
 
     add_database_option(parser)
@@ -262,7 +268,10 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
 
 
 def catalog_of(args: argparse.Namespace) -> Any:
+    # lazy: the command table loads what a command uses only when it runs
     from handrail.catalog import Catalog, default_sources
+
+    # lazy: the command table loads what a command uses only when it runs
     from handrail.catalog.git_sources import GitSpecError
 
     bundled = False if args.no_bundled else None
@@ -271,6 +280,7 @@ def catalog_of(args: argparse.Namespace) -> Any:
     except GitSpecError as exc:
         print(f"handrail {args.command}: {exc}", file=sys.stderr)
         raise SystemExit(EXIT_USAGE) from None
+    # lazy: the command table loads what a command uses only when it runs
     from handrail.limits import MAX_COMPILED_WORKFLOWS
 
     kept = getattr(args, "max_compiled_workflows", MAX_COMPILED_WORKFLOWS)  # a server's option

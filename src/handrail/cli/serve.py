@@ -13,7 +13,7 @@ from handrail.settings import settings
 
 
 def add_start(sub: Any) -> None:
-    from handrail import limits
+    from handrail import limits  # lazy: the command table loads what a command uses only when it runs
 
     start = sub.add_parser("start", help="serve the workflows over stdio (for MCP clients)")
     options.add_source_options(start)
@@ -83,8 +83,13 @@ def add_dashboard(sub: Any) -> None:
 def service_of(catalog: Any, args: argparse.Namespace, checks: Any, dashboard_url: str | None = None) -> Any:
     """The service of `start` and `serve`: the catalog, the limits, the run store, the checks,
     and the dashboard's address when the server serves one."""
+    # lazy: the command table loads what a command uses only when it runs
     from handrail.errors import StorageError
+
+    # lazy: the command table loads what a command uses only when it runs
     from handrail.service.core import Service, default_runs
+
+    # lazy: the command table loads what a command uses only when it runs
     from handrail.store.open import check_url
 
     try:
@@ -135,7 +140,10 @@ def start(args: argparse.Namespace) -> int:
         level=args.log_level.upper(),
         format="handrail %(levelname)s %(name)s: %(message)s",
     )
+    # lazy: the command table loads what a command uses only when it runs
     from handrail.protocol.core import Protocol
+
+    # lazy: the command table loads what a command uses only when it runs
     from handrail.transport.stdio import serve
 
     if is_terminal(sys.stdin):
@@ -166,6 +174,7 @@ def serve_command(args: argparse.Namespace) -> int:
         level=args.log_level.upper(),
         format="handrail %(levelname)s %(name)s: %(message)s",
     )
+    # lazy: the command table loads what a command uses only when it runs
     from handrail.transport.http import bind, serve
 
     checks = options.check_config_of(args, "serve")
@@ -177,8 +186,8 @@ def serve_command(args: argparse.Namespace) -> int:
     try:
         sock = bind(args.host, args.port)
     except OSError as exc:
-        import errno
-        import socket
+        import errno  # lazy: the command table loads what a command uses only when it runs
+        import socket  # lazy: the command table loads what a command uses only when it runs
 
         if isinstance(exc, socket.gaierror):  # the name, not the port, is what is wrong
             problem = f"host {args.host!r} cannot be found ({exc.strerror or exc}); check --host"
@@ -217,6 +226,7 @@ def serve_command(args: argparse.Namespace) -> int:
 def people_of(args: argparse.Namespace) -> Any:
     """The people of --tokens (or HANDRAIL_TOKENS_FILE), None without one, False (said on
     stderr) when the file cannot be used: a server must not start with half its people."""
+    # lazy: the command table loads what a command uses only when it runs
     from handrail.service.people import People, TokensFileError
 
     path = settings(args).tokens_file or None

@@ -29,7 +29,10 @@ def add_token(sub: Any) -> None:
 
 
 def token(args: argparse.Namespace) -> int:
+    # lazy: the command table loads what a command uses only when it runs
     from handrail.service.people import NAME, new_token, token_line
+
+    # lazy: the command table loads what a command uses only when it runs
     from handrail.store.base import LOCAL_OWNER
 
     if not NAME.match(args.name):
@@ -92,6 +95,7 @@ SAMPLE = {
 
 
 def init(args: argparse.Namespace) -> int:
+    # lazy: the command table loads what a command uses only when it runs
     from handrail.home import workflows_folder
 
     folder: Path = args.dir or workflows_folder()

@@ -19,9 +19,9 @@ from handrail.expr import did_you_mean
 
 @cache
 def _validator() -> Any:
-    import json
+    import json  # lazy: only a workflow the generated validator refuses needs it
 
-    from jsonschema import Draft7Validator
+    from jsonschema import Draft7Validator  # lazy: only a workflow the generated validator refuses needs it
 
     schema = json.loads(resource("spec", "workflow.schema.json").read_text("utf-8"))
     return Draft7Validator(schema)

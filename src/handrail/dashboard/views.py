@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -233,6 +234,4 @@ def _by_file(diagnostics: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def pretty(value: Any) -> str:
-    import json
-
     return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)

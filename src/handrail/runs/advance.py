@@ -86,7 +86,7 @@ class Advance:
         output: str | None,
         changes: Mapping[str, Any] | None,
     ) -> dict[str, Any] | InputRequired:
-        from handrail.engine import validate_output
+        from handrail.engine import validate_output  # lazy: loaded with the first step a run continues
 
         ledger, decisions = self.ledger, self.decisions
         if run.status == RunStatus.AWAITING_APPROVAL:  # a person approves (or declines) the step first
@@ -212,6 +212,7 @@ class Advance:
         step_checks = getattr(node, "checks", ())
         if not step_checks:
             return []
+        # lazy: loaded with the first step a run continues
         from handrail.checks import CheckConfig, evaluate_checks
 
         baseline = None
@@ -228,7 +229,7 @@ class Advance:
             )
 
     def _baseline_of(self, run: RunRecord) -> Baseline | None:
-        from handrail.checks import Baseline
+        from handrail.checks import Baseline  # lazy: loaded with the first step a run continues
 
         for event in self.ledger.events(run.id):
             if event.type == EventType.STARTED:

@@ -164,8 +164,8 @@ class Runs:
         workspace: str | None,
         context: Mapping[str, Any] | None,
     ) -> dict[str, Any]:
-        from handrail.engine import next_step
-        from handrail.store.sqlite import now
+        from handrail.engine import next_step  # lazy: loaded with the first run started
+        from handrail.store.sqlite import now  # lazy: loaded with the first run started
 
         folder = self.workspace(request, workspace)
         context = dict(context or {})
@@ -291,6 +291,6 @@ def _baseline(workflow: Workflow, folder: str) -> dict[str, Any] | None:
         getattr(c, "changes", False) for node in workflow.nodes.values() for c in getattr(node, "checks", ())
     ):
         return None
-    from handrail.checks import git_baseline
+    from handrail.checks import git_baseline  # lazy: loaded with the first run started
 
     return git_baseline(folder).to_wire()

@@ -30,7 +30,7 @@ class Decisions:
     ) -> dict[str, Any] | InputRequired:
         """Ask the person through the client when the request says how; else say who must
         act. An answer the call already carries counts only for a question asked before."""
-        from handrail.runs.approvals import Decision
+        from handrail.runs.approvals import Decision  # lazy: loaded only when a person is asked
 
         approver = request.approver
         if approver is None:
@@ -58,7 +58,7 @@ class Decisions:
     def _question(self, request: Request, run: RunRecord, step: Mapping[str, Any], output: str) -> Question:
         """A question put to the client for the approval the run waits on, recorded as an
         `approval_asked` event that keeps the digest of its nonce."""
-        from handrail.runs.approvals import Question, new_nonce
+        from handrail.runs.approvals import Question, new_nonce  # lazy: loaded only when a person is asked
 
         nonce, kept = new_nonce()
         step_id = str(step["id"])
@@ -70,7 +70,7 @@ class Decisions:
     def _answered(self, request: Request, run: RunRecord, given: Answer) -> dict[str, Any]:
         """A 2026-07-28 retry's answer: used when its requestState names the question put
         for this run's pending approval, still unanswered; refused otherwise."""
-        from handrail.runs.approvals import parse_request_state
+        from handrail.runs.approvals import parse_request_state  # lazy: loaded only when a person is asked
 
         if given.request_state is None:
             raise answer_refused(
@@ -96,7 +96,7 @@ class Decisions:
     def _open_question(self, run: RunRecord, seq: int, nonce: str | None) -> None:
         """Refuse an answer unless question `seq` (with `nonce`, when the client carried one
         back) is the run's latest word on the approval it waits for."""
-        from handrail.runs.approvals import same_digest
+        from handrail.runs.approvals import same_digest  # lazy: loaded only when a person is asked
 
         if not machine.allows(run.status, EventType.APPROVED):
             raise answer_refused(

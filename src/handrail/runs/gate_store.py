@@ -38,7 +38,7 @@ def active_run(store: RunStore, folders: list[str]) -> RunRecord | None:
 def facts(store: RunStore, run: RunRecord) -> RunFacts:
     import orjson  # lazy: a hook's start-up
 
-    from handrail.policy import iter_steps, policy_of_source  # lazy: a hook's start-up
+    from handrail.rules.policy import iter_steps, policy_of_source  # lazy: a hook's start-up
 
     source = store.get_source(run.source_hash)
     document: Mapping[str, Any] = {}

@@ -71,6 +71,7 @@ class Service:
             "workflow_validate_json": self.workflow_validate_json,
             "workflow_get_schema": self.workflow_get_schema,
         }
+        # lazy: loaded on first use, after `initialize` is answered
         from handrail.runs.handlers import run_handlers
 
         self._run_handlers: dict[str, Handler] = run_handlers(self.runs, self.workflow)
@@ -85,7 +86,7 @@ class Service:
         result = self._run(request, name, arguments, False)
         if type(result) is Encoded:
             return result.value()
-        if type(result) is dict:  # parts encoded once for the wire (result_json.next_json)
+        if type(result) is dict:  # parts encoded once for the wire (engine/result_json.next_json)
             return {key: v.value() if type(v) is Encoded else v for key, v in result.items()}
         return result
 
@@ -102,6 +103,7 @@ class Service:
         if type(arguments) is not dict and not isinstance(arguments, dict):
             raise InvalidParams(data={"details": "params must be an object"})
         if self.runs_only:
+            # lazy: loaded on first use, after `initialize` is answered
             from handrail.runs.handlers import refuse_in_runs_only
 
             refuse_in_runs_only(name)
@@ -132,6 +134,7 @@ class Service:
         """What tools/list offers: every tool, or with `runs_only` the listing and the run tools."""
         if not self.runs_only:
             return tools()
+        # lazy: loaded on first use, after `initialize` is answered
         from handrail.service.run_definitions import RUNS_ONLY_TOOLS
 
         return tuple(t for t in tools() if t["name"] in RUNS_ONLY_TOOLS)
@@ -139,6 +142,7 @@ class Service:
     def open_runs_note(self, request: Request, *, roots: bool = False) -> str:
         """What `initialize` says about the asking person's unfinished runs in the server's
         workspace. `roots`: the client offers MCP roots (its workspace is known only later)."""
+        # lazy: loaded on first use, after `initialize` is answered
         from handrail.runs.handlers import open_runs_note
 
         return open_runs_note(self.runs, request, roots=roots)
@@ -217,7 +221,10 @@ class Service:
         return engine.verdict_reply(verdict)
 
     def workflow_validate_json(self, snapshot: Snapshot, args: dict[str, Any]) -> dict[str, Any]:
+        # lazy: loaded on first use, after `initialize` is answered
         from handrail.compiler import compile_text
+
+        # lazy: loaded on first use, after `initialize` is answered
         from handrail.patterns.caching import transient
 
         with transient():  # what a client sends is compiled, never kept (patterns/caching.py)
@@ -244,8 +251,11 @@ def _engine() -> _Engine:
     """The engine and its conversion to the wire, imported on first use: after `initialize`
     (see handrail/__init__), and once, since an import statement per call (1.6 µs) costs
     about as much as the conversion itself."""
+    # lazy: loaded on first use, after `initialize` is answered
     from handrail.engine import next_step, validate_output
-    from handrail.result_json import next_json, verdict_reply
+
+    # lazy: loaded on first use, after `initialize` is answered
+    from handrail.engine.result_json import next_json, verdict_reply
 
     return _Engine(next_step, validate_output, next_json, verdict_reply)
 
@@ -260,9 +270,11 @@ def _input_schema(name: str) -> dict[str, Any]:
 
 def default_runs(database: str | None = None) -> Runs:
     """Runs over the store `database` names (default: see handrail.store.default_url)."""
-    from handrail.runs import Runs
+    from handrail.runs import Runs  # lazy: loaded on first use, after `initialize` is answered
+
+    # lazy: loaded on first use, after `initialize` is answered
     from handrail.store import default_url, open_store
-    from handrail.store.urls import sqlite_path
+    from handrail.store.urls import sqlite_path  # lazy: loaded on first use, after `initialize` is answered
 
     url = database or default_url()
     database_file = None

@@ -44,6 +44,6 @@ def open_store(url: str | None = None) -> RunStore:
         from handrail.store.postgres import PostgresStore  # psycopg loads only here
 
         return PostgresStore(url)
-    from handrail.store.sqlite import SqliteStore
+    from handrail.store.sqlite import SqliteStore  # lazy: a store's module loads only when it is opened
 
     return SqliteStore(sqlite_path(url), url=url)
