@@ -15,18 +15,17 @@ run's recap (resume), abandon.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 from handrail.runs import machine
 from handrail.runs.advance import Advance
 from handrail.runs.decisions import Decisions
-from handrail.runs.ledger import Ledger, new_run_id
+from handrail.runs.ledger import Ledger, LedgerOptions, new_run_id
 from handrail.runs.position import Position, merge_context
 from handrail.runs.refusals import not_active
 from handrail.runs.shapes import recap, shaped, summary, view
 from handrail.store.base import (
     ACTIVE_STATUSES,
-    LOCAL_OWNER,
     Event,
     EventType,
     NewEvent,
@@ -39,7 +38,6 @@ if TYPE_CHECKING:
     from handrail.catalog import Snapshot
     from handrail.checks import CheckConfig
     from handrail.model import Workflow
-    from handrail.runs.approvals import InputRequired
     from handrail.runs.pinning import Pins
     from handrail.runs.request import Request
     from handrail.store import RunStore
@@ -54,18 +52,13 @@ class Runs:
     """The run operations of one server. `store_factory` opens the store on first use,
     so a server that nobody asks about runs never touches the database."""
 
-    def __init__(
-        self,
-        store_factory: Callable[[], RunStore],
-        *,
-        owner: str = LOCAL_OWNER,
-        database_file: str | None = None,
-    ) -> None:
-        """`database_file`: the SQLite file, when there is one; a server looks for it before
-        listing open runs at start-up, so that it never creates a database nobody uses."""
-        self.ledger = Ledger(store_factory, owner=owner, database_file=database_file)
+    def __init__(self, store_factory: Callable[[], RunStore], **options: Unpack[LedgerOptions]) -> None:
+        """`options`: the ledger's (the owner of runs nobody else claims, the SQLite file)."""
+        self.ledger = Ledger(store_factory, **options)
         self.decisions = Decisions(self.ledger)
         self.advance = Advance(self.ledger, self.decisions)
+        # workflow_continue is the advance's own: its signature is written once, there
+        self.continue_ = self.advance.continue_
 
     # -- the server's settings, kept by the ledger -------------------------------------
     @property
@@ -126,17 +119,7 @@ class Runs:
     def close(self) -> None:
         self.ledger.close()
 
-    # -- workflow_continue and a person's decisions ------------------------------------
-    def continue_(
-        self,
-        request: Request,
-        snapshot: Snapshot,
-        run_id: str,
-        step_id: str | None,
-        output: str | None,
-        changes: Mapping[str, Any] | None,
-    ) -> dict[str, Any] | InputRequired:
-        return self.advance.continue_(request, snapshot, run_id, step_id, output, changes)
+    # -- a person's decisions ----------------------------------------------------------
 
     def approve(
         self, request: Request, run_id: str, *, person: str, comment: str | None = None, via: str = "cli"

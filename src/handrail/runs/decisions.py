@@ -15,7 +15,7 @@ from handrail.runs.shapes import view
 from handrail.store.base import EventType, NewEvent, RunRecord, RunStatus, RunUpdate
 
 if TYPE_CHECKING:
-    from handrail.runs.approvals import Answer, InputRequired, Question
+    from handrail.runs.approvals import Answer, Decision, InputRequired, Question
     from handrail.runs.request import Request
 
 
@@ -45,15 +45,7 @@ class Decisions:
             return self._waiting_answer(run)
         if not isinstance(decision, Decision):
             return decision  # the client asks the person, then calls again
-        return self._decide(
-            request,
-            run.id,
-            decision.approve,
-            person=decision.person,
-            comment=decision.comment,
-            via="client",
-            question=(question.asked, None),
-        )
+        return self._client_decided(request, run, decision, (question.asked, None))
 
     def _question(self, request: Request, run: RunRecord, step: Mapping[str, Any], output: str) -> Question:
         """A question put to the client for the approval the run waits on, recorded as an
@@ -82,7 +74,12 @@ class Decisions:
         run_id, seq, nonce = parsed
         if run_id != run.id:
             raise answer_refused(run, "its requestState is for another run")
-        decision = given.decision
+        return self._client_decided(request, run, given.decision, (seq, nonce))
+
+    def _client_decided(
+        self, request: Request, run: RunRecord, decision: Decision, question: tuple[int, str | None]
+    ) -> dict[str, Any]:
+        """A person's decision the client brought back, on the question it answers."""
         return self._decide(
             request,
             run.id,
@@ -90,7 +87,7 @@ class Decisions:
             person=decision.person,
             comment=decision.comment,
             via="client",
-            question=(seq, nonce),
+            question=question,
         )
 
     def _open_question(self, run: RunRecord, seq: int, nonce: str | None) -> None:
