@@ -66,13 +66,11 @@ def build_parser() -> argparse.ArgumentParser:
     setup.add_init(sub)
     catalog.add_graph(sub)
     catalog.add_walk(sub)
-    # lazy: the command table loads what a command uses only when it runs
-    from handrail.cli.runs import add_runs_parser
+    from handrail.cli.runs import add_runs_parser  # lazy: loaded when the command runs
 
     add_runs_parser(sub)
     setup.add_token(sub)
-    # lazy: the command table loads what a command uses only when it runs
-    from handrail.cli.gate import add_gate
+    from handrail.cli.gate import add_gate  # lazy: loaded when the command runs
 
     add_gate(sub)
     _describe(parser)
@@ -80,15 +78,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _gate(args: argparse.Namespace) -> int:
-    # lazy: the command table loads what a command uses only when it runs
-    from handrail.cli.gate import gate_command
+    from handrail.cli.gate import gate_command  # lazy: loaded when the command runs
 
     return gate_command(args)
 
 
 def _runs(args: argparse.Namespace) -> int:
-    # lazy: the command table loads what a command uses only when it runs
-    from handrail.cli.runs import runs_command
+    from handrail.cli.runs import runs_command  # lazy: loaded when the command runs
 
     return runs_command(args)
 
@@ -122,7 +118,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code: int = handler(args)
     except BrokenPipeError:  # `handrail check ... | head`: the reader left; no traceback
-        import os  # lazy: the command table loads what a command uses only when it runs
+        import os  # lazy: loaded when the command runs
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK

@@ -32,8 +32,7 @@ def add_source_options(parser: argparse.ArgumentParser) -> None:
 
 
 def add_file_size_option(parser: argparse.ArgumentParser) -> None:
-    # lazy: the command table loads what a command uses only when it runs
-    from handrail.limits import MAX_FILE_BYTES
+    from handrail.limits import MAX_FILE_BYTES  # lazy: loaded when the command runs
 
     parser.add_argument(
         "--max-file-size",
@@ -46,7 +45,7 @@ def add_file_size_option(parser: argparse.ArgumentParser) -> None:
 
 def add_limit_options(parser: argparse.ArgumentParser) -> None:
     """What a server refuses (see handrail.limits); over a limit is -32602 naming it."""
-    from handrail import limits  # lazy: the command table loads what a command uses only when it runs
+    from handrail import limits  # lazy: loaded when the command runs
 
     def positive(text: str) -> int:
         value = int(text)
@@ -87,8 +86,8 @@ def add_limit_options(parser: argparse.ArgumentParser) -> None:
 def invoked_as() -> tuple[str, str]:
     """How to type this command again, and the path a client should spawn: a venv's
     `handrail` is not on PATH, so advice naming a bare `handrail` would fail there."""
-    import os  # lazy: the command table loads what a command uses only when it runs
-    import shutil  # lazy: the command table loads what a command uses only when it runs
+    import os  # lazy: loaded when the command runs
+    import shutil  # lazy: loaded when the command runs
 
     here = os.path.abspath(sys.argv[0])
     if os.path.basename(here) != "handrail":  # `python -m handrail`: no script to name
@@ -111,8 +110,7 @@ def port_number(text: str) -> int:
 
 def add_serving_options(parser: argparse.ArgumentParser) -> None:
     """What every serving command takes: its log level and how it reloads changed files."""
-    # lazy: the command table loads what a command uses only when it runs
-    from handrail.limits import RELOAD_INTERVAL_S
+    from handrail.limits import RELOAD_INTERVAL_S  # lazy: loaded when the command runs
 
     levels = ["debug", "info", "warning", "error"]
     parser.add_argument(
@@ -149,10 +147,9 @@ def add_check_options(parser: argparse.ArgumentParser, *, serving: bool = True) 
 
 def check_config_of(args: argparse.Namespace, command: str) -> Any:
     """The CheckConfig of the options and the environment; None after saying what is wrong."""
-    import os  # lazy: the command table loads what a command uses only when it runs
+    import os  # lazy: loaded when the command runs
 
-    # lazy: the command table loads what a command uses only when it runs
-    from handrail.checks.config import check_config
+    from handrail.checks.config import check_config  # lazy: loaded when the command runs
 
     try:
         return check_config(
@@ -167,7 +164,7 @@ def check_config_of(args: argparse.Namespace, command: str) -> Any:
 
 def add_transport_options(parser: argparse.ArgumentParser, *, http: bool) -> None:
     """What a transport bounds (see handrail.limits.TransportLimits and SECURITY.md)."""
-    from handrail import limits  # lazy: the command table loads what a command uses only when it runs
+    from handrail import limits  # lazy: loaded when the command runs
 
     def positive(kind: type[int] | type[float], zero: bool = False) -> Any:
         def parse(text: str) -> int | float:
@@ -234,10 +231,9 @@ def add_transport_options(parser: argparse.ArgumentParser, *, http: bool) -> Non
 
 
 def transport_limits(args: argparse.Namespace) -> Any:
-    from dataclasses import fields  # lazy: the command table loads what a command uses only when it runs
+    from dataclasses import fields  # lazy: loaded when the command runs
 
-    # lazy: the command table loads what a command uses only when it runs
-    from handrail.limits import TransportLimits
+    from handrail.limits import TransportLimits  # lazy: loaded when the command runs
 
     given = {item.name: getattr(args, item.name) for item in fields(TransportLimits)}
     given["workers"] = given["workers"] or 0  # None: a default for this machine
@@ -246,10 +242,9 @@ def transport_limits(args: argparse.Namespace) -> Any:
 
 def limits_of(args: argparse.Namespace) -> Any:
     """The Limits of a server's options: add_limit_options names each after its field."""
-    from dataclasses import fields  # lazy: the command table loads what a command uses only when it runs
+    from dataclasses import fields  # lazy: loaded when the command runs
 
-    # lazy: the command table loads what a command uses only when it runs
-    from handrail.limits import MAX_LINE_BYTES, Limits
+    from handrail.limits import MAX_LINE_BYTES, Limits  # lazy: loaded when the command runs
 
     given = {item.name: getattr(args, item.name) for item in fields(Limits) if hasattr(args, item.name)}
     return Limits(
@@ -260,7 +255,7 @@ def limits_of(args: argparse.Namespace) -> Any:
 
 
 def add_run_options(parser: argparse.ArgumentParser) -> None:
-    # lazy: the command table loads what a command uses only when it runs
+    # lazy: loaded when the command runs
     from handrail.cli.runs import add_database_option, add_runs_only_option
 
     add_database_option(parser)
@@ -268,11 +263,8 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
 
 
 def catalog_of(args: argparse.Namespace) -> Any:
-    # lazy: the command table loads what a command uses only when it runs
-    from handrail.catalog import Catalog, default_sources
-
-    # lazy: the command table loads what a command uses only when it runs
-    from handrail.catalog.git_sources import GitSpecError
+    from handrail.catalog import Catalog, default_sources  # lazy: loaded when the command runs
+    from handrail.catalog.git_sources import GitSpecError  # lazy: loaded when the command runs
 
     bundled = False if args.no_bundled else None
     try:
@@ -280,8 +272,7 @@ def catalog_of(args: argparse.Namespace) -> Any:
     except GitSpecError as exc:
         print(f"handrail {args.command}: {exc}", file=sys.stderr)
         raise SystemExit(EXIT_USAGE) from None
-    # lazy: the command table loads what a command uses only when it runs
-    from handrail.limits import MAX_COMPILED_WORKFLOWS
+    from handrail.limits import MAX_COMPILED_WORKFLOWS  # lazy: loaded when the command runs
 
     kept = getattr(args, "max_compiled_workflows", MAX_COMPILED_WORKFLOWS)  # a server's option
     return Catalog(sources, max_bytes=args.max_file_size, max_compiled=kept)

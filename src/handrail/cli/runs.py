@@ -231,8 +231,7 @@ def _run_dict(r: RunRecord) -> dict[str, Any]:
 
 def _as_owner(runs: Runs, run_id: str) -> Request:
     """Whoever can open the database may read and end anyone's run: act as its owner."""
-    # lazy: the command table loads what a command uses only when it runs
-    from handrail.runs.request import Request
+    from handrail.runs.request import Request  # lazy: loaded when the command runs
 
     found = runs.store.get(run_id)
     return Request(owner=found.owner if found is not None else None)

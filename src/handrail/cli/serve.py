@@ -9,11 +9,12 @@ from typing import Any
 
 from handrail.cli import options
 from handrail.cli.options import EXIT_USAGE
+from handrail.errors import StorageError
 from handrail.settings import settings
 
 
 def add_start(sub: Any) -> None:
-    from handrail import limits  # lazy: the command table loads what a command uses only when it runs
+    from handrail import limits  # lazy: loaded when the command runs
 
     start = sub.add_parser("start", help="serve the workflows over stdio (for MCP clients)")
     options.add_source_options(start)
@@ -83,14 +84,8 @@ def add_dashboard(sub: Any) -> None:
 def service_of(catalog: Any, args: argparse.Namespace, checks: Any, dashboard_url: str | None = None) -> Any:
     """The service of `start` and `serve`: the catalog, the limits, the run store, the checks,
     and the dashboard's address when the server serves one."""
-    # lazy: the command table loads what a command uses only when it runs
-    from handrail.errors import StorageError
-
-    # lazy: the command table loads what a command uses only when it runs
-    from handrail.service.core import Service, default_runs
-
-    # lazy: the command table loads what a command uses only when it runs
-    from handrail.store.open import check_url
+    from handrail.service.core import Service, default_runs  # lazy: loaded when the command runs
+    from handrail.store.open import check_url  # lazy: loaded when the command runs
 
     try:
         check_url(args.database)
@@ -140,11 +135,8 @@ def start(args: argparse.Namespace) -> int:
         level=args.log_level.upper(),
         format="handrail %(levelname)s %(name)s: %(message)s",
     )
-    # lazy: the command table loads what a command uses only when it runs
-    from handrail.protocol.core import Protocol
-
-    # lazy: the command table loads what a command uses only when it runs
-    from handrail.transport.stdio import serve
+    from handrail.protocol.core import Protocol  # lazy: loaded when the command runs
+    from handrail.transport.stdio import serve  # lazy: loaded when the command runs
 
     if is_terminal(sys.stdin):
         typed, spawned = options.invoked_as()
@@ -174,8 +166,7 @@ def serve_command(args: argparse.Namespace) -> int:
         level=args.log_level.upper(),
         format="handrail %(levelname)s %(name)s: %(message)s",
     )
-    # lazy: the command table loads what a command uses only when it runs
-    from handrail.transport.http import bind, serve
+    from handrail.transport.http import bind, serve  # lazy: loaded when the command runs
 
     checks = options.check_config_of(args, "serve")
     if checks is None:
@@ -186,8 +177,8 @@ def serve_command(args: argparse.Namespace) -> int:
     try:
         sock = bind(args.host, args.port)
     except OSError as exc:
-        import errno  # lazy: the command table loads what a command uses only when it runs
-        import socket  # lazy: the command table loads what a command uses only when it runs
+        import errno  # lazy: loaded when the command runs
+        import socket  # lazy: loaded when the command runs
 
         if isinstance(exc, socket.gaierror):  # the name, not the port, is what is wrong
             problem = f"host {args.host!r} cannot be found ({exc.strerror or exc}); check --host"
@@ -226,8 +217,7 @@ def serve_command(args: argparse.Namespace) -> int:
 def people_of(args: argparse.Namespace) -> Any:
     """The people of --tokens (or HANDRAIL_TOKENS_FILE), None without one, False (said on
     stderr) when the file cannot be used: a server must not start with half its people."""
-    # lazy: the command table loads what a command uses only when it runs
-    from handrail.service.people import People, TokensFileError
+    from handrail.service.people import People, TokensFileError  # lazy: loaded when the command runs
 
     path = settings(args).tokens_file or None
     if path is None:

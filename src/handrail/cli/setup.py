@@ -29,11 +29,8 @@ def add_token(sub: Any) -> None:
 
 
 def token(args: argparse.Namespace) -> int:
-    # lazy: the command table loads what a command uses only when it runs
-    from handrail.service.people import NAME, new_token, token_line
-
-    # lazy: the command table loads what a command uses only when it runs
-    from handrail.store.base import LOCAL_OWNER
+    from handrail.service.people import NAME, new_token, token_line  # lazy: loaded when the command runs
+    from handrail.store.base import LOCAL_OWNER  # lazy: loaded when the command runs
 
     if not NAME.match(args.name):
         print(
@@ -95,8 +92,7 @@ SAMPLE = {
 
 
 def init(args: argparse.Namespace) -> int:
-    # lazy: the command table loads what a command uses only when it runs
-    from handrail.home import workflows_folder
+    from handrail.home import workflows_folder  # lazy: loaded when the command runs
 
     folder: Path = args.dir or workflows_folder()
     try:
