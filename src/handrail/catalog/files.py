@@ -150,8 +150,7 @@ def _count_steps(steps: list[Any]) -> int:
 
 
 def compile_file(path: Path, read: Read | Diagnostic) -> Compiled:
-    # lazy: a server lists its workflows before the compiler loads
-    from handrail.compiler import Compiled, compile_text
+    from handrail.compiler import Compiled, compile_text  # lazy: after the listing, on first compile
 
     display = folders.display_path(path)
     if isinstance(read, Diagnostic):

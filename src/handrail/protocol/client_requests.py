@@ -21,7 +21,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from handrail.codec import decode
+from handrail.codec import decode, encode
 
 log = logging.getLogger("handrail.protocol.client_requests")
 
@@ -78,9 +78,6 @@ class ClientRequests:
             self._pending[rid] = on_answer
             self.awaited[rid] = done
         try:
-            # lazy: orjson loads only when a server-to-client request is made
-            from handrail.codec import encode
-
             sender(encode(message))
             if not done.wait(timeout):
                 log.warning("no answer to %s %s within %g s", method, rid, timeout)

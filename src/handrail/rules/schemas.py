@@ -23,8 +23,7 @@ def source_schema(name: str) -> dict[str, Any]:
     if name == "workflow":
         loaded: dict[str, Any] = json.loads(resource("spec", "workflow.schema.json").read_text("utf-8"))
         return loaded
-    # lazy: loaded only by what uses it (the generators, a check)
-    from jsonschema_specifications import REGISTRY
+    from jsonschema_specifications import REGISTRY  # lazy: loaded by its users only
 
     contents: dict[str, Any] = REGISTRY.contents("http://json-schema.org/draft-07/schema#")
     return contents
@@ -63,8 +62,7 @@ def schema_digest(name: str) -> str:
 
 def check_workflow(document: Any) -> bool:
     """Fast yes/no: does the document satisfy the workflow schema?"""
-    # lazy: loaded only by what uses it (the generators, a check)
-    from handrail._generated import workflow_validator
+    from handrail._generated import workflow_validator  # lazy: loaded by its users only
 
     try:
         workflow_validator.validate(document)
@@ -75,8 +73,7 @@ def check_workflow(document: Any) -> bool:
 
 def check_schema(schema: Any) -> tuple[str, str] | None:
     """None when `schema` is a valid draft-07 JSON Schema, else (pointer, problem)."""
-    # lazy: loaded only by what uses it (the generators, a check)
-    from handrail._generated import draft7_validator
+    from handrail._generated import draft7_validator  # lazy: loaded by its users only
 
     try:
         draft7_validator.validate(schema)

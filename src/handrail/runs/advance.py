@@ -207,8 +207,7 @@ class Advance:
         step_checks = getattr(node, "checks", ())
         if not step_checks:
             return []
-        # lazy: loaded with the first step a run continues
-        from handrail.checks import CheckConfig, evaluate_checks
+        from handrail.checks import CheckConfig, evaluate_checks  # lazy: with the first step checked
 
         baseline = None
         if any(getattr(c, "changes", False) for c in step_checks):

@@ -38,7 +38,6 @@ if TYPE_CHECKING:
     from handrail.catalog import Snapshot
     from handrail.checks import CheckConfig
     from handrail.model import Workflow
-    from handrail.runs.pinning import Pins
     from handrail.runs.request import Request
     from handrail.store import RunStore
 
@@ -66,10 +65,6 @@ class Runs:
         return self.ledger.store
 
     @property
-    def pins(self) -> Pins:
-        return self.ledger.pins
-
-    @property
     def default_owner(self) -> str:
         return self.ledger.default_owner
 
@@ -77,29 +72,14 @@ class Runs:
     def database_file(self) -> str | None:
         return self.ledger.database_file
 
-    @property
-    def max_context_bytes(self) -> int:
-        return self.ledger.max_context_bytes
-
-    @max_context_bytes.setter
-    def max_context_bytes(self, value: int) -> None:
-        self.ledger.max_context_bytes = value
-
-    @property
-    def check_config(self) -> CheckConfig | None:
-        return self.ledger.check_config
-
-    @check_config.setter
-    def check_config(self, value: CheckConfig | None) -> None:
-        self.ledger.check_config = value
-
-    @property
-    def dashboard_url(self) -> str | None:
-        return self.ledger.dashboard_url
-
-    @dashboard_url.setter
-    def dashboard_url(self, value: str | None) -> None:
-        self.ledger.dashboard_url = value
+    def configure(
+        self, *, max_context_bytes: int, checks: CheckConfig | None, dashboard_url: str | None
+    ) -> None:
+        """The service's settings for its runs: the context's size limit, what checks may do,
+        the dashboard's address (named to a run waiting for a person)."""
+        self.ledger.max_context_bytes = max_context_bytes
+        self.ledger.check_config = checks
+        self.ledger.dashboard_url = dashboard_url
 
     def owner(self, request: Request) -> str:
         return self.ledger.owner(request)

@@ -93,7 +93,6 @@ def _ask(session: Session) -> Ask | None:
 
 
 def _tool_names() -> tuple[str, ...]:
-    # lazy: loaded only when a call needs it, after start-up
-    from handrail.service.definitions import tool_names
+    from handrail.service.definitions import tool_names  # lazy: after start-up
 
     return tool_names()
