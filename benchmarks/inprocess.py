@@ -2,7 +2,7 @@
 baseline (benchmarks/naive.py) on the same inputs, in the same process.
 
 A next/validate figure is the engine's call plus its conversion to the tools' JSON
-(handrail.result_json), as the service answers: the baseline builds that JSON too.
+(handrail.engine.result_json), as the service answers: the baseline builds that JSON too.
 
 `workloads()` is shared with tests/benchmarks: the test checks every workload's
 answer (syrupy snapshot) and that handrail and the baseline agree, so a figure
@@ -21,8 +21,8 @@ from benchmarks import naive, naive_next
 from benchmarks.corpus_path import corpus_folder
 from handrail.compiler import compile_text
 from handrail.engine import next_step, validate_output
+from handrail.engine.result_json import next_json, verdict_json
 from handrail.model import Loop, Step, Workflow
-from handrail.result_json import next_json, verdict_json
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = corpus_folder()

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.saving import save
-from handrail.store.open import sqlite_url
+from handrail.store.urls import sqlite_url
 from tests.helpers.event_log import Row, fill
 from tests.postgres import Cluster, unavailable
 

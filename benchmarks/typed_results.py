@@ -91,7 +91,7 @@ def worker(corpus: str, inputs_file: str) -> None:
         ("engine", "validate"): lambda w, a: validate_output(w, a["stepId"], a["output"], a["context"]),
     }
     try:
-        from handrail.result_json import next_json, verdict_json
+        from handrail.engine.result_json import next_json, verdict_json
 
         engine_next, engine_validate = calls["engine", "next"], calls["engine", "validate"]
         calls["handler", "next"] = lambda w, a: next_json(engine_next(w, a))

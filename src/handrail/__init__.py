@@ -17,6 +17,7 @@ The names below are imported on first use, so that `handrail start` can answer
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
@@ -39,41 +40,39 @@ _PUBLIC = {
     "Verdict": "handrail.engine.results",
 }
 
-if TYPE_CHECKING:
-    from handrail.catalog import Catalog, load_catalog
-    from handrail.compiler import Compiled, compile_path, compile_text
-    from handrail.engine import next_step, validate_output
-    from handrail.engine.results import (
-        Guidance,
-        LoopPosition,
-        LoopView,
-        MissingContext,
-        NextResult,
-        StepView,
-        Verdict,
-    )
+if TYPE_CHECKING:  # the same names for type checkers, each re-exported as itself
+    from handrail.catalog import Catalog as Catalog
+    from handrail.catalog import load_catalog as load_catalog
+    from handrail.compiler import Compiled as Compiled
+    from handrail.compiler import compile_path as compile_path
+    from handrail.compiler import compile_text as compile_text
+    from handrail.engine import Guidance as Guidance
+    from handrail.engine import LoopPosition as LoopPosition
+    from handrail.engine import LoopView as LoopView
+    from handrail.engine import MissingContext as MissingContext
+    from handrail.engine import NextResult as NextResult
+    from handrail.engine import StepView as StepView
+    from handrail.engine import Verdict as Verdict
+    from handrail.engine import next_step as next_step
+    from handrail.engine import validate_output as validate_output
 
 
-def __getattr__(name: str) -> Any:
-    if name in _PUBLIC:
-        return getattr(import_module(_PUBLIC[name]), name)
-    raise AttributeError(f"module 'handrail' has no attribute {name!r}")
+def lazy_attributes(package: str, homes: Mapping[str, str]) -> Callable[[str], Any]:
+    """A package's `__getattr__` (PEP 562) that imports each name of `homes` (name -> the
+    module defining it) on first use, so that importing the package loads none of them.
+    It lives here, in the module every import of handrail loads, so that the packages
+    that use it (this one, checks, patterns, runs) load no module more for it."""
+
+    def __getattr__(name: str) -> Any:
+        home = homes.get(name)
+        if home is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        return getattr(import_module(home), name)
+
+    return __getattr__
 
 
-__all__ = [
-    "Catalog",
-    "Compiled",
-    "Guidance",
-    "LoopPosition",
-    "LoopView",
-    "MissingContext",
-    "NextResult",
-    "StepView",
-    "Verdict",
-    "__version__",
-    "compile_path",
-    "compile_text",
-    "load_catalog",
-    "next_step",
-    "validate_output",
-]
+__getattr__ = lazy_attributes("handrail", _PUBLIC)
+
+
+__all__ = ["__version__", *_PUBLIC]

@@ -33,11 +33,8 @@ from handrail.errors import HandrailError
 from handrail.limits import REGEX_TIMEOUT_MS
 
 
-class OverBudget(HandrailError):
+class OverBudget(HandrailError, code=-32000, title="Request over its budget"):
     """A request ran past its time budget, or would have answered more than it may."""
-
-    code = -32000
-    title = "Request over its budget"
 
 
 @dataclass(slots=True)

@@ -110,6 +110,14 @@ class HandrailError(RpcError):
     code = -32000
     title = "Server error"
 
+    def __init_subclass__(cls, *, code: int | None = None, title: str | None = None) -> None:
+        """`class X(HandrailError, code=..., title=...)`: a kind of error in one line."""
+        super().__init_subclass__()
+        if code is not None:
+            cls.code = code
+        if title is not None:
+            cls.title = title
+
     def __init__(self, message: str | None = None, data: dict[str, Any] | None = None) -> None:
         message = message or explained(self.title, data)
         super().__init__(self.code, message, data or {})
@@ -119,17 +127,15 @@ class HandrailError(RpcError):
         return ""
 
 
-class InvalidParams(HandrailError):
-    code = -32602
-    title = "Invalid params"
+class InvalidParams(HandrailError, code=-32602, title="Invalid params"):
+    """A call's arguments do not fit the tool or the method."""
 
     def fix(self) -> str:
         return " Check the tool's inputSchema and call again."
 
 
-class WorkflowNotFound(HandrailError):
-    code = -32001
-    title = "Workflow not found"
+class WorkflowNotFound(HandrailError, code=-32001, title="Workflow not found"):
+    """No workflow in service has this id (or its file is broken)."""
 
     def fix(self) -> str:
         if "file" in self.data:
@@ -144,14 +150,12 @@ class WorkflowNotFound(HandrailError):
         )
 
 
-class InvalidWorkflow(HandrailError):
-    code = -32002
-    title = "Invalid workflow"
+class InvalidWorkflow(HandrailError, code=-32002, title="Invalid workflow"):
+    """A workflow that does not compile."""
 
 
-class StepNotFound(HandrailError):
-    code = -32003
-    title = "Step not found"
+class StepNotFound(HandrailError, code=-32003, title="Step not found"):
+    """The workflow has no step with this id."""
 
     def fix(self) -> str:
         return (
@@ -159,14 +163,12 @@ class StepNotFound(HandrailError):
         )
 
 
-class ValidationEngineError(HandrailError):
-    code = -32004
-    title = "Validation error"
+class ValidationEngineError(HandrailError, code=-32004, title="Validation error"):
+    """A step's rules could not be applied to an output."""
 
 
-class StateError(HandrailError):
-    code = -32005
-    title = "State error"
+class StateError(HandrailError, code=-32005, title="State error"):
+    """The completed steps and state sent back do not fit the workflow, or a run's state is off."""
 
     def fix(self) -> str:
         if "runId" in self.data:  # a run's: its state is the server's, nothing to send back
@@ -174,14 +176,12 @@ class StateError(HandrailError):
         return " Send back the completedSteps and state of the previous workflow_next result unchanged."
 
 
-class StorageError(HandrailError):
-    code = -32006
-    title = "Storage error"
+class StorageError(HandrailError, code=-32006, title="Storage error"):
+    """The run store cannot be opened, read or written."""
 
 
-class SecurityError(HandrailError):
-    code = -32007
-    title = "Security error"
+class SecurityError(HandrailError, code=-32007, title="Security error"):
+    """A call this server refuses to keep runs safe (a tool --runs-only turns off)."""
 
 
 class Finding(NamedTuple):
@@ -270,22 +270,13 @@ def json_kind(value: Any, *, array: str = "an array") -> str:
     return array if isinstance(value, list | tuple) else "an object"
 
 
-class RunNotFound(HandrailError):
+class RunNotFound(HandrailError, code=-32008, title="Run not found"):
     """No run has this id (or, with per-person tokens, none of the caller's)."""
 
-    code = -32008
-    title = "Run not found"
 
-
-class StepNotCurrent(HandrailError):
+class StepNotCurrent(HandrailError, code=-32009, title="Step is not current"):
     """The submission names a step the run is not at; `data.currentStep` says where it is."""
 
-    code = -32009
-    title = "Step is not current"
 
-
-class RunNotActive(HandrailError):
+class RunNotActive(HandrailError, code=-32010, title="Run is not active"):
     """The run is completed or abandoned; `data.status` says which."""
-
-    code = -32010
-    title = "Run is not active"

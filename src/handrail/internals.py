@@ -102,7 +102,7 @@ def check() -> list[str]:
     except Exception as exc:  # any failure here is the change to report
         problems.append(f"{python}: re._parser.parse no longer reads a pattern ({exc!r})")
     try:
-        import fastjsonschema
+        import fastjsonschema  # lazy: read only when the internals are checked
 
         compiled = fastjsonschema.compile({"type": "string", "format": "date", "pattern": "^x"})
         patterns = regex_patterns(validator_globals(compiled))
@@ -117,6 +117,6 @@ def check() -> list[str]:
 
 
 def _version(package: str) -> str:
-    from importlib.metadata import version
+    from importlib.metadata import version  # lazy: read only when the internals are checked
 
     return version(package)

@@ -10,12 +10,10 @@ import hashlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Literal
-
-if TYPE_CHECKING:
-    from handrail.policy import Policy
+from typing import Any, Literal
 
 from handrail.codec import loads
+from handrail.step_policy import Policy
 
 Context = Mapping[str, Any]
 LoopKind = Literal["while", "until", "for", "forEach"]

@@ -12,7 +12,7 @@ import pytest
 from handrail.catalog import load_catalog
 from handrail.cli import main
 from handrail.service.core import Service
-from handrail.store.open import sqlite_url
+from handrail.store.urls import sqlite_url
 from tests.helpers.event_log import CASE, fill_case
 from tests.runs.workflows import WORKFLOW_ID, build_feature, write
 

@@ -19,8 +19,8 @@ from handrail.engine import (
     next_step,
     validate_output,
 )
+from handrail.engine.result_json import next_json, verdict_json
 from handrail.errors import StateError
-from handrail.result_json import next_json, verdict_json
 from tests.engine.test_next import build, loop, step
 from tests.helpers.wire import wire_next
 
@@ -133,8 +133,8 @@ def test_a_result_cannot_be_changed_by_its_reader() -> None:
 def test_the_engine_loads_no_service_runs_protocol_or_wire_module() -> None:
     code = (
         "import sys, handrail.engine\n"
-        "bad = [m for m in sys.modules if m.split('.')[1:2] and m.split('.')[1] in "
-        "('service', 'runs', 'protocol', 'result_json', 'transport', 'catalog')]\n"
+        "bad = [m for m in sys.modules if m == 'handrail.engine.result_json' or m.split('.')[1:2] and "
+        "m.split('.')[1] in ('service', 'runs', 'protocol', 'transport', 'catalog')]\n"
         "print(bad)"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

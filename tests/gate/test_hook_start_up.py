@@ -17,8 +17,9 @@ import pytest
 
 from handrail.gate.hook import _place, add_arguments, quick_args
 from handrail.home import database_file, handrail_home
-from handrail.store.open import default_url, sqlite_path
+from handrail.store.open import default_url
 from handrail.store.schema import MIGRATIONS
+from handrail.store.urls import sqlite_path
 from tests.gate.runs import GateWorld, claude_input
 
 # what the light path leaves out: the full store and its records, the glob compiler

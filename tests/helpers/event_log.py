@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from handrail.store.chain_form import event_hash, hashed_form
-from handrail.store.open import open_store, sqlite_path
+from handrail.store.open import open_store
+from handrail.store.urls import sqlite_path
 
 CASE = Path(__file__).resolve().parents[2] / "spec" / "cases" / "stats" / "log.json"
 

@@ -82,7 +82,7 @@ def walk(
 
 def engine_call(workflow: Workflow) -> NextCall:
     from handrail.engine import next_step
-    from handrail.result_json import next_json
+    from handrail.engine.result_json import next_json
 
     def call(params: dict[str, Any]) -> dict[str, Any]:
         completed, state = params["completedSteps"], params.get("state")

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from handrail.engine import next_step, validate_output
-from handrail.result_json import next_json, verdict_json
+from handrail.engine.result_json import next_json, verdict_json
 
 
 def wire_next(*args: Any, **kwargs: Any) -> dict[str, Any]:

@@ -71,7 +71,7 @@ def test_two_services_in_one_process_each_apply_their_own_regex_time_limit(tmp_p
 
 def test_a_step_encoded_once_is_spliced_intact_into_a_reply_orjson_cannot_encode(tmp_path: Path) -> None:
     """A lone surrogate in a loop item takes the reply through the standard library's
-    encoder, which must read the step and guidance kept already encoded (result_json)."""
+    encoder, which must read the step and guidance kept already encoded (engine/result_json)."""
     from tests.helpers.server import Server
 
     inner = {"id": "each", "title": "Each", "prompt": "Do the item.", "guidance": ["Carefully."]}

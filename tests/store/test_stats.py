@@ -5,9 +5,10 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from handrail.store.open import open_store, sqlite_url
+from handrail.store.open import open_store
 from handrail.store.schema import MIGRATIONS_TABLE, migrations, statements
 from handrail.store.stats import StatsFilter, workflow_stats
+from handrail.store.urls import sqlite_url
 from tests.helpers.event_log import case, fill, rows_of
 
 

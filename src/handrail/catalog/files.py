@@ -150,7 +150,7 @@ def _count_steps(steps: list[Any]) -> int:
 
 
 def compile_file(path: Path, read: Read | Diagnostic) -> Compiled:
-    from handrail.compiler import Compiled, compile_text
+    from handrail.compiler import Compiled, compile_text  # lazy: after the listing, on first compile
 
     display = folders.display_path(path)
     if isinstance(read, Diagnostic):
@@ -173,6 +173,6 @@ def lean(compiled: Compiled) -> Compiled:
     the text, a third of a compiled workflow's memory) would be kept for nothing."""
     if compiled.workflow is None:
         return compiled
-    from handrail.compiler import Compiled
+    from handrail.compiler import Compiled  # lazy: a server lists its workflows before the compiler loads
 
     return Compiled(compiled.file, compiled.workflow, ())

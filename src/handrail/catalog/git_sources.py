@@ -275,7 +275,7 @@ def _cache_lock(cache: Path) -> Iterator[None]:
     cache.parent.mkdir(parents=True, exist_ok=True, mode=0o700)  # private workflows stay private
     cache.mkdir(exist_ok=True, mode=0o700)
     try:
-        import fcntl
+        import fcntl  # lazy: only a git source's lock takes it
     except ImportError:  # not POSIX: one process at a time is the user's care
         yield
         return

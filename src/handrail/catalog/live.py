@@ -141,7 +141,7 @@ class Catalog:
                 log.warning("%s is broken; still serving its last good version", entry.item.file)
 
     def _watch(self) -> None:
-        from handrail.catalog import watch
+        from handrail.catalog import watch  # lazy: the watcher loads only for a server that watches
 
         failures = 0
         while not self._stop.is_set():

@@ -88,7 +88,7 @@ class Snapshot:
         (a broken file's id may not be readable). None when no broken file is known."""
         entry = self.entries.get(workflow_id)
         if entry is not None and isinstance(entry.item, Listed) and entry.compiled() is None:
-            from handrail.compiler import compile_path
+            from handrail.compiler import compile_path  # lazy: on the first compile
 
             errors = compile_path(entry.item.path, display=entry.item.file).errors
             if errors:

@@ -12,8 +12,9 @@ loading the evaluators (subprocess and the like).
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from handrail import lazy_attributes
 
 _PUBLIC = {
     "CheckConfig": "handrail.checks.config",
@@ -33,10 +34,7 @@ if TYPE_CHECKING:
     from handrail.checks.result import CheckResult
 
 
-def __getattr__(name: str) -> Any:
-    if name in _PUBLIC:
-        return getattr(import_module(_PUBLIC[name]), name)
-    raise AttributeError(f"module 'handrail.checks' has no attribute {name!r}")
+__getattr__ = lazy_attributes("handrail.checks", _PUBLIC)
 
 
 __all__ = [

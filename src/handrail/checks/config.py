@@ -59,7 +59,7 @@ def parse_command(text: str) -> tuple[str, tuple[str, ...]]:
 def parse_commands_variable(text: str) -> dict[str, tuple[str, ...]]:
     """HANDRAIL_COMMANDS: the same NAME=COMMAND words as --command, separated by spaces
     and quoted as in a shell: `test="pytest -q" lint="ruff check ."`."""
-    import shlex
+    import shlex  # lazy: only a command given as one line is split
 
     try:
         words = shlex.split(text)

@@ -66,7 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     setup.add_init(sub)
     catalog.add_graph(sub)
     catalog.add_walk(sub)
-    from handrail.cli.runs import add_runs_parser
+    from handrail.cli.runs import add_runs_parser  # lazy: loaded when the command runs
 
     add_runs_parser(sub)
     setup.add_token(sub)
@@ -75,7 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_key(sub)
     stats.add_stats(sub)
     notify.add_notify_parser(sub)
-    from handrail.cli.gate import add_gate
+    from handrail.cli.gate import add_gate  # lazy: loaded when the command runs
 
     add_gate(sub)
     _describe(parser)
@@ -83,7 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _gate(args: argparse.Namespace) -> int:
-    from handrail.cli.gate import gate_command
+    from handrail.cli.gate import gate_command  # lazy: loaded when the command runs
 
     return gate_command(args)
 
@@ -95,7 +95,7 @@ def _key(args: argparse.Namespace) -> int:
 
 
 def _runs(args: argparse.Namespace) -> int:
-    from handrail.cli.runs import runs_command
+    from handrail.cli.runs import runs_command  # lazy: loaded when the command runs
 
     return runs_command(args)
 
@@ -132,7 +132,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code: int = handler(args)
     except BrokenPipeError:  # `handrail check ... | head`: the reader left; no traceback
-        import os
+        import os  # lazy: loaded when the command runs
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK

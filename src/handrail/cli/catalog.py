@@ -85,7 +85,7 @@ def check_files(paths: Sequence[str]) -> tuple[list[Path], list[str]]:
 
 
 def check(args: argparse.Namespace) -> int:
-    from handrail.compiler import compile_path
+    from handrail.compiler import compile_path  # lazy: loaded when the command runs
 
     files, missing = check_files(args.paths)
     for item in missing:
@@ -121,7 +121,7 @@ def check(args: argparse.Namespace) -> int:
 
 
 def sarif(diagnostics: Sequence[Any]) -> dict[str, Any]:
-    from handrail.compiler.codes import CODES
+    from handrail.compiler.codes import CODES  # lazy: loaded when the command runs
 
     used = sorted({d.code for d in diagnostics})
     rules = [{"id": code, "shortDescription": {"text": CODES.get(code, code)}} for code in used]
@@ -234,7 +234,7 @@ def sources(args: argparse.Namespace) -> int:
 
 def workflow_of(args: argparse.Namespace, command: str) -> Any:
     """The workflow named by args.workflow_id, or None after saying on stderr that there is none."""
-    import difflib
+    import difflib  # lazy: loaded when the command runs
 
     snapshot = options.catalog_of(args).snapshot()
     found = snapshot.get(args.workflow_id)
@@ -253,7 +253,7 @@ def workflow_of(args: argparse.Namespace, command: str) -> Any:
 
 
 def graph(args: argparse.Namespace) -> int:
-    from handrail.compiler.graph import render
+    from handrail.compiler.graph import render  # lazy: loaded when the command runs
 
     workflow = workflow_of(args, "graph")
     if workflow is None:
@@ -263,11 +263,11 @@ def graph(args: argparse.Namespace) -> int:
 
 
 def walk_command(args: argparse.Namespace) -> int:
-    from handrail.cli.walk import walk
+    from handrail.cli.walk import walk  # lazy: loaded when the command runs
 
     context: Any = {}
     if args.context is not None:
-        from handrail.compiler.source import parse_json
+        from handrail.compiler.source import parse_json  # lazy: loaded when the command runs
 
         context, problem = parse_json(args.context)  # worded as `handrail check` words a file
         if problem is not None:

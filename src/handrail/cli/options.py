@@ -32,7 +32,7 @@ def add_source_options(parser: argparse.ArgumentParser) -> None:
 
 
 def add_file_size_option(parser: argparse.ArgumentParser) -> None:
-    from handrail.limits import MAX_FILE_BYTES
+    from handrail.limits import MAX_FILE_BYTES  # lazy: loaded when the command runs
 
     parser.add_argument(
         "--max-file-size",
@@ -45,7 +45,7 @@ def add_file_size_option(parser: argparse.ArgumentParser) -> None:
 
 def add_limit_options(parser: argparse.ArgumentParser) -> None:
     """What a server refuses (see handrail.limits); over a limit is -32602 naming it."""
-    from handrail import limits
+    from handrail import limits  # lazy: loaded when the command runs
 
     def positive(text: str) -> int:
         value = int(text)
@@ -86,8 +86,8 @@ def add_limit_options(parser: argparse.ArgumentParser) -> None:
 def invoked_as() -> tuple[str, str]:
     """How to type this command again, and the path a client should spawn: a venv's
     `handrail` is not on PATH, so advice naming a bare `handrail` would fail there."""
-    import os
-    import shutil
+    import os  # lazy: loaded when the command runs
+    import shutil  # lazy: loaded when the command runs
 
     here = os.path.abspath(sys.argv[0])
     if os.path.basename(here) != "handrail":  # `python -m handrail`: no script to name
@@ -110,7 +110,7 @@ def port_number(text: str) -> int:
 
 def add_serving_options(parser: argparse.ArgumentParser) -> None:
     """What every serving command takes: its log level and how it reloads changed files."""
-    from handrail.limits import RELOAD_INTERVAL_S
+    from handrail.limits import RELOAD_INTERVAL_S  # lazy: loaded when the command runs
 
     levels = ["debug", "info", "warning", "error"]
     parser.add_argument(
@@ -147,9 +147,9 @@ def add_check_options(parser: argparse.ArgumentParser, *, serving: bool = True) 
 
 def check_config_of(args: argparse.Namespace, command: str) -> Any:
     """The CheckConfig of the options and the environment; None after saying what is wrong."""
-    import os
+    import os  # lazy: loaded when the command runs
 
-    from handrail.checks.config import check_config
+    from handrail.checks.config import check_config  # lazy: loaded when the command runs
 
     try:
         return check_config(
@@ -164,7 +164,7 @@ def check_config_of(args: argparse.Namespace, command: str) -> Any:
 
 def add_transport_options(parser: argparse.ArgumentParser, *, http: bool) -> None:
     """What a transport bounds (see handrail.limits.TransportLimits and SECURITY.md)."""
-    from handrail import limits
+    from handrail import limits  # lazy: loaded when the command runs
 
     def positive(kind: type[int] | type[float], zero: bool = False) -> Any:
         def parse(text: str) -> int | float:
@@ -231,9 +231,9 @@ def add_transport_options(parser: argparse.ArgumentParser, *, http: bool) -> Non
 
 
 def transport_limits(args: argparse.Namespace) -> Any:
-    from dataclasses import fields
+    from dataclasses import fields  # lazy: loaded when the command runs
 
-    from handrail.limits import TransportLimits
+    from handrail.limits import TransportLimits  # lazy: loaded when the command runs
 
     given = {item.name: getattr(args, item.name) for item in fields(TransportLimits)}
     given["workers"] = given["workers"] or 0  # None: a default for this machine
@@ -242,9 +242,9 @@ def transport_limits(args: argparse.Namespace) -> Any:
 
 def limits_of(args: argparse.Namespace) -> Any:
     """The Limits of a server's options: add_limit_options names each after its field."""
-    from dataclasses import fields
+    from dataclasses import fields  # lazy: loaded when the command runs
 
-    from handrail.limits import MAX_LINE_BYTES, Limits
+    from handrail.limits import MAX_LINE_BYTES, Limits  # lazy: loaded when the command runs
 
     given = {item.name: getattr(args, item.name) for item in fields(Limits) if hasattr(args, item.name)}
     return Limits(
@@ -255,6 +255,7 @@ def limits_of(args: argparse.Namespace) -> Any:
 
 
 def add_run_options(parser: argparse.ArgumentParser) -> None:
+    # lazy: loaded when the command runs
     from handrail.cli.runs import add_database_option, add_runs_only_option
 
     add_database_option(parser)
@@ -279,8 +280,8 @@ def _channels(text: str) -> frozenset[str]:
 
 
 def catalog_of(args: argparse.Namespace) -> Any:
-    from handrail.catalog import Catalog, default_sources
-    from handrail.catalog.git_sources import GitSpecError
+    from handrail.catalog import Catalog, default_sources  # lazy: loaded when the command runs
+    from handrail.catalog.git_sources import GitSpecError  # lazy: loaded when the command runs
 
     bundled = False if args.no_bundled else None
     try:
@@ -288,7 +289,7 @@ def catalog_of(args: argparse.Namespace) -> Any:
     except GitSpecError as exc:
         print(f"handrail {args.command}: {exc}", file=sys.stderr)
         raise SystemExit(EXIT_USAGE) from None
-    from handrail.limits import MAX_COMPILED_WORKFLOWS
+    from handrail.limits import MAX_COMPILED_WORKFLOWS  # lazy: loaded when the command runs
 
     kept = getattr(args, "max_compiled_workflows", MAX_COMPILED_WORKFLOWS)  # a server's option
     return Catalog(sources, max_bytes=args.max_file_size, max_compiled=kept)

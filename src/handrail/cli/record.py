@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, Any, Literal
 from handrail.errors import StorageError
 from handrail.settings import settings
 from handrail.store.chain import check_run
-from handrail.store.open import default_url, open_store, sqlite_path
+from handrail.store.open import default_url, open_store
 from handrail.store.rows import now
+from handrail.store.urls import sqlite_path
 
 if TYPE_CHECKING:
     from handrail.runs.signing import PublicKey, SigningKey

@@ -11,14 +11,17 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
-from handrail.errors import HandrailError, InvalidParams, RunNotActive, RunNotFound
+from handrail.errors import HandrailError, InvalidParams, RunNotActive, RunNotFound, StorageError
 from handrail.notify.targets import shown as shown_receiver
 from handrail.settings import settings
-from handrail.store.base import STATUSES, EventType, Notification, RunStatus
+from handrail.store import ACTIVE_STATUSES
+from handrail.store.base import LOCAL_OWNER, STATUSES, EventType, Notification, RunStatus
+from handrail.store.open import default_url
+from handrail.store.urls import sqlite_path
 
 if TYPE_CHECKING:
     from handrail.runs import Runs
-    from handrail.runs.request import Request
+    from handrail.runs.request import Request  # lazy: the run modules load only for `handrail runs`
     from handrail.store import Event, RunRecord
 
 EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
@@ -119,9 +122,6 @@ def _count(text: str) -> int:
 def _missing_database(database: str | None) -> str | None:
     """The path of the SQLite database `database` names when it does not exist yet: no
     command here creates one (folders included), since it would hold no run."""
-    from handrail.errors import StorageError
-    from handrail.store.open import default_url, sqlite_path
-
     url = database or default_url()
     if not url.lower().startswith("sqlite:"):
         return None
@@ -150,10 +150,10 @@ def runs_command(args: argparse.Namespace) -> int:
         args.runs_parser.print_help(sys.stderr)
         return EXIT_USAGE
     if verb in ("verify", "export"):
-        from handrail.cli.record import record_command  # as add_record_verbs
+        from handrail.cli.record import record_command  # lazy: as add_record_verbs
 
         return record_command(args)
-    from handrail.service.core import default_runs
+    from handrail.service.core import default_runs  # lazy: the service loads only for `handrail runs`
 
     if (unfit := _not_utf8(args)) is not None:
         print(f"handrail runs {verb}: {unfit}", file=sys.stderr)
@@ -214,9 +214,6 @@ def _say(text: str, file: TextIO | None = None) -> None:
 
 
 def _list(runs: Runs, args: argparse.Namespace) -> int:
-    from handrail.store import ACTIVE_STATUSES
-    from handrail.store.base import LOCAL_OWNER
-
     statuses = None
     if args.status == "open":
         statuses = list(ACTIVE_STATUSES)
@@ -253,14 +250,14 @@ SHOWN_FIELDS = (
 
 
 def _run_dict(r: RunRecord) -> dict[str, Any]:
-    from handrail.runs.shapes import shaped
+    from handrail.runs.shapes import shaped  # lazy: the run modules load only for `handrail runs`
 
     return shaped(r, SHOWN_FIELDS)
 
 
 def _as_owner(runs: Runs, run_id: str) -> Request:
     """Whoever can open the database may read and end anyone's run: act as its owner."""
-    from handrail.runs.request import Request
+    from handrail.runs.request import Request  # lazy: loaded when the command runs
 
     found = runs.store.get(run_id)
     return Request(owner=found.owner if found is not None else None)
@@ -374,7 +371,7 @@ def _check_lines(data: Any, *, fence: bool = False) -> list[str]:
     verdict = "PASS" if data.get("passed") else "FAIL"
     lines = [f"    {verdict} {data.get('check')}: {data.get('message')}", f"    {data.get('why')}"]
     if "argv" in data:
-        import shlex
+        import shlex  # lazy: only a check event that ran a command needs it
 
         facts = [f"ran `{shlex.join(data['argv'])}`"]
         if "exitCode" in data:
@@ -396,7 +393,7 @@ def _check_lines(data: Any, *, fence: bool = False) -> list[str]:
 
 
 def _decide(runs: Runs, args: argparse.Namespace) -> int:
-    from handrail.runs.approvals import local_person
+    from handrail.runs.approvals import local_person  # lazy: the run modules load only for `handrail runs`
 
     person = args.person or local_person()
     tokens = settings(args).tokens_file or None

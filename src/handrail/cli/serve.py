@@ -11,11 +11,12 @@ from typing import Any
 from handrail.cli import notify, options
 from handrail.cli.options import EXIT_USAGE
 from handrail.cli.record import add_signing_key_option, signing_key_of
+from handrail.errors import StorageError
 from handrail.settings import settings
 
 
 def add_start(sub: Any) -> None:
-    from handrail import limits
+    from handrail import limits  # lazy: loaded when the command runs
 
     start = sub.add_parser("start", help="serve the workflows over stdio (for MCP clients)")
     options.add_source_options(start)
@@ -100,9 +101,8 @@ def service_of(
     """The service of `start` and `serve`: the catalog, the limits, the run store, the checks,
     the dashboard's address when the server serves one, and who may approve: the roles of
     `people` (the tokens file) and the channels approvals come through."""
-    from handrail.errors import StorageError
-    from handrail.service.core import Service, default_runs
-    from handrail.store.open import check_url
+    from handrail.service.core import Service, default_runs  # lazy: loaded when the command runs
+    from handrail.store.open import check_url  # lazy: loaded when the command runs
 
     try:
         check_url(args.database)
@@ -179,8 +179,8 @@ def start(args: argparse.Namespace) -> int:
         level=args.log_level.upper(),
         format="handrail %(levelname)s %(name)s: %(message)s",
     )
-    from handrail.protocol.core import Protocol
-    from handrail.transport.stdio import serve
+    from handrail.protocol.core import Protocol  # lazy: loaded when the command runs
+    from handrail.transport.stdio import serve  # lazy: loaded when the command runs
 
     if is_terminal(sys.stdin):
         typed, spawned = options.invoked_as()
@@ -217,7 +217,7 @@ def serve_command(args: argparse.Namespace) -> int:
         level=args.log_level.upper(),
         format="handrail %(levelname)s %(name)s: %(message)s",
     )
-    from handrail.transport.http import bind, serve
+    from handrail.transport.http import bind, serve  # lazy: loaded when the command runs
 
     checks = options.check_config_of(args, "serve")
     if checks is None:
@@ -232,8 +232,8 @@ def serve_command(args: argparse.Namespace) -> int:
     try:
         sock = bind(args.host, args.port)
     except OSError as exc:
-        import errno
-        import socket
+        import errno  # lazy: loaded when the command runs
+        import socket  # lazy: loaded when the command runs
 
         if isinstance(exc, socket.gaierror):  # the name, not the port, is what is wrong
             problem = f"host {args.host!r} cannot be found ({exc.strerror or exc}); check --host"
@@ -299,7 +299,7 @@ def hooks_of(service: Any, args: argparse.Namespace) -> Any:
 def people_of(args: argparse.Namespace) -> Any:
     """The people of --tokens (or HANDRAIL_TOKENS_FILE), None without one, False (said on
     stderr) when the file cannot be used: a server must not start with half its people."""
-    from handrail.service.people import People, TokensFileError
+    from handrail.service.people import People, TokensFileError  # lazy: loaded when the command runs
 
     path = settings(args).tokens_file or None
     if path is None:

@@ -42,8 +42,13 @@ def add_token(sub: Any) -> None:
 
 
 def token(args: argparse.Namespace) -> int:
-    from handrail.service.people import NAME, ROLE, new_token, token_line
-    from handrail.store.base import LOCAL_OWNER
+    from handrail.service.people import (  # lazy: loaded when the command runs
+        NAME,
+        ROLE,
+        new_token,
+        token_line,
+    )
+    from handrail.store.base import LOCAL_OWNER  # lazy: loaded when the command runs
 
     if not NAME.match(args.name):
         print(
@@ -112,7 +117,7 @@ SAMPLE = {
 
 
 def init(args: argparse.Namespace) -> int:
-    from handrail.home import workflows_folder
+    from handrail.home import workflows_folder  # lazy: loaded when the command runs
 
     folder: Path = args.dir or workflows_folder()
     try:

@@ -24,8 +24,8 @@ from handrail.compiler.source import KEY
 from handrail.compiler.steps import Entry, Steps, function_names
 from handrail.expr import ParsedConditions, Reporter, compile_condition, did_you_mean
 from handrail.model import AnyStep, Condition, Rule, Step, StepCheck, Workflow, WorkflowOrigin
-from handrail.policy import compile_defaults, step_policy
 from handrail.rules.closures import compile_criteria, criteria_text
+from handrail.rules.policy import compile_defaults, step_policy
 
 # WorkRail convention: metaGuidance may define a function as a line "name(): what it does"
 GUIDANCE_FUNCTION = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\(\)")

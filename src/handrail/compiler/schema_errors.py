@@ -22,9 +22,9 @@ APPROVER = "^(role:)?[A-Za-z0-9][A-Za-z0-9._@+-]{0,63}$"
 
 @cache
 def _validator() -> Any:
-    import json
+    import json  # lazy: only a workflow the generated validator refuses needs it
 
-    from jsonschema import Draft7Validator
+    from jsonschema import Draft7Validator  # lazy: only a workflow the generated validator refuses needs it
 
     schema = json.loads(resource("spec", "workflow.schema.json").read_text("utf-8"))
     return Draft7Validator(schema)

@@ -104,7 +104,7 @@ _PLAIN = (  # the standard library's message -> plain words
 
 class SourceMap:
     def __init__(self, text: str) -> None:
-        import json_source_map
+        import json_source_map  # lazy: a source map is made only to locate a diagnostic
 
         self._text = text
         try:

@@ -25,10 +25,10 @@ from handrail.dashboard import insights, views
 from handrail.dashboard.sessions import COOKIE, Identifies, Session, Sessions
 from handrail.errors import HandrailError, RunNotFound
 from handrail.notify.targets import shown
+from handrail.runs.records import ACTIVE_STATUSES, STATUSES, EventType
 from handrail.runs.refusals import NotAllowedToDecide
 from handrail.runs.request import Request as Asking
 from handrail.service.people import AGENT, PERSON, bearer
-from handrail.store.base import ACTIVE_STATUSES, STATUSES, EventType
 
 HERE = Path(__file__).parent
 STATIC = {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -12,13 +13,13 @@ from markupsafe import Markup
 
 from handrail.compiler.graph import Cluster, DiagramNode, build, to_mermaid
 from handrail.model import Step
+from handrail.runs.records import ACTIVE_STATUSES, EventType
 from handrail.runs.shapes import shaped
-from handrail.store.base import ACTIVE_STATUSES, EventType
 
 if TYPE_CHECKING:
     from handrail.catalog import Snapshot
     from handrail.model import Workflow
-    from handrail.store import Event, RunRecord
+    from handrail.runs.records import Event, RunRecord
 
 FOLD_CHARS = 1500  # outputs longer than this (or FOLD_LINES lines) start folded
 FOLD_LINES = 25
@@ -233,6 +234,4 @@ def _by_file(diagnostics: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def pretty(value: Any) -> str:
-    import json
-
     return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)

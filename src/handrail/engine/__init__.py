@@ -1,7 +1,7 @@
 """The engine: pure functions over compiled workflows (no I/O, no protocol).
 
 `next_step` returns a `NextResult`, `validate_output` a `Verdict` (engine/results.py);
-`handrail.result_json` gives their wire form, as the tools answer.
+`handrail.engine.result_json` gives their wire form, as the tools answer.
 """
 
 from handrail.engine.next import next_step

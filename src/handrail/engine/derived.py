@@ -10,51 +10,18 @@ builds it; `Workflow.derived` holds it, so it lives and dies with its workflow).
   wire forms of both, so that a call returns the same objects and the reply splices
   bytes encoded once (benchmarks: a 5 KB step was encoded on every call otherwise).
 
-The engine only reads these; it builds no JSON (`Wire` is filled by the compiler,
-through `handrail.result_json`).
+The engine only reads these; it builds no JSON (`Shown` and its `Wire` forms, in
+engine/results.py, are filled by the compiler through `engine/result_json.py`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, NamedTuple
 
 from handrail.codec import Encoded
-from handrail.engine.results import Guidance, StepView
+from handrail.engine.results import Shown
 from handrail.model import Condition, Context, Step, Workflow
-
-
-class Wire(NamedTuple):
-    """A view's or a guidance's wire form: the JSON as dicts (each answer copies the top
-    level) and the same JSON encoded (spliced into replies)."""
-
-    json: dict[str, Any]
-    encoded: Encoded
-
-
-@dataclass(frozen=True, slots=True)
-class Shown:
-    """A step's view that no context changes, the guidance composed for it outside
-    every loop, and their wire forms."""
-
-    view: StepView
-    view_wire: Wire | None
-    later: Guidance | None  # when a step is done already (top-level steps)
-    later_wire: Wire | None
-    first: Guidance | None  # on a first call (only for steps that can come first)
-    first_wire: Wire | None
-
-    def wire_of(self, value: Any) -> Wire | None:
-        """The wire form of `value`, when it is one of these objects."""
-        if value is self.view:
-            return self.view_wire
-        if value is self.later:
-            return self.later_wire
-        if value is self.first:
-            return self.first_wire
-        return None
-
 
 # (id, the step or None for a loop, its runCondition's test, that runCondition)
 PlanEntry = tuple[str, Step | None, Callable[[Context], bool] | None, Condition | None]

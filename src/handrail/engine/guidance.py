@@ -7,8 +7,8 @@ from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
-from handrail.engine.derived import Derived, Shown
-from handrail.engine.results import Guidance, StepView
+from handrail.engine.derived import Derived
+from handrail.engine.results import Guidance, Shown, StepView
 from handrail.engine.state import Frame
 from handrail.engine.templates import render
 from handrail.model import Condition, Context, Step, Workflow

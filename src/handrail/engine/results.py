@@ -1,7 +1,7 @@
 """What `next_step` and `validate_output` return: frozen, slotted result types.
 
 These are the library's contract. They hold Python values (tuples, not lists) and
-know nothing of JSON: `handrail.result_json` turns them into the tools' wire shapes,
+know nothing of JSON: `handrail.engine.result_json` turns them into the tools' wire shapes,
 once, where the service answers.
 """
 
@@ -9,10 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import MISSING, dataclass, field, fields
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import Any, Literal, NamedTuple, TypeVar
 
-if TYPE_CHECKING:
-    from handrail.engine.derived import Shown
+from handrail.codec import Encoded
 
 LoopNeed = Literal["number", "list"]
 T = TypeVar("T")
@@ -102,6 +101,37 @@ class LoopView:
     variables: Mapping[str, Any]  # iteration and index variables, and the forEach item
 
 
+class Wire(NamedTuple):
+    """A view's or a guidance's wire form: the JSON as dicts (each answer copies the top
+    level) and the same JSON encoded (spliced into replies)."""
+
+    json: dict[str, Any]
+    encoded: Encoded
+
+
+@dataclass(frozen=True, slots=True)
+class Shown:
+    """A step's view that no context changes, the guidance composed for it outside
+    every loop, and their wire forms."""
+
+    view: StepView
+    view_wire: Wire | None
+    later: Guidance | None  # when a step is done already (top-level steps)
+    later_wire: Wire | None
+    first: Guidance | None  # on a first call (only for steps that can come first)
+    first_wire: Wire | None
+
+    def wire_of(self, value: Any) -> Wire | None:
+        """The wire form of `value`, when it is one of these objects."""
+        if value is self.view:
+            return self.view_wire
+        if value is self.later:
+            return self.later_wire
+        if value is self.first:
+            return self.first_wire
+        return None
+
+
 @_quick_init
 @dataclass(frozen=True, slots=True)
 class NextResult:
@@ -115,7 +145,7 @@ class NextResult:
     is_complete: bool
     loop: LoopView | None = None
     # the step's parts the compiler made, when `step` is one of them: their wire forms
-    # are spliced into the reply (result_json), not made again
+    # are spliced into the reply (engine/result_json.py), not made again
     shown: Shown | None = field(default=None, compare=False, repr=False)
 
     @property

@@ -116,13 +116,14 @@ def _escape(key: str) -> str:
 
 @cache
 def _parser() -> Lark:
-    from lark import Lark
+    from lark import Lark  # lazy: lark loads with the first condition parsed
 
     grammar = resource("grammar", "condition.lark").read_text(encoding="utf-8")
     return Lark(grammar, parser="lalr", maybe_placeholders=False, cache=True)
 
 
 def parse_text(text: str, at: str, report: Reporter) -> Expr:
+    # lazy: lark loads with the first condition parsed
     from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 
     try:

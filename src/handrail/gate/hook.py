@@ -350,7 +350,7 @@ def _place(database: str | None) -> _Place:
     url = database or settings.database_url
     sqlite_file: str | None = os.path.join(home, "handrail.db") if not url else None
     if url.lower().startswith("sqlite:"):
-        from handrail.store.open import sqlite_path  # lazy: only a URL given names the file
+        from handrail.store.urls import sqlite_path  # lazy: only a URL given names the file
 
         with contextlib.suppress(Exception):  # a URL that names no file: open_store says so
             sqlite_file = str(sqlite_path(url))
@@ -371,7 +371,8 @@ def _open_store(database: str | None, place: _Place | None = None) -> Any:
         light = open_light(place.sqlite_file)
         if light is not None:
             return light
-    from handrail.store.open import open_store, sqlite_url  # lazy: not on the light path
+    from handrail.store.open import open_store  # lazy: not on the light path
+    from handrail.store.urls import sqlite_url  # lazy: not on the light path
 
     if place.url:
         return open_store(place.url)

@@ -27,7 +27,9 @@ character classes as code-point ranges), `schemas` (a JSON Schema validator's pa
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from handrail import lazy_attributes
 
 if TYPE_CHECKING:
     from handrail.patterns.charsets import MAX_CODE_POINT, Ranges, category
@@ -44,29 +46,19 @@ if TYPE_CHECKING:
 
 # loaded on first use: the gate's hook reads path globs (patterns.globs) on every tool
 # call, and needs none of the regex engines
-_MODULES = {
-    "MAX_CODE_POINT": "charsets",
-    "Ranges": "charsets",
-    "category": "charsets",
-    "PatternError": "compiled",
-    "Regex": "compiled",
-    "RegexTimeout": "compiled",
-    "compile_pattern": "compiled",
-    "flag_bits": "compiled",
-    "timeout_ms": "compiled",
-    "harden": "schemas",
-    "Engine": "translate",
+_PUBLIC = {
+    "MAX_CODE_POINT": "handrail.patterns.charsets",
+    "Ranges": "handrail.patterns.charsets",
+    "category": "handrail.patterns.charsets",
+    "PatternError": "handrail.patterns.compiled",
+    "Regex": "handrail.patterns.compiled",
+    "RegexTimeout": "handrail.patterns.compiled",
+    "compile_pattern": "handrail.patterns.compiled",
+    "flag_bits": "handrail.patterns.compiled",
+    "timeout_ms": "handrail.patterns.compiled",
+    "harden": "handrail.patterns.schemas",
+    "Engine": "handrail.patterns.translate",
 }
-
-
-def __getattr__(name: str) -> Any:
-    module = _MODULES.get(name)
-    if module is None:
-        raise AttributeError(f"module 'handrail.patterns' has no attribute {name!r}")
-    from importlib import import_module  # lazy: a hook loads only what it uses
-
-    return getattr(import_module(f"handrail.patterns.{module}"), name)
-
 
 __all__ = [
     "MAX_CODE_POINT",
@@ -81,3 +73,5 @@ __all__ = [
     "harden",
     "timeout_ms",
 ]
+
+__getattr__ = lazy_attributes("handrail.patterns", _PUBLIC)

@@ -40,8 +40,8 @@ def scan(pattern: str, end: int) -> Ranges:
 
 def _code_points(end: int) -> str:
     """Every code point below `end` but the surrogates, in order."""
-    import array
-    import sys
+    import array  # lazy: only building the tables needs it
+    import sys  # lazy: only building the tables needs it
 
     points = array.array("I", range(SURROGATES[0]))
     points.extend(range(SURROGATES[1] + 1, end))

@@ -266,7 +266,7 @@ def _build(pattern: str, bits: int, python: re.Pattern[str], anchored: bool) -> 
     except Exception as exc:  # a construct this module does not know: safe, if not linear
         reason = f"it uses what cannot be written for RE2 ({type(exc).__name__}: {exc})"
         return _backtracking(pattern, bits, python, reason, anchored)
-    import re2
+    import re2  # lazy: RE2 loads with the first pattern compiled
 
     try:
         compiled = re2.compile(written.text, _re2_options())
@@ -292,7 +292,7 @@ def _marked(pattern: str, bits: int, anchored: bool) -> Any:
     """RE2 for the pattern with each undecided `\b` written as the mark `Regex.search`
     puts at Python's word boundaries (every character class leaves the mark out, and
     an optional one is taken before each character); None when it cannot be written."""
-    import re2
+    import re2  # lazy: RE2 loads with the first pattern compiled
 
     try:
         written = write_pattern(pattern, bits, "re2", anchored, marked=True)
@@ -313,7 +313,7 @@ def _backtracking(pattern: str, bits: int, python: re.Pattern[str], reason: str,
 
 @cache
 def _re2_options() -> Any:
-    import re2
+    import re2  # lazy: RE2 loads with the first pattern compiled
 
     options = re2.Options()
     options.log_errors = False  # RE2 would print parse errors on stderr

@@ -21,6 +21,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from handrail.codec import decode, encode
+
 log = logging.getLogger("handrail.protocol.client_requests")
 
 Callback = Callable[[Any, "dict[str, Any] | None"], None]  # (result, error)
@@ -76,8 +78,6 @@ class ClientRequests:
             self._pending[rid] = on_answer
             self.awaited[rid] = done
         try:
-            from handrail.codec import encode
-
             sender(encode(message))
             if not done.wait(timeout):
                 log.warning("no answer to %s %s within %g s", method, rid, timeout)
@@ -94,8 +94,6 @@ class ClientRequests:
         (it has been handed over); False for anything else, to be queued as usual."""
         if b'"method"' in line:
             return False
-        from handrail.codec import decode
-
         try:
             message = decode(line)
         except ValueError:

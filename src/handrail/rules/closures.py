@@ -203,7 +203,7 @@ def _schema(raw: Mapping[str, Any], message: str, at: str, report: Reporter) -> 
         where, text = problem
         report.error("H402", f"invalid JSON Schema: {text}", f"{at}/schema{where}")
         return None
-    from handrail.rules.schema_cost import hazards
+    from handrail.rules.schema_cost import hazards  # lazy: only a schema rule needs it
 
     for code, where, text in hazards(schema):
         report.error(code, text, f"{at}/schema{where}")
@@ -296,7 +296,7 @@ def _canonical(schema: Mapping[str, Any]) -> str:
 
 def schema_problem(schema: Mapping[str, Any]) -> tuple[str, str] | None:
     """(pointer inside the schema, what is wrong) when `schema` is no valid draft-07 schema."""
-    from handrail.rules.schemas import check_schema
+    from handrail.rules.schemas import check_schema  # lazy: only a schema rule needs it
 
     return check_schema(schema)
 
@@ -306,7 +306,7 @@ def _compiled_schema(schema: Mapping[str, Any]) -> tuple[SchemaCheck, list[tuple
     found = _validators.get(key)
     if found is not None:
         return found
-    import fastjsonschema
+    import fastjsonschema  # lazy: only a schema rule needs it
 
     compiled = fastjsonschema.compile(json.loads(key), use_default=False, handlers=_NO_REMOTE)
     names = validator_globals(compiled)

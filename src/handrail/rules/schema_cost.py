@@ -136,7 +136,7 @@ def _local(ref: str) -> str | None:
     if ref == "#":
         return ""
     if ref.startswith("#/"):
-        from urllib.parse import unquote
+        from urllib.parse import unquote  # lazy: only a $ref with an escape needs it
 
         return unquote(ref[1:])
     return None

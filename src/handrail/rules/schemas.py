@@ -18,22 +18,22 @@ TARGETS = {"workflow_validator.py": "workflow", "draft7_validator.py": "draft7"}
 
 
 def source_schema(name: str) -> dict[str, Any]:
-    import json
+    import json  # lazy: loaded only by what uses it (the generators, a check)
 
     if name == "workflow":
         loaded: dict[str, Any] = json.loads(resource("spec", "workflow.schema.json").read_text("utf-8"))
         return loaded
-    from jsonschema_specifications import REGISTRY
+    from jsonschema_specifications import REGISTRY  # lazy: loaded by its users only
 
     contents: dict[str, Any] = REGISTRY.contents("http://json-schema.org/draft-07/schema#")
     return contents
 
 
 def generated_code(name: str) -> str:
-    import copy
-    import re
+    import copy  # lazy: loaded only by what uses it (the generators, a check)
+    import re  # lazy: loaded only by what uses it (the generators, a check)
 
-    import fastjsonschema
+    import fastjsonschema  # lazy: loaded only by what uses it (the generators, a check)
 
     digest = schema_digest(name)
     # a copy: fastjsonschema writes into the schema it compiles, and draft 7's is shared
@@ -53,8 +53,8 @@ def generated_code(name: str) -> str:
 def schema_digest(name: str) -> str:
     """What the generated code was made from, written into it so that a test can tell a
     stale validator whatever version of fastjsonschema is installed."""
-    import hashlib
-    import json
+    import hashlib  # lazy: loaded only by what uses it (the generators, a check)
+    import json  # lazy: loaded only by what uses it (the generators, a check)
 
     canonical = json.dumps(source_schema(name), sort_keys=True, separators=(",", ":"))
     return "schema sha256 " + hashlib.sha256(canonical.encode("utf-8")).hexdigest()
@@ -62,7 +62,7 @@ def schema_digest(name: str) -> str:
 
 def check_workflow(document: Any) -> bool:
     """Fast yes/no: does the document satisfy the workflow schema?"""
-    from handrail._generated import workflow_validator
+    from handrail._generated import workflow_validator  # lazy: loaded by its users only
 
     try:
         workflow_validator.validate(document)
@@ -73,7 +73,7 @@ def check_workflow(document: Any) -> bool:
 
 def check_schema(schema: Any) -> tuple[str, str] | None:
     """None when `schema` is a valid draft-07 JSON Schema, else (pointer, problem)."""
-    from handrail._generated import draft7_validator
+    from handrail._generated import draft7_validator  # lazy: loaded by its users only
 
     try:
         draft7_validator.validate(schema)

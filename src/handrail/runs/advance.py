@@ -4,7 +4,7 @@ step asks for one) and the run advanced, or the run's context changed."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from handrail.errors import InvalidParams, RunNotActive, StateError, StepNotCurrent
 from handrail.runs import machine
@@ -21,6 +21,16 @@ if TYPE_CHECKING:
     from handrail.model import Workflow
     from handrail.runs.approvals import InputRequired
     from handrail.runs.request import Request
+
+
+class Call(NamedTuple):
+    """A workflow_continue call as each try of it reads it."""
+
+    request: Request
+    snapshot: Snapshot
+    step_id: str | None
+    output: str | None
+    changes: Mapping[str, Any] | None
 
 
 class Advance:
@@ -55,6 +65,7 @@ class Advance:
         elif cached is not None and (cached.status == RunStatus.AWAITING_APPROVAL or output is None):
             cached = None  # a person may have decided, from another process: read it
         tried: dict[str, RunRecord | None] = {"cached": cached, "seen": None}
+        call = Call(request, snapshot, step_id, output, changes)
 
         def once() -> dict[str, Any] | InputRequired:
             copy = tried["cached"]
@@ -65,7 +76,7 @@ class Advance:
                 raise not_current(step_id, run, moved=True)
             tried["seen"] = run
             try:
-                return self._continue_once(request, snapshot, run, step_id, output, changes)
+                return self._continue_once(call, run)
             except Conflict:
                 tried["cached"] = None
                 raise
@@ -77,16 +88,10 @@ class Advance:
 
         return ledger.retrying(run_id, once)
 
-    def _continue_once(
-        self,
-        request: Request,
-        snapshot: Snapshot,
-        run: RunRecord,
-        step_id: str | None,
-        output: str | None,
-        changes: Mapping[str, Any] | None,
-    ) -> dict[str, Any] | InputRequired:
-        from handrail.engine import validate_output
+    def _continue_once(self, call: Call, run: RunRecord) -> dict[str, Any] | InputRequired:
+        from handrail.engine import validate_output  # lazy: loaded with the first step a run continues
+
+        request, snapshot, step_id, output, changes = call
 
         ledger, decisions = self.ledger, self.decisions
         if run.status == RunStatus.AWAITING_APPROVAL:  # a person approves (or declines) the step first
@@ -126,34 +131,13 @@ class Advance:
             raise not_current(step_id, run, position=position)
         verdict = validate_output(workflow, step_id, output, context)
         title = position.shown_title()
-        if not verdict.valid:
-            issues, suggestions = list(verdict.issues), list(verdict.suggestions)
-            event = NewEvent(
-                EventType.REJECTED,
-                step_id,
-                {"output": output, **title, "issues": issues, "suggestions": suggestions, **change_data},
-            )
-            written = ledger.write(run, update, [event], ledger.owner(request))
-            return {
-                "runId": run.id,
-                "accepted": False,
-                "status": written.status.value,
-                "issues": issues,
-                "suggestions": suggestions,
-                **view(written),  # the same step, with its loop where it has one
-            }
-        # the step's checks (after the rules pass, before acceptance); then a person, when
-        # the step's confirmation holds
-        results = self._evidence(workflow, run, step_id, context)
-        checked = [NewEvent(EventType.CHECK, step_id, r.to_event()) for r in results]
-        failed = [r.issue() for r in results if not r.passed]
-        if failed:
-            issues, suggestions = [i for i, _ in failed], [s for _, s in failed]
-            event = NewEvent(
-                EventType.REJECTED,
-                step_id,
-                {"output": output, **title, "issues": issues, "suggestions": suggestions, **change_data},
-            )
+
+        def rejected(
+            issues: list[str], suggestions: list[str], checked: list[NewEvent], shown: dict[str, Any]
+        ) -> dict[str, Any]:
+            """The output refused: a `rejected` event after the `check` events, the same step again."""
+            data = {"output": output, **title, "issues": issues, "suggestions": suggestions, **change_data}
+            event = NewEvent(EventType.REJECTED, step_id, data)
             written = ledger.write(run, update, [*checked, event], ledger.owner(request))
             return {
                 "runId": run.id,
@@ -161,9 +145,20 @@ class Advance:
                 "status": written.status.value,
                 "issues": issues,
                 "suggestions": suggestions,
-                "checks": [r.to_event() for r in results],
-                **view(written),
+                **shown,
+                **view(written),  # the same step, with its loop where it has one
             }
+
+        if not verdict.valid:
+            return rejected(list(verdict.issues), list(verdict.suggestions), [], {})
+        # the step's checks (after the rules pass, before acceptance); then a person, when
+        # the step's confirmation holds
+        results = self._evidence(workflow, run, step_id, context)
+        checked = [NewEvent(EventType.CHECK, step_id, r.to_event()) for r in results]
+        failed = [r.issue() for r in results if not r.passed]
+        if failed:
+            issues, suggestions = [i for i, _ in failed], [s for _, s in failed]
+            return rejected(issues, suggestions, checked, {"checks": [r.to_event() for r in results]})
         if current.get("requireConfirmation"):
             waiting = NewEvent(
                 EventType.AWAITING_APPROVAL, step_id, {"output": output, **title, **change_data}
@@ -212,7 +207,7 @@ class Advance:
         step_checks = getattr(node, "checks", ())
         if not step_checks:
             return []
-        from handrail.checks import CheckConfig, evaluate_checks
+        from handrail.checks import CheckConfig, evaluate_checks  # lazy: with the first step checked
 
         baseline = None
         if any(getattr(c, "changes", False) for c in step_checks):
@@ -228,7 +223,7 @@ class Advance:
             )
 
     def _baseline_of(self, run: RunRecord) -> Baseline | None:
-        from handrail.checks import Baseline
+        from handrail.checks import Baseline  # lazy: loaded with the first step a run continues
 
         for event in self.ledger.events(run.id):
             if event.type == EventType.STARTED:

@@ -118,7 +118,7 @@ def local_person() -> str:
 @functools.cache
 def _account_name() -> str:
     try:
-        import pwd
+        import pwd  # lazy: only naming the local person needs it
 
         return pwd.getpwuid(os.getuid()).pw_name
     except (ImportError, KeyError, OSError):

@@ -16,19 +16,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 from handrail.runs import machine
 from handrail.runs.advance import Advance
 from handrail.runs.approvers import CHANNELS, reminders_due
 from handrail.runs.decisions import Decisions
-from handrail.runs.ledger import Ledger, new_run_id
+from handrail.runs.ledger import Ledger, LedgerOptions, new_run_id
 from handrail.runs.position import Position, merge_context
 from handrail.runs.refusals import not_active
 from handrail.runs.shapes import recap, shaped, summary, view
 from handrail.store.base import (
     ACTIVE_STATUSES,
-    LOCAL_OWNER,
     Event,
     EventType,
     NewEvent,
@@ -44,9 +43,7 @@ if TYPE_CHECKING:
     from handrail.catalog import Snapshot
     from handrail.checks import CheckConfig
     from handrail.model import Workflow
-    from handrail.runs.approvals import InputRequired
     from handrail.runs.approvers import Pending
-    from handrail.runs.pinning import Pins
     from handrail.runs.request import Request
     from handrail.store import RunStore
 
@@ -60,27 +57,18 @@ class Runs:
     """The run operations of one server. `store_factory` opens the store on first use,
     so a server that nobody asks about runs never touches the database."""
 
-    def __init__(
-        self,
-        store_factory: Callable[[], RunStore],
-        *,
-        owner: str = LOCAL_OWNER,
-        database_file: str | None = None,
-    ) -> None:
-        """`database_file`: the SQLite file, when there is one; a server looks for it before
-        listing open runs at start-up, so that it never creates a database nobody uses."""
-        self.ledger = Ledger(store_factory, owner=owner, database_file=database_file)
+    def __init__(self, store_factory: Callable[[], RunStore], **options: Unpack[LedgerOptions]) -> None:
+        """`options`: the ledger's (the owner of runs nobody else claims, the SQLite file)."""
+        self.ledger = Ledger(store_factory, **options)
         self.decisions = Decisions(self.ledger)
         self.advance = Advance(self.ledger, self.decisions)
+        # workflow_continue is the advance's own: its signature is written once, there
+        self.continue_ = self.advance.continue_
 
     # -- the server's settings, kept by the ledger -------------------------------------
     @property
     def store(self) -> RunStore:
         return self.ledger.store
-
-    @property
-    def pins(self) -> Pins:
-        return self.ledger.pins
 
     @property
     def default_owner(self) -> str:
@@ -90,29 +78,14 @@ class Runs:
     def database_file(self) -> str | None:
         return self.ledger.database_file
 
-    @property
-    def max_context_bytes(self) -> int:
-        return self.ledger.max_context_bytes
-
-    @max_context_bytes.setter
-    def max_context_bytes(self, value: int) -> None:
-        self.ledger.max_context_bytes = value
-
-    @property
-    def check_config(self) -> CheckConfig | None:
-        return self.ledger.check_config
-
-    @check_config.setter
-    def check_config(self, value: CheckConfig | None) -> None:
-        self.ledger.check_config = value
-
-    @property
-    def dashboard_url(self) -> str | None:
-        return self.ledger.dashboard_url
-
-    @dashboard_url.setter
-    def dashboard_url(self, value: str | None) -> None:
-        self.ledger.dashboard_url = value
+    def configure(
+        self, *, max_context_bytes: int, checks: CheckConfig | None, dashboard_url: str | None
+    ) -> None:
+        """The service's settings for its runs: the context's size limit, what checks may do,
+        the dashboard's address (named to a run waiting for a person)."""
+        self.ledger.max_context_bytes = max_context_bytes
+        self.ledger.check_config = checks
+        self.ledger.dashboard_url = dashboard_url
 
     def owner(self, request: Request) -> str:
         return self.ledger.owner(request)
@@ -132,17 +105,7 @@ class Runs:
     def close(self) -> None:
         self.ledger.close()
 
-    # -- workflow_continue and a person's decisions ------------------------------------
-    def continue_(
-        self,
-        request: Request,
-        snapshot: Snapshot,
-        run_id: str,
-        step_id: str | None,
-        output: str | None,
-        changes: Mapping[str, Any] | None,
-    ) -> dict[str, Any] | InputRequired:
-        return self.advance.continue_(request, snapshot, run_id, step_id, output, changes)
+    # -- a person's decisions ----------------------------------------------------------
 
     def approve(
         self, request: Request, run_id: str, *, person: str, comment: str | None = None, via: str = "cli"
@@ -240,8 +203,8 @@ class Runs:
     ) -> dict[str, Any]:
         """`workflow_folders`: the sources the server was given, kept in the `started` event
         for the gate, which protects them while the run is active."""
-        from handrail.engine import next_step
-        from handrail.store.sqlite import now
+        from handrail.engine import next_step  # lazy: loaded with the first run started
+        from handrail.store.sqlite import now  # lazy: loaded with the first run started
 
         folder = self.workspace(request, workspace)
         context = dict(context or {})
@@ -390,6 +353,6 @@ def _baseline(workflow: Workflow, folder: str) -> dict[str, Any] | None:
         getattr(c, "changes", False) for node in workflow.nodes.values() for c in getattr(node, "checks", ())
     ):
         return None
-    from handrail.checks import git_baseline
+    from handrail.checks import git_baseline  # lazy: loaded with the first run started
 
     return git_baseline(folder).to_wire()

@@ -18,7 +18,7 @@ from handrail.runs.shapes import view
 from handrail.store.base import Event, EventType, NewEvent, RunRecord, RunStatus, RunUpdate
 
 if TYPE_CHECKING:
-    from handrail.runs.approvals import Answer, InputRequired, Question
+    from handrail.runs.approvals import Answer, Decision, InputRequired, Question
     from handrail.runs.request import Request
 
 
@@ -33,7 +33,7 @@ class Decisions:
     ) -> dict[str, Any] | InputRequired:
         """Ask the person through the client when the request says how; else say who must
         act. An answer the call already carries counts only for a question asked before."""
-        from handrail.runs.approvals import Decision
+        from handrail.runs.approvals import Decision  # lazy: loaded only when a person is asked
 
         approver = request.approver
         if approver is None:
@@ -50,20 +50,12 @@ class Decisions:
             return self._waiting_answer(run)
         if not isinstance(decision, Decision):
             return decision  # the client asks the person, then calls again
-        return self._decide(
-            request,
-            run.id,
-            decision.approve,
-            person=decision.person,
-            comment=decision.comment,
-            via=approver.via,
-            question=(question.asked, None),
-        )
+        return self._client_decided(request, run, decision, (question.asked, None), approver.via)
 
     def _question(self, request: Request, run: RunRecord, step: Mapping[str, Any], output: str) -> Question:
         """A question put to the client for the approval the run waits on, recorded as an
         `approval_asked` event that keeps the digest of its nonce."""
-        from handrail.runs.approvals import Question, new_nonce
+        from handrail.runs.approvals import Question, new_nonce  # lazy: loaded only when a person is asked
 
         nonce, kept = new_nonce()
         step_id = str(step["id"])
@@ -75,7 +67,7 @@ class Decisions:
     def _answered(self, request: Request, run: RunRecord, given: Answer) -> dict[str, Any]:
         """A 2026-07-28 retry's answer: used when its requestState names the question put
         for this run's pending approval, still unanswered; refused otherwise."""
-        from handrail.runs.approvals import parse_request_state
+        from handrail.runs.approvals import parse_request_state  # lazy: loaded only when a person is asked
 
         if given.request_state is None:
             raise answer_refused(
@@ -87,8 +79,13 @@ class Decisions:
         run_id, seq, nonce = parsed
         if run_id != run.id:
             raise answer_refused(run, "its requestState is for another run")
-        decision = given.decision
         via = request.approver.via if request.approver is not None else "elicitation"
+        return self._client_decided(request, run, given.decision, (seq, nonce), via)
+
+    def _client_decided(
+        self, request: Request, run: RunRecord, decision: Decision, question: tuple[int, str | None], via: str
+    ) -> dict[str, Any]:
+        """A person's decision the client brought back, on the question it answers, through `via`."""
         return self._decide(
             request,
             run.id,
@@ -96,7 +93,7 @@ class Decisions:
             person=decision.person,
             comment=decision.comment,
             via=via,
-            question=(seq, nonce),
+            question=question,
         )
 
     def _client_may_answer(self, request: Request, run: RunRecord) -> bool:
@@ -163,7 +160,7 @@ class Decisions:
     def _open_question(self, run: RunRecord, seq: int, nonce: str | None) -> None:
         """Refuse an answer unless question `seq` (with `nonce`, when the client carried one
         back) is the run's latest word on the approval it waits for."""
-        from handrail.runs.approvals import same_digest
+        from handrail.runs.approvals import same_digest  # lazy: loaded only when a person is asked
 
         if not machine.allows(run.status, EventType.APPROVED):
             raise answer_refused(

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 from handrail.shell_line import commands, git_options, glob_matches
 
 if TYPE_CHECKING:
-    from handrail.policy import GateRule, Policy
+    from handrail.step_policy import GateRule, Policy
 
 # NamedTuples rather than dataclasses: a hook creates these classes on every tool call
 EventKind = Literal["session", "prompt", "before-tool", "after-tool", "stop"]

@@ -123,7 +123,7 @@ def facts(
     run: RunRecord | OpenRun,
     events: Sequence[Event | LightEvent] | None = None,
 ) -> RunFacts:
-    from handrail.policy import iter_steps, policy_of_source  # lazy: a hook's start-up
+    from handrail.rules.policy import iter_steps, policy_of_source  # lazy: a hook's start-up
 
     source = store.get_source(run.source_hash)
     document: Mapping[str, Any] = {}

@@ -10,7 +10,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 
 from handrail import budget
 from handrail.codec import json_size
@@ -57,6 +57,13 @@ def recordable(path: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+class LedgerOptions(TypedDict, total=False):
+    """A ledger's settings beyond its store, which `Runs` passes on as they are."""
+
+    owner: str
+    database_file: str | None
 
 
 class Ledger:

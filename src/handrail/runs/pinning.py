@@ -42,7 +42,7 @@ class Pins:
                 f"the run's workflow source {source_hash[:12]} is missing from the run database",
                 {"sourceHash": source_hash},
             )
-        from handrail.compiler import compile_text
+        from handrail.compiler import compile_text  # lazy: on the first compile
 
         # runs start only from the catalog, i.e. from a source the user configured: the
         # recompiled workflow keeps that origin, so its command checks still run

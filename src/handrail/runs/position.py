@@ -30,7 +30,7 @@ class Position:
     def of(cls, result: NextResult) -> Position:
         """The engine's answer as a run keeps it."""
         # the engine's and the wire's modules load with the first run
-        from handrail.result_json import next_json
+        from handrail.engine.result_json import next_json
 
         shown = next_json(result)
         return cls(

@@ -75,7 +75,7 @@ class _FullCheck:
         self.validate: Callable[[Any], Any] | None = None
 
     def __call__(self, arguments: dict[str, Any]) -> None:
-        import fastjsonschema
+        import fastjsonschema  # lazy: only a refused call's full check needs it
 
         if self.validate is None:
             self.validate = fastjsonschema.compile(self.schema, use_default=False)

@@ -54,9 +54,9 @@ class Service:
         self.limits = limits or Limits()
         self.check_config = checks
         self.runs = runs if runs is not None else default_runs()
-        self.runs.max_context_bytes = self.limits.max_context_bytes
-        self.runs.check_config = checks
-        self.runs.dashboard_url = dashboard_url
+        self.runs.configure(
+            max_context_bytes=self.limits.max_context_bytes, checks=checks, dashboard_url=dashboard_url
+        )
         self.runs_only = runs_only
         # name -> (the admission of its arguments, quick and thorough; its handler; whether
         # the handler reads the request)
@@ -71,7 +71,7 @@ class Service:
             "workflow_validate_json": self.workflow_validate_json,
             "workflow_get_schema": self.workflow_get_schema,
         }
-        from handrail.runs.handlers import run_handlers
+        from handrail.runs.handlers import run_handlers  # lazy: after `initialize` is answered
 
         self._run_handlers: dict[str, Handler] = run_handlers(self.runs, self.workflow)
 
@@ -85,7 +85,7 @@ class Service:
         result = self._run(request, name, arguments, False)
         if type(result) is Encoded:
             return result.value()
-        if type(result) is dict:  # parts encoded once for the wire (result_json.next_json)
+        if type(result) is dict:  # parts encoded once for the wire (engine/result_json.next_json)
             return {key: v.value() if type(v) is Encoded else v for key, v in result.items()}
         return result
 
@@ -102,7 +102,7 @@ class Service:
         if type(arguments) is not dict and not isinstance(arguments, dict):
             raise InvalidParams(data={"details": "params must be an object"})
         if self.runs_only:
-            from handrail.runs.handlers import refuse_in_runs_only
+            from handrail.runs.handlers import refuse_in_runs_only  # lazy: after `initialize` is answered
 
             refuse_in_runs_only(name)
         plan = self._plans.get(name)
@@ -132,14 +132,14 @@ class Service:
         """What tools/list offers: every tool, or with `runs_only` the listing and the run tools."""
         if not self.runs_only:
             return tools()
-        from handrail.service.run_definitions import RUNS_ONLY_TOOLS
+        from handrail.service.run_definitions import RUNS_ONLY_TOOLS  # lazy: after `initialize` is answered
 
         return tuple(t for t in tools() if t["name"] in RUNS_ONLY_TOOLS)
 
     def open_runs_note(self, request: Request, *, roots: bool = False) -> str:
         """What `initialize` says about the asking person's unfinished runs in the server's
         workspace. `roots`: the client offers MCP roots (its workspace is known only later)."""
-        from handrail.runs.handlers import open_runs_note
+        from handrail.runs.handlers import open_runs_note  # lazy: after `initialize` is answered
 
         return open_runs_note(self.runs, request, roots=roots)
 
@@ -217,8 +217,8 @@ class Service:
         return engine.verdict_reply(verdict)
 
     def workflow_validate_json(self, snapshot: Snapshot, args: dict[str, Any]) -> dict[str, Any]:
-        from handrail.compiler import compile_text
-        from handrail.patterns.caching import transient
+        from handrail.compiler import compile_text  # lazy: after `initialize` is answered
+        from handrail.patterns.caching import transient  # lazy: after `initialize` is answered
 
         with transient():  # what a client sends is compiled, never kept (patterns/caching.py)
             compiled = compile_text(args["workflow"], "<workflow>")
@@ -244,8 +244,8 @@ def _engine() -> _Engine:
     """The engine and its conversion to the wire, imported on first use: after `initialize`
     (see handrail/__init__), and once, since an import statement per call (1.6 µs) costs
     about as much as the conversion itself."""
-    from handrail.engine import next_step, validate_output
-    from handrail.result_json import next_json, verdict_reply
+    from handrail.engine import next_step, validate_output  # lazy: after `initialize` is answered
+    from handrail.engine.result_json import next_json, verdict_reply  # lazy: after `initialize` is answered
 
     return _Engine(next_step, validate_output, next_json, verdict_reply)
 
@@ -260,9 +260,9 @@ def _input_schema(name: str) -> dict[str, Any]:
 
 def default_runs(database: str | None = None) -> Runs:
     """Runs over the store `database` names (default: see handrail.store.default_url)."""
-    from handrail.runs import Runs
-    from handrail.store import default_url, open_store
-    from handrail.store.open import sqlite_path
+    from handrail.runs import Runs  # lazy: loaded on first use, after `initialize` is answered
+    from handrail.store import default_url, open_store  # lazy: after `initialize` is answered
+    from handrail.store.urls import sqlite_path  # lazy: loaded on first use, after `initialize` is answered
 
     url = database or default_url()
     database_file = None

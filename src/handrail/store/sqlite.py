@@ -44,7 +44,6 @@ from handrail.store.base import (
     written,
 )
 from handrail.store.chain import backfill, chained_rows, new_head
-from handrail.store.open import sqlite_url
 from handrail.store.rows import (
     _COLUMNS,
     EVENTS_QUERY,
@@ -59,6 +58,7 @@ from handrail.store.rows import (
 )
 from handrail.store.schema import MIGRATIONS_TABLE, migrations, newer_than_known, statements
 from handrail.store.stats import last_line
+from handrail.store.urls import sqlite_url
 
 __all__ = ["MIGRATIONS", "SqliteStore", "now"]
 

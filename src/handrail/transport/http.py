@@ -367,8 +367,8 @@ def serve(
     hooks: HookAnswer | None = None,
     public_key: dict[str, Any] | None = None,
 ) -> int:
-    import uvicorn
-    from uvicorn.protocols.http.h11_impl import H11Protocol
+    import uvicorn  # lazy: loaded only when HTTP is served
+    from uvicorn.protocols.http.h11_impl import H11Protocol  # lazy: loaded only when HTTP is served
 
     bounds = limits or TransportLimits()
 
@@ -450,7 +450,7 @@ def _raise_open_files_limit() -> None:
     """Each connection holds a file descriptor: the common soft limit of 1024 would stop
     the server accepting connections well before `max_connections`."""
     try:
-        import resource
+        import resource  # lazy: loaded only when HTTP is served
 
         soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
         wanted = 65536 if hard == resource.RLIM_INFINITY else min(hard, 65536)

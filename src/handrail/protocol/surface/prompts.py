@@ -44,7 +44,7 @@ def prompts_get(service: Service, params: dict[str, Any]) -> dict[str, Any]:
 
 def _text(service: Service, workflow: Any) -> str:
     if service.runs_only:  # the classic stepping tools are off: follow it as a run
-        from handrail.runs.handlers import run_prompt_text
+        from handrail.runs.handlers import run_prompt_text  # lazy: with the first run call
 
         return run_prompt_text(workflow)
     return prompt_text(workflow)

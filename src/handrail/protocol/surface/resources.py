@@ -59,7 +59,7 @@ def resources_read(
         raise RpcError(missing, "Resource not found", {"uri": uri})
     name = uri[len(PREFIX) :]
     if name != "schema" and service.runs_only:
-        from handrail.runs.handlers import refuse_in_runs_only
+        from handrail.runs.handlers import refuse_in_runs_only  # lazy: with the first run call
 
         refuse_in_runs_only("workflow_get")  # a workflow's resource is its whole definition
     if name == "schema":

@@ -42,7 +42,7 @@ def tools_call(service: Service, request: Request, params: dict[str, Any], sessi
         )
         data: dict[str, Any] = {"details": details, "tools": list(_tool_names())}
         if isinstance(name, str):
-            from difflib import get_close_matches
+            from difflib import get_close_matches  # lazy: loaded only when a call needs it, after start-up
 
             close = get_close_matches(name[:100], data["tools"], n=1, cutoff=0.85)
             if close:  # the message then ends "; did you mean `workflow_next`?"
@@ -93,6 +93,6 @@ def _ask(session: Session) -> Ask | None:
 
 
 def _tool_names() -> tuple[str, ...]:
-    from handrail.service.definitions import tool_names
+    from handrail.service.definitions import tool_names  # lazy: after start-up
 
     return tool_names()

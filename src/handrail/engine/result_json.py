@@ -2,8 +2,10 @@
 the one conversion to the wire.
 
 The service answers `workflow_next` and `workflow_validate` with these; runs store a
-position in the same shape. Key order is part of the output (replies are compared
-byte for byte with the golden cases), so every dict is built in the seed's order.
+position in the same shape, and the compiler makes the wire forms of what it derives
+with `wire`. The engine's own functions load none of it: they build no JSON. Key order
+is part of the output (replies are compared byte for byte with the golden cases), so
+every dict is built in the seed's order.
 """
 
 from __future__ import annotations
@@ -12,8 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from handrail.codec import Encoded, encode
-from handrail.engine.derived import Shown, Wire
-from handrail.engine.results import PASSED, Guidance, NextResult, StepView, Verdict
+from handrail.engine.results import PASSED, Guidance, NextResult, Shown, StepView, Verdict, Wire
 
 
 def next_json(result: NextResult, *, spliced: bool = False) -> dict[str, Any]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from handrail.patterns.globs import GlobError, compile_glob
-from handrail.policy import compile_rule, plain_path
+from handrail.rules.policy import compile_rule, plain_path
 
 PATHS = (
     "docs/plan.md",

@@ -4,37 +4,19 @@ its problems reported (H700 to H702).
 The workflow's own `allow` and `deny` are the default of every step that gives no
 list of that name. `policy_of_source` compiles one step's policy from a pinned
 source without compiling the whole workflow: the gate runs on every tool call and
-needs nothing else.
+needs nothing else. The compiled types, `GateRule` and `Policy`, are the model's.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from handrail.shell_line import glob_matches
+from handrail.step_policy import GateRule, Policy
 
 if TYPE_CHECKING:
     from handrail.errors import Reporter
-
-
-class GateRule(NamedTuple):
-    """One rule of a step's policy, compiled: `matches(kind, target)` says whether it
-    covers an action (kind edit, read, shell, mcp, web or tool; see spec/gate.md)."""
-
-    text: str  # the rule as written: `edit:docs/**`
-    kind: str
-    message: str | None
-    matches: Callable[[str, str], bool]
-
-
-class Policy(NamedTuple):
-    """What the agent may do while a step is current: only what `allow` lists (None:
-    anything), less what `deny` lists. NamedTuples, not dataclasses: the gate's hook
-    compiles one step's policy on every tool call."""
-
-    allow: tuple[GateRule, ...] | None
-    deny: tuple[GateRule, ...]
 
 
 class _Silent:
