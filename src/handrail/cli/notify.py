@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from handrail.notify.events import TEST, payload
 from handrail.notify.send import post
@@ -14,6 +14,9 @@ from handrail.settings import settings
 from handrail.store.base import RunRecord, RunStatus
 from handrail.store.outbox import new_id
 from handrail.store.rows import now
+
+if TYPE_CHECKING:
+    from handrail.runs import Runs
 
 EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2  # as cli/options.py, which loads cli/runs, which loads this
 
@@ -105,7 +108,7 @@ def config_of(args: argparse.Namespace) -> NotifyConfig | None:
     )
 
 
-def start_worker(runs: Any, config: NotifyConfig | None) -> Any:
+def start_worker(runs: Runs, config: NotifyConfig | None) -> Any:
     """Queue notifications with every run write and deliver them from a thread; None
     without receivers."""
     if config is None:
@@ -113,13 +116,13 @@ def start_worker(runs: Any, config: NotifyConfig | None) -> Any:
     from handrail.notify.worker import Deliverer  # a thread's module: loaded by servers that notify
 
     runs.ledger.notify = config
-    worker = Deliverer(lambda: runs.store, config, dashboard_url=runs.dashboard_url).start()
+    worker = Deliverer(lambda: runs.store, config, dashboard_url=runs.ledger.dashboard_url).start()
     runs.ledger.queued = worker.wake
     runs.ledger.on_close = worker.stop  # before the store closes, so it is not opened again
     return worker
 
 
-def queue_from_environment(runs: Any, command: str) -> None:
+def queue_from_environment(runs: Runs, command: str) -> None:
     """`handrail runs` writes runs without serving them: the notifications its writes
     cause (HANDRAIL_NOTIFY) are queued in the store, for a server's worker to deliver."""
     given = settings()
