@@ -47,10 +47,12 @@ class Decisions:
         question = self._question(request, run, step, output, page)
         with off_the_clock():  # a person takes their time
             decision = approver.ask(question)
-        if decision is None or page is not None:  # on the page a person decides, not the client
+        if decision is None:
             return self._waiting_answer(run)
         if not isinstance(decision, Decision):
             return decision  # the client asks the person, then calls again
+        if page is not None:  # on the page a person decides, not the client
+            return self._waiting_answer(run)
         return self._decide(
             request,
             run.id,
