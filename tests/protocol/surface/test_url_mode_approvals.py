@@ -94,7 +94,8 @@ def test_a_client_that_takes_url_mode_is_sent_to_the_runs_page_and_its_accept_ap
         answer = server.response(rid)["result"]["structuredContent"]
         assert answer["accepted"] is False and answer["status"] == "awaiting_approval", answer
         assert answer["approval"]["page"] == params["url"]
-        assert "approved" not in _event_types(server.folder, run)
+        types = _event_types(server.folder, run)
+        assert "approval_asked" in types and "approved" not in types
         # the person decides (here with the CLI, acting as themself); the client is told
         # on its next call, and that call sees the decision
         _handrail(server.folder, "runs", "approve", run, "--as", "carol")
@@ -197,3 +198,30 @@ def test_over_http_the_question_is_the_runs_page_and_only_the_dashboard_decision
         answer = after["structuredContent"]
         assert answer["accepted"] is True and answer["approved"] == {"person": "alice"}, answer
         assert answer["step"]["id"] == "tell"
+
+
+def test_a_client_with_url_mode_alone_is_asked_nothing_where_the_server_knows_no_page(
+    tmp_path: Path,
+) -> None:
+    with Server("--no-bundled", "--workflows", _flows(tmp_path)) as server:
+        server.initialize(capabilities={"elicitation": {"url": {}}})
+        run = server.result("workflow_start", {"workflowId": FLOW, "goal": "Ship"})["runId"]
+        waiting = server.call("workflow_continue", {"runId": run, "stepId": "ship", "output": "Ready."})
+        answer = waiting["structuredContent"]
+        assert answer["status"] == "awaiting_approval" and "page" not in answer["approval"], answer
+        assert f"handrail runs approve {run}" in answer["approval"]["message"]
+        assert "approval_asked" not in _event_types(server.folder, run)
+
+
+def test_a_public_url_that_is_not_an_http_address_is_a_usage_error(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "handrail", "start", "--no-bundled", "--public-url", "javascript:alert(1)"],
+        env=clean_env(tmp_path),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 2, done
+    assert "--public-url: 'javascript:alert(1)' is not an http(s) URL" in done.stderr
