@@ -29,6 +29,7 @@ ELICITATION_TIMEOUT_S = 600.0  # how long a person has to answer an approval ask
 
 Ask = Callable[[str, Any, float], Any]  # (method, params, timeout) -> result | None
 Opened = Callable[[str, str, int], None]  # (elicitationId, runId, question seq)
+FORM = frozenset({"form"})  # the modes of a client that declared `elicitation: {}`
 
 
 def approver_for(
@@ -55,9 +56,9 @@ def elicitation_modes(capabilities: Mapping[str, Any]) -> frozenset[str]:
         return frozenset()
     declared = capabilities["elicitation"]
     if not isinstance(declared, Mapping):
-        return frozenset({"form"})
+        return FORM
     modes = frozenset(mode for mode in ("form", "url") if mode in declared)
-    return modes or frozenset({"form"})
+    return modes or FORM
 
 
 def elicitation_id(question: Question) -> str:
@@ -139,7 +140,7 @@ def decision_from(result: Any, person: str) -> Decision | None:
 class AnsweredOnRetry:
     """2026-07-28: the answer, when this call is the client's retry; else ask for it."""
 
-    def __init__(self, responses: Any, request_state: Any, person: str, modes: frozenset[str]) -> None:
+    def __init__(self, responses: Any, request_state: Any, person: str, modes: frozenset[str] = FORM) -> None:
         self.responses = responses if isinstance(responses, Mapping) else {}
         self.request_state = request_state[:200] if isinstance(request_state, str) else None
         self.person = person
@@ -159,7 +160,12 @@ class AskedNow:
     """2025 era over a two-way channel: `elicitation/create`, waited for."""
 
     def __init__(
-        self, send: Ask, person: str, timeout: float, modes: frozenset[str], opened: Opened | None = None
+        self,
+        send: Ask,
+        person: str,
+        timeout: float,
+        modes: frozenset[str] = FORM,
+        opened: Opened | None = None,
     ) -> None:
         self.send = send
         self.person = person
