@@ -32,7 +32,9 @@ class Decisions:
         self, request: Request, run: RunRecord, step: Mapping[str, Any], output: str
     ) -> dict[str, Any] | InputRequired:
         """Ask the person through the client when the request says how; else say who must
-        act. An answer the call already carries counts only for a question asked before."""
+        act. An answer the call already carries counts only for a question asked before.
+        A client that takes URL mode is sent to the run's page when there is one: it is
+        asked even where its answer would not count, since its answer never decides."""
         from handrail.runs.approvals import Decision
 
         approver = request.approver
