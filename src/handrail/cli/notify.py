@@ -61,7 +61,8 @@ def add_notify_options(parser: argparse.ArgumentParser) -> None:
         "--public-url",
         default=None,
         metavar="URL",
-        help="the dashboard's address in notifications' links (or HANDRAIL_PUBLIC_URL; default the server's)",
+        help="the dashboard's address, for the run pages named in notifications and approval questions "
+        "(or HANDRAIL_PUBLIC_URL; default the server's)",
     )
     parser.add_argument(
         "--stuck-after",

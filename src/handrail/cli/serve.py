@@ -111,13 +111,18 @@ def service_of(
         raise SystemExit(EXIT_USAGE) from None
     from handrail.runs.approvers import default_channels  # with the service, after the parser
 
+    public = settings(args).public_url
+    if public and not public.lower().startswith(("http://", "https://")):
+        print(f"handrail {args.command}: --public-url: {public!r} is not an http(s) URL", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE)
     service = Service(
         catalog,
         options.limits_of(args),
         runs=default_runs(args.database),
         runs_only=args.runs_only,
         checks=checks,
-        dashboard_url=dashboard_url,
+        # where a person opens the dashboard: the run's page in approval questions and notices
+        dashboard_url=public or dashboard_url,
     )
     chosen = getattr(args, "approval_channels", None)
     service.runs.ledger.approval_channels = chosen or default_channels(with_tokens)

@@ -24,3 +24,5 @@ class Session:
     # server-to-client messages sent outside a reply (log records): the transport sets
     # it when it has a channel for them; the stateless HTTP transport has none
     sink: Callable[[bytes], None] | None = None
+    # URL-mode approval questions sent and not yet said complete: elicitationId -> (run, seq)
+    url_questions: dict[str, tuple[str, int]] = field(default_factory=dict)

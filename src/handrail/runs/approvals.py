@@ -15,6 +15,9 @@ waits on: each question is an `approval_asked` event, and an answer is used only
 that event is still the run's latest word on its approval (so once, and never for
 another run, step or iteration). The client carries the question back in
 `request_state`, whose random nonce only the SHA-256 in the event can confirm.
+A client that takes URL-mode elicitation, asked by a server that knows the dashboard's
+address, is sent to the run's page instead: the person decides there, signed in as
+themself, and the client's answer to that question decides nothing.
 See spec/runs.md, "Approvals".
 """
 
@@ -48,6 +51,9 @@ class Question:
     workflow_id: str
     asked: int = 0  # the seq of its `approval_asked` event
     nonce: str = ""  # what the client must bring back (2026: in requestState)
+    # URL mode: the run's dashboard page, where the person decides; the client's answer
+    # then only says whether they opened it. None: a form the client's answer decides
+    page: str | None = None
 
     @property
     def request_state(self) -> str:
@@ -57,6 +63,8 @@ class Question:
 class Approver(Protocol):
     person: str
     via: str  # what an approval through it records as where it came from (`elicitation`, ...)
+    url: bool  # the client can send the person to a page (URL-mode elicitation)
+    form: bool  # the client can show the person a form (form-mode elicitation)
 
     def given(self) -> Answer | None:
         """An answer this call already carries (2026: on a retry), before anything is asked."""

@@ -32,7 +32,9 @@ class Decisions:
         self, request: Request, run: RunRecord, step: Mapping[str, Any], output: str
     ) -> dict[str, Any] | InputRequired:
         """Ask the person through the client when the request says how; else say who must
-        act. An answer the call already carries counts only for a question asked before."""
+        act. An answer the call already carries counts only for a question asked before.
+        A client that takes URL mode is sent to the run's page when there is one: it is
+        asked even where its answer would not count, since its answer never decides."""
         from handrail.runs.approvals import Decision  # lazy: loaded only when a person is asked
 
         approver = request.approver
@@ -41,28 +43,61 @@ class Decisions:
         given = approver.given()
         if given is not None:
             return self._answered(request, run, given)
-        if not self._client_may_answer(request, run):
+        page = self._page_for_client(run) if approver.url else None
+        if page is None and not (approver.form and self._client_may_answer(request, run)):
             return self._waiting_answer(run)  # its answer would not count: nobody is asked
-        question = self._question(request, run, step, output)
+        question = self._question(request, run, step, output, page)
         with off_the_clock():  # a person takes their time
             decision = approver.ask(question)
         if decision is None:
             return self._waiting_answer(run)
         if not isinstance(decision, Decision):
             return decision  # the client asks the person, then calls again
+        if page is not None:  # on the page a person decides, not the client
+            return self._waiting_answer(run)
         return self._client_decided(request, run, decision, (question.asked, None), approver.via)
 
-    def _question(self, request: Request, run: RunRecord, step: Mapping[str, Any], output: str) -> Question:
+    def _question(
+        self, request: Request, run: RunRecord, step: Mapping[str, Any], output: str, page: str | None
+    ) -> Question:
         """A question put to the client for the approval the run waits on, recorded as an
-        `approval_asked` event that keeps the digest of its nonce."""
+        `approval_asked` event that keeps the digest of its nonce, and the page it sends
+        the person to (URL mode; no answer to such a question decides)."""
         from handrail.runs.approvals import Question, new_nonce  # lazy: loaded only when a person is asked
 
         nonce, kept = new_nonce()
         step_id = str(step["id"])
-        asked = NewEvent(EventType.APPROVAL_ASKED, step_id, {"via": "client", "question": kept})
+        data: dict[str, Any] = {"via": "client", "question": kept}
+        if page is not None:
+            data.update(mode="url", page=page)
+        asked = NewEvent(EventType.APPROVAL_ASKED, step_id, data)
         written = self.ledger.write(run, RunUpdate(), [asked], self.ledger.owner(request))
         title = str(step.get("title", step_id))
-        return Question(run.id, step_id, title, output, run.workflow_id, written.events, nonce)
+        return Question(run.id, step_id, title, output, run.workflow_id, written.events, nonce, page)
+
+    def page(self, run_id: str) -> str | None:
+        """The run's dashboard page (`--public-url`, else the address this server serves
+        the dashboard at); None when the server knows no dashboard address."""
+        url = self.ledger.dashboard_url
+        return f"{url.rstrip('/')}/runs/{run_id}" if url else None
+
+    def _page_for_client(self, run: RunRecord) -> str | None:
+        """The page a URL-mode question sends the person to: None without a dashboard
+        address, or when this server or the run takes no approval from the dashboard."""
+        page = self.page(run.id)
+        found = self.waiting(run) if page is not None else None
+        if found is not None and found.refused_channel("dashboard", self.ledger.approval_channels):
+            return None
+        return page
+
+    def settled(self, run_id: str, seq: int) -> bool:
+        """Whether question `seq` of the run is done with: a person decided after it, or
+        the run waits for no approval (any more)."""
+        run = self.ledger.store.get(run_id)
+        if run is None or run.status != RunStatus.AWAITING_APPROVAL:
+            return True
+        decided = (EventType.APPROVED, EventType.DECLINED)
+        return any(e.seq > seq and e.type in decided for e in self.ledger.events(run_id))
 
     def _answered(self, request: Request, run: RunRecord, given: Answer) -> dict[str, Any]:
         """A 2026-07-28 retry's answer: used when its requestState names the question put
@@ -79,6 +114,8 @@ class Decisions:
         run_id, seq, nonce = parsed
         if run_id != run.id:
             raise answer_refused(run, "its requestState is for another run")
+        if self._asked_for_the_page(run, seq):
+            return self._waiting_answer(run)  # `accept` there says the person opened the page
         via = request.approver.via if request.approver is not None else "elicitation"
         return self._client_decided(request, run, given.decision, (seq, nonce), via)
 
@@ -94,6 +131,12 @@ class Decisions:
             comment=decision.comment,
             via=via,
             question=question,
+        )
+
+    def _asked_for_the_page(self, run: RunRecord, seq: int) -> bool:
+        asked = next((e for e in self.ledger.events(run.id) if e.seq == seq), None)
+        return (
+            asked is not None and asked.type == EventType.APPROVAL_ASKED and asked.data.get("mode") == "url"
         )
 
     def _client_may_answer(self, request: Request, run: RunRecord) -> bool:
@@ -244,8 +287,7 @@ class Decisions:
         approve = f"handrail runs approve {run.id}"
         decline = f"handrail runs decline {run.id}"
         how = f"Ask the user to run `{approve}` (or `{decline} --comment ...` to send it back)"
-        url = self.ledger.dashboard_url
-        page = url and f"{url.rstrip('/')}/runs/{run.id}"
+        page = self.page(run.id)
         if page:
             how = (
                 f"Ask the user to approve or decline it on the dashboard page {page}, or to run "

@@ -13,7 +13,7 @@ from typing import Any
 from handrail.codec import Encoded, encode
 from handrail.errors import INVALID_PARAMS, HandrailError, RpcError
 from handrail.protocol.session import Session
-from handrail.protocol.surface.approvals import Ask, approver_for, input_required
+from handrail.protocol.surface.approvals import Ask, Opened, approver_for, completed, input_required
 from handrail.protocol.surface.texts import fix_text
 from handrail.runs.approvals import InputRequired
 from handrail.runs.request import Request
@@ -49,8 +49,9 @@ def tools_call(service: Service, request: Request, params: dict[str, Any], sessi
                 data["didYouMean"] = close
         raise RpcError(INVALID_PARAMS, "Invalid params", data)
     arguments = params.get("arguments", {})
+    _say_completed(service, session)
     if name == "workflow_continue":
-        approver = approver_for(request, params, _ask(session))
+        approver = approver_for(request, params, _ask(session), _opened(session))
         if approver is not None:
             request = replace(request, approver=approver)
     try:
@@ -90,6 +91,29 @@ def _ask(session: Session) -> Ask | None:
     back to it while a request is answered (stdio)."""
     requests = session.client_requests
     return requests.ask if not session.stateless and requests.sender is not None else None
+
+
+def _opened(session: Session) -> Opened | None:
+    """Keeps each URL-mode question sent, when the session can later say it is complete."""
+    if session.stateless:
+        return None
+
+    def opened(elicitation: str, run_id: str, seq: int) -> None:
+        session.url_questions[elicitation] = (run_id, seq)
+
+    return opened
+
+
+def _say_completed(service: Service, session: Session) -> None:
+    """`notifications/elicitation/complete` for each URL-mode question a person has since
+    decided on (on the dashboard, or by `handrail runs approve` in another process): said
+    when the client next calls a tool, before that call's answer."""
+    if not session.url_questions or session.sink is None:
+        return
+    for elicitation, (run_id, seq) in list(session.url_questions.items()):
+        if service.runs.decisions.settled(run_id, seq):
+            del session.url_questions[elicitation]
+            session.sink(encode(completed(elicitation)))
 
 
 def _tool_names() -> tuple[str, ...]:
