@@ -31,6 +31,7 @@ VARIABLES: dict[str, str] = {
     "WORKFLOW_INCLUDE_BUNDLED": "yes/no: serve the bundled workflows (`--no-bundled`; default yes)",
     "HANDRAIL_SIGNING_KEY": "the Ed25519 key file that signs exported run records (`--signing-key`)",
     "WORKFLOW_GIT_REPOS": "git repositories of workflows, separated by commas (`git+` optional)",
+    "HANDRAIL_METRICS_TOKEN": "the token a scraper sends for `/metrics` (`--metrics-token`)",
 }
 PATH_VARIABLES = ("WORKFLOW_STORAGE_PATH", "HANDRAIL_WORKFLOWS")  # in increasing precedence
 
@@ -57,6 +58,7 @@ class Settings(NamedTuple):  # not a dataclass: the gate's hook reads it and loa
     workflow_paths: tuple[tuple[str, str], ...] = ()  # (variable, path), in precedence order
     git_repos: tuple[str, ...] = ()
     signing_key: str = ""  # a PEM file; empty: records are exported unsigned
+    metrics_token: str = ""  # empty: /metrics asks for the tokens /mcp asks for
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -80,6 +82,7 @@ class Settings(NamedTuple):  # not a dataclass: the gate's hook reads it and loa
             ),
             git_repos=tuple(p.strip() for p in env.get("WORKFLOW_GIT_REPOS", "").split(",") if p.strip()),
             signing_key=env.get("HANDRAIL_SIGNING_KEY", ""),
+            metrics_token=env.get("HANDRAIL_METRICS_TOKEN", ""),
         )
 
     def with_options(self, args: Any) -> Settings:
@@ -98,6 +101,8 @@ class Settings(NamedTuple):  # not a dataclass: the gate's hook reads it and loa
             given["include_bundled"] = False
         if getattr(args, "signing_key", None):
             given["signing_key"] = args.signing_key
+        if getattr(args, "metrics_token", None):
+            given["metrics_token"] = args.metrics_token
         return self._replace(**given)
 
 

@@ -60,6 +60,17 @@ def add_serve(sub: Any) -> None:
         help="a token per person: lines of `NAME sha256:HEX` or `NAME TOKEN` (default "
         "$HANDRAIL_TOKENS_FILE; see `handrail token`)",
     )
+    serve.add_argument(
+        "--metrics",
+        action="store_true",
+        help="serve /metrics in the Prometheus text format (behind the tokens /mcp asks for)",
+    )
+    serve.add_argument(
+        "--metrics-token",
+        default=None,
+        metavar="TOKEN",
+        help="the token a scraper sends for /metrics instead (default $HANDRAIL_METRICS_TOKEN)",
+    )
     options.add_serving_options(serve)
     options.add_limit_options(serve)
     options.add_check_options(serve)
@@ -220,6 +231,8 @@ def serve_command(args: argparse.Namespace) -> int:
             limits=options.transport_limits(args),
             hooks=hooks_of(service, args),
             public_key=key.public.published() if key else None,
+            metrics=getattr(args, "metrics", False),
+            metrics_token=settings(args).metrics_token or None,
         )
     finally:
         catalog.close()

@@ -16,6 +16,7 @@ from handrail import budget
 from handrail.codec import json_size
 from handrail.errors import InvalidParams, RunNotFound, StateError
 from handrail.limits import MAX_CONTEXT_BYTES
+from handrail.observe import Observer
 from handrail.runs import machine
 from handrail.runs.pinning import Pins
 from handrail.runs.request import Request
@@ -71,6 +72,7 @@ class Ledger:
         self.check_config: CheckConfig | None = None  # the service sets the server's own
         # where a person approves in a browser, when this server serves the dashboard
         self.dashboard_url: str | None = None
+        self.observer: Observer | None = None  # `handrail serve --metrics` counts writes
 
     @property
     def store(self) -> RunStore:
@@ -174,6 +176,12 @@ class Ledger:
             return self.remember(self.store.update(run, change, events, actor))
         except Conflict:
             self.recent.pop(run.id, None)
+            if self.observer is not None:
+                self.observer.store_retry()
+            raise
+        except Exception:
+            if self.observer is not None:
+                self.observer.store_error()
             raise
 
     @staticmethod

@@ -89,6 +89,8 @@ class HttpSettings:
     transport: TransportLimits = field(default_factory=TransportLimits)
     hooks: HookAnswer | None = None  # the gate's HTTP hooks, when served
     public_key: dict[str, Any] | None = None  # --signing-key's public half, as published
+    metrics: bool = False  # --metrics: /metrics in the Prometheus text format
+    metrics_token: str | None = None  # --metrics-token: the one token /metrics asks for, if set
 
 
 def _error(status: int, code: int, message: str, rid: Any = None, **data: Any) -> Response:
@@ -111,12 +113,23 @@ def _json(reply: Any, status: int = 200) -> Response:
 
 def create_app(service: Service, settings: HttpSettings | None = None) -> Starlette:
     config = settings or HttpSettings()
-    protocol = Protocol(service, stateless=True)  # no session state: one core serves every request
+    metrics = None
+    if config.metrics:
+        from handrail.transport.metrics import attach  # prometheus_client: loaded only when asked
+
+        metrics = attach(service)
+    # no session state: one core serves every request
+    protocol = Protocol(service, stateless=True, observer=metrics)
     limits = config.transport
     pool = WorkerPool(limits.workers or default_workers(), limits.max_queued)
     people = People.combined(config.people, People.shared(config.token) if config.token else None)
 
     guard = Guard(config.allowed_hosts, config.allowed_origins, people)
+    scraper = (  # a scraper's own token, when given, instead of the people's
+        Guard(config.allowed_hosts, config.allowed_origins, People.shared(config.metrics_token))
+        if config.metrics_token
+        else guard
+    )
 
     def refuse(request: Request, *, authenticate: bool = True) -> Response | None:
         """Host, Origin and (with `authenticate`) token checks; the person asking is
@@ -311,6 +324,22 @@ def create_app(service: Service, settings: HttpSettings | None = None) -> Starle
             return JSONResponse({"error": said}, status_code=404)
         return JSONResponse(config.public_key)
 
+    async def scrape(request: Request) -> Response:
+        """/metrics: the same Host, Origin and token rules as /mcp (or --metrics-token's)."""
+        try:
+            scraper.check(request.headers)
+        except Refused as refused:
+            return _refused(refused)
+        assert metrics is not None
+        from handrail.transport.metrics import CONTENT_TYPE  # loaded already by attach
+
+        # the store's figures are read by a query: on a worker, never on the event loop
+        try:
+            body = await pool.run(metrics.exposition)
+        except Busy:
+            return Response(b"server busy\n", status_code=503, headers={"Retry-After": "1"})
+        return Response(body, media_type=CONTENT_TYPE)
+
     from handrail.dashboard import dashboard_routes  # the web pages at /
 
     return Starlette(
@@ -319,6 +348,7 @@ def create_app(service: Service, settings: HttpSettings | None = None) -> Starle
             Route("/healthz", healthz, methods=["GET"]),
             Route("/hooks/{harness}", hook, methods=["GET", "POST"]),
             Route("/.well-known/handrail-key", published_key, methods=["GET"]),
+            *([Route("/metrics", scrape, methods=["GET"])] if metrics is not None else []),
             *dashboard_routes(service, refuse, people),
         ]
     )
@@ -357,6 +387,8 @@ def serve(
     limits: TransportLimits | None = None,
     hooks: HookAnswer | None = None,
     public_key: dict[str, Any] | None = None,
+    metrics: bool = False,
+    metrics_token: str | None = None,
 ) -> int:
     import uvicorn
     from uvicorn.protocols.http.h11_impl import H11Protocol
@@ -385,6 +417,8 @@ def serve(
         transport=bounds,
         hooks=hooks,
         public_key=public_key,
+        metrics=metrics,
+        metrics_token=metrics_token,
     )
     app = create_app(service, settings)
 
