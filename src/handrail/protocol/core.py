@@ -349,7 +349,7 @@ def _observed(method: str, handler: Handler, observer: Observer) -> Handler:
         outcome = "error"
         try:
             result = handler(request, params)
-            outcome = "tool_error" if _is_tool_error(result) else "ok"
+            outcome = "tool_error" if tool and method == "tools/call" and _is_tool_error(result) else "ok"
             return result
         finally:
             observer.request(method, tool, outcome, time.perf_counter() - started)
@@ -358,8 +358,9 @@ def _observed(method: str, handler: Handler, observer: Observer) -> Handler:
 
 
 def _is_tool_error(result: Any) -> bool:
+    """A tools/call result that reports the tool's error (`isError`, its last member)."""
     if type(result) is Encoded:
-        return b'"isError":true' in result.data
+        return result.data.endswith(b'"isError":true}')
     return isinstance(result, dict) and result.get("isError") is True
 
 

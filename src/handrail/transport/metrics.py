@@ -72,10 +72,18 @@ class Metrics:
             registry=self.registry,
         )
         self.registry.register(_Collector(service))
+        self._children: dict[tuple[str, str, str], tuple[Counter, Histogram]] = {}
 
     def request(self, method: str, tool: str, outcome: str, seconds: float) -> None:
-        self.requests.labels(method, tool, outcome).inc()
-        self.latency.labels(method, tool).observe(seconds)
+        key = (method, tool, outcome)
+        pair = self._children.get(key)
+        if pair is None:  # labels() takes a lock and builds a tuple: once per label set
+            pair = self._children[key] = (
+                self.requests.labels(method, tool, outcome),
+                self.latency.labels(method, tool),
+            )
+        pair[0].inc()
+        pair[1].observe(seconds)
 
     def check(self, kind: str, outcome: str, seconds: float) -> None:
         self.checks.labels(kind, outcome).inc()
