@@ -8,7 +8,9 @@ only when an observer is given). transport/metrics.py is the one implementation.
 
 from __future__ import annotations
 
-from typing import Protocol
+from collections.abc import Mapping
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
 
 
 class Observer(Protocol):
@@ -24,3 +26,22 @@ class Observer(Protocol):
 
     def store_error(self) -> None:
         """A write to the run store failed with an error of the database."""
+
+
+class Span(Protocol):
+    def set(self, key: str, value: str | int | float | bool) -> None:
+        """An attribute learned while the span is open (an outcome, an error's type)."""
+
+
+class Tracer(Protocol):
+    """Spans of the work a request does (handrail/tracing.py: OpenTelemetry)."""
+
+    def request(self, method: str, tool: str, meta: Mapping[str, Any] | None) -> AbstractContextManager[Span]:
+        """The span of one MCP request, continuing the client's trace when `meta` (its
+        `params._meta`) carries a `traceparent`."""
+
+    def span(self, name: str, **attributes: str | int | float | bool) -> AbstractContextManager[Span]:
+        """A child of the current span (a store write, an approval)."""
+
+    def finished(self, name: str, start_ns: int, end_ns: int, **attributes: str | int | float | bool) -> None:
+        """A child span for work timed already (one check of several run together)."""

@@ -32,6 +32,9 @@ VARIABLES: dict[str, str] = {
     "HANDRAIL_SIGNING_KEY": "the Ed25519 key file that signs exported run records (`--signing-key`)",
     "WORKFLOW_GIT_REPOS": "git repositories of workflows, separated by commas (`git+` optional)",
     "HANDRAIL_METRICS_TOKEN": "the token a scraper sends for `/metrics` (`--metrics-token`)",
+    "OTEL_EXPORTER_OTLP_ENDPOINT": "where traces go (OTLP over HTTP); set, traces are on (`handrail[otel]`)",
+    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "where traces go, for traces alone; set, it turns traces on",
+    "OTEL_TRACES_EXPORTER": "`otlp` or `console` (stderr) turns traces on; `none` keeps them off",
 }
 PATH_VARIABLES = ("WORKFLOW_STORAGE_PATH", "HANDRAIL_WORKFLOWS")  # in increasing precedence
 
@@ -59,6 +62,7 @@ class Settings(NamedTuple):  # not a dataclass: the gate's hook reads it and loa
     git_repos: tuple[str, ...] = ()
     signing_key: str = ""  # a PEM file; empty: records are exported unsigned
     metrics_token: str = ""  # empty: /metrics asks for the tokens /mcp asks for
+    traces: str = ""  # the OpenTelemetry exporter ("otlp", "console"); empty: no traces
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -83,6 +87,7 @@ class Settings(NamedTuple):  # not a dataclass: the gate's hook reads it and loa
             git_repos=tuple(p.strip() for p in env.get("WORKFLOW_GIT_REPOS", "").split(",") if p.strip()),
             signing_key=env.get("HANDRAIL_SIGNING_KEY", ""),
             metrics_token=env.get("HANDRAIL_METRICS_TOKEN", ""),
+            traces=_traces(env),
         )
 
     def with_options(self, args: Any) -> Settings:
@@ -104,6 +109,17 @@ class Settings(NamedTuple):  # not a dataclass: the gate's hook reads it and loa
         if getattr(args, "metrics_token", None):
             given["metrics_token"] = args.metrics_token
         return self._replace(**given)
+
+
+def _traces(env: Mapping[str, str]) -> str:
+    """The exporter OpenTelemetry's own variables ask for ("" when they ask for none)."""
+    exporter = env.get("OTEL_TRACES_EXPORTER", "").strip().lower()
+    if exporter == "none":
+        return ""
+    if exporter:
+        return exporter
+    endpoint = env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "") or env.get("OTEL_EXPORTER_OTLP_ENDPOINT", "")
+    return "otlp" if endpoint.strip() else ""
 
 
 def settings(args: Any = None, environ: Mapping[str, str] | None = None) -> Settings:

@@ -166,8 +166,9 @@ def start(args: argparse.Namespace) -> int:
     try:
         # `initialize` is answered from a quick read of the sources; the workflows are
         # compiled (and watched) right after that first answer is out
+        service = service_of(catalog, args, checks)
         return serve(
-            Protocol(service_of(catalog, args, checks)),
+            Protocol(service, tracer=traced(service, "pipe")),
             max_line=limits.max_line_bytes,
             after_first_reply=lambda: catalog.watch(interval=args.reload_interval),
             shutdown_timeout=args.shutdown_timeout,
@@ -232,10 +233,30 @@ def serve_command(args: argparse.Namespace) -> int:
             hooks=hooks_of(service, args),
             public_key=key.public.published() if key else None,
             metrics=getattr(args, "metrics", False),
+            tracer=traced(service, "tcp"),
             metrics_token=settings(args).metrics_token or None,
         )
     finally:
         catalog.close()
+
+
+def traced(service: Any, transport: str) -> Any:
+    """The tracer the OTEL_* variables ask for, told to `service`'s runs too; None: none."""
+    exporter = settings().traces
+    if not exporter:
+        return None
+    try:
+        from handrail.tracing import tracer  # OpenTelemetry: loaded only when asked for
+    except ImportError:
+        print(
+            "handrail: OTEL_* ask for traces, but OpenTelemetry is not installed: "
+            "pip install 'handrail[otel]'",
+            file=sys.stderr,
+        )
+        return None
+    found = tracer(exporter, transport)
+    service.runs.ledger.tracer = found
+    return found
 
 
 def hooks_of(service: Any, args: argparse.Namespace) -> Any:

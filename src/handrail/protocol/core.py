@@ -25,6 +25,7 @@ import logging
 import os
 import time
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import replace
 from functools import partial
 from typing import Any
@@ -42,7 +43,7 @@ from handrail.errors import (
     error_response,
 )
 from handrail.limits import Limits
-from handrail.observe import Observer
+from handrail.observe import Observer, Tracer
 from handrail.protocol.revisions import (
     CLIENT_CAPABILITIES_KEY,
     CLIENT_INFO_KEY,
@@ -91,11 +92,17 @@ class Protocol:
     """One client session. `handle(line)` returns the bytes to send back, or None."""
 
     def __init__(
-        self, service: Service, *, stateless: bool = False, observer: Observer | None = None
+        self,
+        service: Service,
+        *,
+        stateless: bool = False,
+        observer: Observer | None = None,
+        tracer: Tracer | None = None,
     ) -> None:
         """`stateless`: every request stands alone (HTTP), so none waits for `initialize`.
-        `observer`: told of every request answered (metrics); without one the handler
-        table is left unwrapped, so the request path costs nothing more."""
+        `observer`: told of every request answered (metrics); `tracer`: a span for each
+        (traces). Without either the handler table is left unwrapped, so the request path
+        costs nothing more."""
         self.service = service
         self.stateless = stateless
         self.initialized = stateless
@@ -114,8 +121,8 @@ class Protocol:
             # the seed's direct form: the tool name as the method, its result spliced in
             **{name: partial(service.answer, name) for name in tool_names()},
         }
-        if observer is not None:
-            self.handlers = {m: _observed(m, h, observer) for m, h in self.handlers.items()}
+        if observer is not None or tracer is not None:
+            self.handlers = {m: _observed(m, h, observer, tracer) for m, h in self.handlers.items()}
 
     @property
     def limits(self) -> Limits:
@@ -336,8 +343,8 @@ class Protocol:
         self.surface.close()
 
 
-def _observed(method: str, handler: Handler, observer: Observer) -> Handler:
-    """`handler`, timed and told to `observer` with its tool and its outcome."""
+def _observed(method: str, handler: Handler, observer: Observer | None, tracer: Tracer | None) -> Handler:
+    """`handler`, timed and told to `observer`, in a span of `tracer`, with its tool and outcome."""
     direct_tool = method if method in _TOOL_NAMES else ""  # the seed's direct form
 
     def observed(request: Request, params: dict[str, Any]) -> Any:
@@ -345,14 +352,33 @@ def _observed(method: str, handler: Handler, observer: Observer) -> Handler:
         if method == "tools/call":
             name = params.get("name")
             tool = name if isinstance(name, str) and name in _TOOL_NAMES else "unknown"
-        started = time.perf_counter()
-        outcome = "error"
-        try:
-            result = handler(request, params)
-            outcome = "tool_error" if tool and method == "tools/call" and _is_tool_error(result) else "ok"
-            return result
-        finally:
-            observer.request(method, tool, outcome, time.perf_counter() - started)
+        with ExitStack() as stack:
+            span = None
+            if tracer is not None:
+                meta = params.get("_meta")
+                span = stack.enter_context(
+                    tracer.request(method, tool, meta if isinstance(meta, dict) else None)
+                )
+            started = time.perf_counter()
+            outcome = "error"
+            try:
+                result = handler(request, params)
+                outcome = "tool_error" if tool and method == "tools/call" and _is_tool_error(result) else "ok"
+                return result
+            except RpcError as exc:
+                if span is not None:
+                    span.set("rpc.response.status_code", str(exc.code))
+                    span.set("error.type", str(exc.code))
+                raise
+            except Exception as exc:
+                if span is not None:
+                    span.set("error.type", type(exc).__qualname__)
+                raise
+            finally:
+                if observer is not None:
+                    observer.request(method, tool, outcome, time.perf_counter() - started)
+                if span is not None and outcome == "tool_error":
+                    span.set("error.type", "tool_error")
 
     return observed
 

@@ -228,6 +228,18 @@ class Advance:
                 self.ledger.check_config or CheckConfig(),
                 workflow.origin,
             )
+        tracer = self.ledger.tracer
+        if tracer is not None:  # each check's span ends when it did; they ran one after another
+            end = time.time_ns()
+            for r in reversed(results):
+                start = end - (r.duration_ms or 0) * 1_000_000
+                attributes: dict[str, str | bool] = {
+                    "handrail.check.type": r.type,
+                    "handrail.check.passed": r.passed,
+                    "handrail.check.pointer": r.pointer,
+                }
+                tracer.finished(f"check {r.type}", start, end, **attributes)
+                end = start
         observer = self.ledger.observer
         if observer is not None:
             spent = time.monotonic() - started  # for checks that time nothing themselves

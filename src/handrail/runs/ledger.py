@@ -16,7 +16,7 @@ from handrail import budget
 from handrail.codec import json_size
 from handrail.errors import InvalidParams, RunNotFound, StateError
 from handrail.limits import MAX_CONTEXT_BYTES
-from handrail.observe import Observer
+from handrail.observe import Observer, Tracer
 from handrail.runs import machine
 from handrail.runs.pinning import Pins
 from handrail.runs.request import Request
@@ -73,6 +73,7 @@ class Ledger:
         # where a person approves in a browser, when this server serves the dashboard
         self.dashboard_url: str | None = None
         self.observer: Observer | None = None  # `handrail serve --metrics` counts writes
+        self.tracer: Tracer | None = None  # traces (handrail/tracing.py): a span per write
 
     @property
     def store(self) -> RunStore:
@@ -159,6 +160,9 @@ class Ledger:
         status = machine.after(None, [e.type for e in events])
         if status is None:
             raise StateError("a run cannot start with these events", {"runId": run.id})
+        if self.tracer is not None:
+            with self.tracer.span(**self._write_span("create", run, events)):
+                return self.remember(self.store.create(replace(run, status=status), events))
         return self.remember(self.store.create(replace(run, status=status), events))
 
     def write(self, run: RunRecord, change: RunUpdate, events: Sequence[NewEvent], actor: str) -> RunRecord:
@@ -173,6 +177,9 @@ class Ledger:
         if status != run.status:
             change = replace(change, status=status)
         try:
+            if self.tracer is not None:
+                with self.tracer.span(**self._write_span("update", run, events)):
+                    return self.remember(self.store.update(run, change, events, actor))
             return self.remember(self.store.update(run, change, events, actor))
         except Conflict:
             self.recent.pop(run.id, None)
@@ -183,6 +190,17 @@ class Ledger:
             if self.observer is not None:
                 self.observer.store_error()
             raise
+
+    def _write_span(self, operation: str, run: RunRecord, events: Sequence[NewEvent]) -> dict[str, Any]:
+        """The name and attributes of a store write's span (database conventions)."""
+        return {
+            "name": f"{operation} runs",
+            "db.system.name": self.store.dialect,
+            "db.operation.name": operation,
+            "db.collection.name": "runs",
+            "handrail.run.id": run.id,
+            "handrail.events": ",".join(e.type for e in events),
+        }
 
     @staticmethod
     def retrying(run_id: str, attempt: Callable[[], T]) -> T:

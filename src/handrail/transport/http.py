@@ -53,6 +53,7 @@ from handrail.errors import (
     SERVER_ERROR,
 )
 from handrail.limits import TransportLimits
+from handrail.observe import Tracer
 from handrail.protocol.core import Protocol, parse_error, valid_id
 from handrail.protocol.revisions import (
     ALL_VERSIONS,
@@ -91,6 +92,7 @@ class HttpSettings:
     public_key: dict[str, Any] | None = None  # --signing-key's public half, as published
     metrics: bool = False  # --metrics: /metrics in the Prometheus text format
     metrics_token: str | None = None  # --metrics-token: the one token /metrics asks for, if set
+    tracer: Tracer | None = None  # OpenTelemetry (handrail/tracing.py): a span per request
 
 
 def _error(status: int, code: int, message: str, rid: Any = None, **data: Any) -> Response:
@@ -119,7 +121,7 @@ def create_app(service: Service, settings: HttpSettings | None = None) -> Starle
 
         metrics = attach(service)
     # no session state: one core serves every request
-    protocol = Protocol(service, stateless=True, observer=metrics)
+    protocol = Protocol(service, stateless=True, observer=metrics, tracer=config.tracer)
     limits = config.transport
     pool = WorkerPool(limits.workers or default_workers(), limits.max_queued)
     people = People.combined(config.people, People.shared(config.token) if config.token else None)
@@ -389,6 +391,7 @@ def serve(
     public_key: dict[str, Any] | None = None,
     metrics: bool = False,
     metrics_token: str | None = None,
+    tracer: Tracer | None = None,
 ) -> int:
     import uvicorn
     from uvicorn.protocols.http.h11_impl import H11Protocol
@@ -419,6 +422,7 @@ def serve(
         public_key=public_key,
         metrics=metrics,
         metrics_token=metrics_token,
+        tracer=tracer,
     )
     app = create_app(service, settings)
 
