@@ -192,3 +192,46 @@ def test_without_otel_variables_the_server_loads_no_opentelemetry(tmp_path: Path
     env = {k: v for k, v in clean_env(tmp_path).items() if not k.startswith("OTEL_")}
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_over_stdio_console_spans_go_to_stderr_and_stdout_carries_only_protocol_messages(
+    tmp_path: Path,
+) -> None:
+    import subprocess
+    import sys
+
+    from tests.helpers.server import clean_env
+
+    lines = [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"},
+            },
+        },
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/list",
+            "params": {"_meta": {"traceparent": f"00-{TRACE_ID}-{CLIENT_SPAN}-01"}},
+        },
+    ]
+    env = clean_env(tmp_path) | {"OTEL_TRACES_EXPORTER": "console", "OTEL_BSP_SCHEDULE_DELAY": "50"}
+    done = subprocess.run(
+        [sys.executable, "-m", "handrail", "start", "--no-bundled"],
+        input="".join(json.dumps(line) + "\n" for line in lines),
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    replies = [json.loads(line) for line in done.stdout.splitlines()]  # every stdout line is JSON-RPC
+    assert [r.get("id") for r in replies] == [1, 2] and all(r["jsonrpc"] == "2.0" for r in replies)
+    assert '"name": "tools/list"' in done.stderr and TRACE_ID in done.stderr
+    assert '"network.transport": "pipe"' in done.stderr
