@@ -250,7 +250,7 @@ def traced(service: Any, transport: str) -> Any:
     except ImportError:
         print(
             "handrail: OTEL_* ask for traces, but OpenTelemetry is not installed: "
-            "pip install 'handrail[otel]'",
+            "pip install -e '.[otel]'",
             file=sys.stderr,
         )
         return None
