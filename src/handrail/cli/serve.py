@@ -249,8 +249,7 @@ def traced(service: Any, transport: str) -> Any:
         from handrail.tracing import tracer  # OpenTelemetry: loaded only when asked for
     except ImportError:
         print(
-            "handrail: OTEL_* ask for traces, but OpenTelemetry is not installed: "
-            "pip install -e '.[otel]'",
+            "handrail: OTEL_* ask for traces, but OpenTelemetry is not installed: pip install -e '.[otel]'",
             file=sys.stderr,
         )
         return None
