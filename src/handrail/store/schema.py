@@ -64,6 +64,10 @@ MIGRATIONS: tuple[str, ...] = (
     -- handrail stats: a workflow's runs in the order they started, found without a scan
     CREATE INDEX runs_by_workflow ON runs (workflow_id, created_at);
     """,
+    """
+    -- serve --metrics: runs counted by status, and the oldest waiting approval, from an index
+    CREATE INDEX runs_by_status ON runs (status, updated_at);
+    """,
 )
 
 MIGRATIONS_TABLE = (
