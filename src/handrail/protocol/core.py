@@ -25,7 +25,6 @@ import logging
 import os
 import time
 from collections.abc import Callable
-from contextlib import ExitStack
 from dataclasses import replace
 from functools import partial
 from typing import Any
@@ -43,7 +42,7 @@ from handrail.errors import (
     error_response,
 )
 from handrail.limits import Limits
-from handrail.observe import Observer, Tracer
+from handrail.observe import Observer, Span, Tracer
 from handrail.protocol.revisions import (
     CLIENT_CAPABILITIES_KEY,
     CLIENT_INFO_KEY,
@@ -347,38 +346,38 @@ def _observed(method: str, handler: Handler, observer: Observer | None, tracer: 
     """`handler`, timed and told to `observer`, in a span of `tracer`, with its tool and outcome."""
     direct_tool = method if method in _TOOL_NAMES else ""  # the seed's direct form
 
+    def answered(request: Request, params: dict[str, Any], tool: str, span: Span | None) -> Any:
+        started = time.perf_counter()
+        outcome = "error"
+        try:
+            result = handler(request, params)
+            outcome = "tool_error" if tool and method == "tools/call" and _is_tool_error(result) else "ok"
+            return result
+        except RpcError as exc:
+            if span is not None:
+                span.set("rpc.response.status_code", str(exc.code))
+                span.set("error.type", str(exc.code))
+            raise
+        except Exception as exc:
+            if span is not None:
+                span.set("error.type", type(exc).__qualname__)
+            raise
+        finally:
+            if observer is not None:
+                observer.request(method, tool, outcome, time.perf_counter() - started)
+            if span is not None and outcome == "tool_error":
+                span.set("error.type", "tool_error")
+
     def observed(request: Request, params: dict[str, Any]) -> Any:
         tool = direct_tool
         if method == "tools/call":
             name = params.get("name")
             tool = name if isinstance(name, str) and name in _TOOL_NAMES else "unknown"
-        with ExitStack() as stack:
-            span = None
-            if tracer is not None:
-                meta = params.get("_meta")
-                span = stack.enter_context(
-                    tracer.request(method, tool, meta if isinstance(meta, dict) else None)
-                )
-            started = time.perf_counter()
-            outcome = "error"
-            try:
-                result = handler(request, params)
-                outcome = "tool_error" if tool and method == "tools/call" and _is_tool_error(result) else "ok"
-                return result
-            except RpcError as exc:
-                if span is not None:
-                    span.set("rpc.response.status_code", str(exc.code))
-                    span.set("error.type", str(exc.code))
-                raise
-            except Exception as exc:
-                if span is not None:
-                    span.set("error.type", type(exc).__qualname__)
-                raise
-            finally:
-                if observer is not None:
-                    observer.request(method, tool, outcome, time.perf_counter() - started)
-                if span is not None and outcome == "tool_error":
-                    span.set("error.type", "tool_error")
+        if tracer is None:  # metrics alone: no span to open
+            return answered(request, params, tool, None)
+        meta = params.get("_meta")
+        with tracer.request(method, tool, meta if isinstance(meta, dict) else None) as span:
+            return answered(request, params, tool, span)
 
     return observed
 
