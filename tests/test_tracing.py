@@ -160,6 +160,7 @@ def test_spans_reach_an_otlp_receiver_with_mcp_names_attributes_and_parent_links
 
     continues = [s for s in spans if s["name"] == "tools/call workflow_continue"]
     assert len(continues) == 3 and all(s["trace"] != TRACE_ID for s in continues)  # no traceparent sent
+    assert sum(s["attributes"].get("mcp.protocol.version") == "2026-07-28" for s in continues) == 2
     (check,) = [s for s in spans if s["name"] == "check file"]
     assert check["attributes"]["handrail.check.passed"] is True
     assert by_id[check["parent"]]["name"] == "tools/call workflow_continue"

@@ -377,6 +377,8 @@ def _observed(method: str, handler: Handler, observer: Observer | None, tracer: 
             return answered(request, params, tool, None)
         meta = params.get("_meta")
         with tracer.request(method, tool, meta if isinstance(meta, dict) else None) as span:
+            if request.version is not None:
+                span.set("mcp.protocol.version", request.version)
             return answered(request, params, tool, span)
 
     return observed
