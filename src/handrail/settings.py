@@ -34,6 +34,10 @@ VARIABLES: dict[str, str] = {
     "HANDRAIL_NOTIFY": "run notifications' webhook receivers, separated by spaces (`--notify`)",
     "HANDRAIL_NOTIFY_SECRET": "the key notifications are signed with (`--notify-secret`; default: unsigned)",
     "HANDRAIL_PUBLIC_URL": "the dashboard's address in notifications' links (`--public-url`)",
+    "HANDRAIL_METRICS_TOKEN": "the token a scraper sends for `/metrics` (`--metrics-token`)",
+    "OTEL_EXPORTER_OTLP_ENDPOINT": "where traces go (OTLP over HTTP); set, traces are on (`handrail[otel]`)",
+    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "where traces go, for traces alone; set, it turns traces on",
+    "OTEL_TRACES_EXPORTER": "`otlp` or `console` (stderr) turns traces on; `none` keeps them off",
 }
 PATH_VARIABLES = ("WORKFLOW_STORAGE_PATH", "HANDRAIL_WORKFLOWS")  # in increasing precedence
 
@@ -63,6 +67,8 @@ class Settings(NamedTuple):  # not a dataclass: the gate's hook reads it and loa
     notify: tuple[str, ...] = ()  # webhook receivers, as written (spec/notify.md)
     notify_secret: str = ""
     public_url: str = ""
+    metrics_token: str = ""  # empty: /metrics asks for the tokens /mcp asks for
+    traces: str = ""  # the OpenTelemetry exporter ("otlp", "console"); empty: no traces
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -89,6 +95,8 @@ class Settings(NamedTuple):  # not a dataclass: the gate's hook reads it and loa
             notify=tuple(env.get("HANDRAIL_NOTIFY", "").split()),  # a URL holds no whitespace
             notify_secret=env.get("HANDRAIL_NOTIFY_SECRET", ""),
             public_url=env.get("HANDRAIL_PUBLIC_URL", "").strip(),
+            metrics_token=env.get("HANDRAIL_METRICS_TOKEN", ""),
+            traces=_traces(env),
         )
 
     def with_options(self, args: Any) -> Settings:
@@ -113,7 +121,20 @@ class Settings(NamedTuple):  # not a dataclass: the gate's hook reads it and loa
             given["notify_secret"] = args.notify_secret
         if getattr(args, "public_url", None):
             given["public_url"] = args.public_url
+        if getattr(args, "metrics_token", None):
+            given["metrics_token"] = args.metrics_token
         return self._replace(**given)
+
+
+def _traces(env: Mapping[str, str]) -> str:
+    """The exporter OpenTelemetry's own variables ask for ("" when they ask for none)."""
+    exporter = env.get("OTEL_TRACES_EXPORTER", "").strip().lower()
+    if exporter == "none":
+        return ""
+    if exporter:
+        return exporter
+    endpoint = env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "") or env.get("OTEL_EXPORTER_OTLP_ENDPOINT", "")
+    return "otlp" if endpoint.strip() else ""
 
 
 def settings(args: Any = None, environ: Mapping[str, str] | None = None) -> Settings:

@@ -63,6 +63,17 @@ def add_serve(sub: Any) -> None:
         help="a token per person: lines of `NAME sha256:HEX` or `NAME TOKEN` (default "
         "$HANDRAIL_TOKENS_FILE; see `handrail token`)",
     )
+    serve.add_argument(
+        "--metrics",
+        action="store_true",
+        help="serve /metrics in the Prometheus text format (behind the tokens /mcp asks for)",
+    )
+    serve.add_argument(
+        "--metrics-token",
+        default=None,
+        metavar="TOKEN",
+        help="the token a scraper sends for /metrics instead (default $HANDRAIL_METRICS_TOKEN)",
+    )
     options.add_serving_options(serve)
     options.add_limit_options(serve)
     options.add_check_options(serve)
@@ -203,8 +214,9 @@ def start(args: argparse.Namespace) -> int:
     try:
         # `initialize` is answered from a quick read of the sources; the workflows are
         # compiled (and watched) right after that first answer is out
+        service = service_of(catalog, args, checks)
         return serve(
-            Protocol(service),
+            Protocol(service, tracer=traced(service, "pipe")),
             max_line=limits.max_line_bytes,
             after_first_reply=lambda: catalog.watch(interval=args.reload_interval),
             shutdown_timeout=args.shutdown_timeout,
@@ -284,6 +296,9 @@ def serve_command(args: argparse.Namespace) -> int:
             limits=options.transport_limits(args),
             hooks=hooks_of(service, args),
             public_key=key.public.published() if key else None,
+            metrics=getattr(args, "metrics", False),
+            tracer=traced(service, "tcp"),
+            metrics_token=settings(args).metrics_token or None,
         )
     finally:
         if worker is not None:
@@ -291,6 +306,24 @@ def serve_command(args: argparse.Namespace) -> int:
         if sweeping is not None:
             sweeping.set()
         catalog.close()
+
+
+def traced(service: Any, transport: str) -> Any:
+    """The tracer the OTEL_* variables ask for, told to `service`'s runs too; None: none."""
+    exporter = settings().traces
+    if not exporter:
+        return None
+    try:
+        from handrail.tracing import tracer  # OpenTelemetry: loaded only when asked for
+    except ImportError:
+        print(
+            "handrail: OTEL_* ask for traces, but OpenTelemetry is not installed: pip install -e '.[otel]'",
+            file=sys.stderr,
+        )
+        return None
+    found = tracer(exporter, transport)
+    service.runs.ledger.tracer = found
+    return found
 
 
 def hooks_of(service: Any, args: argparse.Namespace) -> Any:

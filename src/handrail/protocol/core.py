@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
@@ -41,6 +42,7 @@ from handrail.errors import (
     error_response,
 )
 from handrail.limits import Limits
+from handrail.observe import Observer, Span, Tracer
 from handrail.protocol.revisions import (
     CLIENT_CAPABILITIES_KEY,
     CLIENT_INFO_KEY,
@@ -61,6 +63,7 @@ from handrail.service.definitions import tool_names
 log = logging.getLogger("handrail.protocol.core")
 
 _MISSING = object()
+_TOOL_NAMES = frozenset(tool_names())  # a metric's labels name only tools that exist
 
 # How long (ms) a 2026-07-28 client may reuse a result, and whether shared caches may.
 # The tool list changes only with the server's version; what the workflow catalog
@@ -87,8 +90,18 @@ _HANDSHAKE_ONLY = frozenset({"initialize", "ping", "shutdown", *SESSION_METHODS,
 class Protocol:
     """One client session. `handle(line)` returns the bytes to send back, or None."""
 
-    def __init__(self, service: Service, *, stateless: bool = False) -> None:
-        """`stateless`: every request stands alone (HTTP), so none waits for `initialize`."""
+    def __init__(
+        self,
+        service: Service,
+        *,
+        stateless: bool = False,
+        observer: Observer | None = None,
+        tracer: Tracer | None = None,
+    ) -> None:
+        """`stateless`: every request stands alone (HTTP), so none waits for `initialize`.
+        `observer`: told of every request answered (metrics); `tracer`: a span for each
+        (traces). Without either the handler table is left unwrapped, so the request path
+        costs nothing more."""
         self.service = service
         self.stateless = stateless
         self.initialized = stateless
@@ -107,6 +120,8 @@ class Protocol:
             # the seed's direct form: the tool name as the method, its result spliced in
             **{name: partial(service.answer, name) for name in tool_names()},
         }
+        if observer is not None or tracer is not None:
+            self.handlers = {m: _observed(m, h, observer, tracer) for m, h in self.handlers.items()}
 
     @property
     def limits(self) -> Limits:
@@ -325,6 +340,55 @@ class Protocol:
         """Stop sending log records to this client (the transport is closing)."""
         self.session.sink = None
         self.surface.close()
+
+
+def _observed(method: str, handler: Handler, observer: Observer | None, tracer: Tracer | None) -> Handler:
+    """`handler`, timed and told to `observer`, in a span of `tracer`, with its tool and outcome."""
+    direct_tool = method if method in _TOOL_NAMES else ""  # the seed's direct form
+
+    def answered(request: Request, params: dict[str, Any], tool: str, span: Span | None) -> Any:
+        started = time.perf_counter()
+        outcome = "error"
+        try:
+            result = handler(request, params)
+            outcome = "tool_error" if tool and method == "tools/call" and _is_tool_error(result) else "ok"
+            return result
+        except RpcError as exc:
+            if span is not None:
+                span.set("rpc.response.status_code", str(exc.code))
+                span.set("error.type", str(exc.code))
+            raise
+        except Exception as exc:
+            if span is not None:
+                span.set("error.type", type(exc).__qualname__)
+            raise
+        finally:
+            if observer is not None:
+                observer.request(method, tool, outcome, time.perf_counter() - started)
+            if span is not None and outcome == "tool_error":
+                span.set("error.type", "tool_error")
+
+    def observed(request: Request, params: dict[str, Any]) -> Any:
+        tool = direct_tool
+        if method == "tools/call":
+            name = params.get("name")
+            tool = name if isinstance(name, str) and name in _TOOL_NAMES else "unknown"
+        if tracer is None:  # metrics alone: no span to open
+            return answered(request, params, tool, None)
+        meta = params.get("_meta")
+        with tracer.request(method, tool, meta if isinstance(meta, dict) else None) as span:
+            if request.version is not None:
+                span.set("mcp.protocol.version", request.version)
+            return answered(request, params, tool, span)
+
+    return observed
+
+
+def _is_tool_error(result: Any) -> bool:
+    """A tools/call result that reports the tool's error (`isError`, its last member)."""
+    if type(result) is Encoded:
+        return result.data.endswith(b'"isError":true}')
+    return isinstance(result, dict) and result.get("isError") is True
 
 
 def _value(reply: Any) -> Any:

@@ -3,6 +3,7 @@ step asks for one) and the run advanced, or the run's context changed."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -213,7 +214,8 @@ class Advance:
         if any(getattr(c, "changes", False) for c in step_checks):
             baseline = self._baseline_of(run)
         with off_the_clock():  # a test suite may take minutes: not the request's budget
-            return evaluate_checks(
+            started = time.monotonic()
+            results = evaluate_checks(
                 step_checks,
                 run.workspace,
                 context,
@@ -221,6 +223,25 @@ class Advance:
                 self.ledger.check_config or CheckConfig(),
                 workflow.origin,
             )
+        tracer = self.ledger.tracer
+        if tracer is not None:  # each check's span ends when it did; they ran one after another
+            end = time.time_ns()
+            for r in reversed(results):
+                start = end - (r.duration_ms or 0) * 1_000_000
+                attributes: dict[str, str | bool] = {
+                    "handrail.check.type": r.type,
+                    "handrail.check.passed": r.passed,
+                    "handrail.check.pointer": r.pointer,
+                }
+                tracer.finished(f"check {r.type}", start, end, **attributes)
+                end = start
+        observer = self.ledger.observer
+        if observer is not None:
+            spent = time.monotonic() - started  # for checks that time nothing themselves
+            for r in results:
+                seconds = r.duration_ms / 1000 if r.duration_ms is not None else spent / len(results)
+                observer.check(r.type, "passed" if r.passed else "failed", seconds)
+        return results
 
     def _baseline_of(self, run: RunRecord) -> Baseline | None:
         from handrail.checks import Baseline  # lazy: loaded with the first step a run continues

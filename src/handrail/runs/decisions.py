@@ -48,7 +48,12 @@ class Decisions:
             return self._waiting_answer(run)  # its answer would not count: nobody is asked
         question = self._question(request, run, step, output, page)
         with off_the_clock():  # a person takes their time
-            decision = approver.ask(question)
+            if self.ledger.tracer is not None:
+                with self.ledger.tracer.span("approval ask", **{"handrail.run.id": run.id}) as span:
+                    decision = approver.ask(question)
+                    span.set("handrail.approval.answered", decision is not None)
+            else:
+                decision = approver.ask(question)
         if decision is None:
             return self._waiting_answer(run)
         if not isinstance(decision, Decision):
@@ -371,6 +376,31 @@ class Decisions:
     ) -> dict[str, Any]:
         """`question`: (seq, nonce) of the question a client's answer is for; the answer
         is used only while that question is open (checked on the run as it is written)."""
+        if self.ledger.tracer is not None:
+            attributes: dict[str, str | bool] = {
+                "handrail.run.id": run_id,
+                "handrail.approval.approved": approve,
+                "handrail.via": via,
+            }
+            with self.ledger.tracer.span("approval decide", **attributes):
+                return self._decided(
+                    request, run_id, approve, person=person, comment=comment, question=question, via=via
+                )
+        return self._decided(
+            request, run_id, approve, person=person, comment=comment, question=question, via=via
+        )
+
+    def _decided(
+        self,
+        request: Request,
+        run_id: str,
+        approve: bool,
+        *,
+        person: str,
+        comment: str | None,
+        via: str,
+        question: tuple[int, str | None] | None,
+    ) -> dict[str, Any]:
 
         def once() -> dict[str, Any]:
             run = self.readable(request, run_id, person)

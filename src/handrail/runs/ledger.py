@@ -18,6 +18,7 @@ from handrail.errors import InvalidParams, RunNotFound, StateError
 from handrail.limits import MAX_CONTEXT_BYTES
 from handrail.notify.events import notices
 from handrail.notify.targets import NotifyConfig
+from handrail.observe import Observer, Tracer
 from handrail.runs import machine
 from handrail.runs.approvers import Roles, no_roles
 from handrail.runs.pinning import Pins
@@ -99,6 +100,8 @@ class Ledger:
         self.roles: Roles = no_roles
         # the channels this server takes approvals from (--approval-channels); None: all
         self.approval_channels: frozenset[str] | None = None
+        self.observer: Observer | None = None  # `handrail serve --metrics` counts writes
+        self.tracer: Tracer | None = None  # traces (handrail/tracing.py): a span per write
 
     @property
     def store(self) -> RunStore:
@@ -193,7 +196,11 @@ class Ledger:
             raise StateError("a run cannot start with these events", {"runId": run.id})
         run = replace(run, status=status)
         notes = self._notices(run, events, run.owner, lambda: ())
-        created = self.remember(self.store.create(run, events, notes))
+        if self.tracer is not None:
+            with self.tracer.span(**self._write_span("create", run, events)):
+                created = self.remember(self.store.create(run, events, notes))
+        else:
+            created = self.remember(self.store.create(run, events, notes))
         if notes:
             self.queued()
         return created
@@ -217,9 +224,19 @@ class Ledger:
                     written(run, change, now(), len(events)), events, actor, lambda: self.events(run.id)
                 )
             )
-            result = self.remember(self.store.update(run, change, events, actor, notes))
+            if self.tracer is not None:
+                with self.tracer.span(**self._write_span("update", run, events)):
+                    result = self.remember(self.store.update(run, change, events, actor, notes))
+            else:
+                result = self.remember(self.store.update(run, change, events, actor, notes))
         except Conflict:
             self.recent.pop(run.id, None)
+            if self.observer is not None:
+                self.observer.store_retry()
+            raise
+        except Exception:
+            if self.observer is not None:
+                self.observer.store_error()
             raise
         if notes:
             self.queued()
@@ -232,6 +249,17 @@ class Ledger:
         if self.notify is None:
             return []
         return notices(self.notify, run, events, actor, history, dashboard_url=self.dashboard_url)
+
+    def _write_span(self, operation: str, run: RunRecord, events: Sequence[NewEvent]) -> dict[str, Any]:
+        """The name and attributes of a store write's span (database conventions)."""
+        return {
+            "name": f"{operation} runs",
+            "db.system.name": self.store.dialect,
+            "db.operation.name": operation,
+            "db.collection.name": "runs",
+            "handrail.run.id": run.id,
+            "handrail.events": ",".join(e.type for e in events),
+        }
 
     @staticmethod
     def retrying(run_id: str, attempt: Callable[[], T]) -> T:

@@ -86,6 +86,10 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX notifications_due ON notifications (state, next_at);
     CREATE INDEX notifications_queue ON notifications (run_id, target, state, run_version, part);
     """,
+    """
+    -- serve --metrics: runs counted by status, and the oldest waiting approval, from an index
+    CREATE INDEX runs_by_status ON runs (status, updated_at);
+    """,
 )
 
 MIGRATIONS_TABLE = (

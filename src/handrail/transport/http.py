@@ -53,6 +53,7 @@ from handrail.errors import (
     SERVER_ERROR,
 )
 from handrail.limits import TransportLimits
+from handrail.observe import Tracer
 from handrail.protocol.core import Protocol, parse_error, valid_id
 from handrail.protocol.revisions import (
     ALL_VERSIONS,
@@ -89,6 +90,9 @@ class HttpSettings:
     transport: TransportLimits = field(default_factory=TransportLimits)
     hooks: HookAnswer | None = None  # the gate's HTTP hooks, when served
     public_key: dict[str, Any] | None = None  # --signing-key's public half, as published
+    metrics: bool = False  # --metrics: /metrics in the Prometheus text format
+    metrics_token: str | None = None  # --metrics-token: the one token /metrics asks for, if set
+    tracer: Tracer | None = None  # OpenTelemetry (handrail/tracing.py): a span per request
 
 
 def _error(status: int, code: int, message: str, rid: Any = None, **data: Any) -> Response:
@@ -111,12 +115,23 @@ def _json(reply: Any, status: int = 200) -> Response:
 
 def create_app(service: Service, settings: HttpSettings | None = None) -> Starlette:
     config = settings or HttpSettings()
-    protocol = Protocol(service, stateless=True)  # no session state: one core serves every request
+    metrics = None
+    if config.metrics:
+        from handrail.transport.metrics import attach  # prometheus_client: loaded only when asked
+
+        metrics = attach(service)
+    # no session state: one core serves every request
+    protocol = Protocol(service, stateless=True, observer=metrics, tracer=config.tracer)
     limits = config.transport
     pool = WorkerPool(limits.workers or default_workers(), limits.max_queued)
     people = People.combined(config.people, People.shared(config.token) if config.token else None)
 
     guard = Guard(config.allowed_hosts, config.allowed_origins, people)
+    scraper = (  # a scraper's own token, when given, instead of the people's
+        Guard(config.allowed_hosts, config.allowed_origins, People.shared(config.metrics_token))
+        if config.metrics_token
+        else guard
+    )
 
     def refuse(request: Request, *, authenticate: bool = True) -> Response | None:
         """Host, Origin and (with `authenticate`) token checks; the person asking is
@@ -320,6 +335,22 @@ def create_app(service: Service, settings: HttpSettings | None = None) -> Starle
             return JSONResponse({"error": said}, status_code=404)
         return JSONResponse(config.public_key)
 
+    async def scrape(request: Request) -> Response:
+        """/metrics: the same Host, Origin and token rules as /mcp (or --metrics-token's)."""
+        try:
+            scraper.check(request.headers)
+        except Refused as refused:
+            return _refused(refused)
+        assert metrics is not None
+        from handrail.transport.metrics import CONTENT_TYPE  # loaded already by attach
+
+        # the store's figures are read by a query: on a worker, never on the event loop
+        try:
+            body = await pool.run(metrics.exposition)
+        except Busy:
+            return Response(b"server busy\n", status_code=503, headers={"Retry-After": "1"})
+        return Response(body, media_type=CONTENT_TYPE)
+
     from handrail.dashboard import dashboard_routes  # the web pages at /
 
     return Starlette(
@@ -328,6 +359,7 @@ def create_app(service: Service, settings: HttpSettings | None = None) -> Starle
             Route("/healthz", healthz, methods=["GET"]),
             Route("/hooks/{harness}", hook, methods=["GET", "POST"]),
             Route("/.well-known/handrail-key", published_key, methods=["GET"]),
+            *([Route("/metrics", scrape, methods=["GET"])] if metrics is not None else []),
             *dashboard_routes(service, refuse, people),
         ]
     )
@@ -366,6 +398,9 @@ def serve(
     limits: TransportLimits | None = None,
     hooks: HookAnswer | None = None,
     public_key: dict[str, Any] | None = None,
+    metrics: bool = False,
+    metrics_token: str | None = None,
+    tracer: Tracer | None = None,
 ) -> int:
     import uvicorn  # lazy: loaded only when HTTP is served
     from uvicorn.protocols.http.h11_impl import H11Protocol  # lazy: loaded only when HTTP is served
@@ -394,6 +429,9 @@ def serve(
         transport=bounds,
         hooks=hooks,
         public_key=public_key,
+        metrics=metrics,
+        metrics_token=metrics_token,
+        tracer=tracer,
     )
     app = create_app(service, settings)
 

@@ -1,0 +1,50 @@
+"""The store's part of /metrics: a write that meets a run another writer moved counts as
+a retry, a write the database refuses counts as an error, and a store that cannot answer
+a scrape shows `handrail_store_up 0` instead of failing the scrape."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from handrail.catalog import load_catalog
+from handrail.runs import Runs
+from handrail.service.core import Service
+from handrail.store import open_store
+from handrail.store.base import Conflict, EventType, NewEvent, RunUpdate
+from handrail.transport.metrics import Metrics, attach
+from tests.gate.runs import GateWorld
+
+
+def _figure(metrics: Metrics, name: str) -> float:
+    for family in text_string_to_metric_families(metrics.exposition().decode()):
+        for sample in family.samples:
+            if sample.name == name:
+                return float(sample.value)
+    raise AssertionError(f"{name} is not exposed")
+
+
+def test_a_write_on_a_moved_run_counts_a_retry_and_a_refused_write_an_error(tmp_path: Path) -> None:
+    world = GateWorld(tmp_path)
+    run_id = world.start("implement")
+    world.close()
+    runs = Runs(lambda: open_store(world.url))
+    metrics = attach(Service(load_catalog(world.workflows, bundled=False), runs=runs))
+    ledger = runs.ledger
+    stale = ledger.store.get(run_id)
+    assert stale is not None
+    note = [NewEvent(EventType.CONTEXT, None, {"note": "meanwhile"})]
+    ledger.store.update(stale, RunUpdate(), note, "agent")  # another writer moves the run
+    with pytest.raises(Conflict):
+        ledger.write(stale, RunUpdate(), note, "agent")
+    assert _figure(metrics, "handrail_store_retries_total") == 1
+    assert _figure(metrics, "handrail_runs") >= 0 and _figure(metrics, "handrail_store_up") == 1
+    ledger.store.close()  # the database goes away under the server
+    with pytest.raises(Exception) as refused:
+        ledger.write(replace(stale, version=stale.version + 1), RunUpdate(), note, "agent")
+    assert not isinstance(refused.value, Conflict)
+    assert _figure(metrics, "handrail_store_errors_total") == 1
+    assert _figure(metrics, "handrail_store_up") == 0  # the scrape still answers
