@@ -164,6 +164,11 @@ def _pct(value: str, rank: str, percent: int) -> str:
     return f"MAX(CASE WHEN {_nearest_rank(rank, 'n', percent)} THEN {value} END)"
 
 
+def _at_ranks(rank: str) -> str:
+    """The rows whose `rank` is the median's or the p90's: all `_pct` reads."""
+    return f"({_nearest_rank(rank, 'n', 50)} OR {_nearest_rank(rank, 'n', 90)})"
+
+
 _COUNTED = (
     ("rejected", "rejected"),
     ("awaiting_approval", "awaiting"),
@@ -186,34 +191,35 @@ def _parts(q: _Query) -> list[str]:
     steps = [
         _EVENTS,
         # one row per visit of a step: every event at the step, counted by type
-        "sv AS (SELECT wf, ver, step_id, run_id, "
+        "sv AS MATERIALIZED (SELECT wf, ver, step_id, run_id, "
         + ", ".join(f"{_count(f'type = {word!r}')} AS {name}" for word, name in _COUNTED)
         + ", "
         + _count("type IN ('rejected', 'declined')")
         + " + 1 AS attempts, "
         f"MAX(CASE WHEN type = 'accepted' THEN {d['ms']('at')} - {d['ms']('since_at')} END) AS spent "
         "FROM w WHERE step_id IS NOT NULL GROUP BY wf, ver, step_id, run_id, since_seq)",
-        "sr AS (SELECT wf, ver, step_id, run_id, MAX(accepted) AS accepted FROM sv "
-        "GROUP BY wf, ver, step_id, run_id)",
+        # each rank ordered once; only the rows at a percentile's rank (or the maximum) are kept
         "rv AS (SELECT wf, ver, step_id, attempts, spent, "
         "ROW_NUMBER() OVER (PARTITION BY wf, ver, step_id ORDER BY attempts) AS ra, "
-        "ROW_NUMBER() OVER (PARTITION BY wf, ver, step_id ORDER BY spent) AS rs, "
-        "COUNT(*) OVER (PARTITION BY wf, ver, step_id) AS n FROM sv WHERE accepted > 0)",
+        "ROW_NUMBER() OVER s AS rs, COUNT(*) OVER s AS n FROM sv WHERE accepted > 0 "
+        "WINDOW s AS (PARTITION BY wf, ver, step_id ORDER BY spent "
+        "ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING))",
+        f"rk AS (SELECT * FROM rv WHERE ra = n OR {_at_ranks('ra')} OR {_at_ranks('rs')})",
         f"a0 AS (SELECT wf, ver, step_id, {d['ms']('at')} - {d['ms']('asked_at')} AS waited FROM w "
         "WHERE type IN ('approved', 'declined') AND asked_at IS NOT NULL)",
         "aw AS (SELECT a0.*, ROW_NUMBER() OVER (PARTITION BY wf, ver, step_id ORDER BY waited) AS rk, "
         "COUNT(*) OVER (PARTITION BY wf, ver, step_id) AS n FROM a0)",
     ]
     step_selects = [
-        # PostgreSQL types a UNION's columns from its first SELECT: name the padding's types there
+        # PostgreSQL types a UNION's columns from its first SELECT: name the padding's types there;
+        # a step's runs are its visits' distinct runs, counted in the same grouping as its events
         "SELECT 'counts', wf, ver, step_id, CAST(NULL AS text), CAST(NULL AS bigint), "
-        "SUM(rejected), SUM(awaiting), SUM(approved), SUM(declined), SUM(accepted), NULL, NULL "
+        "SUM(rejected), SUM(awaiting), SUM(approved), SUM(declined), SUM(accepted), "
+        "COUNT(DISTINCT CASE WHEN accepted > 0 THEN run_id END), COUNT(DISTINCT run_id) "
         "FROM sv GROUP BY wf, ver, step_id",
-        f"SELECT 'runs', wf, ver, step_id, NULL, NULL, {_count('accepted > 0')}, COUNT(*), "
-        "NULL, NULL, NULL, NULL, NULL FROM sr GROUP BY wf, ver, step_id",
         f"SELECT 'visits', wf, ver, step_id, NULL, NULL, {_pct('attempts', 'ra', 50)}, "
         f"{_pct('attempts', 'ra', 90)}, MAX(attempts), {_pct('spent', 'rs', 50)}, {_pct('spent', 'rs', 90)}, "
-        "NULL, NULL FROM rv GROUP BY wf, ver, step_id",
+        "NULL, NULL FROM rk GROUP BY wf, ver, step_id",
         f"SELECT 'waits', wf, ver, step_id, NULL, NULL, {_pct('waited', 'rk', 50)}, "
         f"{_pct('waited', 'rk', 90)}, NULL, NULL, NULL, NULL, NULL FROM aw GROUP BY wf, ver, step_id",
     ]
@@ -361,9 +367,8 @@ def workflow_stats(store: Aggregates, where: StatsFilter) -> list[dict[str, Any]
             s.update(submissions=submissions, rejected=rejected)
             s["rejectionRate"] = _rate(rejected, submissions)
             s["approvals"].update(approved=approved, declined=declined)
-        elif kind == "runs":
-            s["accepted"] = _int(n[0])
-            s["reached"] += _int(n[1])
+            s["accepted"] = _int(n[5])
+            s["reached"] += _int(n[6])
         elif kind == "gate" and label in ("deny", "block"):
             s["gate"]["denied" if label == "deny" else "blocked"] += _int(n[0])
         elif kind == "visits":
