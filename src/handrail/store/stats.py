@@ -211,7 +211,7 @@ def _parts(q: _Query) -> list[str]:
         "ROW_NUMBER() OVER s AS rs, COUNT(*) OVER s AS n FROM sv WHERE accepted > 0 "
         "WINDOW s AS (PARTITION BY wf, ver, step_id ORDER BY spent "
         "ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING))",
-        f"rk AS (SELECT * FROM rv WHERE ra = n OR {_at_ranks('ra')} OR {_at_ranks('rs')})",
+        f"vr AS (SELECT * FROM rv WHERE ra = n OR {_at_ranks('ra')} OR {_at_ranks('rs')})",
         f"a0 AS (SELECT wf, ver, step_id, {d['ms']('at')} - {d['ms']('asked_at')} AS waited FROM w "
         "WHERE type IN ('approved', 'declined') AND asked_at IS NOT NULL)",
         "aw AS (SELECT a0.*, ROW_NUMBER() OVER (PARTITION BY wf, ver, step_id ORDER BY waited) AS rk, "
@@ -226,7 +226,7 @@ def _parts(q: _Query) -> list[str]:
         "FROM sv GROUP BY wf, ver, step_id",
         f"SELECT 'visits', wf, ver, step_id, NULL, NULL, {_pct('attempts', 'ra', 50)}, "
         f"{_pct('attempts', 'ra', 90)}, MAX(attempts), {_pct('spent', 'rs', 50)}, {_pct('spent', 'rs', 90)}, "
-        "NULL, NULL FROM rk GROUP BY wf, ver, step_id",
+        "NULL, NULL FROM vr GROUP BY wf, ver, step_id",
         f"SELECT 'waits', wf, ver, step_id, NULL, NULL, {_pct('waited', 'rk', 50)}, "
         f"{_pct('waited', 'rk', 90)}, NULL, NULL, NULL, NULL, NULL FROM aw GROUP BY wf, ver, step_id",
     ]
