@@ -11,7 +11,8 @@ from pathlib import Path
 
 from handrail.store.base import RunStatus
 from handrail.store.gauges import oldest_waiting_seconds, runs_by_status
-from handrail.store.open import open_store, sqlite_url
+from handrail.store.open import open_store
+from handrail.store.urls import sqlite_url
 from handrail.store.schema import MIGRATIONS_TABLE, migrations, statements
 from tests.helpers.event_log import case, fill, rows_of
 

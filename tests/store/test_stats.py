@@ -1,10 +1,12 @@
-"""The statistics' index: a store made before it existed opens, gains it, and keeps its runs."""
+"""The statistics in the store: the index they use (a store made before it opens, gains it,
+and keeps its runs), and the same figures from SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
 
+from benchmarks.stats_bench import generate
 from handrail.store.open import open_store
 from handrail.store.schema import MIGRATIONS_TABLE, migrations, statements
 from handrail.store.stats import StatsFilter, workflow_stats
@@ -48,3 +50,24 @@ def test_the_stats_index_is_made_on_postgresql_too(postgres_url: str) -> None:
     finally:
         store.close()
     assert ("runs_by_workflow",) in found
+
+
+def test_the_benchmark_log_gives_the_same_figures_on_sqlite_and_postgresql(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    sources, runs, events = generate(400)
+    found = []
+    for url in (sqlite_url(tmp_path / "bench.db"), postgres_url):
+        fill(url, sources, runs, events)
+        store = open_store(url)
+        try:
+            found.append(workflow_stats(store, StatsFilter("bench-stats")))
+        finally:
+            store.close()
+    assert found[0] == found[1]
+    (bench,) = found[0]
+    review = {s["id"]: s for s in bench["versions"][0]["steps"]}["review"]
+    assert review["attempts"]["max"] >= 2 and review["seconds"]["p90"] > review["seconds"]["median"]
+    assert review["approvals"]["waitSeconds"]["median"] is not None
+    implement = [c for c in bench["versions"][0]["checks"] if c["step"] == "implement"]
+    assert [c["index"] for c in implement] == [0, 1] and implement[0]["failingLines"]

@@ -68,6 +68,7 @@ DIALECT: dict[str, dict[str, Callable[..., str]]] = {
         "step": lambda col: f"json_extract({_plain(col)}, '$.step.id')",
         "elements": lambda col, key: f"json_each({_plain(col)}, '$.{key}') AS j",
         "bytes": lambda col: col,  # BINARY: UTF-8 bytes, the code point order
+        "key": lambda col: f"{col} AS {col.split('.')[-1]}",
         "last_line": lambda col: f"last_line({col})",
     },
     "postgresql": {
@@ -78,6 +79,8 @@ DIALECT: dict[str, dict[str, Callable[..., str]]] = {
         "step": lambda col: f"({_pg(col)} -> 'step' ->> 'id')",
         "elements": lambda col, key: f"json_array_elements_text({_pg(col)} -> '{key}') AS j(value)",
         "bytes": lambda col: f'{col} COLLATE "C"',
+        # a text only grouped or partitioned by: compared as bytes, not by the locale's rules
+        "key": lambda col: f'{col} COLLATE "C" AS {col.split(".")[-1]}',
         "last_line": lambda col: f"regexp_replace(rtrim({col}, E'\\n'), '^.*\\n', '')",
     },
 }
@@ -145,23 +148,31 @@ def _positions(q: _Query) -> list[tuple[Any, ...]]:
 # nothing a submission or the run's position does not say).
 STEP_EVENTS = "('started', 'rejected', 'awaiting_approval', 'approved', 'declined', 'accepted')"
 
+
 # Each of them with what the events before it in its run say (one window pass, no data
 # carried): the start of the step's visit (the run's last start or acceptance), and the
 # last approval asked. Times stay text (ISO, so their order is time's) until a duration
 # is taken.
-_EVENTS = (
-    "e AS (SELECT r.wf, r.ver, ev.run_id, ev.seq, ev.type, ev.step_id, ev.at "
-    f"FROM r JOIN run_events ev ON ev.run_id = r.id WHERE ev.type IN {STEP_EVENTS}), "
-    "w AS MATERIALIZED (SELECT e.*, "
-    "MAX(CASE WHEN type IN ('started', 'accepted') THEN seq END) OVER p AS since_seq, "
-    "MAX(CASE WHEN type IN ('started', 'accepted') THEN at END) OVER p AS since_at, "
-    "MAX(CASE WHEN type = 'awaiting_approval' THEN at END) OVER p AS asked_at "
-    "FROM e WINDOW p AS (PARTITION BY run_id ORDER BY seq ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING))"
-)
+def _events(keys: str) -> str:
+    return (
+        f"e AS (SELECT {keys}, ev.run_id, ev.seq, ev.type, ev.at "
+        f"FROM r JOIN run_events ev ON ev.run_id = r.id WHERE ev.type IN {STEP_EVENTS}), "
+        "w AS MATERIALIZED (SELECT e.*, "
+        "MAX(CASE WHEN type IN ('started', 'accepted') THEN seq END) OVER p AS since_seq, "
+        "MAX(CASE WHEN type IN ('started', 'accepted') THEN at END) OVER p AS since_at, "
+        "MAX(CASE WHEN type = 'awaiting_approval' THEN at END) OVER p AS asked_at "
+        "FROM e WINDOW p AS (PARTITION BY run_id ORDER BY seq "
+        "ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING))"
+    )
 
 
 def _pct(value: str, rank: str, percent: int) -> str:
     return f"MAX(CASE WHEN {_nearest_rank(rank, 'n', percent)} THEN {value} END)"
+
+
+def _at_ranks(rank: str) -> str:
+    """The rows whose `rank` is the median's or the p90's: all `_pct` reads."""
+    return f"({_nearest_rank(rank, 'n', 50)} OR {_nearest_rank(rank, 'n', 90)})"
 
 
 _COUNTED = (
@@ -183,42 +194,43 @@ def _parts(q: _Query) -> list[str]:
     (one window pass over the runs' step events, then one grouping by visit), the issues
     (the rejections only), the checks (the check events only)."""
     d = q.d
+    keys = ", ".join(d["key"](col) for col in ("r.wf", "r.ver", "ev.step_id"))
     steps = [
-        _EVENTS,
+        _events(keys),
         # one row per visit of a step: every event at the step, counted by type
-        "sv AS (SELECT wf, ver, step_id, run_id, "
+        "sv AS MATERIALIZED (SELECT wf, ver, step_id, run_id, "
         + ", ".join(f"{_count(f'type = {word!r}')} AS {name}" for word, name in _COUNTED)
         + ", "
         + _count("type IN ('rejected', 'declined')")
         + " + 1 AS attempts, "
         f"MAX(CASE WHEN type = 'accepted' THEN {d['ms']('at')} - {d['ms']('since_at')} END) AS spent "
-        "FROM w WHERE step_id IS NOT NULL GROUP BY wf, ver, step_id, run_id, since_seq)",
-        "sr AS (SELECT wf, ver, step_id, run_id, MAX(accepted) AS accepted FROM sv "
-        "GROUP BY wf, ver, step_id, run_id)",
+        "FROM w WHERE step_id IS NOT NULL GROUP BY run_id, since_seq, wf, ver, step_id)",
+        # each rank ordered once; only the rows at a percentile's rank (or the maximum) are kept
         "rv AS (SELECT wf, ver, step_id, attempts, spent, "
         "ROW_NUMBER() OVER (PARTITION BY wf, ver, step_id ORDER BY attempts) AS ra, "
-        "ROW_NUMBER() OVER (PARTITION BY wf, ver, step_id ORDER BY spent) AS rs, "
-        "COUNT(*) OVER (PARTITION BY wf, ver, step_id) AS n FROM sv WHERE accepted > 0)",
+        "ROW_NUMBER() OVER s AS rs, COUNT(*) OVER s AS n FROM sv WHERE accepted > 0 "
+        "WINDOW s AS (PARTITION BY wf, ver, step_id ORDER BY spent "
+        "ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING))",
+        f"vr AS (SELECT * FROM rv WHERE ra = n OR {_at_ranks('ra')} OR {_at_ranks('rs')})",
         f"a0 AS (SELECT wf, ver, step_id, {d['ms']('at')} - {d['ms']('asked_at')} AS waited FROM w "
         "WHERE type IN ('approved', 'declined') AND asked_at IS NOT NULL)",
         "aw AS (SELECT a0.*, ROW_NUMBER() OVER (PARTITION BY wf, ver, step_id ORDER BY waited) AS rk, "
         "COUNT(*) OVER (PARTITION BY wf, ver, step_id) AS n FROM a0)",
     ]
     step_selects = [
-        # PostgreSQL types a UNION's columns from its first SELECT: name the padding's types there
+        # PostgreSQL types a UNION's columns from its first SELECT: name the padding's types there;
+        # a step's runs are its visits' distinct runs, counted in the same grouping as its events
         "SELECT 'counts', wf, ver, step_id, CAST(NULL AS text), CAST(NULL AS bigint), "
-        "SUM(rejected), SUM(awaiting), SUM(approved), SUM(declined), SUM(accepted), NULL, NULL "
+        "SUM(rejected), SUM(awaiting), SUM(approved), SUM(declined), SUM(accepted), "
+        "COUNT(DISTINCT CASE WHEN accepted > 0 THEN run_id END), COUNT(DISTINCT run_id) "
         "FROM sv GROUP BY wf, ver, step_id",
-        f"SELECT 'runs', wf, ver, step_id, NULL, NULL, {_count('accepted > 0')}, COUNT(*), "
-        "NULL, NULL, NULL, NULL, NULL FROM sr GROUP BY wf, ver, step_id",
         f"SELECT 'visits', wf, ver, step_id, NULL, NULL, {_pct('attempts', 'ra', 50)}, "
         f"{_pct('attempts', 'ra', 90)}, MAX(attempts), {_pct('spent', 'rs', 50)}, {_pct('spent', 'rs', 90)}, "
-        "NULL, NULL FROM rv GROUP BY wf, ver, step_id",
+        "NULL, NULL FROM vr GROUP BY wf, ver, step_id",
         f"SELECT 'waits', wf, ver, step_id, NULL, NULL, {_pct('waited', 'rk', 50)}, "
         f"{_pct('waited', 'rk', 90)}, NULL, NULL, NULL, NULL, NULL FROM aw GROUP BY wf, ver, step_id",
     ]
-    events = "SELECT r.wf, r.ver, ev.run_id, ev.seq, ev.step_id, ev.data FROM r "
-    events += "JOIN run_events ev ON ev.run_id = r.id"
+    events = f"SELECT {keys}, ev.run_id, ev.seq, ev.data FROM r JOIN run_events ev ON ev.run_id = r.id"
     issues = [
         f"x AS ({events} WHERE ev.type = 'rejected')",
         "im AS (SELECT x.wf, x.ver, x.step_id, j.value AS message, COUNT(*) AS n, MAX(x.run_id) AS run "
@@ -238,28 +250,36 @@ def _parts(q: _Query) -> list[str]:
         "WHERE ev.type = 'gate' AND ev.step_id IS NOT NULL "
         f"GROUP BY r.wf, r.ver, ev.step_id, {d['text']('ev.data', 'decision')}"
     )
+    output = d["last_line"](d["text"]("ev.data", "output"))
     checks = [
-        # the checks of one submission are written together: consecutive in the run's log
-        f"x AS ({events} WHERE ev.type = 'check')",
+        # the checks of one submission are written together: consecutive in the run's log;
+        # each check's fields are read once here, so that no ordering carries its data
+        f"x AS (SELECT {keys}, ev.run_id, ev.seq, "
+        f"{d['text']('ev.data', 'check')} AS kind, "
+        f"CASE WHEN {d['true']('ev.data', 'passed')} THEN 1 ELSE 0 END AS passed, "
+        f"CASE WHEN {d['true']('ev.data', 'timedOut')} THEN 1 ELSE 0 END AS timed_out, "
+        f"{d['number']('ev.data', 'durationMs')} AS ms, "
+        f"CASE WHEN {d['true']('ev.data', 'passed')} THEN NULL ELSE {output} END AS line "
+        "FROM r JOIN run_events ev ON ev.run_id = r.id WHERE ev.type = 'check')",
         "x1 AS (SELECT x.*, seq - ROW_NUMBER() OVER (PARTITION BY run_id ORDER BY seq) AS grp FROM x)",
-        "c AS (SELECT wf, ver, step_id, data, "
-        "ROW_NUMBER() OVER (PARTITION BY run_id, grp ORDER BY seq) - 1 AS idx, "
-        f"{d['text']('data', 'check')} AS kind, "
-        f"CASE WHEN {d['true']('data', 'passed')} THEN 1 ELSE 0 END AS passed, "
-        f"CASE WHEN {d['true']('data', 'timedOut')} THEN 1 ELSE 0 END AS timed_out, "
-        f"{d['number']('data', 'durationMs')} AS ms FROM x1)",
-        "cr AS (SELECT c.*, ROW_NUMBER() OVER (PARTITION BY wf, ver, step_id, idx, kind ORDER BY ms) AS rk, "
-        "COUNT(ms) OVER (PARTITION BY wf, ver, step_id, idx, kind) AS n FROM c)",
-        f"fl AS (SELECT wf, ver, step_id, idx, kind, {d['last_line'](d['text']('data', 'output'))} AS line, "
-        "COUNT(*) AS n FROM c WHERE passed = 0 GROUP BY wf, ver, step_id, idx, kind, "
-        f"{d['last_line'](d['text']('data', 'output'))})",
+        "c AS MATERIALIZED (SELECT wf, ver, step_id, kind, passed, timed_out, ms, line, "
+        "ROW_NUMBER() OVER (PARTITION BY run_id, grp ORDER BY seq) - 1 AS idx FROM x1)",
+        # one ordering by duration gives the median and the check's counts; only the first
+        # row and the median's are kept
+        "cr AS (SELECT c.*, ROW_NUMBER() OVER k AS rk, COUNT(ms) OVER k AS n, COUNT(*) OVER k AS runs, "
+        "SUM(passed) OVER k AS passes, SUM(timed_out) OVER k AS timeouts FROM c "
+        "WINDOW k AS (PARTITION BY wf, ver, step_id, idx, kind ORDER BY ms "
+        "ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING))",
+        f"cm AS (SELECT * FROM cr WHERE rk = 1 OR {_nearest_rank('rk', 'n', 50)})",
+        "fl AS (SELECT wf, ver, step_id, idx, kind, line, COUNT(*) AS n FROM c WHERE passed = 0 "
+        "GROUP BY wf, ver, step_id, idx, kind, line)",
         "ft AS (SELECT fl.*, ROW_NUMBER() OVER (PARTITION BY wf, ver, step_id, idx, kind "
         f"ORDER BY n DESC, {d['bytes']('line')}) AS rk FROM fl WHERE line IS NOT NULL)",
     ]
     check_selects = [
-        "SELECT 'check', wf, ver, step_id, CAST(kind AS text), CAST(idx AS bigint), COUNT(*), SUM(passed), "
-        f"SUM(timed_out), MAX(CASE WHEN ms IS NOT NULL AND {_nearest_rank('rk', 'n', 50)} THEN ms END), "
-        "NULL, NULL, NULL FROM cr GROUP BY wf, ver, step_id, idx, kind",
+        "SELECT 'check', wf, ver, step_id, CAST(kind AS text), CAST(idx AS bigint), MAX(runs), MAX(passes), "
+        f"MAX(timeouts), MAX(CASE WHEN ms IS NOT NULL AND {_nearest_rank('rk', 'n', 50)} THEN ms END), "
+        "NULL, NULL, NULL FROM cm GROUP BY wf, ver, step_id, idx, kind",
         "SELECT 'line', wf, ver, step_id, line, idx, n, rk, NULL, NULL, NULL, NULL, NULL "
         f"FROM ft WHERE rk <= {TOP}",
     ]
@@ -361,9 +381,8 @@ def workflow_stats(store: Aggregates, where: StatsFilter) -> list[dict[str, Any]
             s.update(submissions=submissions, rejected=rejected)
             s["rejectionRate"] = _rate(rejected, submissions)
             s["approvals"].update(approved=approved, declined=declined)
-        elif kind == "runs":
-            s["accepted"] = _int(n[0])
-            s["reached"] += _int(n[1])
+            s["accepted"] = _int(n[5])
+            s["reached"] += _int(n[6])
         elif kind == "gate" and label in ("deny", "block"):
             s["gate"]["denied" if label == "deny" else "blocked"] += _int(n[0])
         elif kind == "visits":
