@@ -12,8 +12,8 @@ from pathlib import Path
 from handrail.store.base import RunStatus
 from handrail.store.gauges import oldest_waiting_seconds, runs_by_status
 from handrail.store.open import open_store
-from handrail.store.urls import sqlite_url
 from handrail.store.schema import MIGRATIONS_TABLE, migrations, statements
+from handrail.store.urls import sqlite_url
 from tests.helpers.event_log import case, fill, rows_of
 
 STATUS, UPDATED = 7, 12  # the columns of a runs row in tests/helpers/event_log.py
