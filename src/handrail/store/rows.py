@@ -31,24 +31,10 @@ _COLUMNS = (
 
 
 def _record(row: Sequence[Any]) -> RunRecord:
-    return RunRecord(
-        id=row[0],
-        owner=row[1],
-        workspace=row[2],
-        workflow_id=row[3],
-        workflow_version=row[4],
-        source_hash=row[5],
-        goal=row[6],
-        status=RunStatus(row[7]),
-        context=decode_stored(row[8]),
-        position=decode_stored(row[9]),
-        accepted=row[10],
-        created_at=row[11],
-        updated_at=row[12],
-        version=row[13],
-        events=row[14],
-        head=row[15],
-    )
+    """A runs row; `_COLUMNS` lists RunRecord's fields in their order."""
+    values = list(row[:16])
+    values[7:10] = RunStatus(row[7]), decode_stored(row[8]), decode_stored(row[9])
+    return RunRecord(*values)
 
 
 def run_row(run: RunRecord, events: int, head: str | None) -> tuple[Any, ...]:
