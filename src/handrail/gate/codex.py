@@ -37,13 +37,12 @@ CONTROL_TOOLS = frozenset({"update_plan"})
 
 
 def read_events(data: bytes, event: str) -> list[GateEvent]:
-    read = hook_input.opened(hook_input.parse(data), EVENTS[event])
-    events = hook_input.events_without_tool(read)
-    if events is not None:
-        return events
-    tool = hook_input.tool_name(read.body, read.name)
+    call = hook_input.tool_call(data, EVENTS[event])
+    if isinstance(call, list):
+        return call
+    read = call.read
     outcome = "ok" if read.kind == "after-tool" else None
-    actions = actions_of(tool, hook_input.mapping(read.body.get("tool_input")), read.cwd)
+    actions = actions_of(call.tool, call.tool_input, read.cwd)
     return [
         GateEvent(read.kind, read.cwd, read.session, action=action, outcome=outcome) for action in actions
     ]

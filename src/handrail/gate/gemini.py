@@ -40,14 +40,11 @@ CONTROL_TOOLS = frozenset({"write_todos"})
 
 
 def read_events(data: bytes, event: str) -> list[GateEvent]:
-    read = hook_input.opened(hook_input.parse(data), EVENTS[event])
-    events = hook_input.events_without_tool(read)
-    if events is not None:
-        return events
-    body = read.body
-    tool = hook_input.tool_name(body, read.name)
-    tool_input = hook_input.mapping(body.get("tool_input"))
-    action = action_of(tool, tool_input, hook_input.mapping(body.get("mcp_context")), read.cwd)
+    call = hook_input.tool_call(data, EVENTS[event])
+    if isinstance(call, list):
+        return call
+    read, body = call.read, call.read.body
+    action = action_of(call.tool, call.tool_input, hook_input.mapping(body.get("mcp_context")), read.cwd)
     outcome = None
     if read.kind == "after-tool":
         error = hook_input.mapping(body.get("tool_response")).get("error")

@@ -72,6 +72,22 @@ def events_without_tool(read: Opened) -> list[GateEvent] | None:
     return None
 
 
+class ToolCall(NamedTuple):
+    read: Opened
+    tool: str
+    tool_input: Mapping[str, Any]
+
+
+def tool_call(data: bytes, event: tuple[str, EventKind]) -> ToolCall | list[GateEvent]:
+    """A tool's call, or the events of any other hook as Codex and Gemini CLI send them
+    (see `events_without_tool`)."""
+    read = opened(parse(data), event)
+    events = events_without_tool(read)
+    if events is not None:
+        return events
+    return ToolCall(read, tool_name(read.body, read.name), mapping(read.body.get("tool_input")))
+
+
 class Tools(NamedTuple):
     """A harness's tools that act on the workspace, each with the input fields that
     name what it acts on: the first of them present counts."""
