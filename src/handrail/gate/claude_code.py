@@ -16,7 +16,6 @@ from handrail.gate import Answer, HookInputError, hook_input
 from handrail.runs.gate import Action, Decision, EventKind, GateEvent
 
 HARNESS = "claude-code"
-NON_BLOCKING = 1
 
 # the command's event name -> (Claude Code's hook_event_name, the gate's kind)
 EVENTS: dict[str, tuple[str, EventKind]] = {
@@ -29,15 +28,17 @@ EVENTS: dict[str, tuple[str, EventKind]] = {
     "subagent-stop": ("SubagentStop", "stop"),
 }
 EVENT_OF = {name: event for event, (name, _) in EVENTS.items()}
-EDIT_TOOLS = {
-    "Write": "file_path",
-    "Edit": "file_path",
-    "MultiEdit": "file_path",
-    "NotebookEdit": "notebook_path",
-}
-READ_TOOLS = {"Read": "file_path", "Glob": "path", "Grep": "path", "LSP": "file_path"}
-SHELL_TOOLS = ("Bash", "PowerShell", "Monitor")
-WEB_TOOLS = {"WebFetch": "url", "WebSearch": "query"}
+TOOLS = hook_input.Tools(
+    edit={
+        "Write": ("file_path",),
+        "Edit": ("file_path",),
+        "MultiEdit": ("file_path",),
+        "NotebookEdit": ("notebook_path",),
+    },
+    read={"Read": ("file_path",), "Glob": ("path",), "Grep": ("path",), "LSP": ("file_path",)},
+    shell=("Bash", "PowerShell", "Monitor"),
+    web={"WebFetch": "url", "WebSearch": "query"},
+)
 # the harness's own control of the conversation: not actions on the workspace
 CONTROL_TOOLS = frozenset(
     {
@@ -82,13 +83,10 @@ def read_event(data: bytes, event: str | None) -> tuple[str, GateEvent]:
             raise HookInputError(
                 f"hook_event_name is {hook_input.shown(said)}, not an event the gate answers"
             )
-    name, kind = EVENTS[event]
-    hook_input.check_event(body, name)
-    cwd = hook_input.absolute_cwd(body, name)
-    session = body.get("session_id") if isinstance(body.get("session_id"), str) else None
+    read = hook_input.opened(body, EVENTS[event])
+    name, kind, cwd, session = read.name, read.kind, read.cwd, read.session
     if kind == "session":
-        source = body.get("source")
-        return event, GateEvent("session", cwd, session, source if isinstance(source, str) else None)
+        return event, hook_input.session_start(read)
     if kind == "prompt":
         return event, GateEvent("prompt", cwd, session)
     if kind == "stop":
@@ -111,14 +109,9 @@ def read_event(data: bytes, event: str | None) -> tuple[str, GateEvent]:
 
 def action_of(tool: str, tool_input: Mapping[str, Any], cwd: str) -> Action | None:
     """A Claude Code tool call in the gate's words; None for the harness's own control."""
-    if tool in EDIT_TOOLS:
-        return Action("edit", _text(tool_input.get(EDIT_TOOLS[tool])), tool)
-    if tool in READ_TOOLS:
-        return Action("read", _text(tool_input.get(READ_TOOLS[tool])) or cwd, tool)
-    if tool in SHELL_TOOLS:
-        return Action("shell", _text(tool_input.get("command")), tool)
-    if tool in WEB_TOOLS:
-        return Action("web", _text(tool_input.get(WEB_TOOLS[tool])), tool)
+    action = hook_input.workspace_action(tool, tool_input, cwd, TOOLS)
+    if action is not None:
+        return action
     if tool.startswith("mcp__"):
         server, _, name = tool[5:].partition("__")
         if server.startswith("plugin_"):
@@ -131,33 +124,11 @@ def action_of(tool: str, tool_input: Mapping[str, Any], cwd: str) -> Action | No
 
 
 def answer(event: str, decision: Decision) -> Answer:
-    name = EVENTS[event][0]
-    if decision.verdict == "deny" and name == "PreToolUse":
-        body: dict[str, Any] = {
-            "hookSpecificOutput": {
-                "hookEventName": name,
-                "permissionDecision": "deny",
-                "permissionDecisionReason": decision.text,
-            }
-        }
-    elif decision.verdict == "block" and name in ("Stop", "SubagentStop"):
-        body = {"decision": "block", "reason": decision.text}
-    elif decision.verdict == "context" and name in ("SessionStart", "UserPromptSubmit"):
-        body = {"hookSpecificOutput": {"hookEventName": name, "additionalContext": decision.text}}
-    else:
-        return Answer("", "", 0)
-    return Answer(_dump(body), "", 0)
+    return hook_input.claude_style_answer(EVENTS[event][0], decision, ("Stop", "SubagentStop"))
 
 
 def warning(event: str, text: str) -> Answer:
-    """The store could not be read and the gate lets the action through: a line the
-    person sees (systemMessage), and the same on stderr."""
-    return Answer(_dump({"systemMessage": text}), text + "\n", 0)
+    return hook_input.system_message(text)
 
 
-def malformed(message: str) -> Answer:
-    return Answer("", f"handrail gate: {message}\n", NON_BLOCKING)
-
-
-_dump = hook_input.dump
-_text = hook_input.text
+malformed = hook_input.malformed

@@ -19,7 +19,6 @@ from handrail.gate import Answer, hook_input
 from handrail.runs.gate import Action, Decision, EventKind, GateEvent
 
 HARNESS = "codex"
-NON_BLOCKING = 1
 PROJECT_FOLDER = None
 
 # the command's event name -> (Codex's hook_event_name, the gate's kind)
@@ -38,22 +37,15 @@ CONTROL_TOOLS = frozenset({"update_plan"})
 
 
 def read_events(data: bytes, event: str) -> list[GateEvent]:
-    body = hook_input.parse(data)
-    name, kind = EVENTS[event]
-    hook_input.check_event(body, name)
-    cwd = hook_input.absolute_cwd(body, name)
-    session = body.get("session_id") if isinstance(body.get("session_id"), str) else None
-    if kind == "session":
-        source = body.get("source")
-        return [GateEvent("session", cwd, session, source if isinstance(source, str) else None)]
-    if kind == "prompt" and hook_input.from_the_gate(body.get("prompt")):
-        return []
-    if kind in ("prompt", "stop"):
-        return [GateEvent(kind, cwd, session)]
-    tool = hook_input.tool_name(body, name)
-    outcome = "ok" if kind == "after-tool" else None
-    actions = actions_of(tool, hook_input.mapping(body.get("tool_input")), cwd)
-    return [GateEvent(kind, cwd, session, action=action, outcome=outcome) for action in actions]
+    call = hook_input.tool_call(data, EVENTS[event])
+    if isinstance(call, list):
+        return call
+    read = call.read
+    outcome = "ok" if read.kind == "after-tool" else None
+    actions = actions_of(call.tool, call.tool_input, read.cwd)
+    return [
+        GateEvent(read.kind, read.cwd, read.session, action=action, outcome=outcome) for action in actions
+    ]
 
 
 def actions_of(tool: str, tool_input: Mapping[str, Any], cwd: str) -> list[Action | None]:
@@ -89,27 +81,11 @@ def patch_paths(patch: str) -> list[str]:
 
 
 def answer(event: str, decision: Decision) -> Answer:
-    name = EVENTS[event][0]
-    if decision.verdict == "deny" and name == "PreToolUse":
-        body: dict[str, Any] = {
-            "hookSpecificOutput": {
-                "hookEventName": name,
-                "permissionDecision": "deny",
-                "permissionDecisionReason": decision.text,
-            }
-        }
-    elif decision.verdict == "block" and name == "Stop":
-        body = {"decision": "block", "reason": decision.text}
-    elif decision.verdict == "context" and name in ("SessionStart", "UserPromptSubmit"):
-        body = {"hookSpecificOutput": {"hookEventName": name, "additionalContext": decision.text}}
-    else:
-        return Answer("", "", 0)
-    return Answer(hook_input.dump(body), "", 0)
+    return hook_input.claude_style_answer(EVENTS[event][0], decision, ("Stop",))
 
 
 def warning(event: str, text: str) -> Answer:
-    return Answer(hook_input.dump({"systemMessage": text}), text + "\n", 0)
+    return hook_input.system_message(text)
 
 
-def malformed(message: str) -> Answer:
-    return Answer("", f"handrail gate: {message}\n", NON_BLOCKING)
+malformed = hook_input.malformed

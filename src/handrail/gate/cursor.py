@@ -21,7 +21,6 @@ from handrail.gate import Answer, HookInputError, hook_input
 from handrail.runs.gate import Action, Decision, EventKind, GateEvent
 
 HARNESS = "cursor"
-NON_BLOCKING = 1
 PROJECT_FOLDER = "CURSOR_PROJECT_DIR"
 
 # the command's event name -> (Cursor's hook_event_name, the gate's kind)
@@ -37,10 +36,13 @@ EVENTS: dict[str, tuple[str, EventKind]] = {
 }
 PERMISSION_EVENTS = ("preToolUse", "beforeShellExecution", "beforeMCPExecution", "beforeReadFile")
 PATH_FIELDS = ("file_path", "path", "target_file", "target_directory")
-EDIT_TOOLS = frozenset({"Write", "Edit", "StrReplace", "MultiEdit", "Delete", "EditNotebook", "TabWrite"})
-READ_TOOLS = frozenset({"Read", "Grep", "Glob", "LS", "SemanticSearch", "ReadLints"})
-SHELL_TOOLS = frozenset({"Shell"})
-WEB_TOOLS = {"WebFetch": "url", "WebSearch": "query"}
+EDIT_TOOLS = ("Write", "Edit", "StrReplace", "MultiEdit", "Delete", "EditNotebook", "TabWrite")
+TOOLS = hook_input.Tools(
+    edit=dict.fromkeys(EDIT_TOOLS, PATH_FIELDS),
+    read=dict.fromkeys(("Read", "Grep", "Glob", "LS", "SemanticSearch", "ReadLints"), PATH_FIELDS),
+    shell=("Shell",),
+    web={"WebFetch": "url", "WebSearch": "query"},
+)
 CONTROL_TOOLS = frozenset({"Task", "TodoWrite", "AskQuestion", "CreatePlan", "SwitchMode"})
 STOPPED_BY_PERSON = ("aborted", "error")
 
@@ -108,14 +110,9 @@ def mcp_server(body: Mapping[str, Any]) -> str:
 def action_of(tool: str, tool_input: Mapping[str, Any], cwd: str) -> Action | None:
     """A Cursor tool call in the gate's words; None for its own control of the
     conversation, and for MCP tools, which beforeMCPExecution checks with their server."""
-    if tool in EDIT_TOOLS:
-        return Action("edit", hook_input.first_text(tool_input, *PATH_FIELDS), tool)
-    if tool in READ_TOOLS:
-        return Action("read", hook_input.first_text(tool_input, *PATH_FIELDS) or cwd, tool)
-    if tool in SHELL_TOOLS:
-        return Action("shell", hook_input.text(tool_input.get("command")), tool)
-    if tool in WEB_TOOLS:
-        return Action("web", hook_input.text(tool_input.get(WEB_TOOLS[tool])), tool)
+    action = hook_input.workspace_action(tool, tool_input, cwd, TOOLS)
+    if action is not None:
+        return action
     if tool in CONTROL_TOOLS or tool.startswith(("MCP:", "mcp__", "mcp_")):
         return None
     return Action("tool", tool, tool)
@@ -139,5 +136,4 @@ def warning(event: str, text: str) -> Answer:
     return Answer("{}", text + "\n", 0)
 
 
-def malformed(message: str) -> Answer:
-    return Answer("", f"handrail gate: {message}\n", NON_BLOCKING)
+malformed = hook_input.malformed

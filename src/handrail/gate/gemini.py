@@ -17,7 +17,6 @@ from handrail.gate import Answer, hook_input
 from handrail.runs.gate import Action, Decision, EventKind, GateEvent
 
 HARNESS = "gemini"
-NON_BLOCKING = 1
 PROJECT_FOLDER = "GEMINI_PROJECT_DIR"
 
 # the command's event name -> (Gemini CLI's hook_event_name, the gate's kind)
@@ -30,50 +29,36 @@ EVENTS: dict[str, tuple[str, EventKind]] = {
 }
 # releases have named the path field differently: the first one present counts
 PATH_FIELDS = ("file_path", "absolute_path", "path", "dir_path", "directory")
-EDIT_TOOLS = frozenset({"write_file", "replace"})
-READ_TOOLS = frozenset(
-    {"read_file", "read_many_files", "list_directory", "glob", "search_file_content", "grep_search"}
+READ_TOOLS = ("read_file", "read_many_files", "list_directory", "glob", "search_file_content", "grep_search")
+TOOLS = hook_input.Tools(
+    edit=dict.fromkeys(("write_file", "replace"), PATH_FIELDS),
+    read=dict.fromkeys(READ_TOOLS, PATH_FIELDS),
+    shell=("run_shell_command",),
+    web={"web_fetch": "prompt", "google_web_search": "query"},
 )
-SHELL_TOOLS = frozenset({"run_shell_command"})
-WEB_TOOLS = {"web_fetch": "prompt", "google_web_search": "query"}
 CONTROL_TOOLS = frozenset({"write_todos"})
 
 
 def read_events(data: bytes, event: str) -> list[GateEvent]:
-    body = hook_input.parse(data)
-    name, kind = EVENTS[event]
-    hook_input.check_event(body, name)
-    cwd = hook_input.absolute_cwd(body, name)
-    session = body.get("session_id") if isinstance(body.get("session_id"), str) else None
-    if kind == "session":
-        source = body.get("source")
-        return [GateEvent("session", cwd, session, source if isinstance(source, str) else None)]
-    if kind == "prompt" and hook_input.from_the_gate(body.get("prompt")):
-        return []
-    if kind in ("prompt", "stop"):
-        return [GateEvent(kind, cwd, session)]
-    tool = hook_input.tool_name(body, name)
-    tool_input = hook_input.mapping(body.get("tool_input"))
-    action = action_of(tool, tool_input, hook_input.mapping(body.get("mcp_context")), cwd)
+    call = hook_input.tool_call(data, EVENTS[event])
+    if isinstance(call, list):
+        return call
+    read, body = call.read, call.read.body
+    action = action_of(call.tool, call.tool_input, hook_input.mapping(body.get("mcp_context")), read.cwd)
     outcome = None
-    if kind == "after-tool":
+    if read.kind == "after-tool":
         error = hook_input.mapping(body.get("tool_response")).get("error")
         outcome = "failed: " + str(error).split("\n", 1)[0] if error else "ok"
-    return [GateEvent(kind, cwd, session, action=action, outcome=outcome)]
+    return [GateEvent(read.kind, read.cwd, read.session, action=action, outcome=outcome)]
 
 
 def action_of(
     tool: str, tool_input: Mapping[str, Any], mcp_context: Mapping[str, Any], cwd: str
 ) -> Action | None:
     """A Gemini CLI tool call in the gate's words; None for its own to-do list."""
-    if tool in EDIT_TOOLS:
-        return Action("edit", hook_input.first_text(tool_input, *PATH_FIELDS), tool)
-    if tool in READ_TOOLS:
-        return Action("read", hook_input.first_text(tool_input, *PATH_FIELDS) or cwd, tool)
-    if tool in SHELL_TOOLS:
-        return Action("shell", hook_input.text(tool_input.get("command")), tool)
-    if tool in WEB_TOOLS:
-        return Action("web", hook_input.text(tool_input.get(WEB_TOOLS[tool])), tool)
+    action = hook_input.workspace_action(tool, tool_input, cwd, TOOLS)
+    if action is not None:
+        return action
     if tool.startswith("mcp__"):
         server, _, name = tool[5:].partition("__")
         return Action("mcp", f"{hook_input.text(mcp_context.get('server_name')) or server}/{name}", tool)
@@ -93,8 +78,7 @@ def answer(event: str, decision: Decision) -> Answer:
 
 
 def warning(event: str, text: str) -> Answer:
-    return Answer(hook_input.dump({"systemMessage": text}), text + "\n", 0)
+    return hook_input.system_message(text)
 
 
-def malformed(message: str) -> Answer:
-    return Answer("", f"handrail gate: {message}\n", NON_BLOCKING)
+malformed = hook_input.malformed

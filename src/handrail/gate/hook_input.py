@@ -1,13 +1,15 @@
 """What every JSON hook contract shares: reading one JSON object from stdin, with the
-error that names what is wrong with it, and writing an answer as compact JSON."""
+error that names what is wrong with it, and writing an answer as compact JSON; and
+what the contracts that follow Claude Code's (Codex, Gemini CLI) share beyond that."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Collection, Mapping
+from typing import Any, NamedTuple
 
-from handrail.gate import HookInputError
+from handrail.gate import Answer, HookInputError
+from handrail.runs.gate import Action, Decision, EventKind, GateEvent
 
 MAX_INPUT = 1 << 20
 
@@ -33,6 +35,83 @@ def parse(data: bytes) -> dict[str, Any]:
     return body
 
 
+class Opened(NamedTuple):
+    """A hook's input, read and checked against the event the hook was installed for."""
+
+    body: dict[str, Any]
+    name: str  # the harness's hook_event_name
+    kind: EventKind
+    cwd: str
+    session: str | None
+
+
+def opened(body: dict[str, Any], event: tuple[str, EventKind]) -> Opened:
+    """`body`: what `parse` read; `event`: the harness's name of the event the hook was
+    installed for and the gate's kind of it."""
+    name, kind = event
+    check_event(body, name)
+    session = body.get("session_id")
+    return Opened(body, name, kind, absolute_cwd(body, name), session if isinstance(session, str) else None)
+
+
+def session_start(read: Opened) -> GateEvent:
+    source = read.body.get("source")
+    return GateEvent("session", read.cwd, read.session, source if isinstance(source, str) else None)
+
+
+def events_without_tool(read: Opened) -> list[GateEvent] | None:
+    """The events of a session start, a prompt or a stop as Codex and Gemini CLI send
+    them; None for a tool's event. The gate's own refusal of a stop comes back as a
+    prompt and is no event."""
+    if read.kind == "session":
+        return [session_start(read)]
+    if read.kind == "prompt" and from_the_gate(read.body.get("prompt")):
+        return []
+    if read.kind in ("prompt", "stop"):
+        return [GateEvent(read.kind, read.cwd, read.session)]
+    return None
+
+
+class ToolCall(NamedTuple):
+    read: Opened
+    tool: str
+    tool_input: Mapping[str, Any]
+
+
+def tool_call(data: bytes, event: tuple[str, EventKind]) -> ToolCall | list[GateEvent]:
+    """A tool's call, or the events of any other hook as Codex and Gemini CLI send them
+    (see `events_without_tool`)."""
+    read = opened(parse(data), event)
+    events = events_without_tool(read)
+    if events is not None:
+        return events
+    return ToolCall(read, tool_name(read.body, read.name), mapping(read.body.get("tool_input")))
+
+
+class Tools(NamedTuple):
+    """A harness's tools that act on the workspace, each with the input fields that
+    name what it acts on: the first of them present counts."""
+
+    edit: Mapping[str, tuple[str, ...]]
+    read: Mapping[str, tuple[str, ...]]
+    shell: Collection[str]  # each names its command line in `command`
+    web: Mapping[str, str]
+
+
+def workspace_action(tool: str, tool_input: Mapping[str, Any], cwd: str, tools: Tools) -> Action | None:
+    """The action of one of `tools`; None for any other tool. A read that names no path
+    reads the working folder."""
+    if tool in tools.edit:
+        return Action("edit", first_text(tool_input, *tools.edit[tool]), tool)
+    if tool in tools.read:
+        return Action("read", first_text(tool_input, *tools.read[tool]) or cwd, tool)
+    if tool in tools.shell:
+        return Action("shell", text(tool_input.get("command")), tool)
+    if tool in tools.web:
+        return Action("web", text(tool_input.get(tools.web[tool])), tool)
+    return None
+
+
 def check_event(body: Mapping[str, Any], name: str) -> None:
     said = body.get("hook_event_name")
     if said != name:
@@ -55,6 +134,39 @@ def tool_name(body: Mapping[str, Any], name: str) -> str:
 
 def mapping(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
+
+
+def claude_style_answer(name: str, decision: Decision, stops: tuple[str, ...]) -> Answer:
+    """The answer in the contract Claude Code and Codex share: allow is silence, a deny
+    is PreToolUse's permissionDecision, a refused stop is `decision: "block"`, context
+    is additionalContext. `name`: the harness's hook_event_name; `stops`: its stop events."""
+    if decision.verdict == "deny" and name == "PreToolUse":
+        body: dict[str, Any] = {
+            "hookSpecificOutput": {
+                "hookEventName": name,
+                "permissionDecision": "deny",
+                "permissionDecisionReason": decision.text,
+            }
+        }
+    elif decision.verdict == "block" and name in stops:
+        body = {"decision": "block", "reason": decision.text}
+    elif decision.verdict == "context" and name in ("SessionStart", "UserPromptSubmit"):
+        body = {"hookSpecificOutput": {"hookEventName": name, "additionalContext": decision.text}}
+    else:
+        return Answer("", "", 0)
+    return Answer(dump(body), "", 0)
+
+
+def system_message(text: str) -> Answer:
+    """The store could not be read and the gate lets the action through: a line the
+    person sees (systemMessage), and the same on stderr."""
+    return Answer(dump({"systemMessage": text}), text + "\n", 0)
+
+
+def malformed(message: str) -> Answer:
+    """Input the gate cannot read: exit 1, each harness's non-blocking error, with an
+    empty stdout, which none of them obeys."""
+    return Answer("", f"handrail gate: {message}\n", 1)
 
 
 def dump(body: Mapping[str, Any]) -> str:

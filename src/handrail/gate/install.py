@@ -103,14 +103,10 @@ def settings_file(scope: str, cwd: Path | None = None) -> Path:
 def is_ours(handler: Any) -> bool:
     if isinstance(handler, dict) and handler.get("type") == "http":
         return urlsplit(str(handler.get("url", ""))).path.endswith(HTTP_PATH)
-    if not isinstance(handler, dict) or handler.get("type") != "command":
-        return False
-    words = str(handler.get("command", "")).split()
     return (
-        len(words) >= 2
-        and os.path.basename(words[0]) == "handrail"
-        and words[1] == "gate"
-        and "claude-code" in words
+        isinstance(handler, dict)
+        and handler.get("type") == "command"
+        and json_settings.runs_the_gate(handler.get("command", ""), "claude-code")
     )
 
 

@@ -88,9 +88,16 @@ def settings_file(harness: Harness, scope: str, cwd: Path | None = None) -> Path
 
 
 def is_ours(handler: Any, harness: str) -> bool:
-    if not isinstance(handler, dict) or handler.get("type", "command") != "command":
-        return False
-    words = str(handler.get("command", "")).split()
+    return (
+        isinstance(handler, dict)
+        and handler.get("type", "command") == "command"
+        and runs_the_gate(handler.get("command", ""), harness)
+    )
+
+
+def runs_the_gate(command: Any, harness: str) -> bool:
+    """Whether a hook's command line is `handrail gate` for `harness`."""
+    words = str(command).split()
     return (
         len(words) >= 2
         and os.path.basename(words[0]) == "handrail"

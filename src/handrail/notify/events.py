@@ -108,25 +108,22 @@ def notices(
         return []
     link = config.link(run.id, dashboard_url)
     made: list[tuple[str, dict[str, Any]]] = []
+
+    def note(kind: str, event: NewEvent, person: str, details: dict[str, Any]) -> None:
+        step = _step(run, event, events)
+        made.append(
+            (
+                kind,
+                payload(kind, run, at=run.updated_at, person=person, step=step, link=link, details=details),
+            )
+        )
+
     for event in _failing(events, history, config.failures_in_a_row):
         details = {
             "failures": config.failures_in_a_row,
             "check": {k: event.data[k] for k in ("check", "message", "why", "pointer") if k in event.data},
         }
-        made.append(
-            (
-                CHECK_FAILING,
-                payload(
-                    CHECK_FAILING,
-                    run,
-                    at=run.updated_at,
-                    person=actor,
-                    step=_step(run, event, events),
-                    link=link,
-                    details=details,
-                ),
-            )
-        )
+        note(CHECK_FAILING, event, actor, details)
     for event in events:
         kind = NOTIFYING.get(event.type)
         if kind is None:
@@ -134,21 +131,7 @@ def notices(
         details = {
             k: event.data[k] for k in ("comment", "via", "reason", "role", "approvers") if k in event.data
         }
-        person = str(event.data.get("person", actor))
-        made.append(
-            (
-                kind,
-                payload(
-                    kind,
-                    run,
-                    at=run.updated_at,
-                    person=person,
-                    step=_step(run, event, events),
-                    link=link,
-                    details=details,
-                ),
-            )
-        )
+        note(kind, event, str(event.data.get("person", actor)), details)
     return [NewNotification(target.spec, kind, body) for kind, body in made for target in config.targets]
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Any, Protocol, TypedDict, Unpack
 
 
 class RunStatus(StrEnum):
@@ -175,6 +175,20 @@ class Outcome:
 Send = Callable[[Notification], Outcome]
 
 
+class RunFilter(TypedDict, total=False):
+    """Which runs `RunStore.list_runs` lists; a filter left out lets every run through."""
+
+    workspace: str | None
+    statuses: Sequence[str] | None
+    owner: str | None
+    limit: int  # at most; LIST_LIMIT when left out
+    workflow_id: str | None
+    text: str | None  # found in the goal or the run id
+
+
+LIST_LIMIT = 100
+
+
 def written(
     run: RunRecord, change: RunUpdate, at: str, events: int = 0, head: str | None = None
 ) -> RunRecord:
@@ -224,17 +238,8 @@ class RunStore(Protocol):
         only if the run is still at `run.version` (else `Conflict`). Returns the run as
         written (see `written`)."""
 
-    def list_runs(
-        self,
-        *,
-        workspace: str | None = None,
-        statuses: Sequence[str] | None = None,
-        owner: str | None = None,
-        limit: int = 100,
-        workflow_id: str | None = None,
-        text: str | None = None,
-    ) -> list[RunRecord]:
-        """Runs, most recently updated first; `text`: found in the goal or the run id."""
+    def list_runs(self, **filters: Unpack[RunFilter]) -> list[RunRecord]:
+        """Runs, most recently updated first."""
 
     def events(self, run_id: str) -> list[Event]: ...
 

@@ -90,16 +90,7 @@ def listing(mark: str) -> str:
 
 
 def notification(row: Sequence[Any]) -> Notification:
-    return Notification(
-        id=row[0],
-        run_id=row[1],
-        target=row[2],
-        event=row[3],
-        payload=decode_stored(row[4]),
-        created_at=row[5],
-        state=row[6],
-        attempts=row[7],
-        next_at=row[8],
-        last_error=row[9],
-        delivered_at=row[10],
-    )
+    """An outbox row; `_COLUMNS` lists Notification's fields in their order."""
+    values = list(row[:11])
+    values[4] = decode_stored(values[4])
+    return Notification(*values)

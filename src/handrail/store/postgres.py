@@ -20,7 +20,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
-from typing import Any
+from typing import Any, Unpack
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
@@ -29,12 +29,14 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from handrail.errors import StorageError
 from handrail.store import outbox
 from handrail.store.base import (
+    LIST_LIMIT,
     STUCK_PART,
     Conflict,
     Event,
     NewEvent,
     NewNotification,
     Notification,
+    RunFilter,
     RunRecord,
     RunUpdate,
     Send,
@@ -48,9 +50,9 @@ from handrail.store.rows import (
     insert_events,
     insert_run,
     list_filter,
+    move,
     now,
     read_events,
-    update_sets,
 )
 from handrail.store.schema import MIGRATIONS_TABLE, migrations, newer_than_known
 
@@ -205,11 +207,7 @@ class PostgresStore:
         actor: str,
         notifications: Sequence[NewNotification] = (),
     ) -> RunRecord:
-        at = now()
-        # the version check in the WHERE makes `run.events` and `run.head` the log's as committed
-        rows = chained_rows(run.id, run.events, run.head, events, actor, at)
-        head = new_head(rows, run.head)
-        sets, values = update_sets(change, at, len(events), "%s", head)
+        at, rows, head, sets, values = move(run, change, events, actor, "%s")
         query = f"UPDATE runs SET {sets} WHERE id = %s AND version = %s"
         values += [run.id, run.version]
         if rows:
@@ -246,24 +244,15 @@ class PostgresStore:
             row = db.execute(f"SELECT {_COLUMNS} FROM runs WHERE id = %s", (run_id,)).fetchone()
         return _record(row) if row else None
 
-    def list_runs(
-        self,
-        *,
-        workspace: str | None = None,
-        statuses: Sequence[str] | None = None,
-        owner: str | None = None,
-        limit: int = 100,
-        workflow_id: str | None = None,
-        text: str | None = None,
-    ) -> list[RunRecord]:
-        clause, values = list_filter(workspace, statuses, owner, "%s", workflow_id, text)
+    def list_runs(self, **filters: Unpack[RunFilter]) -> list[RunRecord]:
+        clause, values = list_filter(filters, "%s")
         # no rowid here: ties in the update time (same millisecond) go to the newer start
         query = (
             f"SELECT {_COLUMNS} FROM runs {clause} "
             "ORDER BY updated_at DESC, created_at DESC, id DESC LIMIT %s"
         )
         with self._connection() as db:
-            rows = db.execute(query, (*values, limit)).fetchall()
+            rows = db.execute(query, (*values, filters.get("limit", LIST_LIMIT))).fetchall()
         return [_record(r) for r in rows]
 
     def events(self, run_id: str) -> list[Event]:

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from handrail.codec import decode_stored, encode_stored
-from handrail.store.base import Event, RunRecord, RunStatus, RunUpdate
-from handrail.store.chain import EVENT_COLUMNS, EventRow
+from handrail.store.base import Event, NewEvent, RunFilter, RunRecord, RunStatus, RunUpdate
+from handrail.store.chain import EVENT_COLUMNS, EventRow, chained_rows, new_head
 
 
 def now() -> str:
@@ -31,24 +31,10 @@ _COLUMNS = (
 
 
 def _record(row: Sequence[Any]) -> RunRecord:
-    return RunRecord(
-        id=row[0],
-        owner=row[1],
-        workspace=row[2],
-        workflow_id=row[3],
-        workflow_version=row[4],
-        source_hash=row[5],
-        goal=row[6],
-        status=RunStatus(row[7]),
-        context=decode_stored(row[8]),
-        position=decode_stored(row[9]),
-        accepted=row[10],
-        created_at=row[11],
-        updated_at=row[12],
-        version=row[13],
-        events=row[14],
-        head=row[15],
-    )
+    """A runs row; `_COLUMNS` lists RunRecord's fields in their order."""
+    values = list(row[:16])
+    values[7:10] = RunStatus(row[7]), decode_stored(row[8]), decode_stored(row[9])
+    return RunRecord(*values)
 
 
 def run_row(run: RunRecord, events: int, head: str | None) -> tuple[Any, ...]:
@@ -102,6 +88,27 @@ EVENTS_QUERY = (
 )
 
 
+class Move(NamedTuple):
+    """An update worked out before it is written: its time, the log rows it appends,
+    the log's new head, and the runs row's `SET ...` with its values."""
+
+    at: str
+    rows: list[EventRow]
+    head: str | None
+    sets: str
+    values: list[Any]
+
+
+def move(run: RunRecord, change: RunUpdate, events: Sequence[NewEvent], actor: str, mark: str) -> Move:
+    """The write is applied only if the run is still at `run.version`: that makes
+    `run.events` and `run.head` the log's as committed."""
+    at = now()
+    rows = chained_rows(run.id, run.events, run.head, events, actor, at)
+    head = new_head(rows, run.head)
+    sets, values = update_sets(change, at, len(events), mark, head)
+    return Move(at, rows, head, sets, values)
+
+
 def update_sets(
     change: RunUpdate, at: str, events: int, mark: str, head: str | None = None
 ) -> tuple[str, list[Any]]:
@@ -124,16 +131,11 @@ def update_sets(
     return ", ".join(sets), values
 
 
-def list_filter(
-    workspace: str | None,
-    statuses: Sequence[str] | None,
-    owner: str | None,
-    mark: str,
-    workflow_id: str | None = None,
-    text: str | None = None,
-) -> tuple[str, list[Any]]:
+def list_filter(filters: RunFilter, mark: str) -> tuple[str, list[Any]]:
     """`WHERE ...` (or nothing) of a listing, and its values. `text` is found in the
     goal or the run id, ignoring the case of ASCII letters; `%` and `_` in it are literal."""
+    workspace, statuses, owner = filters.get("workspace"), filters.get("statuses"), filters.get("owner")
+    workflow_id, text = filters.get("workflow_id"), filters.get("text")
     where: list[str] = []
     values: list[Any] = []
     if workspace is not None:

@@ -26,18 +26,20 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 from handrail import budget
 from handrail.errors import StorageError
 from handrail.store import outbox
 from handrail.store.base import (
+    LIST_LIMIT,
     STUCK_PART,
     Conflict,
     Event,
     NewEvent,
     NewNotification,
     Notification,
+    RunFilter,
     RunRecord,
     RunUpdate,
     Send,
@@ -52,9 +54,9 @@ from handrail.store.rows import (
     insert_run,
     later,
     list_filter,
+    move,
     now,
     read_events,
-    update_sets,
 )
 from handrail.store.schema import MIGRATIONS_TABLE, migrations, newer_than_known, statements
 from handrail.store.stats import last_line
@@ -274,11 +276,7 @@ class SqliteStore:
         actor: str,
         notifications: Sequence[NewNotification] = (),
     ) -> RunRecord:
-        at = now()
-        # the version check below makes `run.events` and `run.head` the log's as committed
-        rows = chained_rows(run.id, run.events, run.head, events, actor, at)
-        head = new_head(rows, run.head)
-        sets, values = update_sets(change, at, len(events), "?", head)
+        at, rows, head, sets, values = move(run, change, events, actor, "?")
         with self._write() as db:
             moved = db.execute(
                 f"UPDATE runs SET {sets} WHERE id = ? AND version = ?",
@@ -296,20 +294,11 @@ class SqliteStore:
             row = db.execute(f"SELECT {_COLUMNS} FROM runs WHERE id = ?", (run_id,)).fetchone()
         return _record(row) if row else None
 
-    def list_runs(
-        self,
-        *,
-        workspace: str | None = None,
-        statuses: Sequence[str] | None = None,
-        owner: str | None = None,
-        limit: int = 100,
-        workflow_id: str | None = None,
-        text: str | None = None,
-    ) -> list[RunRecord]:
-        clause, values = list_filter(workspace, statuses, owner, "?", workflow_id, text)
+    def list_runs(self, **filters: Unpack[RunFilter]) -> list[RunRecord]:
+        clause, values = list_filter(filters, "?")
         query = f"SELECT {_COLUMNS} FROM runs {clause} ORDER BY updated_at DESC, rowid DESC LIMIT ?"
         with self._read() as db:
-            rows = db.execute(query, (*values, limit)).fetchall()
+            rows = db.execute(query, (*values, filters.get("limit", LIST_LIMIT))).fetchall()
         return [_record(r) for r in rows]
 
     def events(self, run_id: str) -> list[Event]:
