@@ -208,13 +208,14 @@ def start(args: argparse.Namespace) -> int:
     notifying = notify.config_of(args)
     catalog = options.catalog_of(args)
     limits = options.limits_of(args)
-    service = service_of(catalog, args, checks)
-    worker = notify.start_worker(service.runs, notifying)
-    sweeping = sweep_approvals(service)
+    worker = None
+    sweeping: threading.Event | None = None
     try:
+        service = service_of(catalog, args, checks)
+        worker = notify.start_worker(service.runs, notifying)
+        sweeping = sweep_approvals(service)
         # `initialize` is answered from a quick read of the sources; the workflows are
         # compiled (and watched) right after that first answer is out
-        service = service_of(catalog, args, checks)
         return serve(
             Protocol(service, tracer=traced(service, "pipe")),
             max_line=limits.max_line_bytes,
@@ -224,7 +225,8 @@ def start(args: argparse.Namespace) -> int:
     finally:
         if worker is not None:
             worker.stop()
-        sweeping.set()
+        if sweeping is not None:
+            sweeping.set()
         catalog.close()
 
 
