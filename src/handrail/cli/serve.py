@@ -6,6 +6,8 @@ import argparse
 import logging
 import sys
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from handrail.cli import notify, options
@@ -145,6 +147,20 @@ def service_of(
 SWEEP_SECONDS = 5.0  # how often pending approvals are looked at for remindAfter and escalateAfter
 
 
+@contextmanager
+def background(service: Any, notifying: Any) -> Iterator[None]:
+    """A serving process's own threads while it serves: the notification worker (with
+    receivers) and the sweep that records reminders and escalations."""
+    worker = notify.start_worker(service.runs, notifying)
+    sweeping = sweep_approvals(service)
+    try:
+        yield
+    finally:
+        if worker is not None:
+            worker.stop()
+        sweeping.set()
+
+
 def sweep_approvals(service: Any) -> threading.Event:
     """Record reminders and escalations while the server runs (a daemon thread: it dies
     with the server); set the returned event to stop it."""
@@ -208,25 +224,18 @@ def start(args: argparse.Namespace) -> int:
     notifying = notify.config_of(args)
     catalog = options.catalog_of(args)
     limits = options.limits_of(args)
-    worker = None
-    sweeping: threading.Event | None = None
     try:
         service = service_of(catalog, args, checks)
-        worker = notify.start_worker(service.runs, notifying)
-        sweeping = sweep_approvals(service)
-        # `initialize` is answered from a quick read of the sources; the workflows are
-        # compiled (and watched) right after that first answer is out
-        return serve(
-            Protocol(service, tracer=traced(service, "pipe")),
-            max_line=limits.max_line_bytes,
-            after_first_reply=lambda: catalog.watch(interval=args.reload_interval),
-            shutdown_timeout=args.shutdown_timeout,
-        )
+        with background(service, notifying):
+            # `initialize` is answered from a quick read of the sources; the workflows are
+            # compiled (and watched) right after that first answer is out
+            return serve(
+                Protocol(service, tracer=traced(service, "pipe")),
+                max_line=limits.max_line_bytes,
+                after_first_reply=lambda: catalog.watch(interval=args.reload_interval),
+                shutdown_timeout=args.shutdown_timeout,
+            )
     finally:
-        if worker is not None:
-            worker.stop()
-        if sweeping is not None:
-            sweeping.set()
         catalog.close()
 
 
@@ -270,7 +279,6 @@ def serve_command(args: argparse.Namespace) -> int:
     print(f"{said} serving MCP at http://{where}:{port}/mcp (Ctrl-C stops)", file=sys.stderr)
     dashboard = f"http://{where}:{port}/"
     print(f"handrail {args.command}: the dashboard is at {dashboard}", file=sys.stderr)
-    sweeping: threading.Event | None = None
     try:
         served_people = None if args.command == "dashboard" else people
         shared = None if args.command == "dashboard" else (settings().token or None)
@@ -282,31 +290,26 @@ def serve_command(args: argparse.Namespace) -> int:
             people=served_people,
             with_tokens=bool(served_people or shared),
         )
-        sweeping = sweep_approvals(service)
-        worker = notify.start_worker(service.runs, notifying)
-        return serve(
-            service,
-            args.host,
-            port,
-            extra_hosts=args.allow_host,
-            extra_origins=args.allow_origin,
-            # `dashboard` serves one person's local store on loopback: no token asked
-            token=shared,
-            people=served_people,
-            log_level=args.log_level,
-            sock=sock,
-            limits=options.transport_limits(args),
-            hooks=hooks_of(service, args),
-            public_key=key.public.published() if key else None,
-            metrics=getattr(args, "metrics", False),
-            tracer=traced(service, "tcp"),
-            metrics_token=settings(args).metrics_token or None,
-        )
+        with background(service, notifying):
+            return serve(
+                service,
+                args.host,
+                port,
+                extra_hosts=args.allow_host,
+                extra_origins=args.allow_origin,
+                # `dashboard` serves one person's local store on loopback: no token asked
+                token=shared,
+                people=served_people,
+                log_level=args.log_level,
+                sock=sock,
+                limits=options.transport_limits(args),
+                hooks=hooks_of(service, args),
+                public_key=key.public.published() if key else None,
+                metrics=getattr(args, "metrics", False),
+                tracer=traced(service, "tcp"),
+                metrics_token=settings(args).metrics_token or None,
+            )
     finally:
-        if worker is not None:
-            worker.stop()
-        if sweeping is not None:
-            sweeping.set()
         catalog.close()
 
 

@@ -4,6 +4,7 @@ asked through the client when it can ask, else by `handrail runs approve|decline
 from __future__ import annotations
 
 from collections.abc import Mapping
+from contextlib import nullcontext
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -376,93 +377,86 @@ class Decisions:
     ) -> dict[str, Any]:
         """`question`: (seq, nonce) of the question a client's answer is for; the answer
         is used only while that question is open (checked on the run as it is written)."""
-        if self.ledger.tracer is not None:
-            attributes: dict[str, str | bool] = {
-                "handrail.run.id": run_id,
-                "handrail.approval.approved": approve,
-                "handrail.via": via,
-            }
-            with self.ledger.tracer.span("approval decide", **attributes):
-                return self._decided(
-                    request, run_id, approve, person=person, comment=comment, question=question, via=via
-                )
-        return self._decided(
-            request, run_id, approve, person=person, comment=comment, question=question, via=via
-        )
+        tracer = self.ledger.tracer
+        attributes: dict[str, str | bool] = {
+            "handrail.run.id": run_id,
+            "handrail.approval.approved": approve,
+            "handrail.via": via,
+        }
+        with tracer.span("approval decide", **attributes) if tracer is not None else nullcontext():
+            return self.ledger.retrying(
+                run_id, lambda: self._decide_once(request, run_id, approve, question, person, comment, via)
+            )
 
-    def _decided(
+    def _decide_once(
         self,
         request: Request,
         run_id: str,
         approve: bool,
-        *,
+        question: tuple[int, str | None] | None,
         person: str,
         comment: str | None,
         via: str,
-        question: tuple[int, str | None] | None,
     ) -> dict[str, Any]:
-
-        def once() -> dict[str, Any]:
-            run = self.readable(request, run_id, person)
-            if question is not None:
-                self._open_question(run, *question)
-            decision = EventType.APPROVED if approve else EventType.DECLINED
-            if not machine.allows(run.status, decision):
-                details = f"the run is {run.status}, not waiting for a person's approval"
-                raise RunNotActive(data={"runId": run.id, "status": run.status.value, "details": details})
-            step_id, output = self._pending(run)
-            decided: dict[str, Any] = {"person": person, "via": via}
-            if comment:
-                decided["comment"] = comment
-            if question is not None:
-                decided["question"] = question[0]
-            found = self.waiting(run)
-            unruled = found is not None and not (found.rule.approvers or found.rule.separate)
-            if unruled and run.owner != self.ledger.owner(request):  # a step no rule opens: its owner's
-                raise RunNotFound(data={"runId": run_id})
-            if found is not None:
-                # a client's answer (to a question) comes through the `elicitation` channel
-                channel = "elicitation" if question is not None else via
-                refused = self.refusal(request, found, person, channel, approve)
-                if refused is not None:
-                    raise not_allowed(run, refused)
-                if approve and found.still_needed > 1:
-                    return self._one_of_several(run, step_id, decided, found)
-                if approve and found.rule.approvals > 1:
-                    decided["approvers"] = [*found.given, person]
-            if not approve:
-                written = self.ledger.write(run, RunUpdate(), [NewEvent(decision, step_id, decided)], person)
-                issues, suggestions = _declined_issue(decided)
-                return {
-                    "runId": run.id,
-                    "accepted": False,
-                    "status": written.status.value,
-                    "declined": _decision_data(decided),
-                    "issues": issues,
-                    "suggestions": suggestions,
-                    **view(written),
-                }
-            workflow = self.ledger.pinned(None, run)
-            position = Position.stored(run.position)
-            after, result = position.advanced(workflow, run.context, done=step_id)
-            events = [
-                NewEvent(decision, step_id, decided),
-                NewEvent(EventType.ACCEPTED, step_id, {"output": output, **position.shown_title()}),
-            ]
-            if result.is_complete:
-                events.append(NewEvent(EventType.COMPLETED))
-            change = RunUpdate(position=after.to_stored(), accepted=run.accepted + 1)
-            written = self.ledger.write(run, change, events, person)
+        """One attempt at writing a decision (`Ledger.retrying` runs it again on a conflict)."""
+        run = self.readable(request, run_id, person)
+        if question is not None:
+            self._open_question(run, *question)
+        decision = EventType.APPROVED if approve else EventType.DECLINED
+        if not machine.allows(run.status, decision):
+            details = f"the run is {run.status}, not waiting for a person's approval"
+            raise RunNotActive(data={"runId": run.id, "status": run.status.value, "details": details})
+        step_id, output = self._pending(run)
+        decided: dict[str, Any] = {"person": person, "via": via}
+        if comment:
+            decided["comment"] = comment
+        if question is not None:
+            decided["question"] = question[0]
+        found = self.waiting(run)
+        unruled = found is not None and not (found.rule.approvers or found.rule.separate)
+        if unruled and run.owner != self.ledger.owner(request):  # a step no rule opens: its owner's
+            raise RunNotFound(data={"runId": run_id})
+        if found is not None:
+            # a client's answer (to a question) comes through the `elicitation` channel
+            channel = "elicitation" if question is not None else via
+            refused = self.refusal(request, found, person, channel, approve)
+            if refused is not None:
+                raise not_allowed(run, refused)
+            if approve and found.still_needed > 1:
+                return self._one_of_several(run, step_id, decided, found)
+            if approve and found.rule.approvals > 1:
+                decided["approvers"] = [*found.given, person]
+        if not approve:
+            written = self.ledger.write(run, RunUpdate(), [NewEvent(decision, step_id, decided)], person)
+            issues, suggestions = _declined_issue(decided)
             return {
                 "runId": run.id,
-                "accepted": True,
+                "accepted": False,
                 "status": written.status.value,
-                "approved": _decision_data(decided),
-                "message": _approved_message(written, step_id, decided),
+                "declined": _decision_data(decided),
+                "issues": issues,
+                "suggestions": suggestions,
                 **view(written),
             }
-
-        return self.ledger.retrying(run_id, once)
+        workflow = self.ledger.pinned(None, run)
+        position = Position.stored(run.position)
+        after, result = position.advanced(workflow, run.context, done=step_id)
+        events = [
+            NewEvent(decision, step_id, decided),
+            NewEvent(EventType.ACCEPTED, step_id, {"output": output, **position.shown_title()}),
+        ]
+        if result.is_complete:
+            events.append(NewEvent(EventType.COMPLETED))
+        change = RunUpdate(position=after.to_stored(), accepted=run.accepted + 1)
+        written = self.ledger.write(run, change, events, person)
+        return {
+            "runId": run.id,
+            "accepted": True,
+            "status": written.status.value,
+            "approved": _decision_data(decided),
+            "message": _approved_message(written, step_id, decided),
+            **view(written),
+        }
 
     def _one_of_several(
         self, run: RunRecord, step_id: str, decided: dict[str, Any], found: Pending
