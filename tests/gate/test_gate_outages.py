@@ -53,3 +53,15 @@ def test_the_outage_note_keeps_only_the_newest_lines(tmp_path: Path) -> None:
     assert len(lines) == outages.MAX_LINES
     assert json.loads(lines[-1])["reason"] == f"outage {outages.MAX_LINES + 24}"
     assert json.loads(lines[0])["reason"] == "outage 25"
+
+
+def test_a_servers_outage_note_waits_for_the_runs_of_the_person_it_was_answered_for(tmp_path: Path) -> None:
+    spool = tmp_path / outages.NAME
+    outages.keep("/srv/erin/project", "stop", "allow", "erin's store error", spool, owner="erin")
+    outages.keep("/srv/erin/project/sub", "stop", "deny", "robot's store error", spool, owner="robot")
+    # robot's run claims the whole machine as its workspace: it still gets only its own note
+    data, rest = outages.pending("/", spool, owner="robot")
+    assert data is not None and data["count"] == 1 and data["reason"] == "robot's store error"
+    assert [json.loads(line)["owner"] for line in rest] == ["erin"]
+    mine, _ = outages.pending("/srv/erin", spool, owner="erin")
+    assert mine is not None and mine["reason"] == "erin's store error"

@@ -405,3 +405,30 @@ def test_having_decided_one_step_gives_no_say_over_a_later_step_whose_rule_names
         assert done["result"]["status"] == "awaiting_approval"
         assert api(http, run_id, "approve", "bob").status_code == 404
         assert status(http, run_id) == "awaiting_approval"
+
+
+def test_without_tokens_the_api_approves_only_where_the_operator_turned_it_on(tmp_path: Path) -> None:
+    # a server without tokens cannot tell a person's request from the agent's shell
+    args = [a for a in serve_args(tmp_path) if a not in ("--tokens", str(tmp_path / "tokens"))]
+    plain = {"id": "plain", "name": "Plain", "description": "One step a person confirms.", "version": "1.0.0"}
+    write(
+        tmp_path / "flows",
+        {
+            **plain,
+            "steps": [{"id": "ship", "title": "Ship", "prompt": "Ship it.", "requireConfirmation": True}],
+        },
+    )
+    with HttpServer(*args) as http:
+        started = http.rpc("workflow_start", {"workflowId": "plain", "goal": "Go"})
+        assert "result" in started, started
+        run_id = started["result"]["runId"]
+        done = http.rpc("workflow_continue", {"runId": run_id, "stepId": "ship", "output": "Done."})
+        assert done["result"]["status"] == "awaiting_approval", done
+        refused = api(http, run_id, "approve", None)
+        assert refused.status_code == 403, refused.text
+        assert "--approval-channels" in refused.json()["error"]
+    with HttpServer(*args, "--approval-channels", "dashboard,cli,api") as http:
+        run_id = http.rpc("workflow_start", {"workflowId": "plain", "goal": "Again"})["result"]["runId"]
+        http.rpc("workflow_continue", {"runId": run_id, "stepId": "ship", "output": "Done."})
+        answered = api(http, run_id, "approve", None)
+        assert answered.status_code == 200 and answered.json()["approved"]["person"] == "local"

@@ -399,14 +399,16 @@ def _protected(place: _Place, more: tuple[str, ...] = ()) -> Any:
     return Protected(tuple(sorted(found)), os.path.expanduser("~"))
 
 
-def store_failed(on_error: str, harness: str, name: str, event: GateEvent, exc: Exception) -> Answer:
+def store_failed(
+    on_error: str, harness: str, name: str, event: GateEvent, exc: Exception, owner: str | None = None
+) -> Answer:
     """The answer when the run store cannot be read: `on_error` allow or deny; `name`:
     the hook event as the command names it."""
     reason = " ".join(str(exc).split())[:300] or type(exc).__name__
     refuse = on_error == "deny"
     from handrail.gate import outages  # lazy: a hook's start-up
 
-    outages.keep(event.cwd, event.kind, "deny" if refuse else "allow", reason)
+    outages.keep(event.cwd, event.kind, "deny" if refuse else "allow", reason, owner=owner)
     text = f"handrail gate: cannot read the run store ({reason}); " + (
         "refusing (--on-error deny)" if refuse else "allowing"
     )

@@ -72,7 +72,8 @@ class HookServer:
             decision = self.decide(event, options, person)
         except Exception as exc:  # the store cannot be read: `on-error` says what happens
             log.warning("gate: cannot read the run store: %s", exc)
-            return _posted(harness, store_failed(on_error, harness, name, event, exc))
+            owner = self.runs.owner(Request(owner=person))  # its outage record waits for this person's runs
+            return _posted(harness, store_failed(on_error, harness, name, event, exc, owner))
         if harness == "git":
             return _posted(harness, git_hooks.answer(decision, warnings))
         return _posted(harness, claude_code.answer(name, decision))

@@ -33,11 +33,21 @@ def spool_path() -> Path:
     return handrail_home() / NAME
 
 
-def keep(cwd: str, event: str, decision: str, reason: str, path: Path | None = None) -> None:
-    """Note one event answered without the store."""
+def keep(
+    cwd: str, event: str, decision: str, reason: str, path: Path | None = None, owner: str | None = None
+) -> None:
+    """Note one event answered without the store; `owner`: the person a server's hook
+    answered for (None: the command hook's local store), whose runs alone may take it."""
     path = path or spool_path()
     line = json.dumps(
-        {"at": time.time(), "cwd": cwd[:500], "event": event, "decision": decision, "reason": reason[:300]},
+        {
+            "at": time.time(),
+            "cwd": cwd[:500],
+            "owner": owner,
+            "event": event,
+            "decision": decision,
+            "reason": reason[:300],
+        },
         ensure_ascii=False,
     )
     if len(line.encode()) > MAX_LINE:
@@ -67,7 +77,7 @@ def replay(
     run = gate_store.active_run(store, folders, owner)
     if run is None:
         return
-    data, rest = pending(run.workspace, path)
+    data, rest = pending(run.workspace, path, owner)
     if data is None:
         return
     step = run.position.get("step")
@@ -76,9 +86,10 @@ def replay(
     _write(path, rest)
 
 
-def pending(workspace: str, path: Path) -> tuple[dict[str, Any] | None, list[str]]:
-    """The outage events of folders inside `workspace` summed up as one `gate` event's
-    data (None when there are none), and the spool's other lines."""
+def pending(workspace: str, path: Path, owner: str | None = None) -> tuple[dict[str, Any] | None, list[str]]:
+    """The outage events of `owner`'s folders inside `workspace` summed up as one `gate`
+    event's data (None when there are none), and the spool's other lines: another
+    person's stay for their own runs."""
     lines = _read(path)
     mine: list[Mapping[str, Any]] = []
     rest: list[str] = []
@@ -89,7 +100,8 @@ def pending(workspace: str, path: Path) -> tuple[dict[str, Any] | None, list[str
         except ValueError:
             continue  # a torn line: dropped
         cwd = entry.get("cwd") if isinstance(entry, dict) else None
-        if isinstance(cwd, str) and (cwd == workspace or cwd.startswith(prefix)):
+        theirs = isinstance(entry, dict) and entry.get("owner") == owner
+        if theirs and isinstance(cwd, str) and (cwd == workspace or cwd.startswith(prefix)):
             mine.append(entry)
         else:
             rest.append(line)

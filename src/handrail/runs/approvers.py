@@ -24,9 +24,10 @@ def no_roles(person: str) -> frozenset[str]:
 
 
 def default_channels(with_tokens: bool) -> frozenset[str]:
-    """All of them for one person's local server; not the client's (elicitation) once
-    tokens tell people apart, since the client is the agent's."""
-    return frozenset(CHANNELS) - ({"elicitation"} if with_tokens else set())
+    """Not the client's (elicitation) once tokens tell people apart, since the client is
+    the agent's; not the JSON API without tokens, since a request there carries nothing
+    that tells a person from any local program (the agent's shell included)."""
+    return frozenset(CHANNELS) - ({"elicitation"} if with_tokens else {"api"})
 
 
 def parse_channels(text: str) -> frozenset[str]:

@@ -23,6 +23,9 @@ if TYPE_CHECKING:
     from handrail.runs.request import Request
 
 
+AGENT_REFUSED = "scope: an agent's token (scope `agent`) cannot approve or decline; a person's can"
+
+
 class Decisions:
     """Approve, decline, and what a run waiting for a person answers meanwhile."""
 
@@ -176,7 +179,7 @@ class Decisions:
         """Why `person`, through `channel` (one of --approval-channels), may not decide on
         `found`; None when they may."""
         if request.scope == "agent":
-            return "scope: an agent's token (scope `agent`) cannot approve or decline; a person's can"
+            return AGENT_REFUSED
         refused = found.refused_channel(channel, self.ledger.approval_channels)
         if refused is not None:
             return refused
@@ -400,6 +403,8 @@ class Decisions:
     ) -> dict[str, Any]:
         """One attempt at writing a decision (`Ledger.retrying` runs it again on a conflict)."""
         run = self.readable(request, run_id, person)
+        if request.scope == "agent":  # whatever the run waits on, an agent's token never decides
+            raise not_allowed(run, AGENT_REFUSED)
         if question is not None:
             self._open_question(run, *question)
         decision = EventType.APPROVED if approve else EventType.DECLINED
