@@ -112,6 +112,38 @@ class GateWorld:
             self._runs.close()
 
 
+def started_over_mcp(world: GateWorld, server: Any) -> str:
+    """A run of the fixture workflow in the world's workspace, started by an agent through
+    a real server (tests.helpers.server.Server), as a session would: its id."""
+    started = server.call(
+        "workflow_start",
+        {
+            "workflowId": "gate-fixture",
+            "goal": "Add a discount to the cart",
+            "workspace": str(world.workspace),
+        },
+    )
+    run_id: str = started["structuredContent"]["runId"]
+    return run_id
+
+
+def as_the_harness_runs(world: GateWorld, command: str, stdin: str, program_dir: str) -> Ran:
+    """An installed hook's command line run as a harness runs it: through `sh -c` in the
+    workspace, with `program_dir` (where `handrail` is) first on PATH."""
+    env = world.env()
+    env["PATH"] = program_dir + os.pathsep + env.get("PATH", "")
+    done = subprocess.run(
+        ["sh", "-c", command],
+        input=stdin,
+        cwd=world.workspace,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    return Ran(done.returncode, done.stdout, done.stderr)
+
+
 def gate_command(event: str, *args: str) -> list[str]:
     return [sys.executable, "-m", "handrail", "gate", event, *args]
 

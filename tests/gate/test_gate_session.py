@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from handrail.runs.request import LOCAL
-from tests.gate.runs import GateWorld, claude_input
+from tests.gate.runs import GateWorld, claude_input, started_over_mcp
 from tests.helpers.server import Server
 
 
@@ -67,14 +67,7 @@ def test_a_session_played_as_claude_code_and_git_is_held_to_the_run(world: GateW
     server = Server("--no-bundled", "--workflows", str(world.workflows), "--database", world.url)
     try:
         server.initialize()
-        run = server.call(
-            "workflow_start",
-            {
-                "workflowId": "gate-fixture",
-                "goal": "Add a discount to the cart",
-                "workspace": str(world.workspace),
-            },
-        )["structuredContent"]["runId"]
+        run = started_over_mcp(world, server)
 
         # a new session learns where the run stands
         started = world.gate("session-start", claude_input(world, "SessionStart", source="startup")).json()

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.gate.runs import GateWorld
+from tests.gate.runs import GateWorld, started_over_mcp
 from tests.gate.test_gate_session import handrail
 from tests.helpers.server import Server
 
@@ -86,14 +86,7 @@ def test_a_session_played_as_gemini_cli_is_held_to_the_run(world: GateWorld) -> 
     server = Server("--no-bundled", "--workflows", str(world.workflows), "--database", world.url)
     try:
         server.initialize()
-        run = server.call(
-            "workflow_start",
-            {
-                "workflowId": "gate-fixture",
-                "goal": "Add a discount to the cart",
-                "workspace": str(world.workspace),
-            },
-        )["structuredContent"]["runId"]
+        run = started_over_mcp(world, server)
 
         # the session starts and learns where the run stands; each prompt is reminded
         context = gemini("SessionStart", source="startup")["hookSpecificOutput"]["additionalContext"]
@@ -173,14 +166,7 @@ def test_a_session_played_as_codex_is_held_to_the_run(world: GateWorld) -> None:
     server = Server("--no-bundled", "--workflows", str(world.workflows), "--database", world.url)
     try:
         server.initialize()
-        run = server.call(
-            "workflow_start",
-            {
-                "workflowId": "gate-fixture",
-                "goal": "Add a discount to the cart",
-                "workspace": str(world.workspace),
-            },
-        )["structuredContent"]["runId"]
+        run = started_over_mcp(world, server)
 
         context = codex("SessionStart", source="startup")["hookSpecificOutput"]["additionalContext"]
         assert f"Active handrail run {run}" in context and "Current step 1 of 4: plan" in context

@@ -8,7 +8,6 @@ import argparse
 import json
 import os
 import shlex
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,7 +18,7 @@ import pytest
 import handrail
 from handrail.gate import claude_code, hook, install, json_settings
 from handrail.runs.gate import own_tool
-from tests.gate.runs import ROOT, GateWorld
+from tests.gate.runs import ROOT, GateWorld, as_the_harness_runs
 
 PLUGIN = ROOT / "integrations" / "claude-code-plugin"
 EXTENSION = ROOT / "integrations" / "gemini-extension"
@@ -83,19 +82,9 @@ def test_a_packaged_stop_hook_refuses_a_stop_at_an_unfinished_step(
     world.start("plan")
     groups = read(package / "hooks" / "hooks.json")["hooks"][event]
     command = groups[0]["hooks"][0]["command"]
-    env = world.env()
-    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
     stdin = json.dumps({"hook_event_name": event, "session_id": "s", "cwd": str(world.workspace)})
-    ran = subprocess.run(
-        ["sh", "-c", command],
-        input=stdin,
-        cwd=world.workspace,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert ran.returncode == 0, ran.stderr
+    ran = as_the_harness_runs(world, command, stdin, os.path.dirname(sys.executable))
+    assert ran.exit_code == 0, ran.stderr
     answer = json.loads(ran.stdout)
     assert {key: answer[key] for key in said} == said
     assert "step 'plan' (1 of 4)" in answer["reason"]

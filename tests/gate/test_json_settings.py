@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import json
 import shlex
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.gate.runs import GateWorld
+from tests.gate.runs import GateWorld, as_the_harness_runs
 from tests.gate.test_gate_install import handrail
 
 CURSOR = """{
@@ -239,16 +238,6 @@ def test_the_installed_command_answers_the_harness_input(
         {"workspace_roots": [str(world.workspace)]} if harness == "cursor" else {"cwd": str(world.workspace)}
     )
     stdin = json.dumps({"hook_event_name": event, "session_id": "s", **place, **body})
-    env = world.env()
-    env["PATH"] = str(Path(shlex.split(command)[0]).parent) + ":" + env.get("PATH", "")
-    ran = subprocess.run(
-        ["sh", "-c", command],
-        input=stdin,
-        cwd=world.workspace,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert ran.returncode == 0, ran.stderr
+    ran = as_the_harness_runs(world, command, stdin, str(Path(shlex.split(command)[0]).parent))
+    assert ran.exit_code == 0, ran.stderr
     assert refused in ran.stdout and "step 'plan'" in ran.stdout
