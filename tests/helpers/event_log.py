@@ -62,7 +62,8 @@ def chained(runs: Iterable[Row], events: Iterable[Row]) -> tuple[list[Row], list
         form = hashed_form(run_id, seq, kind, at, actor, step, json.loads(text), heads.get(run_id))
         heads[run_id] = event_hash(form)
         linked.append((run_id, seq, kind, at, actor, step, text, heads[run_id]))
-    return [(*run, heads.get(run[0])) for run in runs], linked
+    tree = (None,) * 5  # parent_id, parent_step, branch, holder, lease_until: top-level runs
+    return [(*run, heads.get(run[0]), *tree) for run in runs], linked
 
 
 def fill(url: str, sources: Iterable[Row], runs: Iterable[Row], events: Iterable[Row]) -> None:
@@ -74,7 +75,7 @@ def fill(url: str, sources: Iterable[Row], runs: Iterable[Row], events: Iterable
         try:
             db.execute("BEGIN")
             db.executemany("INSERT INTO workflow_sources VALUES (?, ?, ?, ?)", sources)
-            db.executemany(f"INSERT INTO runs VALUES ({', '.join('?' * 16)})", runs)
+            db.executemany(f"INSERT INTO runs VALUES ({', '.join('?' * 21)})", runs)
             db.executemany("INSERT INTO run_events VALUES (?, ?, ?, ?, ?, ?, ?, ?)", events)
             db.execute("COMMIT")
             db.execute("ANALYZE")

@@ -95,6 +95,33 @@ def test_runs_are_listed_newest_first_by_workspace_status_and_owner(store: RunSt
     assert len(store.list_runs(limit=2)) == 2
 
 
+def test_a_child_run_keeps_its_parent_step_branch_and_lease_and_is_listed_by_parent(
+    store: RunStore,
+) -> None:
+    from dataclasses import replace
+
+    store.put_source("h1", "wf", b"{}")
+    store.create(record("parent"), [])
+    until = "2026-01-01T00:05:00.000Z"
+    for n in (1, 0):
+        held = {"holder": "ann", "lease_until": until} if n else {}
+        store.create(
+            replace(record(f"branch-{n}"), parent_id="parent", parent_step="each-file", branch=n, **held), []
+        )
+    child = store.get("branch-1")
+    assert child is not None
+    assert (child.parent_id, child.parent_step, child.branch, child.holder, child.lease_until) == (
+        "parent",
+        "each-file",
+        1,
+        "ann",
+        until,
+    )
+    assert sorted(r.id for r in store.list_runs(parent_id="parent")) == ["branch-0", "branch-1"]
+    parent = store.get("parent")
+    assert parent is not None and parent.parent_id is None and parent.branch is None
+
+
 def test_a_listing_filtered_by_workflow_and_text_finds_a_run_older_than_the_500_newest(
     store: RunStore,
 ) -> None:

@@ -71,6 +71,14 @@ class RunRecord:
     version: int  # bumped by every update; the compare-and-set token
     events: int = 0  # how many events its log holds (the next one is number events + 1)
     head: str | None = None  # the hash of its last event (store/chain.py)
+    # a run in a tree (spec/runs.md): the run that started it and the parent's step that
+    # did; `branch` is its item's index when it is a branch of a parallel loop
+    parent_id: str | None = None
+    parent_step: str | None = None
+    branch: int | None = None
+    # who holds it (a claimed branch) and until when, ISO time as `updated_at`
+    holder: str | None = None
+    lease_until: str | None = None
 
     @property
     def current_step(self) -> dict[str, Any] | None:
@@ -184,6 +192,7 @@ class RunFilter(TypedDict, total=False):
     limit: int  # at most; LIST_LIMIT when left out
     workflow_id: str | None
     text: str | None  # found in the goal or the run id
+    parent_id: str | None  # the children of this run
 
 
 LIST_LIMIT = 100

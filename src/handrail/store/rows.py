@@ -26,13 +26,14 @@ def later(seconds: float) -> str:
 
 _COLUMNS = (
     "id, owner, workspace, workflow_id, workflow_version, source_hash, goal, status, "
-    "context, position, accepted, created_at, updated_at, version, events, head"
+    "context, position, accepted, created_at, updated_at, version, events, head, "
+    "parent_id, parent_step, branch, holder, lease_until"
 )
 
 
 def _record(row: Sequence[Any]) -> RunRecord:
     """A runs row; `_COLUMNS` lists RunRecord's fields in their order."""
-    values = list(row[:16])
+    values = list(row[:21])
     values[7:10] = RunStatus(row[7]), decode_stored(row[8]), decode_stored(row[9])
     return RunRecord(*values)
 
@@ -56,12 +57,17 @@ def run_row(run: RunRecord, events: int, head: str | None) -> tuple[Any, ...]:
         run.version,
         events,
         head,
+        run.parent_id,
+        run.parent_step,
+        run.branch,
+        run.holder,
+        run.lease_until,
     )
 
 
 def insert_run(run: RunRecord, events: int, head: str | None, mark: str) -> tuple[str, tuple[Any, ...]]:
     """The statement that inserts a new run row, and its values."""
-    return f"INSERT INTO runs ({_COLUMNS}) VALUES ({', '.join([mark] * 16)})", run_row(run, events, head)
+    return f"INSERT INTO runs ({_COLUMNS}) VALUES ({', '.join([mark] * 21)})", run_row(run, events, head)
 
 
 def insert_events(db: Any, rows: Sequence[EventRow], mark: str) -> None:
@@ -150,6 +156,9 @@ def list_filter(filters: RunFilter, mark: str) -> tuple[str, list[Any]]:
     if workflow_id is not None:
         where.append(f"workflow_id = {mark}")
         values.append(workflow_id)
+    if (parent_id := filters.get("parent_id")) is not None:
+        where.append(f"parent_id = {mark}")
+        values.append(parent_id)
     if text:
         pattern = "%" + _ascii_lower(text).replace("!", "!!").replace("%", "!%").replace("_", "!_") + "%"
         where.append(f"(LOWER(goal) LIKE {mark} ESCAPE '!' OR LOWER(id) LIKE {mark} ESCAPE '!')")

@@ -90,6 +90,16 @@ MIGRATIONS: tuple[str, ...] = (
     -- serve --metrics: runs counted by status, and the oldest waiting approval, from an index
     CREATE INDEX runs_by_status ON runs (status, updated_at);
     """,
+    """
+    -- runs in a tree: a child run's parent and the parent's step that started it, its item's
+    -- index when it is a branch of a parallel loop, and who holds its lease until when
+    ALTER TABLE runs ADD COLUMN parent_id TEXT;
+    ALTER TABLE runs ADD COLUMN parent_step TEXT;
+    ALTER TABLE runs ADD COLUMN branch INTEGER;
+    ALTER TABLE runs ADD COLUMN holder TEXT;
+    ALTER TABLE runs ADD COLUMN lease_until TEXT;
+    CREATE INDEX runs_by_parent ON runs (parent_id, branch)
+    """,
 )
 
 MIGRATIONS_TABLE = (
