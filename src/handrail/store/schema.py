@@ -90,6 +90,12 @@ MIGRATIONS: tuple[str, ...] = (
     -- serve --metrics: runs counted by status, and the oldest waiting approval, from an index
     CREATE INDEX runs_by_status ON runs (status, updated_at);
     """,
+    """
+    -- the gate: a run's accepted steps and session bindings, found without reading its log
+    CREATE INDEX run_events_accepted ON run_events (run_id, type, seq) WHERE type = 'accepted';
+    CREATE INDEX run_events_binds ON run_events (run_id, seq)
+        WHERE type = 'gate' AND data LIKE '%"bind":true%';
+    """,
 )
 
 MIGRATIONS_TABLE = (
