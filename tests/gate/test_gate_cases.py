@@ -64,6 +64,10 @@ def filled(text: str, world: GateWorld) -> str:
 
 def check_case(world: GateWorld, case: dict[str, Any], *args: str) -> None:
     put_run(world, case["run"], case["stopRefusals"])
+    for name, content in case.get("files", {}).items():
+        path = Path(filled(name, world))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(content, encoding="utf-8")
     before = len(world.gate_events()) if world.run_id else 0
     ran = world.gate(case["event"], filled(case["stdin"], world), *args, *case["options"])
     expected = case["expected"]

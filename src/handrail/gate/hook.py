@@ -34,6 +34,7 @@ CLAUDE_EVENTS = (
     "post-tool-use-failure",
     "stop",
     "subagent-stop",
+    "config-change",
 )
 GIT_HOOKS = ("pre-commit", "commit-msg", "pre-push")
 # the events of the other harnesses that Claude Code does not name alike (each
@@ -224,6 +225,10 @@ def _hook(args: Args, harness: str) -> Answer:
             from handrail.gate import claude_code  # lazy: a hook's start-up
 
             event = claude_code.read_input(data, args.event)
+            if event.kind == "config":
+                if args.server:
+                    raise HookInputError("ConfigChange is answered from the run store; --server cannot")
+                event = _settings_checked(event)
     except HookInputError as exc:
         from handrail.gate import claude_code  # lazy: a hook's start-up
 
@@ -246,6 +251,17 @@ def _hook(args: Args, harness: str) -> Answer:
     from handrail.gate import claude_code  # lazy: a hook's start-up
 
     return claude_code.answer(args.event, decision)
+
+
+def _settings_checked(event: GateEvent) -> GateEvent:
+    """A Claude Code settings change with the gate's hooks the settings no longer hold."""
+    from handrail.gate import claude_settings  # lazy: only a settings change reads the settings
+    from handrail.gate.claude_code import SETTINGS_SOURCES  # lazy: a hook's start-up
+
+    if event.source not in SETTINGS_SOURCES:  # skills; managed policy, which no hook can refuse
+        return event
+    project = os.environ.get("CLAUDE_PROJECT_DIR") or event.cwd
+    return event._replace(missing=claude_settings.missing_hooks(project))
 
 
 def _adapter(harness: str) -> Any:

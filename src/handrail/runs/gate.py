@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from handrail.step_policy import GateRule, Policy
 
 # NamedTuples rather than dataclasses: a hook creates these classes on every tool call
-EventKind = Literal["session", "prompt", "before-tool", "after-tool", "stop"]
+EventKind = Literal["session", "prompt", "before-tool", "after-tool", "stop", "config"]
 Verdict = Literal["allow", "deny", "block", "context"]
 
 DEFAULT_STOP_LIMIT = 3
@@ -85,6 +85,8 @@ class GateEvent(NamedTuple):
     outcome: str | None = None  # after-tool: "ok" or "failed: ..."
     internal: bool = False  # a stop of the harness's own helper agent: never refused
     run_id: str | None = None  # before-tool: the run a call of handrail's own run tools names
+    # config (a harness's settings changed): the gate's hooks the settings no longer hold
+    missing: tuple[str, ...] = ()
 
 
 class Protected(NamedTuple):
@@ -156,6 +158,8 @@ def decide(run: RunFacts | None, event: GateEvent, options: Options, protected: 
         return _record(Decision("context", reminder(run)), event, run)
     if event.kind == "after-tool":
         return Decision("allow", record=_data(event, "record", run=run))
+    if event.kind == "config":
+        return _config(run, event)
     if event.kind == "stop":
         if other and not event.internal:  # the bound session's stops are the ones held back
             return Decision("allow", record=_data(event, "allow:other-session"))
@@ -217,6 +221,18 @@ def _stop(run: RunFacts, event: GateEvent, options: Options) -> Decision:
         f"handrail: run {run.run_id} ({run.workflow_id}) is at step '{run.step_id}' "
         f"({run.step_number} of {run.step_count}) and is not finished. Complete the step and call "
         f"workflow_continue with its output; stopping is refused {count} of {options.stop_limit} times."
+    )
+    return Decision("block", reason, _data(event, "block", reason))
+
+
+def _config(run: RunFacts, event: GateEvent) -> Decision:
+    """A settings change while the run is active: refused when it takes the gate out."""
+    if not event.missing:
+        return Decision("allow", record=_data(event, "allow"))
+    reason = (
+        f"handrail: run {run.run_id} is active and this settings change leaves out the gate's hooks "
+        f"({', '.join(event.missing)}); they stay installed until the run is finished or abandoned. "
+        "The change is not applied to this session."
     )
     return Decision("block", reason, _data(event, "block", reason))
 
