@@ -177,6 +177,10 @@ def test_a_persons_token_finds_only_that_persons_runs(world: GateWorld, server: 
         ),
         (b'{"hook_event_name": "PreToolUse", "cwd": "/x"}', "PreToolUse input has no tool_name"),
         (b'{"a": "\xff"}', "hook input is not UTF-8"),
+        (
+            b'{"hook_event_name": "ConfigChange", "cwd": "/x", "source": "project_settings"}',
+            "ConfigChange is answered by the command hook, not over HTTP",
+        ),
     ],
 )
 def test_input_the_gate_cannot_read_is_a_400_naming_the_problem(
