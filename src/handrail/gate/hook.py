@@ -47,6 +47,7 @@ OTHER_EVENTS = (
     "before-shell-execution",
     "before-mcp-execution",
     "before-read-file",
+    "pre-compress",
 )
 MANAGE = ("install", "uninstall", "doctor")
 

@@ -14,7 +14,15 @@ import json
 import os
 from typing import TYPE_CHECKING, Any
 
-from handrail.runs.gate import ACTIVE, RunFacts, bound_session, decide, inside, stop_refusals
+from handrail.runs.gate import (
+    ACTIVE,
+    RunFacts,
+    bound_session,
+    compacted_since_prompt,
+    decide,
+    inside,
+    stop_refusals,
+)
 from handrail.store.sqlite_light import LightSqlite
 
 if TYPE_CHECKING:
@@ -164,6 +172,7 @@ def facts(
         if isinstance(folders, list)
         else (),
         bound=bound,
+        compacted=compacted_since_prompt([(e.type, e.data) for e in recent], bound),
     )
 
 
