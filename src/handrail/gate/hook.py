@@ -212,10 +212,6 @@ def _hook(args: Args, harness: str) -> Answer:
     data = sys.stdin.buffer.read((1 << 20) + 1) if not sys.stdin.isatty() else b""
     warnings: list[str] = []
     if harness not in ("git", "claude-code"):
-        if args.server:  # the server's HTTP hooks read Claude Code's and git's input only
-            return _adapter(harness).malformed(  # type: ignore[no-any-return]
-                f"--server is for claude-code and git hooks; {harness}'s hooks read the store (--database)"
-            )
         return _json_hook(args, harness, data)
     try:
         if harness == "git":
@@ -294,6 +290,13 @@ def _json_hook(args: Args, harness: str, data: bytes) -> Answer:
         from handrail.runs.gate import Decision  # lazy: a hook's start-up
 
         return adapter.answer(args.event, Decision("allow"))  # type: ignore[no-any-return]
+    if args.server:  # the input read here too, so that what the server refuses is known first
+        from handrail.gate import remote  # lazy: a hook's start-up
+
+        try:
+            return remote.ask(args, harness, events[0], data, [])
+        except remote.Unreachable as exc:
+            return store_failed(args.on_error, harness, args.event, events[0], exc)
     try:
         decision = _decide(args, events[0], harness, events[1:])
     except Exception as exc:  # the store cannot be read: --on-error says what happens

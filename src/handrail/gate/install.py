@@ -53,10 +53,6 @@ def manage(args: argparse.Namespace) -> int:
             raise InstallError("--token is not written into hooks; set HANDRAIL_TOKEN where the harness runs")
         if args.server and args.database:
             raise InstallError("give --server or --database, not both: the hooks ask one of them")
-        if args.server and harness in json_settings.HARNESSES:
-            raise InstallError(
-                f"--server is for claude-code and git hooks; {harness}'s hooks read the store (--database)"
-            )
         if harness in json_settings.HARNESSES:
             lines = _json_settings(args, json_settings.HARNESSES[harness], install=args.event == "install")
         elif harness == "git":
