@@ -9,7 +9,10 @@ Then the same events as Claude Code's HTTP hooks: POSTed to a real `handrail ser
 on the same store, request to answer, on a kept-alive connection and on a new one
 each time (the target is a p50 of 3 ms).
 
-    python -m benchmarks.gate_bench [--rounds 30]
+    python -m benchmarks.gate_bench [--rounds 30] [--events 5000]
+
+`--events N` first gives the run N more events (tool calls the gate recorded at its
+step), so that a hook on a long run is measured.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ def _children_cpu() -> float:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=30)
+    parser.add_argument("--events", type=int, default=0, help="events added to the run first")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
     from tests.gate.runs import GateWorld, claude_input
@@ -55,6 +59,8 @@ def main() -> int:
     try:
         world = GateWorld(folder)
         world.start("plan")
+        if args.events:
+            lengthen(world, args.events)
         env = world.env()
         # as installed: bytecode cached (the first, warming round writes it)
         env.pop("PYTHONDONTWRITEBYTECODE", None)
@@ -108,9 +114,24 @@ def main() -> int:
         print(f"{name:<28} p50 {p50 * 1000:7.2f} ms   (target 3 ms)")
     load = [round(x, 2) for x in os.getloadavg()]
     print(f"load average {load} on {os.cpu_count()} CPUs")
-    about = {"rounds": args.rounds, "python": sys.version.split()[0], "load": load}
+    about = {"rounds": args.rounds, "events": args.events, "python": sys.version.split()[0], "load": load}
     print(json.dumps({**about, "results": report}))
     return 0
+
+
+def lengthen(world: Any, count: int) -> None:
+    """`count` more events in the world's run: tool calls recorded at its step."""
+    from handrail.store import open_store
+    from handrail.store.base import EventType, NewEvent, RunUpdate
+
+    store = open_store(world.url)
+    try:
+        run = store.get(world.run_id)
+        tool = NewEvent(EventType.GATE, "plan", {"event": "after-tool", "decision": "record", "tool": "Read"})
+        for start in range(0, count, 1000):
+            run = store.update(run, RunUpdate(), [tool] * min(1000, count - start), "gate")
+    finally:
+        store.close()
 
 
 def http_hooks(world: Any, rounds: int) -> dict[str, list[float]]:

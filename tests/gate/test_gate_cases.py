@@ -54,6 +54,17 @@ def put_run(world: GateWorld, state: str, refusals: int) -> None:
         store.close()
 
 
+def record_compaction(world: GateWorld, step: str) -> None:
+    """The harness compacted the conversation at `step` (as its PreCompress hook records it)."""
+    store = open_store(world.url)
+    try:
+        run = store.get(world.run_id or "")
+        assert run is not None
+        gate_store.record(store, run, step, {"event": "compact", "decision": "record", "source": "auto"})
+    finally:
+        store.close()
+
+
 def filled(text: str, world: GateWorld) -> str:
     return (
         text.replace("${WORKSPACE}", str(world.workspace))
@@ -64,6 +75,12 @@ def filled(text: str, world: GateWorld) -> str:
 
 def check_case(world: GateWorld, case: dict[str, Any], *args: str) -> None:
     put_run(world, case["run"], case["stopRefusals"])
+    if case.get("compacted"):
+        record_compaction(world, case["run"])
+    for name, content in case.get("files", {}).items():
+        path = Path(filled(name, world))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(content, encoding="utf-8")
     before = len(world.gate_events()) if world.run_id else 0
     ran = world.gate(case["event"], filled(case["stdin"], world), *args, *case["options"])
     expected = case["expected"]

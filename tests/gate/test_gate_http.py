@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -177,6 +178,10 @@ def test_a_persons_token_finds_only_that_persons_runs(world: GateWorld, server: 
         ),
         (b'{"hook_event_name": "PreToolUse", "cwd": "/x"}', "PreToolUse input has no tool_name"),
         (b'{"a": "\xff"}', "hook input is not UTF-8"),
+        (
+            b'{"hook_event_name": "ConfigChange", "cwd": "/x", "source": "project_settings"}',
+            "ConfigChange is answered by the command hook, not over HTTP",
+        ),
     ],
 )
 def test_input_the_gate_cannot_read_is_a_400_naming_the_problem(
@@ -278,3 +283,81 @@ def test_gits_hooks_ask_the_server_too(world: GateWorld, server: HttpServer) -> 
     pushed = remote_gate(world, server, "pre-push", refs, "origin", "url", "--harness", "git")
     assert pushed.exit_code == 1 and "does not allow shell:git push origin" in pushed.stderr
     assert "pre-push input line 2 has 3 fields, expected 4; not checked" in pushed.stderr
+
+
+# Cursor, Gemini CLI and Codex run command hooks only: `--server` carries them to the server
+SERVER_CASES = [
+    "cursor/pre-tool-use-deny-edit",
+    "cursor/stop-block",
+    "cursor/before-read-file-allow",
+    "cursor/malformed-truncated",
+    "gemini/before-tool-deny-edit",
+    "gemini/after-agent-block",
+    "gemini/session-start-context",
+    "gemini/before-tool-allow-read",
+    "codex/pre-tool-use-deny-patch-second-file",
+    "codex/stop-block",
+    "codex/post-tool-use-record",
+    "codex/user-prompt-submit-refusal-sent-back",
+]
+
+
+@pytest.fixture
+def local_server(world: GateWorld) -> Iterator[HttpServer]:
+    """A server without tokens: its one person's runs are the ones the cases start."""
+    args = ("--no-bundled", "--workflows", str(world.workflows), "--database", world.url)
+    with HttpServer(*args, env={"HANDRAIL_HOME": str(world.handrail_home)}) as started:
+        yield started
+
+
+@pytest.mark.parametrize("name", SERVER_CASES)
+def test_a_json_harness_case_asked_of_a_server_gives_the_documented_answer(
+    world: GateWorld, local_server: HttpServer, name: str
+) -> None:
+    from tests.gate.test_gate_cases import CASES, check_case
+
+    case = json.loads((CASES / f"{name}.json").read_text("utf-8"))
+    harness = name.split("/")[0]
+    check_case(world, case, "--harness", harness, "--server", local_server.base)
+
+
+def test_a_codex_hook_installed_with_a_server_asks_it_with_the_persons_token(
+    world: GateWorld, server: HttpServer
+) -> None:
+    from tests.gate.runs import as_the_harness_runs
+    from tests.gate.test_gate_install import handrail
+
+    done = handrail(world, "gate", "install", "codex", "--server", server.base)
+    assert done.returncode == 0, done.stderr
+    hooks = json.loads((world.workspace / ".codex" / "hooks.json").read_text())["hooks"]
+    command = hooks["PreToolUse"][0]["hooks"][0]["command"]
+    assert f"--harness codex --server {server.base}" in command
+    run = call(
+        server,
+        "workflow_start",
+        {"workflowId": "gate-fixture", "goal": "Add a discount", "workspace": str(world.workspace)},
+    )["runId"]
+    patch = "*** Begin Patch\n*** Update File: src/cart.py\n@@\n-a\n+b\n*** End Patch\n"
+    stdin = json.dumps(
+        {
+            "session_id": "c-1",
+            "cwd": str(world.workspace),
+            "hook_event_name": "PreToolUse",
+            "tool_name": "apply_patch",
+            "tool_input": {"command": patch},
+        }
+    )
+    asked = as_the_harness_runs(
+        world, f"HANDRAIL_TOKEN={ANA} {command}", stdin, str(Path(sys.executable).parent)
+    )
+    assert asked.exit_code == 0, asked.stderr
+    reason = json.loads(asked.stdout)["hookSpecificOutput"]["permissionDecisionReason"]
+    assert f"step 'plan' (1 of 4, run {run}) does not allow edit:src/cart.py" in reason
+    # bob's token finds none of ana's runs: nothing is refused for him
+    as_bob = as_the_harness_runs(
+        world, f"HANDRAIL_TOKEN={BOB} {command}", stdin, str(Path(sys.executable).parent)
+    )
+    assert (as_bob.exit_code, as_bob.stdout) == (0, "")
+    # no token: the server refuses, which counts as a store that cannot be read
+    anonymous = as_the_harness_runs(world, command, stdin, str(Path(sys.executable).parent))
+    assert anonymous.exit_code == 0 and "answered 401" in anonymous.stderr

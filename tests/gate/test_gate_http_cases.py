@@ -18,8 +18,12 @@ from handrail.store import open_store
 from tests.gate.runs import GateWorld
 from tests.gate.test_gate_cases import CLAUDE, filled, put_run
 
-# the command is installed for one event; an HTTP hook's body names its own
-ONLY_THE_COMMAND = {"malformed-event-mismatch"}
+# the command is installed for one event; an HTTP hook's body names its own. ConfigChange
+# reads the settings files where Claude Code runs: the command's alone (over HTTP, a 400)
+ONLY_THE_COMMAND = {
+    "malformed-event-mismatch",
+    *(p.stem for p in CLAUDE if p.stem.startswith("config-change")),
+}
 QUERY = {"--require-run": "require-run", "--no-reminder": "reminder"}
 
 

@@ -92,6 +92,7 @@ def test_install_adds_its_hooks_and_keeps_every_other_byte_of_the_settings(world
         "PostToolUseFailure",
         "Stop",
         "SubagentStop",
+        "ConfigChange",
     }
     # idempotent
     again = handrail(world, "gate", "install", "claude-code", "--require-run", "gate-fixture")
@@ -192,6 +193,8 @@ def test_install_with_a_server_writes_http_hooks_and_keeps_every_other_byte(worl
     assert {installed["hooks"][name][-1]["hooks"][0]["type"] for name in ("Stop", "UserPromptSubmit")} == {
         "http"
     }
+    # the settings files are where Claude Code runs, not on the server: no ConfigChange hook
+    assert "ConfigChange" not in installed["hooks"]
     # Claude Code runs SessionStart only as a command: that one asks the server
     start = installed["hooks"]["SessionStart"][0]["hooks"][0]
     assert start["type"] == "command" and f"--server {server}" in start["command"]

@@ -129,7 +129,16 @@ def test_a_session_played_as_gemini_cli_is_held_to_the_run(world: GateWorld) -> 
         )
         assert "commit after the tests step" in commit["reason"]
 
-        # a cleared session (Gemini CLI adds no context after compressing) is told the run again
+        # Gemini CLI compresses the conversation and adds no context after: the next prompt
+        # gets the run's whole context, the one after that the one-line reminder again
+        assert gemini("PreCompress", trigger="auto") == {}
+        compressed = gemini("BeforeAgent", prompt="go on")["hookSpecificOutput"]["additionalContext"]
+        assert "Current step 2 of 4: implement" in compressed and "Accepted steps: plan." in compressed
+        assert f'Next call: workflow_continue with runId "{run}", stepId "implement"' in compressed
+        after = gemini("BeforeAgent", prompt="and then")["hookSpecificOutput"]["additionalContext"]
+        assert after == f"handrail: run {run} is at step 'implement' (2 of 4)."
+
+        # a cleared session is told the run again
         cleared = gemini("SessionStart", source="clear")["hookSpecificOutput"]["additionalContext"]
         assert "Current step 2 of 4: implement" in cleared and "Accepted steps: plan." in cleared
         assert f'Next call: workflow_continue with runId "{run}", stepId "implement"' in cleared
@@ -193,6 +202,9 @@ def test_a_session_played_as_codex_is_held_to_the_run(world: GateWorld) -> None:
         assert "commit after the tests step" in commit["hookSpecificOutput"]["permissionDecisionReason"]
         resumed = codex("SessionStart", source="resume")["hookSpecificOutput"]["additionalContext"]
         assert f'Next call: workflow_continue with runId "{run}", stepId "implement"' in resumed
+        # Codex starts the session again after compacting it (source compact): the same context
+        compacted = codex("SessionStart", source="compact")["hookSpecificOutput"]["additionalContext"]
+        assert compacted == resumed
 
         for step in ("implement", "test", "release"):
             server.call(

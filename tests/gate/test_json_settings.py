@@ -97,7 +97,7 @@ EVENTS = {
         "beforeMCPExecution",
         "stop",
     },
-    "gemini": {"SessionStart", "BeforeAgent", "BeforeTool", "AfterTool", "AfterAgent"},
+    "gemini": {"SessionStart", "BeforeAgent", "BeforeTool", "AfterTool", "AfterAgent", "PreCompress"},
     "codex": {"SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop"},
 }
 

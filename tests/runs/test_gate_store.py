@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from handrail.runs import gate_store
+from handrail.runs.gate import RunFacts
 from handrail.store.base import EventType, NewEvent, RunUpdate
 from handrail.store.sqlite import SqliteStore
 from handrail.store.sqlite_light import open_light
@@ -62,3 +63,66 @@ def test_the_full_store_and_the_light_path_give_the_same_facts(world: GateWorld)
     finally:
         full.close()
         light.close()
+
+
+def padded(world: GateWorld, tools: int) -> None:
+    """The world's run bound to session s-1, then `tools` tool calls recorded at its step
+    and two stops refused: a long log whose facts are known."""
+    store = SqliteStore(world.database)
+    try:
+        run = store.get(world.run_id or "")
+        assert run is not None
+        bind = {"event": "session", "decision": "context", "session": "s-1", "bind": True}
+        run = store.update(run, RunUpdate(), [NewEvent(EventType.GATE, "implement", bind)], "gate")
+        tool = {"event": "after-tool", "decision": "record", "tool": "Read", "session": "s-1"}
+        for _ in range(tools // 1000):
+            batch = [NewEvent(EventType.GATE, "implement", tool)] * 1000
+            run = store.update(run, RunUpdate(), batch, "gate")
+        block = {"event": "stop", "decision": "block", "session": "s-1"}
+        store.update(run, RunUpdate(), [NewEvent(EventType.GATE, "implement", block)] * 2, "gate")
+    finally:
+        store.close()
+
+
+def instructions_to_decide(world: GateWorld) -> tuple[int, int, RunFacts]:
+    """The SQLite instructions (in hundreds) and the events the light path takes to find
+    the run and its facts, and the facts."""
+    light = open_light(str(world.database))
+    assert light is not None
+    steps = [0]
+
+    def count() -> int:
+        steps[0] += 1
+        return 0
+
+    try:
+        light._db.set_progress_handler(count, 100)
+        found = gate_store.session_run(light, [str(world.workspace)], None, "s-1")
+        assert found is not None
+        facts = gate_store.facts(light, found[0], found[1])
+        light._db.set_progress_handler(None, 100)
+        whole = gate_store.facts(light, found[0], light.events(found[0].id))
+        assert facts._replace(policy=None) == whole._replace(policy=None)  # as read from the whole log
+        return steps[0], len(found[1]), facts
+    finally:
+        light.close()
+
+
+def test_a_long_run_is_decided_reading_a_bounded_part_of_its_log(tmp_path: Path) -> None:
+    measured = {}
+    for tools in (1000, 10000):
+        world = GateWorld(tmp_path / str(tools))
+        world.start("implement")
+        world.close()
+        padded(world, tools)
+        measured[tools] = instructions_to_decide(world)
+    (short_steps, short_read, short), (long_steps, long_read, long) = measured[1000], measured[10000]
+    same = {"run_id": "", "workspace": "", "policy": None, "workflow_folders": ()}
+    assert short._replace(**same) == long._replace(**same)  # the same facts from either log
+    assert long.bound == "s-1" and long.accepted == ("plan",) and long.stop_refusals == 2
+    limit = gate_store.RECENT_EVENTS_READ + 1 + 1 + 8  # recent, first, accepted, bindings
+    assert short_read == long_read <= limit
+    assert long_steps < short_steps * 1.5, (
+        short_steps,
+        long_steps,
+    )  # ten times the log: not ten times the work

@@ -26,7 +26,10 @@ EVENTS: dict[str, tuple[str, EventKind]] = {
     "post-tool-use-failure": ("PostToolUseFailure", "after-tool"),
     "stop": ("Stop", "stop"),
     "subagent-stop": ("SubagentStop", "stop"),
+    "config-change": ("ConfigChange", "config"),
 }
+# the sources of a ConfigChange that hold hooks and that Claude Code lets a hook refuse
+SETTINGS_SOURCES = ("user_settings", "project_settings", "local_settings")
 EVENT_OF = {name: event for event, (name, _) in EVENTS.items()}
 TOOLS = hook_input.Tools(
     edit={
@@ -76,6 +79,7 @@ def read_posted(data: bytes) -> tuple[str, GateEvent]:
 def read_event(data: bytes, event: str | None) -> tuple[str, GateEvent]:
     """`event`: the event the hook was installed for; None: the event the input names."""
     body = hook_input.parse(data)
+    posted = event is None
     if event is None:
         said = body.get("hook_event_name")
         event = EVENT_OF.get(said) if isinstance(said, str) else None
@@ -89,6 +93,11 @@ def read_event(data: bytes, event: str | None) -> tuple[str, GateEvent]:
         return event, hook_input.session_start(read)
     if kind == "prompt":
         return event, GateEvent("prompt", cwd, session)
+    if kind == "config":
+        if posted:  # the settings are files where Claude Code runs, which a server does not read
+            raise HookInputError("ConfigChange is answered by the command hook, not over HTTP")
+        source = body.get("source")
+        return event, GateEvent("config", cwd, session, source if isinstance(source, str) else None)
     if kind == "stop":
         # Claude Code's own helper agents stop with an empty agent_type: never refuse them
         internal = name == "SubagentStop" and body.get("agent_type", "") in ("", None)
@@ -124,7 +133,12 @@ def action_of(tool: str, tool_input: Mapping[str, Any], cwd: str) -> Action | No
 
 
 def answer(event: str, decision: Decision) -> Answer:
-    return hook_input.claude_style_answer(EVENTS[event][0], decision, ("Stop", "SubagentStop"))
+    name = EVENTS[event][0]
+    if name == "ConfigChange" and decision.verdict == "block":
+        # Claude Code keeps a ConfigChange's reason to itself: the person is told by systemMessage
+        body = {"decision": "block", "reason": decision.text, "systemMessage": decision.text}
+        return Answer(hook_input.dump(body), "", 0)
+    return hook_input.claude_style_answer(name, decision, ("Stop", "SubagentStop"))
 
 
 def warning(event: str, text: str) -> Answer:

@@ -26,6 +26,8 @@ EVENTS: dict[str, tuple[str, EventKind]] = {
     "before-tool": ("BeforeTool", "before-tool"),
     "after-tool": ("AfterTool", "after-tool"),
     "after-agent": ("AfterAgent", "stop"),
+    # advisory, and no context follows it: recorded, so the next prompt gets the context
+    "pre-compress": ("PreCompress", "compact"),
 }
 # releases have named the path field differently: the first one present counts
 PATH_FIELDS = ("file_path", "absolute_path", "path", "dir_path", "directory")

@@ -34,6 +34,7 @@ CLAUDE_EVENTS = (
     "post-tool-use-failure",
     "stop",
     "subagent-stop",
+    "config-change",
 )
 GIT_HOOKS = ("pre-commit", "commit-msg", "pre-push")
 # the events of the other harnesses that Claude Code does not name alike (each
@@ -46,6 +47,7 @@ OTHER_EVENTS = (
     "before-shell-execution",
     "before-mcp-execution",
     "before-read-file",
+    "pre-compress",
 )
 MANAGE = ("install", "uninstall", "doctor")
 
@@ -210,10 +212,6 @@ def _hook(args: Args, harness: str) -> Answer:
     data = sys.stdin.buffer.read((1 << 20) + 1) if not sys.stdin.isatty() else b""
     warnings: list[str] = []
     if harness not in ("git", "claude-code"):
-        if args.server:  # the server's HTTP hooks read Claude Code's and git's input only
-            return _adapter(harness).malformed(  # type: ignore[no-any-return]
-                f"--server is for claude-code and git hooks; {harness}'s hooks read the store (--database)"
-            )
         return _json_hook(args, harness, data)
     try:
         if harness == "git":
@@ -224,6 +222,10 @@ def _hook(args: Args, harness: str) -> Answer:
             from handrail.gate import claude_code  # lazy: a hook's start-up
 
             event = claude_code.read_input(data, args.event)
+            if event.kind == "config":
+                if args.server:
+                    raise HookInputError("ConfigChange is answered from the run store; --server cannot")
+                event = _settings_checked(event)
     except HookInputError as exc:
         from handrail.gate import claude_code  # lazy: a hook's start-up
 
@@ -246,6 +248,17 @@ def _hook(args: Args, harness: str) -> Answer:
     from handrail.gate import claude_code  # lazy: a hook's start-up
 
     return claude_code.answer(args.event, decision)
+
+
+def _settings_checked(event: GateEvent) -> GateEvent:
+    """A Claude Code settings change with the gate's hooks the settings no longer hold."""
+    from handrail.gate import claude_settings  # lazy: only a settings change reads the settings
+    from handrail.gate.claude_code import SETTINGS_SOURCES  # lazy: a hook's start-up
+
+    if event.source not in SETTINGS_SOURCES:  # skills; managed policy, which no hook can refuse
+        return event
+    project = os.environ.get("CLAUDE_PROJECT_DIR") or event.cwd
+    return event._replace(missing=claude_settings.missing_hooks(project))
 
 
 def _adapter(harness: str) -> Any:
@@ -277,6 +290,13 @@ def _json_hook(args: Args, harness: str, data: bytes) -> Answer:
         from handrail.runs.gate import Decision  # lazy: a hook's start-up
 
         return adapter.answer(args.event, Decision("allow"))  # type: ignore[no-any-return]
+    if args.server:  # the input read here too, so that what the server refuses is known first
+        from handrail.gate import remote  # lazy: a hook's start-up
+
+        try:
+            return remote.ask(args, harness, events[0], data, [])
+        except remote.Unreachable as exc:
+            return store_failed(args.on_error, harness, args.event, events[0], exc)
     try:
         decision = _decide(args, events[0], harness, events[1:])
     except Exception as exc:  # the store cannot be read: --on-error says what happens

@@ -65,6 +65,9 @@ def events_without_tool(read: Opened) -> list[GateEvent] | None:
     prompt and is no event."""
     if read.kind == "session":
         return [session_start(read)]
+    if read.kind == "compact":
+        trigger = read.body.get("trigger")
+        return [GateEvent("compact", read.cwd, read.session, trigger if isinstance(trigger, str) else None)]
     if read.kind == "prompt" and from_the_gate(read.body.get("prompt")):
         return []
     if read.kind in ("prompt", "stop"):

@@ -8,6 +8,12 @@ decision". Input the gate cannot read is 400 with `{"error": ...}`: Claude Code'
 non-blocking error for an HTTP hook, so the action goes on, as with the command's
 exit 1.
 
+Cursor, Gemini CLI and Codex run command hooks only: `handrail gate EVENT --harness H
+--server URL` posts their hook JSON as it came to `/hooks/<harness>`, whose
+`hook_event_name` says which event it is, and prints the answer: 200 with the JSON the
+command would print (Gemini CLI's and Cursor's `{}` included), 400 for input the gate
+cannot read.
+
 git's hooks have no HTTP form; `handrail gate pre-commit --server URL` posts
 `{"hook", "args", "input", "cwd"}` to `/hooks/git` and the answer is
 `{"exitCode", "stderr"}`, what the command hook then exits with.
@@ -24,18 +30,19 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from handrail.gate import Answer, HookInputError, claude_code, git_hooks, hook_input
+from handrail.gate import Answer, HookInputError, claude_code, codex, cursor, gemini, git_hooks, hook_input
 from handrail.gate.hook import protected_paths, replay_outages, store_failed
 from handrail.runs import gate_store
-from handrail.runs.gate import Options
+from handrail.runs.gate import Decision, Options
 from handrail.runs.request import Request
 
 if TYPE_CHECKING:
     from handrail.runs import Runs
-    from handrail.runs.gate import Decision, GateEvent
+    from handrail.runs.gate import GateEvent
 
 log = logging.getLogger("handrail.gate.http")
-HARNESSES = ("claude-code", "git")
+JSON_HARNESSES = ("cursor", "gemini", "codex")
+HARNESSES = ("claude-code", "git", *JSON_HARNESSES)
 MAX_BODY = hook_input.MAX_INPUT
 QUERY = ("require-run", "stop-limit", "reminder", "on-error")
 
@@ -61,27 +68,37 @@ class HookServer:
             return _error(404, f"no hooks for harness '{harness[:60]}': the server answers {known}")
         try:
             options, on_error = options_of(query)
+            more: list[GateEvent] = []
+            warnings: list[str] = []
             if harness == "git":
                 name, event, warnings = _git_input(body)
+            elif harness in JSON_HARNESSES:
+                name, events = _json_input(harness, body)
+                if not events:  # the gate's own words sent back as a prompt: nothing to decide
+                    return _posted(harness, _adapter(harness).answer(name, Decision("allow")))
+                event, more = events[0], events[1:]
             else:
                 name, event = claude_code.read_posted(body)
-                warnings = []
         except HookInputError as exc:
             return _error(400, f"handrail gate: {exc}")
         try:
-            decision = self.decide(event, options, person)
+            decision = self.decide(event, options, person, more)
         except Exception as exc:  # the store cannot be read: `on-error` says what happens
             log.warning("gate: cannot read the run store: %s", exc)
             owner = self.runs.owner(Request(owner=person))  # its outage record waits for this person's runs
             return _posted(harness, store_failed(on_error, harness, name, event, exc, owner))
         if harness == "git":
             return _posted(harness, git_hooks.answer(decision, warnings))
+        if harness in JSON_HARNESSES:
+            return _posted(harness, _adapter(harness).answer(name, decision))
         return _posted(harness, claude_code.answer(name, decision))
 
-    def decide(self, event: GateEvent, options: Options, person: str | None) -> Decision:
+    def decide(
+        self, event: GateEvent, options: Options, person: str | None, more: Sequence[GateEvent] = ()
+    ) -> Decision:
         owner = self.runs.owner(Request(owner=person))
         store = self.runs.store
-        decision = gate_store.judge(store, event, options, self.protected, [event.cwd], owner)
+        decision = gate_store.judge(store, event, options, self.protected, [event.cwd], owner, more)
         replay_outages(store, [event.cwd], owner)
         return decision
 
@@ -103,6 +120,21 @@ def options_of(query: Mapping[str, str]) -> tuple[Options, str]:
         raise HookInputError(f"on-error '{on_error[:20]}' is neither allow nor deny")
     need = query.get("require-run") or None
     return Options(require_run=need, reminder=reminder == "on", stop_limit=int(limit_text)), on_error
+
+
+def _adapter(harness: str) -> Any:
+    return {"cursor": cursor, "gemini": gemini, "codex": codex}[harness]
+
+
+def _json_input(harness: str, body: bytes) -> tuple[str, list[GateEvent]]:
+    """The command's event that a posted hook JSON names, and the gate's events of it."""
+    adapter = _adapter(harness)
+    said = hook_input.parse(body).get("hook_event_name")
+    event = next((event for event, (name, _) in adapter.EVENTS.items() if name == said), None)
+    if event is None:
+        raise HookInputError(f"hook_event_name is {hook_input.shown(said)}, not an event the gate answers")
+    events: list[GateEvent] = adapter.read_events(body, event)
+    return event, events
 
 
 def _git_input(body: bytes) -> tuple[str, GateEvent, list[str]]:

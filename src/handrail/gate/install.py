@@ -27,15 +27,16 @@ import subprocess
 import sys
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import urlencode
 
 from handrail.gate import json_settings
 from handrail.gate.claude_code import EVENTS
+from handrail.gate.claude_settings import HTTP_PATH, is_gate_handler
 from handrail.gate.git_hooks import HOOKS, MARK_BEGIN, MARK_END
 
 TOOL_EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure")
 COMMAND_ONLY = ("SessionStart",)  # Claude Code runs no HTTP hook for it
-HTTP_PATH = "/hooks/claude-code"
+LOCAL_ONLY = ("ConfigChange",)  # read from the settings files where Claude Code runs: no --server
 SHEBANG = "#!/bin/sh\n"
 
 
@@ -52,10 +53,6 @@ def manage(args: argparse.Namespace) -> int:
             raise InstallError("--token is not written into hooks; set HANDRAIL_TOKEN where the harness runs")
         if args.server and args.database:
             raise InstallError("give --server or --database, not both: the hooks ask one of them")
-        if args.server and harness in json_settings.HARNESSES:
-            raise InstallError(
-                f"--server is for claude-code and git hooks; {harness}'s hooks read the store (--database)"
-            )
         if harness in json_settings.HARNESSES:
             lines = _json_settings(args, json_settings.HARNESSES[harness], install=args.event == "install")
         elif harness == "git":
@@ -100,14 +97,7 @@ def settings_file(scope: str, cwd: Path | None = None) -> Path:
     return (cwd or Path.cwd()) / ".claude" / "settings.json"
 
 
-def is_ours(handler: Any) -> bool:
-    if isinstance(handler, dict) and handler.get("type") == "http":
-        return urlsplit(str(handler.get("url", ""))).path.endswith(HTTP_PATH)
-    return (
-        isinstance(handler, dict)
-        and handler.get("type") == "command"
-        and json_settings.runs_the_gate(handler.get("command", ""), "claude-code")
-    )
+is_ours = is_gate_handler
 
 
 def claude_entries(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
@@ -116,6 +106,8 @@ def claude_entries(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
     entries: dict[str, dict[str, Any]] = {}
     for event, (name, _) in EVENTS.items():
         handler: dict[str, Any]
+        if args.server and name in LOCAL_ONLY:
+            continue
         if args.server and name not in COMMAND_ONLY:
             handler = http_hook(args)
         else:

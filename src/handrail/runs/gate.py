@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from handrail.step_policy import GateRule, Policy
 
 # NamedTuples rather than dataclasses: a hook creates these classes on every tool call
-EventKind = Literal["session", "prompt", "before-tool", "after-tool", "stop"]
+EventKind = Literal["session", "prompt", "before-tool", "after-tool", "stop", "config", "compact"]
 Verdict = Literal["allow", "deny", "block", "context"]
 
 DEFAULT_STOP_LIMIT = 3
@@ -80,11 +80,13 @@ class GateEvent(NamedTuple):
     kind: EventKind
     cwd: str
     session: str | None = None
-    source: str | None = None  # session: startup, resume, clear, compact
+    source: str | None = None  # session: startup, resume, clear, compact; compact: manual, auto
     action: Action | None = None
     outcome: str | None = None  # after-tool: "ok" or "failed: ..."
     internal: bool = False  # a stop of the harness's own helper agent: never refused
     run_id: str | None = None  # before-tool: the run a call of handrail's own run tools names
+    # config (a harness's settings changed): the gate's hooks the settings no longer hold
+    missing: tuple[str, ...] = ()
 
 
 class Protected(NamedTuple):
@@ -112,6 +114,7 @@ class RunFacts(NamedTuple):
     stop_refusals: int  # stops refused in a row at this step (by the bound session)
     workflow_folders: tuple[str, ...] = ()  # the sources of the server that started the run
     bound: str | None = None  # the harness session the run is bound to, once one was seen
+    compacted: bool = False  # the bound session's context was compacted since its last prompt
 
 
 class Options(NamedTuple):
@@ -151,11 +154,17 @@ def decide(run: RunFacts | None, event: GateEvent, options: Options, protected: 
             text += "\n" + _held_elsewhere(run)
         return _record(Decision("context", text), event, run)
     if event.kind == "prompt":
+        if run.compacted and not other:  # a harness that adds no context after compaction: now
+            return _record(Decision("context", context(run)), event, run)
         if not options.reminder:
             return Decision("allow", record=_data(event, "allow"))
         return _record(Decision("context", reminder(run)), event, run)
     if event.kind == "after-tool":
         return Decision("allow", record=_data(event, "record", run=run))
+    if event.kind == "config":
+        return _config(run, event)
+    if event.kind == "compact":
+        return Decision("allow", record=_data(event, "record"))
     if event.kind == "stop":
         if other and not event.internal:  # the bound session's stops are the ones held back
             return Decision("allow", record=_data(event, "allow:other-session"))
@@ -217,6 +226,18 @@ def _stop(run: RunFacts, event: GateEvent, options: Options) -> Decision:
         f"handrail: run {run.run_id} ({run.workflow_id}) is at step '{run.step_id}' "
         f"({run.step_number} of {run.step_count}) and is not finished. Complete the step and call "
         f"workflow_continue with its output; stopping is refused {count} of {options.stop_limit} times."
+    )
+    return Decision("block", reason, _data(event, "block", reason))
+
+
+def _config(run: RunFacts, event: GateEvent) -> Decision:
+    """A settings change while the run is active: refused when it takes the gate out."""
+    if not event.missing:
+        return Decision("allow", record=_data(event, "allow"))
+    reason = (
+        f"handrail: run {run.run_id} is active and this settings change leaves out the gate's hooks "
+        f"({', '.join(event.missing)}); they stay installed until the run is finished or abandoned. "
+        "The change is not applied to this session."
     )
     return Decision("block", reason, _data(event, "block", reason))
 
@@ -422,3 +443,20 @@ def stop_refusals(
         if kind == "stop" and data.get("decision") == "block":
             count += 1
     return count
+
+
+def compacted_since_prompt(
+    events: Sequence[tuple[str, Mapping[str, Any]]], session: str | None = None
+) -> bool:
+    """Whether the gate recorded a compaction after the last prompt or session start,
+    reading the run's events from the newest; with `session` (the bound one), the
+    gate's records of other sessions are passed over."""
+    for type_, data in reversed(events):
+        if type_ != "gate" or (session is not None and data.get("session", session) != session):
+            continue
+        kind = data.get("event")
+        if kind == "compact":
+            return True
+        if kind in ("prompt", "session"):
+            return False
+    return False

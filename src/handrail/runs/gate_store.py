@@ -14,7 +14,15 @@ import json
 import os
 from typing import TYPE_CHECKING, Any
 
-from handrail.runs.gate import ACTIVE, RunFacts, bound_session, decide, inside, stop_refusals
+from handrail.runs.gate import (
+    ACTIVE,
+    RunFacts,
+    bound_session,
+    compacted_since_prompt,
+    decide,
+    inside,
+    stop_refusals,
+)
 from handrail.store.sqlite_light import LightSqlite
 
 if TYPE_CHECKING:
@@ -25,6 +33,9 @@ if TYPE_CHECKING:
     from handrail.store.sqlite_light import LightEvent, OpenRun
 
 OPEN_RUNS_READ = 200
+# how far back a stop's row of refusals is read: far more than the stop limit (at most
+# 7) with the tool calls between them; the rest of a long log is never read
+RECENT_EVENTS_READ = 200
 ACTOR = "gate"
 GATE = "gate"  # EventType.GATE, whose module the hook does not load
 
@@ -80,11 +91,11 @@ def session_run(
     if not runs:
         return None
     if session is None:
-        return runs[0], store.events(runs[0].id)
+        return runs[0], store.gate_events(runs[0].id, RECENT_EVENTS_READ)
     first: tuple[RunRecord | OpenRun, Sequence[Event | LightEvent]] | None = None
     unbound: tuple[RunRecord | OpenRun, Sequence[Event | LightEvent]] | None = None
     for run in runs:
-        events = store.events(run.id)
+        events = store.gate_events(run.id, RECENT_EVENTS_READ)
         bound = bound_session([(e.type, e.data) for e in events])
         if bound == session:
             return run, events
@@ -138,10 +149,11 @@ def facts(
     step = step if isinstance(step, dict) else {}
     step_id = step.get("id") if isinstance(step.get("id"), str) else None
     if events is None:
-        events = store.events(run.id)
+        events = store.gate_events(run.id, RECENT_EVENTS_READ)
     bound = bound_session([(e.type, e.data) for e in events])
+    recent = [e for e in events if e.seq > events[-1].seq - RECENT_EVENTS_READ] if events else []
     accepted = tuple(e.step_id for e in events if e.type == "accepted" and e.step_id is not None)
-    folders = events[0].data.get("workflowFolders") if events else None
+    folders = events[0].data.get("workflowFolders") if events and events[0].seq == 1 else None
     return RunFacts(
         run_id=run.id,
         workflow_id=run.workflow_id,
@@ -155,11 +167,12 @@ def facts(
         step_count=len(ids),
         accepted=accepted,
         policy=policy_of_source(document, step_id) if step_id is not None else None,
-        stop_refusals=stop_refusals([(str(e.type), e.step_id, e.data) for e in events], step_id, bound),
+        stop_refusals=stop_refusals([(str(e.type), e.step_id, e.data) for e in recent], step_id, bound),
         workflow_folders=tuple(f for f in folders if isinstance(f, str) and f)
         if isinstance(folders, list)
         else (),
         bound=bound,
+        compacted=compacted_since_prompt([(e.type, e.data) for e in recent], bound),
     )
 
 

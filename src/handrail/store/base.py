@@ -252,6 +252,11 @@ class RunStore(Protocol):
 
     def events(self, run_id: str) -> list[Event]: ...
 
+    def gate_events(self, run_id: str, recent: int) -> list[Event]:
+        """What a gate decision reads of a run's log, in order, through indexes: its last
+        `recent` events, its first, its accepted steps and its latest session bindings
+        (store/gate_query.py)."""
+
     def aggregate(self, sql: str, values: Sequence[Any]) -> list[tuple[Any, ...]]:
         """The rows of one read-only query (store/stats.py's aggregates)."""
 

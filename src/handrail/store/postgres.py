@@ -43,6 +43,7 @@ from handrail.store.base import (
     written,
 )
 from handrail.store.chain import EVENT_COLUMNS, backfill, chained_rows, new_head
+from handrail.store.gate_query import gate_events_query, gate_events_values
 from handrail.store.rows import (
     _COLUMNS,
     EVENTS_QUERY,
@@ -258,6 +259,11 @@ class PostgresStore:
     def events(self, run_id: str) -> list[Event]:
         with self._connection() as db:
             return read_events(db.execute(EVENTS_QUERY.format(mark="%s"), (run_id,)).fetchall())
+
+    def gate_events(self, run_id: str, recent: int) -> list[Event]:
+        with self._connection() as db:
+            rows = db.execute(gate_events_query("%s"), gate_events_values(run_id, recent)).fetchall()
+        return read_events(sorted(rows, key=lambda row: int(row[0])))
 
     def aggregate(self, sql: str, values: Sequence[Any]) -> list[tuple[Any, ...]]:
         """One read-only query's rows (store/stats.py)."""

@@ -100,6 +100,12 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE runs ADD COLUMN lease_until TEXT;
     CREATE INDEX runs_by_parent ON runs (parent_id, branch)
     """,
+    """
+    -- the gate: a run's accepted steps and session bindings, found without reading its log
+    CREATE INDEX run_events_accepted ON run_events (run_id, type, seq) WHERE type = 'accepted';
+    CREATE INDEX run_events_binds ON run_events (run_id, seq)
+        WHERE type = 'gate' AND data LIKE '%"bind":true%';
+    """,
 )
 
 MIGRATIONS_TABLE = (

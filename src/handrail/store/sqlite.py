@@ -46,6 +46,7 @@ from handrail.store.base import (
     written,
 )
 from handrail.store.chain import backfill, chained_rows, new_head
+from handrail.store.gate_query import gate_events_query, gate_events_values
 from handrail.store.rows import (
     _COLUMNS,
     EVENTS_QUERY,
@@ -304,6 +305,11 @@ class SqliteStore:
     def events(self, run_id: str) -> list[Event]:
         with self._read() as db:
             return read_events(db.execute(EVENTS_QUERY.format(mark="?"), (run_id,)).fetchall())
+
+    def gate_events(self, run_id: str, recent: int) -> list[Event]:
+        with self._read() as db:
+            rows = db.execute(gate_events_query("?"), gate_events_values(run_id, recent)).fetchall()
+        return read_events(sorted(rows, key=lambda row: int(row[0])))
 
     def aggregate(self, sql: str, values: Sequence[Any]) -> list[tuple[Any, ...]]:
         """One read-only query's rows (store/stats.py)."""

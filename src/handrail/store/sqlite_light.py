@@ -27,6 +27,7 @@ from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 from handrail.store.chain_form import event_hash, hashed_form
+from handrail.store.gate_query import gate_events_query, gate_events_values
 from handrail.store.schema import MIGRATIONS
 
 BUSY_TIMEOUT_S = 5.0  # as the full store: how long the append waits for another writer
@@ -162,6 +163,14 @@ class LightSqlite:
         except sqlite3.Error as exc:
             raise self._failed(exc) from None
         return [LightEvent(*row) for row in rows]
+
+    def gate_events(self, run_id: str, recent: int) -> list[LightEvent]:
+        """As `RunStore.gate_events`."""
+        try:
+            rows = self._db.execute(gate_events_query("?"), gate_events_values(run_id, recent)).fetchall()
+        except sqlite3.Error as exc:
+            raise self._failed(exc) from None
+        return [LightEvent(*row[:6]) for row in sorted(rows, key=lambda row: int(row[0]))]
 
     def append(
         self, run_id: str, kind: str, step_id: str | None, data: Mapping[str, Any], actor: str
