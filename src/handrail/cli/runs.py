@@ -106,6 +106,9 @@ def add_runs_parser(sub: Any) -> None:
     )
 
     add_record_verbs(verbs, add_database_option, RUN_HELP)
+    from handrail.cli.migrate import add_migrate_verb  # as add_record_verbs
+
+    add_migrate_verb(verbs, add_database_option)
     runs.set_defaults(runs_parser=runs)
 
 
@@ -133,6 +136,9 @@ def _missing_database(database: str | None) -> str | None:
 
 
 def _no_database(args: argparse.Namespace, path: str) -> int:
+    if args.runs_command == "migrate" and args.run_id is None:  # `--workflow ID`
+        print(f"handrail runs {args.runs_command}: no run database at {path}", file=sys.stderr)
+        return EXIT_ERRORS
     if args.runs_command != "list":
         print(
             f"handrail runs {args.runs_command}: Run not found: `{args.run_id}` (no run database at {path})",
@@ -172,6 +178,10 @@ def runs_command(args: argparse.Namespace) -> int:
             return _show(runs, args)
         if verb in ("approve", "decline"):
             return _decide(runs, args)
+        if verb == "migrate":
+            from handrail.cli.migrate import migrate  # lazy: as add_migrate_verb
+
+            return migrate(runs, args)
         return _abandon(runs, args)
     except HandrailError as exc:
         details = exc.data.get("details")
