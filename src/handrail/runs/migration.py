@@ -174,7 +174,7 @@ class Migrations:
                 "to": {"workflowVersion": new.version, "sourceHash": new.content_hash},
             }
             if run.source_hash == new.content_hash:
-                return {**outcome, "status": run.status, "migrated": False, "step": _step(run.position)}
+                return {**outcome, "status": run.status.value, "migrated": False, "step": _step(run.position)}
             carried = carry(run, old, new, mapping)
             if isinstance(carried, Stranded):
                 raise MigrationRefused(run_id, carried.reason)
@@ -189,7 +189,7 @@ class Migrations:
             if dry_run:
                 return {
                     **outcome,
-                    "status": run.status,
+                    "status": run.status.value,
                     "migrated": False,
                     "dryRun": True,
                     "step": _step(position),
@@ -198,7 +198,7 @@ class Migrations:
             change = RunUpdate(position=position, workflow_version=new.version, source_hash=new.content_hash)
             event = NewEvent(EventType.MIGRATED, carried.position.step_id, data)
             written = self.ledger.write(run, change, [event], person)
-            return {**outcome, "status": written.status, "migrated": True, "step": _step(written.position)}
+            return {**outcome, "status": written.status.value, "migrated": True, "step": _step(written.position)}
 
         return self.ledger.retrying(run_id, once)
 
