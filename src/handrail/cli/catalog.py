@@ -31,10 +31,9 @@ def add_check(sub: Any) -> None:
     )
     options.add_file_size_option(check)
     options.add_check_options(check, serving=False)
-    from handrail.cli.migrate import add_against_runs_options  # lazy: `--against-runs` is rare
-    from handrail.cli.runs import add_database_option  # lazy: as above
+    from handrail.cli.migrate import add_against_runs_options  # lazy: the run modules load with it
 
-    add_against_runs_options(check, add_database_option)
+    add_against_runs_options(check)
 
 
 def add_list(sub: Any) -> None:

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from handrail.cli import options
+from handrail.cli.runs import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, _missing_database, add_database_option
 from handrail.errors import HandrailError, InvalidParams, RunNotFound
 from handrail.store.base import ACTIVE_STATUSES
 
@@ -18,7 +19,6 @@ if TYPE_CHECKING:
     from handrail.runs import Runs
     from handrail.store import RunRecord
 
-EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
 EVERY_RUN = 1_000_000_000  # a listing's limit that leaves no open run out
 
 MAP_HELP = (
@@ -27,7 +27,7 @@ MAP_HELP = (
 )
 
 
-def add_migrate_verb(verbs: Any, add_database_option: Callable[[argparse.ArgumentParser], None]) -> None:
+def add_migrate_verb(verbs: Any) -> None:
     migrate = verbs.add_parser(
         "migrate",
         help="move open runs to a newer version of their workflow",
@@ -58,11 +58,10 @@ def add_migrate_verb(verbs: Any, add_database_option: Callable[[argparse.Argumen
     )
     options.add_source_options(migrate)
     add_database_option(migrate)
+    migrate.set_defaults(runs_handler=migrate_runs)
 
 
-def add_against_runs_options(
-    check: argparse.ArgumentParser, add_database_option: Callable[[argparse.ArgumentParser], None]
-) -> None:
+def add_against_runs_options(check: argparse.ArgumentParser) -> None:
     check.add_argument(
         "--against-runs",
         action="store_true",
@@ -73,10 +72,10 @@ def add_against_runs_options(
     add_database_option(check)
 
 
-def migrate(runs: Runs, args: argparse.Namespace) -> int:
+def migrate_runs(runs: Runs, args: argparse.Namespace) -> int:
     from handrail.runs.approvals import local_person  # lazy: as every run module of `handrail runs`
-    from handrail.runs.migration import parse_map
-    from handrail.runs.request import Request
+    from handrail.runs.migration import parse_map  # lazy: every command builds the parser of this module
+    from handrail.runs.request import Request  # lazy: as above
 
     if (args.run_id is None) == (args.workflow_id is None):
         print("handrail runs migrate: give one RUN or --workflow ID", file=sys.stderr)
@@ -148,8 +147,7 @@ def _served(args: argparse.Namespace, workflow_id: str) -> Workflow | None:
 def stranded(args: argparse.Namespace, workflows: Sequence[Workflow]) -> int:
     """Print each open run the `workflows` (as checked, not yet deployed) would strand;
     returns how many. A run already on a file's exact source is not listed."""
-    from handrail.cli.runs import _missing_database  # the runs command's own rule: create no database
-    from handrail.runs.migration import Stranded, carry, check_map, parse_map
+    from handrail.runs.migration import Stranded, carry, check_map, parse_map  # lazy: as in migrate_runs
     from handrail.service.core import default_runs  # lazy: the run store loads only with --against-runs
 
     out = sys.stdout if args.format == "text" else sys.stderr  # json and sarif keep stdout to themselves

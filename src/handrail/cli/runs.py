@@ -50,7 +50,9 @@ def add_runs_only_option(parser: argparse.ArgumentParser) -> None:
 RUN_HELP = "the run's id, run_... (`handrail runs list` shows them)"
 
 
-def add_runs_parser(sub: Any) -> None:
+def add_runs_parser(sub: Any) -> Any:
+    """The `runs` command and its verbs; returns the verbs, for those another module adds
+    (`migrate`, which sets `runs_handler` to its own function)."""
     runs = sub.add_parser(
         "runs", help="list, show, approve, decline, abandon, verify and export workflow runs"
     )
@@ -106,10 +108,8 @@ def add_runs_parser(sub: Any) -> None:
     )
 
     add_record_verbs(verbs, add_database_option, RUN_HELP)
-    from handrail.cli.migrate import add_migrate_verb  # as add_record_verbs
-
-    add_migrate_verb(verbs, add_database_option)
     runs.set_defaults(runs_parser=runs)
+    return verbs
 
 
 def _count(text: str) -> int:
@@ -178,10 +178,10 @@ def runs_command(args: argparse.Namespace) -> int:
             return _show(runs, args)
         if verb in ("approve", "decline"):
             return _decide(runs, args)
-        if verb == "migrate":
-            from handrail.cli.migrate import migrate  # lazy: as add_migrate_verb
-
-            return migrate(runs, args)
+        handler = getattr(args, "runs_handler", None)
+        if handler is not None:  # a verb of another module (`migrate`)
+            code: int = handler(runs, args)
+            return code
         return _abandon(runs, args)
     except HandrailError as exc:
         details = exc.data.get("details")
@@ -323,6 +323,9 @@ def _text(run: RunRecord, events: list[Event]) -> str:
         if e.type == EventType.CHECK:
             lines.extend(_check_lines(e.data))
             continue
+        if e.type == EventType.MIGRATED:
+            lines.append(f"    {_migrated(e.data)}")
+            continue
         for key, value in e.data.items():
             if key == "output":
                 lines.extend("    | " + line for line in str(value).splitlines() or [""])
@@ -351,6 +354,9 @@ def _markdown(run: RunRecord, events: list[Event]) -> str:
             lines.append("")
             lines.extend(line.replace("    ", "", 1) for line in _check_lines(e.data, fence=True))
             continue
+        if e.type == EventType.MIGRATED:
+            lines.append(f"\n{_migrated(e.data).capitalize()}")
+            continue
         if "person" in e.data:
             lines.append(
                 f"\nBy {e.data['person']}" + (f": {e.data['comment']}" if e.data.get("comment") else "")
@@ -364,6 +370,12 @@ def _markdown(run: RunRecord, events: list[Event]) -> str:
         if e.data.get("contextChanges"):
             lines.append(f"\nContext changes: `{json.dumps(e.data['contextChanges'], ensure_ascii=False)}`")
     return "\n".join(lines)
+
+
+def _migrated(data: Any) -> str:
+    from handrail.runs.migration import summary  # lazy: the run modules load only for `handrail runs`
+
+    return summary(data)
 
 
 def _abandon(runs: Runs, args: argparse.Namespace) -> int:

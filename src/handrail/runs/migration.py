@@ -182,6 +182,7 @@ class Migrations:
                 **outcome,
                 "map": dict(mapping),
                 "person": person,
+                "step": carried.position.step_id,
                 **({"dropped": list(carried.dropped)} if carried.dropped else {}),
             }
             data.pop("runId")
@@ -196,11 +197,32 @@ class Migrations:
                 }
             self.ledger.store.put_source(new.content_hash, new.id, new.document)
             change = RunUpdate(position=position, workflow_version=new.version, source_hash=new.content_hash)
-            event = NewEvent(EventType.MIGRATED, carried.position.step_id, data)
+            event = NewEvent(EventType.MIGRATED, None, data)  # of the run, not of a step
             written = self.ledger.write(run, change, [event], person)
-            return {**outcome, "status": written.status.value, "migrated": True, "step": _step(written.position)}
+            return {
+                **outcome,
+                "status": written.status.value,
+                "migrated": True,
+                "step": _step(written.position),
+            }
 
         return self.ledger.retrying(run_id, once)
+
+
+def summary(data: Mapping[str, Any]) -> str:
+    """A `migrated` event in words, for `handrail runs show` and the dashboard."""
+    before, after = data.get("from") or {}, data.get("to") or {}
+    text = f"moved from version {before.get('workflowVersion')} to {after.get('workflowVersion')}"
+    if data.get("step"):
+        text += f", at step {data['step']}"
+    renamed = data.get("map") or {}
+    if renamed:
+        text += "; renamed " + ", ".join(f"{old} → {new}" for old, new in renamed.items())
+    if data.get("dropped"):
+        text += "; dropped " + ", ".join(str(s) for s in data["dropped"])
+    if data.get("person"):
+        text += f"; by {data['person']}"
+    return text
 
 
 def _step(position: Mapping[str, Any]) -> str | None:
