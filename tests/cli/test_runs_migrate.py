@@ -141,6 +141,11 @@ def test_a_run_moved_across_a_renamed_step_with_map_goes_on_to_completion_over_m
     assert "moved from version 1.0.0 to 2.0.0, at step implement; renamed do-it → implement; by " in out
     code, out, _ = run_cli(capsys, "runs", "verify", run_id, "--database", database)
     assert code == 0, out  # the migrated event is a link of the run's hash chain
+    record = tmp_path / "record.json"
+    code, _, err = run_cli(capsys, "runs", "export", run_id, "-o", str(record), "--database", database)
+    assert code == 0, err
+    code, out, err = run_cli(capsys, "runs", "verify", "--file", str(record))
+    assert code == 0, out + err  # the record holds the source the run follows since it moved
 
 
 def test_a_run_whose_current_step_was_removed_is_refused_and_check_against_runs_names_it(
