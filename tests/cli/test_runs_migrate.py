@@ -183,10 +183,8 @@ def test_a_run_whose_current_step_was_removed_is_refused_and_check_against_runs_
         database,
     )
     assert code == 1 and out == ""
-    assert (
-        f"handrail runs migrate: run {run_id} cannot migrate: its current step `do-it` is not in version 2.0.0"
-        in err
-    )
+    refusal = f"run {run_id} cannot migrate: its current step `do-it` is not in version 2.0.0"
+    assert f"handrail runs migrate: {refusal}" in err
     code, out, _ = run_cli(capsys, "runs", "show", run_id, "--format", "json", "--database", database)
     shown = json.loads(out)
     assert shown["run"]["workflowVersion"] == "1.0.0"
@@ -254,3 +252,23 @@ def test_one_person_cannot_migrate_another_persons_run(
         runs.close()
     code, out, _ = run_cli(capsys, "runs", "show", run_id, "--format", "json", "--database", database)
     assert json.loads(out)["run"]["workflowVersion"] == "1.0.0"
+
+
+def test_check_against_runs_says_when_the_run_store_is_missing_or_unreadable_and_keeps_json_output_whole(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    file = deploy(tmp_path / "flows", versions("migrate-renamed-step")[1])
+    missing = tmp_path / "none" / "runs.db"
+    code, out, _ = run_cli(capsys, "check", str(file), "--against-runs", "--database", f"sqlite:///{missing}")
+    assert code == 0 and f"no run database at {missing}: no run to strand" in out
+    assert not missing.parent.exists()  # nothing created
+    garbage = tmp_path / "garbage.db"
+    garbage.write_bytes(b"this is no SQLite database, whatever its name says" * 100)
+    code, out, err = run_cli(
+        capsys, "check", str(file), "--against-runs", "--database", f"sqlite:///{garbage}"
+    )
+    assert code == 1 and "handrail check: --against-runs: " in err and "Traceback" not in err
+    code, out, err = run_cli(
+        capsys, "check", str(file), "--format", "json", "--against-runs", "--database", f"sqlite:///{missing}"
+    )
+    assert code == 0 and json.loads(out) == [] and "no run to strand" in err

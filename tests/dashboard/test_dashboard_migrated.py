@@ -29,10 +29,8 @@ def test_the_run_page_says_in_words_which_versions_a_run_moved_between_and_what_
         newer["steps"][1]["body"][0]["id"] = "make"
         write(flows, newer)
         database = f"sqlite:///{tmp_path / 'runs.db'}"
-        code = main(
-            ["runs", "migrate", run_id, "--to", "2.0.0", "--map", "build=make", "--workflows", str(flows)]
-            + ["--no-bundled", "--database", database]
-        )
+        sources = ["--workflows", str(flows), "--no-bundled", "--database", database]
+        code = main(["runs", "migrate", run_id, "--to", "2.0.0", "--map", "build=make", *sources])
         assert code == 0, capsys.readouterr()
         page.goto(f"{http.base}/runs/{run_id}")
         said = page.locator(".timeline .event-migrated .migrated").inner_text()

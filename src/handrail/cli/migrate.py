@@ -163,9 +163,17 @@ def stranded(args: argparse.Namespace, workflows: Sequence[Workflow]) -> int:
     runs = default_runs(args.database)
     count, looked = 0, 0
     try:
+        listed = {
+            w.id: runs.store.list_runs(statuses=ACTIVE_STATUSES, workflow_id=w.id, limit=EVERY_RUN)
+            for w in workflows
+        }
+    except HandrailError as exc:  # a store that cannot be read: say so, as for a broken file
+        runs.close()
+        print(f"handrail check: --against-runs: {exc.message}", file=sys.stderr)
+        return 1
+    try:
         for workflow in workflows:
-            listed = runs.store.list_runs(statuses=ACTIVE_STATUSES, workflow_id=workflow.id, limit=EVERY_RUN)
-            for run in reversed(listed):
+            for run in reversed(listed[workflow.id]):
                 if run.source_hash == workflow.content_hash:
                     continue
                 looked += 1

@@ -196,7 +196,14 @@ def runs_command(args: argparse.Namespace) -> int:
 
 
 # the arguments a run keeps or looks up as text, as the command line names them
-_TEXT_ARGUMENTS = {"run_id": "RUN", "workspace": "--workspace", "comment": "--comment", "person": "--as"}
+_TEXT_ARGUMENTS = {
+    "run_id": "RUN",
+    "workspace": "--workspace",
+    "comment": "--comment",
+    "person": "--as",
+    "owner": "--owner",
+    "workflow_id": "--workflow",
+}
 
 
 def _not_utf8(args: argparse.Namespace) -> str | None:
