@@ -130,6 +130,11 @@ def carry(run: RunRecord, old: Workflow, new: Workflow, mapping: Mapping[str, st
                 f"it waits for a person's approval of step `{current}`, whose approvers differ in "
                 f"version {new.version}; decide the approval first"
             )
+        if now_step.confirmation is False:
+            return Stranded(
+                f"it waits for a person's approval of step `{current}`, which version {new.version} "
+                "no longer asks for; decide the approval first"
+            )
     return Carried(moved, dropped)
 
 
