@@ -88,54 +88,65 @@ def carry(run: RunRecord, old: Workflow, new: Workflow, mapping: Mapping[str, st
             return Stranded(f"its current step `{current}` is not in version {new.version}{hint}")
         if not isinstance(node, Step):
             return Stranded(f"its current step `{current}` is a loop in version {new.version}, not a step")
-    loops: list[LoopPosition] = []
-    for running in here.loops:
-        name = mapping.get(running.id, running.id)
-        was, now = old.nodes.get(running.id), new.nodes.get(name)
-        if not isinstance(now, Loop):
-            return Stranded(
-                f"it is in iteration {running.iteration} of loop `{running.id}`, "
-                f"which version {new.version} does not have"
-            )
-        if isinstance(was, Loop) and was.kind != now.kind:
-            return Stranded(
-                f"it is in iteration {running.iteration} of loop `{running.id}`, a {was.kind} loop "
-                f"that is a {now.kind} loop in version {new.version}: its state cannot be carried"
-            )
-        loops.append(LoopPosition(name, running.iteration))
+    loops = _loops(here.loops, old, new, mapping)
+    if isinstance(loops, Stranded):
+        return loops
     renamed = [mapping.get(s, s) for s in here.completed_steps]
     completed = tuple(dict.fromkeys(s for s in renamed if s in new.nodes))
     dropped = tuple(s for s, r in zip(here.completed_steps, renamed, strict=True) if r not in new.nodes)
     try:
-        moved, result = Position(completed, tuple(loops), None, None, False).advanced(new, run.context)
-    except HandrailError as exc:
+        moved, result = Position(completed, loops, None, None, False).advanced(new, run.context)
+    except HandrailError as exc:  # the engine's own check of the carried state
         return Stranded(f"its state does not fit version {new.version}: {exc.message}")
     if moved.step_id != target:
         there = f"at step `{moved.step_id}`" if moved.step_id is not None else _idle(result.is_complete)
         where = f"at step `{target}`" if target is not None else "waiting for context"
         return Stranded(f"in version {new.version} the run would be {there}, not {where} as now")
-    if run.status == RunStatus.AWAITING_APPROVAL and target is not None:
-        was_step, now_step = old.nodes.get(str(current)), new.nodes[target]
-        if target != current:
-            return Stranded(
-                f"it waits for a person's approval of step `{current}`, which version {new.version} "
-                f"renames; decide the approval first"
-            )
-        if (
-            not isinstance(was_step, Step)
-            or not isinstance(now_step, Step)
-            or was_step.approval != now_step.approval
-        ):
-            return Stranded(
-                f"it waits for a person's approval of step `{current}`, whose approvers differ in "
-                f"version {new.version}; decide the approval first"
-            )
-        if now_step.confirmation is False:
-            return Stranded(
-                f"it waits for a person's approval of step `{current}`, which version {new.version} "
-                "no longer asks for; decide the approval first"
-            )
+    if run.status == RunStatus.AWAITING_APPROVAL and current is not None:
+        refused = _approval_kept(current, old, new, mapping)
+        if refused is not None:
+            return refused
     return Carried(moved, dropped)
+
+
+def _loops(
+    running: Sequence[LoopPosition], old: Workflow, new: Workflow, mapping: Mapping[str, str]
+) -> tuple[LoopPosition, ...] | Stranded:
+    """The running loops renamed, each still a loop of the same kind, iteration kept."""
+    carried: list[LoopPosition] = []
+    for loop in running:
+        name = mapping.get(loop.id, loop.id)
+        was, now = old.nodes.get(loop.id), new.nodes.get(name)
+        if not isinstance(now, Loop):
+            return Stranded(
+                f"it is in iteration {loop.iteration} of loop `{loop.id}`, "
+                f"which version {new.version} does not have"
+            )
+        if isinstance(was, Loop) and was.kind != now.kind:
+            return Stranded(
+                f"it is in iteration {loop.iteration} of loop `{loop.id}`, a {was.kind} loop "
+                f"that is a {now.kind} loop in version {new.version}: its state cannot be carried"
+            )
+        carried.append(LoopPosition(name, loop.iteration))
+    return tuple(carried)
+
+
+def _approval_kept(current: str, old: Workflow, new: Workflow, mapping: Mapping[str, str]) -> Stranded | None:
+    """A run waiting for a person stays waiting on the same step, under the same rule:
+    the pending approval's events name the step by its id."""
+    waiting = f"it waits for a person's approval of step `{current}`"
+    if mapping.get(current, current) != current:
+        return Stranded(f"{waiting}, which version {new.version} renames; decide the approval first")
+    was, now = old.nodes.get(current), new.nodes.get(current)
+    if not isinstance(was, Step) or not isinstance(now, Step) or was.approval != now.approval:
+        return Stranded(
+            f"{waiting}, whose approvers differ in version {new.version}; decide the approval first"
+        )
+    if now.confirmation is False:
+        return Stranded(
+            f"{waiting}, which version {new.version} no longer asks for; decide the approval first"
+        )
+    return None
 
 
 def _idle(complete: bool) -> str:
