@@ -90,7 +90,7 @@ def started_at_do_it(agent: Agent, workflow_id: str, workspace: Path) -> str:
 def test_a_run_moved_across_a_renamed_step_with_map_goes_on_to_completion_over_mcp(
     tmp_path: Path, database: str, agent_factory: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    v1, v2 = versions("migrate-renamed-step")
+    v1, v2 = versions("migrate-renamed-step")[:2]
     flows = tmp_path / "flows"
     file = deploy(flows, v1)
     agent = agent_factory(flows, database)
@@ -151,7 +151,7 @@ def test_a_run_moved_across_a_renamed_step_with_map_goes_on_to_completion_over_m
 def test_a_run_whose_current_step_was_removed_is_refused_and_check_against_runs_names_it(
     tmp_path: Path, agent_factory: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    v1, v2 = versions("migrate-step-removed")
+    v1, v2 = versions("migrate-step-removed")[:2]
     database = f"sqlite:///{tmp_path / 'runs.db'}"
     flows, changed = tmp_path / "flows", tmp_path / "changed"
     deploy(flows, v1)
@@ -197,7 +197,7 @@ def test_a_run_whose_current_step_was_removed_is_refused_and_check_against_runs_
 def test_migrate_refuses_a_version_the_sources_do_not_serve_and_a_map_naming_no_step(
     tmp_path: Path, agent_factory: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    v1, v2 = versions("migrate-renamed-step")
+    v1, v2 = versions("migrate-renamed-step")[:2]
     database = f"sqlite:///{tmp_path / 'runs.db'}"
     flows = tmp_path / "flows"
     deploy(flows, v1)
@@ -219,7 +219,7 @@ def test_migrate_refuses_a_version_the_sources_do_not_serve_and_a_map_naming_no_
 def test_one_person_cannot_migrate_another_persons_run(
     tmp_path: Path, agent_factory: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    v1, v2 = versions("migrate-renamed-step")
+    v1, v2 = versions("migrate-renamed-step")[:2]
     database = f"sqlite:///{tmp_path / 'runs.db'}"
     flows = tmp_path / "flows"
     deploy(flows, v1)
