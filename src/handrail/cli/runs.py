@@ -54,7 +54,7 @@ def add_runs_parser(sub: Any) -> Any:
     """The `runs` command and its verbs; returns the verbs, for those another module adds
     (`migrate`, which sets `runs_handler` to its own function)."""
     runs = sub.add_parser(
-        "runs", help="list, show, approve, decline, abandon, verify and export workflow runs"
+        "runs", help="list, show, approve, decline, abandon, verify, export and migrate workflow runs"
     )
     verbs = runs.add_subparsers(dest="runs_command", metavar="VERB")
     listing = verbs.add_parser("list", help="runs, most recently updated first")
