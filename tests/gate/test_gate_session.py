@@ -156,6 +156,12 @@ def test_a_session_played_as_claude_code_and_git_is_held_to_the_run(world: GateW
             "pre-tool-use", claude_input(world, "PreToolUse", tool_name="Bash", tool_input=approve)
         ).json()
         assert "only a person approves" in own["hookSpecificOutput"]["permissionDecisionReason"]
+        # nor move its run to a version of its own making
+        migrate = {"command": f"handrail runs migrate {run} --to 9.0.0 --workflows ./mine"}
+        moved = world.gate(
+            "pre-tool-use", claude_input(world, "PreToolUse", tool_name="Bash", tool_input=migrate)
+        ).json()
+        assert "only a person moves a run" in moved["hookSpecificOutput"]["permissionDecisionReason"]
         approved = handrail(world, "runs", "approve", run, "--database", world.url, "--as", "ana")
         assert approved.returncode == 0, approved.stderr
 

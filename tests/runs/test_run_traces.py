@@ -1,7 +1,8 @@
 """Golden run traces (spec/cases/runs/*.json), run through the service's run tools.
 
 Each trace holds an inline workflow and a list of calls (`start`, `continue`,
-`resume`, `abandon`, and `edit`, which replaces the served workflow) with the subset
+`resume`, `abandon`, `edit`, which replaces the served workflow, and `migrate`, which
+moves the run to the workflow served now, as `handrail runs migrate` does) with the subset
 of each result that must match, as in spec/cases/traces (the same matcher). The
 runId of the latest `start` fills in every later call unless the call names its
 own; `"runId": "$none"` leaves it out (workflow_resume then lists the open runs).
@@ -37,7 +38,7 @@ TOOLS = {
     "abandon": "workflow_abandon",
 }
 NONE = "$none"
-REQUIRED = {"accept", "reject", "loops", "blocked", "resume", "pinning"}
+REQUIRED = {"accept", "reject", "loops", "blocked", "resume", "pinning", "migrate-renamed-step"}
 
 
 class _Editable:
@@ -83,6 +84,18 @@ def run_trace(trace: dict[str, Any], folder: Path) -> list[str]:
             elif call["tool"] == "write":  # files into the workspace (the working folder)
                 write_files(Path.cwd(), params["files"])
                 outcome = {"written": sorted(params["files"])}
+            elif call["tool"] == "migrate":
+                try:
+                    outcome = service.runs.migrate(
+                        LOCAL,
+                        run_id or "",
+                        catalog.snapshot().entries[workflow.id].workflow,
+                        params.get("map", {}),
+                        person="trace",
+                        dry_run=params.get("dryRun", False),
+                    )
+                except HandrailError as exc:
+                    outcome = {"error": {"code": exc.code, "message": exc.message, "data": exc.data}}
             elif call["tool"] in ("approve", "decline"):  # what `handrail runs approve|decline` does
                 decide = service.runs.approve if call["tool"] == "approve" else service.runs.decline
                 try:
@@ -135,7 +148,7 @@ def test_run_trace_is_well_formed(path: Path) -> None:
     assert trace["description"].strip()
     for call in trace["calls"]:
         assert set(call) <= {"tool", "params", "expect", "note"}
-        assert call["tool"] in {*TOOLS, "edit", "write", "approve", "decline"}
+        assert call["tool"] in {*TOOLS, "edit", "write", "approve", "decline", "migrate"}
         assert isinstance(call["expect"], dict) and call["expect"], "every call states what it expects"
 
 

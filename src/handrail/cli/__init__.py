@@ -68,7 +68,10 @@ def build_parser() -> argparse.ArgumentParser:
     catalog.add_walk(sub)
     from handrail.cli.runs import add_runs_parser  # lazy: loaded when the command runs
 
-    add_runs_parser(sub)
+    verbs = add_runs_parser(sub)
+    from handrail.cli.migrate import add_migrate_verb  # as add_runs_parser
+
+    add_migrate_verb(verbs)
     setup.add_token(sub)
     from handrail.cli.record import add_key  # as runs: its verbs load more only when run
 

@@ -31,6 +31,9 @@ def add_check(sub: Any) -> None:
     )
     options.add_file_size_option(check)
     options.add_check_options(check, serving=False)
+    from handrail.cli.migrate import add_against_runs_options  # lazy: the run modules load with it
+
+    add_against_runs_options(check)
 
 
 def add_list(sub: Any) -> None:
@@ -101,8 +104,12 @@ def check(args: argparse.Namespace) -> int:
     # command names are checked only against a configuration that names some
     commands = config.commands if config.commands_configured else None
     diagnostics: list[Any] = []
+    workflows: list[Any] = []
     for path in files:
-        diagnostics.extend(compile_path(path, max_bytes=args.max_file_size, commands=commands).diagnostics)
+        compiled = compile_path(path, max_bytes=args.max_file_size, commands=commands)
+        diagnostics.extend(compiled.diagnostics)
+        if compiled.workflow is not None:
+            workflows.append(compiled.workflow)
     errors = sum(d.severity == "error" for d in diagnostics)
     warnings = len(diagnostics) - errors
     if args.format == "json":
@@ -117,6 +124,10 @@ def check(args: argparse.Namespace) -> int:
             f"checked {len(files)} {noun}: {errors} error{'s' * (errors != 1)}, "
             f"{warnings} warning{'s' * (warnings != 1)}"
         )
+    if args.against_runs:
+        from handrail.cli.migrate import stranded  # lazy: loads the run store
+
+        errors += stranded(args, workflows)
     return EXIT_ERRORS if errors else EXIT_OK
 
 

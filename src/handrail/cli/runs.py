@@ -50,9 +50,11 @@ def add_runs_only_option(parser: argparse.ArgumentParser) -> None:
 RUN_HELP = "the run's id, run_... (`handrail runs list` shows them)"
 
 
-def add_runs_parser(sub: Any) -> None:
+def add_runs_parser(sub: Any) -> Any:
+    """The `runs` command and its verbs; returns the verbs, for those another module adds
+    (`migrate`, which sets `runs_handler` to its own function)."""
     runs = sub.add_parser(
-        "runs", help="list, show, approve, decline, abandon, verify and export workflow runs"
+        "runs", help="list, show, approve, decline, abandon, verify, export and migrate workflow runs"
     )
     verbs = runs.add_subparsers(dest="runs_command", metavar="VERB")
     listing = verbs.add_parser("list", help="runs, most recently updated first")
@@ -107,6 +109,7 @@ def add_runs_parser(sub: Any) -> None:
 
     add_record_verbs(verbs, add_database_option, RUN_HELP)
     runs.set_defaults(runs_parser=runs)
+    return verbs
 
 
 def _count(text: str) -> int:
@@ -133,6 +136,9 @@ def _missing_database(database: str | None) -> str | None:
 
 
 def _no_database(args: argparse.Namespace, path: str) -> int:
+    if args.runs_command == "migrate" and args.run_id is None:  # `--workflow ID`
+        print(f"handrail runs {args.runs_command}: no run database at {path}", file=sys.stderr)
+        return EXIT_ERRORS
     if args.runs_command != "list":
         print(
             f"handrail runs {args.runs_command}: Run not found: `{args.run_id}` (no run database at {path})",
@@ -172,6 +178,10 @@ def runs_command(args: argparse.Namespace) -> int:
             return _show(runs, args)
         if verb in ("approve", "decline"):
             return _decide(runs, args)
+        handler = getattr(args, "runs_handler", None)
+        if handler is not None:  # a verb of another module (`migrate`)
+            code: int = handler(runs, args)
+            return code
         return _abandon(runs, args)
     except HandrailError as exc:
         details = exc.data.get("details")
@@ -186,7 +196,14 @@ def runs_command(args: argparse.Namespace) -> int:
 
 
 # the arguments a run keeps or looks up as text, as the command line names them
-_TEXT_ARGUMENTS = {"run_id": "RUN", "workspace": "--workspace", "comment": "--comment", "person": "--as"}
+_TEXT_ARGUMENTS = {
+    "run_id": "RUN",
+    "workspace": "--workspace",
+    "comment": "--comment",
+    "person": "--as",
+    "owner": "--owner",
+    "workflow_id": "--workflow",
+}
 
 
 def _not_utf8(args: argparse.Namespace) -> str | None:
@@ -313,6 +330,9 @@ def _text(run: RunRecord, events: list[Event]) -> str:
         if e.type == EventType.CHECK:
             lines.extend(_check_lines(e.data))
             continue
+        if e.type == EventType.MIGRATED:
+            lines.append(f"    {_migrated(e.data)}")
+            continue
         for key, value in e.data.items():
             if key == "output":
                 lines.extend("    | " + line for line in str(value).splitlines() or [""])
@@ -341,6 +361,9 @@ def _markdown(run: RunRecord, events: list[Event]) -> str:
             lines.append("")
             lines.extend(line.replace("    ", "", 1) for line in _check_lines(e.data, fence=True))
             continue
+        if e.type == EventType.MIGRATED:
+            lines.append(f"\n{_migrated(e.data).capitalize()}")
+            continue
         if "person" in e.data:
             lines.append(
                 f"\nBy {e.data['person']}" + (f": {e.data['comment']}" if e.data.get("comment") else "")
@@ -354,6 +377,12 @@ def _markdown(run: RunRecord, events: list[Event]) -> str:
         if e.data.get("contextChanges"):
             lines.append(f"\nContext changes: `{json.dumps(e.data['contextChanges'], ensure_ascii=False)}`")
     return "\n".join(lines)
+
+
+def _migrated(data: Any) -> str:
+    from handrail.runs.migration import summary  # lazy: the run modules load only for `handrail runs`
+
+    return summary(data)
 
 
 def _abandon(runs: Runs, args: argparse.Namespace) -> int:

@@ -13,6 +13,7 @@ from markupsafe import Markup
 
 from handrail.compiler.graph import Cluster, DiagramNode, build, to_mermaid
 from handrail.model import Step
+from handrail.runs.migration import summary as migration_summary
 from handrail.runs.records import ACTIVE_STATUSES, EventType
 from handrail.runs.shapes import shaped
 
@@ -148,6 +149,8 @@ def _event(event: Event) -> dict[str, Any]:
         item["folded"] = folded(output)
     elif event.type == EventType.CHECK and isinstance(output, str):
         item["tail"] = output[-TAIL_CHARS:]
+    elif event.type == EventType.MIGRATED:
+        item["moved"] = migration_summary(data)
     item["issues"] = [str(i) for i in data.get("issues", []) or []]
     return item
 

@@ -23,6 +23,7 @@ from handrail.runs.advance import Advance
 from handrail.runs.approvers import CHANNELS, reminders_due
 from handrail.runs.decisions import Decisions
 from handrail.runs.ledger import Ledger, LedgerOptions, new_run_id
+from handrail.runs.migration import Migrations
 from handrail.runs.position import Position, merge_context
 from handrail.runs.refusals import not_active
 from handrail.runs.shapes import recap, shaped, summary, view
@@ -64,6 +65,9 @@ class Runs:
         self.advance = Advance(self.ledger, self.decisions)
         # workflow_continue is the advance's own: its signature is written once, there
         self.continue_ = self.advance.continue_
+        # `handrail runs migrate`: a run moved to a newer version of its workflow
+        self.migrations = Migrations(self.ledger)
+        self.migrate = self.migrations.migrate
 
     # -- the server's settings, kept by the ledger -------------------------------------
     @property

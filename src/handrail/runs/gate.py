@@ -31,6 +31,7 @@ ACTIVE = ("active", "awaiting_approval")
 PROTECTED_COMMANDS = (
     ("handrail runs approve*", "only a person approves or declines a run"),
     ("handrail runs decline*", "only a person approves or declines a run"),
+    ("handrail runs migrate*", "only a person moves a run to another version of its workflow"),
     ("* --no-verify*", "the git hooks hold the run's rules; they may not be skipped"),
     ("git commit -n*", "the git hooks hold the run's rules; they may not be skipped"),
     ("git config *hooksPath*", "the git hooks hold the run's rules; they may not be moved"),

@@ -37,6 +37,8 @@ TRANSITIONS: Mapping[tuple[RunStatus | None, EventType], RunStatus] = MappingPro
         (_S.AWAITING_APPROVAL, _E.ABANDONED): _S.ABANDONED,
         (_S.ACTIVE, _E.GATE): _S.ACTIVE,
         (_S.AWAITING_APPROVAL, _E.GATE): _S.AWAITING_APPROVAL,
+        (_S.ACTIVE, _E.MIGRATED): _S.ACTIVE,
+        (_S.AWAITING_APPROVAL, _E.MIGRATED): _S.AWAITING_APPROVAL,
     }
 )
 
@@ -58,6 +60,7 @@ MEANING: Mapping[EventType, str] = MappingProxyType(
         _E.APPROVAL_GIVEN: "an allowed person approved; the step needs more people",
         _E.REMINDED: "the approval waited `remindAfter` (again)",
         _E.ESCALATED: "the approval waited `escalateAfter`; its role may approve too",
+        _E.MIGRATED: "`handrail runs migrate` moved the run to a newer version of its workflow",
     }
 )
 

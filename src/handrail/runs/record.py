@@ -189,9 +189,13 @@ def _verify(verdict: Verdict, record: dict[str, Any], key: PublicKey | None) -> 
     for e, prev in zip(record["events"], [None, *(e.hash for e in events)], strict=False):
         if e["prev"] != prev:
             return _failed(verdict, f"event {e['seq']}: its prev is not the hash of the event before it")
-    started = events[0].data if events else {}
-    if events and started.get("sourceHash", source_hash) != source_hash:
-        return _failed(verdict, "the workflow's hash is not the one the run started on")
+    followed = events[0].data.get("sourceHash", source_hash) if events else source_hash
+    for e in events:  # a migrated run follows the source it last moved to
+        moved = e.data.get("to") if e.type == "migrated" else None
+        if isinstance(moved, dict) and isinstance(moved.get("sourceHash"), str):
+            followed = moved["sourceHash"]
+    if followed != source_hash:
+        return _failed(verdict, "the workflow's hash is not the one the run started on (or last migrated to)")
     if record["checks"] != checks_of(events):
         return _failed(verdict, "its check results are not the ones its events hold")
     if record["approvals"] != approvals_of(events):

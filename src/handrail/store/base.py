@@ -41,6 +41,7 @@ class EventType(StrEnum):
     APPROVAL_GIVEN = "approval_given"  # one of the approvals a step needs, not yet all of them
     REMINDED = "reminded"  # the approval has waited `remindAfter` (again)
     ESCALATED = "escalated"  # the approval has waited `escalateAfter`: its role may approve too
+    MIGRATED = "migrated"  # moved to a newer version of its workflow (`handrail runs migrate`)
 
 
 STATUSES: tuple[RunStatus, ...] = tuple(RunStatus)
@@ -119,6 +120,8 @@ class RunUpdate:
     context: Mapping[str, Any] | None = None
     position: Mapping[str, Any] | None = None
     accepted: int | None = None
+    workflow_version: str | None = None  # a migration moves the run to another version
+    source_hash: str | None = None
 
 
 STUCK_PART = 100_000  # a stuck run's notifications sort after those of the write that left it idle
@@ -208,6 +211,8 @@ def written(
         context=run.context if change.context is None else change.context,
         position=run.position if change.position is None else change.position,
         accepted=run.accepted if change.accepted is None else change.accepted,
+        workflow_version=run.workflow_version if change.workflow_version is None else change.workflow_version,
+        source_hash=run.source_hash if change.source_hash is None else change.source_hash,
         updated_at=at,
         version=run.version + 1,
         events=run.events + events,

@@ -130,6 +130,8 @@ def update_sets(
         ("context", None if change.context is None else encode_stored(change.context)),
         ("position", None if change.position is None else encode_stored(change.position)),
         ("accepted", change.accepted),
+        ("workflow_version", change.workflow_version),
+        ("source_hash", change.source_hash),
     ):
         if value is not None:
             sets.append(f"{column} = {mark}")
