@@ -169,8 +169,9 @@ def record(
     """Append one `gate` event to the run. The light path appends holding the write lock,
     so no other writer can move the run meanwhile; a `RunStore` goes through the
     compare-and-set retry every run write uses."""
+    durable = not refusal_only(data)
     if isinstance(store, LightSqlite):
-        store.append(run.id, GATE, step_id, data, ACTOR)
+        store.append(run.id, GATE, step_id, data, ACTOR, durable)
         return
     from handrail.runs.ledger import Ledger  # lazy: a hook on SQLite never needs it
     from handrail.store.base import EventType, NewEvent, RunUpdate  # lazy: as above
@@ -178,6 +179,16 @@ def record(
     def attempt() -> None:
         current = store.get(run.id)
         if current is not None:  # a run deleted meanwhile takes no more events
-            store.update(current, RunUpdate(), [NewEvent(EventType.GATE, step_id, data)], ACTOR)
+            store.update(
+                current, RunUpdate(), [NewEvent(EventType.GATE, step_id, data)], ACTOR, durable=durable
+            )
 
     Ledger.retrying(run.id, attempt)
+
+
+def refusal_only(data: Mapping[str, Any]) -> bool:
+    """A record of a refusal that binds no session: committed without waiting for the
+    disk (spec/gate.md, "What the records survive"). The agent's action was refused
+    whether or not the record outlives an OS crash; a lost refused stop only lowers the
+    count of stops refused in a row, so the gate refuses once more, never less."""
+    return data.get("decision") in ("deny", "block") and "bind" not in data

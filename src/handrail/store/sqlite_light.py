@@ -164,13 +164,20 @@ class LightSqlite:
         return [LightEvent(*row) for row in rows]
 
     def append(
-        self, run_id: str, kind: str, step_id: str | None, data: Mapping[str, Any], actor: str
+        self,
+        run_id: str,
+        kind: str,
+        step_id: str | None,
+        data: Mapping[str, Any],
+        actor: str,
+        durable: bool = True,
     ) -> bool:
         """One event at the end of the run's log, the run's version and count moved on as
-        every write moves them; False when the run is gone."""
+        every write moves them; False when the run is gone. `durable`: on disk before the
+        call returns; else as `RunStore.update` says (safe from any process killed)."""
         db = self._db
         try:
-            db.execute("PRAGMA synchronous = FULL")  # on disk before the hook answers
+            db.execute("PRAGMA synchronous = FULL" if durable else "PRAGMA synchronous = NORMAL")
             db.execute("BEGIN IMMEDIATE")
             try:
                 if schema_version(db) != current():  # migrated meanwhile: not this path's to write
