@@ -124,5 +124,7 @@ def test_the_light_path_commits_a_refusal_without_waiting_for_the_disk_and_a_bin
         ({"event": "after-tool", "decision": "allow"}, False),
     ],
 )
-def test_only_a_refusal_that_binds_no_session_may_wait_for_no_fsync(data: dict[str, Any], refusal: bool) -> None:
+def test_only_a_refusal_that_binds_no_session_may_wait_for_no_fsync(
+    data: dict[str, Any], refusal: bool
+) -> None:
     assert gate_store.refusal_only(data) is refusal
