@@ -37,6 +37,7 @@ NOT_LOADED = (
     "inspect",
     "shutil",
     "pathlib",
+    "hashlib",
 )
 
 # the hook ends its process with os._exit once it has answered: the probe notes the

@@ -1,12 +1,24 @@
 """The bytes an event's hash is taken over (spec/record.md), in a module that loads
-only `hashlib` and `json`: the gate's light SQLite path chains its events with it."""
+only `json` and a SHA-256: the gate's light SQLite path chains its events with it."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from hashlib import sha256
+else:
+    # CPython's own SHA-256, the same digest: hashlib loads OpenSSL first, which takes
+    # a tenth of a hook's start
+    try:
+        from _sha256 import sha256
+    except ImportError:
+        try:
+            from _sha2 import sha256  # Python 3.12 and later
+        except ImportError:
+            from hashlib import sha256
 
 
 def canonical(value: Any) -> bytes:
@@ -41,4 +53,4 @@ def hashed_form(
 
 
 def event_hash(form: Mapping[str, Any]) -> str:
-    return hashlib.sha256(canonical(form)).hexdigest()
+    return sha256(canonical(form)).hexdigest()

@@ -26,7 +26,6 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
-from handrail.store.chain_form import event_hash, hashed_form
 from handrail.store.schema import MIGRATIONS
 
 BUSY_TIMEOUT_S = 5.0  # as the full store: how long the append waits for another writer
@@ -175,6 +174,8 @@ class LightSqlite:
         """One event at the end of the run's log, the run's version and count moved on as
         every write moves them; False when the run is gone. `durable`: on disk before the
         call returns; else as `RunStore.update` says (safe from any process killed)."""
+        from handrail.store.chain_form import event_hash, hashed_form  # lazy: a hook that writes
+
         db = self._db
         try:
             db.execute("PRAGMA synchronous = FULL" if durable else "PRAGMA synchronous = NORMAL")
