@@ -23,7 +23,8 @@ from handrail.store.urls import sqlite_path
 from tests.gate.runs import GateWorld, claude_input
 
 # what the light path leaves out: the full store and its records, the glob compiler
-# and the workflow model, and the standard modules only they need
+# and the workflow model, the standard modules only they need, and those a hook does
+# without for its start-up (typing, importlib, hashlib with OpenSSL)
 NOT_LOADED = (
     "handrail.store.sqlite",
     "handrail.store.base",
@@ -38,6 +39,8 @@ NOT_LOADED = (
     "shutil",
     "pathlib",
     "hashlib",
+    "typing",
+    "importlib",
 )
 
 # the hook ends its process with os._exit once it has answered: the probe notes the

@@ -6,10 +6,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection, Mapping
-from typing import Any, NamedTuple
 
 from handrail.gate import Answer, HookInputError
-from handrail.runs.gate import Action, Decision, EventKind, GateEvent
+from handrail.runs.gate import Action, Decision, GateEvent
+from handrail.typing_light import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    from handrail.runs.gate import EventKind
 
 MAX_INPUT = 1 << 20
 

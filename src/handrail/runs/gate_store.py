@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import json
 import os
-from typing import TYPE_CHECKING, Any
 
 from handrail.runs.gate import ACTIVE, RunFacts, bound_session, decide, inside, stop_refusals
 from handrail.store.sqlite_light import LightSqlite
+from handrail.typing_light import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
+    from typing import Any
 
     from handrail.runs.gate import Decision, GateEvent, Options, Protected
     from handrail.store.base import Event, RunRecord, RunStore

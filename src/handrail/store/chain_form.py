@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+
+from handrail.typing_light import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from hashlib import sha256
+    from typing import Any
 else:
     # CPython's own SHA-256, the same digest: hashlib loads OpenSSL first, which takes
     # a tenth of a hook's start

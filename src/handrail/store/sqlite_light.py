@@ -24,9 +24,12 @@ import json
 import sqlite3
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, NamedTuple
 
 from handrail.store.schema import MIGRATIONS
+from handrail.typing_light import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    from typing import Any
 
 BUSY_TIMEOUT_S = 5.0  # as the full store: how long the append waits for another writer
 RUN_COLUMNS = "id, owner, workspace, workflow_id, source_hash, goal, status, position, accepted"
