@@ -1,7 +1,8 @@
 """The run store in one SQLite file (stdlib sqlite3).
 
 WAL with synchronous=FULL: a commit is on disk before the call returns, so an
-answer sent after it survives `kill -9` and power loss. Writes take the database
+answer sent after it survives `kill -9` and power loss (an update not `durable`, the
+gate's refusal records, survives `kill -9` only). Writes take the database
 lock up front (BEGIN IMMEDIATE) and check the run's version inside the
 transaction, so two processes racing on one run serialise and the second sees
 the first's write (a `Conflict`). A write waits for the lock at most
