@@ -24,7 +24,7 @@ from tests.gate.runs import GateWorld, claude_input
 
 # what the light path leaves out: the full store and its records, the glob compiler
 # and the workflow model, the standard modules only they need, and those a hook does
-# without for its start-up (typing, importlib, hashlib with OpenSSL)
+# without for its start-up (typing, importlib, hashlib with OpenSSL, sqlite3's datetime)
 NOT_LOADED = (
     "handrail.store.sqlite",
     "handrail.store.base",
@@ -41,6 +41,7 @@ NOT_LOADED = (
     "hashlib",
     "typing",
     "importlib",
+    "datetime",
 )
 
 # the hook ends its process with os._exit once it has answered: the probe notes the

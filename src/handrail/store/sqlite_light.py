@@ -1,7 +1,8 @@
 """The SQLite run store as a short-lived process reads it: the gate's hook, which runs
 on every tool call an agent makes and must answer in a few milliseconds.
 
-It loads only `sqlite3` and `json` (not the store package, dataclasses or orjson),
+It loads only SQLite's driver and `json` (not the store package, dataclasses or orjson;
+not even `datetime`),
 opens the existing file without creating it, and does none of the full store's
 start-up work: no `PRAGMA quick_check` (its time grows with the file: 0.45 s for
 224 MB) and no migrations. It is used only on a database at exactly this handrail's
@@ -21,15 +22,22 @@ damage elsewhere in the file is found by the full store's next open, not here.
 from __future__ import annotations
 
 import json
-import sqlite3
+import time
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
 
 from handrail.store.schema import MIGRATIONS
 from handrail.typing_light import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
+    import sqlite3
     from typing import Any
+else:
+    # the driver itself: the `sqlite3` package around it loads `datetime` (for adapters
+    # the gate never uses), a tenth of a hook's start-up
+    try:
+        import _sqlite3 as sqlite3
+    except ImportError:
+        import sqlite3
 
 BUSY_TIMEOUT_S = 5.0  # as the full store: how long the append waits for another writer
 RUN_COLUMNS = "id, owner, workspace, workflow_id, source_hash, goal, status, position, accepted"
@@ -229,7 +237,8 @@ def _run(row: Sequence[Any]) -> OpenRun:
 
 def now() -> str:
     """As store/rows.py writes times: UTC, milliseconds, `Z`."""
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    seconds, nanoseconds = divmod(time.time_ns(), 1_000_000_000)
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{nanoseconds // 1_000_000:03d}Z"
 
 
 def encode(value: Mapping[str, Any]) -> str:
