@@ -10,9 +10,9 @@ appends the event its own way.
 
 from __future__ import annotations
 
-import json
 import os
 
+from handrail import json_light
 from handrail.runs.gate import ACTIVE, RunFacts, bound_session, decide, inside, stop_refusals
 from handrail.store.sqlite_light import LightSqlite
 from handrail.typing_light import TYPE_CHECKING
@@ -130,7 +130,7 @@ def facts(
     document: Mapping[str, Any] = {}
     if source is not None:
         try:
-            loaded = json.loads(source)
+            loaded = json_light.loads(source)
         except (ValueError, RecursionError):
             loaded = {}
         document = loaded if isinstance(loaded, dict) else {}

@@ -1,11 +1,11 @@
 """The bytes an event's hash is taken over (spec/record.md), in a module that loads
-only `json` and a SHA-256: the gate's light SQLite path chains its events with it."""
+only json's C parts and a SHA-256: the gate's light SQLite path chains its events with it."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 
+from handrail import json_light
 from handrail.typing_light import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -27,7 +27,7 @@ def canonical(value: Any) -> bytes:
     """The one byte form handrail hashes and signs: keys sorted by code point, no
     whitespace, ASCII only (\\u escapes, lowercase hex), integers exact, floats in
     Python's shortest round-trip form, no NaN or Infinity."""
-    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
+    text = json_light.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
     return text.encode("ascii")
 
 

@@ -1,7 +1,7 @@
 """The SQLite run store as a short-lived process reads it: the gate's hook, which runs
 on every tool call an agent makes and must answer in a few milliseconds.
 
-It loads only SQLite's driver and `json` (not the store package, dataclasses or orjson;
+It loads only SQLite's driver and json's C parts (not the store package, dataclasses or orjson;
 not even `datetime`),
 opens the existing file without creating it, and does none of the full store's
 start-up work: no `PRAGMA quick_check` (its time grows with the file: 0.45 s for
@@ -21,10 +21,10 @@ damage elsewhere in the file is found by the full store's next open, not here.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Mapping, Sequence
 
+from handrail import json_light
 from handrail.store.schema import MIGRATIONS
 from handrail.typing_light import TYPE_CHECKING, NamedTuple
 
@@ -75,7 +75,7 @@ class LightEvent:
     @property
     def data(self) -> Mapping[str, Any]:
         if self._data is None:
-            decoded = json.loads(self._text)
+            decoded = json_light.loads(self._text)
             self._data = decoded if isinstance(decoded, dict) else {}
         return self._data
 
@@ -203,7 +203,7 @@ class LightSqlite:
                 at = now()
                 seq, text = int(row[0]) + 1, encode(data)
                 # chained as the full store chains: over the data as it reads back
-                form = hashed_form(run_id, seq, kind, at, actor, step_id, json.loads(text), row[1])
+                form = hashed_form(run_id, seq, kind, at, actor, step_id, json_light.loads(text), row[1])
                 link = event_hash(form)
                 db.execute(
                     "UPDATE runs SET updated_at = ?, version = version + 1, events = events + 1, head = ? "
@@ -230,7 +230,7 @@ class LightSqlite:
 
 def _run(row: Sequence[Any]) -> OpenRun:
     run_id, owner, workspace, workflow_id, source_hash, goal, status = (str(value) for value in row[:7])
-    position = json.loads(row[7])
+    position = json_light.loads(row[7])
     position = position if isinstance(position, dict) else {}
     return OpenRun(run_id, owner, workspace, workflow_id, source_hash, goal, status, position, int(row[8]))
 
@@ -244,9 +244,9 @@ def now() -> str:
 def encode(value: Mapping[str, Any]) -> str:
     """As codec.encode_stored writes JSON: compact UTF-8, or, for text UTF-8 cannot hold
     (half of a UTF-16 pair), ASCII escapes after a space."""
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    text = json_light.dumps(value, ensure_ascii=False, separators=(",", ":"))
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        return " " + json.dumps(value, ensure_ascii=True, separators=(",", ":"))
+        return " " + json_light.dumps(value, ensure_ascii=True, separators=(",", ":"))
     return text
