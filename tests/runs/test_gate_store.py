@@ -122,6 +122,7 @@ def test_the_light_path_commits_a_refusal_without_waiting_for_the_disk_and_a_bin
         ({"event": "session", "decision": "bind", "session": "s", "bind": True}, False),
         ({"event": "prompt", "decision": "context"}, False),
         ({"event": "after-tool", "decision": "allow"}, False),
+        ({"event": "outage", "decision": "deny", "count": 2}, False),
     ],
 )
 def test_only_a_refusal_that_binds_no_session_may_wait_for_no_fsync(

@@ -188,8 +188,9 @@ def record(
 
 
 def refusal_only(data: Mapping[str, Any]) -> bool:
-    """A record of a refusal that binds no session: committed without waiting for the
-    disk (spec/gate.md, "What the records survive"). The agent's action was refused
-    whether or not the record outlives an OS crash; a lost refused stop only lowers the
-    count of stops refused in a row, so the gate refuses once more, never less."""
-    return data.get("decision") in ("deny", "block") and "bind" not in data
+    """A record of a refusal just answered that binds no session: committed without
+    waiting for the disk (spec/gate.md, "What the records survive"). The agent's action
+    was refused whether or not the record outlives an OS crash; a lost refused stop only
+    lowers the count of stops refused in a row, so the gate refuses once more, never
+    less. An outage's record is the only trace of what was answered without the store."""
+    return data.get("decision") in ("deny", "block") and "bind" not in data and data.get("event") != "outage"
