@@ -18,8 +18,8 @@ The names below are imported on first use, so that `handrail start` can answer
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+
+from handrail.typing_light import TYPE_CHECKING
 
 __version__ = "0.1.0"
 
@@ -41,6 +41,8 @@ _PUBLIC = {
 }
 
 if TYPE_CHECKING:  # the same names for type checkers, each re-exported as itself
+    from typing import Any
+
     from handrail.catalog import Catalog as Catalog
     from handrail.catalog import load_catalog as load_catalog
     from handrail.compiler import Compiled as Compiled
@@ -67,6 +69,8 @@ def lazy_attributes(package: str, homes: Mapping[str, str]) -> Callable[[str], A
         home = homes.get(name)
         if home is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        from importlib import import_module  # lazy: a hook's start-up
+
         return getattr(import_module(home), name)
 
     return __getattr__

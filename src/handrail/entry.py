@@ -7,7 +7,11 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import NoReturn
+
+from handrail.typing_light import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import NoReturn
 
 
 def main() -> int:

@@ -12,7 +12,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any, NamedTuple
+
+from handrail.typing_light import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    from typing import Any
 
 YES_WORDS = frozenset({"1", "true", "yes", "on"})
 NO_WORDS = frozenset({"0", "false", "no", "off"})

@@ -5,7 +5,8 @@ model nor dataclasses to compile one step's policy (rules/policy.py)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import NamedTuple
+
+from handrail.typing_light import NamedTuple
 
 
 class GateRule(NamedTuple):

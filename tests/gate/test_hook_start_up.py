@@ -23,7 +23,9 @@ from handrail.store.urls import sqlite_path
 from tests.gate.runs import GateWorld, claude_input
 
 # what the light path leaves out: the full store and its records, the glob compiler
-# and the workflow model, and the standard modules only they need
+# and the workflow model, the standard modules only they need, and those a hook does
+# without for its start-up (typing, importlib, hashlib with OpenSSL, sqlite3's datetime,
+# json's Python modules)
 NOT_LOADED = (
     "handrail.store.sqlite",
     "handrail.store.base",
@@ -37,18 +39,23 @@ NOT_LOADED = (
     "inspect",
     "shutil",
     "pathlib",
+    "hashlib",
+    "typing",
+    "importlib",
+    "datetime",
+    "json",
 )
 
 # the hook ends its process with os._exit once it has answered: the probe notes the
 # modules loaded then, and ends it the same way
 PROBE = """
-import json, os, sys
-sys.argv = ["handrail", *json.loads(sys.argv[1])]
+import os, sys
+sys.argv = ["handrail", *sys.argv[1:]]
 end = os._exit
 
 def noted(code):
     with open(OUT, "w") as out:
-        json.dump(sorted(sys.modules), out)
+        out.write("\\n".join(sorted(sys.modules)))
     end(code)
 
 os._exit = noted
@@ -71,7 +78,7 @@ def loaded(
     """The hook's answer, and every module its process had loaded when it answered."""
     out = world.root / "modules.json"
     done = subprocess.run(
-        [sys.executable, "-c", PROBE.replace("OUT", repr(str(out))), json.dumps(args)],
+        [sys.executable, "-c", PROBE.replace("OUT", repr(str(out))), *args],
         input=stdin,
         capture_output=True,
         text=True,
@@ -79,7 +86,7 @@ def loaded(
         env=world.env(),
         timeout=60,
     )
-    return done, set(json.loads(out.read_text()))
+    return done, set(out.read_text().split("\n"))
 
 
 def test_a_denied_edit_is_decided_and_recorded_without_loading_the_full_store(world: GateWorld) -> None:

@@ -4,8 +4,10 @@ when another writer moved the run after the gate read it."""
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -126,3 +128,68 @@ def test_a_long_run_is_decided_reading_a_bounded_part_of_its_log(tmp_path: Path)
         short_steps,
         long_steps,
     )  # ten times the log: not ten times the work
+
+
+def synchronous_levels_of(db: sqlite3.Connection) -> list[str]:
+    """The `PRAGMA synchronous` levels a connection is set to, in order, from now on."""
+    levels: list[str] = []
+
+    def seen(statement: str) -> None:
+        if statement.upper().startswith("PRAGMA SYNCHRONOUS") and "=" in statement:
+            levels.append(statement.split("=")[-1].strip().upper())
+
+    db.set_trace_callback(seen)
+    return levels
+
+
+def test_a_refusal_is_committed_without_waiting_for_the_disk_and_the_writer_is_full_again_after(
+    world: GateWorld,
+) -> None:
+    store = SqliteStore(world.database)
+    try:
+        run = store.get(str(world.run_id))
+        assert run is not None
+        levels = synchronous_levels_of(store._db)
+        gate_store.record(store, run, "implement", {"event": "stop", "decision": "block"})
+        assert levels == ["NORMAL", "FULL"]
+        assert store._db.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL for the next write
+        gate_store.record(store, run, "implement", {"event": "prompt", "decision": "context"})
+        assert levels == ["NORMAL", "FULL"]  # a record that is no refusal waits for the disk
+        assert [e.data["decision"] for e in store.events(run.id)[-2:]] == ["block", "context"]
+    finally:
+        store.close()
+
+
+def test_the_light_path_commits_a_refusal_without_waiting_for_the_disk_and_a_binding_with_it(
+    world: GateWorld,
+) -> None:
+    light = open_light(str(world.database))
+    assert light is not None
+    try:
+        run = light.get(str(world.run_id))
+        assert run is not None
+        levels = synchronous_levels_of(light._db)
+        gate_store.record(light, run, "implement", {"event": "before-tool", "decision": "deny"})
+        binding = {"event": "before-tool", "decision": "deny", "session": "s-1", "bind": True}
+        gate_store.record(light, run, "implement", binding)
+        assert levels == ["NORMAL", "FULL"]
+    finally:
+        light.close()
+
+
+@pytest.mark.parametrize(
+    ("data", "refusal"),
+    [
+        ({"event": "before-tool", "decision": "deny"}, True),
+        ({"event": "stop", "decision": "block"}, True),
+        ({"event": "stop", "decision": "block", "session": "s", "bind": True}, False),
+        ({"event": "session", "decision": "bind", "session": "s", "bind": True}, False),
+        ({"event": "prompt", "decision": "context"}, False),
+        ({"event": "after-tool", "decision": "allow"}, False),
+        ({"event": "outage", "decision": "deny", "count": 2}, False),
+    ],
+)
+def test_only_a_refusal_that_binds_no_session_may_wait_for_no_fsync(
+    data: dict[str, Any], refusal: bool
+) -> None:
+    assert gate_store.refusal_only(data) is refusal

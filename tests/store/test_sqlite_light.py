@@ -9,11 +9,13 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 from handrail.runs import gate_store
+from handrail.store import sqlite_light
 from handrail.store.chain import check_run
 from handrail.store.schema import MIGRATIONS
 from handrail.store.sqlite import SqliteStore
@@ -119,3 +121,15 @@ def test_an_append_waits_for_another_process_s_write_lock(world: GateWorld) -> N
         assert done == []  # still waiting for the lock
     writer.join(10)
     assert done == [True]
+
+
+INSTANTS = [0, 1_764_190_799_999_999_999, 1_767_225_599_000_499_999, 951_782_400_123_456_789]
+
+
+@pytest.mark.parametrize("ns", INSTANTS)
+def test_the_light_path_writes_times_as_the_full_store_writes_them(
+    ns: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sqlite_light.time, "time_ns", lambda: ns)
+    instant = datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=ns // 1000)
+    assert sqlite_light.now() == instant.isoformat(timespec="milliseconds").replace("+00:00", "Z")

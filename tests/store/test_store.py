@@ -11,6 +11,7 @@ import pytest
 
 from handrail.errors import StorageError
 from handrail.store import Conflict, NewEvent, RunRecord, RunStore, RunUpdate, open_store
+from handrail.store.chain import check_run
 from handrail.store.sqlite import MIGRATIONS, SqliteStore
 from tests.postgres import PASSWORD, Cluster
 
@@ -66,6 +67,22 @@ def test_a_created_run_reads_back_with_its_first_events(store: RunStore) -> None
     assert (event.seq, event.type, event.actor, event.data) == (1, "started", "local", {"goal": "a goal"})
     assert store.get_source("h1") == b'{"id": "wf"}' and store.get_source("nope") is None
     assert store.get("r2") is None
+
+
+def test_an_update_not_waiting_for_the_disk_is_the_same_write_and_the_next_one_is_durable(
+    store: RunStore,
+) -> None:
+    store.put_source("h1", "wf", b"{}")
+    first = store.create(record("r1"), [NewEvent("started")])
+    gate = [NewEvent("gate", "s1", {"decision": "deny"})]
+    refused = store.update(first, RunUpdate(), gate, "gate", durable=False)
+    with pytest.raises(Conflict):
+        store.update(first, RunUpdate(), [NewEvent("gate", "s1")], "gate", durable=False)
+    store.update(refused, RunUpdate(accepted=1), [NewEvent("accepted", "s1", {"output": "x"})], "local")
+    assert [(e.seq, e.type) for e in store.events("r1")] == [(1, "started"), (2, "gate"), (3, "accepted")]
+    assert check_run(store, "r1") is None, "chained as every write"
+    if isinstance(store, SqliteStore):  # the writer is back at FULL for the accepted output
+        assert store._db.execute("PRAGMA synchronous").fetchone()[0] == 2
 
 
 def test_an_update_applies_only_at_the_version_it_read(store: RunStore) -> None:

@@ -13,7 +13,8 @@ adapters without going through the command line.
 from __future__ import annotations
 
 from types import SimpleNamespace
-from typing import TYPE_CHECKING, NamedTuple
+
+from handrail.typing_light import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     import argparse

@@ -15,10 +15,15 @@ from __future__ import annotations
 import os
 import shlex
 from collections.abc import Mapping
-from typing import Any
 
 from handrail.gate import Answer, HookInputError, hook_input
-from handrail.runs.gate import Action, Decision, EventKind, GateEvent
+from handrail.runs.gate import Action, Decision, GateEvent
+from handrail.typing_light import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    from handrail.runs.gate import EventKind
 
 HARNESS = "cursor"
 PROJECT_FOLDER = "CURSOR_PROJECT_DIR"

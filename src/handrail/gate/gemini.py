@@ -11,10 +11,15 @@ input the gate cannot read is exit 1.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from handrail.gate import Answer, hook_input
-from handrail.runs.gate import Action, Decision, EventKind, GateEvent
+from handrail.runs.gate import Action, Decision, GateEvent
+from handrail.typing_light import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    from handrail.runs.gate import EventKind
 
 HARNESS = "gemini"
 PROJECT_FOLDER = "GEMINI_PROJECT_DIR"

@@ -7,14 +7,14 @@ load when used.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
 from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any, NamedTuple
+
+from handrail.typing_light import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
-    from typing import Protocol
+    from typing import Any, Protocol
 
     from handrail.gate import Answer, Args  # lazy: a hook's start-up
     from handrail.runs.gate import Decision, GateEvent, Verdict  # lazy: a hook's start-up
@@ -341,6 +341,8 @@ def replay_outages(store: Any, folders: list[str], owner: str | None = None, hom
     `home`: handrail's home, whose spool is looked for without loading its module."""
     if home is not None and not os.path.exists(os.path.join(home, OUTAGES_SPOOL)):
         return  # the common case: one stat
+    import contextlib  # lazy: a hook's start-up
+
     from handrail.gate import outages  # lazy: a hook's start-up
 
     with contextlib.suppress(Exception):  # best effort: the decision already made stands
@@ -370,6 +372,8 @@ def _place(database: str | None) -> _Place:
     url = database or settings.database_url
     sqlite_file: str | None = os.path.join(home, "handrail.db") if not url else None
     if url.lower().startswith("sqlite:"):
+        import contextlib  # lazy: a hook's start-up
+
         from handrail.store.urls import sqlite_path  # lazy: only a URL given names the file
 
         with contextlib.suppress(Exception):  # a URL that names no file: open_store says so

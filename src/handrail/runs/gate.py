@@ -8,16 +8,17 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from handrail.shell_line import commands, git_options, glob_matches
+from handrail.typing_light import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
+    from typing import Any, Literal
+
     from handrail.step_policy import GateRule, Policy
 
-# NamedTuples rather than dataclasses: a hook creates these classes on every tool call
-EventKind = Literal["session", "prompt", "before-tool", "after-tool", "stop", "config", "compact"]
-Verdict = Literal["allow", "deny", "block", "context"]
+    EventKind = Literal["session", "prompt", "before-tool", "after-tool", "stop", "config", "compact"]
+    Verdict = Literal["allow", "deny", "block", "context"]
 
 DEFAULT_STOP_LIMIT = 3
 CONTEXT_BYTES = 2000
@@ -57,6 +58,7 @@ HARNESS_FILES = (
 )
 
 
+# NamedTuples rather than dataclasses: a hook creates these classes on every tool call
 class Action(NamedTuple):
     """What the agent is about to do (or did), in the gate's words."""
 

@@ -10,10 +10,9 @@ appends the event its own way.
 
 from __future__ import annotations
 
-import json
 import os
-from typing import TYPE_CHECKING, Any
 
+from handrail import json_light
 from handrail.runs.gate import (
     ACTIVE,
     RunFacts,
@@ -24,9 +23,11 @@ from handrail.runs.gate import (
     stop_refusals,
 )
 from handrail.store.sqlite_light import LightSqlite
+from handrail.typing_light import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
+    from typing import Any
 
     from handrail.runs.gate import Decision, GateEvent, Options, Protected
     from handrail.store.base import Event, RunRecord, RunStore
@@ -140,7 +141,7 @@ def facts(
     document: Mapping[str, Any] = {}
     if source is not None:
         try:
-            loaded = json.loads(source)
+            loaded = json_light.loads(source)
         except (ValueError, RecursionError):
             loaded = {}
         document = loaded if isinstance(loaded, dict) else {}
@@ -182,8 +183,9 @@ def record(
     """Append one `gate` event to the run. The light path appends holding the write lock,
     so no other writer can move the run meanwhile; a `RunStore` goes through the
     compare-and-set retry every run write uses."""
+    durable = not refusal_only(data)
     if isinstance(store, LightSqlite):
-        store.append(run.id, GATE, step_id, data, ACTOR)
+        store.append(run.id, GATE, step_id, data, ACTOR, durable)
         return
     from handrail.runs.ledger import Ledger  # lazy: a hook on SQLite never needs it
     from handrail.store.base import EventType, NewEvent, RunUpdate  # lazy: as above
@@ -191,6 +193,17 @@ def record(
     def attempt() -> None:
         current = store.get(run.id)
         if current is not None:  # a run deleted meanwhile takes no more events
-            store.update(current, RunUpdate(), [NewEvent(EventType.GATE, step_id, data)], ACTOR)
+            store.update(
+                current, RunUpdate(), [NewEvent(EventType.GATE, step_id, data)], ACTOR, durable=durable
+            )
 
     Ledger.retrying(run.id, attempt)
+
+
+def refusal_only(data: Mapping[str, Any]) -> bool:
+    """A record of a refusal just answered that binds no session: committed without
+    waiting for the disk (spec/gate.md, "What the records survive"). The agent's action
+    was refused whether or not the record outlives an OS crash; a lost refused stop only
+    lowers the count of stops refused in a row, so the gate refuses once more, never
+    less. An outage's record is the only trace of what was answered without the store."""
+    return data.get("decision") in ("deny", "block") and "bind" not in data and data.get("event") != "outage"

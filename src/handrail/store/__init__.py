@@ -9,10 +9,11 @@ The names below load on first use: the gate's hook imports store/sqlite_light.py
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from handrail.typing_light import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from handrail.home import handrail_home
     from handrail.store.base import (
         ACTIVE_STATUSES,
@@ -43,6 +44,8 @@ _PUBLIC = {
 
 def __getattr__(name: str) -> Any:
     if name in _PUBLIC:
+        from importlib import import_module  # lazy: a hook's start-up
+
         return getattr(import_module(_PUBLIC[name]), name)
     raise AttributeError(f"module 'handrail.store' has no attribute {name!r}")
 

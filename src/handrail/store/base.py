@@ -247,10 +247,13 @@ class RunStore(Protocol):
         events: Sequence[NewEvent],
         actor: str,
         notifications: Sequence[NewNotification] = (),
+        durable: bool = True,
     ) -> RunRecord:
         """Apply `change`, append `events` and queue `notifications` in one transaction,
         only if the run is still at `run.version` (else `Conflict`). Returns the run as
-        written (see `written`)."""
+        written (see `written`). Not `durable` (the gate's records of refusals only): the
+        commit survives any process killed but may be lost, with the writes after it, to
+        an OS crash or power loss; a durable commit after it makes it durable too."""
 
     def list_runs(self, **filters: Unpack[RunFilter]) -> list[RunRecord]:
         """Runs, most recently updated first."""

@@ -207,6 +207,7 @@ class PostgresStore:
         events: Sequence[NewEvent],
         actor: str,
         notifications: Sequence[NewNotification] = (),
+        durable: bool = True,
     ) -> RunRecord:
         at, rows, head, sets, values = move(run, change, events, actor, "%s")
         query = f"UPDATE runs SET {sets} WHERE id = %s AND version = %s"
@@ -223,16 +224,19 @@ class PostgresStore:
                 "AS e (seq, type, at, actor, step_id, data, hash)"
             )
             values += [v for r in rows for v in r.values()[1:]]
-        if notifications:
+        if notifications or not durable:
             # the outbox rows join the same transaction; they are written only if the run moved
             with self._connection() as db, db.transaction():
+                if not durable:  # the commit does not wait for the WAL flush
+                    db.execute("SET LOCAL synchronous_commit = off")
                 moved = db.execute(query.encode(), values).rowcount
                 if moved != (len(rows) or 1):
                     raise Conflict(run.id)
-                with db.cursor() as cursor:
-                    cursor.executemany(
-                        outbox.insert("%s"), outbox.rows(run.id, run.version + 1, notifications, at)
-                    )
+                if notifications:
+                    with db.cursor() as cursor:
+                        cursor.executemany(
+                            outbox.insert("%s"), outbox.rows(run.id, run.version + 1, notifications, at)
+                        )
             return written(run, change, at, len(events), head)
         with self._connection() as db:
             moved = db.execute(query.encode(), values).rowcount

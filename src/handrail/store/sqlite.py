@@ -1,7 +1,8 @@
 """The run store in one SQLite file (stdlib sqlite3).
 
 WAL with synchronous=FULL: a commit is on disk before the call returns, so an
-answer sent after it survives `kill -9` and power loss. Writes take the database
+answer sent after it survives `kill -9` and power loss (an update not `durable`, the
+gate's refusal records, survives `kill -9` only). Writes take the database
 lock up front (BEGIN IMMEDIATE) and check the run's version inside the
 transaction, so two processes racing on one run serialise and the second sees
 the first's write (a `Conflict`). A write waits for the lock at most
@@ -212,9 +213,10 @@ class SqliteStore:
             raise self._failed(exc) from None
 
     @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
+    def _write(self, durable: bool = True) -> Iterator[sqlite3.Connection]:
         """One write transaction, holding the database lock from its start. Waiting for the
-        lock, here and in other processes, takes at most the busy timeout in all."""
+        lock, here and in other processes, takes at most the busy timeout in all. Not
+        `durable`: committed without the WAL's fsync (see `RunStore.update`)."""
         self._usable()
         wait = self.busy_timeout
         left = budget.remaining()
@@ -227,6 +229,8 @@ class SqliteStore:
             db = self._db
             try:
                 db.execute(f"PRAGMA busy_timeout = {int(max(0.0, deadline - time.monotonic()) * 1000)}")
+                if not durable:
+                    db.execute("PRAGMA synchronous = NORMAL")
                 db.execute("BEGIN IMMEDIATE")
                 yield db
                 db.execute("COMMIT")
@@ -237,6 +241,10 @@ class SqliteStore:
                 if isinstance(exc, sqlite3.Error):
                     raise self._failed(exc, "the run database refused the write") from None
                 raise
+            finally:
+                if not durable:
+                    with contextlib.suppress(sqlite3.Error):
+                        db.execute("PRAGMA synchronous = FULL")
         finally:
             self._lock.release()
 
@@ -276,9 +284,10 @@ class SqliteStore:
         events: Sequence[NewEvent],
         actor: str,
         notifications: Sequence[NewNotification] = (),
+        durable: bool = True,
     ) -> RunRecord:
         at, rows, head, sets, values = move(run, change, events, actor, "?")
-        with self._write() as db:
+        with self._write(durable) as db:
             moved = db.execute(
                 f"UPDATE runs SET {sets} WHERE id = ? AND version = ?",
                 (*values, run.id, run.version),

@@ -1,7 +1,8 @@
 """The SQLite run store as a short-lived process reads it: the gate's hook, which runs
 on every tool call an agent makes and must answer in a few milliseconds.
 
-It loads only `sqlite3` and `json` (not the store package, dataclasses or orjson),
+It loads only SQLite's driver and json's C parts (not the store package, dataclasses or orjson;
+not even `datetime`),
 opens the existing file without creating it, and does none of the full store's
 start-up work: no `PRAGMA quick_check` (its time grows with the file: 0.45 s for
 224 MB) and no migrations. It is used only on a database at exactly this handrail's
@@ -20,15 +21,24 @@ damage elsewhere in the file is found by the full store's next open, not here.
 
 from __future__ import annotations
 
-import json
-import sqlite3
+import time
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
-from typing import Any, NamedTuple
 
-from handrail.store.chain_form import event_hash, hashed_form
+from handrail import json_light
 from handrail.store.gate_query import gate_events_query, gate_events_values
 from handrail.store.schema import MIGRATIONS
+from handrail.typing_light import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    import sqlite3
+    from typing import Any
+else:
+    # the driver itself: the `sqlite3` package around it loads `datetime` (for adapters
+    # the gate never uses), a tenth of a hook's start-up
+    try:
+        import _sqlite3 as sqlite3
+    except ImportError:
+        import sqlite3
 
 BUSY_TIMEOUT_S = 5.0  # as the full store: how long the append waits for another writer
 RUN_COLUMNS = "id, owner, workspace, workflow_id, source_hash, goal, status, position, accepted"
@@ -66,7 +76,7 @@ class LightEvent:
     @property
     def data(self) -> Mapping[str, Any]:
         if self._data is None:
-            decoded = json.loads(self._text)
+            decoded = json_light.loads(self._text)
             self._data = decoded if isinstance(decoded, dict) else {}
         return self._data
 
@@ -173,13 +183,22 @@ class LightSqlite:
         return [LightEvent(*row[:6]) for row in sorted(rows, key=lambda row: int(row[0]))]
 
     def append(
-        self, run_id: str, kind: str, step_id: str | None, data: Mapping[str, Any], actor: str
+        self,
+        run_id: str,
+        kind: str,
+        step_id: str | None,
+        data: Mapping[str, Any],
+        actor: str,
+        durable: bool = True,
     ) -> bool:
         """One event at the end of the run's log, the run's version and count moved on as
-        every write moves them; False when the run is gone."""
+        every write moves them; False when the run is gone. `durable`: on disk before the
+        call returns; else as `RunStore.update` says (safe from any process killed)."""
+        from handrail.store.chain_form import event_hash, hashed_form  # lazy: a hook that writes
+
         db = self._db
         try:
-            db.execute("PRAGMA synchronous = FULL")  # on disk before the hook answers
+            db.execute("PRAGMA synchronous = FULL" if durable else "PRAGMA synchronous = NORMAL")
             db.execute("BEGIN IMMEDIATE")
             try:
                 if schema_version(db) != current():  # migrated meanwhile: not this path's to write
@@ -193,7 +212,7 @@ class LightSqlite:
                 at = now()
                 seq, text = int(row[0]) + 1, encode(data)
                 # chained as the full store chains: over the data as it reads back
-                form = hashed_form(run_id, seq, kind, at, actor, step_id, json.loads(text), row[1])
+                form = hashed_form(run_id, seq, kind, at, actor, step_id, json_light.loads(text), row[1])
                 link = event_hash(form)
                 db.execute(
                     "UPDATE runs SET updated_at = ?, version = version + 1, events = events + 1, head = ? "
@@ -220,22 +239,23 @@ class LightSqlite:
 
 def _run(row: Sequence[Any]) -> OpenRun:
     run_id, owner, workspace, workflow_id, source_hash, goal, status = (str(value) for value in row[:7])
-    position = json.loads(row[7])
+    position = json_light.loads(row[7])
     position = position if isinstance(position, dict) else {}
     return OpenRun(run_id, owner, workspace, workflow_id, source_hash, goal, status, position, int(row[8]))
 
 
 def now() -> str:
     """As store/rows.py writes times: UTC, milliseconds, `Z`."""
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    seconds, nanoseconds = divmod(time.time_ns(), 1_000_000_000)
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{nanoseconds // 1_000_000:03d}Z"
 
 
 def encode(value: Mapping[str, Any]) -> str:
     """As codec.encode_stored writes JSON: compact UTF-8, or, for text UTF-8 cannot hold
     (half of a UTF-16 pair), ASCII escapes after a space."""
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    text = json_light.dumps(value, ensure_ascii=False, separators=(",", ":"))
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        return " " + json.dumps(value, ensure_ascii=True, separators=(",", ":"))
+        return " " + json_light.dumps(value, ensure_ascii=True, separators=(",", ":"))
     return text
