@@ -4,13 +4,11 @@ once (and only once) when its branches are done, results in item order."""
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
 import anyio
-import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from handrail.catalog import load_catalog
@@ -168,6 +166,11 @@ def _loop_acceptances(service: Service, run_id: str) -> int:
     return sum(1 for e in service.runs.events(run) if e.type == "accepted" and e.step_id == "each-file")
 
 
+def _last_step_at_once(service: Service, run_id: str, barrier: Any, answers: list[Any]) -> None:
+    barrier.wait()
+    answers.append(service.call("workflow_continue", {"runId": run_id, "stepId": "note", "output": "Noted"}))
+
+
 def test_two_branches_completing_at_once_advance_the_parent_exactly_once(tmp_path: Path) -> None:
     import threading
 
@@ -181,14 +184,10 @@ def test_two_branches_completing_at_once_advance_the_parent_exactly_once(tmp_pat
                 service.call("workflow_continue", {"runId": run_id, "stepId": "review", "output": "Reviewed"})
             barrier = threading.Barrier(2)
             answers: list[Any] = []
-
-            def last(run_id: str) -> None:
-                barrier.wait()
-                answers.append(
-                    service.call("workflow_continue", {"runId": run_id, "stepId": "note", "output": "Noted"})
-                )
-
-            threads = [threading.Thread(target=last, args=(run_id,)) for run_id in ids]
+            threads = [
+                threading.Thread(target=_last_step_at_once, args=(service, run_id, barrier, answers))
+                for run_id in ids
+            ]
             for thread in threads:
                 thread.start()
             for thread in threads:
