@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from handrail.catalog import load_catalog
@@ -273,3 +274,80 @@ def test_a_parent_read_after_a_crash_between_a_branch_completing_and_the_parent_
         assert [r["item"] for r in resumed["context"]["reviews"]] == ["only.py"]
     finally:
         service.close()
+
+
+@pytest.mark.slow
+def test_on_two_postgresql_replicas_two_branches_completing_at_once_advance_the_parent_once(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    import threading
+    from contextlib import ExitStack
+
+    import httpx
+
+    from handrail.store import open_store
+    from tests.helpers.http import HttpServer
+
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    write(tmp_path / "flows", review_files(max_parallel=8))
+    common = ("--no-bundled", "--workflows", str(tmp_path / "flows"), "--database", postgres_url)
+
+    def call(server: HttpServer, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+        with httpx.Client(timeout=60) as client:
+            answer = client.post(server.url, json=body, headers=headers).json()
+        assert "result" in answer, answer
+        return dict(answer["result"])
+
+    with ExitStack() as stack:
+        one, two = (stack.enter_context(HttpServer(*common)) for _ in range(2))
+        parents = []
+        for round_ in range(4):
+            started = call(one, "workflow_start", {"workflowId": REVIEW_ID, "goal": f"Review {round_}"})
+            parent = started["runId"]
+            waiting = call(
+                two,
+                "workflow_continue",
+                {
+                    "runId": parent,
+                    "stepId": "collect",
+                    "output": "Two.",
+                    "context": {"files": FILES[:2]},
+                },
+            )
+            ids = [b["runId"] for b in waiting["branches"]]
+            for run_id, server in zip(ids, (one, two), strict=True):
+                call(server, "workflow_continue", {"runId": run_id, "stepId": "review", "output": "Reviewed"})
+            barrier = threading.Barrier(2)
+            answers: list[dict[str, Any]] = []
+
+            def note(
+                server: HttpServer,
+                run_id: str,
+                barrier: threading.Barrier = barrier,
+                answers: list[dict[str, Any]] = answers,
+            ) -> None:
+                barrier.wait()
+                params = {"runId": run_id, "stepId": "note", "output": "Noted"}
+                answers.append(call(server, "workflow_continue", params))
+
+            threads = [
+                threading.Thread(target=note, args=(server, run_id))
+                for run_id, server in zip(ids, (one, two), strict=True)
+            ]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            assert sorted(a["status"] for a in answers) == ["completed", "completed"]
+            parents.append(parent)
+        store = open_store(postgres_url)
+        try:
+            for parent in parents:
+                run = store.get(parent)
+                assert run is not None and run.current_step == {"id": "report", "title": "Report"}
+                loop_events = [e for e in store.events(parent) if e.step_id == "each-file"]
+                assert [e.type for e in loop_events] == ["accepted"]
+                assert [r["item"] for r in run.context["reviews"]] == FILES[:2]
+        finally:
+            store.close()
