@@ -81,10 +81,17 @@ class Runs:
         return self.ledger.database_file
 
     def configure(
-        self, *, max_context_bytes: int, checks: CheckConfig | None, dashboard_url: str | None
+        self,
+        *,
+        max_context_bytes: int,
+        checks: CheckConfig | None,
+        dashboard_url: str | None,
+        catalog: Callable[[], Snapshot] | None = None,
     ) -> None:
         """The service's settings for its runs: the context's size limit, what checks may do,
-        the dashboard's address (named to a run waiting for a person)."""
+        the dashboard's address (named to a run waiting for a person), the catalog (where a
+        sub-workflow step finds the workflow of its child run)."""
+        self.tree.catalog = catalog
         self.ledger.max_context_bytes = max_context_bytes
         self.ledger.check_config = checks
         self.ledger.dashboard_url = dashboard_url
