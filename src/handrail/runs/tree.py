@@ -107,6 +107,41 @@ class Tree:
             listed.append(branch_row(child))
         return {"waitingOn": dict(waiting), "branches": listed}
 
+    def root(self, run: RunRecord) -> RunRecord:
+        """The run at the top of `run`'s tree (itself when it has no parent)."""
+        for _ in range(MAX_DEPTH + 1):
+            if run.parent_id is None:
+                break
+            above = self.ledger.store.get(run.parent_id)
+            if above is None:
+                break
+            run = above
+        return run
+
+    def tree(self, run: RunRecord, depth: int = 0) -> dict[str, Any]:
+        """The run and its descendants as nested rows, children in branch order, then
+        oldest first: what `handrail runs show` and the dashboard draw."""
+        row: dict[str, Any] = {
+            **branch_row(run),
+            "workflowId": run.workflow_id,
+            **({"parentStep": run.parent_step} if run.parent_step is not None else {}),
+        }
+        if run.branch is None:
+            del row["branch"]
+        waiting = Position.stored(run.position).waiting
+        if waiting is not None and run.status in ACTIVE_STATUSES:
+            row["waitingOn"] = {k: v for k, v in waiting.items() if k != "context"}
+        if depth >= MAX_DEPTH:
+            return row
+        below = self.ledger.store.list_runs(parent_id=run.id, limit=CHILDREN_READ)
+        below.sort(key=lambda r: (r.branch if r.branch is not None else -1, r.created_at))
+        if below:
+            row["children"] = [self.tree(child, depth + 1) for child in below]
+        if waiting is not None and waiting.get("kind") == "branches" and run.status in ACTIVE_STATUSES:
+            opened = sum(1 for r in below if r.parent_step == waiting.get("stepId"))
+            row["queued"] = max(0, int(waiting.get("count", 0)) - opened)
+        return row
+
     # -- settling a waiting run -------------------------------------------------------
     def _settle(self, run: RunRecord) -> RunRecord:
         for _ in range(16):  # each round moves the run on; a workflow has few parallel loops
