@@ -107,6 +107,10 @@ class Tree:
             listed.append(branch_row(child))
         return {"waitingOn": dict(waiting), "branches": listed}
 
+    def in_tree(self, run: RunRecord) -> bool:
+        """Whether the run has a parent or children: whether there is a tree to draw."""
+        return run.parent_id is not None or bool(self.ledger.store.list_runs(parent_id=run.id, limit=1))
+
     def root(self, run: RunRecord) -> RunRecord:
         """The run at the top of `run`'s tree (itself when it has no parent)."""
         for _ in range(MAX_DEPTH + 1):
