@@ -129,7 +129,8 @@ class Runs:
         self, request: Request, run_id: str, *, person: str, comment: str | None = None, via: str = "cli"
     ) -> dict[str, Any]:
         """A person declines it: the run stays on the step, and the comment is an issue."""
-        return self.decisions.decline(request, run_id, person=person, comment=comment, via=via)
+        answer = self.decisions.decline(request, run_id, person=person, comment=comment, via=via)
+        return self.tree.answered(answer)  # a child run's decline fails its parent's step
 
     def pending_approval(self, run: RunRecord) -> dict[str, Any] | None:
         return self.decisions.pending_approval(run)

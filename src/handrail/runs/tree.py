@@ -59,11 +59,13 @@ class Tree:
         own view again when that moved it, and its branches while it waits for them."""
         if not isinstance(result, dict) or not isinstance(result.get("runId"), str):
             return result
-        run = self.ledger.recent.get(result["runId"]) or self.ledger.store.get(result["runId"])
+        answer: dict[str, Any] = result
+        run = self.ledger.recent.get(answer["runId"]) or self.ledger.store.get(answer["runId"])
         if run is None or not _in_tree(run):
             return result
+        if "declined" in answer and run.parent_id is not None:
+            self._declined(run, answer)
         settled = self.after(run)
-        answer: dict[str, Any] = result
         if settled.version != run.version:
             answer = {**answer, "status": settled.status.value, **view(settled)}
         return cast(R, {**answer, **self.shown(settled)})
@@ -223,6 +225,19 @@ class Tree:
         return self._accept(
             run, waiting, workflow, step_id, {sub.results_var: result[0] if result else {}}, output
         )
+
+    def _declined(self, child: RunRecord, answer: Mapping[str, Any]) -> None:
+        """A person declined a step of a sub-workflow's child: the parent's step fails with
+        their words, and the child, which nothing waits for any more, is cancelled."""
+        parent = self.ledger.store.get(child.parent_id or "")
+        waiting = Position.stored(parent.position).waiting if parent is not None else None
+        if parent is None or waiting is None or waiting.get("kind") != "child":
+            return
+        if branch_id(parent, waiting, 0) != child.id:
+            return
+        issues = answer.get("issues") or ["a person declined its step"]
+        said = f"its child run {child.id} of workflow `{waiting.get('workflowId')}` was declined: {issues[0]}"
+        self._fail(parent, waiting, [self.ledger.store.get(child.id)], said)
 
     def _start_child(self, run: RunRecord, waiting: Mapping[str, Any], workflow_id: str) -> RunRecord | None:
         depth, above = 0, run
