@@ -448,3 +448,19 @@ def test_sub_workflows_nest_at_most_eight_runs_deep_and_an_unknown_workflow_fail
         assert broken["children"] == []
     finally:
         service.close()
+
+
+def test_context_sent_to_a_waiting_parent_is_kept_but_does_not_move_it_past_its_branches(
+    tmp_path: Path,
+) -> None:
+    service = _service(tmp_path, review_files(max_parallel=1))
+    try:
+        waiting = _waiting_parent(service, tmp_path, ["a.py", "b.py"])
+        changed = service.call("workflow_continue", {"runId": waiting["runId"], "context": {"files": []}})
+        assert changed["accepted"] is False and changed["step"] is None
+        assert changed["waitingOn"] == {"kind": "branches", "stepId": "each-file", "count": 2}
+        assert [b["status"] for b in changed["branches"]] == ["active", "queued"]
+        resumed = service.call("workflow_resume", {"runId": waiting["runId"]})
+        assert resumed["context"]["files"] == [] and resumed["step"] is None
+    finally:
+        service.close()

@@ -115,6 +115,8 @@ class Position:
 
         completed = [*self.completed_steps, done] if done is not None else self.completed_steps
         result = next_step(workflow, completed, context, state=self.loops)
+        if self.waiting is not None and done is None:
+            return self, result  # only the children it waits for move it on: context alone does not
         return scoped(workflow, context, Position.of(result), self), result
 
 
@@ -150,9 +152,6 @@ def scoped(workflow: Workflow, context: Mapping[str, Any], position: Position, b
     node = workflow.nodes.get(position.step_id or "")
     if isinstance(node, Step) and node.subworkflow is not None:
         position = _waiting_for_child(node, node.subworkflow, context, position)
-    same = position.waiting is not None and before.waiting is not None
-    if same and before.waiting.get("stepId") == position.waiting.get("stepId"):  # type: ignore[union-attr]
-        position = replace(position, waiting=before.waiting)  # the same wait, as it was when it began
     return position
 
 
