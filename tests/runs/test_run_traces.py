@@ -5,7 +5,10 @@ Each trace holds an inline workflow and a list of calls (`start`, `continue`,
 moves the run to the workflow served now, as `handrail runs migrate` does) with the subset
 of each result that must match, as in spec/cases/traces (the same matcher). The
 runId of the latest `start` fills in every later call unless the call names its
-own; `"runId": "$none"` leaves it out (workflow_resume then lists the open runs).
+own; `"runId": "$none"` leaves it out (workflow_resume then lists the open runs);
+`"$branch:N"` names branch N and `"$child"` the child run, as the latest answer that
+listed them (`branches`, `children`) gave them. `workflows` serves more workflows
+beside the traced one (the workflows sub-workflow steps start).
 """
 
 from __future__ import annotations
@@ -38,18 +41,29 @@ TOOLS = {
     "abandon": "workflow_abandon",
 }
 NONE = "$none"
-REQUIRED = {"accept", "reject", "loops", "blocked", "resume", "pinning", "migrate-renamed-step"}
+REQUIRED = {
+    "accept",
+    "reject",
+    "loops",
+    "blocked",
+    "resume",
+    "pinning",
+    "migrate-renamed-step",
+    "parallel-branches",
+    "sub-workflow",
+}
 
 
 class _Editable:
     """A catalog stand-in serving one workflow, which an `edit` call replaces."""
 
-    def __init__(self, workflow: Workflow) -> None:
+    def __init__(self, workflow: Workflow, others: list[Workflow] | None = None) -> None:
+        self.others = {w.id: Entry(w, Source("cli", Path("<run trace>"))) for w in others or ()}
         self.serve(workflow)
 
     def serve(self, workflow: Workflow) -> None:
-        entry = Entry(workflow, Source("cli", Path("<run trace>")))
-        self._snapshot = Snapshot(MappingProxyType({workflow.id: entry}), (), (), MappingProxyType({}))
+        entries = {**self.others, workflow.id: Entry(workflow, Source("cli", Path("<run trace>")))}
+        self._snapshot = Snapshot(MappingProxyType(entries), (), (), MappingProxyType({}))
 
     def snapshot(self) -> Snapshot:
         return self._snapshot
@@ -64,7 +78,7 @@ def compiled(document: dict[str, Any]) -> Workflow:
 
 def run_trace(trace: dict[str, Any], folder: Path) -> list[str]:
     workflow = compiled(trace["workflow"])
-    catalog = _Editable(workflow)
+    catalog = _Editable(workflow, [compiled(w) for w in trace.get("workflows", ())])
     server = trace.get("server", {})  # the server's own check configuration (issue 16)
     checks = check_config(
         allow_commands=server.get("allowCommands", False),
@@ -73,6 +87,7 @@ def run_trace(trace: dict[str, Any], folder: Path) -> list[str]:
     service = Service(catalog, runs=default_runs(f"sqlite:///{folder / 'runs.db'}"), checks=checks)  # type: ignore[arg-type]
     problems: list[str] = []
     run_id: str | None = None
+    tree: dict[str, str] = {}  # "$branch:N", "$child" -> run id, from the latest answer naming them
     try:
         for index, call in enumerate(trace["calls"]):
             where = f"call {index} ({call['tool']})"
@@ -109,6 +124,8 @@ def run_trace(trace: dict[str, Any], folder: Path) -> list[str]:
                     params.setdefault("workflowId", workflow.id)
                 elif params.get("runId") == NONE:
                     del params["runId"]
+                elif params.get("runId") in tree:
+                    params["runId"] = tree[params["runId"]]
                 elif "runId" not in params:
                     assert run_id is not None, f"{where}: no run started yet"
                     params["runId"] = run_id
@@ -118,6 +135,15 @@ def run_trace(trace: dict[str, Any], folder: Path) -> list[str]:
                     outcome = {"error": {"code": exc.code, "message": exc.message, "data": exc.data}}
                 if call["tool"] == "start" and "runId" in outcome:
                     run_id = outcome["runId"]
+                tree.update(
+                    {
+                        f"$branch:{b['branch']}": b["runId"]
+                        for b in outcome.get("branches", ())
+                        if "runId" in b
+                    }
+                )
+                for child in outcome.get("children", ()):
+                    tree["$child"] = child["runId"]
             expect = dict(call.get("expect", {}))
             if "error" in expect and "error" not in outcome:
                 problems.append(f"{where}: expected error {expect['error']}, got {outcome}")
@@ -143,7 +169,9 @@ def test_the_run_traces_cover_accept_reject_loops_blocked_resume_and_pinning() -
 def test_run_trace_is_well_formed(path: Path) -> None:
     trace = json.loads(path.read_text("utf-8"))
     assert (
-        {"description", "workflow", "calls"} <= set(trace) <= {"description", "workflow", "calls", "server"}
+        {"description", "workflow", "calls"}
+        <= set(trace)
+        <= {"description", "workflow", "calls", "server", "workflows"}
     )
     assert trace["description"].strip()
     for call in trace["calls"]:

@@ -50,3 +50,89 @@ def write(folder: Path, document: dict[str, Any]) -> Path:
     path = folder / f"{document['id']}.json"
     path.write_text(json.dumps(document, indent=2), encoding="utf-8")
     return path
+
+
+REVIEW_ID = "review-files"
+
+
+def review_files(*, max_parallel: int = 2, at_least: int | None = None) -> dict[str, Any]:
+    """A list of files, a parallel loop reviewing each (two steps per file), a report."""
+    loop: dict[str, Any] = {
+        "type": "forEach",
+        "items": "files",
+        "itemVar": "file",
+        "maxIterations": 100,
+        "parallel": True,
+        "maxParallel": max_parallel,
+        "as": "reviews",
+    }
+    if at_least is not None:
+        loop["atLeast"] = at_least
+    return {
+        "id": REVIEW_ID,
+        "name": "Review files",
+        "description": "Each file reviewed on its own branch, then one report.",
+        "version": "1.0.0",
+        "steps": [
+            {"id": "collect", "title": "Collect", "prompt": "List the files to review."},
+            {
+                "id": "each-file",
+                "type": "loop",
+                "title": "Each file",
+                "loop": loop,
+                "body": [
+                    {
+                        "id": "review",
+                        "title": "Review {{file}}",
+                        "prompt": "Review {{file}} (item {{currentIndex}}).",
+                        "validationCriteria": [
+                            {"type": "contains", "value": "Reviewed", "message": "Say what you reviewed"}
+                        ],
+                    },
+                    {"id": "note", "title": "Note {{file}}", "prompt": "Note what {{file}} needs."},
+                ],
+            },
+            {"id": "report", "title": "Report", "prompt": "Report on every file."},
+        ],
+    }
+
+
+def code_review(*, confirm: bool = False) -> dict[str, Any]:
+    """The workflow a sub-workflow step starts: read a target, then judge it."""
+    judge: dict[str, Any] = {"id": "judge", "title": "Judge {{target}}", "prompt": "Set `verdict`."}
+    if confirm:
+        judge["requireConfirmation"] = True
+    return {
+        "id": "code-review",
+        "name": "Code review",
+        "description": "Read a file, then judge it.",
+        "version": "1.0.0",
+        "steps": [{"id": "read", "title": "Read {{target}}", "prompt": "Read {{target}}."}, judge],
+    }
+
+
+def review_each(target: str = "code-review") -> dict[str, Any]:
+    """A code review per file, each a child run of workflow `target`, then a report."""
+    return {
+        "id": "review-each",
+        "name": "Review each",
+        "description": "A code review per file, as child runs.",
+        "version": "1.0.0",
+        "steps": [
+            {
+                "id": "each-file",
+                "type": "loop",
+                "title": "Each file",
+                "loop": {"type": "forEach", "items": "files", "itemVar": "file", "maxIterations": 5},
+                "body": [
+                    {
+                        "id": "review-one",
+                        "workflow": target,
+                        "context": {"target": "{{file}}"},
+                        "as": "review",
+                    }
+                ],
+            },
+            {"id": "report", "title": "Report", "prompt": "Report."},
+        ],
+    }

@@ -27,6 +27,7 @@ from handrail.runs.migration import Migrations
 from handrail.runs.position import Position, merge_context
 from handrail.runs.refusals import not_active
 from handrail.runs.shapes import recap, shaped, summary, view
+from handrail.runs.tree import Tree
 from handrail.store.base import (
     ACTIVE_STATUSES,
     Event,
@@ -62,7 +63,8 @@ class Runs:
         """`options`: the ledger's (the owner of runs nobody else claims, the SQLite file)."""
         self.ledger = Ledger(store_factory, **options)
         self.decisions = Decisions(self.ledger)
-        self.advance = Advance(self.ledger, self.decisions)
+        self.tree = Tree(self.ledger)
+        self.advance = Advance(self.ledger, self.decisions, self.tree)
         # workflow_continue is the advance's own: its signature is written once, there
         self.continue_ = self.advance.continue_
         # `handrail runs migrate`: a run moved to a newer version of its workflow
@@ -83,10 +85,17 @@ class Runs:
         return self.ledger.database_file
 
     def configure(
-        self, *, max_context_bytes: int, checks: CheckConfig | None, dashboard_url: str | None
+        self,
+        *,
+        max_context_bytes: int,
+        checks: CheckConfig | None,
+        dashboard_url: str | None,
+        catalog: Callable[[], Snapshot] | None = None,
     ) -> None:
         """The service's settings for its runs: the context's size limit, what checks may do,
-        the dashboard's address (named to a run waiting for a person)."""
+        the dashboard's address (named to a run waiting for a person), the catalog (where a
+        sub-workflow step finds the workflow of its child run)."""
+        self.tree.catalog = catalog
         self.ledger.max_context_bytes = max_context_bytes
         self.ledger.check_config = checks
         self.ledger.dashboard_url = dashboard_url
@@ -117,13 +126,15 @@ class Runs:
         """A person approves the step the run waits on: it is accepted and the run goes on.
         `request`: whose run it is; `via`: where the person decided (`cli`, `dashboard`),
         recorded on the event."""
-        return self.decisions.approve(request, run_id, person=person, comment=comment, via=via)
+        answer = self.decisions.approve(request, run_id, person=person, comment=comment, via=via)
+        return self.tree.answered(answer)  # an accepted step may reach a parallel loop
 
     def decline(
         self, request: Request, run_id: str, *, person: str, comment: str | None = None, via: str = "cli"
     ) -> dict[str, Any]:
         """A person declines it: the run stays on the step, and the comment is an issue."""
-        return self.decisions.decline(request, run_id, person=person, comment=comment, via=via)
+        answer = self.decisions.decline(request, run_id, person=person, comment=comment, via=via)
+        return self.tree.answered(answer)  # a child run's decline fails its parent's step
 
     def pending_approval(self, run: RunRecord) -> dict[str, Any] | None:
         return self.decisions.pending_approval(run)
@@ -207,13 +218,12 @@ class Runs:
     ) -> dict[str, Any]:
         """`workflow_folders`: the sources the server was given, kept in the `started` event
         for the gate, which protects them while the run is active."""
-        from handrail.engine import next_step  # lazy: loaded with the first run started
         from handrail.store.sqlite import now  # lazy: loaded with the first run started
 
         folder = self.workspace(request, workspace)
         context = dict(context or {})
         baseline = _baseline(workflow, folder)
-        first = next_step(workflow, [], context)
+        position, _ = Position((), (), None, None, False).advanced(workflow, context)
         source_hash = workflow.content_hash
         self.store.put_source(source_hash, workflow.id, workflow.document)
         at = now()
@@ -227,7 +237,7 @@ class Runs:
             goal=goal,
             status=RunStatus.ACTIVE,  # until its events say otherwise (Ledger.create)
             context=context,
-            position=Position.of(first).to_stored(),
+            position=position.to_stored(),
             accepted=0,
             created_at=at,
             updated_at=at,
@@ -249,10 +259,11 @@ class Runs:
                 },
             )
         ]
-        if first.is_complete:
+        if position.is_complete:
             events.append(NewEvent(EventType.COMPLETED))
-        run = self.ledger.create(run, events)
-        return {**shaped(run, ("runId", "status", "workflowId", "workflowVersion", "goal")), **view(run)}
+        run = self.tree.after(self.ledger.create(run, events))
+        fields = ("runId", "status", "workflowId", "workflowVersion", "goal")
+        return {**shaped(run, fields), **view(run), **self.tree.shown(run)}
 
     # -- what the dashboard and `handrail runs` read --------------------------------
     def listing(
@@ -314,9 +325,10 @@ class Runs:
     ) -> dict[str, Any]:
         if run_id is None:
             return {"runs": self.open_runs(request, self.workspace(request, workspace))}
-        run = self.run(request, run_id)
+        run = self.tree.after(self.run(request, run_id))  # a parent read is a parent settled
         workflow = self.pinned(snapshot, run)
         result: dict[str, Any] = {
+            **self.tree.shown(run),
             **shaped(run, ("runId", "status", "workflowId", "workflowVersion", "goal", "workspace")),
             **view(run),
             **shaped(run, ("context",)),
@@ -339,7 +351,7 @@ class Runs:
             if not machine.allows(run.status, EventType.ABANDONED):
                 raise not_active(run)
             event = NewEvent(EventType.ABANDONED, data={"reason": reason})
-            written = self.ledger.write(run, RunUpdate(), [event], self.owner(request))
+            written = self.tree.after(self.ledger.write(run, RunUpdate(), [event], self.owner(request)))
             return shaped(written, ("runId", "status", "workflowId"))
 
         return self.ledger.retrying(run_id, once)
