@@ -1,7 +1,8 @@
 """A run store filled with a given event log, written straight into its tables: the
 statistics' golden case (spec/cases/stats/log.json) and the stats benchmark's million
 events. The store is opened (and so migrated) by handrail first; rows then go in by
-`executemany` on SQLite and `COPY` on PostgreSQL."""
+`executemany` on SQLite and `COPY` on PostgreSQL, and the stats' summaries derived from
+them as the migration that made those tables does."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from typing import Any
 
 from handrail.store.chain_form import event_hash, hashed_form
 from handrail.store.open import open_store
+from handrail.store.schema import stats_fill, statements
+from handrail.store.stats import last_line
 from handrail.store.urls import sqlite_path
 
 CASE = Path(__file__).resolve().parents[2] / "spec" / "cases" / "stats" / "log.json"
@@ -76,6 +79,9 @@ def fill(url: str, sources: Iterable[Row], runs: Iterable[Row], events: Iterable
             db.executemany("INSERT INTO workflow_sources VALUES (?, ?, ?, ?)", sources)
             db.executemany(f"INSERT INTO runs VALUES ({', '.join('?' * 16)})", runs)
             db.executemany("INSERT INTO run_events VALUES (?, ?, ?, ?, ?, ?, ?, ?)", events)
+            db.create_function("last_line", 1, last_line, deterministic=True)
+            for statement in statements(stats_fill("sqlite")):  # the summaries writes keep
+                db.execute(statement)
             db.execute("COMMIT")
             db.execute("ANALYZE")
         finally:
@@ -89,6 +95,7 @@ def fill(url: str, sources: Iterable[Row], runs: Iterable[Row], events: Iterable
                 with cur.copy(f"COPY {table} FROM STDIN") as copy:
                     for row in rows:
                         copy.write_row(row)
+            cur.execute(stats_fill("postgresql").encode())  # the summaries writes keep
         pg.commit()
         pg.autocommit = True
         pg.execute("ANALYZE")

@@ -27,7 +27,7 @@ import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from handrail.errors import StorageError
-from handrail.store import outbox
+from handrail.store import outbox, summary
 from handrail.store.base import (
     LIST_LIMIT,
     STUCK_PART,
@@ -192,6 +192,7 @@ class PostgresStore:
         with self._connection() as db, db.transaction():
             db.execute(*insert_run(run, len(events), head, "%s"))
             insert_events(db, rows, "%s")
+            summary.write(db, summary.keys_of(run), rows, "%s", new=True)
             if notifications:
                 with db.cursor() as cursor:
                     cursor.executemany(
@@ -222,16 +223,20 @@ class PostgresStore:
                 "AS e (seq, type, at, actor, step_id, data, hash)"
             )
             values += [v for r in rows for v in r.values()[1:]]
-        if notifications:
-            # the outbox rows join the same transaction; they are written only if the run moved
+        summarised = any(r.type in summary.SUMMARISED for r in rows)
+        if notifications or summarised:
+            # the outbox and summary rows join the same transaction; written only if the run
+            # moved, and after its row is locked, so the run's marks are read by one writer
             with self._connection() as db, db.transaction():
                 moved = db.execute(query.encode(), values).rowcount
                 if moved != (len(rows) or 1):
                     raise Conflict(run.id)
-                with db.cursor() as cursor:
-                    cursor.executemany(
-                        outbox.insert("%s"), outbox.rows(run.id, run.version + 1, notifications, at)
-                    )
+                summary.write(db, summary.keys_of(run), rows, "%s")
+                if notifications:
+                    with db.cursor() as cursor:
+                        cursor.executemany(
+                            outbox.insert("%s"), outbox.rows(run.id, run.version + 1, notifications, at)
+                        )
             return written(run, change, at, len(events), head)
         with self._connection() as db:
             moved = db.execute(query.encode(), values).rowcount

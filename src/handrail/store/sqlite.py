@@ -30,7 +30,7 @@ from typing import Any, Unpack
 
 from handrail import budget
 from handrail.errors import StorageError
-from handrail.store import outbox
+from handrail.store import outbox, summary
 from handrail.store.base import (
     LIST_LIMIT,
     STUCK_PART,
@@ -113,6 +113,7 @@ class SqliteStore:
             self.path, isolation_level=None, check_same_thread=False, timeout=self.busy_timeout
         )
         db.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+        db.create_function("last_line", 1, last_line, deterministic=True)  # stats and their migration
         return db
 
     def _check(self) -> None:
@@ -202,7 +203,6 @@ class SqliteStore:
             if db is None:
                 db = self._connect()
                 db.execute("PRAGMA query_only = ON")
-                db.create_function("last_line", 1, last_line, deterministic=True)  # for stats
                 with self._opened:
                     self._readers.append(db)
                 self._reader.db = db
@@ -262,6 +262,7 @@ class SqliteStore:
         with self._write() as db:
             db.execute(*insert_run(run, len(events), head, "?"))
             insert_events(db, rows, "?")
+            summary.write(db, summary.keys_of(run), rows, "?", new=True)
             if notifications:
                 db.executemany(
                     outbox.insert("?"), outbox.rows(run.id, run.version, notifications, run.created_at)
@@ -285,6 +286,7 @@ class SqliteStore:
             if moved != 1:
                 raise Conflict(run.id)
             insert_events(db, rows, "?")
+            summary.write(db, summary.keys_of(run), rows, "?")
             if notifications:
                 db.executemany(outbox.insert("?"), outbox.rows(run.id, run.version + 1, notifications, at))
         return written(run, change, at, len(events), head)
