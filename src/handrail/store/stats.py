@@ -38,16 +38,6 @@ class StatsFilter:
     person: str | None = None
 
 
-def _ms_sqlite(at: str) -> str:
-    # julianday is the quick one of SQLite's time functions; its double holds a 2026 time to
-    # a few microseconds, so rounding gives the milliseconds written exactly
-    return f"CAST(ROUND((julianday({at}) - 2440587.5) * 86400000.0) AS INTEGER)"
-
-
-def _ms_postgres(at: str) -> str:
-    return f"CAST(EXTRACT(EPOCH FROM CAST({at} AS timestamptz)) * 1000 AS bigint)"
-
-
 def _plain(col: str) -> str:
     """`col` when it holds JSON in the plain form, else NULL: data kept in the escaped form
     (it held a lone surrogate, or an integer past 64 bits) starts with a space, and
@@ -55,33 +45,15 @@ def _plain(col: str) -> str:
     return f"(CASE WHEN substr({col}, 1, 1) = ' ' THEN NULL ELSE {col} END)"
 
 
-def _pg(col: str) -> str:
-    return f"CAST({_plain(col)} AS json)"
-
-
 DIALECT: dict[str, dict[str, Callable[..., str]]] = {
     "sqlite": {
-        "ms": _ms_sqlite,
-        "text": lambda col, key: f"json_extract({_plain(col)}, '$.{key}')",
-        "true": lambda col, key: f"(json_type({_plain(col)}, '$.{key}') = 'true')",
-        "number": lambda col, key: f"json_extract({_plain(col)}, '$.{key}')",
         "step": lambda col: f"json_extract({_plain(col)}, '$.step.id')",
-        "elements": lambda col, key: f"json_each({_plain(col)}, '$.{key}') AS j",
         "bytes": lambda col: col,  # BINARY: UTF-8 bytes, the code point order
-        "key": lambda col: f"{col} AS {col.split('.')[-1]}",
-        "last_line": lambda col: f"last_line({col})",
     },
     "postgresql": {
-        "ms": _ms_postgres,
-        "text": lambda col, key: f"({_pg(col)} ->> '{key}')",
-        "true": lambda col, key: f"(({_pg(col)} ->> '{key}') = 'true')",
-        "number": lambda col, key: f"CAST({_pg(col)} ->> '{key}' AS double precision)",
-        "step": lambda col: f"({_pg(col)} -> 'step' ->> 'id')",
-        "elements": lambda col, key: f"json_array_elements_text({_pg(col)} -> '{key}') AS j(value)",
+        "step": lambda col: f"(CAST({_plain(col)} AS json) -> 'step' ->> 'id')",
+        # compared as bytes, not by the locale's rules: the code point order
         "bytes": lambda col: f'{col} COLLATE "C"',
-        # a text only grouped or partitioned by: compared as bytes, not by the locale's rules
-        "key": lambda col: f'{col} COLLATE "C" AS {col.split(".")[-1]}',
-        "last_line": lambda col: f"regexp_replace(rtrim({col}, E'\\n'), '^.*\\n', '')",
     },
 }
 
@@ -111,9 +83,11 @@ class _Query:
             if value is not None:
                 clauses.append(f"{column} {op} {self.mark}")
                 self.values.append(value)
+        # the summary tables repeat the run's columns these filters read
+        self.where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
         self.runs = (
             "r AS (SELECT id, workflow_id AS wf, workflow_version AS ver, status, position, "
-            f"source_hash, created_at FROM runs{' WHERE ' + ' AND '.join(clauses) if clauses else ''})"
+            f"source_hash, created_at FROM runs{self.where})"
         )
 
     def __call__(self, sql: str) -> list[tuple[Any, ...]]:
@@ -137,32 +111,9 @@ def _positions(q: _Query) -> list[tuple[Any, ...]]:
     d = q.d
     return q(
         f"p AS (SELECT id, wf, ver, {d['step']('position')} AS step, status FROM r) "
-        "SELECT wf, ver, step, status, COUNT(*), SUM(CASE WHEN EXISTS (SELECT 1 FROM run_events x "
-        f"WHERE x.run_id = p.id AND x.step_id = p.step AND x.type IN {STEP_EVENTS}) THEN 0 ELSE 1 END) "
+        "SELECT wf, ver, step, status, COUNT(*), SUM(CASE WHEN EXISTS (SELECT 1 FROM stats_visits x "
+        "WHERE x.run_id = p.id AND x.step_id = p.step) THEN 0 ELSE 1 END) "
         "FROM p WHERE step IS NOT NULL GROUP BY wf, ver, step, status"
-    )
-
-
-# The events that make a step's figures: the submissions, a person's decisions, and the
-# run's start (a check is always followed by its submission's event, a gate event adds
-# nothing a submission or the run's position does not say).
-STEP_EVENTS = "('started', 'rejected', 'awaiting_approval', 'approved', 'declined', 'accepted')"
-
-
-# Each of them with what the events before it in its run say (one window pass, no data
-# carried): the start of the step's visit (the run's last start or acceptance), and the
-# last approval asked. Times stay text (ISO, so their order is time's) until a duration
-# is taken.
-def _events(keys: str) -> str:
-    return (
-        f"e AS (SELECT {keys}, ev.run_id, ev.seq, ev.type, ev.at "
-        f"FROM r JOIN run_events ev ON ev.run_id = r.id WHERE ev.type IN {STEP_EVENTS}), "
-        "w AS MATERIALIZED (SELECT e.*, "
-        "MAX(CASE WHEN type IN ('started', 'accepted') THEN seq END) OVER p AS since_seq, "
-        "MAX(CASE WHEN type IN ('started', 'accepted') THEN at END) OVER p AS since_at, "
-        "MAX(CASE WHEN type = 'awaiting_approval' THEN at END) OVER p AS asked_at "
-        "FROM e WINDOW p AS (PARTITION BY run_id ORDER BY seq "
-        "ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING))"
     )
 
 
@@ -175,36 +126,22 @@ def _at_ranks(rank: str) -> str:
     return f"({_nearest_rank(rank, 'n', 50)} OR {_nearest_rank(rank, 'n', 90)})"
 
 
-_COUNTED = (
-    ("rejected", "rejected"),
-    ("awaiting_approval", "awaiting"),
-    ("approved", "approved"),
-    ("declined", "declined"),
-    ("accepted", "accepted"),
-)
+KEYS = (("workflow_id", "wf"), ("workflow_version", "ver"), ("step_id", "step_id"))
 
 
-def _count(condition: str) -> str:
-    return f"SUM(CASE WHEN {condition} THEN 1 ELSE 0 END)"
-
-
-def _parts(q: _Query) -> list[str]:
-    """The three statements of the figures drawn from events, each SELECT's rows tagged by
-    kind and padded to (kind, wf, ver, step, label, idx, a, b, c, d, e, f, g): the steps
-    (one window pass over the runs' step events, then one grouping by visit), the issues
-    (the rejections only), the checks (the check events only)."""
+def _parts(q: _Query) -> list[tuple[str, list[Any]]]:
+    """The statements of the figures drawn from the summary tables (store/summary.py), each
+    SELECT's rows tagged by kind and padded to (kind, wf, ver, step, label, idx, a, b, c, d,
+    e, f, g): the steps (their visits and approval waits), the issues, the gate denials,
+    the checks."""
     d = q.d
-    keys = ", ".join(d["key"](col) for col in ("r.wf", "r.ver", "ev.step_id"))
+    # PostgreSQL groups and partitions the texts by bytes, not by the locale's rules
+    keys = ", ".join(f"{d['bytes'](col)} AS {name}" for col, name in KEYS)
+    where = q.where
     steps = [
-        _events(keys),
-        # one row per visit of a step: every event at the step, counted by type
-        "sv AS MATERIALIZED (SELECT wf, ver, step_id, run_id, "
-        + ", ".join(f"{_count(f'type = {word!r}')} AS {name}" for word, name in _COUNTED)
-        + ", "
-        + _count("type IN ('rejected', 'declined')")
-        + " + 1 AS attempts, "
-        f"MAX(CASE WHEN type = 'accepted' THEN {d['ms']('at')} - {d['ms']('since_at')} END) AS spent "
-        "FROM w WHERE step_id IS NOT NULL GROUP BY run_id, since_seq, wf, ver, step_id)",
+        f"sv AS (SELECT {keys}, run_id, rejected, awaiting, approved, declined, accepted, "
+        "rejected + declined + 1 AS attempts, spent_ms AS spent, reached, first_accepted "
+        f"FROM stats_visits{where})",
         # each rank ordered once; only the rows at a percentile's rank (or the maximum) are kept
         "rv AS (SELECT wf, ver, step_id, attempts, spent, "
         "ROW_NUMBER() OVER (PARTITION BY wf, ver, step_id ORDER BY attempts) AS ra, "
@@ -212,29 +149,24 @@ def _parts(q: _Query) -> list[str]:
         "WINDOW s AS (PARTITION BY wf, ver, step_id ORDER BY spent "
         "ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING))",
         f"vr AS (SELECT * FROM rv WHERE ra = n OR {_at_ranks('ra')} OR {_at_ranks('rs')})",
-        f"a0 AS (SELECT wf, ver, step_id, {d['ms']('at')} - {d['ms']('asked_at')} AS waited FROM w "
-        "WHERE type IN ('approved', 'declined') AND asked_at IS NOT NULL)",
+        f"a0 AS (SELECT {keys}, waited_ms AS waited FROM stats_waits{where})",
         "aw AS (SELECT a0.*, ROW_NUMBER() OVER (PARTITION BY wf, ver, step_id ORDER BY waited) AS rk, "
         "COUNT(*) OVER (PARTITION BY wf, ver, step_id) AS n FROM a0)",
     ]
     step_selects = [
-        # PostgreSQL types a UNION's columns from its first SELECT: name the padding's types there;
-        # a step's runs are its visits' distinct runs, counted in the same grouping as its events
+        # PostgreSQL types a UNION's columns from its first SELECT: name the padding's types there
         "SELECT 'counts', wf, ver, step_id, CAST(NULL AS text), CAST(NULL AS bigint), "
         "SUM(rejected), SUM(awaiting), SUM(approved), SUM(declined), SUM(accepted), "
-        "COUNT(DISTINCT CASE WHEN accepted > 0 THEN run_id END), COUNT(DISTINCT run_id) "
-        "FROM sv GROUP BY wf, ver, step_id",
+        "SUM(first_accepted), SUM(reached) FROM sv GROUP BY wf, ver, step_id",
         f"SELECT 'visits', wf, ver, step_id, NULL, NULL, {_pct('attempts', 'ra', 50)}, "
         f"{_pct('attempts', 'ra', 90)}, MAX(attempts), {_pct('spent', 'rs', 50)}, {_pct('spent', 'rs', 90)}, "
         "NULL, NULL FROM vr GROUP BY wf, ver, step_id",
         f"SELECT 'waits', wf, ver, step_id, NULL, NULL, {_pct('waited', 'rk', 50)}, "
         f"{_pct('waited', 'rk', 90)}, NULL, NULL, NULL, NULL, NULL FROM aw GROUP BY wf, ver, step_id",
     ]
-    events = f"SELECT {keys}, ev.run_id, ev.seq, ev.data FROM r JOIN run_events ev ON ev.run_id = r.id"
     issues = [
-        f"x AS ({events} WHERE ev.type = 'rejected')",
-        "im AS (SELECT x.wf, x.ver, x.step_id, j.value AS message, COUNT(*) AS n, MAX(x.run_id) AS run "
-        f"FROM x, {d['elements']('x.data', 'issues')} GROUP BY x.wf, x.ver, x.step_id, j.value)",
+        "im AS (SELECT wf, ver, step_id, message, COUNT(*) AS n, MAX(run_id) AS run "
+        f"FROM (SELECT {keys}, message, run_id FROM stats_issues{where}) AS x GROUP BY wf, ver, step_id, message)",
         "it AS (SELECT im.*, ROW_NUMBER() OVER (PARTITION BY wf, ver, step_id "
         f"ORDER BY n DESC, {d['bytes']('message')}) AS rk FROM im)",
     ]
@@ -245,25 +177,11 @@ def _parts(q: _Query) -> list[str]:
         f"FROM it WHERE rk <= {TOP}",
     ]
     gate = (
-        f"SELECT 'gate', r.wf, r.ver, ev.step_id, {d['text']('ev.data', 'decision')}, NULL, COUNT(*), "
-        "NULL, NULL, NULL, NULL, NULL, NULL FROM r JOIN run_events ev ON ev.run_id = r.id "
-        "WHERE ev.type = 'gate' AND ev.step_id IS NOT NULL "
-        f"GROUP BY r.wf, r.ver, ev.step_id, {d['text']('ev.data', 'decision')}"
+        "SELECT 'gate', wf, ver, step_id, decision, NULL, COUNT(*), NULL, NULL, NULL, NULL, NULL, NULL "
+        f"FROM (SELECT {keys}, decision FROM stats_gate{where}) AS g GROUP BY wf, ver, step_id, decision"
     )
-    output = d["last_line"](d["text"]("ev.data", "output"))
     checks = [
-        # the checks of one submission are written together: consecutive in the run's log;
-        # each check's fields are read once here, so that no ordering carries its data
-        f"x AS (SELECT {keys}, ev.run_id, ev.seq, "
-        f"{d['text']('ev.data', 'check')} AS kind, "
-        f"CASE WHEN {d['true']('ev.data', 'passed')} THEN 1 ELSE 0 END AS passed, "
-        f"CASE WHEN {d['true']('ev.data', 'timedOut')} THEN 1 ELSE 0 END AS timed_out, "
-        f"{d['number']('ev.data', 'durationMs')} AS ms, "
-        f"CASE WHEN {d['true']('ev.data', 'passed')} THEN NULL ELSE {output} END AS line "
-        "FROM r JOIN run_events ev ON ev.run_id = r.id WHERE ev.type = 'check')",
-        "x1 AS (SELECT x.*, seq - ROW_NUMBER() OVER (PARTITION BY run_id ORDER BY seq) AS grp FROM x)",
-        "c AS MATERIALIZED (SELECT wf, ver, step_id, kind, passed, timed_out, ms, line, "
-        "ROW_NUMBER() OVER (PARTITION BY run_id, grp ORDER BY seq) - 1 AS idx FROM x1)",
+        f"c AS (SELECT {keys}, idx, kind, passed, timed_out, duration_ms AS ms, line FROM stats_checks{where})",
         # one ordering by duration gives the median and the check's counts; only the first
         # row and the median's are kept
         "cr AS (SELECT c.*, ROW_NUMBER() OVER k AS rk, COUNT(ms) OVER k AS n, COUNT(*) OVER k AS runs, "
@@ -283,12 +201,11 @@ def _parts(q: _Query) -> list[str]:
         "SELECT 'line', wf, ver, step_id, line, idx, n, rk, NULL, NULL, NULL, NULL, NULL "
         f"FROM ft WHERE rk <= {TOP}",
     ]
-    head = "WITH " + q.runs + ", "
     return [
-        head + ", ".join(steps) + " " + " UNION ALL ".join(step_selects),
-        head + ", ".join(issues) + " " + " UNION ALL ".join(issue_selects),
-        "WITH " + q.runs + " " + gate,
-        head + ", ".join(checks) + " " + " UNION ALL ".join(check_selects),
+        ("WITH " + ", ".join(steps) + " " + " UNION ALL ".join(step_selects), q.values * 2),
+        ("WITH " + ", ".join(issues) + " " + " UNION ALL ".join(issue_selects), q.values),
+        (gate, q.values),
+        ("WITH " + ", ".join(checks) + " " + " UNION ALL ".join(check_selects), q.values),
     ]
 
 
@@ -371,7 +288,7 @@ def workflow_stats(store: Aggregates, where: StatsFilter) -> list[dict[str, Any]
             here["abandoned"] += _int(count)
         elif status in ("active", "awaiting_approval"):
             here["active"] += _int(count)
-    rows = [row for sql in _parts(q) for row in store.aggregate(sql, q.values)]
+    rows = [row for sql, values in _parts(q) for row in store.aggregate(sql, values)]
     rows.sort(key=lambda row: (row[0], row[1], row[2], row[3], -1 if row[5] is None else row[5]))
     for kind, wf, ver, step_id, label, idx, *n in rows:
         s = step(wf, ver, step_id)
