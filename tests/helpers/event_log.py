@@ -14,7 +14,7 @@ from typing import Any
 
 from handrail.store.chain_form import event_hash, hashed_form
 from handrail.store.open import open_store
-from handrail.store.schema import stats_fill, statements
+from handrail.store.schema import statements, stats_fill
 from handrail.store.stats import last_line
 from handrail.store.urls import sqlite_path
 

@@ -17,7 +17,14 @@ import pytest
 from handrail.cli import main
 from handrail.errors import StorageError
 from handrail.store import NewEvent, RunRecord, RunStore, RunUpdate, open_store
-from handrail.store.schema import MIGRATIONS, MIGRATIONS_TABLE, STATS_TABLES, migrations, statements, stats_fill
+from handrail.store.schema import (
+    MIGRATIONS,
+    MIGRATIONS_TABLE,
+    STATS_TABLES,
+    migrations,
+    statements,
+    stats_fill,
+)
 from handrail.store.sqlite_light import open_light
 from handrail.store.stats import last_line
 from handrail.store.urls import sqlite_path, sqlite_url
@@ -46,7 +53,9 @@ def store(store_url: str) -> Iterator[RunStore]:
 def record(run_id: str, workflow_id: str = "wf") -> RunRecord:
     at = "2026-01-01T00:00:00.000Z"
     position = {"step": {"id": "s1", "title": "S1"}}
-    return RunRecord(run_id, "ann", "/w", workflow_id, "1.0.0", "h1", "goal", "active", {}, position, 0, at, at, 1)
+    return RunRecord(
+        run_id, "ann", "/w", workflow_id, "1.0.0", "h1", "goal", "active", {}, position, 0, at, at, 1
+    )
 
 
 def check(kind: str, passed: bool, **more: Any) -> NewEvent:
@@ -99,7 +108,10 @@ def test_what_each_write_adds_to_the_summaries_is_what_the_event_log_gives(
     other = store.create(record("r2", "other"), [NewEvent("started"), NewEvent("accepted", "s1")])
     steps: list[list[NewEvent]] = [
         [NewEvent("rejected", "s1", {"issues": ["too short", "no summary", "too short"]})],
-        [check("command", False, output="collected\nFAIL test_parse\n\n", durationMs=1200), check("file", True)],
+        [
+            check("command", False, output="collected\nFAIL test_parse\n\n", durationMs=1200),
+            check("file", True),
+        ],
         # checks written by the next write, right after: their places go on counting
         [check("command", True, durationMs=15, timedOut=False), NewEvent("rejected", "s1", {"issues": []})],
         [NewEvent("awaiting_approval", "s1"), NewEvent("declined", "s1", {"person": "bo"})],
@@ -128,7 +140,8 @@ def test_what_each_write_adds_to_the_summaries_is_what_the_event_log_gives(
     written = snapshot(store_url)
     assert len(written["stats_checks"]) >= 5 and written["stats_gate"] and written["stats_waits"]
     # in the log's order: three checks in a row (over two writes), then each alone
-    assert [r[7] for r in sorted(written["stats_checks"], key=lambda r: r[5]) if r[0] == "r1"][:5] == [0, 1, 2, 0, 0]
+    places = [r[7] for r in sorted(written["stats_checks"], key=lambda r: r[5]) if r[0] == "r1"]
+    assert places[:5] == [0, 1, 2, 0, 0]
     refill(store_url)
     assert snapshot(store_url) == written
 

@@ -10,7 +10,6 @@ database whose version is newer than `len(MIGRATIONS)`.
 from __future__ import annotations
 
 
-
 def _ms_sqlite(at: str) -> str:
     return f"CAST(ROUND((julianday({at}) - 2440587.5) * 86400000.0) AS INTEGER)"
 
@@ -93,7 +92,8 @@ STATS_FILL = f"""
     SELECT {_KEYS}, seq, step_id, {{ms_at}} - {{ms_asked}} FROM w
     WHERE type IN ('approved', 'declined') AND asked_at IS NOT NULL;
     WITH x AS (SELECT {_RUN}, ev.seq, ev.step_id, {{kind}} AS kind,
-        CASE WHEN {{passed}} THEN 1 ELSE 0 END AS passed, CASE WHEN {{timed_out}} THEN 1 ELSE 0 END AS timed_out,
+        CASE WHEN {{passed}} THEN 1 ELSE 0 END AS passed,
+        CASE WHEN {{timed_out}} THEN 1 ELSE 0 END AS timed_out,
         {{duration}} AS duration_ms, CASE WHEN {{passed}} THEN NULL ELSE {{last_line}} END AS line
         FROM runs r JOIN run_events ev ON ev.run_id = r.id WHERE ev.type = 'check'),
     x1 AS (SELECT x.*, seq - ROW_NUMBER() OVER (PARTITION BY run_id ORDER BY seq) AS grp FROM x)
@@ -107,10 +107,12 @@ STATS_FILL = f"""
     SELECT {_RUN}, ev.seq, ev.step_id, {{decision}} FROM runs r JOIN run_events ev ON ev.run_id = r.id
     WHERE ev.type = 'gate' AND ev.step_id IS NOT NULL AND {{decision}} IN ('deny', 'block');
     WITH m AS (SELECT r.id AS run_id,
-        (SELECT MAX(seq) FROM run_events ev WHERE ev.run_id = r.id AND ev.type IN ('started', 'accepted')) AS s,
+        (SELECT MAX(seq) FROM run_events ev WHERE ev.run_id = r.id AND ev.type IN ('started', 'accepted'))
+        AS s,
         (SELECT MAX(at) FROM run_events ev WHERE ev.run_id = r.id AND ev.type IN ('started', 'accepted'))
         AS since_at,
-        (SELECT MAX(at) FROM run_events ev WHERE ev.run_id = r.id AND ev.type = 'awaiting_approval') AS asked_at,
+        (SELECT MAX(at) FROM run_events ev WHERE ev.run_id = r.id AND ev.type = 'awaiting_approval')
+        AS asked_at,
         (SELECT MAX(seq) FROM stats_checks c WHERE c.run_id = r.id) AS check_seq FROM runs r)
     INSERT INTO stats_marks (run_id, since_seq, since_ms, asked_ms, check_seq, check_idx, steps)
     SELECT run_id, COALESCE(s, 0), {{ms_since}}, {{ms_asked}}, COALESCE(check_seq, 0),

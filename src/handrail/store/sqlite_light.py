@@ -179,7 +179,8 @@ class LightSqlite:
                         f"the run database {self.path} changed schema version while the gate read it"
                     )
                 row = db.execute(
-                    "SELECT events, head, workflow_id, workflow_version, owner, created_at FROM runs WHERE id = ?",
+                    "SELECT events, head, workflow_id, workflow_version, owner, created_at FROM runs "
+                    "WHERE id = ?",
                     (run_id,),
                 ).fetchone()
                 if row is None:

@@ -166,7 +166,8 @@ def _parts(q: _Query) -> list[tuple[str, list[Any]]]:
     ]
     issues = [
         "im AS (SELECT wf, ver, step_id, message, COUNT(*) AS n, MAX(run_id) AS run "
-        f"FROM (SELECT {keys}, message, run_id FROM stats_issues{where}) AS x GROUP BY wf, ver, step_id, message)",
+        f"FROM (SELECT {keys}, message, run_id FROM stats_issues{where}) AS x "
+        "GROUP BY wf, ver, step_id, message)",
         "it AS (SELECT im.*, ROW_NUMBER() OVER (PARTITION BY wf, ver, step_id "
         f"ORDER BY n DESC, {d['bytes']('message')}) AS rk FROM im)",
     ]
@@ -181,7 +182,8 @@ def _parts(q: _Query) -> list[tuple[str, list[Any]]]:
         f"FROM (SELECT {keys}, decision FROM stats_gate{where}) AS g GROUP BY wf, ver, step_id, decision"
     )
     checks = [
-        f"c AS (SELECT {keys}, idx, kind, passed, timed_out, duration_ms AS ms, line FROM stats_checks{where})",
+        f"c AS (SELECT {keys}, idx, kind, passed, timed_out, duration_ms AS ms, line "
+        f"FROM stats_checks{where})",
         # one ordering by duration gives the median and the check's counts; only the first
         # row and the median's are kept
         "cr AS (SELECT c.*, ROW_NUMBER() OVER k AS rk, COUNT(ms) OVER k AS n, COUNT(*) OVER k AS runs, "

@@ -180,7 +180,8 @@ def write(db: Any, keys: RunKeys, rows: Sequence[EventRow], mark: str, *, new: b
             (keys.run_id,),
         ).fetchone()
         if found is not None:
-            marks = Marks(*found[:5], json.loads(found[5]))
+            since_seq, since_ms, asked_ms, check_seq, check_idx, steps = found
+            marks = Marks(since_seq, since_ms, asked_ms, check_seq, check_idx, json.loads(steps))
     summary = fold(marks, rows)
     run = (keys.run_id, *keys.values())
     m = mark
