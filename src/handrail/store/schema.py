@@ -25,6 +25,7 @@ _JSON = f"CAST({_PLAIN} AS json)"
 DIALECTS: dict[str, dict[str, str]] = {
     "sqlite": {
         "bytes": "BLOB",
+        "clustered": " WITHOUT ROWID",
         "ms_at": _ms_sqlite("at"),
         "ms_since": _ms_sqlite("since_at"),
         "ms_asked": _ms_sqlite("asked_at"),
@@ -40,6 +41,7 @@ DIALECTS: dict[str, dict[str, str]] = {
     },
     "postgresql": {
         "bytes": "BYTEA",
+        "clustered": "",
         "ms_at": _ms_postgres("at"),
         "ms_since": _ms_postgres("since_at"),
         "ms_asked": _ms_postgres("asked_at"),
@@ -83,14 +85,15 @@ STATS_FILL = f"""
         MAX(CASE WHEN type = 'accepted' THEN {{ms_at}} - {{ms_since}} END) AS spent_ms
         FROM w WHERE step_id IS NOT NULL GROUP BY {_KEYS}, since_seq, step_id)
     INSERT INTO stats_visits ({_KEYS}, since_seq, step_id, rejected, awaiting, approved, declined, accepted,
-        spent_ms, reached, first_accepted)
-    SELECT sv.*, CASE WHEN ROW_NUMBER() OVER (PARTITION BY run_id, step_id ORDER BY since_seq) = 1
-        THEN 1 ELSE 0 END, CASE WHEN accepted > 0 AND ROW_NUMBER() OVER (PARTITION BY run_id, step_id,
+        spent_ms, attempts, reached, first_accepted)
+    SELECT sv.*, rejected + declined + 1,
+        CASE WHEN ROW_NUMBER() OVER (PARTITION BY run_id, step_id ORDER BY since_seq) = 1 THEN 1 ELSE 0 END,
+        CASE WHEN accepted > 0 AND ROW_NUMBER() OVER (PARTITION BY run_id, step_id,
         CASE WHEN accepted > 0 THEN 1 ELSE 0 END ORDER BY since_seq) = 1 THEN 1 ELSE 0 END FROM sv;
     WITH {_WINDOW}
     INSERT INTO stats_waits ({_KEYS}, seq, step_id, waited_ms)
     SELECT {_KEYS}, seq, step_id, {{ms_at}} - {{ms_asked}} FROM w
-    WHERE type IN ('approved', 'declined') AND asked_at IS NOT NULL;
+    WHERE type IN ('approved', 'declined') AND asked_at IS NOT NULL AND step_id IS NOT NULL;
     WITH x AS (SELECT {_RUN}, ev.seq, ev.step_id, {{kind}} AS kind,
         CASE WHEN {{passed}} THEN 1 ELSE 0 END AS passed,
         CASE WHEN {{timed_out}} THEN 1 ELSE 0 END AS timed_out,
@@ -99,10 +102,11 @@ STATS_FILL = f"""
     x1 AS (SELECT x.*, seq - ROW_NUMBER() OVER (PARTITION BY run_id ORDER BY seq) AS grp FROM x)
     INSERT INTO stats_checks ({_KEYS}, seq, step_id, idx, kind, passed, timed_out, duration_ms, line)
     SELECT {_KEYS}, seq, step_id, ROW_NUMBER() OVER (PARTITION BY run_id, grp ORDER BY seq) - 1, kind, passed,
-        timed_out, duration_ms, line FROM x1;
+        timed_out, duration_ms, line FROM x1 WHERE step_id IS NOT NULL;
     INSERT INTO stats_issues ({_KEYS}, seq, n, step_id, message)
     SELECT {_RUN}, ev.seq, {{issue_n}}, ev.step_id, j.value
-    FROM runs r JOIN run_events ev ON ev.run_id = r.id, {{issues}} WHERE ev.type = 'rejected';
+    FROM runs r JOIN run_events ev ON ev.run_id = r.id, {{issues}}
+    WHERE ev.type = 'rejected' AND ev.step_id IS NOT NULL AND j.value IS NOT NULL;
     INSERT INTO stats_gate ({_KEYS}, seq, step_id, decision)
     SELECT {_RUN}, ev.seq, ev.step_id, {{decision}} FROM runs r JOIN run_events ev ON ev.run_id = r.id
     WHERE ev.type = 'gate' AND ev.step_id IS NOT NULL AND {{decision}} IN ('deny', 'block');
@@ -208,35 +212,44 @@ MIGRATIONS: tuple[str, ...] = (
         check_idx INTEGER NOT NULL,
         steps TEXT NOT NULL
     );
+    -- each table is read in the order of its workflow, version and step (SQLite keeps some
+    -- in that order, indexes cover the rest), percentiles by ORDER BY ... OFFSET. A table kept
+    -- in key order declares its key's columns first, in order: SQLite 3.40's integrity check
+    -- misreads the columns of one that does not
     CREATE TABLE stats_visits (
-        run_id TEXT NOT NULL REFERENCES runs(id),
         workflow_id TEXT NOT NULL,
         workflow_version TEXT NOT NULL,
+        step_id TEXT NOT NULL,
+        run_id TEXT NOT NULL REFERENCES runs(id),
+        since_seq INTEGER NOT NULL,
         owner TEXT NOT NULL,
         created_at TEXT NOT NULL,
-        since_seq INTEGER NOT NULL,
-        step_id TEXT NOT NULL,
         rejected INTEGER NOT NULL,
         awaiting INTEGER NOT NULL,
         approved INTEGER NOT NULL,
         declined INTEGER NOT NULL,
         accepted INTEGER NOT NULL,
+        attempts INTEGER NOT NULL,
         spent_ms BIGINT,
         reached INTEGER NOT NULL,
         first_accepted INTEGER NOT NULL,
-        PRIMARY KEY (run_id, since_seq, step_id)
-    );
+        PRIMARY KEY (workflow_id, workflow_version, step_id, run_id, since_seq)
+    ){clustered};
+    CREATE INDEX stats_visits_attempts ON stats_visits
+        (workflow_id, workflow_version, step_id, accepted, attempts, created_at, owner);
+    CREATE INDEX stats_visits_spent ON stats_visits
+        (workflow_id, workflow_version, step_id, accepted, spent_ms, created_at, owner);
     CREATE TABLE stats_waits (
-        run_id TEXT NOT NULL REFERENCES runs(id),
         workflow_id TEXT NOT NULL,
         workflow_version TEXT NOT NULL,
+        step_id TEXT NOT NULL,
+        waited_ms BIGINT NOT NULL,
+        run_id TEXT NOT NULL REFERENCES runs(id),
+        seq INTEGER NOT NULL,
         owner TEXT NOT NULL,
         created_at TEXT NOT NULL,
-        seq INTEGER NOT NULL,
-        step_id TEXT,
-        waited_ms BIGINT NOT NULL,
-        PRIMARY KEY (run_id, seq)
-    );
+        PRIMARY KEY (workflow_id, workflow_version, step_id, waited_ms, run_id, seq)
+    ){clustered};
     CREATE TABLE stats_checks (
         run_id TEXT NOT NULL REFERENCES runs(id),
         workflow_id TEXT NOT NULL,
@@ -244,7 +257,7 @@ MIGRATIONS: tuple[str, ...] = (
         owner TEXT NOT NULL,
         created_at TEXT NOT NULL,
         seq INTEGER NOT NULL,
-        step_id TEXT,
+        step_id TEXT NOT NULL,
         idx INTEGER NOT NULL,
         kind TEXT,
         passed INTEGER NOT NULL,
@@ -253,18 +266,23 @@ MIGRATIONS: tuple[str, ...] = (
         line TEXT,
         PRIMARY KEY (run_id, seq)
     );
+    CREATE INDEX stats_checks_runs ON stats_checks
+        (workflow_id, workflow_version, step_id, idx, kind, duration_ms, passed, timed_out,
+        created_at, owner);
+    CREATE INDEX stats_checks_lines ON stats_checks
+        (workflow_id, workflow_version, step_id, idx, kind, passed, line, created_at, owner);
     CREATE TABLE stats_issues (
-        run_id TEXT NOT NULL REFERENCES runs(id),
         workflow_id TEXT NOT NULL,
         workflow_version TEXT NOT NULL,
-        owner TEXT NOT NULL,
-        created_at TEXT NOT NULL,
+        step_id TEXT NOT NULL,
+        message TEXT NOT NULL,
+        run_id TEXT NOT NULL REFERENCES runs(id),
         seq INTEGER NOT NULL,
         n INTEGER NOT NULL,
-        step_id TEXT,
-        message TEXT,
-        PRIMARY KEY (run_id, seq, n)
-    );
+        owner TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        PRIMARY KEY (workflow_id, workflow_version, step_id, message, run_id, seq, n)
+    ){clustered};
     CREATE TABLE stats_gate (
         run_id TEXT NOT NULL REFERENCES runs(id),
         workflow_id TEXT NOT NULL,

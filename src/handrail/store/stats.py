@@ -49,11 +49,22 @@ DIALECT: dict[str, dict[str, Callable[..., str]]] = {
     "sqlite": {
         "step": lambda col: f"json_extract({_plain(col)}, '$.step.id')",
         "bytes": lambda col: col,  # BINARY: UTF-8 bytes, the code point order
+        "same": lambda col, mark: f"{col} IS {mark}",
+        # the run has a visit at the step: its marks list the steps it reached
+        "reached": lambda run, step: (
+            f"EXISTS (SELECT 1 FROM stats_marks m, json_each(m.steps) j "
+            f"WHERE m.run_id = {run} AND j.key = {step})"
+        ),
     },
     "postgresql": {
         "step": lambda col: f"(CAST({_plain(col)} AS json) -> 'step' ->> 'id')",
         # compared as bytes, not by the locale's rules: the code point order
         "bytes": lambda col: f'{col} COLLATE "C"',
+        "same": lambda col, mark: f"{col} IS NOT DISTINCT FROM {mark}",
+        "reached": lambda run, step: (
+            f"EXISTS (SELECT 1 FROM stats_marks m "
+            f"WHERE m.run_id = {run} AND (CAST(m.steps AS json) -> {step}) IS NOT NULL)"
+        ),
     },
 }
 
@@ -63,9 +74,9 @@ def last_line(text: str | None) -> str | None:
     return None if text is None else text.rstrip("\n").rsplit("\n", 1)[-1]
 
 
-def _nearest_rank(rank: str, count: str, percent: int) -> str:
-    """The nearest-rank percentile's rank test: rank = ceil(percent / 100 * count)."""
-    return f"{rank} = ({count} * {percent} + 99) / 100"
+def _rank(count: int, percent: int) -> int:
+    """The nearest-rank percentile's rank (1-based): ceil(percent / 100 * count)."""
+    return (count * percent + 99) // 100
 
 
 class _Query:
@@ -85,6 +96,7 @@ class _Query:
                 self.values.append(value)
         # the summary tables repeat the run's columns these filters read
         self.where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
+        self.also = "".join(f" AND {c}" for c in clauses)
         self.runs = (
             "r AS (SELECT id, workflow_id AS wf, workflow_version AS ver, status, position, "
             f"source_hash, created_at FROM runs{self.where})"
@@ -111,104 +123,64 @@ def _positions(q: _Query) -> list[tuple[Any, ...]]:
     d = q.d
     return q(
         f"p AS (SELECT id, wf, ver, {d['step']('position')} AS step, status FROM r) "
-        "SELECT wf, ver, step, status, COUNT(*), SUM(CASE WHEN EXISTS (SELECT 1 FROM stats_visits x "
-        "WHERE x.run_id = p.id AND x.step_id = p.step) THEN 0 ELSE 1 END) "
-        "FROM p WHERE step IS NOT NULL GROUP BY wf, ver, step, status"
+        f"SELECT wf, ver, step, status, COUNT(*), SUM(CASE WHEN {d['reached']('p.id', 'p.step')} "
+        "THEN 0 ELSE 1 END) FROM p WHERE step IS NOT NULL GROUP BY wf, ver, step, status"
     )
 
 
-def _pct(value: str, rank: str, percent: int) -> str:
-    return f"MAX(CASE WHEN {_nearest_rank(rank, 'n', percent)} THEN {value} END)"
+GROUP = "workflow_id, workflow_version, step_id"
 
 
-def _at_ranks(rank: str) -> str:
-    """The rows whose `rank` is the median's or the p90's: all `_pct` reads."""
-    return f"({_nearest_rank(rank, 'n', 50)} OR {_nearest_rank(rank, 'n', 90)})"
-
-
-KEYS = (("workflow_id", "wf"), ("workflow_version", "ver"), ("step_id", "step_id"))
-
-
-def _parts(q: _Query) -> list[tuple[str, list[Any]]]:
-    """The statements of the figures drawn from the summary tables (store/summary.py), each
-    SELECT's rows tagged by kind and padded to (kind, wf, ver, step, label, idx, a, b, c, d,
-    e, f, g): the steps (their visits and approval waits), the issues, the gate denials,
-    the checks."""
-    d = q.d
-    # PostgreSQL groups and partitions the texts by bytes, not by the locale's rules
-    keys = ", ".join(f"{d['bytes'](col)} AS {name}" for col, name in KEYS)
-    where = q.where
-    steps = [
-        f"sv AS (SELECT {keys}, run_id, rejected, awaiting, approved, declined, accepted, "
-        "rejected + declined + 1 AS attempts, spent_ms AS spent, reached, first_accepted "
-        f"FROM stats_visits{where})",
-        # each rank ordered once; only the rows at a percentile's rank (or the maximum) are kept
-        "rv AS (SELECT wf, ver, step_id, attempts, spent, "
-        "ROW_NUMBER() OVER (PARTITION BY wf, ver, step_id ORDER BY attempts) AS ra, "
-        "ROW_NUMBER() OVER s AS rs, COUNT(*) OVER s AS n FROM sv WHERE accepted > 0 "
-        "WINDOW s AS (PARTITION BY wf, ver, step_id ORDER BY spent "
-        "ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING))",
-        f"vr AS (SELECT * FROM rv WHERE ra = n OR {_at_ranks('ra')} OR {_at_ranks('rs')})",
-        f"a0 AS (SELECT {keys}, waited_ms AS waited FROM stats_waits{where})",
-        "aw AS (SELECT a0.*, ROW_NUMBER() OVER (PARTITION BY wf, ver, step_id ORDER BY waited) AS rk, "
-        "COUNT(*) OVER (PARTITION BY wf, ver, step_id) AS n FROM a0)",
-    ]
-    step_selects = [
-        # PostgreSQL types a UNION's columns from its first SELECT: name the padding's types there
-        "SELECT 'counts', wf, ver, step_id, CAST(NULL AS text), CAST(NULL AS bigint), "
-        "SUM(rejected), SUM(awaiting), SUM(approved), SUM(declined), SUM(accepted), "
-        "SUM(first_accepted), SUM(reached) FROM sv GROUP BY wf, ver, step_id",
-        f"SELECT 'visits', wf, ver, step_id, NULL, NULL, {_pct('attempts', 'ra', 50)}, "
-        f"{_pct('attempts', 'ra', 90)}, MAX(attempts), {_pct('spent', 'rs', 50)}, {_pct('spent', 'rs', 90)}, "
-        "NULL, NULL FROM vr GROUP BY wf, ver, step_id",
-        f"SELECT 'waits', wf, ver, step_id, NULL, NULL, {_pct('waited', 'rk', 50)}, "
-        f"{_pct('waited', 'rk', 90)}, NULL, NULL, NULL, NULL, NULL FROM aw GROUP BY wf, ver, step_id",
-    ]
-    issues = [
-        "im AS (SELECT wf, ver, step_id, message, COUNT(*) AS n, MAX(run_id) AS run "
-        f"FROM (SELECT {keys}, message, run_id FROM stats_issues{where}) AS x "
-        "GROUP BY wf, ver, step_id, message)",
-        "it AS (SELECT im.*, ROW_NUMBER() OVER (PARTITION BY wf, ver, step_id "
-        f"ORDER BY n DESC, {d['bytes']('message')}) AS rk FROM im)",
-    ]
-    issue_selects = [
-        "SELECT 'issue', wf, ver, step_id, message, rk, n, NULL, NULL, NULL, NULL, NULL, NULL "
-        f"FROM it WHERE rk <= {TOP}",
-        "SELECT 'issue-run', wf, ver, step_id, run, rk, NULL, NULL, NULL, NULL, NULL, NULL, NULL "
-        f"FROM it WHERE rk <= {TOP}",
-    ]
-    gate = (
-        "SELECT 'gate', wf, ver, step_id, decision, NULL, COUNT(*), NULL, NULL, NULL, NULL, NULL, NULL "
-        f"FROM (SELECT {keys}, decision FROM stats_gate{where}) AS g GROUP BY wf, ver, step_id, decision"
+def _listed(q: _Query, table: str, key: str, only: str) -> str:
+    """The `TOP` most frequent `key`s of each step's (and check's) rows of `table`, by count
+    then by code point, each row: the group, the key, its count, the greatest run id."""
+    groups = GROUP + (", idx, kind" if table == "stats_checks" else "")
+    return (
+        f"WITH t AS (SELECT {groups}, {key} AS k, COUNT(*) AS n, MAX(run_id) AS run FROM {table} "
+        f"WHERE {only}{q.also} GROUP BY {groups}, {key}), "
+        f"o AS (SELECT t.*, ROW_NUMBER() OVER (PARTITION BY {groups} ORDER BY n DESC, {q.d['bytes']('k')}) "
+        f"AS rk FROM t) SELECT * FROM o WHERE rk <= {TOP}"
     )
-    checks = [
-        f"c AS (SELECT {keys}, idx, kind, passed, timed_out, duration_ms AS ms, line "
-        f"FROM stats_checks{where})",
-        # one ordering by duration gives the median and the check's counts; only the first
-        # row and the median's are kept
-        "cr AS (SELECT c.*, ROW_NUMBER() OVER k AS rk, COUNT(ms) OVER k AS n, COUNT(*) OVER k AS runs, "
-        "SUM(passed) OVER k AS passes, SUM(timed_out) OVER k AS timeouts FROM c "
-        "WINDOW k AS (PARTITION BY wf, ver, step_id, idx, kind ORDER BY ms "
-        "ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING))",
-        f"cm AS (SELECT * FROM cr WHERE rk = 1 OR {_nearest_rank('rk', 'n', 50)})",
-        "fl AS (SELECT wf, ver, step_id, idx, kind, line, COUNT(*) AS n FROM c WHERE passed = 0 "
-        "GROUP BY wf, ver, step_id, idx, kind, line)",
-        "ft AS (SELECT fl.*, ROW_NUMBER() OVER (PARTITION BY wf, ver, step_id, idx, kind "
-        f"ORDER BY n DESC, {d['bytes']('line')}) AS rk FROM fl WHERE line IS NOT NULL)",
-    ]
-    check_selects = [
-        "SELECT 'check', wf, ver, step_id, CAST(kind AS text), CAST(idx AS bigint), MAX(runs), MAX(passes), "
-        f"MAX(timeouts), MAX(CASE WHEN ms IS NOT NULL AND {_nearest_rank('rk', 'n', 50)} THEN ms END), "
-        "NULL, NULL, NULL FROM cm GROUP BY wf, ver, step_id, idx, kind",
-        "SELECT 'line', wf, ver, step_id, line, idx, n, rk, NULL, NULL, NULL, NULL, NULL "
-        f"FROM ft WHERE rk <= {TOP}",
-    ]
-    return [
-        ("WITH " + ", ".join(steps) + " " + " UNION ALL ".join(step_selects), q.values * 2),
-        ("WITH " + ", ".join(issues) + " " + " UNION ALL ".join(issue_selects), q.values),
-        (gate, q.values),
-        ("WITH " + ", ".join(checks) + " " + " UNION ALL ".join(check_selects), q.values),
-    ]
+
+
+class _Percentiles:
+    """Values at given ranks, each read from an index in its order (`ORDER BY ... LIMIT 1
+    OFFSET rank - 1`), all in one statement; each answer goes to the place it was asked for."""
+
+    def __init__(self, q: _Query) -> None:
+        self.q = q
+        self.asked: list[str] = []
+        self.values: list[Any] = []
+        self.places: list[tuple[dict[str, Any], str]] = []
+
+    def ask(
+        self,
+        into: dict[str, Any],
+        key: str,
+        table: str,
+        group: Sequence[Any],
+        where: str,
+        col: str,
+        rank: int,
+    ) -> None:
+        mark = self.q.mark
+        same = " AND ".join(
+            f"{c} = {mark}" if c != "kind" else self.q.d["same"]("kind", mark)
+            for c in (*GROUP.split(", "), "idx", "kind")[: len(group)]
+        )
+        order = f"{col} DESC LIMIT 1" if rank == 0 else f"{col} LIMIT 1 OFFSET {rank - 1}"
+        self.asked.append(
+            f"(SELECT {col} FROM {table} WHERE {same} AND {where}{self.q.also} ORDER BY {order})"
+        )
+        self.values += [*group, *self.q.values]
+        self.places.append((into, key))
+
+    def read(self) -> None:
+        if not self.asked:
+            return
+        (row,) = self.q.store.aggregate("SELECT " + ", ".join(self.asked), self.values)
+        for (into, key), value in zip(self.places, row, strict=True):
+            into[key] = value
 
 
 def _sources(store: Aggregates, hashes: Sequence[str]) -> dict[str, list[str]]:
@@ -290,51 +262,101 @@ def workflow_stats(store: Aggregates, where: StatsFilter) -> list[dict[str, Any]
             here["abandoned"] += _int(count)
         elif status in ("active", "awaiting_approval"):
             here["active"] += _int(count)
-    rows = [row for sql, values in _parts(q) for row in store.aggregate(sql, values)]
-    rows.sort(key=lambda row: (row[0], row[1], row[2], row[3], -1 if row[5] is None else row[5]))
-    for kind, wf, ver, step_id, label, idx, *n in rows:
+    percentiles = _Percentiles(q)
+    spent: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for wf, ver, step_id, *n in q.store.aggregate(
+        f"SELECT {GROUP}, SUM(rejected), SUM(awaiting), SUM(approved), SUM(declined), SUM(accepted), "
+        "SUM(first_accepted), SUM(reached), COUNT(CASE WHEN accepted > 0 THEN spent_ms END) "
+        f"FROM stats_visits{q.where} GROUP BY {GROUP}",
+        q.values,
+    ):
         s = step(wf, ver, step_id)
-        if kind == "counts":
-            rejected, awaiting, approved, declined, accepted = (_int(x) for x in n[:5])
-            submissions = rejected + awaiting + accepted - approved
-            s.update(submissions=submissions, rejected=rejected)
-            s["rejectionRate"] = _rate(rejected, submissions)
-            s["approvals"].update(approved=approved, declined=declined)
-            s["accepted"] = _int(n[5])
-            s["reached"] += _int(n[6])
-        elif kind == "gate" and label in ("deny", "block"):
-            s["gate"]["denied" if label == "deny" else "blocked"] += _int(n[0])
-        elif kind == "visits":
-            s["attempts"] = {"median": _int(n[0]), "p90": _int(n[1]), "max": _int(n[2])}
-            s["seconds"] = {"median": _seconds(n[3]), "p90": _seconds(n[4])}
-        elif kind == "waits":
-            s["approvals"]["waitSeconds"] = {"median": _seconds(n[0]), "p90": _seconds(n[1])}
-        elif kind == "issue":
-            s["topIssues"].append({"message": label[:MESSAGE_CHARS], "count": _int(n[0])})
-        elif kind == "issue-run":
-            s["topIssues"][_int(idx) - 1]["run"] = label
-        elif kind == "check":
-            passed, count = _int(n[1]), _int(n[0])
-            checks.setdefault((wf, ver), {})[(step_id, _int(idx))] = {
-                "step": step_id,
-                "index": _int(idx),
-                "type": label,
-                "runs": count,
-                "passed": passed,
-                "passRate": _rate(passed, count),
-                "timeouts": _int(n[2]),
-                "durationMs": {"median": _int(n[3])},
-                "failingLines": [],
-            }
-    for kind, wf, ver, step_id, label, idx, *n in rows:
-        if kind == "line":
-            found = checks[(wf, ver)][(step_id, _int(idx))]["failingLines"]
-            found.append({"line": label[:MESSAGE_CHARS], "count": _int(n[0]), "rank": _int(n[1])})
-            found.sort(key=lambda f: f["rank"])
-    for per_check in checks.values():
-        for check in per_check.values():
-            for line in check["failingLines"]:
-                del line["rank"]
+        rejected, awaiting, approved, declined, accepted, first, reached, timed = (_int(x) for x in n)
+        submissions = rejected + awaiting + accepted - approved
+        s.update(submissions=submissions, rejected=rejected, accepted=first)
+        s["rejectionRate"] = _rate(rejected, submissions)
+        s["approvals"].update(approved=approved, declined=declined)
+        s["reached"] += reached
+        group = (wf, ver, step_id)
+        if accepted:
+            for key, rank in (("median", _rank(accepted, 50)), ("p90", _rank(accepted, 90)), ("max", 0)):
+                percentiles.ask(s["attempts"], key, "stats_visits", group, "accepted = 1", "attempts", rank)
+        if timed:
+            spent[group] = {}
+            for key, percent in (("median", 50), ("p90", 90)):
+                only = "accepted = 1 AND spent_ms IS NOT NULL"
+                percentiles.ask(
+                    spent[group], key, "stats_visits", group, only, "spent_ms", _rank(timed, percent)
+                )
+    waits: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for wf, ver, step_id, count in q.store.aggregate(
+        f"SELECT {GROUP}, COUNT(*) FROM stats_waits{q.where} GROUP BY {GROUP}", q.values
+    ):
+        waits[(wf, ver, step_id)] = {}
+        for key, percent in (("median", 50), ("p90", 90)):
+            rank = _rank(_int(count), percent)
+            percentiles.ask(
+                waits[(wf, ver, step_id)], key, "stats_waits", (wf, ver, step_id), "1 = 1", "waited_ms", rank
+            )
+    issues = q.store.aggregate(_listed(q, "stats_issues", "message", "1 = 1"), q.values)
+    for wf, ver, step_id, message, count, run, _ in sorted(issues, key=lambda row: row[-1]):
+        step(wf, ver, step_id)["topIssues"].append(
+            {"message": message[:MESSAGE_CHARS], "count": _int(count), "run": run}
+        )
+    for wf, ver, step_id, decision, count in q.store.aggregate(
+        f"SELECT {GROUP}, decision, COUNT(*) FROM stats_gate{q.where} GROUP BY {GROUP}, decision", q.values
+    ):
+        step(wf, ver, step_id)["gate"]["denied" if decision == "deny" else "blocked"] += _int(count)
+    medians: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for wf, ver, step_id, idx, kind, count, passed, timeouts, timed in q.store.aggregate(
+        f"SELECT {GROUP}, idx, kind, COUNT(*), SUM(passed), SUM(timed_out), COUNT(duration_ms) "
+        f"FROM stats_checks{q.where} GROUP BY {GROUP}, idx, kind",
+        q.values,
+    ):
+        passed, count = _int(passed), _int(count)
+        check = checks.setdefault((wf, ver), {})[(step_id, _int(idx))] = {
+            "step": step_id,
+            "index": _int(idx),
+            "type": kind,
+            "runs": count,
+            "passed": passed,
+            "passRate": _rate(passed, count),
+            "timeouts": _int(timeouts),
+            "durationMs": {"median": None},
+            "failingLines": [],
+        }
+        if timed:
+            medians[(wf, ver, step_id, idx, kind)] = check["durationMs"]
+            rank = _rank(_int(timed), 50)
+            percentiles.ask(
+                check["durationMs"],
+                "median",
+                "stats_checks",
+                (wf, ver, step_id, idx, kind),
+                "duration_ms IS NOT NULL",
+                "duration_ms",
+                rank,
+            )
+    lines = q.store.aggregate(_listed(q, "stats_checks", "line", "passed = 0 AND line IS NOT NULL"), q.values)
+    for wf, ver, step_id, idx, _kind, line, count, _run, _ in sorted(lines, key=lambda row: row[-1]):
+        found = checks[(wf, ver)][(step_id, _int(idx))]["failingLines"]
+        found.append({"line": line[:MESSAGE_CHARS], "count": _int(count)})
+    percentiles.read()
+    for (wf, ver, step_id), found in spent.items():
+        steps[(wf, ver)][step_id]["seconds"] = {
+            "median": _seconds(found["median"]),
+            "p90": _seconds(found["p90"]),
+        }
+    for (wf, ver, step_id), found in waits.items():
+        step(wf, ver, step_id)["approvals"]["waitSeconds"] = {
+            "median": _seconds(found["median"]),
+            "p90": _seconds(found["p90"]),
+        }
+    for found in medians.values():
+        found["median"] = _int(found["median"])
+    for per_step in steps.values():
+        for s in per_step.values():
+            s["attempts"] = {k: _int(v) for k, v in s["attempts"].items()}
 
     out: dict[str, dict[str, Any]] = {}
     for wf, ver, started, completed, abandoned, active, first, source_hash in versions:

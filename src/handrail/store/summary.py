@@ -105,6 +105,8 @@ def fold(marks: Marks, rows: Sequence[EventRow]) -> Summary:
             marks.check_seq = row.seq
             passed = 1 if data is not None and data.get("passed") is True else 0
             output = data.get("output") if data is not None else None
+            if step is None:
+                continue  # a figure is per step
             out.checks.append(
                 (
                     row.seq,
@@ -127,29 +129,33 @@ def fold(marks: Marks, rows: Sequence[EventRow]) -> Summary:
         if kind not in STEP_EVENTS:
             continue
         at = ms(row.at)
-        if kind in ("approved", "declined") and marks.asked_ms is not None:
+        if kind in ("approved", "declined") and marks.asked_ms is not None and step is not None:
             out.waits.append((row.seq, step, at - marks.asked_ms))
-        if kind == "rejected":
+        if kind == "rejected" and step is not None:
             data = _data(row.data)
             issues = data.get("issues") if data is not None else None
             for n, message in enumerate(issues if isinstance(issues, list) else []):
+                if message is None:
+                    continue
                 text = message if isinstance(message, str) else json.dumps(message, separators=(",", ":"))
                 out.issues.append((row.seq, n, step, text))
         if step is not None:
             visit = out.visits.get((marks.since_seq, step))
             if visit is None:
-                # counts of each COUNTED type, spent, first reach, first acceptance
-                visit = out.visits[(marks.since_seq, step)] = [0, 0, 0, 0, 0, None, 0, 0]
+                # counts of each COUNTED type, spent, attempts, first reach, first acceptance
+                visit = out.visits[(marks.since_seq, step)] = [0, 0, 0, 0, 0, None, 1, 0, 0]
                 if step not in marks.steps:
                     marks.steps[step] = 0
-                    visit[6] = 1
+                    visit[7] = 1
             if kind in COUNTED:
                 visit[COUNTED.index(kind)] += 1
+            if kind in ("rejected", "declined"):
+                visit[6] += 1
             if kind == "accepted":
                 visit[5] = None if marks.since_ms is None else at - marks.since_ms
                 if marks.steps.get(step) == 0:
                     marks.steps[step] = 1
-                    visit[7] = 1
+                    visit[8] = 1
         if kind in ("started", "accepted"):
             marks.since_seq = max(marks.since_seq, row.seq)
             marks.since_ms = at if marks.since_ms is None else max(marks.since_ms, at)
@@ -195,12 +201,14 @@ def write(db: Any, keys: RunKeys, rows: Sequence[EventRow], mark: str, *, new: b
     cursor = db.cursor()
     try:
         if summary.visits:
-            added = ", ".join(f"{c} = stats_visits.{c} + excluded.{c}" for c in (*VISIT_COUNTS, "reached"))
+            added = ", ".join(
+                f"{c} = stats_visits.{c} + excluded.{c}" for c in (*VISIT_COUNTS, "reached", "first_accepted")
+            )
             cursor.executemany(
                 f"INSERT INTO stats_visits ({KEYS}, since_seq, step_id, {', '.join(VISIT_COUNTS)}, spent_ms, "
-                f"reached, first_accepted) VALUES ({', '.join([m] * 15)}) "
-                f"ON CONFLICT (run_id, since_seq, step_id) DO UPDATE SET {added}, "
-                "first_accepted = stats_visits.first_accepted + excluded.first_accepted, "
+                f"attempts, reached, first_accepted) VALUES ({', '.join([m] * 16)}) "
+                "ON CONFLICT (workflow_id, workflow_version, step_id, run_id, since_seq) "
+                f"DO UPDATE SET {added}, attempts = stats_visits.attempts + excluded.attempts - 1, "
                 "spent_ms = COALESCE(excluded.spent_ms, stats_visits.spent_ms)",
                 [(*run, since, step, *v) for (since, step), v in summary.visits.items()],
             )
