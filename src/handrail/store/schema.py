@@ -117,12 +117,13 @@ STATS_FILL = f"""
         AS since_at,
         (SELECT MAX(at) FROM run_events ev WHERE ev.run_id = r.id AND ev.type = 'awaiting_approval')
         AS asked_at,
-        (SELECT MAX(seq) FROM stats_checks c WHERE c.run_id = r.id) AS check_seq FROM runs r)
+        (SELECT MAX(seq) FROM stats_checks c WHERE c.run_id = r.id) AS check_seq FROM runs r),
+    st AS (SELECT run_id, step_id, MAX(first_accepted) AS a FROM stats_visits GROUP BY run_id, step_id),
+    sj AS (SELECT run_id, {{steps_json}} AS steps FROM st GROUP BY run_id)
     INSERT INTO stats_marks (run_id, since_seq, since_ms, asked_ms, check_seq, check_idx, steps)
-    SELECT run_id, COALESCE(s, 0), {{ms_since}}, {{ms_asked}}, COALESCE(check_seq, 0),
+    SELECT m.run_id, COALESCE(s, 0), {{ms_since}}, {{ms_asked}}, COALESCE(check_seq, 0),
         COALESCE((SELECT idx FROM stats_checks c WHERE c.run_id = m.run_id AND c.seq = m.check_seq), 0),
-        COALESCE((SELECT {{steps_json}} FROM (SELECT step_id, MAX(first_accepted) AS a FROM stats_visits v
-        WHERE v.run_id = m.run_id GROUP BY step_id) AS f), '{{{{}}}}') FROM m;
+        COALESCE(sj.steps, '{{{{}}}}') FROM m LEFT JOIN sj ON sj.run_id = m.run_id;
 """
 
 # Times are ISO 8601 text (UTC, milliseconds) and JSON is text in both dialects, so
