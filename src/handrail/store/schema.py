@@ -271,7 +271,7 @@ MIGRATIONS: tuple[str, ...] = (
         (workflow_id, workflow_version, step_id, idx, kind, duration_ms, passed, timed_out,
         created_at, owner);
     CREATE INDEX stats_checks_lines ON stats_checks
-        (workflow_id, workflow_version, step_id, idx, kind, passed, line, created_at, owner);
+        (workflow_id, workflow_version, step_id, idx, kind, line, created_at, owner) WHERE passed = 0;
     CREATE TABLE stats_issues (
         workflow_id TEXT NOT NULL,
         workflow_version TEXT NOT NULL,

@@ -133,10 +133,14 @@ GROUP = "workflow_id, workflow_version, step_id"
 
 def _listed(q: _Query, table: str, key: str, only: str) -> str:
     """The `TOP` most frequent `key`s of each step's (and check's) rows of `table`, by count
-    then by code point, each row: the group, the key, its count, the greatest run id."""
-    groups = GROUP + (", idx, kind" if table == "stats_checks" else "")
+    then by code point, each row: the group, the key, its count, the greatest run id (of
+    the issues: a failing line's index holds no run)."""
+    checks = table == "stats_checks"
+    groups = GROUP + (", idx, kind" if checks else "")
+    run = "NULL" if checks else "MAX(run_id)"
     return (
-        f"WITH t AS (SELECT {groups}, {key} AS k, COUNT(*) AS n, MAX(run_id) AS run FROM {table} "
+        f"WITH t AS (SELECT {groups}, {key} AS k, COUNT(*) AS n, {run} AS run "
+        f"FROM {table} "
         f"WHERE {only}{q.also} GROUP BY {groups}, {key}), "
         f"o AS (SELECT t.*, ROW_NUMBER() OVER (PARTITION BY {groups} ORDER BY n DESC, {q.d['bytes']('k')}) "
         f"AS rk FROM t) SELECT * FROM o WHERE rk <= {TOP}"
