@@ -18,6 +18,11 @@ from handrail.store.schema import statements, stats_fill
 from handrail.store.stats import last_line
 from handrail.store.urls import sqlite_path
 
+# a runs row as these logs give it: every column but the statistics' marks, which the fill derives
+RUN_COLUMNS = (
+    "id, owner, workspace, workflow_id, workflow_version, source_hash, goal, status, context, position, "
+    "accepted, created_at, updated_at, version, events, head"
+)
 CASE = Path(__file__).resolve().parents[2] / "spec" / "cases" / "stats" / "log.json"
 
 Row = tuple[Any, ...]
@@ -77,7 +82,7 @@ def fill(url: str, sources: Iterable[Row], runs: Iterable[Row], events: Iterable
         try:
             db.execute("BEGIN")
             db.executemany("INSERT INTO workflow_sources VALUES (?, ?, ?, ?)", sources)
-            db.executemany(f"INSERT INTO runs VALUES ({', '.join('?' * 16)})", runs)
+            db.executemany(f"INSERT INTO runs ({RUN_COLUMNS}) VALUES ({', '.join('?' * 16)})", runs)
             db.executemany("INSERT INTO run_events VALUES (?, ?, ?, ?, ?, ?, ?, ?)", events)
             db.create_function("last_line", 1, last_line, deterministic=True)
             for statement in statements(stats_fill("sqlite")):  # the summaries writes keep
@@ -91,7 +96,11 @@ def fill(url: str, sources: Iterable[Row], runs: Iterable[Row], events: Iterable
 
     with psycopg.connect(url) as pg:
         with pg.cursor() as cur:
-            for table, rows in (("workflow_sources", sources), ("runs", runs), ("run_events", events)):
+            for table, rows in (
+                ("workflow_sources", sources),
+                (f"runs ({RUN_COLUMNS})", runs),
+                ("run_events", events),
+            ):
                 with cur.copy(f"COPY {table} FROM STDIN") as copy:
                     for row in rows:
                         copy.write_row(row)

@@ -63,14 +63,13 @@ def check(kind: str, passed: bool, **more: Any) -> NewEvent:
 
 
 def snapshot(url: str) -> dict[str, list[tuple[Any, ...]]]:
-    """Every summary row, in one order; the marks' step lists read as JSON (PostgreSQL
+    """Every summary row, in one order, and each run's marks read as JSON (PostgreSQL
     spaces its JSON text differently)."""
     found: dict[str, list[tuple[Any, ...]]] = {}
     for table in STATS_TABLES:
         rows = query(url, f"SELECT * FROM {table}")
-        if table == "stats_marks":
-            rows = [(*r[:-1], json.loads(r[-1])) for r in rows]
         found[table] = sorted(rows, key=repr)
+    found["runs"] = sorted((r[0], json.loads(r[1])) for r in query(url, "SELECT id, stats FROM runs"))
     return found
 
 

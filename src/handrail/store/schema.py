@@ -38,6 +38,7 @@ DIALECTS: dict[str, dict[str, str]] = {
         "issues": f"json_each({_PLAIN}, '$.issues') AS j",
         "issue_n": "j.key",
         "steps_json": "json_group_object(step_id, a)",
+        "marks_json": "json_array(since_seq, since_ms, asked_ms, check_seq, check_idx, json(steps))",
     },
     "postgresql": {
         "bytes": "BYTEA",
@@ -54,6 +55,9 @@ DIALECTS: dict[str, dict[str, str]] = {
         "issues": f"json_array_elements_text({_JSON} -> 'issues') WITH ORDINALITY AS j(value, n)",
         "issue_n": "j.n - 1",
         "steps_json": "CAST(json_object_agg(step_id, a) AS text)",
+        "marks_json": (
+            "CAST(json_build_array(since_seq, since_ms, asked_ms, check_seq, check_idx, CAST(steps AS json)) AS text)"
+        ),
     },
 }
 
@@ -110,6 +114,7 @@ STATS_FILL = f"""
     INSERT INTO stats_gate ({_KEYS}, seq, step_id, decision)
     SELECT {_RUN}, ev.seq, ev.step_id, {{decision}} FROM runs r JOIN run_events ev ON ev.run_id = r.id
     WHERE ev.type = 'gate' AND ev.step_id IS NOT NULL AND {{decision}} IN ('deny', 'block');
+    CREATE TEMPORARY TABLE stats_marks (run_id TEXT PRIMARY KEY, marks TEXT);
     WITH m AS (SELECT r.id AS run_id,
         (SELECT MAX(seq) FROM run_events ev WHERE ev.run_id = r.id AND ev.type IN ('started', 'accepted'))
         AS s,
@@ -120,10 +125,13 @@ STATS_FILL = f"""
         (SELECT MAX(seq) FROM stats_checks c WHERE c.run_id = r.id) AS check_seq FROM runs r),
     st AS (SELECT run_id, step_id, MAX(first_accepted) AS a FROM stats_visits GROUP BY run_id, step_id),
     sj AS (SELECT run_id, {{steps_json}} AS steps FROM st GROUP BY run_id)
-    INSERT INTO stats_marks (run_id, since_seq, since_ms, asked_ms, check_seq, check_idx, steps)
-    SELECT m.run_id, COALESCE(s, 0), {{ms_since}}, {{ms_asked}}, COALESCE(check_seq, 0),
-        COALESCE((SELECT idx FROM stats_checks c WHERE c.run_id = m.run_id AND c.seq = m.check_seq), 0),
-        COALESCE(sj.steps, '{{{{}}}}') FROM m LEFT JOIN sj ON sj.run_id = m.run_id;
+    INSERT INTO stats_marks (run_id, marks)
+    SELECT m.run_id, {{marks_json}} FROM (SELECT m.run_id, COALESCE(s, 0) AS since_seq, {{ms_since}} AS since_ms,
+        {{ms_asked}} AS asked_ms, COALESCE(check_seq, 0) AS check_seq,
+        COALESCE((SELECT idx FROM stats_checks c WHERE c.run_id = m.run_id AND c.seq = m.check_seq), 0)
+        AS check_idx, COALESCE(sj.steps, '{{{{}}}}') AS steps FROM m LEFT JOIN sj ON sj.run_id = m.run_id) AS m;
+    UPDATE runs SET stats = (SELECT marks FROM stats_marks WHERE stats_marks.run_id = runs.id);
+    DROP TABLE stats_marks;
 """
 
 # Times are ISO 8601 text (UTC, milliseconds) and JSON is text in both dialects, so
@@ -204,19 +212,8 @@ MIGRATIONS: tuple[str, ...] = (
     """,
     """
     -- handrail stats: summaries kept as events are written (store/summary.py), filled here from the log
-    CREATE TABLE stats_marks (
-        run_id TEXT PRIMARY KEY REFERENCES runs(id),
-        since_seq INTEGER NOT NULL,
-        since_ms BIGINT,
-        asked_ms BIGINT,
-        check_seq INTEGER NOT NULL,
-        check_idx INTEGER NOT NULL,
-        steps TEXT NOT NULL
-    );
-    -- each table is read in the order of its workflow, version and step (SQLite keeps some
-    -- in that order, indexes cover the rest), percentiles by ORDER BY ... OFFSET. A table kept
-    -- in key order declares its key's columns first, in order: SQLite 3.40's integrity check
-    -- misreads the columns of one that does not
+    -- per run, what the next event's summary depends on (store/summary.py `Marks`)
+    ALTER TABLE runs ADD COLUMN stats TEXT;
     CREATE TABLE stats_visits (
         workflow_id TEXT NOT NULL,
         workflow_version TEXT NOT NULL,
@@ -299,7 +296,7 @@ MIGRATIONS: tuple[str, ...] = (
     + STATS_FILL,
 )
 
-STATS_TABLES = ("stats_visits", "stats_waits", "stats_checks", "stats_issues", "stats_gate", "stats_marks")
+STATS_TABLES = ("stats_visits", "stats_waits", "stats_checks", "stats_issues", "stats_gate")
 
 MIGRATIONS_TABLE = (
     "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)"

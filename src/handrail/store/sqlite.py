@@ -273,15 +273,16 @@ class SqliteStore:
     ) -> RunRecord:
         rows = chained_rows(run.id, 0, None, events, run.owner, run.created_at)
         head = new_head(rows, None)
+        found, stats = summary.plan(None, rows)
         with self._write() as db:
-            db.execute(*insert_run(run, len(events), head, "?"))
+            db.execute(*insert_run(run, len(events), head, "?", stats))
             insert_events(db, rows, "?")
-            summary.write(db, summary.keys_of(run), rows, "?", new=True)
+            summary.insert(db, summary.keys_of(run), found, "?")
             if notifications:
                 db.executemany(
                     outbox.insert("?"), outbox.rows(run.id, run.version, notifications, run.created_at)
                 )
-        return replace(run, events=len(events), head=head)
+        return replace(run, events=len(events), head=head, stats=stats)
 
     def update(
         self,
@@ -291,7 +292,7 @@ class SqliteStore:
         actor: str,
         notifications: Sequence[NewNotification] = (),
     ) -> RunRecord:
-        at, rows, head, sets, values = move(run, change, events, actor, "?")
+        at, rows, head, sets, values, found, stats = move(run, change, events, actor, "?")
         with self._write() as db:
             moved = db.execute(
                 f"UPDATE runs SET {sets} WHERE id = ? AND version = ?",
@@ -300,10 +301,10 @@ class SqliteStore:
             if moved != 1:
                 raise Conflict(run.id)
             insert_events(db, rows, "?")
-            summary.write(db, summary.keys_of(run), rows, "?")
+            summary.insert(db, summary.keys_of(run), found, "?")
             if notifications:
                 db.executemany(outbox.insert("?"), outbox.rows(run.id, run.version + 1, notifications, at))
-        return written(run, change, at, len(events), head)
+        return written(run, change, at, len(events), head, stats)
 
     def get(self, run_id: str) -> RunRecord | None:
         with self._read() as db:

@@ -50,10 +50,9 @@ DIALECT: dict[str, dict[str, Callable[..., str]]] = {
         "step": lambda col: f"json_extract({_plain(col)}, '$.step.id')",
         "bytes": lambda col: col,  # BINARY: UTF-8 bytes, the code point order
         "same": lambda col, mark: f"{col} IS {mark}",
-        # the run has a visit at the step: its marks list the steps it reached
-        "reached": lambda run, step: (
-            f"EXISTS (SELECT 1 FROM stats_marks m, json_each(m.steps) j "
-            f"WHERE m.run_id = {run} AND j.key = {step})"
+        # the run has a visit at the step: its marks (store/summary.py) list the steps it reached
+        "reached": lambda marks, step: (
+            f"EXISTS (SELECT 1 FROM json_each({marks}, '$[5]') j WHERE j.key = {step})"
         ),
     },
     "postgresql": {
@@ -61,10 +60,7 @@ DIALECT: dict[str, dict[str, Callable[..., str]]] = {
         # compared as bytes, not by the locale's rules: the code point order
         "bytes": lambda col: f'{col} COLLATE "C"',
         "same": lambda col, mark: f"{col} IS NOT DISTINCT FROM {mark}",
-        "reached": lambda run, step: (
-            f"EXISTS (SELECT 1 FROM stats_marks m "
-            f"WHERE m.run_id = {run} AND (CAST(m.steps AS json) -> {step}) IS NOT NULL)"
-        ),
+        "reached": lambda marks, step: f"((CAST({marks} AS json) -> 5 -> {step}) IS NOT NULL)",
     },
 }
 
@@ -99,7 +95,7 @@ class _Query:
         self.also = "".join(f" AND {c}" for c in clauses)
         self.runs = (
             "r AS (SELECT id, workflow_id AS wf, workflow_version AS ver, status, position, "
-            f"source_hash, created_at FROM runs{self.where})"
+            f"source_hash, created_at, stats FROM runs{self.where})"
         )
 
     def __call__(self, sql: str) -> list[tuple[Any, ...]]:
@@ -122,8 +118,8 @@ def _positions(q: _Query) -> list[tuple[Any, ...]]:
     left), and how many of them have made no submission there (reached all the same)."""
     d = q.d
     return q(
-        f"p AS (SELECT id, wf, ver, {d['step']('position')} AS step, status FROM r) "
-        f"SELECT wf, ver, step, status, COUNT(*), SUM(CASE WHEN {d['reached']('p.id', 'p.step')} "
+        f"p AS (SELECT id, wf, ver, {d['step']('position')} AS step, status, stats FROM r) "
+        f"SELECT wf, ver, step, status, COUNT(*), SUM(CASE WHEN {d['reached']('p.stats', 'p.step')} "
         "THEN 0 ELSE 1 END) FROM p WHERE step IS NOT NULL GROUP BY wf, ver, step, status"
     )
 

@@ -4,12 +4,14 @@
 (its counts, attempts, time to acceptance), per approval decision (its wait), per
 check run, per listed issue and per gate denial, each carrying the run's workflow,
 version, owner and start so that every filter of the command applies to it directly.
-`stats_marks` keeps, per run, what the next event's summary depends on: where the
-current visit began, when an approval was last asked, the last check's place, and
-which steps the run reached and had accepted.
+The run row's `stats` column keeps what the next event's summary depends on (`Marks`:
+where the current visit began, when an approval was last asked, the last check's
+place, which steps the run reached and had accepted); it is read with the run, so a
+write works its summary out before it is sent, and the run's version check keeps it
+current.
 
-Both stores call `write` inside the transaction that appends the events, so the
-summary can never disagree with the log. `FILL` (the migration, and anything that
+Both stores write the summary in the transaction that appends the events (PostgreSQL:
+in the same statement), so it can never disagree with the log. `FILL` (the migration, and anything that
 writes event rows straight into the tables) derives the same rows from the events
 alone, in SQL.
 """
@@ -166,6 +168,29 @@ def fold(marks: Marks, rows: Sequence[EventRow]) -> Summary:
 
 KEYS = "run_id, workflow_id, workflow_version, owner, created_at"
 VISIT_COUNTS = ("rejected", "awaiting", "approved", "declined", "accepted")
+VISIT_COLUMNS = (
+    f"{KEYS}, since_seq, step_id, {', '.join(VISIT_COUNTS)}, spent_ms, attempts, reached, first_accepted"
+)
+_ADDED = ", ".join(
+    f"{c} = stats_visits.{c} + excluded.{c}" for c in (*VISIT_COUNTS, "reached", "first_accepted")
+)
+VISIT_CONFLICT = (
+    "ON CONFLICT (workflow_id, workflow_version, step_id, run_id, since_seq) "
+    f"DO UPDATE SET {_ADDED}, attempts = stats_visits.attempts + excluded.attempts - 1, "
+    "spent_ms = COALESCE(excluded.spent_ms, stats_visits.spent_ms)"
+)
+# each table's added columns, with the types PostgreSQL is told their values have
+TABLES = (
+    ("stats_waits", "seq, step_id, waited_ms", ("integer", "text", "bigint")),
+    (
+        "stats_checks",
+        "seq, step_id, idx, kind, passed, timed_out, duration_ms, line",
+        ("integer", "text", "integer", "text", "integer", "integer", "double precision", "text"),
+    ),
+    ("stats_issues", "seq, n, step_id, message", ("integer", "integer", "text", "text")),
+    ("stats_gate", "seq, step_id, decision", ("integer", "text", "text")),
+)
+VISIT_TYPES = ("integer", "text", *["integer"] * 5, "bigint", "integer", "integer", "integer")
 
 
 def keys_of(run: Any) -> RunKeys:
@@ -173,56 +198,69 @@ def keys_of(run: Any) -> RunKeys:
     return RunKeys(run.id, run.workflow_id, run.workflow_version, run.owner, run.created_at)
 
 
-def write(db: Any, keys: RunKeys, rows: Sequence[EventRow], mark: str, *, new: bool = False) -> None:
-    """Add the summary of `rows` (appended to the run `keys`) on `db`, inside the write's
-    own transaction. `new`: the run is being created (no marks yet)."""
+def read_marks(text: str | None) -> Marks:
+    """The marks a run's `stats` column holds (NULL: none yet)."""
+    if text is None:
+        return Marks()
+    since_seq, since_ms, asked_ms, check_seq, check_idx, steps = json.loads(text)
+    return Marks(since_seq, since_ms, asked_ms, check_seq, check_idx, steps)
+
+
+def plan(stats: str | None, rows: Sequence[EventRow]) -> tuple[Summary | None, str | None]:
+    """The summary rows `rows` add to a run whose `stats` column is `stats`, and the
+    column's new text (None, None: the rows change no figure)."""
     if not any(row.type in SUMMARISED for row in rows):
-        return
-    marks = Marks()
-    if not new:
-        found = db.execute(
-            "SELECT since_seq, since_ms, asked_ms, check_seq, check_idx, steps FROM stats_marks "
-            f"WHERE run_id = {mark}",
-            (keys.run_id,),
-        ).fetchone()
-        if found is not None:
-            since_seq, since_ms, asked_ms, check_seq, check_idx, steps = found
-            marks = Marks(since_seq, since_ms, asked_ms, check_seq, check_idx, json.loads(steps))
-    summary = fold(marks, rows)
+        return None, None
+    summary = fold(read_marks(stats), rows)
+    m = summary.marks
+    marks = [m.since_seq, m.since_ms, m.asked_ms, m.check_seq, m.check_idx, m.steps]
+    return summary, json.dumps(marks, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+
+
+def _rows(keys: RunKeys, summary: Summary) -> list[tuple[str, str, list[tuple[Any, ...]]]]:
     run = (keys.run_id, *keys.values())
-    m = mark
-    db.execute(
-        "INSERT INTO stats_marks (run_id, since_seq, since_ms, asked_ms, check_seq, check_idx, steps) "
-        f"VALUES ({', '.join([m] * 7)}) ON CONFLICT (run_id) DO UPDATE SET since_seq = excluded.since_seq, "
-        "since_ms = excluded.since_ms, asked_ms = excluded.asked_ms, check_seq = excluded.check_seq, "
-        "check_idx = excluded.check_idx, steps = excluded.steps",
-        (keys.run_id, *marks.values()),
-    )
+    found = [
+        (
+            "stats_visits",
+            VISIT_COLUMNS,
+            [(*run, since, step, *v) for (since, step), v in summary.visits.items()],
+        )
+    ]
+    for (table, columns, _), added in zip(
+        TABLES, (summary.waits, summary.checks, summary.issues, summary.gates), strict=True
+    ):
+        found.append((table, f"{KEYS}, {columns}", [(*run, *r) for r in added]))
+    return [(table, columns, values) for table, columns, values in found if values]
+
+
+def insert(db: Any, keys: RunKeys, summary: Summary | None, mark: str) -> None:
+    """Write `summary` on `db`, inside the transaction that appends its events."""
+    if summary is None:
+        return
     cursor = db.cursor()
     try:
-        if summary.visits:
-            added = ", ".join(
-                f"{c} = stats_visits.{c} + excluded.{c}" for c in (*VISIT_COUNTS, "reached", "first_accepted")
-            )
-            cursor.executemany(
-                f"INSERT INTO stats_visits ({KEYS}, since_seq, step_id, {', '.join(VISIT_COUNTS)}, spent_ms, "
-                f"attempts, reached, first_accepted) VALUES ({', '.join([m] * 16)}) "
-                "ON CONFLICT (workflow_id, workflow_version, step_id, run_id, since_seq) "
-                f"DO UPDATE SET {added}, attempts = stats_visits.attempts + excluded.attempts - 1, "
-                "spent_ms = COALESCE(excluded.spent_ms, stats_visits.spent_ms)",
-                [(*run, since, step, *v) for (since, step), v in summary.visits.items()],
-            )
-        for table, columns, found in (
-            ("stats_waits", "seq, step_id, waited_ms", summary.waits),
-            ("stats_checks", "seq, step_id, idx, kind, passed, timed_out, duration_ms, line", summary.checks),
-            ("stats_issues", "seq, n, step_id, message", summary.issues),
-            ("stats_gate", "seq, step_id, decision", summary.gates),
-        ):
-            if found:
-                width = 5 + len(found[0])
-                cursor.executemany(
-                    f"INSERT INTO {table} ({KEYS}, {columns}) VALUES ({', '.join([m] * width)})",
-                    [(*run, *r) for r in found],
-                )
+        for table, columns, values in _rows(keys, summary):
+            marks = ", ".join([mark] * len(values[0]))
+            conflict = VISIT_CONFLICT if table == "stats_visits" else ""
+            cursor.executemany(f"INSERT INTO {table} ({columns}) VALUES ({marks}) {conflict}", values)
     finally:
         cursor.close()
+
+
+def typed_inserts(keys: RunKeys, summary: Summary | None, after: str) -> tuple[list[str], list[Any]]:
+    """PostgreSQL: `summary`'s inserts as data-modifying WITH clauses that write only when
+    the clause `after` returned a row (the run moved), and their values."""
+    if summary is None:
+        return [], []
+    types = dict([("stats_visits", VISIT_TYPES)] + [(t, types) for t, _, types in TABLES])
+    clauses: list[str] = []
+    values: list[Any] = []
+    for n, (table, columns, found) in enumerate(_rows(keys, summary)):
+        row = "(" + ", ".join(["%s::text"] * 5 + [f"%s::{t}" for t in types[table]]) + ")"
+        conflict = VISIT_CONFLICT if table == "stats_visits" else ""
+        clauses.append(
+            f"s{n} AS (INSERT INTO {table} ({columns}) SELECT v.* FROM {after}, "
+            f"(VALUES {', '.join(row for _ in found)}) AS v {conflict})"
+        )
+        values += [v for r in found for v in r]
+    return clauses, values
