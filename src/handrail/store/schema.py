@@ -56,7 +56,8 @@ DIALECTS: dict[str, dict[str, str]] = {
         "issue_n": "j.n - 1",
         "steps_json": "CAST(json_object_agg(step_id, a) AS text)",
         "marks_json": (
-            "CAST(json_build_array(since_seq, since_ms, asked_ms, check_seq, check_idx, CAST(steps AS json)) AS text)"
+            "CAST(json_build_array(since_seq, since_ms, asked_ms, check_seq, check_idx, "
+            "CAST(steps AS json)) AS text)"
         ),
     },
 }
@@ -126,10 +127,11 @@ STATS_FILL = f"""
     st AS (SELECT run_id, step_id, MAX(first_accepted) AS a FROM stats_visits GROUP BY run_id, step_id),
     sj AS (SELECT run_id, {{steps_json}} AS steps FROM st GROUP BY run_id)
     INSERT INTO stats_marks (run_id, marks)
-    SELECT m.run_id, {{marks_json}} FROM (SELECT m.run_id, COALESCE(s, 0) AS since_seq, {{ms_since}} AS since_ms,
-        {{ms_asked}} AS asked_ms, COALESCE(check_seq, 0) AS check_seq,
+    SELECT m.run_id, {{marks_json}} FROM (SELECT m.run_id, COALESCE(s, 0) AS since_seq,
+        {{ms_since}} AS since_ms, {{ms_asked}} AS asked_ms, COALESCE(check_seq, 0) AS check_seq,
         COALESCE((SELECT idx FROM stats_checks c WHERE c.run_id = m.run_id AND c.seq = m.check_seq), 0)
-        AS check_idx, COALESCE(sj.steps, '{{{{}}}}') AS steps FROM m LEFT JOIN sj ON sj.run_id = m.run_id) AS m;
+        AS check_idx, COALESCE(sj.steps, '{{{{}}}}') AS steps
+        FROM m LEFT JOIN sj ON sj.run_id = m.run_id) AS m;
     UPDATE runs SET stats = (SELECT marks FROM stats_marks WHERE stats_marks.run_id = runs.id);
     DROP TABLE stats_marks;
 """
