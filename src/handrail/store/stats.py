@@ -212,6 +212,21 @@ def _step_ids(steps: Any) -> list[str]:
     return ids
 
 
+def _ranked(counts: list[tuple[int, int]]) -> dict[str, int]:
+    """The nearest-rank median and p90, and the maximum, of values given as ascending
+    (value, how many) pairs."""
+    total = sum(n for _, n in counts)
+    out: dict[str, int] = {"max": counts[-1][0]}
+    for key, percent in (("median", 50), ("p90", 90)):
+        rank, seen = _rank(total, percent), 0
+        for value, n in counts:
+            seen += n
+            if seen >= rank:
+                out[key] = value
+                break
+    return {"median": out["median"], "p90": out["p90"], "max": out["max"]}
+
+
 def _int(value: Any) -> Any:
     """A count or a time as an int (PostgreSQL sends the padded columns as numeric)."""
     return None if value is None else int(value)
@@ -278,9 +293,6 @@ def workflow_stats(store: Aggregates, where: StatsFilter) -> list[dict[str, Any]
         s["approvals"].update(approved=approved, declined=declined)
         s["reached"] += reached
         group = (wf, ver, step_id)
-        if accepted:
-            for key, rank in (("median", _rank(accepted, 50)), ("p90", _rank(accepted, 90)), ("max", 0)):
-                percentiles.ask(s["attempts"], key, "stats_visits", group, "accepted = 1", "attempts", rank)
         if timed:
             spent[group] = {}
             for key, percent in (("median", 50), ("p90", 90)):
@@ -288,6 +300,16 @@ def workflow_stats(store: Aggregates, where: StatsFilter) -> list[dict[str, Any]
                 percentiles.ask(
                     spent[group], key, "stats_visits", group, only, "spent_ms", _rank(timed, percent)
                 )
+    # attempts are few distinct numbers: their counts, ranked here, give the percentiles
+    counted: dict[tuple[str, str, str], list[tuple[int, int]]] = {}
+    for wf, ver, step_id, attempts, count in q.store.aggregate(
+        f"SELECT {GROUP}, attempts, COUNT(*) FROM stats_visits WHERE accepted = 1{q.also} "
+        f"GROUP BY {GROUP}, attempts",
+        q.values,
+    ):
+        counted.setdefault((wf, ver, step_id), []).append((_int(attempts), _int(count)))
+    for (wf, ver, step_id), values in counted.items():
+        steps[(wf, ver)][step_id]["attempts"] = _ranked(sorted(values))
     waits: dict[tuple[str, str, str], dict[str, Any]] = {}
     for wf, ver, step_id, count in q.store.aggregate(
         f"SELECT {GROUP}, COUNT(*) FROM stats_waits{q.where} GROUP BY {GROUP}", q.values
@@ -354,9 +376,6 @@ def workflow_stats(store: Aggregates, where: StatsFilter) -> list[dict[str, Any]
         }
     for found in medians.values():
         found["median"] = _int(found["median"])
-    for per_step in steps.values():
-        for s in per_step.values():
-            s["attempts"] = {k: _int(v) for k, v in s["attempts"].items()}
 
     out: dict[str, dict[str, Any]] = {}
     for wf, ver, started, completed, abandoned, active, first, source_hash in versions:
