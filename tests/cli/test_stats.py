@@ -5,6 +5,7 @@ PostgreSQL, and runs made through the MCP tools are counted as they happened."""
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -147,3 +148,24 @@ def test_no_run_database_yet_is_said_without_making_one(
     assert (code, out) == (1, "")
     assert err == f"handrail stats: no run database at {missing} yet\n"
     assert not missing.exists()
+
+
+def test_stats_on_a_file_damaged_where_the_figures_are_names_the_damage_and_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    database = tmp_path / "golden.db"
+    fill_case(sqlite_url(database))
+    db = sqlite3.connect(database)
+    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # every page in the file itself
+    (page_size,) = db.execute("PRAGMA page_size").fetchone()
+    (root,) = db.execute("SELECT rootpage FROM sqlite_master WHERE name = 'stats_visits'").fetchone()
+    db.close()
+    with database.open("r+b") as file:
+        file.seek(page_size * (root - 1))
+        file.write(b"\xa5" * page_size)
+    damaged = database.read_bytes()
+
+    code, out, err = stats(capsys, "demo", "--format", "json", "--database", sqlite_url(database))
+    assert (code, out) == (1, "")
+    assert str(database) in err and "is damaged" in err and len(err.splitlines()) == 1
+    assert database.read_bytes() == damaged

@@ -1,7 +1,8 @@
 """A run store filled with a given event log, written straight into its tables: the
 statistics' golden case (spec/cases/stats/log.json) and the stats benchmark's million
 events. The store is opened (and so migrated) by handrail first; rows then go in by
-`executemany` on SQLite and `COPY` on PostgreSQL."""
+`executemany` on SQLite and `COPY` on PostgreSQL, and the stats' summaries derived from
+them as the migration that made those tables does."""
 
 from __future__ import annotations
 
@@ -13,8 +14,15 @@ from typing import Any
 
 from handrail.store.chain_form import event_hash, hashed_form
 from handrail.store.open import open_store
+from handrail.store.schema import statements, stats_fill
+from handrail.store.stats import last_line
 from handrail.store.urls import sqlite_path
 
+# a runs row as these logs give it: every column but the statistics' marks, which the fill derives
+RUN_COLUMNS = (
+    "id, owner, workspace, workflow_id, workflow_version, source_hash, goal, status, context, position, "
+    "accepted, created_at, updated_at, version, events, head"
+)
 CASE = Path(__file__).resolve().parents[2] / "spec" / "cases" / "stats" / "log.json"
 
 Row = tuple[Any, ...]
@@ -62,8 +70,7 @@ def chained(runs: Iterable[Row], events: Iterable[Row]) -> tuple[list[Row], list
         form = hashed_form(run_id, seq, kind, at, actor, step, json.loads(text), heads.get(run_id))
         heads[run_id] = event_hash(form)
         linked.append((run_id, seq, kind, at, actor, step, text, heads[run_id]))
-    tree = (None,) * 5  # parent_id, parent_step, branch, holder, lease_until: top-level runs
-    return [(*run, heads.get(run[0]), *tree) for run in runs], linked
+    return [(*run, heads.get(run[0])) for run in runs], linked
 
 
 def fill(url: str, sources: Iterable[Row], runs: Iterable[Row], events: Iterable[Row]) -> None:
@@ -75,8 +82,11 @@ def fill(url: str, sources: Iterable[Row], runs: Iterable[Row], events: Iterable
         try:
             db.execute("BEGIN")
             db.executemany("INSERT INTO workflow_sources VALUES (?, ?, ?, ?)", sources)
-            db.executemany(f"INSERT INTO runs VALUES ({', '.join('?' * 21)})", runs)
+            db.executemany(f"INSERT INTO runs ({RUN_COLUMNS}) VALUES ({', '.join('?' * 16)})", runs)
             db.executemany("INSERT INTO run_events VALUES (?, ?, ?, ?, ?, ?, ?, ?)", events)
+            db.create_function("last_line", 1, last_line, deterministic=True)
+            for statement in statements(stats_fill("sqlite")):  # the summaries writes keep
+                db.execute(statement)
             db.execute("COMMIT")
             db.execute("ANALYZE")
         finally:
@@ -86,10 +96,15 @@ def fill(url: str, sources: Iterable[Row], runs: Iterable[Row], events: Iterable
 
     with psycopg.connect(url) as pg:
         with pg.cursor() as cur:
-            for table, rows in (("workflow_sources", sources), ("runs", runs), ("run_events", events)):
+            for table, rows in (
+                ("workflow_sources", sources),
+                (f"runs ({RUN_COLUMNS})", runs),
+                ("run_events", events),
+            ):
                 with cur.copy(f"COPY {table} FROM STDIN") as copy:
                     for row in rows:
                         copy.write_row(row)
+            cur.execute(stats_fill("postgresql").encode())  # the summaries writes keep
         pg.commit()
         pg.autocommit = True
         pg.execute("ANALYZE")

@@ -60,7 +60,7 @@ def stats_command(args: argparse.Namespace) -> int:
         print(f"handrail stats: no run database at {missing} yet", file=sys.stderr)
         return EXIT_ERRORS
     try:
-        store = open_store(args.database)
+        store = open_store(args.database, reading=True)
         try:
             found = workflow_stats(store, where)
         finally:

@@ -72,6 +72,7 @@ class RunRecord:
     version: int  # bumped by every update; the compare-and-set token
     events: int = 0  # how many events its log holds (the next one is number events + 1)
     head: str | None = None  # the hash of its last event (store/chain.py)
+    stats: str | None = None  # what the next event's statistics summary needs (store/summary.py)
     # a run in a tree (spec/runs.md): the run that started it and the parent's step that
     # did; `branch` is its item's index when it is a branch of a parallel loop
     parent_id: str | None = None
@@ -202,7 +203,12 @@ LIST_LIMIT = 100
 
 
 def written(
-    run: RunRecord, change: RunUpdate, at: str, events: int = 0, head: str | None = None
+    run: RunRecord,
+    change: RunUpdate,
+    at: str,
+    events: int = 0,
+    head: str | None = None,
+    stats: str | None = None,
 ) -> RunRecord:
     """The record a successful `update` of `run` leaves in the store."""
     return replace(
@@ -217,6 +223,7 @@ def written(
         version=run.version + 1,
         events=run.events + events,
         head=head if events else run.head,
+        stats=run.stats if stats is None else stats,
     )
 
 

@@ -37,8 +37,9 @@ def check_url(url: str | None = None) -> str:
     )
 
 
-def open_store(url: str | None = None) -> RunStore:
-    """The store `url` names (default: `default_url()`)."""
+def open_store(url: str | None = None, *, reading: bool = False) -> RunStore:
+    """The store `url` names (default: `default_url()`). `reading`: the caller only reads
+    (a SQLite file at the current schema is then not checked whole before it is used)."""
     url = check_url(url)
     if not url.lower().startswith("sqlite:"):
         from handrail.store.postgres import PostgresStore  # psycopg loads only here
@@ -46,4 +47,4 @@ def open_store(url: str | None = None) -> RunStore:
         return PostgresStore(url)
     from handrail.store.sqlite import SqliteStore  # lazy: a store's module loads only when it is opened
 
-    return SqliteStore(sqlite_path(url), url=url)
+    return SqliteStore(sqlite_path(url), url=url, reading=reading)

@@ -27,7 +27,7 @@ import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from handrail.errors import StorageError
-from handrail.store import outbox
+from handrail.store import outbox, summary
 from handrail.store.base import (
     LIST_LIMIT,
     STUCK_PART,
@@ -190,15 +190,17 @@ class PostgresStore:
     ) -> RunRecord:
         rows = chained_rows(run.id, 0, None, events, run.owner, run.created_at)
         head = new_head(rows, None)
+        found, stats = summary.plan(None, rows)
         with self._connection() as db, db.transaction():
-            db.execute(*insert_run(run, len(events), head, "%s"))
+            db.execute(*insert_run(run, len(events), head, "%s", stats))
             insert_events(db, rows, "%s")
+            summary.insert(db, summary.keys_of(run), found, "%s")
             if notifications:
                 with db.cursor() as cursor:
                     cursor.executemany(
                         outbox.insert("%s"), outbox.rows(run.id, run.version, notifications, run.created_at)
                     )
-        return replace(run, events=len(events), head=head)
+        return replace(run, events=len(events), head=head, stats=stats)
 
     def update(
         self,
@@ -209,21 +211,23 @@ class PostgresStore:
         notifications: Sequence[NewNotification] = (),
         durable: bool = True,
     ) -> RunRecord:
-        at, rows, head, sets, values = move(run, change, events, actor, "%s")
+        at, rows, head, sets, values, found, stats = move(run, change, events, actor, "%s")
         query = f"UPDATE runs SET {sets} WHERE id = %s AND version = %s"
         values += [run.id, run.version]
         if rows:
             # READ COMMITTED: a racing writer blocks on the row, then re-reads it and finds
             # the version moved, so it matches nothing and inserts nothing
             row = "(%s::integer, %s::text, %s::text, %s::text, %s::text, %s::text, %s::text)"
+            # the statistics' summary rows join the same statement, written only if the run moved
+            added, more = summary.typed_inserts(summary.keys_of(run), found, "moved")
             query = (
-                f"WITH moved AS ({query} RETURNING id) "
+                f"WITH moved AS ({query} RETURNING id){''.join(', ' + a for a in added)} "
                 f"INSERT INTO run_events ({EVENT_COLUMNS}) "
                 "SELECT moved.id, e.seq, e.type, e.at, e.actor, e.step_id, e.data, e.hash "
                 f"FROM moved, (VALUES {', '.join(row for _ in rows)}) "
                 "AS e (seq, type, at, actor, step_id, data, hash)"
             )
-            values += [v for r in rows for v in r.values()[1:]]
+            values += more + [v for r in rows for v in r.values()[1:]]
         if notifications or not durable:
             # the outbox rows join the same transaction; they are written only if the run moved
             with self._connection() as db, db.transaction():
@@ -237,12 +241,12 @@ class PostgresStore:
                         cursor.executemany(
                             outbox.insert("%s"), outbox.rows(run.id, run.version + 1, notifications, at)
                         )
-            return written(run, change, at, len(events), head)
+            return written(run, change, at, len(events), head, stats)
         with self._connection() as db:
             moved = db.execute(query.encode(), values).rowcount
         if moved != (len(rows) or 1):
             raise Conflict(run.id)
-        return written(run, change, at, len(events), head)
+        return written(run, change, at, len(events), head, stats)
 
     def get(self, run_id: str) -> RunRecord | None:
         with self._connection() as db:

@@ -12,6 +12,7 @@ from typing import Any, NamedTuple
 from handrail.codec import decode_stored, encode_stored
 from handrail.store.base import Event, NewEvent, RunFilter, RunRecord, RunStatus, RunUpdate
 from handrail.store.chain import EVENT_COLUMNS, EventRow, chained_rows, new_head
+from handrail.store.summary import Summary, plan
 
 
 def now() -> str:
@@ -26,19 +27,19 @@ def later(seconds: float) -> str:
 
 _COLUMNS = (
     "id, owner, workspace, workflow_id, workflow_version, source_hash, goal, status, "
-    "context, position, accepted, created_at, updated_at, version, events, head, "
+    "context, position, accepted, created_at, updated_at, version, events, head, stats, "
     "parent_id, parent_step, branch, holder, lease_until"
 )
 
 
 def _record(row: Sequence[Any]) -> RunRecord:
     """A runs row; `_COLUMNS` lists RunRecord's fields in their order."""
-    values = list(row[:21])
+    values = list(row[:22])
     values[7:10] = RunStatus(row[7]), decode_stored(row[8]), decode_stored(row[9])
     return RunRecord(*values)
 
 
-def run_row(run: RunRecord, events: int, head: str | None) -> tuple[Any, ...]:
+def run_row(run: RunRecord, events: int, head: str | None, stats: str | None = None) -> tuple[Any, ...]:
     """A new run's values, in the order of `_COLUMNS`."""
     return (
         run.id,
@@ -57,6 +58,7 @@ def run_row(run: RunRecord, events: int, head: str | None) -> tuple[Any, ...]:
         run.version,
         events,
         head,
+        stats,
         run.parent_id,
         run.parent_step,
         run.branch,
@@ -65,9 +67,13 @@ def run_row(run: RunRecord, events: int, head: str | None) -> tuple[Any, ...]:
     )
 
 
-def insert_run(run: RunRecord, events: int, head: str | None, mark: str) -> tuple[str, tuple[Any, ...]]:
+def insert_run(
+    run: RunRecord, events: int, head: str | None, mark: str, stats: str | None = None
+) -> tuple[str, tuple[Any, ...]]:
     """The statement that inserts a new run row, and its values."""
-    return f"INSERT INTO runs ({_COLUMNS}) VALUES ({', '.join([mark] * 21)})", run_row(run, events, head)
+    return f"INSERT INTO runs ({_COLUMNS}) VALUES ({', '.join([mark] * 22)})", run_row(
+        run, events, head, stats
+    )
 
 
 def insert_events(db: Any, rows: Sequence[EventRow], mark: str) -> None:
@@ -96,30 +102,34 @@ EVENTS_QUERY = (
 
 class Move(NamedTuple):
     """An update worked out before it is written: its time, the log rows it appends,
-    the log's new head, and the runs row's `SET ...` with its values."""
+    the log's new head, the runs row's `SET ...` with its values, and the statistics'
+    summary of the rows (store/summary.py) with the run's new `stats`."""
 
     at: str
     rows: list[EventRow]
     head: str | None
     sets: str
     values: list[Any]
+    summary: Summary | None
+    stats: str | None
 
 
 def move(run: RunRecord, change: RunUpdate, events: Sequence[NewEvent], actor: str, mark: str) -> Move:
     """The write is applied only if the run is still at `run.version`: that makes
-    `run.events` and `run.head` the log's as committed."""
+    `run.events`, `run.head` and `run.stats` the log's as committed."""
     at = now()
     rows = chained_rows(run.id, run.events, run.head, events, actor, at)
     head = new_head(rows, run.head)
-    sets, values = update_sets(change, at, len(events), mark, head)
-    return Move(at, rows, head, sets, values)
+    summary, stats = plan(run.stats, rows)
+    sets, values = update_sets(change, at, len(events), mark, head, stats)
+    return Move(at, rows, head, sets, values, summary, stats)
 
 
 def update_sets(
-    change: RunUpdate, at: str, events: int, mark: str, head: str | None = None
+    change: RunUpdate, at: str, events: int, mark: str, head: str | None = None, stats: str | None = None
 ) -> tuple[str, list[Any]]:
     """`SET ...` of an accepted write (version bumped, events counted, the chain's new
-    head) and its values."""
+    head, the statistics' marks) and its values."""
     sets = [f"updated_at = {mark}", "version = version + 1", f"events = events + {mark}"]
     values: list[Any] = [at, events]
     if events:
@@ -132,6 +142,7 @@ def update_sets(
         ("accepted", change.accepted),
         ("workflow_version", change.workflow_version),
         ("source_hash", change.source_hash),
+        ("stats", stats),
     ):
         if value is not None:
             sets.append(f"{column} = {mark}")

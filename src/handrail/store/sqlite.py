@@ -12,7 +12,8 @@ never wait for a writer. The schema is versioned (store/schema.py, shared with
 PostgreSQL), each version applied recorded in `schema_migrations`.
 
 A damaged file is never written to: it is checked when opened (`PRAGMA
-quick_check`), and a call that finds damage later marks the store unusable. Every
+quick_check`; a caller that only reads a current file skips it, and meets damage in the
+pages it reads), and a call that finds damage later marks the store unusable. Every
 failure is a StorageError naming the file and what to do.
 """
 
@@ -31,7 +32,7 @@ from typing import Any, Unpack
 
 from handrail import budget
 from handrail.errors import StorageError
-from handrail.store import outbox
+from handrail.store import outbox, summary
 from handrail.store.base import (
     LIST_LIMIT,
     STUCK_PART,
@@ -78,7 +79,14 @@ MIGRATIONS = migrations("sqlite")
 class SqliteStore:
     dialect = "sqlite"
 
-    def __init__(self, path: Path, *, url: str | None = None, busy_timeout: float = BUSY_TIMEOUT_S) -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        url: str | None = None,
+        busy_timeout: float = BUSY_TIMEOUT_S,
+        reading: bool = False,
+    ) -> None:
         self.url = url or sqlite_url(path)
         self.path = path
         self.busy_timeout = busy_timeout
@@ -101,7 +109,10 @@ class SqliteStore:
             self._db.execute("PRAGMA journal_mode = WAL")
             self._db.execute("PRAGMA synchronous = FULL")
             self._db.execute("PRAGMA foreign_keys = ON")
-            self._check()
+            # a whole-file check guards what is written; a reader at the current schema writes
+            # nothing, and SQLite refuses the damaged pages it reads (0.5 s saved per 200 MB)
+            if not (reading and self._current()):
+                self._check()
             self._migrate()
         except StorageError:
             self.close()
@@ -115,6 +126,7 @@ class SqliteStore:
             self.path, isolation_level=None, check_same_thread=False, timeout=self.busy_timeout
         )
         db.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+        db.create_function("last_line", 1, last_line, deterministic=True)  # stats and their migration
         return db
 
     def _check(self) -> None:
@@ -164,15 +176,18 @@ class SqliteStore:
             raise self._damaged
 
     # -- schema --------------------------------------------------------------------
-    def _migrate(self) -> None:
-        try:  # the usual case, a current schema, needs no write (and no fsync) at all
-            if self._db.execute("SELECT MAX(version) FROM schema_migrations").fetchone()[0] == len(
-                MIGRATIONS
-            ):
-                return
+    def _current(self) -> bool:
+        try:
+            version = self._db.execute("SELECT MAX(version) FROM schema_migrations").fetchone()[0]
         except sqlite3.OperationalError as exc:
             if "no such table" not in str(exc):
                 raise
+            return False
+        return bool(version == len(MIGRATIONS))
+
+    def _migrate(self) -> None:
+        if self._current():  # the usual case, a current schema, needs no write (and no fsync) at all
+            return
         with self._write() as db:
             db.execute(MIGRATIONS_TABLE)
             row = db.execute("SELECT MAX(version) FROM schema_migrations").fetchone()
@@ -204,7 +219,6 @@ class SqliteStore:
             if db is None:
                 db = self._connect()
                 db.execute("PRAGMA query_only = ON")
-                db.create_function("last_line", 1, last_line, deterministic=True)  # for stats
                 with self._opened:
                     self._readers.append(db)
                 self._reader.db = db
@@ -268,14 +282,16 @@ class SqliteStore:
     ) -> RunRecord:
         rows = chained_rows(run.id, 0, None, events, run.owner, run.created_at)
         head = new_head(rows, None)
+        found, stats = summary.plan(None, rows)
         with self._write() as db:
-            db.execute(*insert_run(run, len(events), head, "?"))
+            db.execute(*insert_run(run, len(events), head, "?", stats))
             insert_events(db, rows, "?")
+            summary.insert(db, summary.keys_of(run), found, "?")
             if notifications:
                 db.executemany(
                     outbox.insert("?"), outbox.rows(run.id, run.version, notifications, run.created_at)
                 )
-        return replace(run, events=len(events), head=head)
+        return replace(run, events=len(events), head=head, stats=stats)
 
     def update(
         self,
@@ -286,7 +302,7 @@ class SqliteStore:
         notifications: Sequence[NewNotification] = (),
         durable: bool = True,
     ) -> RunRecord:
-        at, rows, head, sets, values = move(run, change, events, actor, "?")
+        at, rows, head, sets, values, found, stats = move(run, change, events, actor, "?")
         with self._write(durable) as db:
             moved = db.execute(
                 f"UPDATE runs SET {sets} WHERE id = ? AND version = ?",
@@ -295,9 +311,10 @@ class SqliteStore:
             if moved != 1:
                 raise Conflict(run.id)
             insert_events(db, rows, "?")
+            summary.insert(db, summary.keys_of(run), found, "?")
             if notifications:
                 db.executemany(outbox.insert("?"), outbox.rows(run.id, run.version + 1, notifications, at))
-        return written(run, change, at, len(events), head)
+        return written(run, change, at, len(events), head, stats)
 
     def get(self, run_id: str) -> RunRecord | None:
         with self._read() as db:

@@ -41,6 +41,7 @@ else:
         import sqlite3
 
 BUSY_TIMEOUT_S = 5.0  # as the full store: how long the append waits for another writer
+GATE_DECISIONS = ("deny", "block")  # the gate decisions the stats count (store/summary.py)
 RUN_COLUMNS = "id, owner, workspace, workflow_id, source_hash, goal, status, position, accepted"
 
 
@@ -205,7 +206,11 @@ class LightSqlite:
                     raise LightStoreError(
                         f"the run database {self.path} changed schema version while the gate read it"
                     )
-                row = db.execute("SELECT events, head FROM runs WHERE id = ?", (run_id,)).fetchone()
+                row = db.execute(
+                    "SELECT events, head, workflow_id, workflow_version, owner, created_at FROM runs "
+                    "WHERE id = ?",
+                    (run_id,),
+                ).fetchone()
                 if row is None:
                     db.execute("ROLLBACK")
                     return False
@@ -224,6 +229,14 @@ class LightSqlite:
                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                     (run_id, seq, kind, at, actor, step_id, text, link),
                 )
+                decision = data.get("decision")
+                if kind == "gate" and step_id is not None and decision in GATE_DECISIONS and text[0] != " ":
+                    # the stats' summary of gate denials (store/summary.py), in the same transaction
+                    db.execute(
+                        "INSERT INTO stats_gate (run_id, workflow_id, workflow_version, owner, created_at, "
+                        "seq, step_id, decision) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                        (run_id, *row[2:6], seq, step_id, decision),
+                    )
                 db.execute("COMMIT")
             except BaseException:
                 if db.in_transaction:

@@ -38,16 +38,6 @@ class StatsFilter:
     person: str | None = None
 
 
-def _ms_sqlite(at: str) -> str:
-    # julianday is the quick one of SQLite's time functions; its double holds a 2026 time to
-    # a few microseconds, so rounding gives the milliseconds written exactly
-    return f"CAST(ROUND((julianday({at}) - 2440587.5) * 86400000.0) AS INTEGER)"
-
-
-def _ms_postgres(at: str) -> str:
-    return f"CAST(EXTRACT(EPOCH FROM CAST({at} AS timestamptz)) * 1000 AS bigint)"
-
-
 def _plain(col: str) -> str:
     """`col` when it holds JSON in the plain form, else NULL: data kept in the escaped form
     (it held a lone surrogate, or an integer past 64 bits) starts with a space, and
@@ -55,33 +45,22 @@ def _plain(col: str) -> str:
     return f"(CASE WHEN substr({col}, 1, 1) = ' ' THEN NULL ELSE {col} END)"
 
 
-def _pg(col: str) -> str:
-    return f"CAST({_plain(col)} AS json)"
-
-
 DIALECT: dict[str, dict[str, Callable[..., str]]] = {
     "sqlite": {
-        "ms": _ms_sqlite,
-        "text": lambda col, key: f"json_extract({_plain(col)}, '$.{key}')",
-        "true": lambda col, key: f"(json_type({_plain(col)}, '$.{key}') = 'true')",
-        "number": lambda col, key: f"json_extract({_plain(col)}, '$.{key}')",
         "step": lambda col: f"json_extract({_plain(col)}, '$.step.id')",
-        "elements": lambda col, key: f"json_each({_plain(col)}, '$.{key}') AS j",
         "bytes": lambda col: col,  # BINARY: UTF-8 bytes, the code point order
-        "key": lambda col: f"{col} AS {col.split('.')[-1]}",
-        "last_line": lambda col: f"last_line({col})",
+        "same": lambda col, mark: f"{col} IS {mark}",
+        # the run has a visit at the step: its marks (store/summary.py) list the steps it reached
+        "reached": lambda marks, step: (
+            f"EXISTS (SELECT 1 FROM json_each({marks}, '$[5]') j WHERE j.key = {step})"
+        ),
     },
     "postgresql": {
-        "ms": _ms_postgres,
-        "text": lambda col, key: f"({_pg(col)} ->> '{key}')",
-        "true": lambda col, key: f"(({_pg(col)} ->> '{key}') = 'true')",
-        "number": lambda col, key: f"CAST({_pg(col)} ->> '{key}' AS double precision)",
-        "step": lambda col: f"({_pg(col)} -> 'step' ->> 'id')",
-        "elements": lambda col, key: f"json_array_elements_text({_pg(col)} -> '{key}') AS j(value)",
+        "step": lambda col: f"(CAST({_plain(col)} AS json) -> 'step' ->> 'id')",
+        # compared as bytes, not by the locale's rules: the code point order
         "bytes": lambda col: f'{col} COLLATE "C"',
-        # a text only grouped or partitioned by: compared as bytes, not by the locale's rules
-        "key": lambda col: f'{col} COLLATE "C" AS {col.split(".")[-1]}',
-        "last_line": lambda col: f"regexp_replace(rtrim({col}, E'\\n'), '^.*\\n', '')",
+        "same": lambda col, mark: f"{col} IS NOT DISTINCT FROM {mark}",
+        "reached": lambda marks, step: f"((CAST({marks} AS json) -> 5 -> {step}) IS NOT NULL)",
     },
 }
 
@@ -91,9 +70,9 @@ def last_line(text: str | None) -> str | None:
     return None if text is None else text.rstrip("\n").rsplit("\n", 1)[-1]
 
 
-def _nearest_rank(rank: str, count: str, percent: int) -> str:
-    """The nearest-rank percentile's rank test: rank = ceil(percent / 100 * count)."""
-    return f"{rank} = ({count} * {percent} + 99) / 100"
+def _rank(count: int, percent: int) -> int:
+    """The nearest-rank percentile's rank (1-based): ceil(percent / 100 * count)."""
+    return (count * percent + 99) // 100
 
 
 class _Query:
@@ -111,9 +90,12 @@ class _Query:
             if value is not None:
                 clauses.append(f"{column} {op} {self.mark}")
                 self.values.append(value)
+        # the summary tables repeat the run's columns these filters read
+        self.where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
+        self.also = "".join(f" AND {c}" for c in clauses)
         self.runs = (
             "r AS (SELECT id, workflow_id AS wf, workflow_version AS ver, status, position, "
-            f"source_hash, created_at FROM runs{' WHERE ' + ' AND '.join(clauses) if clauses else ''})"
+            f"source_hash, created_at, stats FROM runs{self.where})"
         )
 
     def __call__(self, sql: str) -> list[tuple[Any, ...]]:
@@ -136,160 +118,69 @@ def _positions(q: _Query) -> list[tuple[Any, ...]]:
     left), and how many of them have made no submission there (reached all the same)."""
     d = q.d
     return q(
-        f"p AS (SELECT id, wf, ver, {d['step']('position')} AS step, status FROM r) "
-        "SELECT wf, ver, step, status, COUNT(*), SUM(CASE WHEN EXISTS (SELECT 1 FROM run_events x "
-        f"WHERE x.run_id = p.id AND x.step_id = p.step AND x.type IN {STEP_EVENTS}) THEN 0 ELSE 1 END) "
-        "FROM p WHERE step IS NOT NULL GROUP BY wf, ver, step, status"
+        f"p AS (SELECT id, wf, ver, {d['step']('position')} AS step, status, stats FROM r) "
+        f"SELECT wf, ver, step, status, COUNT(*), SUM(CASE WHEN {d['reached']('p.stats', 'p.step')} "
+        "THEN 0 ELSE 1 END) FROM p WHERE step IS NOT NULL GROUP BY wf, ver, step, status"
     )
 
 
-# The events that make a step's figures: the submissions, a person's decisions, and the
-# run's start (a check is always followed by its submission's event, a gate event adds
-# nothing a submission or the run's position does not say).
-STEP_EVENTS = "('started', 'rejected', 'awaiting_approval', 'approved', 'declined', 'accepted')"
+GROUP = "workflow_id, workflow_version, step_id"
 
 
-# Each of them with what the events before it in its run say (one window pass, no data
-# carried): the start of the step's visit (the run's last start or acceptance), and the
-# last approval asked. Times stay text (ISO, so their order is time's) until a duration
-# is taken.
-def _events(keys: str) -> str:
+def _listed(q: _Query, table: str, key: str, only: str) -> str:
+    """The `TOP` most frequent `key`s of each step's (and check's) rows of `table`, by count
+    then by code point, each row: the group, the key, its count, the greatest run id (of
+    the issues: a failing line's index holds no run)."""
+    checks = table == "stats_checks"
+    groups = GROUP + (", idx, kind" if checks else "")
+    run = "NULL" if checks else "MAX(run_id)"
     return (
-        f"e AS (SELECT {keys}, ev.run_id, ev.seq, ev.type, ev.at "
-        f"FROM r JOIN run_events ev ON ev.run_id = r.id WHERE ev.type IN {STEP_EVENTS}), "
-        "w AS MATERIALIZED (SELECT e.*, "
-        "MAX(CASE WHEN type IN ('started', 'accepted') THEN seq END) OVER p AS since_seq, "
-        "MAX(CASE WHEN type IN ('started', 'accepted') THEN at END) OVER p AS since_at, "
-        "MAX(CASE WHEN type = 'awaiting_approval' THEN at END) OVER p AS asked_at "
-        "FROM e WINDOW p AS (PARTITION BY run_id ORDER BY seq "
-        "ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING))"
+        f"WITH t AS (SELECT {groups}, {key} AS k, COUNT(*) AS n, {run} AS run "
+        f"FROM {table} "
+        f"WHERE {only}{q.also} GROUP BY {groups}, {key}), "
+        f"o AS (SELECT t.*, ROW_NUMBER() OVER (PARTITION BY {groups} ORDER BY n DESC, {q.d['bytes']('k')}) "
+        f"AS rk FROM t) SELECT * FROM o WHERE rk <= {TOP}"
     )
 
 
-def _pct(value: str, rank: str, percent: int) -> str:
-    return f"MAX(CASE WHEN {_nearest_rank(rank, 'n', percent)} THEN {value} END)"
+class _Percentiles:
+    """Values at given ranks, each read from an index in its order (`ORDER BY ... LIMIT 1
+    OFFSET rank - 1`), all in one statement; each answer goes to the place it was asked for."""
 
+    def __init__(self, q: _Query) -> None:
+        self.q = q
+        self.asked: list[str] = []
+        self.values: list[Any] = []
+        self.places: list[tuple[dict[str, Any], str]] = []
 
-def _at_ranks(rank: str) -> str:
-    """The rows whose `rank` is the median's or the p90's: all `_pct` reads."""
-    return f"({_nearest_rank(rank, 'n', 50)} OR {_nearest_rank(rank, 'n', 90)})"
+    def ask(
+        self,
+        into: dict[str, Any],
+        key: str,
+        table: str,
+        group: Sequence[Any],
+        where: str,
+        col: str,
+        rank: int,
+    ) -> None:
+        mark = self.q.mark
+        same = " AND ".join(
+            f"{c} = {mark}" if c != "kind" else self.q.d["same"]("kind", mark)
+            for c in (*GROUP.split(", "), "idx", "kind")[: len(group)]
+        )
+        order = f"{col} DESC LIMIT 1" if rank == 0 else f"{col} LIMIT 1 OFFSET {rank - 1}"
+        self.asked.append(
+            f"(SELECT {col} FROM {table} WHERE {same} AND {where}{self.q.also} ORDER BY {order})"
+        )
+        self.values += [*group, *self.q.values]
+        self.places.append((into, key))
 
-
-_COUNTED = (
-    ("rejected", "rejected"),
-    ("awaiting_approval", "awaiting"),
-    ("approved", "approved"),
-    ("declined", "declined"),
-    ("accepted", "accepted"),
-)
-
-
-def _count(condition: str) -> str:
-    return f"SUM(CASE WHEN {condition} THEN 1 ELSE 0 END)"
-
-
-def _parts(q: _Query) -> list[str]:
-    """The three statements of the figures drawn from events, each SELECT's rows tagged by
-    kind and padded to (kind, wf, ver, step, label, idx, a, b, c, d, e, f, g): the steps
-    (one window pass over the runs' step events, then one grouping by visit), the issues
-    (the rejections only), the checks (the check events only)."""
-    d = q.d
-    keys = ", ".join(d["key"](col) for col in ("r.wf", "r.ver", "ev.step_id"))
-    steps = [
-        _events(keys),
-        # one row per visit of a step: every event at the step, counted by type
-        "sv AS MATERIALIZED (SELECT wf, ver, step_id, run_id, "
-        + ", ".join(f"{_count(f'type = {word!r}')} AS {name}" for word, name in _COUNTED)
-        + ", "
-        + _count("type IN ('rejected', 'declined')")
-        + " + 1 AS attempts, "
-        f"MAX(CASE WHEN type = 'accepted' THEN {d['ms']('at')} - {d['ms']('since_at')} END) AS spent "
-        "FROM w WHERE step_id IS NOT NULL GROUP BY run_id, since_seq, wf, ver, step_id)",
-        # each rank ordered once; only the rows at a percentile's rank (or the maximum) are kept
-        "rv AS (SELECT wf, ver, step_id, attempts, spent, "
-        "ROW_NUMBER() OVER (PARTITION BY wf, ver, step_id ORDER BY attempts) AS ra, "
-        "ROW_NUMBER() OVER s AS rs, COUNT(*) OVER s AS n FROM sv WHERE accepted > 0 "
-        "WINDOW s AS (PARTITION BY wf, ver, step_id ORDER BY spent "
-        "ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING))",
-        f"vr AS (SELECT * FROM rv WHERE ra = n OR {_at_ranks('ra')} OR {_at_ranks('rs')})",
-        f"a0 AS (SELECT wf, ver, step_id, {d['ms']('at')} - {d['ms']('asked_at')} AS waited FROM w "
-        "WHERE type IN ('approved', 'declined') AND asked_at IS NOT NULL)",
-        "aw AS (SELECT a0.*, ROW_NUMBER() OVER (PARTITION BY wf, ver, step_id ORDER BY waited) AS rk, "
-        "COUNT(*) OVER (PARTITION BY wf, ver, step_id) AS n FROM a0)",
-    ]
-    step_selects = [
-        # PostgreSQL types a UNION's columns from its first SELECT: name the padding's types there;
-        # a step's runs are its visits' distinct runs, counted in the same grouping as its events
-        "SELECT 'counts', wf, ver, step_id, CAST(NULL AS text), CAST(NULL AS bigint), "
-        "SUM(rejected), SUM(awaiting), SUM(approved), SUM(declined), SUM(accepted), "
-        "COUNT(DISTINCT CASE WHEN accepted > 0 THEN run_id END), COUNT(DISTINCT run_id) "
-        "FROM sv GROUP BY wf, ver, step_id",
-        f"SELECT 'visits', wf, ver, step_id, NULL, NULL, {_pct('attempts', 'ra', 50)}, "
-        f"{_pct('attempts', 'ra', 90)}, MAX(attempts), {_pct('spent', 'rs', 50)}, {_pct('spent', 'rs', 90)}, "
-        "NULL, NULL FROM vr GROUP BY wf, ver, step_id",
-        f"SELECT 'waits', wf, ver, step_id, NULL, NULL, {_pct('waited', 'rk', 50)}, "
-        f"{_pct('waited', 'rk', 90)}, NULL, NULL, NULL, NULL, NULL FROM aw GROUP BY wf, ver, step_id",
-    ]
-    events = f"SELECT {keys}, ev.run_id, ev.seq, ev.data FROM r JOIN run_events ev ON ev.run_id = r.id"
-    issues = [
-        f"x AS ({events} WHERE ev.type = 'rejected')",
-        "im AS (SELECT x.wf, x.ver, x.step_id, j.value AS message, COUNT(*) AS n, MAX(x.run_id) AS run "
-        f"FROM x, {d['elements']('x.data', 'issues')} GROUP BY x.wf, x.ver, x.step_id, j.value)",
-        "it AS (SELECT im.*, ROW_NUMBER() OVER (PARTITION BY wf, ver, step_id "
-        f"ORDER BY n DESC, {d['bytes']('message')}) AS rk FROM im)",
-    ]
-    issue_selects = [
-        "SELECT 'issue', wf, ver, step_id, message, rk, n, NULL, NULL, NULL, NULL, NULL, NULL "
-        f"FROM it WHERE rk <= {TOP}",
-        "SELECT 'issue-run', wf, ver, step_id, run, rk, NULL, NULL, NULL, NULL, NULL, NULL, NULL "
-        f"FROM it WHERE rk <= {TOP}",
-    ]
-    gate = (
-        f"SELECT 'gate', r.wf, r.ver, ev.step_id, {d['text']('ev.data', 'decision')}, NULL, COUNT(*), "
-        "NULL, NULL, NULL, NULL, NULL, NULL FROM r JOIN run_events ev ON ev.run_id = r.id "
-        "WHERE ev.type = 'gate' AND ev.step_id IS NOT NULL "
-        f"GROUP BY r.wf, r.ver, ev.step_id, {d['text']('ev.data', 'decision')}"
-    )
-    output = d["last_line"](d["text"]("ev.data", "output"))
-    checks = [
-        # the checks of one submission are written together: consecutive in the run's log;
-        # each check's fields are read once here, so that no ordering carries its data
-        f"x AS (SELECT {keys}, ev.run_id, ev.seq, "
-        f"{d['text']('ev.data', 'check')} AS kind, "
-        f"CASE WHEN {d['true']('ev.data', 'passed')} THEN 1 ELSE 0 END AS passed, "
-        f"CASE WHEN {d['true']('ev.data', 'timedOut')} THEN 1 ELSE 0 END AS timed_out, "
-        f"{d['number']('ev.data', 'durationMs')} AS ms, "
-        f"CASE WHEN {d['true']('ev.data', 'passed')} THEN NULL ELSE {output} END AS line "
-        "FROM r JOIN run_events ev ON ev.run_id = r.id WHERE ev.type = 'check')",
-        "x1 AS (SELECT x.*, seq - ROW_NUMBER() OVER (PARTITION BY run_id ORDER BY seq) AS grp FROM x)",
-        "c AS MATERIALIZED (SELECT wf, ver, step_id, kind, passed, timed_out, ms, line, "
-        "ROW_NUMBER() OVER (PARTITION BY run_id, grp ORDER BY seq) - 1 AS idx FROM x1)",
-        # one ordering by duration gives the median and the check's counts; only the first
-        # row and the median's are kept
-        "cr AS (SELECT c.*, ROW_NUMBER() OVER k AS rk, COUNT(ms) OVER k AS n, COUNT(*) OVER k AS runs, "
-        "SUM(passed) OVER k AS passes, SUM(timed_out) OVER k AS timeouts FROM c "
-        "WINDOW k AS (PARTITION BY wf, ver, step_id, idx, kind ORDER BY ms "
-        "ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING))",
-        f"cm AS (SELECT * FROM cr WHERE rk = 1 OR {_nearest_rank('rk', 'n', 50)})",
-        "fl AS (SELECT wf, ver, step_id, idx, kind, line, COUNT(*) AS n FROM c WHERE passed = 0 "
-        "GROUP BY wf, ver, step_id, idx, kind, line)",
-        "ft AS (SELECT fl.*, ROW_NUMBER() OVER (PARTITION BY wf, ver, step_id, idx, kind "
-        f"ORDER BY n DESC, {d['bytes']('line')}) AS rk FROM fl WHERE line IS NOT NULL)",
-    ]
-    check_selects = [
-        "SELECT 'check', wf, ver, step_id, CAST(kind AS text), CAST(idx AS bigint), MAX(runs), MAX(passes), "
-        f"MAX(timeouts), MAX(CASE WHEN ms IS NOT NULL AND {_nearest_rank('rk', 'n', 50)} THEN ms END), "
-        "NULL, NULL, NULL FROM cm GROUP BY wf, ver, step_id, idx, kind",
-        "SELECT 'line', wf, ver, step_id, line, idx, n, rk, NULL, NULL, NULL, NULL, NULL "
-        f"FROM ft WHERE rk <= {TOP}",
-    ]
-    head = "WITH " + q.runs + ", "
-    return [
-        head + ", ".join(steps) + " " + " UNION ALL ".join(step_selects),
-        head + ", ".join(issues) + " " + " UNION ALL ".join(issue_selects),
-        "WITH " + q.runs + " " + gate,
-        head + ", ".join(checks) + " " + " UNION ALL ".join(check_selects),
-    ]
+    def read(self) -> None:
+        if not self.asked:
+            return
+        (row,) = self.q.store.aggregate("SELECT " + ", ".join(self.asked), self.values)
+        for (into, key), value in zip(self.places, row, strict=True):
+            into[key] = value
 
 
 def _sources(store: Aggregates, hashes: Sequence[str]) -> dict[str, list[str]]:
@@ -319,6 +210,21 @@ def _step_ids(steps: Any) -> list[str]:
             if isinstance(step.get("id"), str):
                 ids.append(step["id"])
     return ids
+
+
+def _ranked(counts: list[tuple[int, int]]) -> dict[str, int]:
+    """The nearest-rank median and p90, and the maximum, of values given as ascending
+    (value, how many) pairs."""
+    total = sum(n for _, n in counts)
+    out: dict[str, int] = {"max": counts[-1][0]}
+    for key, percent in (("median", 50), ("p90", 90)):
+        rank, seen = _rank(total, percent), 0
+        for value, n in counts:
+            seen += n
+            if seen >= rank:
+                out[key] = value
+                break
+    return {"median": out["median"], "p90": out["p90"], "max": out["max"]}
 
 
 def _int(value: Any) -> Any:
@@ -371,51 +277,105 @@ def workflow_stats(store: Aggregates, where: StatsFilter) -> list[dict[str, Any]
             here["abandoned"] += _int(count)
         elif status in ("active", "awaiting_approval"):
             here["active"] += _int(count)
-    rows = [row for sql in _parts(q) for row in store.aggregate(sql, q.values)]
-    rows.sort(key=lambda row: (row[0], row[1], row[2], row[3], -1 if row[5] is None else row[5]))
-    for kind, wf, ver, step_id, label, idx, *n in rows:
+    percentiles = _Percentiles(q)
+    spent: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for wf, ver, step_id, *n in q.store.aggregate(
+        f"SELECT {GROUP}, SUM(rejected), SUM(awaiting), SUM(approved), SUM(declined), SUM(accepted), "
+        "SUM(first_accepted), SUM(reached), COUNT(CASE WHEN accepted > 0 THEN spent_ms END) "
+        f"FROM stats_visits{q.where} GROUP BY {GROUP}",
+        q.values,
+    ):
         s = step(wf, ver, step_id)
-        if kind == "counts":
-            rejected, awaiting, approved, declined, accepted = (_int(x) for x in n[:5])
-            submissions = rejected + awaiting + accepted - approved
-            s.update(submissions=submissions, rejected=rejected)
-            s["rejectionRate"] = _rate(rejected, submissions)
-            s["approvals"].update(approved=approved, declined=declined)
-            s["accepted"] = _int(n[5])
-            s["reached"] += _int(n[6])
-        elif kind == "gate" and label in ("deny", "block"):
-            s["gate"]["denied" if label == "deny" else "blocked"] += _int(n[0])
-        elif kind == "visits":
-            s["attempts"] = {"median": _int(n[0]), "p90": _int(n[1]), "max": _int(n[2])}
-            s["seconds"] = {"median": _seconds(n[3]), "p90": _seconds(n[4])}
-        elif kind == "waits":
-            s["approvals"]["waitSeconds"] = {"median": _seconds(n[0]), "p90": _seconds(n[1])}
-        elif kind == "issue":
-            s["topIssues"].append({"message": label[:MESSAGE_CHARS], "count": _int(n[0])})
-        elif kind == "issue-run":
-            s["topIssues"][_int(idx) - 1]["run"] = label
-        elif kind == "check":
-            passed, count = _int(n[1]), _int(n[0])
-            checks.setdefault((wf, ver), {})[(step_id, _int(idx))] = {
-                "step": step_id,
-                "index": _int(idx),
-                "type": label,
-                "runs": count,
-                "passed": passed,
-                "passRate": _rate(passed, count),
-                "timeouts": _int(n[2]),
-                "durationMs": {"median": _int(n[3])},
-                "failingLines": [],
-            }
-    for kind, wf, ver, step_id, label, idx, *n in rows:
-        if kind == "line":
-            found = checks[(wf, ver)][(step_id, _int(idx))]["failingLines"]
-            found.append({"line": label[:MESSAGE_CHARS], "count": _int(n[0]), "rank": _int(n[1])})
-            found.sort(key=lambda f: f["rank"])
-    for per_check in checks.values():
-        for check in per_check.values():
-            for line in check["failingLines"]:
-                del line["rank"]
+        rejected, awaiting, approved, declined, accepted, first, reached, timed = (_int(x) for x in n)
+        submissions = rejected + awaiting + accepted - approved
+        s.update(submissions=submissions, rejected=rejected, accepted=first)
+        s["rejectionRate"] = _rate(rejected, submissions)
+        s["approvals"].update(approved=approved, declined=declined)
+        s["reached"] += reached
+        group = (wf, ver, step_id)
+        if timed:
+            spent[group] = {}
+            for key, percent in (("median", 50), ("p90", 90)):
+                only = "accepted = 1 AND spent_ms IS NOT NULL"
+                percentiles.ask(
+                    spent[group], key, "stats_visits", group, only, "spent_ms", _rank(timed, percent)
+                )
+    # attempts are few distinct numbers: their counts, ranked here, give the percentiles
+    counted: dict[tuple[str, str, str], list[tuple[int, int]]] = {}
+    for wf, ver, step_id, attempts, count in q.store.aggregate(
+        f"SELECT {GROUP}, attempts, COUNT(*) FROM stats_visits WHERE accepted = 1{q.also} "
+        f"GROUP BY {GROUP}, attempts",
+        q.values,
+    ):
+        counted.setdefault((wf, ver, step_id), []).append((_int(attempts), _int(count)))
+    for (wf, ver, step_id), values in counted.items():
+        steps[(wf, ver)][step_id]["attempts"] = _ranked(sorted(values))
+    waits: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for wf, ver, step_id, count in q.store.aggregate(
+        f"SELECT {GROUP}, COUNT(*) FROM stats_waits{q.where} GROUP BY {GROUP}", q.values
+    ):
+        waits[(wf, ver, step_id)] = {}
+        for key, percent in (("median", 50), ("p90", 90)):
+            rank = _rank(_int(count), percent)
+            percentiles.ask(
+                waits[(wf, ver, step_id)], key, "stats_waits", (wf, ver, step_id), "1 = 1", "waited_ms", rank
+            )
+    issues = q.store.aggregate(_listed(q, "stats_issues", "message", "1 = 1"), q.values)
+    for wf, ver, step_id, message, count, run, _ in sorted(issues, key=lambda row: row[-1]):
+        step(wf, ver, step_id)["topIssues"].append(
+            {"message": message[:MESSAGE_CHARS], "count": _int(count), "run": run}
+        )
+    for wf, ver, step_id, decision, count in q.store.aggregate(
+        f"SELECT {GROUP}, decision, COUNT(*) FROM stats_gate{q.where} GROUP BY {GROUP}, decision", q.values
+    ):
+        step(wf, ver, step_id)["gate"]["denied" if decision == "deny" else "blocked"] += _int(count)
+    medians: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for wf, ver, step_id, idx, kind, count, passed, timeouts, timed in q.store.aggregate(
+        f"SELECT {GROUP}, idx, kind, COUNT(*), SUM(passed), SUM(timed_out), COUNT(duration_ms) "
+        f"FROM stats_checks{q.where} GROUP BY {GROUP}, idx, kind",
+        q.values,
+    ):
+        passed, count = _int(passed), _int(count)
+        check = checks.setdefault((wf, ver), {})[(step_id, _int(idx))] = {
+            "step": step_id,
+            "index": _int(idx),
+            "type": kind,
+            "runs": count,
+            "passed": passed,
+            "passRate": _rate(passed, count),
+            "timeouts": _int(timeouts),
+            "durationMs": {"median": None},
+            "failingLines": [],
+        }
+        if timed:
+            medians[(wf, ver, step_id, idx, kind)] = check["durationMs"]
+            rank = _rank(_int(timed), 50)
+            percentiles.ask(
+                check["durationMs"],
+                "median",
+                "stats_checks",
+                (wf, ver, step_id, idx, kind),
+                "duration_ms IS NOT NULL",
+                "duration_ms",
+                rank,
+            )
+    lines = q.store.aggregate(_listed(q, "stats_checks", "line", "passed = 0 AND line IS NOT NULL"), q.values)
+    for wf, ver, step_id, idx, _kind, line, count, _run, _ in sorted(lines, key=lambda row: row[-1]):
+        found = checks[(wf, ver)][(step_id, _int(idx))]["failingLines"]
+        found.append({"line": line[:MESSAGE_CHARS], "count": _int(count)})
+    percentiles.read()
+    for (wf, ver, step_id), found in spent.items():
+        steps[(wf, ver)][step_id]["seconds"] = {
+            "median": _seconds(found["median"]),
+            "p90": _seconds(found["p90"]),
+        }
+    for (wf, ver, step_id), found in waits.items():
+        step(wf, ver, step_id)["approvals"]["waitSeconds"] = {
+            "median": _seconds(found["median"]),
+            "p90": _seconds(found["p90"]),
+        }
+    for found in medians.values():
+        found["median"] = _int(found["median"])
 
     out: dict[str, dict[str, Any]] = {}
     for wf, ver, started, completed, abandoned, active, first, source_hash in versions:
