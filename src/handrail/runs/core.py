@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Unpack
 from handrail.runs import machine
 from handrail.runs.advance import Advance
 from handrail.runs.approvers import CHANNELS, reminders_due
+from handrail.runs.claims import Claims
 from handrail.runs.decisions import Decisions
 from handrail.runs.ledger import Ledger, LedgerOptions, new_run_id
 from handrail.runs.position import Position, merge_context
@@ -64,6 +65,7 @@ class Runs:
         self.advance = Advance(self.ledger, self.decisions)
         # workflow_continue is the advance's own: its signature is written once, there
         self.continue_ = self.advance.continue_
+        self.claims = Claims(self.ledger)  # workflow_claim
 
     # -- the server's settings, kept by the ledger -------------------------------------
     @property

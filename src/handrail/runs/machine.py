@@ -37,6 +37,7 @@ TRANSITIONS: Mapping[tuple[RunStatus | None, EventType], RunStatus] = MappingPro
         (_S.AWAITING_APPROVAL, _E.ABANDONED): _S.ABANDONED,
         (_S.ACTIVE, _E.GATE): _S.ACTIVE,
         (_S.AWAITING_APPROVAL, _E.GATE): _S.AWAITING_APPROVAL,
+        (_S.ACTIVE, _E.CLAIMED): _S.ACTIVE,
     }
 )
 
@@ -58,6 +59,7 @@ MEANING: Mapping[EventType, str] = MappingProxyType(
         _E.APPROVAL_GIVEN: "an allowed person approved; the step needs more people",
         _E.REMINDED: "the approval waited `remindAfter` (again)",
         _E.ESCALATED: "the approval waited `escalateAfter`; its role may approve too",
+        _E.CLAIMED: "workflow_claim gave the branch to an agent session, with a lease",
     }
 )
 

@@ -41,6 +41,7 @@ class EventType(StrEnum):
     APPROVAL_GIVEN = "approval_given"  # one of the approvals a step needs, not yet all of them
     REMINDED = "reminded"  # the approval has waited `remindAfter` (again)
     ESCALATED = "escalated"  # the approval has waited `escalateAfter`: its role may approve too
+    CLAIMED = "claimed"  # a branch's holder and lease (workflow_claim)
 
 
 STATUSES: tuple[RunStatus, ...] = tuple(RunStatus)
@@ -198,6 +199,17 @@ class RunFilter(TypedDict, total=False):
 LIST_LIMIT = 100
 
 
+@dataclass(frozen=True, slots=True)
+class ClaimFilter:
+    """Which branches a claim may pick (store/claims.py): `owner`'s, narrowed by the
+    parent run, the workflow and the workspace when they are given."""
+
+    owner: str
+    parent_id: str | None = None
+    workflow_id: str | None = None
+    workspace: str | None = None
+
+
 def written(
     run: RunRecord, change: RunUpdate, at: str, events: int = 0, head: str | None = None
 ) -> RunRecord:
@@ -249,6 +261,10 @@ class RunStore(Protocol):
 
     def list_runs(self, **filters: Unpack[RunFilter]) -> list[RunRecord]:
         """Runs, most recently updated first."""
+
+    def claim(self, where: ClaimFilter, holder: str, until: str) -> RunRecord | None:
+        """Make `holder` the holder of the first free branch `where` allows, until `until`,
+        with a `claimed` event, atomically (store/claims.py); None when none is free."""
 
     def events(self, run_id: str) -> list[Event]: ...
 

@@ -112,6 +112,9 @@ def move(run: RunRecord, change: RunUpdate, events: Sequence[NewEvent], actor: s
     rows = chained_rows(run.id, run.events, run.head, events, actor, at)
     head = new_head(rows, run.head)
     sets, values = update_sets(change, at, len(events), mark, head)
+    if run.holder is not None:  # a held branch: its lease as the holder's call renewed it
+        sets += f", lease_until = {mark}"
+        values.append(run.lease_until)
     return Move(at, rows, head, sets, values)
 
 

@@ -1,0 +1,134 @@
+"""Claims and leases (spec/runs.md, "Claims and leases"): workflow_claim hands an agent
+session a branch of a parallel loop nobody holds, for `--lease-seconds`; every call of
+its holder on the branch renews the lease, in the same write as the call's own; while
+the lease lives, other sessions' calls on the branch are refused. A lease that runs
+out frees the branch: the next claim takes it where its last accepted step left it.
+
+Who holds a branch is the request's agent session (`Request.session`), within the
+person: a claim only picks the asking person's branches, so one person's several
+agents each get their own, and nobody sees another person's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from handrail.errors import BranchHeld
+from handrail.runs.ledger import Ledger
+from handrail.runs.request import Request
+from handrail.runs.shapes import shaped, view
+from handrail.store.base import ClaimFilter, RunRecord, RunStatus
+from handrail.store.claims import branch_counts
+from handrail.store.rows import later, now
+
+PERSON = "person"  # the holder of a request that names no agent session
+
+
+def holder(request: Request) -> str:
+    """Who a claim by `request` makes the holder: its agent session, else the person."""
+    return request.session or PERSON
+
+
+def holder_kind(held_by: str) -> str:
+    """What kind of session a holder is (`stdio`, `http-session`, `http-connection`,
+    `person`), the part an error may name: the rest identifies one session."""
+    return held_by.split(":", 1)[0]
+
+
+def admitted(ledger: Ledger, request: Request, run: RunRecord) -> RunRecord:
+    """`run` as a call of `request` may write it: a branch it holds with its lease renewed
+    (written with the call's own write); a branch another session holds while the lease
+    lives refuses the call. A branch nobody holds, or whose lease ran out, is open to any
+    call of its person, as any run is."""
+    if run.holder is None or run.lease_until is None:
+        return run
+    if run.holder == holder(request):
+        return replace(run, lease_until=later(ledger.lease_seconds))
+    if run.lease_until < now():
+        return run
+    kind = holder_kind(run.holder)
+    raise BranchHeld(
+        f"Branch is held by another agent: {run.id} is held by another {kind} session until "
+        f"{run.lease_until}",
+        {
+            "runId": run.id,
+            "holderKind": kind,
+            "leaseUntil": run.lease_until,
+            "details": f"another agent session ({kind}) claimed this branch; its lease ends at "
+            f"{run.lease_until} unless that session calls on it again. Claim another branch with "
+            "workflow_claim, or claim this one once its lease has ended",
+        },
+    )
+
+
+class Claims:
+    """workflow_claim over the ledger's store."""
+
+    def __init__(self, ledger: Ledger) -> None:
+        self.ledger = ledger
+
+    def claim(
+        self,
+        request: Request,
+        run_id: str | None,
+        workflow_id: str | None,
+        workspace: str | None,
+    ) -> dict[str, Any]:
+        """The first free branch in item order, claimed for the caller's session; or why
+        there is none. `run_id`: only that parent run's branches (the caller's own run)."""
+        ledger = self.ledger
+        if run_id is not None:
+            ledger.run(request, run_id)  # another person's run is not found, as everywhere
+        where = ClaimFilter(
+            owner=ledger.owner(request),
+            parent_id=run_id,
+            workflow_id=workflow_id,
+            workspace=None if workspace is None else ledger.workspace(request, workspace),
+        )
+        until = later(ledger.lease_seconds)
+        run = ledger.store.claim(where, holder(request), until)
+        if run is None:
+            return self._nothing(where)
+        ledger.remember(run)
+        return {
+            "claimed": True,
+            **shaped(run, ("runId", "status", "workflowId", "goal", "workspace")),
+            "parentId": run.parent_id,
+            "parentStep": run.parent_step,
+            "branch": run.branch,
+            **_item(run),
+            "leaseUntil": run.lease_until,
+            **view(run),
+        }
+
+    def _nothing(self, where: ClaimFilter) -> dict[str, Any]:
+        store = self.ledger.store
+        mark = "?" if store.dialect == "sqlite" else "%s"
+        query, values = branch_counts(where, now(), mark)
+        held = free = ended = 0
+        for status, is_held, count in store.aggregate(query, values):
+            if status == RunStatus.ACTIVE and not is_held:
+                free += int(count)  # freed between the claim and this count
+            elif status in (RunStatus.ACTIVE, RunStatus.AWAITING_APPROVAL):
+                held += int(count)
+            else:
+                ended += int(count)
+        if held + free:
+            message = (
+                f"Nothing to claim: every open branch is held ({held} held by agents whose lease "
+                "lives, or waiting for a person's approval); call workflow_claim again later"
+            )
+        elif ended:
+            message = f"Nothing to claim: all {ended} branches are done (completed or abandoned)"
+        else:
+            message = "Nothing to claim: no parallel loop of yours has branches here"
+        return {"claimed": False, "message": message, "branches": {"held": held, "ended": ended}}
+
+
+def _item(run: RunRecord) -> dict[str, Any]:
+    """The loop item the branch works on, as its context holds it."""
+    position = run.position.get("loop")
+    if isinstance(position, dict) and "item" in position:
+        return {"item": position["item"]}
+    return {}
