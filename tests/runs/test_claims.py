@@ -135,7 +135,7 @@ def test_a_lease_that_runs_out_mid_branch_lets_the_next_claimer_carry_on_from_th
 
 
 def test_nothing_to_claim_says_when_every_branch_is_done(service: Service, tmp_path: Path) -> None:
-    parent, made = branches(service, tmp_path, ["a.py"])
+    parent, _ = branches(service, tmp_path, ["a.py"])
     mine = claim(service, AGENT_A, runId=parent)
     service.call("workflow_abandon", {"runId": mine["runId"], "reason": "not needed"}, AGENT_A)
     answer = claim(service, AGENT_B, runId=parent)

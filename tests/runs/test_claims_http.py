@@ -71,8 +71,8 @@ def test_two_connections_are_two_agents_and_one_is_refused_the_others_branch(
                         {"runId": mine["runId"], "stepId": "plan", "output": "Plan: mine."})  # fmt: skip
         assert accepted["accepted"] is True and accepted["step"]["id"] == "build"
         # the 2026-07-28 generation: the third branch, for a third connection
-        message = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-                   "params": {"name": "workflow_claim", "arguments": {"runId": parent}, "_meta": envelope()}}  # fmt: skip
+        params = {"name": "workflow_claim", "arguments": {"runId": parent}, "_meta": envelope()}
+        message = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": params}
         with httpx.Client(timeout=15) as three:
             answer = three.post(server.url, json=message, headers=HEADERS | modern_headers(message)).json()
         assert answer["result"]["structuredContent"]["branch"] == 2, answer

@@ -106,15 +106,15 @@ class Claims:
         store = self.ledger.store
         mark = "?" if store.dialect == "sqlite" else "%s"
         query, values = branch_counts(where, now(), mark)
-        held = free = ended = 0
-        for status, is_held, count in store.aggregate(query, values):
-            if status == RunStatus.ACTIVE and not is_held:
-                free += int(count)  # freed between the claim and this count
-            elif status in (RunStatus.ACTIVE, RunStatus.AWAITING_APPROVAL):
+        held = ended = 0
+        for status, _, count in store.aggregate(query, values):
+            # an open branch that looks free here is one another claim is taking right now
+            # (locked, not yet committed), or one whose lease ended since: held either way
+            if status in (RunStatus.ACTIVE, RunStatus.AWAITING_APPROVAL):
                 held += int(count)
             else:
                 ended += int(count)
-        if held + free:
+        if held:
             message = (
                 f"Nothing to claim: every open branch is held ({held} held by agents whose lease "
                 "lives, or waiting for a person's approval); call workflow_claim again later"
