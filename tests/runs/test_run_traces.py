@@ -10,6 +10,7 @@ own; `"runId": "$none"` leaves it out (workflow_resume then lists the open runs)
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -21,11 +22,12 @@ from handrail.checks import check_config
 from handrail.compiler import compile_text
 from handrail.errors import HandrailError
 from handrail.model import Workflow
-from handrail.runs.request import LOCAL
+from handrail.runs.request import LOCAL, Request
 from handrail.service.core import Service, default_runs
 from tests.checks.workspaces import write as write_files
 from tests.conftest import SPEC
 from tests.engine.test_traces import mismatches
+from tests.helpers.branches import write_branches
 
 pytestmark = pytest.mark.slow
 
@@ -35,9 +37,11 @@ TOOLS = {
     "continue": "workflow_continue",
     "resume": "workflow_resume",
     "abandon": "workflow_abandon",
+    "claim": "workflow_claim",
 }
 NONE = "$none"
-REQUIRED = {"accept", "reject", "loops", "blocked", "resume", "pinning"}
+REQUIRED = {"accept", "reject", "loops", "blocked", "resume", "pinning", "claims", "lease-expiry"}
+CLAIMED = "$claim:"  # "$claim:N": the runId the Nth `claim` of the trace gave
 
 
 class _Editable:
@@ -70,8 +74,11 @@ def run_trace(trace: dict[str, Any], folder: Path) -> list[str]:
         commands=[f"{name}={line}" for name, line in server.get("commands", {}).items()],
     )
     service = Service(catalog, runs=default_runs(f"sqlite:///{folder / 'runs.db'}"), checks=checks)  # type: ignore[arg-type]
+    if "leaseSeconds" in server:
+        service.runs.ledger.lease_seconds = server["leaseSeconds"]
     problems: list[str] = []
     run_id: str | None = None
+    claimed: list[str] = []
     try:
         for index, call in enumerate(trace["calls"]):
             where = f"call {index} ({call['tool']})"
@@ -83,6 +90,14 @@ def run_trace(trace: dict[str, Any], folder: Path) -> list[str]:
             elif call["tool"] == "write":  # files into the workspace (the working folder)
                 write_files(Path.cwd(), params["files"])
                 outcome = {"written": sorted(params["files"])}
+            elif call["tool"] == "branches":  # a loop's branches, written as the run layer writes them
+                parent = service.runs.store.get(run_id or "")
+                assert parent is not None, f"{where}: no run started yet"
+                made = write_branches(service.runs.store, parent, workflow, params["items"])
+                outcome = {"branches": [b.branch for b in made]}
+            elif call["tool"] == "wait":  # time passing: a lease running out
+                time.sleep(params["seconds"])
+                outcome = {"waited": params["seconds"]}
             elif call["tool"] in ("approve", "decline"):  # what `handrail runs approve|decline` does
                 decide = service.runs.approve if call["tool"] == "approve" else service.runs.decline
                 try:
@@ -96,15 +111,21 @@ def run_trace(trace: dict[str, Any], folder: Path) -> list[str]:
                     params.setdefault("workflowId", workflow.id)
                 elif params.get("runId") == NONE:
                     del params["runId"]
+                elif str(params.get("runId", "")).startswith(CLAIMED):
+                    params["runId"] = claimed[int(params["runId"].removeprefix(CLAIMED))]
                 elif "runId" not in params:
                     assert run_id is not None, f"{where}: no run started yet"
                     params["runId"] = run_id
+                # `as`: the agent session calling (stdio:NAME); without it, the person
+                asking = Request(session=f"stdio:{call['as']}") if "as" in call else LOCAL
                 try:
-                    outcome = service.call(TOOLS[call["tool"]], params)
+                    outcome = service.call(TOOLS[call["tool"]], params, asking)
                 except HandrailError as exc:
                     outcome = {"error": {"code": exc.code, "message": exc.message, "data": exc.data}}
                 if call["tool"] == "start" and "runId" in outcome:
                     run_id = outcome["runId"]
+                if call["tool"] == "claim" and outcome.get("claimed"):
+                    claimed.append(outcome["runId"])
             expect = dict(call.get("expect", {}))
             if "error" in expect and "error" not in outcome:
                 problems.append(f"{where}: expected error {expect['error']}, got {outcome}")
@@ -122,7 +143,7 @@ def trace_files() -> list[Path]:
     return sorted(RUNS.glob("*.json"))
 
 
-def test_the_run_traces_cover_accept_reject_loops_blocked_resume_and_pinning() -> None:
+def test_the_run_traces_cover_accept_reject_loops_blocked_resume_pinning_claims_and_leases() -> None:
     assert {p.stem for p in trace_files()} >= REQUIRED
 
 
@@ -134,8 +155,8 @@ def test_run_trace_is_well_formed(path: Path) -> None:
     )
     assert trace["description"].strip()
     for call in trace["calls"]:
-        assert set(call) <= {"tool", "params", "expect", "note"}
-        assert call["tool"] in {*TOOLS, "edit", "write", "approve", "decline"}
+        assert set(call) <= {"tool", "params", "expect", "note", "as"}
+        assert call["tool"] in {*TOOLS, "edit", "write", "approve", "decline", "branches", "wait"}
         assert isinstance(call["expect"], dict) and call["expect"], "every call states what it expects"
 
 
