@@ -184,6 +184,17 @@ class Loop:
     run_condition: Condition | None
     loop: str | None  # the enclosing loop, for nested loops
     pointer: str
+    parallel: Parallel | None = None  # a forEach loop run as branches, in a run (spec/runs.md)
+
+
+@dataclass(frozen=True, slots=True)
+class Parallel:
+    """How a parallel loop's branches run: how many at once, how many must complete, and
+    the context variable its results go into."""
+
+    max_parallel: int
+    at_least: int | None  # None: every branch
+    results_var: str
 
 
 AnyStep = Step | Loop

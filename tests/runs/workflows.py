@@ -50,3 +50,48 @@ def write(folder: Path, document: dict[str, Any]) -> Path:
     path = folder / f"{document['id']}.json"
     path.write_text(json.dumps(document, indent=2), encoding="utf-8")
     return path
+
+
+REVIEW_ID = "review-files"
+
+
+def review_files(*, max_parallel: int = 2, at_least: int | None = None) -> dict[str, Any]:
+    """A list of files, a parallel loop reviewing each (two steps per file), a report."""
+    loop: dict[str, Any] = {
+        "type": "forEach",
+        "items": "files",
+        "itemVar": "file",
+        "maxIterations": 100,
+        "parallel": True,
+        "maxParallel": max_parallel,
+        "as": "reviews",
+    }
+    if at_least is not None:
+        loop["atLeast"] = at_least
+    return {
+        "id": REVIEW_ID,
+        "name": "Review files",
+        "description": "Each file reviewed on its own branch, then one report.",
+        "version": "1.0.0",
+        "steps": [
+            {"id": "collect", "title": "Collect", "prompt": "List the files to review."},
+            {
+                "id": "each-file",
+                "type": "loop",
+                "title": "Each file",
+                "loop": loop,
+                "body": [
+                    {
+                        "id": "review",
+                        "title": "Review {{file}}",
+                        "prompt": "Review {{file}} (item {{currentIndex}}).",
+                        "validationCriteria": [
+                            {"type": "contains", "value": "Reviewed", "message": "Say what you reviewed"}
+                        ],
+                    },
+                    {"id": "note", "title": "Note {{file}}", "prompt": "Note what {{file}} needs."},
+                ],
+            },
+            {"id": "report", "title": "Report", "prompt": "Report on every file."},
+        ],
+    }

@@ -20,6 +20,7 @@ CODES = {
     "H210": "Two files define the same workflow id",
     "H211": "An approval field without an approval",
     "H212": "More approvals than approvers",
+    "H213": "A loop that cannot be parallel",
     "H300": "Condition syntax error",
     "H301": "Unknown condition operator",
     "H302": "A condition always holds",

@@ -9,7 +9,7 @@ from typing import Any, Protocol
 from handrail.compiler.names import LOOP_DEFAULTS
 from handrail.compiler.steps import Entry, Steps
 from handrail.errors import Reporter
-from handrail.model import Condition, Loop
+from handrail.model import Condition, Loop, Parallel
 
 MAX_ITERATIONS = 1000
 
@@ -97,6 +97,7 @@ def compile_loop(
             f"a `{kind}` loop ignores " + ("`count`" if "count" in cfg and kind == "forEach" else "`items`"),
             where,
         )
+    parallel = _parallel(b, cfg, sid, kind, entry.parent, where)
     body = raw["body"]
     body_ids = (body,) if isinstance(body, str) else tuple(s["id"] for s in body)
     return Loop(
@@ -115,4 +116,51 @@ def compile_loop(
         run_condition=run_condition,
         loop=entry.parent,
         pointer=at,
+        parallel=parallel,
+    )
+
+
+PARALLEL_FIELDS = ("maxParallel", "atLeast", "as")
+DEFAULT_MAX_PARALLEL = 8
+
+
+def _parallel(
+    b: Build, cfg: Mapping[str, Any], sid: str, kind: str, parent: str | None, where: str
+) -> Parallel | None:
+    """A parallel loop's settings (H213 where it cannot be one); None for a sequential loop."""
+    if not cfg.get("parallel"):
+        for name in PARALLEL_FIELDS:
+            if name in cfg:
+                said = f'`{name}` has no effect without "parallel": true'
+                b.report.warning("H405", said, f"{where}/{name}")
+        return None
+    if kind != "forEach":
+        b.report.error(
+            "H213",
+            f"a `{kind}` loop cannot be parallel: only a `forEach` loop has items to branch on",
+            f"{where}/parallel",
+            'use "type": "forEach" with "items", or remove "parallel"',
+        )
+        return None
+    if parent is not None:
+        b.report.error(
+            "H213",
+            f"parallel loop `{sid}` is inside loop `{parent}`: a parallel loop must be at the top level",
+            f"{where}/parallel",
+            "move it out of the enclosing loop, or make it sequential",
+        )
+        return None
+    at_least = cfg.get("atLeast")
+    max_iterations = cfg.get("maxIterations")
+    if isinstance(at_least, int) and isinstance(max_iterations, int | float) and at_least > max_iterations:
+        b.report.error(
+            "H213",
+            f"atLeast is {at_least}, more than the {int(max_iterations)} branches maxIterations allows",
+            f"{where}/atLeast",
+            "lower atLeast or raise maxIterations",
+        )
+    return Parallel(
+        max_parallel=int(cfg.get("maxParallel", DEFAULT_MAX_PARALLEL)),
+        at_least=int(at_least) if isinstance(at_least, int) else None,
+        results_var=str(cfg.get("as", sid)),
     )

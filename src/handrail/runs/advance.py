@@ -15,6 +15,7 @@ from handrail.runs.ledger import Ledger, off_the_clock
 from handrail.runs.position import Position, merge_context
 from handrail.runs.refusals import not_active, not_current
 from handrail.runs.shapes import view
+from handrail.runs.tree import Tree
 from handrail.store.base import Conflict, EventType, NewEvent, RunRecord, RunStatus, RunUpdate
 
 if TYPE_CHECKING:
@@ -38,9 +39,10 @@ class Call(NamedTuple):
 class Advance:
     """workflow_continue; a step may wait for a person (`decisions`)."""
 
-    def __init__(self, ledger: Ledger, decisions: Decisions) -> None:
+    def __init__(self, ledger: Ledger, decisions: Decisions, tree: Tree) -> None:
         self.ledger = ledger
         self.decisions = decisions
+        self.tree = tree
 
     def continue_(
         self,
@@ -88,7 +90,7 @@ class Advance:
                 tried["cached"] = tried["seen"] = None  # judged on a copy: judge again on the database's
                 raise Conflict(run_id) from None
 
-        return ledger.retrying(run_id, once)
+        return self.tree.answered(ledger.retrying(run_id, once))
 
     def _continue_once(self, call: Call, run: RunRecord) -> dict[str, Any] | InputRequired:
         from handrail.engine import validate_output  # lazy: loaded with the first step a run continues
@@ -167,9 +169,9 @@ class Advance:
             )
             written = ledger.write(run, update, [*checked, waiting], ledger.owner(request))
             return decisions.ask(request, written, current, output)
-        after, result = position.advanced(workflow, context, done=step_id)
+        after, _ = position.advanced(workflow, context, done=step_id)
         events = [*checked, NewEvent(EventType.ACCEPTED, step_id, {"output": output, **title, **change_data})]
-        if result.is_complete:
+        if after.is_complete:
             events.append(NewEvent(EventType.COMPLETED))
         written = ledger.write(
             run,

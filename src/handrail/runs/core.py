@@ -27,6 +27,7 @@ from handrail.runs.ledger import Ledger, LedgerOptions, new_run_id
 from handrail.runs.position import Position, merge_context
 from handrail.runs.refusals import not_active
 from handrail.runs.shapes import recap, shaped, summary, view
+from handrail.runs.tree import Tree
 from handrail.store.base import (
     ACTIVE_STATUSES,
     Event,
@@ -62,7 +63,8 @@ class Runs:
         """`options`: the ledger's (the owner of runs nobody else claims, the SQLite file)."""
         self.ledger = Ledger(store_factory, **options)
         self.decisions = Decisions(self.ledger)
-        self.advance = Advance(self.ledger, self.decisions)
+        self.tree = Tree(self.ledger)
+        self.advance = Advance(self.ledger, self.decisions, self.tree)
         # workflow_continue is the advance's own: its signature is written once, there
         self.continue_ = self.advance.continue_
         self.claims = Claims(self.ledger)  # workflow_claim
@@ -115,7 +117,8 @@ class Runs:
         """A person approves the step the run waits on: it is accepted and the run goes on.
         `request`: whose run it is; `via`: where the person decided (`cli`, `dashboard`),
         recorded on the event."""
-        return self.decisions.approve(request, run_id, person=person, comment=comment, via=via)
+        answer = self.decisions.approve(request, run_id, person=person, comment=comment, via=via)
+        return self.tree.answered(answer)  # an accepted step may reach a parallel loop
 
     def decline(
         self, request: Request, run_id: str, *, person: str, comment: str | None = None, via: str = "cli"
@@ -205,13 +208,12 @@ class Runs:
     ) -> dict[str, Any]:
         """`workflow_folders`: the sources the server was given, kept in the `started` event
         for the gate, which protects them while the run is active."""
-        from handrail.engine import next_step  # lazy: loaded with the first run started
         from handrail.store.sqlite import now  # lazy: loaded with the first run started
 
         folder = self.workspace(request, workspace)
         context = dict(context or {})
         baseline = _baseline(workflow, folder)
-        first = next_step(workflow, [], context)
+        position, _ = Position((), (), None, None, False).advanced(workflow, context)
         source_hash = workflow.content_hash
         self.store.put_source(source_hash, workflow.id, workflow.document)
         at = now()
@@ -225,7 +227,7 @@ class Runs:
             goal=goal,
             status=RunStatus.ACTIVE,  # until its events say otherwise (Ledger.create)
             context=context,
-            position=Position.of(first).to_stored(),
+            position=position.to_stored(),
             accepted=0,
             created_at=at,
             updated_at=at,
@@ -247,10 +249,11 @@ class Runs:
                 },
             )
         ]
-        if first.is_complete:
+        if position.is_complete:
             events.append(NewEvent(EventType.COMPLETED))
-        run = self.ledger.create(run, events)
-        return {**shaped(run, ("runId", "status", "workflowId", "workflowVersion", "goal")), **view(run)}
+        run = self.tree.after(self.ledger.create(run, events))
+        fields = ("runId", "status", "workflowId", "workflowVersion", "goal")
+        return {**shaped(run, fields), **view(run), **self.tree.shown(run)}
 
     # -- what the dashboard and `handrail runs` read --------------------------------
     def listing(
@@ -312,9 +315,10 @@ class Runs:
     ) -> dict[str, Any]:
         if run_id is None:
             return {"runs": self.open_runs(request, self.workspace(request, workspace))}
-        run = self.run(request, run_id)
+        run = self.tree.after(self.run(request, run_id))  # a parent read is a parent settled
         workflow = self.pinned(snapshot, run)
         result: dict[str, Any] = {
+            **self.tree.shown(run),
             **shaped(run, ("runId", "status", "workflowId", "workflowVersion", "goal", "workspace")),
             **view(run),
             **shaped(run, ("context",)),
@@ -337,7 +341,7 @@ class Runs:
             if not machine.allows(run.status, EventType.ABANDONED):
                 raise not_active(run)
             event = NewEvent(EventType.ABANDONED, data={"reason": reason})
-            written = self.ledger.write(run, RunUpdate(), [event], self.owner(request))
+            written = self.tree.after(self.ledger.write(run, RunUpdate(), [event], self.owner(request)))
             return shaped(written, ("runId", "status", "workflowId"))
 
         return self.ledger.retrying(run_id, once)

@@ -445,12 +445,12 @@ class Decisions:
             }
         workflow = self.ledger.pinned(None, run)
         position = Position.stored(run.position)
-        after, result = position.advanced(workflow, run.context, done=step_id)
+        after, _ = position.advanced(workflow, run.context, done=step_id)
         events = [
             NewEvent(decision, step_id, decided),
             NewEvent(EventType.ACCEPTED, step_id, {"output": output, **position.shown_title()}),
         ]
-        if result.is_complete:
+        if after.is_complete:
             events.append(NewEvent(EventType.COMPLETED))
         change = RunUpdate(position=after.to_stored(), accepted=run.accepted + 1)
         written = self.ledger.write(run, change, events, person)

@@ -6,11 +6,13 @@ same; the loops are handed back to the engine as typed values, not as wire JSON.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from handrail.engine.results import LoopPosition
 from handrail.errors import StateError
+from handrail.expr import lookup
+from handrail.model import Loop
 
 if TYPE_CHECKING:
     from handrail.engine.results import NextResult
@@ -25,6 +27,10 @@ class Position:
     guidance: Mapping[str, Any] | None
     is_complete: bool
     loop: Mapping[str, Any] | None = None  # the innermost loop around the step, as shown
+    # what the run waits on instead of a step: its branches or its child run (runs/tree.py)
+    waiting: Mapping[str, Any] | None = None
+    # a branch's part of its parent's workflow: one iteration of a parallel loop
+    scope: Mapping[str, Any] | None = None
 
     @classmethod
     def of(cls, result: NextResult) -> Position:
@@ -57,6 +63,8 @@ class Position:
                 guidance if isinstance(guidance, Mapping) else None,
                 bool(data.get("isComplete")),
                 data["loop"] if isinstance(data.get("loop"), Mapping) else None,
+                data["waitingOn"] if isinstance(data.get("waitingOn"), Mapping) else None,
+                data["branchOf"] if isinstance(data.get("branchOf"), Mapping) else None,
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise StateError(f"the run's stored position cannot be read ({exc!r})", {}) from None
@@ -64,6 +72,10 @@ class Position:
     def to_stored(self) -> dict[str, Any]:
         """The row's JSON: workflow_next's answer, keys in its order."""
         state = {"loops": [{"id": p.id, "iteration": p.iteration} for p in self.loops]}
+        tree = {
+            **({"waitingOn": self.waiting} if self.waiting is not None else {}),
+            **({"branchOf": self.scope} if self.scope is not None else {}),
+        }
         if self.step is None:
             return {
                 "completedSteps": list(self.completed_steps),
@@ -71,6 +83,7 @@ class Position:
                 "step": None,
                 "isComplete": self.is_complete,
                 "guidance": self.guidance,
+                **tree,
             }
         out: dict[str, Any] = {
             "completedSteps": list(self.completed_steps),
@@ -81,6 +94,7 @@ class Position:
         }
         if self.loop is not None:
             out["loop"] = self.loop
+        out.update(tree)
         return out
 
     @property
@@ -101,7 +115,7 @@ class Position:
 
         completed = [*self.completed_steps, done] if done is not None else self.completed_steps
         result = next_step(workflow, completed, context, state=self.loops)
-        return Position.of(result), result
+        return scoped(workflow, context, Position.of(result), self), result
 
 
 def merge_context(context: Mapping[str, Any], changes: Mapping[str, Any]) -> dict[str, Any]:
@@ -113,3 +127,70 @@ def merge_context(context: Mapping[str, Any], changes: Mapping[str, Any]) -> dic
         else:
             merged[key] = value
     return merged
+
+
+def scoped(workflow: Workflow, context: Mapping[str, Any], position: Position, before: Position) -> Position:
+    """The engine's position as a run in a tree takes it (spec/runs.md, "Runs in a tree"):
+    a branch (`before.scope`) is done when its iteration of the loop is; any other run
+    that reaches a parallel loop waits for the loop's branches instead of running it."""
+    scope = before.scope
+    if scope is not None:
+        position = replace(position, scope=scope)
+        if not _inside(workflow, position, scope):
+            return replace(
+                position, loops=(), step=None, loop=None, is_complete=True, guidance=_guidance(BRANCH_DONE)
+            )
+        return position
+    entered = workflow.nodes.get(position.loops[0].id) if position.loops else None
+    if isinstance(entered, Loop) and entered.parallel is not None:
+        items = lookup(context, entered.items or "")
+        count = min(len(items), entered.max_iterations) if isinstance(items, list) else 0
+        waiting = {"kind": "branches", "stepId": entered.id, "count": count}
+        prompt = _guidance(_branches_prompt(entered, count))
+        position = Position(position.completed_steps, (), None, prompt, False, None, waiting)
+    same = position.waiting is not None and before.waiting is not None
+    if same and before.waiting.get("stepId") == position.waiting.get("stepId"):  # type: ignore[union-attr]
+        position = replace(position, waiting=before.waiting)  # the same wait, as it was when it began
+    return position
+
+
+BRANCH_DONE = (
+    "This branch is done: its item's steps are all accepted. The parent run goes on once "
+    "its loop's branches are done (workflow_resume on the parent shows them)."
+)
+
+
+def _branches_prompt(loop: Loop, count: int) -> str:
+    return (
+        f"This run waits for parallel loop `{loop.id}` ({loop.title}): each of its {count} items is a "
+        "branch, a run of its own. Work on the branches, not on this run: workflow_resume with this "
+        "runId lists them under `branches` (runId, item, status, holder); continue each with "
+        "workflow_continue and the branch's runId. This run goes on by itself once the loop's "
+        "branches are done."
+    )
+
+
+def _guidance(prompt: str) -> dict[str, Any]:
+    return {"prompt": prompt, "requiresConfirmation": False, "validationCriteria": []}
+
+
+def _inside(workflow: Workflow, position: Position, scope: Mapping[str, Any]) -> bool:
+    """Whether the position is still in the branch's own iteration of its loop."""
+    if position.is_complete or position.loops[:1] != (
+        LoopPosition(str(scope.get("loopId")), int(scope.get("iteration", 0))),
+    ):
+        return False
+    sid = position.step_id
+    if sid is None:
+        return True  # blocked inside the iteration
+    node = workflow.nodes.get(sid)
+    return node is not None and _within(workflow, sid, str(scope.get("loopId")))
+
+
+def _within(workflow: Workflow, sid: str, loop_id: str) -> bool:
+    node = workflow.nodes.get(sid)
+    while node is not None and node.loop is not None:
+        if node.loop == loop_id:
+            return True
+        node = workflow.nodes.get(node.loop)
+    return False

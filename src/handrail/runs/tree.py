@@ -1,0 +1,367 @@
+"""Runs in a tree: the branches of a parallel loop (spec/runs.md, "Runs in a tree").
+
+A run that reaches a parallel loop waits (its position's `waitingOn`, runs/position.py)
+and `Tree.after` does the rest, after every write that may move a tree: it opens the
+loop's branches in item order, at most `maxParallel` open at once; once every branch
+(or `atLeast` of them) completed it accepts the loop on the parent, the results gathered
+in item order into the parent's context, and cancels the branches still open.
+
+Each part may run twice, in two servers or after a crash, and still happen once: a
+branch's id is derived from its parent, the parent's wait and the item's index, so two
+servers opening it make one run; the parent moves on through a compare-and-set write,
+so of two branches completing at once exactly one advances it; and reading a waiting
+parent settles it again, so a crash between a branch's completion and the parent's
+advance heals the next time anyone looks.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+
+from handrail.codec import json_size
+from handrail.engine.results import LoopPosition
+from handrail.expr import lookup
+from handrail.model import Loop
+from handrail.runs import machine
+from handrail.runs.ledger import Ledger
+from handrail.runs.position import Position, merge_context
+from handrail.runs.shapes import recap, view
+from handrail.store.base import ACTIVE_STATUSES, EventType, NewEvent, RunRecord, RunStatus, RunUpdate
+from handrail.store.rows import now
+
+if TYPE_CHECKING:
+    from handrail.model import Workflow
+
+RECAP_STEPS = 10  # a branch's result keeps the recap of its last accepted steps, at most
+LISTED_BRANCHES = 100  # a waiting run's answer lists its first branches, at most
+CHILDREN_READ = 5000  # a parent's children read at once, at most
+FINISHED = (RunStatus.COMPLETED, RunStatus.ABANDONED)
+ACTOR = "handrail"  # the actor of the events the tree itself writes
+R = TypeVar("R")
+
+
+class Tree:
+    """A run's branches opened, gathered and cancelled; over the ledger."""
+
+    def __init__(self, ledger: Ledger) -> None:
+        self.ledger = ledger
+
+    # -- hooks ------------------------------------------------------------------------
+    def answered(self, result: R) -> R:
+        """A run tool's answer, after what its write means for the run's tree: the run's
+        own view again when that moved it, and its branches while it waits for them."""
+        if not isinstance(result, dict) or not isinstance(result.get("runId"), str):
+            return result
+        run = self.ledger.recent.get(result["runId"]) or self.ledger.store.get(result["runId"])
+        if run is None or not _in_tree(run):
+            return result
+        settled = self.after(run)
+        answer: dict[str, Any] = result
+        if settled.version != run.version:
+            answer = {**answer, "status": settled.status.value, **view(settled)}
+        return cast(R, {**answer, **self.shown(settled)})
+
+    def after(self, run: RunRecord) -> RunRecord:
+        """Whatever the run's last write means for its tree; the run as it now stands."""
+        if not _in_tree(run):
+            return run
+        if run.status == RunStatus.ABANDONED:
+            self._cascade(run)
+        run = self._settle(run)
+        parent_id = run.parent_id
+        for _ in range(64):  # up the tree while each level finishes (depth is bounded)
+            if parent_id is None or run.status not in FINISHED:
+                break
+            parent = self.ledger.store.get(parent_id)
+            if parent is None:
+                break
+            settled = self._settle(parent)
+            if settled.status not in FINISHED:
+                break
+            run, parent_id = settled, settled.parent_id
+        fresh = self.ledger.store.get(run.id)
+        return fresh if fresh is not None else run
+
+    def shown(self, run: RunRecord) -> dict[str, Any]:
+        """What a waiting run's answers add: its branches, each with its holder and status."""
+        waiting = Position.stored(run.position).waiting
+        if waiting is None or waiting.get("kind") != "branches":
+            return {}
+        children = self._children(run, waiting)
+        listed = []
+        for index, child in enumerate(children[:LISTED_BRANCHES]):
+            if child is None:
+                listed.append({"branch": index, "status": "queued"})
+                continue
+            listed.append(branch_row(child))
+        return {"waitingOn": dict(waiting), "branches": listed}
+
+    # -- settling a waiting run -------------------------------------------------------
+    def _settle(self, run: RunRecord) -> RunRecord:
+        for _ in range(16):  # each round moves the run on; a workflow has few parallel loops
+            waiting = Position.stored(run.position).waiting
+            if waiting is None or run.status != RunStatus.ACTIVE or waiting.get("failed"):
+                return run
+            moved = self._branches(run, waiting)
+            if moved is None:
+                return run
+            run = moved
+        return run
+
+    def _branches(self, run: RunRecord, waiting: Mapping[str, Any]) -> RunRecord | None:
+        """Open the branches due, or move the parent on: the parent as written, or None."""
+        workflow = self.ledger.pinned(None, run)
+        loop = workflow.nodes.get(str(waiting.get("stepId")))
+        if not isinstance(loop, Loop) or loop.parallel is None:
+            return None
+        count = int(waiting.get("count", 0))
+        need = min(loop.parallel.at_least or count, count)
+        children = self._children(run, waiting)
+        while True:
+            done = sum(1 for c in children if c is not None and c.status == RunStatus.COMPLETED)
+            finished = sum(1 for c in children if c is not None and c.status in FINISHED)
+            if done >= need:
+                return self._gather(run, waiting, workflow, loop, children)
+            if count - (finished - done) < need:
+                failed = finished - done
+                reason = (
+                    f"{failed} of loop `{loop.id}`'s {count} branches were abandoned, so fewer than the "
+                    f"{need} it needs can complete"
+                )
+                return self._fail(run, waiting, children, reason)
+            opened = False
+            for index in range(min(count, finished + loop.parallel.max_parallel)):
+                if children[index] is None:
+                    children[index] = self._open(run, waiting, workflow, loop, index)
+                    opened = True
+            if not opened:
+                return None
+
+    def _children(self, run: RunRecord, waiting: Mapping[str, Any]) -> list[RunRecord | None]:
+        ids = [branch_id(run, waiting, i) for i in range(int(waiting.get("count", 0)))]
+        found = {r.id: r for r in self.ledger.store.list_runs(parent_id=run.id, limit=CHILDREN_READ)}
+        return [found.get(i) for i in ids]
+
+    def _open(
+        self, parent: RunRecord, waiting: Mapping[str, Any], workflow: Workflow, loop: Loop, index: int
+    ) -> RunRecord:
+        """Branch `index` of the loop, made once whoever asks (its id is derived)."""
+        run_id = branch_id(parent, waiting, index)
+        context = dict(parent.context)
+        items = lookup(context, loop.items or "")
+        item = items[index] if isinstance(items, list) and index < len(items) else None
+        scope = {"loopId": loop.id, "iteration": index + 1, "item": item}
+        start = Position(
+            Position.stored(parent.position).completed_steps,
+            (LoopPosition(loop.id, index + 1),),
+            None,
+            None,
+            False,
+            scope=scope,
+        )
+        position, _ = start.advanced(workflow, context)
+        at = now()
+        goal = f"{parent.goal[:1900]} [{loop.id} #{index}]"
+        branch = RunRecord(
+            id=run_id,
+            owner=parent.owner,
+            workspace=parent.workspace,
+            workflow_id=parent.workflow_id,
+            workflow_version=parent.workflow_version,
+            source_hash=parent.source_hash,
+            goal=goal,
+            status=RunStatus.ACTIVE,
+            context=context,
+            position=position.to_stored(),
+            accepted=0,
+            created_at=at,
+            updated_at=at,
+            version=1,
+            parent_id=parent.id,
+            parent_step=loop.id,
+            branch=index,
+        )
+        started = {
+            "workflowId": parent.workflow_id,
+            "workflowVersion": parent.workflow_version,
+            "sourceHash": parent.source_hash,
+            "goal": goal,
+            "workspace": parent.workspace,
+            "context": context,
+            "parentId": parent.id,
+            "parentStep": loop.id,
+            "branch": index,
+            "item": item,
+        }
+        events = [NewEvent(EventType.STARTED, data=started)]
+        if position.is_complete:
+            events.append(NewEvent(EventType.COMPLETED))
+        try:
+            return self.ledger.create(branch, events)
+        except Exception:
+            made = self.ledger.store.get(run_id)  # another server opened it first
+            if made is None:
+                raise
+            return made
+
+    def _gather(
+        self,
+        run: RunRecord,
+        waiting: Mapping[str, Any],
+        workflow: Workflow,
+        loop: Loop,
+        children: Sequence[RunRecord | None],
+    ) -> RunRecord:
+        """Accept the loop on the parent, its results in item order; cancel the open branches."""
+        assert loop.parallel is not None
+        results = self._results(run, workflow, loop, children)
+        done = sum(1 for c in children if c is not None and c.status == RunStatus.COMPLETED)
+        output = f"{done} of the {len(children)} branches of loop `{loop.id}` completed."
+
+        def once() -> RunRecord:
+            fresh = self._still_waiting(run.id, waiting)
+            if fresh is None:
+                return self.ledger.store.get(run.id) or run  # another server moved it on
+            position = Position.stored(fresh.position)
+            context = merge_context(fresh.context, {loop.parallel.results_var: results})  # type: ignore[union-attr]
+            after, _ = replace(position, waiting=None).advanced(workflow, context, done=loop.id)
+            events = [NewEvent(EventType.ACCEPTED, loop.id, {"output": output, "title": loop.title})]
+            if after.is_complete:
+                events.append(NewEvent(EventType.COMPLETED))
+            change = RunUpdate(context=context, position=after.to_stored(), accepted=fresh.accepted + 1)
+            return self.ledger.write(fresh, change, events, ACTOR)
+
+        written = self.ledger.retrying(run.id, once)
+        reason = f"cancelled: loop `{loop.id}` of run {run.id} had the branches it needed"
+        for child in children:
+            if child is not None and child.status in ACTIVE_STATUSES:
+                self._abandon(child.id, reason)
+        return written
+
+    def _fail(
+        self, run: RunRecord, waiting: Mapping[str, Any], children: Sequence[RunRecord | None], reason: str
+    ) -> RunRecord:
+        """The parent's step fails: a `rejected` event, and the run waits on with the reason."""
+
+        def once() -> RunRecord:
+            fresh = self._still_waiting(run.id, waiting)
+            if fresh is None:
+                return self.ledger.store.get(run.id) or run
+            position = Position.stored(fresh.position)
+            guidance = {
+                **(position.guidance or {}),
+                "prompt": f"This run's step `{waiting.get('stepId')}` failed: {reason}. Abandon the run "
+                "(workflow_abandon) and start a new one to try again.",
+            }
+            failed = replace(position, waiting={**waiting, "failed": reason}, guidance=guidance)
+            data = {"output": "", "issues": [reason], "suggestions": []}
+            event = NewEvent(EventType.REJECTED, str(waiting.get("stepId")), data)
+            return self.ledger.write(fresh, RunUpdate(position=failed.to_stored()), [event], ACTOR)
+
+        written = self.ledger.retrying(run.id, once)
+        for child in children:
+            if child is not None and child.status in ACTIVE_STATUSES:
+                self._abandon(child.id, f"cancelled: {reason}")
+        return written
+
+    def _still_waiting(self, run_id: str, waiting: Mapping[str, Any]) -> RunRecord | None:
+        fresh = self.ledger.store.get(run_id)
+        if fresh is None or fresh.status != RunStatus.ACTIVE:
+            return None
+        return fresh if Position.stored(fresh.position).waiting == waiting else None
+
+    def _results(
+        self, run: RunRecord, workflow: Workflow, loop: Loop, children: Sequence[RunRecord | None]
+    ) -> list[dict[str, Any]]:
+        """Each branch's result in item order: its status, the recap of its last accepted
+        steps and the context it changed; cut down to fit the parent's context limit."""
+        items = lookup(run.context, loop.items or "")
+        full: list[dict[str, Any]] = []
+        for index, child in enumerate(children):
+            item = items[index] if isinstance(items, list) and index < len(items) else None
+            row: dict[str, Any] = {"index": index, "item": item}
+            if child is None:
+                full.append({**row, "status": "cancelled"})
+                continue
+            status = child.status.value if child.status in FINISHED else "cancelled"  # cancelled next
+            row.update({"runId": child.id, "status": status})
+            row["outputs"] = recap(self.ledger.events(child.id), workflow)[-RECAP_STEPS:]
+            row["context"] = {
+                k: v for k, v in child.context.items() if k not in run.context or run.context[k] != v
+            }
+            full.append(row)
+        room = self.ledger.max_context_bytes - json_size(run.context) - 64
+        for cut in (_whole, _without_context, _last_output, _status_only):
+            shaped = [cut(r) for r in full]
+            if json_size(shaped) <= room:
+                return shaped
+        return []
+
+    # -- cancelling -------------------------------------------------------------------
+    def _cascade(self, run: RunRecord) -> None:
+        """An abandoned run's open children are abandoned too, and theirs."""
+        reason = f"cancelled: its parent run {run.id} was abandoned"
+        store = self.ledger.store
+        for child in store.list_runs(parent_id=run.id, statuses=ACTIVE_STATUSES, limit=CHILDREN_READ):
+            self._abandon(child.id, reason)
+
+    def _abandon(self, run_id: str, reason: str) -> None:
+        def once() -> RunRecord | None:
+            found = self.ledger.store.get(run_id)
+            if found is None or not machine.allows(found.status, EventType.ABANDONED):
+                return None
+            event = NewEvent(EventType.ABANDONED, data={"reason": reason})
+            return self.ledger.write(found, RunUpdate(), [event], ACTOR)
+
+        written = self.ledger.retrying(run_id, once)
+        if written is not None:
+            self._cascade(written)
+
+
+def branch_id(parent: RunRecord, waiting: Mapping[str, Any], index: int) -> str:
+    """A branch's run id: the same for every server that opens it, unguessable as its
+    parent's (the parent's own id, secret, goes into the hash)."""
+    key = f"{parent.id}\n{waiting.get('stepId')}\n{parent.accepted}\n{index}"
+    return "run_" + hashlib.sha256(key.encode()).hexdigest()[:32]
+
+
+def branch_row(run: RunRecord) -> dict[str, Any]:
+    """A child run as its parent's answers and `handrail runs show` list it."""
+    row: dict[str, Any] = {"branch": run.branch, "runId": run.id, "status": run.status.value}
+    scope = run.position.get("branchOf")
+    if isinstance(scope, Mapping) and "item" in scope:
+        row["item"] = scope["item"]
+    step = run.current_step
+    row["currentStep"] = step["id"] if step is not None else None
+    row["holder"] = run.holder
+    if run.lease_until is not None:
+        row["leaseUntil"] = run.lease_until
+    return row
+
+
+def _in_tree(run: RunRecord) -> bool:
+    """Whether the run takes part in a tree: the usual run costs one look at its position."""
+    return run.parent_id is not None or "waitingOn" in run.position or run.status == RunStatus.ABANDONED
+
+
+def _whole(row: dict[str, Any]) -> dict[str, Any]:
+    return row
+
+
+def _without_context(row: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in row.items() if k != "context"}
+
+
+def _last_output(row: dict[str, Any]) -> dict[str, Any]:
+    outputs = row.get("outputs")
+    out = _without_context(row)
+    if outputs:
+        out["outputs"] = outputs[-1:]
+    return out
+
+
+def _status_only(row: dict[str, Any]) -> dict[str, Any]:
+    return {k: row[k] for k in ("index", "runId", "status") if k in row}
