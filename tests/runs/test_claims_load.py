@@ -17,11 +17,9 @@ from typing import Any
 import httpx
 import pytest
 
-from handrail.compiler import compile_text
 from handrail.store import open_store
-from tests.helpers.branches import write_branches
 from tests.helpers.http import HttpServer
-from tests.runs.workflows import WORKFLOW_ID, build_feature, write
+from tests.runs.workflows import REVIEW_ID, review_files, write
 
 pytestmark = pytest.mark.slow
 
@@ -30,37 +28,37 @@ AGENTS = 8
 BRANCHES = 100
 KILL_AFTER = 30  # branches completed before the first replica is killed
 LEASE = "2"  # seconds: a branch held by a connection that died is free again soon
-OUTPUTS = {"plan": "Plan: the file.", "build": "Built it.", "report": "Reported."}
-STEPS = ["plan", "build", "report"]
+MAX_PARALLEL = 16  # branches open at once; the next open as these complete
+OUTPUTS = {"review": "Reviewed it.", "note": "Nothing to note."}
+STEPS = ["review", "note"]
 
 
 @pytest.fixture
 def replicas(tmp_path: Path, postgres_url: str) -> Iterator[list[HttpServer]]:
-    write(tmp_path / "flows", build_feature())
+    write(tmp_path / "flows", review_files(max_parallel=MAX_PARALLEL))
     common = ("--no-bundled", "--workflows", str(tmp_path / "flows"), "--database", postgres_url)
     with ExitStack() as stack:
         yield [stack.enter_context(HttpServer(*common, "--lease-seconds", LEASE)) for _ in range(2)]
 
 
-def fan_out(server: HttpServer, postgres_url: str, folder: Path, count: int) -> tuple[str, list[str]]:
-    """A parent run and its `count` branches, nobody holding them."""
-    body = {"jsonrpc": "2.0", "id": 1, "method": "workflow_start", "params": {
-        "workflowId": WORKFLOW_ID, "goal": "Review each file", "workspace": str(folder),
-        "context": {"parts": ["x"]}}}  # fmt: skip
+def post(server: HttpServer, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
     with httpx.Client(timeout=30) as client:
-        started = client.post(server.url, json=body, headers=HEADERS).json()["result"]
-    store = open_store(postgres_url)
-    try:
-        parent = store.get(started["runId"])
-        assert parent is not None
-        source = store.get_source(parent.source_hash)
-        assert source is not None
-        workflow = compile_text(source.decode(), "<source>").workflow
-        assert workflow is not None
-        made = write_branches(store, parent, workflow, [f"f{i}.py" for i in range(count)])
-    finally:
-        store.close()
-    return parent.id, [b.id for b in made]
+        answer: dict[str, Any] = client.post(server.url, json=body, headers=HEADERS).json()
+    assert "result" in answer, answer
+    result: dict[str, Any] = answer["result"]
+    return result
+
+
+def fan_out(server: HttpServer, folder: Path, count: int) -> dict[str, Any]:
+    """A run of the parallel loop over `count` files, waiting on its branches."""
+    files = [f"f{i}.py" for i in range(count)]
+    started = post(server, "workflow_start", {"workflowId": REVIEW_ID, "goal": "Review each file",
+                   "workspace": str(folder), "context": {"files": files}})  # fmt: skip
+    waiting = post(server, "workflow_continue",
+                   {"runId": started["runId"], "stepId": "collect", "output": "The files."})  # fmt: skip
+    assert waiting["waitingOn"]["kind"] == "branches", waiting
+    return waiting
 
 
 class Agent:
@@ -100,12 +98,12 @@ class Agent:
     def work(self, parent: str) -> None:
         while True:
             got = self.call("workflow_claim", {"runId": parent})["result"]
-            if not got["claimed"]:
-                if got["branches"]["held"] == 0:
-                    return  # every branch is done
-                time.sleep(0.1)  # held by others (or by a connection that died): wait
+            if got["claimed"]:
+                self.branch(got["runId"], got["step"]["id"])
                 continue
-            self.branch(got["runId"], got["step"]["id"])
+            if "waitingOn" not in self.call("workflow_resume", {"runId": parent})["result"]:
+                return  # the parent moved on: every branch is done
+            time.sleep(0.1)  # held by others (or by a connection that died), or not open yet
 
     def branch(self, run_id: str, step: str | None) -> None:
         while step is not None:
@@ -122,7 +120,7 @@ class Agent:
             result = answer["result"]
             assert result["accepted"] is True, answer
             self.acknowledged.append((run_id, step))
-            if result["status"] == "completed":
+            if result["status"] == "completed":  # its last step: the branch is done
                 self.completed.append(run_id)
                 return
             step = result["step"]["id"]
@@ -131,7 +129,7 @@ class Agent:
 def test_eight_agents_complete_100_branches_over_two_replicas_one_killed_mid_way(
     replicas: list[HttpServer], postgres_url: str, tmp_path: Path
 ) -> None:
-    parent, branch_ids = fan_out(replicas[0], postgres_url, tmp_path, BRANCHES)
+    parent = fan_out(replicas[0], tmp_path, BRANCHES)["runId"]
     dead = threading.Event()
     agents = [Agent(n, replicas, dead) for n in range(AGENTS)]
     for agent in agents:
@@ -154,18 +152,32 @@ def test_eight_agents_complete_100_branches_over_two_replicas_one_killed_mid_way
     assert len(completions) == len(set(completions))  # no branch completed twice
     acknowledged = [pair for a in agents for pair in a.acknowledged]
     assert len(acknowledged) == len(set(acknowledged))  # no step accepted twice
+    survivor = replicas[1]
+    moved_on = post(survivor, "workflow_resume", {"runId": parent})
+    assert moved_on["step"]["id"] == "report"  # the parent went on past the loop
+    reviews = moved_on["context"]["reviews"]
+    assert [(r["item"], r["status"]) for r in reviews] == [(f"f{i}.py", "completed") for i in range(BRANCHES)]
+    done = post(
+        survivor, "workflow_continue", {"runId": parent, "stepId": "report", "output": "All reviewed."}
+    )
+    assert done["status"] == "completed"
     store = open_store(postgres_url)
     try:
+        parent_events = [(e.type, e.step_id) for e in store.events(parent)]
+        assert parent_events.count(("accepted", "each-file")) == 1  # the loop accepted once
+        assert parent_events.count(("completed", None)) == 1  # the parent completed once
+        branch_ids = [r.id for r in store.list_runs(parent_id=parent, limit=1000)]
+        assert len(branch_ids) == BRANCHES
         for run_id in branch_ids:
             run = store.get(run_id)
             events = store.events(run_id)
-            assert run is not None and run.status == "completed" and run.accepted == 3, run
+            assert run is not None and run.status == "completed" and run.accepted == len(STEPS), run
             assert [e.step_id for e in events if e.type == "accepted"] == STEPS, run_id  # each step once
             assert [e.type for e in events].count("completed") == 1
             assert [e.seq for e in events] == list(range(1, len(events) + 1)) and run.events == len(events)
         for run_id, step in acknowledged:  # every acknowledged step is kept
             assert any(e.type == "accepted" and e.step_id == step for e in store.events(run_id))
-        assert sum(len(a.acknowledged) for a in agents) >= KILL_AFTER * 3
+        assert sum(len(a.acknowledged) for a in agents) >= KILL_AFTER * len(STEPS)
     finally:
         store.close()
 
@@ -174,7 +186,8 @@ def test_two_agents_racing_on_two_replicas_for_one_branch_exactly_one_holds_it(
     replicas: list[HttpServer], postgres_url: str, tmp_path: Path
 ) -> None:
     for round_ in range(10):
-        parent, [branch] = fan_out(replicas[0], postgres_url, tmp_path, 1)
+        waiting = fan_out(replicas[0], tmp_path, 1)
+        parent, [branch] = waiting["runId"], [b["runId"] for b in waiting["branches"]]
         gate = threading.Barrier(2)
 
         def race(n: int, parent: str = parent, gate: threading.Barrier = gate, round_: int = round_) -> Any:

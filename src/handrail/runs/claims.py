@@ -18,6 +18,7 @@ from handrail.errors import BranchHeld
 from handrail.runs.ledger import Ledger
 from handrail.runs.request import Request
 from handrail.runs.shapes import shaped, view
+from handrail.runs.tree import Tree
 from handrail.store.base import ClaimFilter, RunRecord, RunStatus
 from handrail.store.claims import branch_counts
 from handrail.store.rows import later, now
@@ -65,8 +66,9 @@ def admitted(ledger: Ledger, request: Request, run: RunRecord) -> RunRecord:
 class Claims:
     """workflow_claim over the ledger's store."""
 
-    def __init__(self, ledger: Ledger) -> None:
+    def __init__(self, ledger: Ledger, tree: Tree) -> None:
         self.ledger = ledger
+        self.tree = tree
 
     def claim(
         self,
@@ -79,7 +81,9 @@ class Claims:
         there is none. `run_id`: only that parent run's branches (the caller's own run)."""
         ledger = self.ledger
         if run_id is not None:
-            ledger.run(request, run_id)  # another person's run is not found, as everywhere
+            # another person's run is not found, as everywhere; a parent whose server died
+            # before it opened its next branches opens them now
+            self.tree.after(ledger.run(request, run_id))
         where = ClaimFilter(
             owner=ledger.owner(request),
             parent_id=run_id,
@@ -127,8 +131,8 @@ class Claims:
 
 
 def _item(run: RunRecord) -> dict[str, Any]:
-    """The loop item the branch works on, as its context holds it."""
-    position = run.position.get("loop")
-    if isinstance(position, dict) and "item" in position:
-        return {"item": position["item"]}
+    """The loop item the branch works on, as its position keeps it."""
+    scope = run.position.get("branchOf")
+    if isinstance(scope, dict) and "item" in scope:
+        return {"item": scope["item"]}
     return {}

@@ -67,7 +67,7 @@ class Runs:
         self.advance = Advance(self.ledger, self.decisions, self.tree)
         # workflow_continue is the advance's own: its signature is written once, there
         self.continue_ = self.advance.continue_
-        self.claims = Claims(self.ledger)  # workflow_claim
+        self.claims = Claims(self.ledger, self.tree)  # workflow_claim
 
     # -- the server's settings, kept by the ledger -------------------------------------
     @property
