@@ -5,6 +5,8 @@ Each trace holds an inline workflow and a list of calls (`start`, `continue`,
 of each result that must match, as in spec/cases/traces (the same matcher). The
 runId of the latest `start` fills in every later call unless the call names its
 own; `"runId": "$none"` leaves it out (workflow_resume then lists the open runs).
+Claims: `claim` calls workflow_claim, `as` names the agent session calling, `"runId":
+"$claim:N"` is the branch the Nth claim gave, and `wait` lets a lease run out.
 """
 
 from __future__ import annotations
@@ -27,7 +29,6 @@ from handrail.service.core import Service, default_runs
 from tests.checks.workspaces import write as write_files
 from tests.conftest import SPEC
 from tests.engine.test_traces import mismatches
-from tests.helpers.branches import write_branches
 
 pytestmark = pytest.mark.slow
 
@@ -90,11 +91,6 @@ def run_trace(trace: dict[str, Any], folder: Path) -> list[str]:
             elif call["tool"] == "write":  # files into the workspace (the working folder)
                 write_files(Path.cwd(), params["files"])
                 outcome = {"written": sorted(params["files"])}
-            elif call["tool"] == "branches":  # a loop's branches, written as the run layer writes them
-                parent = service.runs.store.get(run_id or "")
-                assert parent is not None, f"{where}: no run started yet"
-                made = write_branches(service.runs.store, parent, workflow, params["items"])
-                outcome = {"branches": [b.branch for b in made]}
             elif call["tool"] == "wait":  # time passing: a lease running out
                 time.sleep(params["seconds"])
                 outcome = {"waited": params["seconds"]}
@@ -156,7 +152,7 @@ def test_run_trace_is_well_formed(path: Path) -> None:
     assert trace["description"].strip()
     for call in trace["calls"]:
         assert set(call) <= {"tool", "params", "expect", "note", "as"}
-        assert call["tool"] in {*TOOLS, "edit", "write", "approve", "decline", "branches", "wait"}
+        assert call["tool"] in {*TOOLS, "edit", "write", "approve", "decline", "wait"}
         assert isinstance(call["expect"], dict) and call["expect"], "every call states what it expects"
 
 
