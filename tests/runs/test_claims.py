@@ -155,3 +155,18 @@ def test_a_claim_never_gives_or_names_another_persons_branches(service: Service,
         claim(service, bob, runId=parent)
     assert refused.value.code == -32008
     assert claim(service, alice, runId=parent)["claimed"] is True
+
+
+def test_the_holders_resume_renews_the_lease_and_anothers_does_not(service: Service, tmp_path: Path) -> None:
+    _, made = branches(service, tmp_path, ["a.py"])
+    mine = claim(service, AGENT_A)
+    time.sleep(0.01)
+    service.call(
+        "workflow_resume", {"runId": mine["runId"]}, AGENT_B
+    )  # reading is open to the person's agents
+    unchanged = service.runs.store.get(made[0].id)
+    assert unchanged is not None and unchanged.lease_until == mine["leaseUntil"]
+    service.call("workflow_resume", {"runId": mine["runId"]}, AGENT_A)
+    renewed = service.runs.store.get(made[0].id)
+    assert renewed is not None and renewed.lease_until > mine["leaseUntil"]
+    assert renewed.version == unchanged.version  # the lease alone: no event, no new version

@@ -100,3 +100,17 @@ def test_a_holders_write_carries_its_renewed_lease(two_stores: tuple[RunStore, R
     read = store.get(claimed.id)
     assert read is not None and read.lease_until == renewed.lease_until == written.lease_until
     assert read.holder == "a" and read.accepted == 1
+
+
+def test_a_renewal_moves_only_the_live_lease_of_its_holder_on(two_stores: tuple[RunStore, RunStore]) -> None:
+    store, other = two_stores
+    branches(store, 2)
+    live = store.claim(ClaimFilter(owner="local"), "a", later(10))
+    gone = store.claim(ClaimFilter(owner="local"), "b", later(-1))
+    assert live is not None and gone is not None
+    assert other.renew(live.id, "someone else", later(100)) is False
+    assert other.renew(gone.id, "b", later(100)) is False  # over: the branch is free, not renewed
+    until = later(100)
+    assert other.renew(live.id, "a", until) is True
+    read = store.get(live.id)
+    assert read is not None and read.lease_until == until and read.version == live.version

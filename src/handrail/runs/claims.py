@@ -63,6 +63,17 @@ def admitted(ledger: Ledger, request: Request, run: RunRecord) -> RunRecord:
     )
 
 
+def renewed(ledger: Ledger, request: Request, run: RunRecord) -> RunRecord:
+    """A read of the branch by its holder (workflow_resume) renews the lease too, with a
+    write of the lease alone; `run` as it then stands."""
+    if run.holder is None or run.holder != holder(request) or run.lease_until is None:
+        return run
+    until = later(ledger.lease_seconds)
+    if ledger.store.renew(run.id, run.holder, until):
+        return replace(run, lease_until=until)
+    return run
+
+
 class Claims:
     """workflow_claim over the ledger's store."""
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Unpack
 from handrail.runs import machine
 from handrail.runs.advance import Advance
 from handrail.runs.approvers import CHANNELS, reminders_due
-from handrail.runs.claims import Claims
+from handrail.runs.claims import Claims, renewed
 from handrail.runs.decisions import Decisions
 from handrail.runs.ledger import Ledger, LedgerOptions, new_run_id
 from handrail.runs.position import Position, merge_context
@@ -316,6 +316,7 @@ class Runs:
         if run_id is None:
             return {"runs": self.open_runs(request, self.workspace(request, workspace))}
         run = self.tree.after(self.run(request, run_id))  # a parent read is a parent settled
+        run = renewed(self.ledger, request, run)  # a branch read by its holder: its lease renewed
         workflow = self.pinned(snapshot, run)
         result: dict[str, Any] = {
             **self.tree.shown(run),

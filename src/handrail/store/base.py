@@ -266,6 +266,11 @@ class RunStore(Protocol):
         """Make `holder` the holder of the first free branch `where` allows, until `until`,
         with a `claimed` event, atomically (store/claims.py); None when none is free."""
 
+    def renew(self, run_id: str, holder: str, until: str) -> bool:
+        """Move the lease of `holder` on the branch to `until`, if they still hold it
+        (a read of theirs renews it this way; a write carries it instead). No event,
+        no new version. Returns whether it was renewed."""
+
     def events(self, run_id: str) -> list[Event]: ...
 
     def aggregate(self, sql: str, values: Sequence[Any]) -> list[tuple[Any, ...]]:

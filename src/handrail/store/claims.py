@@ -89,3 +89,12 @@ def branch_counts(where: ClaimFilter, at: str, mark: str) -> tuple[str, list[Any
     held = f"CASE WHEN holder IS NOT NULL AND lease_until >= {mark} THEN 1 ELSE 0 END"
     query = f"SELECT status, {held}, COUNT(*) FROM runs WHERE {' AND '.join(clauses)} GROUP BY 1, 2"
     return query, values
+
+
+def renewal(run_id: str, holder: str, until: str, at: str, mark: str) -> tuple[str, list[Any]]:
+    """The UPDATE that moves a live lease of `holder` on, and its values."""
+    query = (
+        f"UPDATE runs SET lease_until = {mark} WHERE id = {mark} AND holder = {mark} "
+        f"AND lease_until >= {mark} AND lease_until < {mark}"
+    )
+    return query, [until, run_id, holder, at, until]

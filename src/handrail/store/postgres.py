@@ -270,6 +270,11 @@ class PostgresStore:
             insert_events(db, rows, "%s")
         return after
 
+    def renew(self, run_id: str, holder: str, until: str) -> bool:
+        query, values = claims.renewal(run_id, holder, until, now(), "%s")
+        with self._connection() as db:
+            return bool(db.execute(query.encode(), values).rowcount)
+
     def events(self, run_id: str) -> list[Event]:
         with self._connection() as db:
             return read_events(db.execute(EVENTS_QUERY.format(mark="%s"), (run_id,)).fetchall())

@@ -316,6 +316,11 @@ class SqliteStore:
             insert_events(db, rows, "?")
         return after
 
+    def renew(self, run_id: str, holder: str, until: str) -> bool:
+        query, values = claims.renewal(run_id, holder, until, now(), "?")
+        with self._write() as db:
+            return bool(db.execute(query, values).rowcount)
+
     def events(self, run_id: str) -> list[Event]:
         with self._read() as db:
             return read_events(db.execute(EVENTS_QUERY.format(mark="?"), (run_id,)).fetchall())
