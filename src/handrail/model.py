@@ -100,6 +100,17 @@ class Step:
     checks: tuple[StepCheck, ...] = ()  # evidence the server gathers itself, in a run
     policy: Policy | None = None  # what the agent may do while the step is current (spec/gate.md)
     approval: ApprovalRule = ANYONE  # who may approve, when the step waits for a person
+    subworkflow: SubWorkflow | None = None  # the workflow a run starts as a child run here
+
+
+@dataclass(frozen=True, slots=True)
+class SubWorkflow:
+    """A step that runs another workflow as a child run: which, the child's starting
+    context (string values are templates over the parent's), and where its result goes."""
+
+    workflow_id: str
+    context: Mapping[str, Any]
+    results_var: str
 
 
 @dataclass(frozen=True, slots=True)

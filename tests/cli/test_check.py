@@ -314,3 +314,41 @@ def test_a_check_of_an_unknown_type_does_not_hide_the_other_checks_problems(tmp_
     found = {(m["code"], m["line"]) for m in map(LINE.match, result.stdout.splitlines()) if m}
     assert found == {("H207", "2"), ("H103", "13"), ("H602", "21"), ("H606", "26"), ("H600", "36")}
     assert result.stdout.splitlines()[-1] == "checked 1 file: 4 errors, 1 warning"
+
+
+def test_check_finds_a_sub_workflow_naming_no_workflow_and_workflows_that_start_each_other(
+    tmp_path: Path,
+) -> None:
+    def flow(wid: str, *steps: dict[str, Any]) -> None:
+        document = {
+            "id": wid,
+            "name": wid,
+            "description": "A flow.",
+            "version": "1.0.0",
+            "steps": list(steps),
+        }
+        (tmp_path / f"{wid}.json").write_text(json.dumps(document, indent=2), "utf-8")
+
+    flow(
+        "a-flow",
+        {"id": "one", "title": "One", "prompt": "One."},
+        {"id": "call-b", "workflow": "b-flow"},
+        {"id": "call-review", "workflow": "code-reveiw", "context": {"target": "x"}},
+    )
+    flow("b-flow", {"id": "call-a", "title": "Back", "workflow": "a-flow"})
+    flow("code-review", {"id": "read", "title": "Read", "prompt": "Read."})
+    flow("lone", {"id": "call-ok", "workflow": "code-review"})
+    found = check(tmp_path, "--format", "json")
+    assert found.returncode == 1, found.stderr
+    problems = [(Path(d["file"]).name, d["code"], d["pointer"], d["line"]) for d in json.loads(found.stdout)]
+    assert problems == [
+        ("a-flow.json", "H214", "/steps/2/workflow", 18),
+        ("b-flow.json", "H215", "/steps/0/workflow", 10),
+    ]
+    text = check(tmp_path).stdout
+    assert (
+        "`call-review` starts workflow `code-reveiw`, which is not found (hint: did you mean `code-review`?)"
+        in text
+    )
+    assert "closes a cycle of sub-workflows: `a-flow` -> `b-flow` -> `a-flow`" in text
+    assert check(tmp_path / "code-review.json", tmp_path / "lone.json").returncode == 0

@@ -206,3 +206,48 @@ def test_runs_commands_given_bytes_that_are_not_utf8_say_which_argument_and_exit
         assert err.count("\n") == 1 and "not UTF-8" in err and named in err and "caf\\xe9" in err, err
     code, out, _ = run_cli(capsys, "runs", "show", made["first"], "--format", "json")
     assert code == 0 and [e["type"] for e in json.loads(out)["events"]][-1] != "declined"
+
+
+def test_runs_list_tree_and_runs_show_draw_a_parallel_loop_with_each_branch_its_holder_and_status(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.runs.workflows import REVIEW_ID, review_files
+
+    write(tmp_path / "flows", review_files(max_parallel=2))
+    service = Service(load_catalog(tmp_path / "flows", bundled=False))
+    started = service.call(
+        "workflow_start", {"workflowId": REVIEW_ID, "goal": "Tree", "workspace": str(tmp_path)}
+    )
+    parent = started["runId"]
+    waiting = service.call(
+        "workflow_continue",
+        {"runId": parent, "stepId": "collect", "output": "Three.", "context": {"files": ["a", "b", "c"]}},
+    )
+    first, second = (b["runId"] for b in waiting["branches"][:2])
+    service.call("workflow_continue", {"runId": first, "stepId": "review", "output": "Reviewed a"})
+    service.close()
+
+    code, out, _ = run_cli(capsys, "runs", "list", "--tree")
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].startswith(parent) and "waiting on each-file, 1 queued" in lines[0]
+    assert lines[1].startswith(f"  └ #0 {first}  active") and lines[1].endswith("at note")
+    assert lines[2].startswith(f"  └ #1 {second}  active") and lines[2].endswith("at review")
+    assert lines[-1] == "1 tree"
+
+    code, out, _ = run_cli(capsys, "runs", "list", "--tree", "--format", "json")
+    (tree,) = json.loads(out)["runs"]
+    assert tree["runId"] == parent and tree["queued"] == 1
+    assert tree["waitingOn"] == {"kind": "branches", "stepId": "each-file", "count": 3}
+    assert [(c["branch"], c["item"], c["status"], c["holder"]) for c in tree["children"]] == [
+        (0, "a", "active", None),
+        (1, "b", "active", None),
+    ]
+
+    code, out, _ = run_cli(capsys, "runs", "show", second)
+    assert code == 0
+    shown = out.split("\ntree\n")[1].splitlines()
+    assert shown[0].strip().startswith(parent)
+    assert shown[2].strip().startswith(f"└ #1 {second}") and shown[2].endswith("<- this run")
+    code, out, _ = run_cli(capsys, "runs", "show", parent, "--format", "json")
+    assert [c["runId"] for c in json.loads(out)["tree"]["children"]] == [first, second]

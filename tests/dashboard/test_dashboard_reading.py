@@ -175,3 +175,35 @@ def test_the_sign_in_page_logs_no_console_error_even_after_a_wrong_token(tmp_pat
 
 
 assert WORKFLOW_ID
+
+
+def test_a_run_page_draws_its_tree_with_each_branch_its_status_and_holder(tmp_path: Path, page: Any) -> None:
+    from tests.runs.workflows import REVIEW_ID, review_files
+
+    write(tmp_path / "flows", review_files(max_parallel=2))
+    with serve(tmp_path) as http:
+        parent = http.rpc("workflow_start", {"workflowId": REVIEW_ID, "goal": "Review three"})["result"][
+            "runId"
+        ]
+        waiting = http.rpc(
+            "workflow_continue",
+            {"runId": parent, "stepId": "collect", "output": "Three.", "context": {"files": ["a", "b", "c"]}},
+        )["result"]
+        first, second = (b["runId"] for b in waiting["branches"][:2])
+        submit(http, first, "review", "Reviewed a")
+        submit(http, first, "note", "Nothing to note")
+        page.goto(f"{http.base}/runs/{parent}")
+        tree = page.locator("#tree")
+        runs = tree.locator("li.tree-run")
+        assert runs.count() == 4  # the parent, the completed branch, and two open (a slot freed)
+        assert runs.nth(0).get_attribute("data-run") == parent
+        assert "this-run" in (runs.nth(0).get_attribute("class") or "")
+        assert "waiting on each-file" in runs.nth(0).inner_text()
+        rows = [(r.get_attribute("data-run"), r.get_attribute("data-status")) for r in runs.all()[1:]]
+        assert rows[:2] == [(first, "completed"), (second, "active")] and rows[2][1] == "active"
+        assert "#1" in runs.nth(2).inner_text() and "held by nobody" in runs.nth(2).inner_text()
+        assert '"b"' in runs.nth(2).locator(".item").inner_text()
+        runs.nth(2).locator("a").click()
+        page.wait_for_url(f"**/runs/{second}")
+        assert page.locator("#tree li.this-run").get_attribute("data-run") == second
+        assert page.errors == []

@@ -4,9 +4,12 @@ Each trace holds an inline workflow and a list of calls (`start`, `continue`,
 `resume`, `abandon`, and `edit`, which replaces the served workflow) with the subset
 of each result that must match, as in spec/cases/traces (the same matcher). The
 runId of the latest `start` fills in every later call unless the call names its
-own; `"runId": "$none"` leaves it out (workflow_resume then lists the open runs).
-Claims: `claim` calls workflow_claim, `as` names the agent session calling, `"runId":
-"$claim:N"` is the branch the Nth claim gave, and `wait` lets a lease run out.
+own; `"runId": "$none"` leaves it out (workflow_resume then lists the open runs);
+`"$branch:N"` names branch N and `"$child"` the child run, as the latest answer that
+listed them (`branches`, `children`) gave them. `workflows` serves more workflows
+beside the traced one (the workflows sub-workflow steps start). Claims: `claim` calls
+workflow_claim, `as` names the agent session calling, `"runId": "$claim:N"` is the
+branch the Nth claim gave, and `wait` lets a lease run out.
 """
 
 from __future__ import annotations
@@ -41,19 +44,23 @@ TOOLS = {
     "claim": "workflow_claim",
 }
 NONE = "$none"
-REQUIRED = {"accept", "reject", "loops", "blocked", "resume", "pinning", "claims", "lease-expiry"}
+REQUIRED = {
+    "accept", "reject", "loops", "blocked", "resume", "pinning",
+    "parallel-branches", "sub-workflow", "claims", "lease-expiry",
+}  # fmt: skip
 CLAIMED = "$claim:"  # "$claim:N": the runId the Nth `claim` of the trace gave
 
 
 class _Editable:
     """A catalog stand-in serving one workflow, which an `edit` call replaces."""
 
-    def __init__(self, workflow: Workflow) -> None:
+    def __init__(self, workflow: Workflow, others: list[Workflow] | None = None) -> None:
+        self.others = {w.id: Entry(w, Source("cli", Path("<run trace>"))) for w in others or ()}
         self.serve(workflow)
 
     def serve(self, workflow: Workflow) -> None:
-        entry = Entry(workflow, Source("cli", Path("<run trace>")))
-        self._snapshot = Snapshot(MappingProxyType({workflow.id: entry}), (), (), MappingProxyType({}))
+        entries = {**self.others, workflow.id: Entry(workflow, Source("cli", Path("<run trace>")))}
+        self._snapshot = Snapshot(MappingProxyType(entries), (), (), MappingProxyType({}))
 
     def snapshot(self) -> Snapshot:
         return self._snapshot
@@ -68,7 +75,7 @@ def compiled(document: dict[str, Any]) -> Workflow:
 
 def run_trace(trace: dict[str, Any], folder: Path) -> list[str]:
     workflow = compiled(trace["workflow"])
-    catalog = _Editable(workflow)
+    catalog = _Editable(workflow, [compiled(w) for w in trace.get("workflows", ())])
     server = trace.get("server", {})  # the server's own check configuration (issue 16)
     checks = check_config(
         allow_commands=server.get("allowCommands", False),
@@ -80,6 +87,7 @@ def run_trace(trace: dict[str, Any], folder: Path) -> list[str]:
     problems: list[str] = []
     run_id: str | None = None
     claimed: list[str] = []
+    tree: dict[str, str] = {}  # "$branch:N", "$child" -> run id, from the latest answer naming them
     try:
         for index, call in enumerate(trace["calls"]):
             where = f"call {index} ({call['tool']})"
@@ -109,6 +117,8 @@ def run_trace(trace: dict[str, Any], folder: Path) -> list[str]:
                     del params["runId"]
                 elif str(params.get("runId", "")).startswith(CLAIMED):
                     params["runId"] = claimed[int(params["runId"].removeprefix(CLAIMED))]
+                elif params.get("runId") in tree:
+                    params["runId"] = tree[params["runId"]]
                 elif "runId" not in params:
                     assert run_id is not None, f"{where}: no run started yet"
                     params["runId"] = run_id
@@ -122,6 +132,15 @@ def run_trace(trace: dict[str, Any], folder: Path) -> list[str]:
                     run_id = outcome["runId"]
                 if call["tool"] == "claim" and outcome.get("claimed"):
                     claimed.append(outcome["runId"])
+                tree.update(
+                    {
+                        f"$branch:{b['branch']}": b["runId"]
+                        for b in outcome.get("branches", ())
+                        if isinstance(b, dict) and "runId" in b
+                    }
+                )
+                for child in outcome.get("children", ()):
+                    tree["$child"] = child["runId"]
             expect = dict(call.get("expect", {}))
             if "error" in expect and "error" not in outcome:
                 problems.append(f"{where}: expected error {expect['error']}, got {outcome}")
@@ -147,7 +166,9 @@ def test_the_run_traces_cover_accept_reject_loops_blocked_resume_pinning_claims_
 def test_run_trace_is_well_formed(path: Path) -> None:
     trace = json.loads(path.read_text("utf-8"))
     assert (
-        {"description", "workflow", "calls"} <= set(trace) <= {"description", "workflow", "calls", "server"}
+        {"description", "workflow", "calls"}
+        <= set(trace)
+        <= {"description", "workflow", "calls", "server", "workflows"}
     )
     assert trace["description"].strip()
     for call in trace["calls"]:

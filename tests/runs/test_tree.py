@@ -351,3 +351,116 @@ def test_on_two_postgresql_replicas_two_branches_completing_at_once_advance_the_
                 assert [r["item"] for r in run.context["reviews"]] == FILES[:2]
         finally:
             store.close()
+
+
+async def _sub_workflow_run(tmp: Path) -> dict[str, Any]:
+    record: dict[str, Any] = {}
+    async with (
+        stdio_client(_params(tmp), errlog=(tmp / "server.log").open("w")) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        with anyio.fail_after(60):
+            await session.initialize()
+            arguments = {"workflowId": "review-each", "goal": "Review", "context": {"files": ["x.py"]}}
+            record["started"] = started = await _call(session, "workflow_start", arguments)
+            child = started["children"][0]["runId"]
+            record["child"] = await _call(session, "workflow_resume", {"runId": child})
+            for step, output in (("read", "Read x.py"), ("judge", "Looks right")):
+                params = {"runId": child, "stepId": step, "output": output, "context": {"verdict": "ok"}}
+                record[step] = await _call(session, "workflow_continue", params)
+            record["parent"] = await _call(session, "workflow_resume", {"runId": started["runId"]})
+    return record
+
+
+def test_a_sub_workflow_step_runs_its_workflow_as_a_child_and_takes_its_result_under_as(
+    tmp_path: Path,
+) -> None:
+    from tests.runs.workflows import code_review, review_each
+
+    write(tmp_path / "flows", review_each())
+    write(tmp_path / "flows", code_review())
+    (tmp_path / "workspace").mkdir()
+    (tmp_path / "home").mkdir()
+    record = anyio.run(_sub_workflow_run, tmp_path)
+    started = record["started"]
+    assert started["step"] is None and started["waitingOn"]["kind"] == "child"
+    assert "waits for its child run of workflow `code-review`" in started["guidance"]["prompt"]
+    child = record["child"]
+    assert child["workflowId"] == "code-review" and child["step"]["title"] == "Read x.py"
+    assert child["context"] == {"target": "x.py"}
+    assert record["judge"]["status"] == "completed"
+    parent = record["parent"]
+    assert parent["step"]["id"] == "report" and parent["progress"] == {"completed": 1}
+    review = parent["context"]["review"]
+    assert review["runId"] == child["runId"] and review["status"] == "completed"
+    assert review["context"] == {"target": "x.py", "verdict": "ok"}
+    assert [o["summary"] for o in review["outputs"]] == ["Read x.py", "Looks right"]
+
+
+def test_a_person_declining_a_child_runs_step_fails_the_parents_step_with_their_words(tmp_path: Path) -> None:
+    from handrail.runs.request import LOCAL
+    from tests.runs.workflows import code_review, review_each
+
+    write(tmp_path / "flows", code_review(confirm=True))
+    service = _service(tmp_path, review_each())
+    try:
+        arguments = {"workflowId": "review-each", "goal": "G", "workspace": str(tmp_path)}
+        started = service.call("workflow_start", {**arguments, "context": {"files": ["x.py"]}})
+        child = started["children"][0]["runId"]
+        service.call("workflow_continue", {"runId": child, "stepId": "read", "output": "Read it"})
+        waiting = service.call("workflow_continue", {"runId": child, "stepId": "judge", "output": "Fine"})
+        assert waiting["status"] == "awaiting_approval"
+        service.runs.decline(LOCAL, child, person="maria", comment="Not thorough enough")
+        parent = service.call("workflow_resume", {"runId": started["runId"]})
+        assert parent["waitingOn"]["failed"] == (
+            f"its child run {child} of workflow `code-review` was declined: "
+            "maria declined this step: Not thorough enough"
+        )
+        assert service.call("workflow_resume", {"runId": child})["status"] == "abandoned"
+        events = service.runs.events(service.runs.store.get(started["runId"]))  # type: ignore[arg-type]
+        assert events[-1].type == "rejected" and "Not thorough enough" in events[-1].data["issues"][0]
+    finally:
+        service.close()
+
+
+def test_sub_workflows_nest_at_most_eight_runs_deep_and_an_unknown_workflow_fails_the_step(
+    tmp_path: Path,
+) -> None:
+    from tests.runs.workflows import review_each
+
+    deep = review_each(target="review-each")  # starts itself: the depth bound stops it
+    deep["steps"][0]["body"][0]["context"] = {"files": ["again"]}  # each child loops once more
+    write(tmp_path / "flows", review_each(target="no-such-flow") | {"id": "broken-each"})
+    service = _service(tmp_path, deep)
+    try:
+        arguments = {"goal": "G", "workspace": str(tmp_path), "context": {"files": ["x.py"]}}
+        top = service.call("workflow_start", {"workflowId": "review-each", **arguments})
+        chain = [top["runId"]]
+        while True:
+            shown = service.call("workflow_resume", {"runId": chain[-1]})
+            if not shown.get("children"):
+                break
+            chain.append(shown["children"][0]["runId"])
+        assert len(chain) == 9  # the top run and eight below it
+        assert shown["waitingOn"]["failed"].startswith("runs are nested 8 deep, the most there may be")
+        broken = service.call("workflow_start", {"workflowId": "broken-each", **arguments})
+        assert broken["waitingOn"]["failed"] == "workflow `no-such-flow` is not in the server's catalog"
+        assert broken["children"] == []
+    finally:
+        service.close()
+
+
+def test_context_sent_to_a_waiting_parent_is_kept_but_does_not_move_it_past_its_branches(
+    tmp_path: Path,
+) -> None:
+    service = _service(tmp_path, review_files(max_parallel=1))
+    try:
+        waiting = _waiting_parent(service, tmp_path, ["a.py", "b.py"])
+        changed = service.call("workflow_continue", {"runId": waiting["runId"], "context": {"files": []}})
+        assert changed["accepted"] is False and changed["step"] is None
+        assert changed["waitingOn"] == {"kind": "branches", "stepId": "each-file", "count": 2}
+        assert [b["status"] for b in changed["branches"]] == ["active", "queued"]
+        resumed = service.call("workflow_resume", {"runId": waiting["runId"]})
+        assert resumed["context"]["files"] == [] and resumed["step"] is None
+    finally:
+        service.close()

@@ -95,3 +95,44 @@ def review_files(*, max_parallel: int = 2, at_least: int | None = None) -> dict[
             {"id": "report", "title": "Report", "prompt": "Report on every file."},
         ],
     }
+
+
+def code_review(*, confirm: bool = False) -> dict[str, Any]:
+    """The workflow a sub-workflow step starts: read a target, then judge it."""
+    judge: dict[str, Any] = {"id": "judge", "title": "Judge {{target}}", "prompt": "Set `verdict`."}
+    if confirm:
+        judge["requireConfirmation"] = True
+    return {
+        "id": "code-review",
+        "name": "Code review",
+        "description": "Read a file, then judge it.",
+        "version": "1.0.0",
+        "steps": [{"id": "read", "title": "Read {{target}}", "prompt": "Read {{target}}."}, judge],
+    }
+
+
+def review_each(target: str = "code-review") -> dict[str, Any]:
+    """A code review per file, each a child run of workflow `target`, then a report."""
+    return {
+        "id": "review-each",
+        "name": "Review each",
+        "description": "A code review per file, as child runs.",
+        "version": "1.0.0",
+        "steps": [
+            {
+                "id": "each-file",
+                "type": "loop",
+                "title": "Each file",
+                "loop": {"type": "forEach", "items": "files", "itemVar": "file", "maxIterations": 5},
+                "body": [
+                    {
+                        "id": "review-one",
+                        "workflow": target,
+                        "context": {"target": "{{file}}"},
+                        "as": "review",
+                    }
+                ],
+            },
+            {"id": "report", "title": "Report", "prompt": "Report."},
+        ],
+    }

@@ -101,8 +101,13 @@ def check(args: argparse.Namespace) -> int:
     # command names are checked only against a configuration that names some
     commands = config.commands if config.commands_configured else None
     diagnostics: list[Any] = []
+    compiled = []
     for path in files:
-        diagnostics.extend(compile_path(path, max_bytes=args.max_file_size, commands=commands).diagnostics)
+        result = compile_path(path, max_bytes=args.max_file_size, commands=commands)
+        diagnostics.extend(result.diagnostics)
+        if result.workflow is not None:
+            compiled.append((result.file, result.workflow))
+    diagnostics.extend(_subworkflow_problems(compiled))
     errors = sum(d.severity == "error" for d in diagnostics)
     warnings = len(diagnostics) - errors
     if args.format == "json":
@@ -118,6 +123,18 @@ def check(args: argparse.Namespace) -> int:
             f"{warnings} warning{'s' * (warnings != 1)}"
         )
     return EXIT_ERRORS if errors else EXIT_OK
+
+
+def _subworkflow_problems(compiled: list[tuple[str, Any]]) -> list[Any]:
+    """Sub-workflow steps checked across the files (unknown ids, cycles), the bundled
+    workflows counting as known."""
+    if not any(getattr(n, "subworkflow", None) for _, w in compiled for n in w.nodes.values()):
+        return []  # the usual check: nothing to load
+    from handrail.catalog import load_catalog  # lazy: only files with sub-workflow steps need it
+    from handrail.catalog.subworkflows import subworkflow_problems  # lazy: as above
+
+    bundled = load_catalog(bundled=True).snapshot().entries
+    return subworkflow_problems(compiled, bundled)
 
 
 def sarif(diagnostics: Sequence[Any]) -> dict[str, Any]:

@@ -66,6 +66,9 @@ def add_runs_parser(sub: Any) -> None:
         "--limit", type=_count, default=100, metavar="N", help="at most N runs (default 100)"
     )
     listing.add_argument("--format", choices=["text", "json"], default="text", help="default text")
+    listing.add_argument(
+        "--tree", action="store_true", help="each run with its branches and child runs indented below it"
+    )
     add_database_option(listing)
     show = verbs.add_parser("show", help="one run's timeline: every event with its time, output and issues")
     show.add_argument("run_id", metavar="RUN", help=RUN_HELP)
@@ -221,16 +224,61 @@ def _list(runs: Runs, args: argparse.Namespace) -> int:
         statuses = [args.status]
     workspace = os.path.abspath(args.workspace) if args.workspace else None
     found = runs.everyones(workspace=workspace, statuses=statuses, limit=args.limit)
+    if args.tree:
+        return _list_tree(runs, found, args)
     if args.format == "json":
         _say(json.dumps({"runs": [_run_dict(r) for r in found]}, indent=2, ensure_ascii=False))
         return EXIT_OK
     for r in found:
         step = r.current_step
         where = step["id"] if step else ("-" if r.status != RunStatus.ACTIVE else "(waiting for context)")
+        if not step and r.status == RunStatus.ACTIVE and "waitingOn" in r.position:
+            where = "(waiting for its children)"
         owner = "" if r.owner == LOCAL_OWNER else f"  [{r.owner}]"  # a served run: whose it is
         _say(f"{r.id}  {r.status:<10} {r.workflow_id:<24} {where:<24} {r.updated_at}  {r.goal[:60]}{owner}")
     _say(("\n" if found else "") + f"{len(found)} run{'s' * (len(found) != 1)}")
     return EXIT_OK
+
+
+def _list_tree(runs: Runs, found: list[RunRecord], args: argparse.Namespace) -> int:
+    """The listed runs as trees: each listed run whose parent is not listed, with every
+    run below it (listed or not), indented."""
+    listed = {r.id for r in found}
+    trees = [runs.tree.tree(r) for r in found if r.parent_id not in listed]
+    if args.format == "json":
+        _say(json.dumps({"runs": trees}, indent=2, ensure_ascii=False))
+        return EXIT_OK
+    for tree in trees:
+        _say("\n".join(tree_lines(tree)))
+    _say(("\n" if trees else "") + f"{len(trees)} tree{'s' * (len(trees) != 1)}")
+    return EXIT_OK
+
+
+def tree_lines(node: dict[str, Any], depth: int = 0, marked: str | None = None) -> list[str]:
+    """One line per run of a tree: branch or step, status, holder, current step."""
+    where = (
+        f"#{node['branch']} "
+        if "branch" in node
+        else (f"{node['parentStep']} " if "parentStep" in node else "")
+    )
+    holder = f"  held by {node['holder']}" + (
+        f" until {node['leaseUntil']}" if node.get("leaseUntil") else ""
+    )
+    waiting = node.get("waitingOn")
+    at = node.get("currentStep") or "-"
+    if waiting:
+        at = f"waiting on {waiting.get('stepId')}" + (" (failed)" if waiting.get("failed") else "")
+        at += f", {node['queued']} queued" if node.get("queued") else ""
+    line = (
+        f"{'  ' * depth}{'└ ' if depth else ''}{where}{node['runId']}  {node['status']:<10} "
+        f"{node['workflowId']}  at {at}"
+        + (holder if node.get("holder") else "")
+        + ("  <- this run" if marked == node["runId"] else "")
+    )
+    lines = [line]
+    for child in node.get("children", ()):
+        lines.extend(tree_lines(child, depth + 1, marked))
+    return lines
 
 
 SHOWN_FIELDS = (
@@ -267,8 +315,13 @@ def _show(runs: Runs, args: argparse.Namespace) -> int:
     run = runs.run(_as_owner(runs, args.run_id), args.run_id)
     events = runs.events(run)
     notes = runs.notifications(run)
+    tree = (
+        runs.tree.tree(runs.tree.root(run)) if run.parent_id is not None or _has_children(runs, run) else None
+    )
     if args.format == "json":
         document = {"run": _run_dict(run), "events": [_event_dict(e) for e in events]}
+        if tree is not None:
+            document["tree"] = tree
         if notes:
             document["notifications"] = [n.as_dict() | {"target": shown_receiver(n.target)} for n in notes]
         _say(json.dumps(document, indent=2, ensure_ascii=False))
@@ -276,9 +329,17 @@ def _show(runs: Runs, args: argparse.Namespace) -> int:
         _say(_markdown(run, events))
     else:
         _say(_text(run, events))
+    if args.format == "md" and tree is not None:
+        _say("\n## Tree\n\n```\n" + "\n".join(tree_lines(tree, marked=run.id)) + "\n```")
+    elif args.format == "text" and tree is not None:
+        _say("\ntree\n" + "\n".join("  " + line for line in tree_lines(tree, marked=run.id)))
     if args.format != "json" and (undelivered := [n for n in notes if n.last_error is not None]):
         _say("\n" + "\n".join(_notification_line(n) for n in undelivered))
     return EXIT_OK
+
+
+def _has_children(runs: Runs, run: RunRecord) -> bool:
+    return bool(runs.store.list_runs(parent_id=run.id, limit=1))
 
 
 def _notification_line(n: Notification) -> str:

@@ -23,7 +23,7 @@ from handrail.compiler.names import Names
 from handrail.compiler.source import KEY
 from handrail.compiler.steps import Entry, Steps, function_names
 from handrail.expr import ParsedConditions, Reporter, compile_condition, did_you_mean
-from handrail.model import AnyStep, Condition, Rule, Step, StepCheck, Workflow, WorkflowOrigin
+from handrail.model import AnyStep, Condition, Rule, Step, StepCheck, SubWorkflow, Workflow, WorkflowOrigin
 from handrail.rules.closures import compile_criteria, criteria_text
 from handrail.rules.policy import compile_defaults, step_policy
 
@@ -128,10 +128,11 @@ def build_workflow(
         checks: tuple[StepCheck, ...] = ()
         if "checks" in raw:
             checks = compile_checks(raw["checks"], f"{at}/checks", report, commands=commands, parsed=b.parsed)
+        sub = _subworkflow(raw, sid)
         nodes[sid] = Step(
             id=sid,
-            title=raw["title"],
-            prompt=raw["prompt"],
+            title=raw.get("title") or (f"Run workflow {sub.workflow_id}" if sub is not None else ""),
+            prompt=raw.get("prompt") or (_SUB_PROMPT.format(sub.workflow_id) if sub is not None else ""),
             agent_role=raw.get("agentRole"),
             guidance=tuple(raw.get("guidance", ())),
             model_hint=raw.get("modelHint"),
@@ -148,6 +149,7 @@ def build_workflow(
             approval=compile_approval(
                 raw, at, bool(document.get("separateApprover", False)), confirmation, report
             ),
+            subworkflow=sub,
         )
     sequence = tuple(
         sid for sid in steps.order if steps.entries[sid].parent is None and sid not in steps.owner
@@ -194,3 +196,20 @@ def _check_file_name(workflow_id: str, file: str, report: Reporter) -> None:
 
 
 __all__ = ["KEY", "build_workflow"]
+
+
+_SUB_PROMPT = (
+    "This step runs workflow `{}` as a child run: start it and follow it to its end; in a run "
+    "the server starts the child for you."
+)
+
+
+def _subworkflow(raw: Mapping[str, Any], sid: str) -> SubWorkflow | None:
+    """A step's sub-workflow (`workflow`, `context`, `as`), when it names one."""
+    workflow_id = raw.get("workflow")
+    if not isinstance(workflow_id, str):
+        return None
+    context = raw.get("context")
+    return SubWorkflow(
+        workflow_id, dict(context) if isinstance(context, Mapping) else {}, str(raw.get("as", sid))
+    )

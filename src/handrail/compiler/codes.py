@@ -21,6 +21,8 @@ CODES = {
     "H211": "An approval field without an approval",
     "H212": "More approvals than approvers",
     "H213": "A loop that cannot be parallel",
+    "H214": "A sub-workflow step names no workflow",
+    "H215": "Sub-workflows that start each other in a cycle",
     "H300": "Condition syntax error",
     "H301": "Unknown condition operator",
     "H302": "A condition always holds",

@@ -227,6 +227,7 @@ def dashboard_routes(service: Any, refuse: Refuse, people: Identifies | None) ->
             "events": events,
             "blocks": views.timeline(events, workflow),
             "graph": views.run_graph(workflow, run, events) if workflow is not None else None,
+            "tree": runs.tree.tree(runs.tree.root(run)) if runs.tree.in_tree(run) else None,
             "broken": runs.chain_break(run, events),
             # a receiver's failures, for as long as the notification is not delivered
             "undelivered": [

@@ -83,10 +83,17 @@ class Runs:
         return self.ledger.database_file
 
     def configure(
-        self, *, max_context_bytes: int, checks: CheckConfig | None, dashboard_url: str | None
+        self,
+        *,
+        max_context_bytes: int,
+        checks: CheckConfig | None,
+        dashboard_url: str | None,
+        catalog: Callable[[], Snapshot] | None = None,
     ) -> None:
         """The service's settings for its runs: the context's size limit, what checks may do,
-        the dashboard's address (named to a run waiting for a person)."""
+        the dashboard's address (named to a run waiting for a person), the catalog (where a
+        sub-workflow step finds the workflow of its child run)."""
+        self.tree.catalog = catalog
         self.ledger.max_context_bytes = max_context_bytes
         self.ledger.check_config = checks
         self.ledger.dashboard_url = dashboard_url
@@ -124,7 +131,8 @@ class Runs:
         self, request: Request, run_id: str, *, person: str, comment: str | None = None, via: str = "cli"
     ) -> dict[str, Any]:
         """A person declines it: the run stays on the step, and the comment is an issue."""
-        return self.decisions.decline(request, run_id, person=person, comment=comment, via=via)
+        answer = self.decisions.decline(request, run_id, person=person, comment=comment, via=via)
+        return self.tree.answered(answer)  # a child run's decline fails its parent's step
 
     def pending_approval(self, run: RunRecord) -> dict[str, Any] | None:
         return self.decisions.pending_approval(run)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from handrail.engine.results import LoopPosition
 from handrail.errors import StateError
 from handrail.expr import lookup
-from handrail.model import Loop
+from handrail.model import Loop, Step, SubWorkflow
 
 if TYPE_CHECKING:
     from handrail.engine.results import NextResult
@@ -115,6 +115,8 @@ class Position:
 
         completed = [*self.completed_steps, done] if done is not None else self.completed_steps
         result = next_step(workflow, completed, context, state=self.loops)
+        if self.waiting is not None and done is None:
+            return self, result  # only the children it waits for move it on: context alone does not
         return scoped(workflow, context, Position.of(result), self), result
 
 
@@ -134,23 +136,22 @@ def scoped(workflow: Workflow, context: Mapping[str, Any], position: Position, b
     a branch (`before.scope`) is done when its iteration of the loop is; any other run
     that reaches a parallel loop waits for the loop's branches instead of running it."""
     scope = before.scope
+    entered = workflow.nodes.get(position.loops[0].id) if position.loops else None
     if scope is not None:
         position = replace(position, scope=scope)
         if not _inside(workflow, position, scope):
             return replace(
                 position, loops=(), step=None, loop=None, is_complete=True, guidance=_guidance(BRANCH_DONE)
             )
-        return position
-    entered = workflow.nodes.get(position.loops[0].id) if position.loops else None
-    if isinstance(entered, Loop) and entered.parallel is not None:
+    elif isinstance(entered, Loop) and entered.parallel is not None:
         items = lookup(context, entered.items or "")
         count = min(len(items), entered.max_iterations) if isinstance(items, list) else 0
         waiting = {"kind": "branches", "stepId": entered.id, "count": count}
         prompt = _guidance(_branches_prompt(entered, count))
         position = Position(position.completed_steps, (), None, prompt, False, None, waiting)
-    same = position.waiting is not None and before.waiting is not None
-    if same and before.waiting.get("stepId") == position.waiting.get("stepId"):  # type: ignore[union-attr]
-        position = replace(position, waiting=before.waiting)  # the same wait, as it was when it began
+    node = workflow.nodes.get(position.step_id or "")
+    if isinstance(node, Step) and node.subworkflow is not None:
+        position = _waiting_for_child(node, node.subworkflow, context, position)
     return position
 
 
@@ -168,6 +169,25 @@ def _branches_prompt(loop: Loop, count: int) -> str:
         "workflow_continue and the branch's runId. This run goes on by itself once the loop's "
         "branches are done."
     )
+
+
+def _waiting_for_child(
+    step: Step, sub: SubWorkflow, context: Mapping[str, Any], position: Position
+) -> Position:
+    """A run at a sub-workflow step waits for its child, whose context is filled now."""
+    from handrail.engine.templates import render  # the engine's: loaded with the first run
+
+    shown = position.loop or {}
+    scope = {**context, **{k: v for k, v in shown.items() if k not in ("id", "title", "iteration")}}
+    filled = {k: render(v, scope) if isinstance(v, str) else v for k, v in sub.context.items()}
+    waiting = {"kind": "child", "stepId": step.id, "workflowId": sub.workflow_id, "context": filled}
+    prompt = (
+        f"This run waits for its child run of workflow `{sub.workflow_id}` (step `{step.id}`, "
+        f"{position.shown_title().get('title', step.title)}). Work on the child, not on this run: "
+        "workflow_resume with this runId names it under `children`; continue it with "
+        "workflow_continue and the child's runId. This run goes on by itself once the child completes."
+    )
+    return replace(position, step=None, guidance=_guidance(prompt), waiting=waiting)
 
 
 def _guidance(prompt: str) -> dict[str, Any]:

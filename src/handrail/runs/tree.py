@@ -17,7 +17,7 @@ advance heals the next time anyone looks.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -33,8 +33,10 @@ from handrail.store.base import ACTIVE_STATUSES, EventType, NewEvent, RunRecord,
 from handrail.store.rows import now
 
 if TYPE_CHECKING:
+    from handrail.catalog import Snapshot
     from handrail.model import Workflow
 
+MAX_DEPTH = 8  # sub-workflows nested this deep at most: a run's ancestors, counted up
 RECAP_STEPS = 10  # a branch's result keeps the recap of its last accepted steps, at most
 LISTED_BRANCHES = 100  # a waiting run's answer lists its first branches, at most
 CHILDREN_READ = 5000  # a parent's children read at once, at most
@@ -48,6 +50,8 @@ class Tree:
 
     def __init__(self, ledger: Ledger) -> None:
         self.ledger = ledger
+        # the server's catalog, where a sub-workflow's child finds its workflow
+        self.catalog: Callable[[], Snapshot] | None = None
 
     # -- hooks ------------------------------------------------------------------------
     def answered(self, result: R) -> R:
@@ -55,11 +59,13 @@ class Tree:
         own view again when that moved it, and its branches while it waits for them."""
         if not isinstance(result, dict) or not isinstance(result.get("runId"), str):
             return result
-        run = self.ledger.recent.get(result["runId"]) or self.ledger.store.get(result["runId"])
+        answer: dict[str, Any] = result
+        run = self.ledger.recent.get(answer["runId"]) or self.ledger.store.get(answer["runId"])
         if run is None or not _in_tree(run):
             return result
+        if "declined" in answer and run.parent_id is not None:
+            self._declined(run, answer)
         settled = self.after(run)
-        answer: dict[str, Any] = result
         if settled.version != run.version:
             answer = {**answer, "status": settled.status.value, **view(settled)}
         return cast(R, {**answer, **self.shown(settled)})
@@ -88,8 +94,12 @@ class Tree:
     def shown(self, run: RunRecord) -> dict[str, Any]:
         """What a waiting run's answers add: its branches, each with its holder and status."""
         waiting = Position.stored(run.position).waiting
-        if waiting is None or waiting.get("kind") != "branches":
+        if waiting is None:
             return {}
+        if waiting.get("kind") != "branches":
+            child = self.ledger.store.get(branch_id(run, waiting, 0))
+            shown = {k: v for k, v in waiting.items() if k != "context"}
+            return {"waitingOn": shown, "children": [branch_row(child)] if child is not None else []}
         children = self._children(run, waiting)
         listed = []
         for index, child in enumerate(children[:LISTED_BRANCHES]):
@@ -99,13 +109,53 @@ class Tree:
             listed.append(branch_row(child))
         return {"waitingOn": dict(waiting), "branches": listed}
 
+    def in_tree(self, run: RunRecord) -> bool:
+        """Whether the run has a parent or children: whether there is a tree to draw."""
+        return run.parent_id is not None or bool(self.ledger.store.list_runs(parent_id=run.id, limit=1))
+
+    def root(self, run: RunRecord) -> RunRecord:
+        """The run at the top of `run`'s tree (itself when it has no parent)."""
+        for _ in range(MAX_DEPTH + 1):
+            if run.parent_id is None:
+                break
+            above = self.ledger.store.get(run.parent_id)
+            if above is None:
+                break
+            run = above
+        return run
+
+    def tree(self, run: RunRecord, depth: int = 0) -> dict[str, Any]:
+        """The run and its descendants as nested rows, children in branch order, then
+        oldest first: what `handrail runs show` and the dashboard draw."""
+        row: dict[str, Any] = {
+            **branch_row(run),
+            "workflowId": run.workflow_id,
+            **({"parentStep": run.parent_step} if run.parent_step is not None else {}),
+        }
+        if run.branch is None:
+            del row["branch"]
+        waiting = Position.stored(run.position).waiting
+        if waiting is not None and run.status in ACTIVE_STATUSES:
+            row["waitingOn"] = {k: v for k, v in waiting.items() if k != "context"}
+        if depth >= MAX_DEPTH:
+            return row
+        below = self.ledger.store.list_runs(parent_id=run.id, limit=CHILDREN_READ)
+        below.sort(key=lambda r: (r.branch if r.branch is not None else -1, r.created_at))
+        if below:
+            row["children"] = [self.tree(child, depth + 1) for child in below]
+        if waiting is not None and waiting.get("kind") == "branches" and run.status in ACTIVE_STATUSES:
+            opened = sum(1 for r in below if r.parent_step == waiting.get("stepId"))
+            row["queued"] = max(0, int(waiting.get("count", 0)) - opened)
+        return row
+
     # -- settling a waiting run -------------------------------------------------------
     def _settle(self, run: RunRecord) -> RunRecord:
         for _ in range(16):  # each round moves the run on; a workflow has few parallel loops
             waiting = Position.stored(run.position).waiting
             if waiting is None or run.status != RunStatus.ACTIVE or waiting.get("failed"):
                 return run
-            moved = self._branches(run, waiting)
+            kind = waiting.get("kind")
+            moved = self._branches(run, waiting) if kind == "branches" else self._child(run, waiting)
             if moved is None:
                 return run
             run = moved
@@ -139,6 +189,122 @@ class Tree:
                     opened = True
             if not opened:
                 return None
+
+    def _child(self, run: RunRecord, waiting: Mapping[str, Any]) -> RunRecord | None:
+        """Start the sub-workflow's child, or move the parent on once it is done."""
+        child = self.ledger.store.get(branch_id(run, waiting, 0))
+        workflow_id = str(waiting.get("workflowId"))
+        if child is None:
+            return self._start_child(run, waiting, workflow_id)
+        if child.status == RunStatus.ABANDONED:
+            reason = _abandoned_reason(self.ledger.events(child.id))
+            said = f"its child run {child.id} of workflow `{workflow_id}` was abandoned: {reason}"
+            return self._fail(run, waiting, (), said)
+        if child.status != RunStatus.COMPLETED:
+            return None
+        workflow = self.ledger.pinned(None, run)
+        step_id = str(waiting.get("stepId"))
+        node = workflow.nodes.get(step_id)
+        sub = getattr(node, "subworkflow", None)
+        if sub is None:
+            return None
+        child_workflow = self.ledger.pinned(None, child)
+        result = self._fit(
+            run,
+            [
+                {
+                    "runId": child.id,
+                    "workflowId": child.workflow_id,
+                    "status": child.status.value,
+                    "outputs": recap(self.ledger.events(child.id), child_workflow)[-RECAP_STEPS:],
+                    "context": dict(child.context),
+                }
+            ],
+        )
+        output = f"Child run {child.id} of workflow `{workflow_id}` completed."
+        return self._accept(
+            run, waiting, workflow, step_id, {sub.results_var: result[0] if result else {}}, output
+        )
+
+    def _declined(self, child: RunRecord, answer: Mapping[str, Any]) -> None:
+        """A person declined a step of a sub-workflow's child: the parent's step fails with
+        their words, and the child, which nothing waits for any more, is cancelled."""
+        parent = self.ledger.store.get(child.parent_id or "")
+        waiting = Position.stored(parent.position).waiting if parent is not None else None
+        if parent is None or waiting is None or waiting.get("kind") != "child":
+            return
+        if branch_id(parent, waiting, 0) != child.id:
+            return
+        issues = answer.get("issues") or ["a person declined its step"]
+        said = f"its child run {child.id} of workflow `{waiting.get('workflowId')}` was declined: {issues[0]}"
+        self._fail(parent, waiting, [self.ledger.store.get(child.id)], said)
+
+    def _start_child(self, run: RunRecord, waiting: Mapping[str, Any], workflow_id: str) -> RunRecord | None:
+        depth, above = 0, run
+        while above.parent_id is not None and depth <= MAX_DEPTH:
+            found = self.ledger.store.get(above.parent_id)
+            if found is None:
+                break
+            above, depth = found, depth + 1
+        if depth >= MAX_DEPTH:
+            said = f"runs are nested {MAX_DEPTH} deep, the most there may be: `{workflow_id}` is not started"
+            return self._fail(run, waiting, (), said)
+        snapshot = self.catalog() if self.catalog is not None else None
+        if snapshot is None:
+            return None  # a read with the catalog at hand starts it (workflow_resume, workflow_continue)
+        workflow = snapshot.get(workflow_id)
+        if workflow is None:
+            return self._fail(run, waiting, (), f"workflow `{workflow_id}` is not in the server's catalog")
+        context = dict(waiting.get("context") or {})
+        position, _ = Position((), (), None, None, False).advanced(workflow, context)
+        self.ledger.store.put_source(workflow.content_hash, workflow.id, workflow.document)
+        at = now()
+        child_id = branch_id(run, waiting, 0)
+        goal = f"{run.goal[:1900]} [{waiting.get('stepId')}]"
+        child = RunRecord(
+            id=child_id,
+            owner=run.owner,
+            workspace=run.workspace,
+            workflow_id=workflow.id,
+            workflow_version=workflow.version,
+            source_hash=workflow.content_hash,
+            goal=goal,
+            status=RunStatus.ACTIVE,
+            context=context,
+            position=position.to_stored(),
+            accepted=0,
+            created_at=at,
+            updated_at=at,
+            version=1,
+            parent_id=run.id,
+            parent_step=str(waiting.get("stepId")),
+        )
+        started = {
+            "workflowId": workflow.id,
+            "workflowVersion": workflow.version,
+            "sourceHash": workflow.content_hash,
+            "goal": goal,
+            "workspace": run.workspace,
+            "context": context,
+            "parentId": run.id,
+            "parentStep": waiting.get("stepId"),
+        }
+        events = [NewEvent(EventType.STARTED, data=started)]
+        if position.is_complete:
+            events.append(NewEvent(EventType.COMPLETED))
+        made = self._create(child, events)
+        settled = self.after(made)  # the child may wait for children of its own, or be done
+        return self.ledger.store.get(run.id) if settled.status in FINISHED else None
+
+    def _create(self, run: RunRecord, events: Sequence[NewEvent]) -> RunRecord:
+        """A child run, made once whoever asks (its id is derived)."""
+        try:
+            return self.ledger.create(run, events)
+        except Exception:
+            made = self.ledger.store.get(run.id)  # another server made it first
+            if made is None:
+                raise
+            return made
 
     def _children(self, run: RunRecord, waiting: Mapping[str, Any]) -> list[RunRecord | None]:
         ids = [branch_id(run, waiting, i) for i in range(int(waiting.get("count", 0)))]
@@ -199,13 +365,7 @@ class Tree:
         events = [NewEvent(EventType.STARTED, data=started)]
         if position.is_complete:
             events.append(NewEvent(EventType.COMPLETED))
-        try:
-            return self.ledger.create(branch, events)
-        except Exception:
-            made = self.ledger.store.get(run_id)  # another server opened it first
-            if made is None:
-                raise
-            return made
+        return self._create(branch, events)
 
     def _gather(
         self,
@@ -220,26 +380,41 @@ class Tree:
         results = self._results(run, workflow, loop, children)
         done = sum(1 for c in children if c is not None and c.status == RunStatus.COMPLETED)
         output = f"{done} of the {len(children)} branches of loop `{loop.id}` completed."
+        written = self._accept(run, waiting, workflow, loop.id, {loop.parallel.results_var: results}, output)
+        reason = f"cancelled: loop `{loop.id}` of run {run.id} had the branches it needed"
+        for child in children:
+            if child is not None and child.status in ACTIVE_STATUSES:
+                self._abandon(child.id, reason)
+        return written
+
+    def _accept(
+        self,
+        run: RunRecord,
+        waiting: Mapping[str, Any],
+        workflow: Workflow,
+        step_id: str,
+        changes: Mapping[str, Any],
+        output: str,
+    ) -> RunRecord:
+        """The step the parent waited on accepted, `changes` merged into its context; once,
+        whoever else tries at the same moment (a compare-and-set write)."""
 
         def once() -> RunRecord:
             fresh = self._still_waiting(run.id, waiting)
             if fresh is None:
                 return self.ledger.store.get(run.id) or run  # another server moved it on
             position = Position.stored(fresh.position)
-            context = merge_context(fresh.context, {loop.parallel.results_var: results})  # type: ignore[union-attr]
-            after, _ = replace(position, waiting=None).advanced(workflow, context, done=loop.id)
-            events = [NewEvent(EventType.ACCEPTED, loop.id, {"output": output, "title": loop.title})]
+            context = merge_context(fresh.context, changes)
+            after, _ = replace(position, waiting=None).advanced(workflow, context, done=step_id)
+            node = workflow.nodes.get(step_id)
+            shown = {"title": node.title} if node is not None else {}
+            events = [NewEvent(EventType.ACCEPTED, step_id, {"output": output, **shown})]
             if after.is_complete:
                 events.append(NewEvent(EventType.COMPLETED))
             change = RunUpdate(context=context, position=after.to_stored(), accepted=fresh.accepted + 1)
             return self.ledger.write(fresh, change, events, ACTOR)
 
-        written = self.ledger.retrying(run.id, once)
-        reason = f"cancelled: loop `{loop.id}` of run {run.id} had the branches it needed"
-        for child in children:
-            if child is not None and child.status in ACTIVE_STATUSES:
-                self._abandon(child.id, reason)
-        return written
+        return self.ledger.retrying(run.id, once)
 
     def _fail(
         self, run: RunRecord, waiting: Mapping[str, Any], children: Sequence[RunRecord | None], reason: str
@@ -293,6 +468,10 @@ class Tree:
                 k: v for k, v in child.context.items() if k not in run.context or run.context[k] != v
             }
             full.append(row)
+        return self._fit(run, full)
+
+    def _fit(self, run: RunRecord, full: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Results cut down, as little as will do, to fit the parent's context limit."""
         room = self.ledger.max_context_bytes - json_size(run.context) - 64
         for cut in (_whole, _without_context, _last_output, _status_only):
             shaped = [cut(r) for r in full]
@@ -345,6 +524,13 @@ def branch_row(run: RunRecord) -> dict[str, Any]:
 def _in_tree(run: RunRecord) -> bool:
     """Whether the run takes part in a tree: the usual run costs one look at its position."""
     return run.parent_id is not None or "waitingOn" in run.position or run.status == RunStatus.ABANDONED
+
+
+def _abandoned_reason(events: Sequence[Any]) -> str:
+    for event in reversed(events):
+        if event.type == EventType.ABANDONED:
+            return str(event.data.get("reason", "no reason given"))
+    return "no reason given"
 
 
 def _whole(row: dict[str, Any]) -> dict[str, Any]:

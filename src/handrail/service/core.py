@@ -55,7 +55,10 @@ class Service:
         self.check_config = checks
         self.runs = runs if runs is not None else default_runs()
         self.runs.configure(
-            max_context_bytes=self.limits.max_context_bytes, checks=checks, dashboard_url=dashboard_url
+            max_context_bytes=self.limits.max_context_bytes,
+            checks=checks,
+            dashboard_url=dashboard_url,
+            catalog=self.catalog.snapshot,
         )
         self.runs_only = runs_only
         # name -> (the admission of its arguments, quick and thorough; its handler; whether
