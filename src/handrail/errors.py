@@ -280,3 +280,10 @@ class StepNotCurrent(HandrailError, code=-32009, title="Step is not current"):
 
 class RunNotActive(HandrailError, code=-32010, title="Run is not active"):
     """The run is completed or abandoned; `data.status` says which."""
+
+
+class BranchHeld(HandrailError, code=-32013, title="Branch is held by another agent"):
+    """Another agent session holds the branch's lease; `data.leaseUntil` says when it ends."""
+
+    def fix(self) -> str:
+        return " Call workflow_claim for a branch nobody holds, or continue this one after its lease ends."

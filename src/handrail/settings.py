@@ -39,6 +39,7 @@ VARIABLES: dict[str, str] = {
     "HANDRAIL_NOTIFY_SECRET": "the key notifications are signed with (`--notify-secret`; default: unsigned)",
     "HANDRAIL_PUBLIC_URL": "the dashboard's address in notifications' links (`--public-url`)",
     "HANDRAIL_METRICS_TOKEN": "the token a scraper sends for `/metrics` (`--metrics-token`)",
+    "HANDRAIL_LEASE_SECONDS": "how long a claimed branch stays an agent's (`--lease-seconds`; default 300)",
     "OTEL_EXPORTER_OTLP_ENDPOINT": "where traces go (OTLP over HTTP); set, traces are on (`handrail[otel]`)",
     "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "where traces go, for traces alone; set, it turns traces on",
     "OTEL_TRACES_EXPORTER": "`otlp` or `console` (stderr) turns traces on; `none` keeps them off",
@@ -73,6 +74,7 @@ class Settings(NamedTuple):  # not a dataclass: the gate's hook reads it and loa
     public_url: str = ""
     metrics_token: str = ""  # empty: /metrics asks for the tokens /mcp asks for
     traces: str = ""  # the OpenTelemetry exporter ("otlp", "console"); empty: no traces
+    lease_seconds: float = 300.0  # a claimed branch's lease, renewed by each call of its holder
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -101,6 +103,7 @@ class Settings(NamedTuple):  # not a dataclass: the gate's hook reads it and loa
             public_url=env.get("HANDRAIL_PUBLIC_URL", "").strip(),
             metrics_token=env.get("HANDRAIL_METRICS_TOKEN", ""),
             traces=_traces(env),
+            lease_seconds=_seconds(env.get("HANDRAIL_LEASE_SECONDS"), default.lease_seconds),
         )
 
     def with_options(self, args: Any) -> Settings:
@@ -127,7 +130,18 @@ class Settings(NamedTuple):  # not a dataclass: the gate's hook reads it and loa
             given["public_url"] = args.public_url
         if getattr(args, "metrics_token", None):
             given["metrics_token"] = args.metrics_token
+        if getattr(args, "lease_seconds", None):
+            given["lease_seconds"] = args.lease_seconds
         return self._replace(**given)
+
+
+def _seconds(text: str | None, default: float) -> float:
+    """A positive number of seconds; `default` when it is unset or not one."""
+    try:
+        value = float((text or "").strip())
+    except ValueError:
+        return default
+    return value if 0 < value < float("inf") else default
 
 
 def _traces(env: Mapping[str, str]) -> str:

@@ -56,6 +56,7 @@ TOOLS = [
     "workflow_continue",
     "workflow_resume",
     "workflow_abandon",
+    "workflow_claim",
 ]
 CACHEABLE = {
     "server/discover",

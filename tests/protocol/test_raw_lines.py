@@ -42,6 +42,7 @@ TOOLS = [
     "workflow_continue",
     "workflow_resume",
     "workflow_abandon",
+    "workflow_claim",
 ]
 BATCH = "simple-batch-example"
 
@@ -547,7 +548,12 @@ def test_tools_list(tools: dict[str, dict[str, Any]]) -> None:
         assert tool["outputSchema"].get("type") == "object", name
         assert all(ref.startswith("#") for ref in _refs(tool["outputSchema"])), name
         assert all(isinstance(v, bool) for v in tool["annotations"].values()), name
-        writes = name in ("workflow_start", "workflow_continue", "workflow_abandon")  # the run tools
+        writes = name in (
+            "workflow_start",
+            "workflow_continue",
+            "workflow_abandon",
+            "workflow_claim",
+        )  # the run tools
         assert tool["annotations"]["readOnlyHint"] is not writes, name
         example = tool["examples"]
         assert example["request"]["method"] == name

@@ -96,13 +96,19 @@ def test_sdk_initialize(sdk: dict[str, Any]) -> None:
 
 def test_sdk_lists_the_tools(sdk: dict[str, Any]) -> None:
     tools = sdk["tools"].tools
-    run_tools = ["workflow_start", "workflow_continue", "workflow_resume", "workflow_abandon"]
+    run_tools = [
+        "workflow_start",
+        "workflow_continue",
+        "workflow_resume",
+        "workflow_abandon",
+        "workflow_claim",
+    ]
     assert [t.name for t in tools] == [name for name, _ in CALLS] + run_tools
     for tool in tools:
         assert tool.title and tool.description
         assert tool.input_schema["type"] == "object"
         assert tool.output_schema is not None
-        writes = tool.name in ("workflow_start", "workflow_continue", "workflow_abandon")
+        writes = tool.name in ("workflow_start", "workflow_continue", "workflow_abandon", "workflow_claim")
         assert tool.annotations is not None and tool.annotations.read_only_hint is not writes
 
 

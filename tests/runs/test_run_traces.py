@@ -8,12 +8,15 @@ runId of the latest `start` fills in every later call unless the call names its
 own; `"runId": "$none"` leaves it out (workflow_resume then lists the open runs);
 `"$branch:N"` names branch N and `"$child"` the child run, as the latest answer that
 listed them (`branches`, `children`) gave them. `workflows` serves more workflows
-beside the traced one (the workflows sub-workflow steps start).
+beside the traced one (the workflows sub-workflow steps start). Claims: `claim` calls
+workflow_claim, `as` names the agent session calling, `"runId": "$claim:N"` is the
+branch the Nth claim gave, and `wait` lets a lease run out.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -25,7 +28,7 @@ from handrail.checks import check_config
 from handrail.compiler import compile_text
 from handrail.errors import HandrailError
 from handrail.model import Workflow
-from handrail.runs.request import LOCAL
+from handrail.runs.request import LOCAL, Request
 from handrail.service.core import Service, default_runs
 from tests.checks.workspaces import write as write_files
 from tests.conftest import SPEC
@@ -39,19 +42,14 @@ TOOLS = {
     "continue": "workflow_continue",
     "resume": "workflow_resume",
     "abandon": "workflow_abandon",
+    "claim": "workflow_claim",
 }
 NONE = "$none"
 REQUIRED = {
-    "accept",
-    "reject",
-    "loops",
-    "blocked",
-    "resume",
-    "pinning",
-    "migrate-renamed-step",
-    "parallel-branches",
-    "sub-workflow",
-}
+    "accept", "reject", "loops", "blocked", "resume", "pinning", "migrate-renamed-step",
+    "parallel-branches", "sub-workflow", "claims", "lease-expiry",
+}  # fmt: skip
+CLAIMED = "$claim:"  # "$claim:N": the runId the Nth `claim` of the trace gave
 
 
 class _Editable:
@@ -85,8 +83,11 @@ def run_trace(trace: dict[str, Any], folder: Path) -> list[str]:
         commands=[f"{name}={line}" for name, line in server.get("commands", {}).items()],
     )
     service = Service(catalog, runs=default_runs(f"sqlite:///{folder / 'runs.db'}"), checks=checks)  # type: ignore[arg-type]
+    if "leaseSeconds" in server:
+        service.runs.ledger.lease_seconds = server["leaseSeconds"]
     problems: list[str] = []
     run_id: str | None = None
+    claimed: list[str] = []
     tree: dict[str, str] = {}  # "$branch:N", "$child" -> run id, from the latest answer naming them
     try:
         for index, call in enumerate(trace["calls"]):
@@ -111,6 +112,9 @@ def run_trace(trace: dict[str, Any], folder: Path) -> list[str]:
                     )
                 except HandrailError as exc:
                     outcome = {"error": {"code": exc.code, "message": exc.message, "data": exc.data}}
+            elif call["tool"] == "wait":  # time passing: a lease running out
+                time.sleep(params["seconds"])
+                outcome = {"waited": params["seconds"]}
             elif call["tool"] in ("approve", "decline"):  # what `handrail runs approve|decline` does
                 decide = service.runs.approve if call["tool"] == "approve" else service.runs.decline
                 try:
@@ -124,22 +128,28 @@ def run_trace(trace: dict[str, Any], folder: Path) -> list[str]:
                     params.setdefault("workflowId", workflow.id)
                 elif params.get("runId") == NONE:
                     del params["runId"]
+                elif str(params.get("runId", "")).startswith(CLAIMED):
+                    params["runId"] = claimed[int(params["runId"].removeprefix(CLAIMED))]
                 elif params.get("runId") in tree:
                     params["runId"] = tree[params["runId"]]
                 elif "runId" not in params:
                     assert run_id is not None, f"{where}: no run started yet"
                     params["runId"] = run_id
+                # `as`: the agent session calling (stdio:NAME); without it, the person
+                asking = Request(session=f"stdio:{call['as']}") if "as" in call else LOCAL
                 try:
-                    outcome = service.call(TOOLS[call["tool"]], params)
+                    outcome = service.call(TOOLS[call["tool"]], params, asking)
                 except HandrailError as exc:
                     outcome = {"error": {"code": exc.code, "message": exc.message, "data": exc.data}}
                 if call["tool"] == "start" and "runId" in outcome:
                     run_id = outcome["runId"]
+                if call["tool"] == "claim" and outcome.get("claimed"):
+                    claimed.append(outcome["runId"])
                 tree.update(
                     {
                         f"$branch:{b['branch']}": b["runId"]
                         for b in outcome.get("branches", ())
-                        if "runId" in b
+                        if isinstance(b, dict) and "runId" in b
                     }
                 )
                 for child in outcome.get("children", ()):
@@ -161,7 +171,7 @@ def trace_files() -> list[Path]:
     return sorted(RUNS.glob("*.json"))
 
 
-def test_the_run_traces_cover_accept_reject_loops_blocked_resume_and_pinning() -> None:
+def test_the_run_traces_cover_accept_reject_loops_blocked_resume_pinning_claims_and_leases() -> None:
     assert {p.stem for p in trace_files()} >= REQUIRED
 
 
@@ -175,8 +185,8 @@ def test_run_trace_is_well_formed(path: Path) -> None:
     )
     assert trace["description"].strip()
     for call in trace["calls"]:
-        assert set(call) <= {"tool", "params", "expect", "note"}
-        assert call["tool"] in {*TOOLS, "edit", "write", "approve", "decline", "migrate"}
+        assert set(call) <= {"tool", "params", "expect", "note", "as"}
+        assert call["tool"] in {*TOOLS, "edit", "write", "approve", "decline", "migrate", "wait"}
         assert isinstance(call["expect"], dict) and call["expect"], "every call states what it expects"
 
 

@@ -215,6 +215,7 @@ def test_runs_only_offers_the_run_tools_and_refuses_the_classic_stepping_tools(t
             "workflow_continue",
             "workflow_resume",
             "workflow_abandon",
+            "workflow_claim",
         ]
         refused = server.call("workflow_next", {"workflowId": WORKFLOW_ID, "completedSteps": []})
         assert refused["isError"] is True

@@ -28,7 +28,7 @@ from handrail.store.schema import (
 from handrail.store.sqlite_light import open_light
 from handrail.store.stats import last_line
 from handrail.store.urls import sqlite_path, sqlite_url
-from tests.helpers.event_log import CASE, case, chained, rows_of
+from tests.helpers.event_log import CASE, RUN_COLUMNS, case, chained, rows_of
 
 STORES = ("postgresql", "sqlite")
 SUMMARIES = next(i for i, m in enumerate(MIGRATIONS) if "CREATE TABLE stats_visits" in m)
@@ -187,7 +187,7 @@ def test_a_store_made_before_the_summaries_opens_upgraded_and_gives_the_golden_f
             [(n,) for n in range(1, SUMMARIES + 1)],
         )
         db.executemany("INSERT INTO workflow_sources VALUES (?, ?, ?, ?)", sources)
-        db.executemany(f"INSERT INTO runs VALUES ({', '.join('?' * 16)})", runs)
+        db.executemany(f"INSERT INTO runs ({RUN_COLUMNS}) VALUES ({', '.join('?' * 16)})", runs)
         db.executemany("INSERT INTO run_events VALUES (?, ?, ?, ?, ?, ?, ?, ?)", events)
         db.close()
     else:
@@ -198,7 +198,11 @@ def test_a_store_made_before_the_summaries_opens_upgraded_and_gives_the_golden_f
             for n in range(1, SUMMARIES + 1):
                 pg.execute("INSERT INTO schema_migrations VALUES (%s, '2026-01-01T00:00:00.000Z')", (n,))
             with pg.cursor() as cur:
-                for table, rows in (("workflow_sources", sources), ("runs", runs), ("run_events", events)):
+                for table, rows in (
+                    ("workflow_sources", sources),
+                    (f"runs ({RUN_COLUMNS})", runs),
+                    ("run_events", events),
+                ):
                     with cur.copy(f"COPY {table} FROM STDIN") as copy:
                         for row in rows:
                             copy.write_row(row)

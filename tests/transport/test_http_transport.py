@@ -94,7 +94,13 @@ def test_sdk_initializes_over_http(sdk: dict[str, Any]) -> None:
 
 @pytest.mark.corpus
 def test_sdk_lists_and_calls_every_tool_over_http(sdk: dict[str, Any]) -> None:
-    run_tools = ["workflow_start", "workflow_continue", "workflow_resume", "workflow_abandon"]
+    run_tools = [
+        "workflow_start",
+        "workflow_continue",
+        "workflow_resume",
+        "workflow_abandon",
+        "workflow_claim",
+    ]
     assert [t.name for t in sdk["tools"].tools] == [name for name, _ in CALLS] + run_tools
     for name, _ in CALLS:
         result: types.CallToolResult = sdk["calls"][name]
@@ -146,7 +152,7 @@ def test_post_answers_with_json(http: HttpServer) -> None:
     assert response.status_code == 200
     assert response.headers["content-type"] == "application/json"
     assert "mcp-session-id" not in response.headers  # stateless: no sessions
-    assert len(response.json()["result"]["tools"]) == len(CALLS) + 4  # and the 4 run tools
+    assert len(response.json()["result"]["tools"]) == len(CALLS) + 5  # and the 5 run tools
 
 
 @pytest.mark.corpus

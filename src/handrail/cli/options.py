@@ -268,6 +268,24 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
         help="where a person's approval may come from: dashboard, cli, elicitation (the agent's client "
         "asks), api (default: all of them without tokens; dashboard,cli,api with tokens)",
     )
+    parser.add_argument(
+        "--lease-seconds",
+        type=_positive_seconds,
+        default=None,
+        metavar="SECONDS",
+        help="how long workflow_claim gives an agent a branch; each of its calls on it renews the lease "
+        "(default: HANDRAIL_LEASE_SECONDS, else 300)",
+    )
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds")
+    return value
 
 
 def _channels(text: str) -> frozenset[str]:

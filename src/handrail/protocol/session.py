@@ -5,11 +5,12 @@ back to it. The protocol keeps one; the MCP surface reads and updates it."""
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from handrail.protocol.client_requests import ClientRequests
-from handrail.runs.request import LOCAL, Request
+from handrail.runs.request import Request
 
 
 @dataclass(slots=True)
@@ -18,7 +19,8 @@ class Session:
     stateless: bool = False
     # the request every message of this session starts from (stdio): rebuilt by
     # `initialize` and when the client's roots arrive; HTTP passes one per POST instead
-    request: Request = LOCAL
+    # (each session names itself: the branches it claims are its own, spec/runs.md)
+    request: Request = field(default_factory=lambda: Request(session="stdio:" + secrets.token_hex(8)))
     client_ready: bool = False  # set by notifications/initialized
     client_requests: ClientRequests = field(default_factory=ClientRequests)
     # server-to-client messages sent outside a reply (log records): the transport sets

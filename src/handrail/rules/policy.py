@@ -34,7 +34,14 @@ class _Silent:
 KINDS = ("edit", "read", "shell", "mcp", "web", "tool")
 # handrail's own run tools: always allowed, so a rule that denies them never applies
 OWN_SERVER = "handrail"
-OWN_TOOLS = ("workflow_start", "workflow_continue", "workflow_resume", "workflow_abandon", "workflow_list")
+OWN_TOOLS = (
+    "workflow_start",
+    "workflow_continue",
+    "workflow_resume",
+    "workflow_abandon",
+    "workflow_list",
+    "workflow_claim",
+)
 
 
 def compile_rule(raw: Any, at: str, report: Reporter) -> GateRule | None:

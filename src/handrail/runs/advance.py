@@ -7,8 +7,9 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from handrail.errors import InvalidParams, RunNotActive, StateError, StepNotCurrent
+from handrail.errors import BranchHeld, InvalidParams, RunNotActive, StateError, StepNotCurrent
 from handrail.runs import machine
+from handrail.runs.claims import admitted
 from handrail.runs.decisions import Decisions
 from handrail.runs.ledger import Ledger, off_the_clock
 from handrail.runs.position import Position, merge_context
@@ -79,11 +80,11 @@ class Advance:
                 raise not_current(step_id, run, moved=True)
             tried["seen"] = run
             try:
-                return self._continue_once(call, run)
+                return self._continue_once(call, admitted(ledger, request, run))
             except Conflict:
                 tried["cached"] = None
                 raise
-            except (StepNotCurrent, RunNotActive, StateError):
+            except (StepNotCurrent, RunNotActive, StateError, BranchHeld):
                 if copy is None:
                     raise
                 tried["cached"] = tried["seen"] = None  # judged on a copy: judge again on the database's

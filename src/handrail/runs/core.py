@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Unpack
 from handrail.runs import machine
 from handrail.runs.advance import Advance
 from handrail.runs.approvers import CHANNELS, reminders_due
+from handrail.runs.claims import Claims, renewed
 from handrail.runs.decisions import Decisions
 from handrail.runs.ledger import Ledger, LedgerOptions, new_run_id
 from handrail.runs.migration import Migrations
@@ -70,6 +71,7 @@ class Runs:
         # `handrail runs migrate`: a run moved to a newer version of its workflow
         self.migrations = Migrations(self.ledger)
         self.migrate = self.migrations.migrate
+        self.claims = Claims(self.ledger, self.tree)  # workflow_claim
 
     # -- the server's settings, kept by the ledger -------------------------------------
     @property
@@ -326,6 +328,7 @@ class Runs:
         if run_id is None:
             return {"runs": self.open_runs(request, self.workspace(request, workspace))}
         run = self.tree.after(self.run(request, run_id))  # a parent read is a parent settled
+        run = renewed(self.ledger, request, run)  # a branch read by its holder: its lease renewed
         workflow = self.pinned(snapshot, run)
         result: dict[str, Any] = {
             **self.tree.shown(run),

@@ -25,7 +25,14 @@ CONTEXT_BYTES = 2000
 PROMPT_CHARS = 800
 TARGET_CHARS = 200  # how much of a target a gate event keeps
 OWN_SERVERS = ("handrail",)
-OWN_TOOLS = ("workflow_start", "workflow_continue", "workflow_resume", "workflow_abandon", "workflow_list")
+OWN_TOOLS = (
+    "workflow_start",
+    "workflow_continue",
+    "workflow_resume",
+    "workflow_abandon",
+    "workflow_list",
+    "workflow_claim",
+)
 ACTIVE = ("active", "awaiting_approval")
 
 # what an agent may never run while a run is active, whatever the step allows

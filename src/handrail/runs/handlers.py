@@ -49,7 +49,12 @@ def run_handlers(runs: Runs, workflow: Callable[[Snapshot, str], Workflow]) -> d
         refuse_lone_surrogates(args)
         return runs.abandon(request, args["runId"], args["reason"])
 
+    def claim(request: Request, snapshot: Snapshot, args: dict[str, Any]) -> Any:
+        refuse_lone_surrogates(args)
+        return runs.claims.claim(request, args.get("runId"), args.get("workflowId"), args.get("workspace"))
+
     return {
+        "workflow_claim": claim,
         "workflow_start": start,
         "workflow_continue": continue_,
         "workflow_resume": resume,

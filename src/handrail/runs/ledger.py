@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from handrail.store import RunStore
 
 MAX_RETRIES = 8  # compare-and-set retries when another writer touched the run meanwhile
+LEASE_SECONDS = 300.0  # a branch's lease, renewed by each call of its holder on it
 RECENT_RUNS = 256  # runs whose last write this process keeps, to skip a read on the next one
 
 T = TypeVar("T")
@@ -102,6 +103,7 @@ class Ledger:
         self.approval_channels: frozenset[str] | None = None
         self.observer: Observer | None = None  # `handrail serve --metrics` counts writes
         self.tracer: Tracer | None = None  # traces (handrail/tracing.py): a span per write
+        self.lease_seconds = LEASE_SECONDS  # how long a claim holds a branch (--lease-seconds)
 
     @property
     def store(self) -> RunStore:

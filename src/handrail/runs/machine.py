@@ -39,6 +39,7 @@ TRANSITIONS: Mapping[tuple[RunStatus | None, EventType], RunStatus] = MappingPro
         (_S.AWAITING_APPROVAL, _E.GATE): _S.AWAITING_APPROVAL,
         (_S.ACTIVE, _E.MIGRATED): _S.ACTIVE,
         (_S.AWAITING_APPROVAL, _E.MIGRATED): _S.AWAITING_APPROVAL,
+        (_S.ACTIVE, _E.CLAIMED): _S.ACTIVE,
     }
 )
 
@@ -61,6 +62,7 @@ MEANING: Mapping[EventType, str] = MappingProxyType(
         _E.REMINDED: "the approval waited `remindAfter` (again)",
         _E.ESCALATED: "the approval waited `escalateAfter`; its role may approve too",
         _E.MIGRATED: "`handrail runs migrate` moved the run to a newer version of its workflow",
+        _E.CLAIMED: "workflow_claim gave the branch to an agent session, with a lease",
     }
 )
 

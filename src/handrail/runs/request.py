@@ -42,6 +42,10 @@ class Request:
     # the scope of the token that names `owner` (`agent`, `person`, `both`); None: no
     # token. An `agent` token's answers never approve (spec/runs.md, "Who may approve")
     scope: str | None = None
+    # the agent session asking, which holds the branches it claims (spec/runs.md, "Claims
+    # and leases"): one per stdio session, the Mcp-Session-Id header or the connection on
+    # HTTP; None: the person themselves (the dashboard, `handrail runs`, the library)
+    session: str | None = None
 
 
 LOCAL = Request()  # the server's own person, asking through no client (the library, tests)

@@ -270,9 +270,73 @@ def run_tools() -> list[dict[str, Any]]:
                 },
             },
         },
+        CLAIM_TOOL,
     ]
 
 
-RUN_TOOL_NAMES = ("workflow_start", "workflow_continue", "workflow_resume", "workflow_abandon")
+CLAIM_TOOL: dict[str, Any] = {
+    "name": "workflow_claim",
+    "title": "Claim a branch",
+    "description": "Gives you a branch of a parallel loop that nobody holds, with a lease: the branch "
+    "is yours until leaseUntil, and each of your calls on it renews the lease. Work on it with "
+    "workflow_continue and its runId as on any run; other agents are refused while your lease lives. "
+    "When nothing is free, claimed is false and the message says whether every branch is held or done.",
+    "inputSchema": {
+        "type": "object",
+        "properties": {
+            "runId": {**RUN_ID, "description": "Only the branches of this run (the loop's run)"},
+            "workflowId": {**ID, "description": "Only the branches of runs of this workflow"},
+            "workspace": {**WORKSPACE, "description": "Only the branches working in this absolute folder"},
+        },
+        "required": [],
+        "additionalProperties": False,
+    },
+    "outputSchema": {
+        "type": "object",
+        "properties": {
+            "claimed": {"type": "boolean"},
+            "runId": {"type": "string"},
+            "status": STATUS,
+            "workflowId": {"type": "string"},
+            "goal": {"type": "string"},
+            "workspace": {"type": "string"},
+            "parentId": {"type": "string"},
+            "parentStep": {"type": "string"},
+            "branch": {"type": "integer", "minimum": 0},
+            "item": {},
+            "leaseUntil": {"type": "string"},
+            **STEP_AT,
+            "message": {"type": "string"},
+            "branches": {"type": "object"},
+        },
+        "required": ["claimed"],
+    },
+    "annotations": _WRITES,
+    "examples": {
+        "request": {"method": "workflow_claim", "params": {"runId": EXAMPLE_RUN}},
+        "response": {
+            "claimed": True,
+            "runId": "run_9a8b7c6d5e4f30211f0e9d8c7b6a5948",
+            "status": "active",
+            "workflowId": "review-files",
+            "goal": "Review every changed file",
+            "workspace": "/home/me/project",
+            "parentId": EXAMPLE_RUN,
+            "parentStep": "review-each",
+            "branch": 3,
+            "item": "src/app.py",
+            "leaseUntil": "2026-01-01T12:05:00.000Z",
+            **_example_step("review", "Review the file", completed=0),
+        },
+    },
+}
+
+RUN_TOOL_NAMES = (
+    "workflow_start",
+    "workflow_continue",
+    "workflow_resume",
+    "workflow_abandon",
+    "workflow_claim",
+)
 # what `--runs-only` still offers: listing workflows, and the run tools
 RUNS_ONLY_TOOLS = frozenset(("workflow_list", *RUN_TOOL_NAMES))

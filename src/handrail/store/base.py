@@ -42,6 +42,7 @@ class EventType(StrEnum):
     REMINDED = "reminded"  # the approval has waited `remindAfter` (again)
     ESCALATED = "escalated"  # the approval has waited `escalateAfter`: its role may approve too
     MIGRATED = "migrated"  # moved to a newer version of its workflow (`handrail runs migrate`)
+    CLAIMED = "claimed"  # a branch's holder and lease (workflow_claim)
 
 
 STATUSES: tuple[RunStatus, ...] = tuple(RunStatus)
@@ -202,6 +203,17 @@ class RunFilter(TypedDict, total=False):
 LIST_LIMIT = 100
 
 
+@dataclass(frozen=True, slots=True)
+class ClaimFilter:
+    """Which branches a claim may pick (store/claims.py): `owner`'s, narrowed by the
+    parent run, the workflow and the workspace when they are given."""
+
+    owner: str
+    parent_id: str | None = None
+    workflow_id: str | None = None
+    workspace: str | None = None
+
+
 def written(
     run: RunRecord,
     change: RunUpdate,
@@ -264,6 +276,15 @@ class RunStore(Protocol):
 
     def list_runs(self, **filters: Unpack[RunFilter]) -> list[RunRecord]:
         """Runs, most recently updated first."""
+
+    def claim(self, where: ClaimFilter, holder: str, until: str) -> RunRecord | None:
+        """Make `holder` the holder of the first free branch `where` allows, until `until`,
+        with a `claimed` event, atomically (store/claims.py); None when none is free."""
+
+    def renew(self, run_id: str, holder: str, until: str) -> bool:
+        """Move the lease of `holder` on the branch to `until`, if they still hold it
+        (a read of theirs renews it this way; a write carries it instead). No event,
+        no new version. Returns whether it was renewed."""
 
     def events(self, run_id: str) -> list[Event]: ...
 

@@ -27,10 +27,11 @@ import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from handrail.errors import StorageError
-from handrail.store import outbox, summary
+from handrail.store import claims, outbox, summary
 from handrail.store.base import (
     LIST_LIMIT,
     STUCK_PART,
+    ClaimFilter,
     Conflict,
     Event,
     NewEvent,
@@ -263,6 +264,25 @@ class PostgresStore:
         with self._connection() as db:
             rows = db.execute(query, (*values, filters.get("limit", LIST_LIMIT))).fetchall()
         return [_record(r) for r in rows]
+
+    def claim(self, where: ClaimFilter, holder: str, until: str) -> RunRecord | None:
+        """The picked row stays locked until the write commits; a claim racing this one,
+        on this replica or another, skips it (SKIP LOCKED) and takes the next free branch."""
+        at = now()
+        query, values = claims.free_branch(where, at, "%s")
+        with self._connection() as db, db.transaction():
+            row = db.execute((query + " FOR UPDATE SKIP LOCKED").encode(), values).fetchone()
+            if row is None:
+                return None
+            update, values, rows, after = claims.claim_write(_record(row), holder, until, at, "%s")
+            db.execute(update.encode(), values)
+            insert_events(db, rows, "%s")
+        return after
+
+    def renew(self, run_id: str, holder: str, until: str) -> bool:
+        query, values = claims.renewal(run_id, holder, until, now(), "%s")
+        with self._connection() as db:
+            return bool(db.execute(query.encode(), values).rowcount)
 
     def events(self, run_id: str) -> list[Event]:
         with self._connection() as db:

@@ -122,6 +122,9 @@ def move(run: RunRecord, change: RunUpdate, events: Sequence[NewEvent], actor: s
     head = new_head(rows, run.head)
     summary, stats = plan(run.stats, rows)
     sets, values = update_sets(change, at, len(events), mark, head, stats)
+    if run.holder is not None:  # a held branch: its lease as the holder's call renewed it
+        sets += f", lease_until = {mark}"
+        values.append(run.lease_until)
     return Move(at, rows, head, sets, values, summary, stats)
 
 

@@ -32,10 +32,11 @@ from typing import Any, Unpack
 
 from handrail import budget
 from handrail.errors import StorageError
-from handrail.store import outbox, summary
+from handrail.store import claims, outbox, summary
 from handrail.store.base import (
     LIST_LIMIT,
     STUCK_PART,
+    ClaimFilter,
     Conflict,
     Event,
     NewEvent,
@@ -327,6 +328,25 @@ class SqliteStore:
         with self._read() as db:
             rows = db.execute(query, (*values, filters.get("limit", LIST_LIMIT))).fetchall()
         return [_record(r) for r in rows]
+
+    def claim(self, where: ClaimFilter, holder: str, until: str) -> RunRecord | None:
+        """Inside the write transaction: no other claim, here or in another process, runs
+        between the pick and the write."""
+        at = now()
+        query, values = claims.free_branch(where, at, "?")
+        with self._write() as db:
+            row = db.execute(query, values).fetchone()
+            if row is None:
+                return None
+            update, values, rows, after = claims.claim_write(_record(row), holder, until, at, "?")
+            db.execute(update, values)
+            insert_events(db, rows, "?")
+        return after
+
+    def renew(self, run_id: str, holder: str, until: str) -> bool:
+        query, values = claims.renewal(run_id, holder, until, now(), "?")
+        with self._write() as db:
+            return bool(db.execute(query, values).rowcount)
 
     def events(self, run_id: str) -> list[Event]:
         with self._read() as db:

@@ -74,6 +74,7 @@ log = logging.getLogger("handrail.transport.http")
 MAX_BODY = 4 * 1024 * 1024
 BATCH_VERSIONS = ("2024-11-05", "2025-03-26")  # JSON-RPC batching left the protocol in 2025-06-18
 MAX_HOOK_BODY = 1 << 20  # the gate reads at most this much of a hook's input
+MAX_SESSION_ID = 200  # a longer Mcp-Session-Id header is not taken as the agent session
 
 # POST /hooks/<harness>: (harness, body, query, person asking) -> (status, JSON body or b"");
 # the gate's answer, given by the command that serves (the gate is a layer above this one)
@@ -254,7 +255,12 @@ def create_app(service: Service, settings: HttpSettings | None = None) -> Starle
         try:
             state = request.state
             return await pool.run(
-                work, body, request.headers, getattr(state, "person", None), getattr(state, "scope", None)
+                work,
+                body,
+                request.headers,
+                getattr(state, "person", None),
+                getattr(state, "scope", None),
+                agent_session(request),
             )
         except Busy as busy:
             response = _error(
@@ -267,9 +273,12 @@ def create_app(service: Service, settings: HttpSettings | None = None) -> Starle
             response.headers["Retry-After"] = "1"
             return response
 
-    def work(body: bytes, headers: Headers, person: str | None, scope: str | None) -> Response:
+    def work(
+        body: bytes, headers: Headers, person: str | None, scope: str | None, session: str | None = None
+    ) -> Response:
         """The protocol's part of a request, on a worker thread, as the person asking
-        (`scope`: their token's, which decides whether their answers may approve)."""
+        (`scope`: their token's, which decides whether their answers may approve) from
+        the agent session `session` (which holds the branches it claims)."""
         try:
             message = decode(body)
         except ValueError as exc:
@@ -278,8 +287,17 @@ def create_app(service: Service, settings: HttpSettings | None = None) -> Starle
             message,
             headers.get("mcp-protocol-version"),
             headers,
-            asking_request.Request(owner=person, scope=scope),
+            asking_request.Request(owner=person, scope=scope, session=session),
         )
+
+    def agent_session(request: Request) -> str | None:
+        """Which agent session a POST comes from (spec/runs.md, "Claims and leases"): the
+        Mcp-Session-Id header when the client sends one, else its connection."""
+        named = request.headers.get("mcp-session-id", "")
+        if 0 < len(named) <= MAX_SESSION_ID and named.isascii() and named.isprintable():
+            return "http-session:" + named
+        peer = request.client
+        return None if peer is None else f"http-connection:{peer.host}:{peer.port}"
 
     async def hook(request: Request) -> Response:
         """A harness's HTTP hook (the gate, spec/gate.md): the same token rules as /mcp."""

@@ -1,0 +1,149 @@
+"""Claims and leases (spec/runs.md, "Claims and leases"): workflow_claim hands an agent
+session a branch of a parallel loop nobody holds, for `--lease-seconds`; every call of
+its holder on the branch renews the lease, in the same write as the call's own; while
+the lease lives, other sessions' calls on the branch are refused. A lease that runs
+out frees the branch: the next claim takes it where its last accepted step left it.
+
+Who holds a branch is the request's agent session (`Request.session`), within the
+person: a claim only picks the asking person's branches, so one person's several
+agents each get their own, and nobody sees another person's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from handrail.errors import BranchHeld
+from handrail.runs.ledger import Ledger
+from handrail.runs.request import Request
+from handrail.runs.shapes import shaped, view
+from handrail.runs.tree import Tree
+from handrail.store.base import ClaimFilter, RunRecord, RunStatus
+from handrail.store.claims import branch_counts
+from handrail.store.rows import later, now
+
+PERSON = "person"  # the holder of a request that names no agent session
+
+
+def holder(request: Request) -> str:
+    """Who a claim by `request` makes the holder: its agent session, else the person."""
+    return request.session or PERSON
+
+
+def holder_kind(held_by: str) -> str:
+    """What kind of session a holder is (`stdio`, `http-session`, `http-connection`,
+    `person`), the part an error may name: the rest identifies one session."""
+    return held_by.split(":", 1)[0]
+
+
+def admitted(ledger: Ledger, request: Request, run: RunRecord) -> RunRecord:
+    """`run` as a call of `request` may write it: a branch it holds with its lease renewed
+    (written with the call's own write); a branch another session holds while the lease
+    lives refuses the call. A branch nobody holds, or whose lease ran out, is open to any
+    call of its person, as any run is."""
+    if run.holder is None or run.lease_until is None:
+        return run
+    if run.holder == holder(request):
+        return replace(run, lease_until=later(ledger.lease_seconds))
+    if run.lease_until < now():
+        return run
+    kind = holder_kind(run.holder)
+    raise BranchHeld(
+        f"Branch is held by another agent: {run.id} is held by another {kind} session until "
+        f"{run.lease_until}",
+        {
+            "runId": run.id,
+            "holderKind": kind,
+            "leaseUntil": run.lease_until,
+            "details": f"another agent session ({kind}) claimed this branch; its lease ends at "
+            f"{run.lease_until} unless that session calls on it again. Claim another branch with "
+            "workflow_claim, or claim this one once its lease has ended",
+        },
+    )
+
+
+def renewed(ledger: Ledger, request: Request, run: RunRecord) -> RunRecord:
+    """A read of the branch by its holder (workflow_resume) renews the lease too, with a
+    write of the lease alone; `run` as it then stands."""
+    if run.holder is None or run.holder != holder(request) or run.lease_until is None:
+        return run
+    until = later(ledger.lease_seconds)
+    if ledger.store.renew(run.id, run.holder, until):
+        return replace(run, lease_until=until)
+    return run
+
+
+class Claims:
+    """workflow_claim over the ledger's store."""
+
+    def __init__(self, ledger: Ledger, tree: Tree) -> None:
+        self.ledger = ledger
+        self.tree = tree
+
+    def claim(
+        self,
+        request: Request,
+        run_id: str | None,
+        workflow_id: str | None,
+        workspace: str | None,
+    ) -> dict[str, Any]:
+        """The first free branch in item order, claimed for the caller's session; or why
+        there is none. `run_id`: only that parent run's branches (the caller's own run)."""
+        ledger = self.ledger
+        if run_id is not None:
+            # another person's run is not found, as everywhere; a parent whose server died
+            # before it opened its next branches opens them now
+            self.tree.after(ledger.run(request, run_id))
+        where = ClaimFilter(
+            owner=ledger.owner(request),
+            parent_id=run_id,
+            workflow_id=workflow_id,
+            workspace=None if workspace is None else ledger.workspace(request, workspace),
+        )
+        until = later(ledger.lease_seconds)
+        run = ledger.store.claim(where, holder(request), until)
+        if run is None:
+            return self._nothing(where)
+        ledger.remember(run)
+        return {
+            "claimed": True,
+            **shaped(run, ("runId", "status", "workflowId", "goal", "workspace")),
+            "parentId": run.parent_id,
+            "parentStep": run.parent_step,
+            "branch": run.branch,
+            **_item(run),
+            "leaseUntil": run.lease_until,
+            **view(run),
+        }
+
+    def _nothing(self, where: ClaimFilter) -> dict[str, Any]:
+        store = self.ledger.store
+        mark = "?" if store.dialect == "sqlite" else "%s"
+        query, values = branch_counts(where, now(), mark)
+        held = ended = 0
+        for status, _, count in store.aggregate(query, values):
+            # an open branch that looks free here is one another claim is taking right now
+            # (locked, not yet committed), or one whose lease ended since: held either way
+            if status in (RunStatus.ACTIVE, RunStatus.AWAITING_APPROVAL):
+                held += int(count)
+            else:
+                ended += int(count)
+        if held:
+            message = (
+                f"Nothing to claim: every open branch is held ({held} held by agents whose lease "
+                "lives, or waiting for a person's approval); call workflow_claim again later"
+            )
+        elif ended:
+            message = f"Nothing to claim: all {ended} branches are done (completed or abandoned)"
+        else:
+            message = "Nothing to claim: no parallel loop of yours has branches here"
+        return {"claimed": False, "message": message, "branches": {"held": held, "ended": ended}}
+
+
+def _item(run: RunRecord) -> dict[str, Any]:
+    """The loop item the branch works on, as its position keeps it."""
+    scope = run.position.get("branchOf")
+    if isinstance(scope, dict) and "item" in scope:
+        return {"item": scope["item"]}
+    return {}

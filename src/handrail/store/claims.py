@@ -1,0 +1,100 @@
+"""What both stores share of a claim (spec/runs.md, "Claims and leases"): which branch
+is free to claim, and the write that makes the caller its holder with a `claimed`
+event chained onto its log.
+
+A branch is free when it is active and nobody holds it, or its holder's lease has run
+out (times are ISO text of one form, so they compare as text). The pick and the write
+happen in one transaction that no other claim can interleave with: SQLite's write lock
+(BEGIN IMMEDIATE), PostgreSQL's row lock (`FOR UPDATE SKIP LOCKED`: a second claimer
+passes over the locked row to the next free branch instead of waiting for it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from handrail.store.base import ClaimFilter, EventType, NewEvent, RunRecord
+from handrail.store.chain import EventRow, chained_rows, new_head
+from handrail.store.rows import _COLUMNS
+
+
+def free_branch(where: ClaimFilter, at: str, mark: str) -> tuple[str, list[Any]]:
+    """The SELECT of the first free branch in item order (the caller locks it), and its values."""
+    clauses = [
+        "parent_id IS NOT NULL",
+        "branch IS NOT NULL",
+        "status = 'active'",
+        f"owner = {mark}",
+        f"(holder IS NULL OR lease_until IS NULL OR lease_until < {mark})",
+    ]
+    values: list[Any] = [where.owner, at]
+    for column, value in (
+        ("parent_id", where.parent_id),
+        ("workflow_id", where.workflow_id),
+        ("workspace", where.workspace),
+    ):
+        if value is not None:
+            clauses.append(f"{column} = {mark}")
+            values.append(value)
+    query = f"SELECT {_COLUMNS} FROM runs WHERE {' AND '.join(clauses)} ORDER BY parent_id, branch LIMIT 1"
+    return query, values
+
+
+def claimed_event(run: RunRecord, holder: str, until: str, at: str) -> NewEvent:
+    """The `claimed` event: who holds the branch until when, and whose lease ran out for it."""
+    data: dict[str, Any] = {"holder": holder, "until": until}
+    if run.holder is not None and run.holder != holder:
+        data["after"] = {"holder": run.holder, "leaseEnded": run.lease_until}
+    return NewEvent(EventType.CLAIMED, None, data)
+
+
+def claim_write(
+    run: RunRecord, holder: str, until: str, at: str, mark: str
+) -> tuple[str, list[Any], list[EventRow], RunRecord]:
+    """The UPDATE that makes `holder` the branch's (only if it is still as picked), its
+    values, the event rows to insert with it, and the run as written."""
+    rows = chained_rows(run.id, run.events, run.head, [claimed_event(run, holder, until, at)], run.owner, at)
+    head = new_head(rows, run.head)
+    query = (
+        f"UPDATE runs SET holder = {mark}, lease_until = {mark}, updated_at = {mark}, "
+        f"version = version + 1, events = events + 1, head = {mark} WHERE id = {mark} AND version = {mark}"
+    )
+    values = [holder, until, at, head, run.id, run.version]
+    after = replace(
+        run,
+        holder=holder,
+        lease_until=until,
+        updated_at=at,
+        version=run.version + 1,
+        events=run.events + 1,
+        head=head,
+    )
+    return query, values, rows, after
+
+
+def branch_counts(where: ClaimFilter, at: str, mark: str) -> tuple[str, list[Any]]:
+    """How many of the branches a claim could see are open and held, open and free,
+    or ended: why a claim found nothing. Rows: (status, held, count)."""
+    clauses = ["parent_id IS NOT NULL", "branch IS NOT NULL", f"owner = {mark}"]
+    values: list[Any] = [at, where.owner]
+    for column, value in (
+        ("parent_id", where.parent_id),
+        ("workflow_id", where.workflow_id),
+        ("workspace", where.workspace),
+    ):
+        if value is not None:
+            clauses.append(f"{column} = {mark}")
+            values.append(value)
+    held = f"CASE WHEN holder IS NOT NULL AND lease_until >= {mark} THEN 1 ELSE 0 END"
+    query = f"SELECT status, {held}, COUNT(*) FROM runs WHERE {' AND '.join(clauses)} GROUP BY 1, 2"
+    return query, values
+
+
+def renewal(run_id: str, holder: str, until: str, at: str, mark: str) -> tuple[str, list[Any]]:
+    """The UPDATE that moves a live lease of `holder` on, and its values."""
+    query = (
+        f"UPDATE runs SET lease_until = {mark} WHERE id = {mark} AND holder = {mark} "
+        f"AND lease_until >= {mark} AND lease_until < {mark}"
+    )
+    return query, [until, run_id, holder, at, until]
