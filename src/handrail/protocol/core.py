@@ -24,7 +24,9 @@ from __future__ import annotations
 import logging
 import os
 import time
+import uuid
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import replace
 from functools import partial
 from typing import Any
@@ -85,6 +87,10 @@ _BEFORE_INITIALIZE = frozenset({"initialize", "ping", "server/discover"})
 # the handshake era's own methods: the 2026-07-28 revision has no handshake, no ping, no
 # shutdown, no session (logging, subscriptions), and not the seed's direct tool methods
 _HANDSHAKE_ONLY = frozenset({"initialize", "ping", "shutdown", *SESSION_METHODS, *tool_names()})
+# The id of the message a traced handler answers (a span's `jsonrpc.request.id`): set only
+# when a tracer is given, per thread of work (HTTP answers on several at once).
+_REQUEST_ID: ContextVar[Any] = ContextVar("handrail_request_id", default=None)
+MAX_TRACED_ID = 128  # characters of a request id a span keeps: the client chooses it
 
 
 class Protocol:
@@ -121,7 +127,11 @@ class Protocol:
             **{name: partial(service.answer, name) for name in tool_names()},
         }
         if observer is not None or tracer is not None:
-            self.handlers = {m: _observed(m, h, observer, tracer) for m, h in self.handlers.items()}
+            # a connection (stdio) is one MCP session; stateless HTTP issues none
+            session = None if stateless or tracer is None else uuid.uuid4().hex
+            self.handlers = {m: _observed(m, h, observer, tracer, session) for m, h in self.handlers.items()}
+        if tracer is not None:  # only then: the untraced path reads no context variable
+            self._one = self._one_traced  # type: ignore[method-assign]
 
     @property
     def limits(self) -> Limits:
@@ -246,6 +256,14 @@ class Protocol:
             return b'{"jsonrpc":"2.0","id":' + encode(rid) + b',"result":' + result.data + b"}"
         return {"jsonrpc": "2.0", "id": rid, "result": result}
 
+    def _one_traced(self, message: Any, request: Request) -> Any:
+        """`_one`, with the message's id where its handler's span can read it."""
+        token = _REQUEST_ID.set(message.get("id") if type(message) is dict else None)
+        try:
+            return Protocol._one(self, message, request)
+        finally:
+            _REQUEST_ID.reset(token)
+
     def _notification(self, message: dict[str, Any]) -> dict[str, Any] | None:
         """notifications/initialized, cancelled, ...: acted on where it matters, never
         answered; only a message with neither a method nor a result is refused."""
@@ -342,8 +360,11 @@ class Protocol:
         self.surface.close()
 
 
-def _observed(method: str, handler: Handler, observer: Observer | None, tracer: Tracer | None) -> Handler:
-    """`handler`, timed and told to `observer`, in a span of `tracer`, with its tool and outcome."""
+def _observed(
+    method: str, handler: Handler, observer: Observer | None, tracer: Tracer | None, session: str | None
+) -> Handler:
+    """`handler`, timed and told to `observer`, in a span of `tracer`, with its tool and outcome;
+    `session`: the span's `mcp.session.id`, None when the request is part of no session."""
     direct_tool = method if method in _TOOL_NAMES else ""  # the seed's direct form
 
     def answered(request: Request, params: dict[str, Any], tool: str, span: Span | None) -> Any:
@@ -376,7 +397,11 @@ def _observed(method: str, handler: Handler, observer: Observer | None, tracer: 
         if tracer is None:  # metrics alone: no span to open
             return answered(request, params, tool, None)
         meta = params.get("_meta")
-        with tracer.request(method, tool, meta if isinstance(meta, dict) else None) as span:
+        meta = meta if isinstance(meta, dict) else None
+        rid = _REQUEST_ID.get()
+        # the id as a string (OpenTelemetry's convention); a null id is not recorded
+        traced_id = None if rid is None else str(rid)[:MAX_TRACED_ID]
+        with tracer.request(method, tool, meta, traced_id, session) as span:
             if request.version is not None:
                 span.set("mcp.protocol.version", request.version)
             return answered(request, params, tool, span)
