@@ -276,7 +276,11 @@ def _stdio_session(tracer: Any, lines: list[dict[str, Any]]) -> list[dict[str, A
 
 
 def _initialize(rid: Any) -> dict[str, Any]:
-    params = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+    params = {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"},
+    }
     return {"jsonrpc": "2.0", "id": rid, "method": "initialize", "params": params}
 
 
