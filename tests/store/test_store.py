@@ -95,6 +95,25 @@ def test_runs_are_listed_newest_first_by_workspace_status_and_owner(store: RunSt
     assert len(store.list_runs(limit=2)) == 2
 
 
+def test_a_listing_after_an_id_pages_through_every_run_in_id_order_whatever_their_times(
+    store: RunStore,
+) -> None:
+    store.put_source("h1", "wf", b"{}")
+    for n in range(7):  # ids and times in opposite orders, several at one millisecond
+        store.create(
+            record(f"p{n}", status="awaiting_approval", at=f"2026-03-0{7 - n // 2}T00:00:00.000Z"), []
+        )
+    store.create(record("p9"), [])  # another status: left out
+    pages, after = [], ""
+    while True:
+        page = [r.id for r in store.list_runs(statuses=["awaiting_approval"], after_id=after, limit=3)]
+        pages.append(page)
+        if len(page) < 3:
+            break
+        after = page[-1]
+    assert pages == [["p0", "p1", "p2"], ["p3", "p4", "p5"], ["p6"]]
+
+
 def test_a_listing_filtered_by_workflow_and_text_finds_a_run_older_than_the_500_newest(
     store: RunStore,
 ) -> None:
