@@ -147,3 +147,25 @@ def test_no_run_database_yet_is_said_without_making_one(
     assert (code, out) == (1, "")
     assert err == f"handrail stats: no run database at {missing} yet\n"
     assert not missing.exists()
+
+
+def test_spec_stats_names_every_field_the_json_format_gives() -> None:
+    import re
+
+    def fields(value: object) -> set[str]:
+        if isinstance(value, dict):
+            return set(value).union(*(fields(v) for v in value.values()))
+        if isinstance(value, list):
+            return set().union(*(fields(v) for v in value))
+        return set()
+
+    spec = (CASE.parents[2] / "stats.md").read_text("utf-8")
+    example = re.search(r"```json\n(.*?)```", spec, re.S)
+    assert example is not None
+    named = set(re.findall(r'"(\w+)":', example.group(1)))
+    for row in (line for line in spec.splitlines() if line.startswith("| `")):
+        field, meaning = row.split("|")[1:3]
+        for code in re.findall(r"`([^`]+)`", field + meaning):
+            named.update(re.findall(r"\w+", code))
+    given = fields(json.loads((CASE.parent / FORMATS["json"]).read_text("utf-8")))
+    assert given and given <= named, sorted(given - named)
