@@ -6,6 +6,7 @@ child spans for checks, store writes and approvals; and none of it without OTEL_
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -239,6 +240,9 @@ def test_over_stdio_console_spans_go_to_stderr_and_stdout_carries_only_protocol_
     assert [r.get("id") for r in replies] == [1, 2] and all(r["jsonrpc"] == "2.0" for r in replies)
     assert '"name": "tools/list"' in done.stderr and TRACE_ID in done.stderr
     assert '"network.transport": "pipe"' in done.stderr
+    assert '"jsonrpc.request.id": "2"' in done.stderr
+    sessions = set(re.findall(r'"mcp.session.id": "([0-9a-f]{32})"', done.stderr))
+    assert len(sessions) == 1  # both requests, one connection
 
 
 def _memory_tracer(transport: str) -> tuple[Any, Any]:
