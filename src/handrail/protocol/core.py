@@ -26,7 +26,6 @@ import os
 import time
 import uuid
 from collections.abc import Callable
-from contextvars import ContextVar
 from dataclasses import replace
 from functools import partial
 from typing import Any
@@ -87,9 +86,6 @@ _BEFORE_INITIALIZE = frozenset({"initialize", "ping", "server/discover"})
 # the handshake era's own methods: the 2026-07-28 revision has no handshake, no ping, no
 # shutdown, no session (logging, subscriptions), and not the seed's direct tool methods
 _HANDSHAKE_ONLY = frozenset({"initialize", "ping", "shutdown", *SESSION_METHODS, *tool_names()})
-# The id of the message a traced handler answers (a span's `jsonrpc.request.id`): set only
-# when a tracer is given, per thread of work (HTTP answers on several at once).
-_REQUEST_ID: ContextVar[Any] = ContextVar("handrail_request_id", default=None)
 MAX_TRACED_ID = 128  # characters of a request id a span keeps: the client chooses it
 
 
@@ -130,7 +126,7 @@ class Protocol:
             # a connection (stdio) is one MCP session; stateless HTTP issues none
             session = None if stateless or tracer is None else uuid.uuid4().hex
             self.handlers = {m: _observed(m, h, observer, tracer, session) for m, h in self.handlers.items()}
-        if tracer is not None:  # only then: the untraced path reads no context variable
+        if tracer is not None:  # only then: the untraced path builds no request per message
             self._one = self._one_traced  # type: ignore[method-assign]
 
     @property
@@ -257,12 +253,12 @@ class Protocol:
         return {"jsonrpc": "2.0", "id": rid, "result": result}
 
     def _one_traced(self, message: Any, request: Request) -> Any:
-        """`_one`, with the message's id where its handler's span can read it."""
-        token = _REQUEST_ID.set(message.get("id") if type(message) is dict else None)
-        try:
-            return Protocol._one(self, message, request)
-        finally:
-            _REQUEST_ID.reset(token)
+        """`_one`, its request naming the message's id for the handler's span (a null or
+        missing id is not recorded: OpenTelemetry's convention)."""
+        rid = message.get("id") if type(message) is dict else None
+        if rid is not None:
+            request = replace(request, message_id=str(rid)[:MAX_TRACED_ID])
+        return Protocol._one(self, message, request)
 
     def _notification(self, message: dict[str, Any]) -> dict[str, Any] | None:
         """notifications/initialized, cancelled, ...: acted on where it matters, never
@@ -308,7 +304,10 @@ class Protocol:
         self.version = version
         capabilities = params["capabilities"]
         if not self.stateless:  # HTTP: each request stands alone, and carries its own
-            request = self.session.request = replace(request, version=version, capabilities=capabilities)
+            # the session's request, for the messages after this one: not this message's id
+            request = self.session.request = replace(
+                request, version=version, capabilities=capabilities, message_id=None
+            )
         text = self.surface.instructions(told=True)
         return {
             "protocolVersion": version,
@@ -398,10 +397,7 @@ def _observed(
             return answered(request, params, tool, None)
         meta = params.get("_meta")
         meta = meta if isinstance(meta, dict) else None
-        rid = _REQUEST_ID.get()
-        # the id as a string (OpenTelemetry's convention); a null id is not recorded
-        traced_id = None if rid is None else str(rid)[:MAX_TRACED_ID]
-        with tracer.request(method, tool, meta, traced_id, session) as span:
+        with tracer.request(method, tool, meta, request.message_id, session) as span:
             if request.version is not None:
                 span.set("mcp.protocol.version", request.version)
             return answered(request, params, tool, span)

@@ -42,6 +42,9 @@ class Request:
     # the scope of the token that names `owner` (`agent`, `person`, `both`); None: no
     # token. An `agent` token's answers never approve (spec/runs.md, "Who may approve")
     scope: str | None = None
+    # the JSON-RPC id of the message answered, as text (at most 128 characters): set only
+    # when the server traces, for a span's `jsonrpc.request.id`
+    message_id: str | None = None
 
 
 LOCAL = Request()  # the server's own person, asking through no client (the library, tests)
