@@ -6,6 +6,7 @@ child spans for checks, store writes and approvals; and none of it without OTEL_
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -153,6 +154,7 @@ def test_spans_reach_an_otlp_receiver_with_mcp_names_attributes_and_parent_links
     assert start["attributes"]["gen_ai.tool.name"] == "workflow_start"
     assert start["attributes"]["gen_ai.operation.name"] == "execute_tool"
     assert start["attributes"]["network.transport"] == "tcp"
+    assert start["attributes"]["jsonrpc.request.id"] == "1"
     created = [s for s in spans if s["name"] == "create runs"]
     assert [by_id[s["parent"]]["name"] for s in created] == ["tools/call workflow_start"]
     assert created[0]["attributes"]["db.system.name"] == "sqlite"
@@ -238,3 +240,131 @@ def test_over_stdio_console_spans_go_to_stderr_and_stdout_carries_only_protocol_
     assert [r.get("id") for r in replies] == [1, 2] and all(r["jsonrpc"] == "2.0" for r in replies)
     assert '"name": "tools/list"' in done.stderr and TRACE_ID in done.stderr
     assert '"network.transport": "pipe"' in done.stderr
+    assert '"jsonrpc.request.id": "2"' in done.stderr
+    sessions = set(re.findall(r'"mcp.session.id": "(stdio:[0-9a-f]{16})"', done.stderr))
+    assert len(sessions) == 1  # both requests, one connection
+
+
+def _memory_tracer(transport: str) -> tuple[Any, Any]:
+    """An OtelTracer whose spans land in an in-memory exporter, as they end."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from handrail.tracing import OtelTracer
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    return OtelTracer(provider.get_tracer("test"), transport), exporter
+
+
+def _stdio_session(tracer: Any, lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One client session through the real stdio loop (in a thread: it owns no signals)."""
+    import io
+
+    from handrail.catalog import load_catalog
+    from handrail.protocol.core import Protocol
+    from handrail.service.core import Service
+    from handrail.transport import stdio
+
+    protocol = Protocol(Service(load_catalog(bundled=True)), tracer=tracer)
+    sent = io.BytesIO(b"".join(json.dumps(line).encode() + b"\n" for line in lines))
+    received = io.BytesIO()
+    received.close = lambda: None  # type: ignore[method-assign]  # read after the loop ends
+    thread = threading.Thread(target=stdio.serve, args=(protocol, sent, received))
+    thread.start()
+    thread.join(30)
+    assert not thread.is_alive()
+    return [json.loads(line) for line in received.getvalue().splitlines()]
+
+
+def _initialize(rid: Any) -> dict[str, Any]:
+    params = {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"},
+    }
+    return {"jsonrpc": "2.0", "id": rid, "method": "initialize", "params": params}
+
+
+def test_over_stdio_each_request_span_names_its_json_rpc_id_and_the_connection_s_session(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import sys
+
+    monkeypatch.setattr(sys, "stdout", sys.stdout)  # the stdio loop points it at stderr
+    tracer, exporter = _memory_tracer("pipe")
+    long_id = "r" * 1000
+    first = [
+        _initialize(1),
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": "list-7", "method": "tools/call", "params": {"name": "workflow_list"}},
+        {"jsonrpc": "2.0", "id": long_id, "method": "tools/list"},
+        {"jsonrpc": "2.0", "id": None, "method": "ping"},
+    ]
+    replies = _stdio_session(tracer, first)
+    assert [r["id"] for r in replies] == [1, "list-7", long_id, None]
+    spans = exporter.get_finished_spans()
+    by_name = {span.name: span.attributes for span in spans}
+    assert by_name["initialize"]["jsonrpc.request.id"] == "1"  # a number's id, as a string
+    assert by_name["tools/call workflow_list"]["jsonrpc.request.id"] == "list-7"
+    assert by_name["tools/list"]["jsonrpc.request.id"] == "r" * 128  # the client's text, bounded
+    assert replies[-1]["error"]["code"] == -32600 and "ping" not in by_name  # a null id: refused, untraced
+    sessions = {span.attributes["mcp.session.id"] for span in spans}
+    assert len(sessions) == 1 and re.fullmatch(r"stdio:[0-9a-f]{16}", next(iter(sessions)))
+
+    exporter.clear()
+    _stdio_session(tracer, [_initialize(1), {"jsonrpc": "2.0", "method": "notifications/initialized"}])
+    (again,) = exporter.get_finished_spans()
+    assert again.attributes["mcp.session.id"] not in sessions  # another connection, another session
+
+
+def test_over_http_each_request_span_names_its_json_rpc_id_and_no_session(tmp_path: Path) -> None:
+    import httpx
+    import uvicorn
+
+    from handrail.catalog import load_catalog
+    from handrail.service.core import Service
+    from handrail.transport.http import HttpSettings, bind, create_app
+    from handrail.transport.security import LOCAL_HOSTS
+
+    tracer, exporter = _memory_tracer("tcp")
+    app = create_app(
+        Service(load_catalog(bundled=True)), HttpSettings(allowed_hosts=set(LOCAL_HOSTS), tracer=tracer)
+    )
+    sock = bind("127.0.0.1", 0)
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
+    headers = {"Accept": "application/json, text/event-stream"}
+    try:
+        with httpx.Client(timeout=15) as client:
+            deadline = time.monotonic() + 15
+            while not server.started and time.monotonic() < deadline:
+                time.sleep(0.02)
+            asked = [
+                _initialize("init-1"),
+                {"jsonrpc": "2.0", "id": 42, "method": "tools/call", "params": {"name": "workflow_list"}},
+                {
+                    "jsonrpc": "2.0",
+                    "id": 43,
+                    "method": "tools/call",
+                    "params": {"name": "workflow_list", "_meta": envelope()},
+                },
+            ]
+            for message in asked:
+                sent = headers | (modern_headers(message) if "_meta" in message["params"] else {})
+                reply = client.post(url, json=message, headers=sent).json()
+                assert reply["id"] == message["id"] and "result" in reply, reply
+    finally:
+        server.should_exit = True
+        thread.join(15)
+        sock.close()
+    spans = exporter.get_finished_spans()
+    ids = sorted(str(span.attributes.get("jsonrpc.request.id")) for span in spans)
+    assert ids == ["42", "43", "init-1"]
+    assert all(span.attributes["network.transport"] == "tcp" for span in spans)
+    # stateless HTTP issues no Mcp-Session-Id: its requests belong to no session
+    assert not any("mcp.session.id" in span.attributes for span in spans)

@@ -36,9 +36,17 @@ class Span(Protocol):
 class Tracer(Protocol):
     """Spans of the work a request does (handrail/tracing.py: OpenTelemetry)."""
 
-    def request(self, method: str, tool: str, meta: Mapping[str, Any] | None) -> AbstractContextManager[Span]:
+    def request(
+        self,
+        method: str,
+        tool: str,
+        meta: Mapping[str, Any] | None,
+        request_id: str | None = None,
+        session_id: str | None = None,
+    ) -> AbstractContextManager[Span]:
         """The span of one MCP request, continuing the client's trace when `meta` (its
-        `params._meta`) carries a `traceparent`."""
+        `params._meta`) carries a `traceparent`; `request_id`: its JSON-RPC id as a string,
+        `session_id`: the MCP session it belongs to (None: none)."""
 
     def span(self, name: str, **attributes: str | int | float | bool) -> AbstractContextManager[Span]:
         """A child of the current span (a store write, an approval)."""

@@ -39,12 +39,23 @@ class OtelTracer:
         self.transport = transport  # network.transport: "pipe" (stdio) or "tcp" (HTTP)
 
     @contextmanager
-    def request(self, method: str, tool: str, meta: Mapping[str, Any] | None) -> Iterator[Span]:
+    def request(
+        self,
+        method: str,
+        tool: str,
+        meta: Mapping[str, Any] | None,
+        request_id: str | None = None,
+        session_id: str | None = None,
+    ) -> Iterator[Span]:
         parent = None
         if isinstance(meta, Mapping) and isinstance(meta.get("traceparent"), str):
             carrier = {k: v for k in ("traceparent", "tracestate") if isinstance(v := meta.get(k), str)}
             parent = self.propagator.extract(carrier)
         attributes: dict[str, str] = {"mcp.method.name": method, "network.transport": self.transport}
+        if request_id is not None:
+            attributes["jsonrpc.request.id"] = request_id
+        if session_id is not None:
+            attributes["mcp.session.id"] = session_id
         if tool:
             attributes["gen_ai.tool.name"] = tool
             attributes["gen_ai.operation.name"] = "execute_tool"

@@ -169,3 +169,25 @@ def test_stats_on_a_file_damaged_where_the_figures_are_names_the_damage_and_writ
     assert (code, out) == (1, "")
     assert str(database) in err and "is damaged" in err and len(err.splitlines()) == 1
     assert database.read_bytes() == damaged
+
+
+def test_spec_stats_names_every_field_the_json_format_gives() -> None:
+    import re
+
+    def fields(value: object) -> set[str]:
+        if isinstance(value, dict):
+            return set(value).union(*(fields(v) for v in value.values()))
+        if isinstance(value, list):
+            return set().union(*(fields(v) for v in value))
+        return set()
+
+    spec = (CASE.parents[2] / "stats.md").read_text("utf-8")
+    example = re.search(r"```json\n(.*?)```", spec, re.S)
+    assert example is not None
+    named = set(re.findall(r'"(\w+)":', example.group(1)))
+    for row in (line for line in spec.splitlines() if line.startswith("| `")):
+        field, meaning = row.split("|")[1:3]
+        for code in re.findall(r"`([^`]+)`", field + meaning):
+            named.update(re.findall(r"\w+", code))
+    given = fields(json.loads((CASE.parent / FORMATS["json"]).read_text("utf-8")))
+    assert given and given <= named, sorted(given - named)

@@ -432,3 +432,71 @@ def test_without_tokens_the_api_approves_only_where_the_operator_turned_it_on(tm
         http.rpc("workflow_continue", {"runId": run_id, "stepId": "ship", "output": "Done."})
         answered = api(http, run_id, "approve", None)
         assert answered.status_code == 200 and answered.json()["approved"]["person"] == "local"
+
+
+FLOOD = 1_100  # past the 100 waiting runs the dashboard used to read and the 1,000 the sweep did
+
+
+def _gate(workflow_id: str, approver: str, **timers: Any) -> dict[str, Any]:
+    """A workflow whose first step waits for `approver`."""
+    step = {"id": "gate", "title": "Gate", "prompt": "Wait.", "requireConfirmation": True}
+    return {
+        "id": workflow_id,
+        "name": workflow_id.title(),
+        "description": "One approval.",
+        "version": "1.0.0",
+        "steps": [
+            {**step, "approvers": [approver], **timers},
+            {"id": "after", "title": "After", "prompt": "Go."},
+        ],
+    }
+
+
+def test_a_flood_of_other_waiting_runs_hides_no_run_from_its_approver_nor_from_the_reminder_sweep(
+    tmp_path: Path,
+) -> None:
+    from handrail.catalog import load_catalog
+    from handrail.runs import Runs
+    from handrail.runs.request import Request
+    from handrail.service.core import Service
+    from handrail.store import open_store
+
+    args = serve_args(tmp_path)
+    for document in (
+        _gate("quiet", "alice"),
+        _gate("nudged", "alice", remindAfter="1s"),
+        _gate("others", "bob"),
+    ):
+        write(tmp_path / "flows", document)
+    url = f"sqlite:///{tmp_path / 'r.db'}"
+    service = Service(load_catalog(tmp_path / "flows", bundled=False), runs=Runs(lambda: open_store(url)))
+    erin = Request(owner="erin")
+
+    def waiting(workflow: str) -> str:
+        run_id: str = service.call("workflow_start", {"workflowId": workflow, "goal": "Go"}, erin)["runId"]
+        done = service.call("workflow_continue", {"runId": run_id, "stepId": "gate", "output": "Done."}, erin)
+        assert done["status"] == "awaiting_approval", done
+        return run_id
+
+    try:
+        quiet, nudged = waiting("quiet"), waiting("nudged")  # alice's, then the flood after them
+        for _ in range(FLOOD):
+            waiting("others")
+    finally:
+        service.close()
+    with HttpServer(*args) as http:
+        alice, _ = signed_in(http, "alice")
+        try:
+            home = alice.get("/").text
+        finally:
+            alice.close()
+        listed = re.findall(
+            r'data-run="(run_[0-9a-f]+)"', home.split('id="waiting"', 1)[-1].split("</section>")[0]
+        )
+        assert quiet in listed and nudged in listed, "alice's waiting runs are shown under the flood"
+        deadline = time.monotonic() + 60  # the server sweeps every few seconds
+        kinds: list[str] = []
+        while time.monotonic() < deadline and "reminded" not in kinds:
+            time.sleep(1)
+            kinds = [e["type"] for e in events(http, nudged, tmp_path)]
+        assert "reminded" in kinds, kinds

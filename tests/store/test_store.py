@@ -305,3 +305,22 @@ def test_without_postgresql_its_tests_skip_saying_why_except_under_ci_where_they
         require_postgres("initdb was not found", {})
     with pytest.raises(pytest.fail.Exception, match="CI must run the PostgreSQL tests: initdb was not found"):
         require_postgres("initdb was not found", {"CI": "true"})
+
+
+def test_a_listing_after_an_id_pages_through_every_run_in_id_order_whatever_their_times(
+    store: RunStore,
+) -> None:
+    store.put_source("h1", "wf", b"{}")
+    for n in range(7):  # ids and times in opposite orders, several at one millisecond
+        store.create(
+            record(f"p{n}", status="awaiting_approval", at=f"2026-03-0{7 - n // 2}T00:00:00.000Z"), []
+        )
+    store.create(record("p9"), [])  # another status: left out
+    pages, after = [], ""
+    for _ in range(5):  # three pages are enough; more would be a listing that does not move on
+        page = [r.id for r in store.list_runs(statuses=["awaiting_approval"], after_id=after, limit=3)]
+        pages.append(page)
+        if len(page) < 3:
+            break
+        after = page[-1]
+    assert pages == [["p0", "p1", "p2"], ["p3", "p4", "p5"], ["p6"]]

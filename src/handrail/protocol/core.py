@@ -85,6 +85,7 @@ _BEFORE_INITIALIZE = frozenset({"initialize", "ping", "server/discover"})
 # the handshake era's own methods: the 2026-07-28 revision has no handshake, no ping, no
 # shutdown, no session (logging, subscriptions), and not the seed's direct tool methods
 _HANDSHAKE_ONLY = frozenset({"initialize", "ping", "shutdown", *SESSION_METHODS, *tool_names()})
+MAX_TRACED_ID = 128  # characters of a request id a span keeps: the client chooses it
 
 
 class Protocol:
@@ -121,7 +122,12 @@ class Protocol:
             **{name: partial(service.answer, name) for name in tool_names()},
         }
         if observer is not None or tracer is not None:
-            self.handlers = {m: _observed(m, h, observer, tracer) for m, h in self.handlers.items()}
+            # a connection (stdio) is one MCP session, named as its claims name it;
+            # stateless HTTP issues none
+            session = None if stateless or tracer is None else self.session.request.session
+            self.handlers = {m: _observed(m, h, observer, tracer, session) for m, h in self.handlers.items()}
+        if tracer is not None:  # only then: the untraced path builds no request per message
+            self._one = self._one_traced  # type: ignore[method-assign]
 
     @property
     def limits(self) -> Limits:
@@ -246,6 +252,14 @@ class Protocol:
             return b'{"jsonrpc":"2.0","id":' + encode(rid) + b',"result":' + result.data + b"}"
         return {"jsonrpc": "2.0", "id": rid, "result": result}
 
+    def _one_traced(self, message: Any, request: Request) -> Any:
+        """`_one`, its request naming the message's id for the handler's span (a null or
+        missing id is not recorded: OpenTelemetry's convention)."""
+        rid = message.get("id") if type(message) is dict else None
+        if rid is not None:
+            request = replace(request, message_id=str(rid)[:MAX_TRACED_ID])
+        return Protocol._one(self, message, request)
+
     def _notification(self, message: dict[str, Any]) -> dict[str, Any] | None:
         """notifications/initialized, cancelled, ...: acted on where it matters, never
         answered; only a message with neither a method nor a result is refused."""
@@ -290,7 +304,10 @@ class Protocol:
         self.version = version
         capabilities = params["capabilities"]
         if not self.stateless:  # HTTP: each request stands alone, and carries its own
-            request = self.session.request = replace(request, version=version, capabilities=capabilities)
+            # the session's request, for the messages after this one: not this message's id
+            request = self.session.request = replace(
+                request, version=version, capabilities=capabilities, message_id=None
+            )
         text = self.surface.instructions(told=True)
         return {
             "protocolVersion": version,
@@ -342,8 +359,11 @@ class Protocol:
         self.surface.close()
 
 
-def _observed(method: str, handler: Handler, observer: Observer | None, tracer: Tracer | None) -> Handler:
-    """`handler`, timed and told to `observer`, in a span of `tracer`, with its tool and outcome."""
+def _observed(
+    method: str, handler: Handler, observer: Observer | None, tracer: Tracer | None, session: str | None
+) -> Handler:
+    """`handler`, timed and told to `observer`, in a span of `tracer`, with its tool and outcome;
+    `session`: the span's `mcp.session.id`, None when the request is part of no session."""
     direct_tool = method if method in _TOOL_NAMES else ""  # the seed's direct form
 
     def answered(request: Request, params: dict[str, Any], tool: str, span: Span | None) -> Any:
@@ -376,7 +396,8 @@ def _observed(method: str, handler: Handler, observer: Observer | None, tracer: 
         if tracer is None:  # metrics alone: no span to open
             return answered(request, params, tool, None)
         meta = params.get("_meta")
-        with tracer.request(method, tool, meta if isinstance(meta, dict) else None) as span:
+        meta = meta if isinstance(meta, dict) else None
+        with tracer.request(method, tool, meta, request.message_id, session) as span:
             if request.version is not None:
                 span.set("mcp.protocol.version", request.version)
             return answered(request, params, tool, span)

@@ -14,7 +14,8 @@ run's recap (resume), abandon.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import heapq
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Unpack
 
@@ -53,6 +54,9 @@ if TYPE_CHECKING:
 __all__ = ["Runs", "merge_context", "new_run_id", "summary"]
 
 OPEN_RUNS_LISTED = 20
+# Runs awaiting an approval are read this many at a time, and all of them are read: no
+# number of other people's waiting runs can hide one from its approver or from the sweep.
+WAITING_BATCH = 500
 OPEN_RUN_FIELDS = ("runId", "workflowId", "goal", "status", "currentStep", "updatedAt", "workspace")
 
 
@@ -160,7 +164,17 @@ class Runs:
             return f"the run is {run.status}, not waiting for a person's approval"
         return self.decisions.refusal(request, found, person, via, approve=False)
 
-    def sweep_approvals(self, limit: int = 1000) -> int:
+    def awaiting_approval(self, batch: int = WAITING_BATCH) -> Iterator[RunRecord]:
+        """Every run awaiting an approval, read `batch` at a time in id order."""
+        after = ""  # sorts before every id
+        while True:
+            page = self.store.list_runs(statuses=[RunStatus.AWAITING_APPROVAL], after_id=after, limit=batch)
+            yield from page
+            if len(page) < batch:
+                return
+            after = page[-1].id
+
+    def sweep_approvals(self) -> int:
         """Record what the passing of time did to the pending approvals: a `reminded`
         event each `remindAfter`, an `escalated` event once `escalateAfter` has passed.
         Returns how many events were written. Several servers on one store may sweep at
@@ -168,7 +182,7 @@ class Runs:
         written = 0
         if not self.ledger.exists:
             return 0
-        for listed in self.store.list_runs(statuses=[RunStatus.AWAITING_APPROVAL], limit=limit):
+        for listed in self.awaiting_approval():
 
             def once(run_id: str = listed.id) -> int:
                 run = self.store.get(run_id)
@@ -195,17 +209,19 @@ class Runs:
         return written
 
     def waiting_for(self, request: Request, person: str, limit: int = 100) -> list[RunRecord]:
-        """Runs awaiting an approval `person` may give, their own among them, oldest wait first."""
-        found = self.store.list_runs(statuses=[RunStatus.AWAITING_APPROVAL], limit=limit)
+        """Runs awaiting an approval `person` may give, their own among them: the `limit`
+        longest waiting, found among every waiting run."""
         roles = self.ledger.roles(person)
-        out = []
-        for run in found:
-            waiting = self.decisions.waiting(run)
-            if waiting is None or waiting.refusal(person, roles) is not None:
-                continue
-            if run.owner == person or waiting.may_see(person, roles):
-                out.append(run)
-        return sorted(out, key=lambda r: r.updated_at)
+
+        def theirs() -> Iterator[RunRecord]:
+            for run in self.awaiting_approval():
+                waiting = self.decisions.waiting(run)
+                if waiting is None or waiting.refusal(person, roles) is not None:
+                    continue
+                if run.owner == person or waiting.may_see(person, roles):
+                    yield run
+
+        return heapq.nsmallest(limit, theirs(), key=lambda r: r.updated_at)
 
     # -- workflow_start --------------------------------------------------------------
     def start(

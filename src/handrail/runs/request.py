@@ -46,6 +46,9 @@ class Request:
     # and leases"): one per stdio session, the Mcp-Session-Id header or the connection on
     # HTTP; None: the person themselves (the dashboard, `handrail runs`, the library)
     session: str | None = None
+    # the JSON-RPC id of the message answered, as text (at most 128 characters): set only
+    # when the server traces, for a span's `jsonrpc.request.id`
+    message_id: str | None = None
 
 
 LOCAL = Request()  # the server's own person, asking through no client (the library, tests)

@@ -198,6 +198,9 @@ class RunFilter(TypedDict, total=False):
     workflow_id: str | None
     text: str | None  # found in the goal or the run id
     parent_id: str | None  # the children of this run
+    # only runs whose id sorts after this one, listed in id order: paging through all of
+    # them (an id never moves, so a run updated meanwhile is neither seen twice nor missed)
+    after_id: str | None
 
 
 LIST_LIMIT = 100

@@ -52,6 +52,7 @@ from handrail.store.rows import (
     insert_events,
     insert_run,
     list_filter,
+    list_order,
     move,
     now,
     read_events,
@@ -257,10 +258,8 @@ class PostgresStore:
     def list_runs(self, **filters: Unpack[RunFilter]) -> list[RunRecord]:
         clause, values = list_filter(filters, "%s")
         # no rowid here: ties in the update time (same millisecond) go to the newer start
-        query = (
-            f"SELECT {_COLUMNS} FROM runs {clause} "
-            "ORDER BY updated_at DESC, created_at DESC, id DESC LIMIT %s"
-        )
+        order = list_order(filters, "updated_at DESC, created_at DESC, id DESC")
+        query = f"SELECT {_COLUMNS} FROM runs {clause} {order} LIMIT %s"
         with self._connection() as db:
             rows = db.execute(query, (*values, filters.get("limit", LIST_LIMIT))).fetchall()
         return [_record(r) for r in rows]

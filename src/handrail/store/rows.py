@@ -175,11 +175,20 @@ def list_filter(filters: RunFilter, mark: str) -> tuple[str, list[Any]]:
     if (parent_id := filters.get("parent_id")) is not None:
         where.append(f"parent_id = {mark}")
         values.append(parent_id)
+    after_id = filters.get("after_id")
+    if after_id is not None:
+        where.append(f"id > {mark}")
+        values.append(after_id)
     if text:
         pattern = "%" + _ascii_lower(text).replace("!", "!!").replace("%", "!%").replace("_", "!_") + "%"
         where.append(f"(LOWER(goal) LIKE {mark} ESCAPE '!' OR LOWER(id) LIKE {mark} ESCAPE '!')")
         values.extend([pattern, pattern])
     return (f"WHERE {' AND '.join(where)}" if where else ""), values
+
+
+def list_order(filters: RunFilter, newest: str) -> str:
+    """A listing's ORDER BY: by id when it pages (`after_id`), else `newest` first."""
+    return "ORDER BY id" if filters.get("after_id") is not None else f"ORDER BY {newest}"
 
 
 def _ascii_lower(text: str) -> str:

@@ -58,6 +58,7 @@ from handrail.store.rows import (
     insert_run,
     later,
     list_filter,
+    list_order,
     move,
     now,
     read_events,
@@ -324,7 +325,8 @@ class SqliteStore:
 
     def list_runs(self, **filters: Unpack[RunFilter]) -> list[RunRecord]:
         clause, values = list_filter(filters, "?")
-        query = f"SELECT {_COLUMNS} FROM runs {clause} ORDER BY updated_at DESC, rowid DESC LIMIT ?"
+        order = list_order(filters, "updated_at DESC, rowid DESC")
+        query = f"SELECT {_COLUMNS} FROM runs {clause} {order} LIMIT ?"
         with self._read() as db:
             rows = db.execute(query, (*values, filters.get("limit", LIST_LIMIT))).fetchall()
         return [_record(r) for r in rows]
