@@ -102,6 +102,19 @@ def test_another_session_is_refused_a_held_branch_and_the_holders_calls_renew_it
     assert after is not None and after.holder == "stdio:a" and after.lease_until > mine["leaseUntil"]
 
 
+def test_another_session_is_refused_abandoning_a_held_branch_and_the_holder_may(
+    service: Service, tmp_path: Path
+) -> None:
+    _, made = branches(service, tmp_path, ["a.py"])
+    mine = claim(service, AGENT_A)
+    with pytest.raises(HandrailError) as refused:
+        service.call("workflow_abandon", {"runId": mine["runId"], "reason": "Not mine"}, AGENT_B)
+    assert refused.value.code == -32013 and refused.value.data["runId"] == made[0].id
+    assert service.runs.store.get(mine["runId"]).status == "active"  # type: ignore[union-attr]
+    ended = service.call("workflow_abandon", {"runId": mine["runId"], "reason": "Done with it"}, AGENT_A)
+    assert ended["status"] == "abandoned"
+
+
 def test_a_lease_that_runs_out_mid_branch_lets_the_next_claimer_carry_on_from_the_last_accepted_step(
     service: Service, tmp_path: Path
 ) -> None:

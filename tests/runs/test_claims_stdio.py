@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from handrail.cli import main
 from tests.helpers.server import Server
 from tests.runs.workflows import REVIEW_ID, review_files, write
 
@@ -40,3 +41,31 @@ def test_two_stdio_agents_claim_different_branches_and_one_is_refused_the_others
         assert "workflow_claim" in refused["content"][0]["text"]  # the fix a model is shown
         accepted = lead.call("workflow_continue", submit)["structuredContent"]
         assert accepted["accepted"] is True and accepted["step"]["id"] == "note"
+
+
+def test_another_stdio_agent_is_refused_abandoning_a_held_branch_and_a_person_still_may(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write(tmp_path / "flows", review_files(max_parallel=4))
+    database = f"sqlite:///{tmp_path / 'r.db'}"
+    args = ("--no-bundled", "--workflows", str(tmp_path / "flows"), "--database", database)
+    with Server(*args) as lead, Server(*args) as helper:
+        lead.initialize()
+        helper.initialize()
+        started = lead.call("workflow_start", {"workflowId": REVIEW_ID, "goal": "Review",
+                            "workspace": str(tmp_path), "context": {"files": ["a.py", "b.py"]}})  # fmt: skip
+        parent = started["structuredContent"]["runId"]
+        lead.call("workflow_continue", {"runId": parent, "stepId": "collect", "output": "Two files."})
+        mine = lead.call("workflow_claim", {"runId": parent})["structuredContent"]
+        theirs = helper.call("workflow_claim", {"runId": parent})["structuredContent"]
+        refused = helper.call("workflow_abandon", {"runId": mine["runId"], "reason": "Not mine"})
+        assert refused["isError"] is True and refused["structuredContent"]["code"] == -32013
+        assert refused["structuredContent"]["data"]["runId"] == mine["runId"]
+        still = lead.call("workflow_resume", {"runId": mine["runId"]})["structuredContent"]
+        assert still["status"] == "active"
+        # the person (the runs CLI names no agent session) may end a branch an agent holds
+        ended = main(["runs", "abandon", mine["runId"], "--reason", "Stop", "--database", database])
+        assert ended == 0 and "abandoned" in capsys.readouterr().out
+        shown = lead.call("workflow_resume", {"runId": mine["runId"]})["structuredContent"]
+        assert shown["status"] == "abandoned"
+        assert theirs["runId"] != mine["runId"]

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Unpack
 from handrail.runs import machine
 from handrail.runs.advance import Advance
 from handrail.runs.approvers import CHANNELS, reminders_due
-from handrail.runs.claims import Claims, renewed
+from handrail.runs.claims import Claims, admitted, renewed
 from handrail.runs.decisions import Decisions
 from handrail.runs.ledger import Ledger, LedgerOptions, new_run_id
 from handrail.runs.migration import Migrations
@@ -369,6 +369,8 @@ class Runs:
             run = self.run(request, run_id)
             if not machine.allows(run.status, EventType.ABANDONED):
                 raise not_active(run)
+            if request.session is not None:  # an agent abandons only what it holds; a person any
+                run = admitted(self.ledger, request, run)
             event = NewEvent(EventType.ABANDONED, data={"reason": reason})
             written = self.tree.after(self.ledger.write(run, RunUpdate(), [event], self.owner(request)))
             return shaped(written, ("runId", "status", "workflowId"))
