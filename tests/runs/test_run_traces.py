@@ -117,9 +117,10 @@ def run_trace(trace: dict[str, Any], folder: Path) -> list[str]:
                 outcome = {"waited": params["seconds"]}
             elif call["tool"] in ("approve", "decline"):  # what `handrail runs approve|decline` does
                 decide = service.runs.approve if call["tool"] == "approve" else service.runs.decline
+                named = params.get("runId", run_id or "")  # "$branch:N", "$child" too
                 try:
                     outcome = decide(
-                        LOCAL, run_id or "", person=params["person"], comment=params.get("comment")
+                        LOCAL, tree.get(named, named), person=params["person"], comment=params.get("comment")
                     )
                 except HandrailError as exc:
                     outcome = {"error": {"code": exc.code, "message": exc.message, "data": exc.data}}

@@ -423,6 +423,38 @@ def test_a_person_declining_a_child_runs_step_fails_the_parents_step_with_their_
         service.close()
 
 
+def test_a_person_declining_a_branchs_step_ends_the_branch_and_too_many_declined_fail_the_loop(
+    tmp_path: Path,
+) -> None:
+    from handrail.runs.request import LOCAL
+
+    service = _service(tmp_path, review_files(max_parallel=3, at_least=2, confirm=True))
+    try:
+        waiting = _waiting_parent(service, tmp_path, FILES)
+        ids = [b["runId"] for b in waiting["branches"]]
+        for run_id in ids[:2]:
+            asked = service.call(
+                "workflow_continue", {"runId": run_id, "stepId": "review", "output": "Reviewed"}
+            )
+            assert asked["status"] == "awaiting_approval"
+        declined = service.runs.decline(LOCAL, ids[0], person="maria", comment="Missed the tests")
+        assert declined["status"] == "abandoned"
+        events = service.runs.events(service.runs.store.get(ids[0]))  # type: ignore[arg-type]
+        assert events[-1].type == "abandoned"
+        assert events[-1].data["reason"] == "declined: maria declined this step: Missed the tests"
+        parent = service.call("workflow_resume", {"runId": waiting["runId"]})
+        assert "failed" not in parent["waitingOn"]  # two of three can still complete
+        assert [b["status"] for b in parent["branches"]] == ["abandoned", "awaiting_approval", "active"]
+        service.runs.decline(LOCAL, ids[1], person="maria", comment="Same again")
+        failed = service.call("workflow_resume", {"runId": waiting["runId"]})
+        assert failed["waitingOn"]["failed"].startswith("2 of loop `each-file`'s 3 branches were abandoned")
+        assert [b["status"] for b in failed["branches"]] == ["abandoned", "abandoned", "abandoned"]
+        cancelled = service.runs.events(service.runs.store.get(ids[2]))  # type: ignore[arg-type]
+        assert cancelled[-1].data["reason"].startswith("cancelled: 2 of loop")
+    finally:
+        service.close()
+
+
 def test_sub_workflows_nest_at_most_eight_runs_deep_and_an_unknown_workflow_fails_the_step(
     tmp_path: Path,
 ) -> None:

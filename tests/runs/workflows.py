@@ -55,8 +55,11 @@ def write(folder: Path, document: dict[str, Any]) -> Path:
 REVIEW_ID = "review-files"
 
 
-def review_files(*, max_parallel: int = 2, at_least: int | None = None) -> dict[str, Any]:
-    """A list of files, a parallel loop reviewing each (two steps per file), a report."""
+def review_files(
+    *, max_parallel: int = 2, at_least: int | None = None, confirm: bool = False
+) -> dict[str, Any]:
+    """A list of files, a parallel loop reviewing each (two steps per file, the review
+    approved by a person when `confirm`), a report."""
     loop: dict[str, Any] = {
         "type": "forEach",
         "items": "files",
@@ -88,6 +91,7 @@ def review_files(*, max_parallel: int = 2, at_least: int | None = None) -> dict[
                         "validationCriteria": [
                             {"type": "contains", "value": "Reviewed", "message": "Say what you reviewed"}
                         ],
+                        **({"requireConfirmation": True} if confirm else {}),
                     },
                     {"id": "note", "title": "Note {{file}}", "prompt": "Note what {{file}} needs."},
                 ],

@@ -227,15 +227,25 @@ class Tree:
         )
 
     def _declined(self, child: RunRecord, answer: Mapping[str, Any]) -> None:
-        """A person declined a step of a sub-workflow's child: the parent's step fails with
-        their words, and the child, which nothing waits for any more, is cancelled."""
+        """A person declined a step of a child run. A sub-workflow's child: the parent's
+        step fails with their words, and the child, which nothing waits for any more, is
+        cancelled. A parallel branch ends, abandoned with their words, and counts against
+        the loop's `atLeast` as any abandoned branch does."""
         parent = self.ledger.store.get(child.parent_id or "")
         waiting = Position.stored(parent.position).waiting if parent is not None else None
-        if parent is None or waiting is None or waiting.get("kind") != "child":
-            return
-        if branch_id(parent, waiting, 0) != child.id:
+        if parent is None or waiting is None:
             return
         issues = answer.get("issues") or ["a person declined its step"]
+        if waiting.get("kind") == "branches":
+            if child.branch is None or branch_id(parent, waiting, child.branch) != child.id:
+                return
+            self._abandon(child.id, f"declined: {issues[0]}")
+            ended = self.ledger.store.get(child.id)
+            if ended is not None:
+                self.after(ended)  # the parent opens its next branch, or fails the loop
+            return
+        if waiting.get("kind") != "child" or branch_id(parent, waiting, 0) != child.id:
+            return
         said = f"its child run {child.id} of workflow `{waiting.get('workflowId')}` was declined: {issues[0]}"
         self._fail(parent, waiting, [self.ledger.store.get(child.id)], said)
 
