@@ -114,3 +114,57 @@ def test_a_renewal_moves_only_the_live_lease_of_its_holder_on(two_stores: tuple[
     assert other.renew(live.id, "a", until) is True
     read = store.get(live.id)
     assert read is not None and read.lease_until == until and read.version == live.version
+
+
+def test_a_branch_whose_lease_ran_out_is_claimed_before_a_later_one_nobody_held(
+    two_stores: tuple[RunStore, RunStore],
+) -> None:
+    store, other = two_stores
+    branches(store, 3)
+    where = ClaimFilter(owner="local", parent_id="run_parent")
+    lapsed = store.claim(where, "a", later(-1))  # branch 0, its lease already over
+    assert lapsed is not None and lapsed.branch == 0
+    taken = [other.claim(where, f"h{n}", later(60)) for n in range(4)]
+    assert [t.branch if t is not None else None for t in taken] == [0, 1, 2, None]
+
+
+def test_a_claim_picks_from_the_indexes_of_unheld_and_held_branches_not_by_walking_the_loop(
+    tmp_path: Path,
+) -> None:
+    import sqlite3
+
+    from handrail.store.claims import free_branch
+
+    open_store(f"sqlite:///{tmp_path / 'runs.db'}").close()
+    query, values = free_branch(ClaimFilter(owner="local", parent_id="run_parent"), later(0), "?")
+    with sqlite3.connect(tmp_path / "runs.db") as db:
+        plan = " | ".join(row[3] for row in db.execute(f"EXPLAIN QUERY PLAN {query}", values))
+    assert "INDEX runs_unheld_branches" in plan and "INDEX runs_held_branches" in plan, plan
+    assert "runs_by_parent" not in plan, plan
+
+
+def test_a_database_from_before_the_claim_indexes_gets_them_when_opened(tmp_path: Path) -> None:
+    import sqlite3
+
+    from handrail.store.schema import migrations, statements
+    from handrail.store.stats import last_line
+
+    every = migrations("sqlite")
+    mine = next(i for i, m in enumerate(every) if "runs_unheld_branches" in m)
+    with sqlite3.connect(tmp_path / "runs.db") as db:  # the schema just before the claim indexes
+        db.create_function("last_line", 1, last_line, deterministic=True)  # as the store's migration has it
+        db.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)")
+        for version, migration in enumerate(every[:mine], 1):
+            for statement in statements(migration):
+                db.execute(statement)
+            db.execute("INSERT INTO schema_migrations VALUES (?, '2026-01-01T00:00:00.000Z')", (version,))
+    store = open_store(f"sqlite:///{tmp_path / 'runs.db'}")
+    try:
+        branches(store, 2)
+        claimed = store.claim(ClaimFilter(owner="local"), "a", later(60))
+        assert claimed is not None and claimed.branch == 0
+    finally:
+        store.close()
+    with sqlite3.connect(tmp_path / "runs.db") as db:
+        names = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+    assert {"runs_unheld_branches", "runs_held_branches"} <= names

@@ -19,26 +19,32 @@ from handrail.store.chain import EventRow, chained_rows, new_head
 from handrail.store.rows import _COLUMNS
 
 
-def free_branch(where: ClaimFilter, at: str, mark: str) -> tuple[str, list[Any]]:
-    """The SELECT of the first free branch in item order (the caller locks it), and its values."""
-    clauses = [
-        "parent_id IS NOT NULL",
-        "branch IS NOT NULL",
-        "status = 'active'",
-        f"owner = {mark}",
-        f"(holder IS NULL OR lease_until IS NULL OR lease_until < {mark})",
-    ]
-    values: list[Any] = [where.owner, at]
+def free_branch(where: ClaimFilter, at: str, mark: str, lock: str = "") -> tuple[str, list[Any]]:
+    """The SELECT of the first free branch in item order, each candidate row locked with
+    `lock` (PostgreSQL: FOR UPDATE SKIP LOCKED), and its values.
+
+    Two picks, each the first of its kind in item order, and the earlier of the two: a
+    branch nobody ever held (a partial index holds only those, so a claim does not walk
+    past the branches already held, however many) and a held one whose lease ran out
+    (found by its lease's end, a range of the held ones' index)."""
+    common = ["parent_id IS NOT NULL", "branch IS NOT NULL", "status = 'active'", f"owner = {mark}"]
+    values: list[Any] = [where.owner]
     for column, value in (
         ("parent_id", where.parent_id),
         ("workflow_id", where.workflow_id),
         ("workspace", where.workspace),
     ):
         if value is not None:
-            clauses.append(f"{column} = {mark}")
+            common.append(f"{column} = {mark}")
             values.append(value)
-    query = f"SELECT {_COLUMNS} FROM runs WHERE {' AND '.join(clauses)} ORDER BY parent_id, branch LIMIT 1"
-    return query, values
+    unheld = " AND ".join([*common, "holder IS NULL"])
+    lapsed = " AND ".join([*common, "holder IS NOT NULL", f"lease_until < {mark}"])
+    pick = f"SELECT {_COLUMNS} FROM runs WHERE {{}} ORDER BY parent_id, branch LIMIT 1 {lock}"
+    query = (
+        f"WITH unheld AS ({pick.format(unheld)}), lapsed AS ({pick.format(lapsed)}) "
+        "SELECT * FROM unheld UNION ALL SELECT * FROM lapsed ORDER BY parent_id, branch LIMIT 1"
+    )
+    return query, [*values, *values, at]
 
 
 def claimed_event(run: RunRecord, holder: str, until: str, at: str) -> NewEvent:

@@ -268,9 +268,9 @@ class PostgresStore:
         """The picked row stays locked until the write commits; a claim racing this one,
         on this replica or another, skips it (SKIP LOCKED) and takes the next free branch."""
         at = now()
-        query, values = claims.free_branch(where, at, "%s")
+        query, values = claims.free_branch(where, at, "%s", "FOR UPDATE SKIP LOCKED")
         with self._connection() as db, db.transaction():
-            row = db.execute((query + " FOR UPDATE SKIP LOCKED").encode(), values).fetchone()
+            row = db.execute(query.encode(), values).fetchone()
             if row is None:
                 return None
             update, values, rows, after = claims.claim_write(_record(row), holder, until, at, "%s")

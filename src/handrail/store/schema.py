@@ -312,6 +312,14 @@ MIGRATIONS: tuple[str, ...] = (
     );
     """
     + STATS_FILL,
+    """
+    -- workflow_claim: open branches nobody holds, in item order, and held ones by their lease's
+    -- end, so a claim reads the branch it takes instead of walking past the held ones
+    CREATE INDEX runs_unheld_branches ON runs (parent_id, branch)
+        WHERE branch IS NOT NULL AND status = 'active' AND holder IS NULL;
+    CREATE INDEX runs_held_branches ON runs (parent_id, lease_until)
+        WHERE branch IS NOT NULL AND status = 'active' AND holder IS NOT NULL
+    """,
 )
 
 STATS_TABLES = ("stats_visits", "stats_waits", "stats_checks", "stats_issues", "stats_gate")
