@@ -101,3 +101,30 @@ def test_the_tool_list_offers_workflow_claim(served: tuple[HttpServer, str]) -> 
     listed = server.rpc("tools/list", {})["result"]["tools"]
     [tool] = [t for t in listed if t["name"] == "workflow_claim"]
     assert set(tool["inputSchema"]["properties"]) == {"runId", "workflowId", "workspace"}
+
+
+def test_the_tree_shows_each_holder_by_its_kind_and_a_short_id_never_a_host_and_port(
+    served: tuple[HttpServer, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    from handrail.cli import main
+
+    server, url = served
+    with httpx.Client(timeout=15) as one, httpx.Client(timeout=15) as two:
+        parent = fan_out(one, server, url, tmp_path, 3)
+        call(one, server, "workflow_claim", {"runId": parent})
+        call(two, server, "workflow_claim", {"runId": parent}, **{"Mcp-Session-Id": "agent-7"})
+        call(two, server, "workflow_claim", {"runId": parent}, **{"Mcp-Session-Id": "a" * 40})
+    assert main(["runs", "show", parent, "--format", "json", "--database", url]) == 0
+    shown = capsys.readouterr().out
+    holders = [c["holder"] for c in json.loads(shown)["tree"]["children"]]
+    assert holders[1:] == ["http-session:agent-7", "http-session:" + "a" * 16 + "…"]
+    kind, _, short = holders[0].partition(":")
+    assert kind == "http-connection" and len(short) == 8 and int(short, 16) >= 0
+    assert main(["runs", "show", parent, "--database", url]) == 0
+    drawn = capsys.readouterr().out
+    assert f"held by {holders[0]} until" in drawn and "http-session:agent-7" in drawn
+    assert main(["runs", "list", "--tree", "--database", url]) == 0
+    listed = capsys.readouterr().out
+    assert holders[0] in listed and "127.0.0.1" not in shown + drawn + listed

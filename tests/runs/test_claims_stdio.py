@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from handrail.cli import main
+from handrail.store import open_store
 from tests.helpers.server import Server
 from tests.runs.workflows import REVIEW_ID, review_files, write
 
@@ -41,6 +42,14 @@ def test_two_stdio_agents_claim_different_branches_and_one_is_refused_the_others
         assert "workflow_claim" in refused["content"][0]["text"]  # the fix a model is shown
         accepted = lead.call("workflow_continue", submit)["structuredContent"]
         assert accepted["accepted"] is True and accepted["step"]["id"] == "note"
+        shown = lead.call("workflow_resume", {"runId": parent})["structuredContent"]["branches"]
+    store = open_store(f"sqlite:///{tmp_path / 'r.db'}")
+    try:  # the store keeps the whole session; the tree shows its kind and first 8 characters
+        raw = [next(e.data["holder"] for e in store.events(b["runId"]) if e.type == "claimed") for b in shown]
+    finally:
+        store.close()
+    assert [b["holder"] for b in shown] == [r[: len("stdio:") + 8] for r in raw]
+    assert all(len(r) > len(b["holder"]) for r, b in zip(raw, shown, strict=True))
 
 
 def test_another_stdio_agent_is_refused_abandoning_a_held_branch_and_a_person_still_may(

@@ -26,6 +26,7 @@ from handrail.engine.results import LoopPosition
 from handrail.expr import lookup
 from handrail.model import Loop
 from handrail.runs import machine
+from handrail.runs.holders import shown_holder
 from handrail.runs.ledger import Ledger
 from handrail.runs.position import Position, merge_context
 from handrail.runs.shapes import recap, view
@@ -525,7 +526,7 @@ def branch_row(run: RunRecord) -> dict[str, Any]:
         row["item"] = scope["item"]
     step = run.current_step
     row["currentStep"] = step["id"] if step is not None else None
-    row["holder"] = run.holder
+    row["holder"] = shown_holder(run.holder)  # its kind and a short id, never the raw session
     if run.lease_until is not None:
         row["leaseUntil"] = run.lease_until
     return row

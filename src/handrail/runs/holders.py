@@ -1,0 +1,34 @@
+"""How a branch's holder is shown to people (the parent's `branches`, `handrail runs show`
+and `list --tree`, the dashboard): the kind of agent session and a short id the person
+can match with their agents, never the raw session string. The store keeps the raw one;
+only the holder's own calls are matched against it.
+
+- `stdio:1a2b3c4d`: the first 8 characters of the stdio session's random id (request
+  spans carry the whole id as `mcp.session.id`).
+- `http-session:agent-7`: the client's `Mcp-Session-Id` as it sent it, its first 16
+  characters and `…` when longer.
+- `http-connection:5e6f7a8b`: 8 hex digits of a hash of the connection, which stands for
+  it without naming its host and port.
+- `person`: held by a person (a claim naming no agent session).
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+SHORT = 8  # characters of a random session id shown
+NAMED = 16  # characters of a client's own session name shown
+
+
+def shown_holder(held_by: str | None) -> str | None:
+    """`held_by` as people are shown it; None when nobody holds the branch."""
+    if held_by is None:
+        return None
+    kind, _, rest = held_by.partition(":")
+    if not rest:
+        return kind
+    if kind == "http-session":
+        return f"{kind}:{rest if len(rest) <= NAMED else rest[:NAMED] + '…'}"
+    if kind == "http-connection":
+        return f"{kind}:{hashlib.sha256(rest.encode()).hexdigest()[:SHORT]}"
+    return f"{kind}:{rest[:SHORT]}"
