@@ -42,6 +42,7 @@ LISTED_BRANCHES = 100  # a waiting run's answer lists its first branches, at mos
 CHILDREN_READ = 5000  # a parent's children read at once, at most
 FINISHED = (RunStatus.COMPLETED, RunStatus.ABANDONED)
 ACTOR = "handrail"  # the actor of the events the tree itself writes
+INHERITED = ("approvalChannels", "workflowFolders")  # copied from a parent's `started` event
 R = TypeVar("R")
 
 
@@ -288,6 +289,7 @@ class Tree:
             "context": context,
             "parentId": run.id,
             "parentStep": waiting.get("stepId"),
+            **self._inherited(run),
         }
         events = [NewEvent(EventType.STARTED, data=started)]
         if position.is_complete:
@@ -305,6 +307,15 @@ class Tree:
             if made is None:
                 raise
             return made
+
+    def _inherited(self, parent: RunRecord) -> dict[str, Any]:
+        """What a run below `parent` keeps of the server that started the tree: the approval
+        channels it took and the workflow folders the gate protects, from the parent's
+        `started` event (which has them from its own parent, up to the root)."""
+        first = next((e for e in self.ledger.store.gate_events(parent.id, 1) if e.seq == 1), None)
+        if first is None or first.type != EventType.STARTED:
+            return {}
+        return {k: first.data[k] for k in INHERITED if k in first.data}
 
     def _children(self, run: RunRecord, waiting: Mapping[str, Any]) -> list[RunRecord | None]:
         ids = [branch_id(run, waiting, i) for i in range(int(waiting.get("count", 0)))]
@@ -361,6 +372,7 @@ class Tree:
             "parentStep": loop.id,
             "branch": index,
             "item": item,
+            **self._inherited(parent),
         }
         events = [NewEvent(EventType.STARTED, data=started)]
         if position.is_complete:
