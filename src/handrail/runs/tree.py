@@ -42,6 +42,7 @@ LISTED_BRANCHES = 100  # a waiting run's answer lists its first branches, at mos
 CHILDREN_READ = 5000  # a parent's children read at once, at most
 FINISHED = (RunStatus.COMPLETED, RunStatus.ABANDONED)
 ACTOR = "handrail"  # the actor of the events the tree itself writes
+VISITS_SEARCHED = 10_000  # a parent's past visits an open branch is looked for in, at most
 INHERITED = ("approvalChannels", "workflowFolders")  # copied from a parent's `started` event
 R = TypeVar("R")
 
@@ -75,6 +76,7 @@ class Tree:
         """Whatever the run's last write means for its tree; the run as it now stands."""
         if not _in_tree(run):
             return run
+        run = self.healed(run)
         if run.status == RunStatus.ABANDONED:
             self._cascade(run)
         run = self._settle(run)
@@ -91,6 +93,32 @@ class Tree:
             run, parent_id = settled, settled.parent_id
         fresh = self.ledger.store.get(run.id)
         return fresh if fresh is not None else run
+
+    def orphaned(self, run: RunRecord) -> bool:
+        """Whether `run` is an open branch or child its parent no longer waits on (at the
+        visit of the step that opened it): what a crash between the parent moving on and
+        the cancelling of its branches leaves behind."""
+        if run.parent_id is None or run.status not in ACTIVE_STATUSES:
+            return False
+        parent = self.ledger.store.get(run.parent_id)
+        if parent is None:
+            return False
+        waiting = Position.stored(parent.position).waiting
+        index = run.branch or 0
+        live = parent.status == RunStatus.ACTIVE and waiting is not None and not waiting.get("failed")
+        if live and waiting is not None and branch_id(parent, waiting, index) == run.id:
+            return False
+        # opened by the parent at a visit of the step it has since moved past (its id
+        # says which); a run its parent never derived is not the tree's to cancel
+        visits = range(parent.accepted, max(-1, parent.accepted - VISITS_SEARCHED), -1)
+        return any(_derived_id(parent.id, run.parent_step, k, index) == run.id for k in visits)
+
+    def healed(self, run: RunRecord) -> RunRecord:
+        """`run`, cancelled first when its parent no longer waits on it."""
+        if not self.orphaned(run):
+            return run
+        self._abandon(run.id, f"cancelled: its parent run {run.parent_id} no longer waits on it")
+        return self.ledger.store.get(run.id) or run
 
     def shown(self, run: RunRecord) -> dict[str, Any]:
         """What a waiting run's answers add: its branches, each with its holder and status."""
@@ -515,7 +543,11 @@ class Tree:
 def branch_id(parent: RunRecord, waiting: Mapping[str, Any], index: int) -> str:
     """A branch's run id: the same for every server that opens it, unguessable as its
     parent's (the parent's own id, secret, goes into the hash)."""
-    key = f"{parent.id}\n{waiting.get('stepId')}\n{parent.accepted}\n{index}"
+    return _derived_id(parent.id, waiting.get("stepId"), parent.accepted, index)
+
+
+def _derived_id(parent_id: str, step_id: Any, accepted: int, index: int) -> str:
+    key = f"{parent_id}\n{step_id}\n{accepted}\n{index}"
     return "run_" + hashlib.sha256(key.encode()).hexdigest()[:32]
 
 
