@@ -269,12 +269,19 @@ class Tree:
         self._fail(parent, waiting, [self.ledger.store.get(child.id)], said)
 
     def _start_child(self, run: RunRecord, waiting: Mapping[str, Any], workflow_id: str) -> RunRecord | None:
-        depth, above = 0, run
+        depth, above, lineage = 0, run, [run.workflow_id]
         while above.parent_id is not None and depth <= MAX_DEPTH:
             found = self.ledger.store.get(above.parent_id)
             if found is None:
                 break
             above, depth = found, depth + 1
+            lineage.append(above.workflow_id)
+        if workflow_id in lineage:
+            # workflows that start each other: refused at the first repeat, long before the depth bound
+            path = list(dict.fromkeys(reversed(lineage[: lineage.index(workflow_id) + 1])))
+            cycle = " → ".join(f"`{w}`" for w in [*path, workflow_id])
+            said = f"workflow `{workflow_id}` would start itself again ({cycle}): a cycle is not started"
+            return self._fail(run, waiting, (), said)
         if depth >= MAX_DEPTH:
             said = f"runs are nested {MAX_DEPTH} deep, the most there may be: `{workflow_id}` is not started"
             return self._fail(run, waiting, (), said)
@@ -285,6 +292,13 @@ class Tree:
         if workflow is None:
             return self._fail(run, waiting, (), f"workflow `{workflow_id}` is not in the server's catalog")
         context = dict(waiting.get("context") or {})
+        size, limit = json_size(context), self.ledger.max_context_bytes
+        if size > limit:
+            said = (
+                f"the context of its child run of workflow `{workflow_id}` would be {size} bytes as JSON, "
+                f"over the server's limit of {limit} (maxContextBytes)"
+            )
+            return self._fail(run, waiting, (), said)
         position, _ = Position((), (), None, None, False).advanced(workflow, context)
         self.ledger.store.put_source(workflow.content_hash, workflow.id, workflow.document)
         at = now()
