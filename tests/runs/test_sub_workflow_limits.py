@@ -24,7 +24,9 @@ def _start(service: Service, tmp: Path, workflow_id: str, context: dict[str, Any
     return dict(service.call("workflow_start", arguments))
 
 
-def test_a_child_whose_filled_context_is_over_the_servers_limit_fails_the_parents_step(tmp_path: Path) -> None:
+def test_a_child_whose_filled_context_is_over_the_servers_limit_fails_the_parents_step(
+    tmp_path: Path,
+) -> None:
     parent = review_each()
     parent["steps"][0]["body"][0]["context"] = {"a": "{{file}}", "b": "{{file}}", "c": "{{file}}"}
     service = _service(tmp_path, parent, code_review(), limits=Limits(max_context_bytes=1000))
