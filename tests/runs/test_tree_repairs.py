@@ -1,6 +1,5 @@
 """A tree left half-moved heals when anyone looks (spec/runs.md, "Exactly once, across
-servers and crashes"), and migration leaves a waiting parent's wait as it was
-(spec/runs.md, "Migration")."""
+servers and crashes"): branches open past their parent's fan-in are cancelled."""
 
 from __future__ import annotations
 
@@ -9,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from handrail.errors import HandrailError
 from handrail.runs.request import Request
 from handrail.runs.tree import Tree
 from tests.runs.test_tree import FILES, _finish, _service, _waiting_parent
@@ -67,8 +67,6 @@ def test_a_claim_never_hands_out_a_branch_its_parent_no_longer_waits_on(
 def test_a_step_submitted_to_a_branch_its_parent_no_longer_waits_on_is_refused(
     tmp_path: Path, monkeypatch: Any
 ) -> None:
-    from handrail.errors import HandrailError
-
     service = _service(tmp_path, review_files(max_parallel=3, at_least=1))
     try:
         waiting = _waiting_parent(service, tmp_path, FILES)
