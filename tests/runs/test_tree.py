@@ -460,10 +460,14 @@ def test_sub_workflows_nest_at_most_eight_runs_deep_and_an_unknown_workflow_fail
 ) -> None:
     from tests.runs.workflows import review_each
 
-    deep = review_each(target="review-each")  # starts itself: the depth bound stops it
-    deep["steps"][0]["body"][0]["context"] = {"files": ["again"]}  # each child loops once more
+    for level in range(1, 10):  # level-N starts level-N+1: nine workflows, none twice
+        nested = review_each(target=f"level-{level + 1}") | {"id": f"level-{level}"}
+        nested["steps"][0]["body"][0]["context"] = {"files": ["again"]}  # each child loops once more
+        write(tmp_path / "flows", nested)
     write(tmp_path / "flows", review_each(target="no-such-flow") | {"id": "broken-each"})
-    service = _service(tmp_path, deep)
+    top_flow = review_each(target="level-1")
+    top_flow["steps"][0]["body"][0]["context"] = {"files": ["again"]}
+    service = _service(tmp_path, top_flow)
     try:
         arguments = {"goal": "G", "workspace": str(tmp_path), "context": {"files": ["x.py"]}}
         top = service.call("workflow_start", {"workflowId": "review-each", **arguments})

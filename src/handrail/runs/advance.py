@@ -80,7 +80,7 @@ class Advance:
                 raise not_current(step_id, run, moved=True)
             tried["seen"] = run
             try:
-                return self._continue_once(call, admitted(ledger, request, run))
+                return self._continue_once(call, admitted(ledger, request, self.tree.healed(run)))
             except Conflict:
                 tried["cached"] = None
                 raise

@@ -24,6 +24,7 @@ from handrail.store.claims import branch_counts
 from handrail.store.rows import later, now
 
 PERSON = "person"  # the holder of a request that names no agent session
+ORPHANS_PASSED = 32  # branches a claim cancels, at most, before it hands one out
 
 
 def holder(request: Request) -> str:
@@ -101,8 +102,13 @@ class Claims:
             workflow_id=workflow_id,
             workspace=None if workspace is None else ledger.workspace(request, workspace),
         )
-        until = later(ledger.lease_seconds)
-        run = ledger.store.claim(where, holder(request), until)
+        run = None
+        for _ in range(ORPHANS_PASSED):
+            run = ledger.store.claim(where, holder(request), later(ledger.lease_seconds))
+            if run is None or not self.tree.orphaned(run):
+                break
+            self.tree.healed(run)  # its parent moved on before cancelling it: never handed out
+            run = None
         if run is None:
             return self._nothing(where)
         ledger.remember(run)

@@ -10,7 +10,7 @@ only, before a changed file is deployed.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from handrail.engine.results import LoopPosition
@@ -73,10 +73,18 @@ def carry(run: RunRecord, old: Workflow, new: Workflow, mapping: Mapping[str, st
     which must be the run's current step (renamed). Otherwise the run is stranded."""
     if run.status not in ACTIVE_STATUSES:
         return Stranded(f"the run is {run.status}; only open runs move")
+    if run.parent_id is not None:
+        what = f"branch {run.branch} of" if run.branch is not None else "the child run of"
+        return Stranded(
+            f"it is {what} step `{run.parent_step}` of run {run.parent_id}; a run below another "
+            "stays on the version it started on (migrate the run at the top of its tree)"
+        )
     try:
         here = Position.stored(run.position)
     except HandrailError as exc:
         return Stranded(exc.message)
+    if here.waiting is not None:
+        return _waiting_kept(run, here, old, new, mapping)
     current = here.step_id
     target = mapping.get(current, current) if current is not None else None
     if current is not None and target is not None:
@@ -107,6 +115,42 @@ def carry(run: RunRecord, old: Workflow, new: Workflow, mapping: Mapping[str, st
         if refused is not None:
             return refused
     return Carried(moved, dropped)
+
+
+def _waiting_kept(
+    run: RunRecord, here: Position, old: Workflow, new: Workflow, mapping: Mapping[str, str]
+) -> Carried | Stranded:
+    """A run waiting on its branches or child keeps that wait as stored: the count of
+    branches and their ids were fixed when it began, whatever its context says now. The
+    step it waits on must be in the newer version under its id, as the same kind."""
+    waited = str(here.waiting.get("stepId")) if here.waiting is not None else ""
+    kind = here.waiting.get("kind") if here.waiting is not None else None
+    what = "branches of loop" if kind == "branches" else "child run of step"
+    waiting = f"it waits on the {what} `{waited}`"
+    if mapping.get(waited, waited) != waited:
+        return Stranded(f"{waiting}, which the --map renames; its open runs name it by its id")
+    was, now = old.nodes.get(waited), new.nodes.get(waited)
+    if now is None:
+        return Stranded(f"{waiting}, which version {new.version} does not have")
+    if kind == "branches":
+        same = (
+            isinstance(was, Loop)
+            and isinstance(now, Loop)
+            and now.parallel is not None
+            and was.kind == now.kind
+        )
+    else:
+        before, after = getattr(was, "subworkflow", None), getattr(now, "subworkflow", None)
+        same = before is not None and after is not None and before.workflow_id == after.workflow_id
+    if not same:
+        return Stranded(f"{waiting}, which is of another kind in version {new.version}")
+    loops = _loops(here.loops, old, new, mapping)
+    if isinstance(loops, Stranded):
+        return loops
+    renamed = [mapping.get(s, s) for s in here.completed_steps]
+    completed = tuple(dict.fromkeys(s for s in renamed if s in new.nodes))
+    dropped = tuple(s for s, r in zip(here.completed_steps, renamed, strict=True) if r not in new.nodes)
+    return Carried(replace(here, completed_steps=completed, loops=loops), dropped)
 
 
 def _loops(

@@ -43,6 +43,8 @@ LISTED_BRANCHES = 100  # a waiting run's answer lists its first branches, at mos
 CHILDREN_READ = 5000  # a parent's children read at once, at most
 FINISHED = (RunStatus.COMPLETED, RunStatus.ABANDONED)
 ACTOR = "handrail"  # the actor of the events the tree itself writes
+VISITS_SEARCHED = 10_000  # a parent's past visits an open branch is looked for in, at most
+INHERITED = ("approvalChannels", "workflowFolders")  # copied from a parent's `started` event
 R = TypeVar("R")
 
 
@@ -75,6 +77,7 @@ class Tree:
         """Whatever the run's last write means for its tree; the run as it now stands."""
         if not _in_tree(run):
             return run
+        run = self.healed(run)
         if run.status == RunStatus.ABANDONED:
             self._cascade(run)
         run = self._settle(run)
@@ -91,6 +94,32 @@ class Tree:
             run, parent_id = settled, settled.parent_id
         fresh = self.ledger.store.get(run.id)
         return fresh if fresh is not None else run
+
+    def orphaned(self, run: RunRecord) -> bool:
+        """Whether `run` is an open branch or child its parent no longer waits on (at the
+        visit of the step that opened it): what a crash between the parent moving on and
+        the cancelling of its branches leaves behind."""
+        if run.parent_id is None or run.status not in ACTIVE_STATUSES:
+            return False
+        parent = self.ledger.store.get(run.parent_id)
+        if parent is None:
+            return False
+        waiting = Position.stored(parent.position).waiting
+        index = run.branch or 0
+        live = parent.status == RunStatus.ACTIVE and waiting is not None and not waiting.get("failed")
+        if live and waiting is not None and branch_id(parent, waiting, index) == run.id:
+            return False
+        # opened by the parent at a visit of the step it has since moved past (its id
+        # says which); a run its parent never derived is not the tree's to cancel
+        visits = range(parent.accepted, max(-1, parent.accepted - VISITS_SEARCHED), -1)
+        return any(_derived_id(parent.id, run.parent_step, k, index) == run.id for k in visits)
+
+    def healed(self, run: RunRecord) -> RunRecord:
+        """`run`, cancelled first when its parent no longer waits on it."""
+        if not self.orphaned(run):
+            return run
+        self._abandon(run.id, f"cancelled: its parent run {run.parent_id} no longer waits on it")
+        return self.ledger.store.get(run.id) or run
 
     def shown(self, run: RunRecord) -> dict[str, Any]:
         """What a waiting run's answers add: its branches, each with its holder and status."""
@@ -251,12 +280,19 @@ class Tree:
         self._fail(parent, waiting, [self.ledger.store.get(child.id)], said)
 
     def _start_child(self, run: RunRecord, waiting: Mapping[str, Any], workflow_id: str) -> RunRecord | None:
-        depth, above = 0, run
+        depth, above, lineage = 0, run, [run.workflow_id]
         while above.parent_id is not None and depth <= MAX_DEPTH:
             found = self.ledger.store.get(above.parent_id)
             if found is None:
                 break
             above, depth = found, depth + 1
+            lineage.append(above.workflow_id)
+        if workflow_id in lineage:
+            # workflows that start each other: refused at the first repeat, long before the depth bound
+            path = list(dict.fromkeys(reversed(lineage[: lineage.index(workflow_id) + 1])))
+            cycle = " → ".join(f"`{w}`" for w in [*path, workflow_id])
+            said = f"workflow `{workflow_id}` would start itself again ({cycle}): a cycle is not started"
+            return self._fail(run, waiting, (), said)
         if depth >= MAX_DEPTH:
             said = f"runs are nested {MAX_DEPTH} deep, the most there may be: `{workflow_id}` is not started"
             return self._fail(run, waiting, (), said)
@@ -267,6 +303,13 @@ class Tree:
         if workflow is None:
             return self._fail(run, waiting, (), f"workflow `{workflow_id}` is not in the server's catalog")
         context = dict(waiting.get("context") or {})
+        size, limit = json_size(context), self.ledger.max_context_bytes
+        if size > limit:
+            said = (
+                f"the context of its child run of workflow `{workflow_id}` would be {size} bytes as JSON, "
+                f"over the server's limit of {limit} (maxContextBytes)"
+            )
+            return self._fail(run, waiting, (), said)
         position, _ = Position((), (), None, None, False).advanced(workflow, context)
         self.ledger.store.put_source(workflow.content_hash, workflow.id, workflow.document)
         at = now()
@@ -299,6 +342,7 @@ class Tree:
             "context": context,
             "parentId": run.id,
             "parentStep": waiting.get("stepId"),
+            **self._inherited(run),
         }
         events = [NewEvent(EventType.STARTED, data=started)]
         if position.is_complete:
@@ -316,6 +360,15 @@ class Tree:
             if made is None:
                 raise
             return made
+
+    def _inherited(self, parent: RunRecord) -> dict[str, Any]:
+        """What a run below `parent` keeps of the server that started the tree: the approval
+        channels it took and the workflow folders the gate protects, from the parent's
+        `started` event (which has them from its own parent, up to the root)."""
+        first = next((e for e in self.ledger.store.gate_events(parent.id, 1) if e.seq == 1), None)
+        if first is None or first.type != EventType.STARTED:
+            return {}
+        return {k: first.data[k] for k in INHERITED if k in first.data}
 
     def _children(self, run: RunRecord, waiting: Mapping[str, Any]) -> list[RunRecord | None]:
         ids = [branch_id(run, waiting, i) for i in range(int(waiting.get("count", 0)))]
@@ -372,6 +425,7 @@ class Tree:
             "parentStep": loop.id,
             "branch": index,
             "item": item,
+            **self._inherited(parent),
         }
         events = [NewEvent(EventType.STARTED, data=started)]
         if position.is_complete:
@@ -514,7 +568,11 @@ class Tree:
 def branch_id(parent: RunRecord, waiting: Mapping[str, Any], index: int) -> str:
     """A branch's run id: the same for every server that opens it, unguessable as its
     parent's (the parent's own id, secret, goes into the hash)."""
-    key = f"{parent.id}\n{waiting.get('stepId')}\n{parent.accepted}\n{index}"
+    return _derived_id(parent.id, waiting.get("stepId"), parent.accepted, index)
+
+
+def _derived_id(parent_id: str, step_id: Any, accepted: int, index: int) -> str:
+    key = f"{parent_id}\n{step_id}\n{accepted}\n{index}"
     return "run_" + hashlib.sha256(key.encode()).hexdigest()[:32]
 
 
