@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from handrail.gate import Answer, HookInputError, claude_code, codex, cursor, gemini, git_hooks, hook_input
 from handrail.gate.hook import protected_paths, replay_outages, store_failed
+from handrail.home import handrail_home
 from handrail.runs import gate_store
 from handrail.runs.gate import Decision, Options
 from handrail.runs.request import Request
@@ -61,6 +62,7 @@ class HookServer:
     def __init__(self, runs: Runs, database: str | None, workflow_folders: Sequence[str] = ()) -> None:
         self.runs = runs
         self.protected = protected_paths(database, tuple(workflow_folders))
+        self.home = str(handrail_home())  # a server's environment does not change: found once
 
     def answer(self, harness: str, body: bytes, query: Mapping[str, str], person: str | None) -> Posted:
         if harness not in HARNESSES:
@@ -99,7 +101,7 @@ class HookServer:
         owner = self.runs.owner(Request(owner=person))
         store = self.runs.store
         decision = gate_store.judge(store, event, options, self.protected, [event.cwd], owner, more)
-        replay_outages(store, [event.cwd], owner)
+        replay_outages(store, [event.cwd], owner, self.home)
         return decision
 
 

@@ -188,10 +188,13 @@ def record(
         store.append(run.id, GATE, step_id, data, ACTOR, durable)
         return
     from handrail.runs.ledger import Ledger  # lazy: a hook on SQLite never needs it
-    from handrail.store.base import EventType, NewEvent, RunUpdate  # lazy: as above
+    from handrail.store.base import EventType, NewEvent, RunRecord, RunUpdate  # lazy: as above
+
+    listed: list[RunRecord] = [run] if isinstance(run, RunRecord) else []
 
     def attempt() -> None:
-        current = store.get(run.id)
+        # the run as just listed; a write in between is a conflict, and a retry reads it afresh
+        current = listed.pop() if listed else store.get(run.id)
         if current is not None:  # a run deleted meanwhile takes no more events
             store.update(
                 current, RunUpdate(), [NewEvent(EventType.GATE, step_id, data)], ACTOR, durable=durable

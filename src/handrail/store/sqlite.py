@@ -50,6 +50,7 @@ from handrail.store.base import (
 )
 from handrail.store.chain import backfill, chained_rows, new_head
 from handrail.store.gate_query import gate_events_query, gate_events_values
+from handrail.store.gate_window import NEWER_QUERY, GateWindows
 from handrail.store.rows import (
     _COLUMNS,
     EVENTS_QUERY,
@@ -97,6 +98,7 @@ class SqliteStore:
         self._reader = threading.local()
         self._lock = threading.Lock()  # the one writing connection, shared by the HTTP threads
         self._opened = threading.Lock()  # the list of readers (never the writer's lock: it waits)
+        self._windows = GateWindows()
         try:
             # runs hold what agents wrote: readable by their owner only (SQLite gives its
             # -wal and -shm files the database file's permissions)
@@ -355,9 +357,20 @@ class SqliteStore:
             return read_events(db.execute(EVENTS_QUERY.format(mark="?"), (run_id,)).fetchall())
 
     def gate_events(self, run_id: str, recent: int) -> list[Event]:
+        """As `RunStore.gate_events`; a run read before is read on from its newest event
+        kept (store/gate_window.py), so a hook's cost does not follow the log's length."""
         with self._read() as db:
+            newest = self._windows.last(run_id, recent)
+            if newest is not None:
+                newer = db.execute(NEWER_QUERY, (run_id, newest.seq, recent + 2)).fetchall()
+                window = self._windows.extend(run_id, recent, newer)
+                if window is not None:
+                    return window
             rows = db.execute(gate_events_query("?"), gate_events_values(run_id, recent)).fetchall()
-        return read_events(sorted(rows, key=lambda row: int(row[0])))
+        rows.sort(key=lambda row: int(row[0]))
+        events = read_events(rows)
+        self._windows.put(run_id, recent, rows, events)
+        return events
 
     def aggregate(self, sql: str, values: Sequence[Any]) -> list[tuple[Any, ...]]:
         """One read-only query's rows (store/stats.py)."""
