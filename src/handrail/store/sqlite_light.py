@@ -130,9 +130,15 @@ class LightSqlite:
         return LightStoreError(f"the run database {self.path} refused the call: {exc}")
 
     def list_runs(
-        self, *, statuses: Sequence[str] | None = None, owner: str | None = None, limit: int = 100
+        self,
+        *,
+        statuses: Sequence[str] | None = None,
+        owner: str | None = None,
+        parent_id: str | None = None,
+        limit: int = 100,
     ) -> list[OpenRun]:
-        """As `RunStore.list_runs`: most recently updated first."""
+        """As `RunStore.list_runs`: most recently updated first. `parent_id`: its children,
+        found through the runs_by_parent index."""
         where: list[str] = []
         values: list[str] = []
         if statuses:
@@ -141,6 +147,9 @@ class LightSqlite:
         if owner is not None:
             where.append("owner = ?")
             values.append(owner)
+        if parent_id is not None:
+            where.append("parent_id = ?")
+            values.append(parent_id)
         clause = f"WHERE {' AND '.join(where)}" if where else ""
         query = f"SELECT {RUN_COLUMNS} FROM runs {clause} ORDER BY updated_at DESC, rowid DESC LIMIT ?"
         try:
