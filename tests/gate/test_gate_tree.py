@@ -92,10 +92,11 @@ def test_the_session_bound_to_a_waiting_parent_meets_the_step_rules_of_the_branc
     binds = [e for e in world.runs.store.events(taken) if e.type == "gate" and e.data.get("bind")]
     assert [e.data["session"] for e in binds] == ["lead"]  # the branch is now the session's
     assert write(world, "lead", "src/cart.py")[1] == reason  # and stays so
+    assert all(e.data["decision"] == "bind" for e in world.runs.store.events(parent) if e.type == "gate")
 
 
 def test_a_run_tool_call_naming_a_branch_takes_the_session_to_that_branch(world: GateWorld) -> None:
-    parent, branches = fanned_out(world)
+    _parent, branches = fanned_out(world)
     named, newer = branches  # the second was written last
     resume = {"runId": named}
     assert gate(world, "lead", "mcp__handrail__workflow_resume", resume)[0] == "allow"
