@@ -121,3 +121,26 @@ def test_a_waiting_parent_with_no_open_branch_refuses_edits_and_commands_and_say
     assert "workflow_claim" in reason
     assert gate(world, "lead", "Bash", {"command": "touch src/cart.py"})[0] == "deny"
     assert gate(world, "lead", "Read", {"file_path": str(world.workspace / "README.md")})[0] == "allow"
+
+
+def test_a_branch_protects_the_workflow_folders_its_parent_was_started_with(world: GateWorld) -> None:
+    flow = json.loads(json.dumps(FLOW))
+    flow["steps"][1]["body"][0].pop("allow")  # the branch step alone would allow the write
+    (world.workflows / "fan-out.json").write_text(json.dumps(flow))
+    snap = world.snapshot()
+    parent = world.runs.start(
+        LOCAL,
+        snap.get("fan-out"),
+        "Fan out",
+        str(world.workspace),
+        {},
+        workflow_folders=[str(world.workflows)],
+    )["runId"]
+    target = world.workflows / "fan-out.json"
+    edit = {"file_path": str(target), "content": "{}"}
+    assert gate(world, "lead", "Write", edit)[0] == "deny"  # the parent protects its server's workflows
+    world.runs.continue_(LOCAL, snap, parent, "collect", "Two items.", {"items": ["a", "b"]})
+    verdict, reason = gate(world, "agent-2", "Write", edit)  # a second agent meets an unbound branch
+    assert verdict == "deny", reason
+    assert reason.startswith(f"handrail: {target} holds the runs and their workflows"), reason
+    assert parent not in reason  # the branch's own decision

@@ -203,7 +203,7 @@ def facts(
     bound = bound_session([(e.type, e.data) for e in events])
     recent = [e for e in events if e.seq > events[-1].seq - RECENT_EVENTS_READ] if events else []
     accepted = tuple(e.step_id for e in events if e.type == "accepted" and e.step_id is not None)
-    folders = events[0].data.get("workflowFolders") if events and events[0].seq == 1 else None
+    folders = started_with(store, run, events)
     waiting = run.position.get("waitingOn")
     waiting = waiting if isinstance(waiting, dict) else None
     return RunFacts(
@@ -227,6 +227,22 @@ def facts(
         compacted=compacted_since_prompt([(e.type, e.data) for e in recent], bound),
         waiting=f"{waiting.get('kind')}:{waiting.get('stepId')}" if waiting is not None else None,
     )
+
+
+def started_with(
+    store: RunStore | LightSqlite, run: RunRecord | OpenRun, events: Sequence[Event | LightEvent]
+) -> Any:
+    """The workflow folders the run's tree was started with (its first event's): a
+    branch or child run is started by the server, not by a person, so its root's
+    hold for it too. Read up the tree at most TREE_DEPTH runs."""
+    for _ in range(TREE_DEPTH):
+        if events and events[0].seq == 1 and events[0].data.get("workflowFolders"):
+            return events[0].data.get("workflowFolders")
+        parent = store.get(run.parent_id) if run.parent_id is not None else None
+        if parent is None:
+            return None
+        run, events = parent, store.gate_events(parent.id, 1)
+    return None
 
 
 def record(

@@ -42,7 +42,7 @@ else:
 
 BUSY_TIMEOUT_S = 5.0  # as the full store: how long the append waits for another writer
 GATE_DECISIONS = ("deny", "block")  # the gate decisions the stats count (store/summary.py)
-RUN_COLUMNS = "id, owner, workspace, workflow_id, source_hash, goal, status, position, accepted"
+RUN_COLUMNS = "id, owner, workspace, workflow_id, source_hash, goal, status, position, accepted, parent_id"
 
 
 class LightStoreError(Exception):
@@ -61,6 +61,7 @@ class OpenRun(NamedTuple):
     status: str
     position: Mapping[str, Any]
     accepted: int
+    parent_id: str | None = None
 
 
 class LightEvent:
@@ -263,7 +264,9 @@ def _run(row: Sequence[Any]) -> OpenRun:
     run_id, owner, workspace, workflow_id, source_hash, goal, status = (str(value) for value in row[:7])
     position = json_light.loads(row[7])
     position = position if isinstance(position, dict) else {}
-    return OpenRun(run_id, owner, workspace, workflow_id, source_hash, goal, status, position, int(row[8]))
+    return OpenRun(
+        run_id, owner, workspace, workflow_id, source_hash, goal, status, position, int(row[8]), row[9]
+    )
 
 
 def now() -> str:
