@@ -84,3 +84,44 @@ def test_the_command_hook_asking_a_server_does_not_answer_a_settings_change(worl
     )
     assert (ran.exit_code, ran.stdout) == (1, "")  # Claude Code's non-blocking error
     assert ran.stderr == "handrail gate: ConfigChange is answered from the run store; --server cannot\n"
+
+
+def test_a_hook_that_asks_another_run_store_does_not_count_as_the_gate(world: GateWorld) -> None:
+    database = world.url
+    assert handrail(world, "gate", "install", "claude-code", "--database", database).returncode == 0
+    command = installed_command(world)
+    program = os.path.dirname(sys.executable)
+    world.start("plan")
+    settings = world.workspace / ".claude" / "settings.json"
+    kept = as_the_harness_runs(world, command, config_change(world), program)
+    assert (kept.exit_code, kept.stdout) == (0, ""), kept.stderr
+
+    rewritten = json.loads(settings.read_text())
+    handler = rewritten["hooks"]["PreToolUse"][0]["hooks"][0]
+    handler["command"] = handler["command"].replace(database, database + "-elsewhere")
+    settings.write_text(json.dumps(rewritten, indent=2))
+    refused = as_the_harness_runs(world, command, config_change(world), program)
+    assert refused.exit_code == 0, refused.stderr
+    assert "leaves out the gate's hooks (PreToolUse)" in json.loads(refused.stdout)["reason"]
+
+
+def test_http_hooks_count_only_when_they_post_to_the_server_the_gate_was_installed_with(
+    world: GateWorld,
+) -> None:
+    assert handrail(world, "gate", "install", "claude-code").returncode == 0
+    command = installed_command(world)  # the ConfigChange command stays: it never asks a server
+    server = "http://127.0.0.1:8765"
+    assert handrail(world, "gate", "install", "claude-code", "--server", server).returncode == 0
+    program = os.path.dirname(sys.executable)
+    world.start("plan")
+    settings = world.workspace / ".claude" / "settings.json"
+    rewritten = json.loads(settings.read_text())
+    assert rewritten["hooks"]["PreToolUse"][0]["hooks"][0]["url"] == server + "/hooks/claude-code"
+    kept = as_the_harness_runs(world, command, config_change(world), program)
+    assert (kept.exit_code, kept.stdout) == (0, ""), kept.stderr
+
+    rewritten["hooks"]["Stop"][0]["hooks"][0]["url"] = "http://127.0.0.1:9/hooks/claude-code"
+    settings.write_text(json.dumps(rewritten, indent=2))
+    refused = as_the_harness_runs(world, command, config_change(world), program)
+    assert refused.exit_code == 0, refused.stderr
+    assert "leaves out the gate's hooks (Stop)" in json.loads(refused.stdout)["reason"]

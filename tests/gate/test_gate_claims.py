@@ -1,9 +1,11 @@
 """The gate applies a claimed branch's step policy in the branch's workspace: the
 branch works in its parent's folder, and a claim is the latest write there, so the
-harness session that has not bound another run meets the branch's step."""
+harness session that has not bound another run meets the branch's step; the session
+bound to the waiting parent meets the step of a branch nobody else took."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,12 +13,13 @@ import pytest
 
 from handrail.runs.request import LOCAL, Request
 from tests.gate.runs import GateWorld, claude_input
-from tests.helpers.branches import write_branches
+from tests.gate.test_gate_tree import FLOW
 
 
 @pytest.fixture
 def world(tmp_path: Path) -> Iterator[GateWorld]:
     found = GateWorld(tmp_path)
+    (found.workflows / "fan-out.json").write_text(json.dumps(FLOW))
     yield found
     found.close()
 
@@ -33,18 +36,23 @@ def write_file(world: GateWorld, session: str) -> str:
 
 
 def test_a_claimed_branchs_step_policy_denies_in_the_branchs_workspace(world: GateWorld) -> None:
-    parent_id = world.start("implement")  # the parent's step lets src/ be written
+    snap = world.snapshot()
+    parent_id = world.runs.start(LOCAL, snap.get("fan-out"), "Fan out", str(world.workspace), {})["runId"]
+    assert write_file(world, "lead") == "allow"  # the parent's step (collect: no rules) binds lead
+    waiting = world.runs.continue_(
+        LOCAL, snap, parent_id, "collect", "Two items.", {"items": ["cart", "checkout"]}
+    )
+    branches = {branch["runId"] for branch in waiting["branches"]}  # each at `plan`: docs/plan.md only
     store = world.runs.store
-    parent = store.get(parent_id)
-    assert parent is not None
-    workflow = world.runs.pinned(world.snapshot(), parent)
-    write_branches(store, parent, workflow, ["cart", "checkout"])  # each at `plan`: docs/plan.md only
-    world.runs.continue_(LOCAL, world.snapshot(), parent_id, None, None, {"note": "fanned out"})
-    assert write_file(world, "lead") == "allow"  # the parent's step, in the parent's session
 
     claimed = world.runs.claims.claim(Request(session="stdio:agent-1"), parent_id, None, None)
     assert claimed["claimed"] is True and claimed["step"]["id"] == "plan"
     assert write_file(world, "agent-1") == "deny"  # the claimed branch's step: plan
     [denied] = [e for e in store.events(claimed["runId"]) if e.type == "gate"]
     assert denied.data["decision"] == "deny" and denied.step_id == "plan"
-    assert write_file(world, "lead") == "allow"  # the parent's session still has the parent's step
+    assert denied.data["session"] == "agent-1"
+    # the parent waits on its loop: its session works the branch agent-1 did not take
+    assert write_file(world, "lead") == "deny"
+    [other] = branches - {claimed["runId"]}
+    [lead_denied] = [e for e in store.events(other) if e.type == "gate"]
+    assert lead_denied.data["session"] == "lead" and lead_denied.step_id == "plan"

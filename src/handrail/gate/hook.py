@@ -225,7 +225,7 @@ def _hook(args: Args, harness: str) -> Answer:
             if event.kind == "config":
                 if args.server:
                     raise HookInputError("ConfigChange is answered from the run store; --server cannot")
-                event = _settings_checked(event)
+                event = _settings_checked(event, args)
     except HookInputError as exc:
         from handrail.gate import claude_code  # lazy: a hook's start-up
 
@@ -250,7 +250,7 @@ def _hook(args: Args, harness: str) -> Answer:
     return claude_code.answer(args.event, decision)
 
 
-def _settings_checked(event: GateEvent) -> GateEvent:
+def _settings_checked(event: GateEvent, args: Args) -> GateEvent:
     """A Claude Code settings change with the gate's hooks the settings no longer hold."""
     from handrail.gate import claude_settings  # lazy: only a settings change reads the settings
     from handrail.gate.claude_code import SETTINGS_SOURCES  # lazy: a hook's start-up
@@ -258,7 +258,8 @@ def _settings_checked(event: GateEvent) -> GateEvent:
     if event.source not in SETTINGS_SOURCES:  # skills; managed policy, which no hook can refuse
         return event
     project = os.environ.get("CLAUDE_PROJECT_DIR") or event.cwd
-    return event._replace(missing=claude_settings.missing_hooks(project))
+    installed = claude_settings.installed_as(args.database, args.require_run, args.on_error)
+    return event._replace(missing=claude_settings.missing_hooks(project, installed=installed))
 
 
 def _adapter(harness: str) -> Any:

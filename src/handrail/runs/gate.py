@@ -125,6 +125,9 @@ class RunFacts(NamedTuple):
     workflow_folders: tuple[str, ...] = ()  # the sources of the server that started the run
     bound: str | None = None  # the harness session the run is bound to, once one was seen
     compacted: bool = False  # the bound session's context was compacted since its last prompt
+    # the run waits on its branches (`branches`) or child (`child`) at this step, and no
+    # open run of its tree in its workspace was found for the session: "kind:stepId"
+    waiting: str | None = None
 
 
 class Options(NamedTuple):
@@ -265,6 +268,8 @@ def _before_tool(run: RunFacts, event: GateEvent, protected: Protected) -> Decis
         return Decision("deny", reason, _data(event, "deny", reason, run=run))
     if action.kind == "mcp" and own_tool(action.target):
         return Decision("allow")
+    if run.waiting is not None and run.step_id is None and action.kind in ("edit", "shell"):
+        return _deny_waiting(run, event, action)
     policy = run.policy
     if policy is None:
         return Decision("allow")
@@ -280,6 +285,20 @@ def _before_tool(run: RunFacts, event: GateEvent, protected: Protected) -> Decis
             if not any(rule.matches(action.kind, target) for rule in policy.allow):
                 return _deny(run, event, _shown(action, target), None, policy)
     return Decision("allow")
+
+
+def _deny_waiting(run: RunFacts, event: GateEvent, action: Action) -> Decision:
+    """A waiting run has no step whose rules could allow the action, and the gate found
+    no branch or child the session works: refused until the session takes one."""
+    kind, _, step = (run.waiting or "").partition(":")
+    what = "its branches" if kind == "branches" else "its child run"
+    reason = (
+        f"handrail: run {run.run_id} waits on {what} at step '{step}' and has no step of its own, "
+        f"so {action.kind} is refused here. Take a branch or the child first: workflow_claim, or "
+        f"workflow_resume with the branch's or child's runId (workflow_resume with runId \"{run.run_id}\" "
+        "lists them); its step's rules then apply."
+    )
+    return Decision("deny", reason, _data(event, "deny", reason, run=run))
 
 
 def _shown(action: Action, target: str) -> str:

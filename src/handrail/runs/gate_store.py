@@ -34,6 +34,10 @@ if TYPE_CHECKING:
     from handrail.store.sqlite_light import LightEvent, OpenRun
 
 OPEN_RUNS_READ = 200
+# a waiting run's open children read to find the one a session works: a parallel loop
+# has at most its maxIterations branches open; the rest are the least recently updated
+CHILDREN_READ = 100
+TREE_DEPTH = 8  # how deep the gate follows a session into runs that wait on runs
 # how far back a stop's row of refusals is read: far more than the stop limit (at most
 # 7) with the tool calls between them; the rest of a long log is never read
 RECENT_EVENTS_READ = 200
@@ -55,7 +59,7 @@ def judge(
     person's runs are found (a server's token); None: every run of the store. `more`:
     further actions of the same tool call (a patch naming several files), decided in
     order; the first one not allowed is the decision, and the one event written."""
-    found = session_run(store, folders, owner, event.session)
+    found = session_run(store, folders, owner, event.session, event.run_id)
     facts_ = None if found is None else facts(store, found[0], found[1])
     decision = first_refusal(decide(facts_, each, options, protected) for each in (event, *more))
     if found is None or facts_ is None:
@@ -82,29 +86,74 @@ def first_refusal(decisions: Iterable[Decision]) -> Decision:
     return last
 
 
+Found = tuple["RunRecord | OpenRun", "Sequence[Event | LightEvent]"]
+
+
 def session_run(
-    store: RunStore | LightSqlite, folders: Sequence[str], owner: str | None, session: str | None
-) -> tuple[RunRecord | OpenRun, Sequence[Event | LightEvent]] | None:
+    store: RunStore | LightSqlite,
+    folders: Sequence[str],
+    owner: str | None,
+    session: str | None,
+    named: str | None = None,
+) -> Found | None:
     """The open run of `folders` for a harness session, with its events: the one bound
     to `session`, else one bound to no session yet, else the most recently updated
-    (bound to another session: its policy still holds the workspace)."""
+    (bound to another session: its policy still holds the workspace). A run that waits
+    on its branches or child has no step of its own: the session is followed into its
+    tree (`descend`)."""
     runs = holding(store, folders, owner)
     if not runs:
         return None
     if session is None:
-        return runs[0], store.gate_events(runs[0].id, RECENT_EVENTS_READ)
-    first: tuple[RunRecord | OpenRun, Sequence[Event | LightEvent]] | None = None
-    unbound: tuple[RunRecord | OpenRun, Sequence[Event | LightEvent]] | None = None
+        return descend(store, (runs[0], store.gate_events(runs[0].id, RECENT_EVENTS_READ)), session, named)
+    first: Found | None = None
+    unbound: Found | None = None
     for run in runs:
         events = store.gate_events(run.id, RECENT_EVENTS_READ)
         bound = bound_session([(e.type, e.data) for e in events])
         if bound == session:
-            return run, events
+            return descend(store, (run, events), session, named)
         if bound is None and unbound is None:
             unbound = run, events
         if first is None:
             first = run, events
-    return unbound or first
+    found = unbound or first
+    assert found is not None, "at least one run"
+    return descend(store, found, session, named)
+
+
+def descend(store: RunStore | LightSqlite, found: Found, session: str | None, named: str | None) -> Found:
+    """The run whose step the session works while `found` waits (its position's
+    `waitingOn`): among its open children in its workspace, the one the event names
+    (a run tool called with its runId), else one bound to `session`, else one bound to
+    no session, else the most recently updated; followed down while that one waits too.
+    A waiting run with no such child is returned as it is: its facts say it waits, and
+    the gate refuses edits and commands there (runs/gate.py)."""
+    for _ in range(TREE_DEPTH):
+        run = found[0]
+        if "waitingOn" not in run.position:
+            return found
+        children = [
+            child
+            for child in store.list_runs(statuses=ACTIVE, parent_id=run.id, limit=CHILDREN_READ)
+            if child.workspace == run.workspace
+        ]
+        if not children:
+            return found
+        chosen: Found | None = None
+        unbound: Found | None = None
+        for child in children:
+            events = store.gate_events(child.id, RECENT_EVENTS_READ)
+            if named is not None and child.id == named:
+                chosen = child, events
+                break
+            bound = bound_session([(e.type, e.data) for e in events])
+            if session is not None and bound == session and chosen is None:
+                chosen = child, events
+            if bound is None and unbound is None:
+                unbound = child, events
+        found = chosen or unbound or (children[0], store.gate_events(children[0].id, RECENT_EVENTS_READ))
+    return found
 
 
 def holding(
@@ -154,7 +203,9 @@ def facts(
     bound = bound_session([(e.type, e.data) for e in events])
     recent = [e for e in events if e.seq > events[-1].seq - RECENT_EVENTS_READ] if events else []
     accepted = tuple(e.step_id for e in events if e.type == "accepted" and e.step_id is not None)
-    folders = events[0].data.get("workflowFolders") if events and events[0].seq == 1 else None
+    folders = started_with(store, run, events)
+    waiting = run.position.get("waitingOn")
+    waiting = waiting if isinstance(waiting, dict) else None
     return RunFacts(
         run_id=run.id,
         workflow_id=run.workflow_id,
@@ -174,7 +225,24 @@ def facts(
         else (),
         bound=bound,
         compacted=compacted_since_prompt([(e.type, e.data) for e in recent], bound),
+        waiting=f"{waiting.get('kind')}:{waiting.get('stepId')}" if waiting is not None else None,
     )
+
+
+def started_with(
+    store: RunStore | LightSqlite, run: RunRecord | OpenRun, events: Sequence[Event | LightEvent]
+) -> Any:
+    """The workflow folders the run's tree was started with (its first event's): a
+    branch or child run is started by the server, not by a person, so its root's
+    hold for it too. Read up the tree at most TREE_DEPTH runs."""
+    for _ in range(TREE_DEPTH):
+        if events and events[0].seq == 1 and events[0].data.get("workflowFolders"):
+            return events[0].data.get("workflowFolders")
+        parent = store.get(run.parent_id) if run.parent_id is not None else None
+        if parent is None:
+            return None
+        run, events = parent, store.gate_events(parent.id, 1)
+    return None
 
 
 def record(

@@ -42,7 +42,7 @@ else:
 
 BUSY_TIMEOUT_S = 5.0  # as the full store: how long the append waits for another writer
 GATE_DECISIONS = ("deny", "block")  # the gate decisions the stats count (store/summary.py)
-RUN_COLUMNS = "id, owner, workspace, workflow_id, source_hash, goal, status, position, accepted"
+RUN_COLUMNS = "id, owner, workspace, workflow_id, source_hash, goal, status, position, accepted, parent_id"
 
 
 class LightStoreError(Exception):
@@ -61,6 +61,7 @@ class OpenRun(NamedTuple):
     status: str
     position: Mapping[str, Any]
     accepted: int
+    parent_id: str | None = None
 
 
 class LightEvent:
@@ -130,9 +131,15 @@ class LightSqlite:
         return LightStoreError(f"the run database {self.path} refused the call: {exc}")
 
     def list_runs(
-        self, *, statuses: Sequence[str] | None = None, owner: str | None = None, limit: int = 100
+        self,
+        *,
+        statuses: Sequence[str] | None = None,
+        owner: str | None = None,
+        parent_id: str | None = None,
+        limit: int = 100,
     ) -> list[OpenRun]:
-        """As `RunStore.list_runs`: most recently updated first."""
+        """As `RunStore.list_runs`: most recently updated first. `parent_id`: its children,
+        found through the runs_by_parent index."""
         where: list[str] = []
         values: list[str] = []
         if statuses:
@@ -141,6 +148,9 @@ class LightSqlite:
         if owner is not None:
             where.append("owner = ?")
             values.append(owner)
+        if parent_id is not None:
+            where.append("parent_id = ?")
+            values.append(parent_id)
         clause = f"WHERE {' AND '.join(where)}" if where else ""
         query = f"SELECT {RUN_COLUMNS} FROM runs {clause} ORDER BY updated_at DESC, rowid DESC LIMIT ?"
         try:
@@ -254,7 +264,9 @@ def _run(row: Sequence[Any]) -> OpenRun:
     run_id, owner, workspace, workflow_id, source_hash, goal, status = (str(value) for value in row[:7])
     position = json_light.loads(row[7])
     position = position if isinstance(position, dict) else {}
-    return OpenRun(run_id, owner, workspace, workflow_id, source_hash, goal, status, position, int(row[8]))
+    return OpenRun(
+        run_id, owner, workspace, workflow_id, source_hash, goal, status, position, int(row[8]), row[9]
+    )
 
 
 def now() -> str:
