@@ -99,9 +99,7 @@ def carry(run: RunRecord, old: Workflow, new: Workflow, mapping: Mapping[str, st
     loops = _loops(here.loops, old, new, mapping)
     if isinstance(loops, Stranded):
         return loops
-    renamed = [mapping.get(s, s) for s in here.completed_steps]
-    completed = tuple(dict.fromkeys(s for s in renamed if s in new.nodes))
-    dropped = tuple(s for s, r in zip(here.completed_steps, renamed, strict=True) if r not in new.nodes)
+    completed, dropped = _completed(here.completed_steps, new, mapping)
     try:
         moved, result = Position(completed, loops, None, None, False).advanced(new, run.context)
     except HandrailError as exc:  # the engine's own check of the carried state
@@ -147,10 +145,18 @@ def _waiting_kept(
     loops = _loops(here.loops, old, new, mapping)
     if isinstance(loops, Stranded):
         return loops
-    renamed = [mapping.get(s, s) for s in here.completed_steps]
-    completed = tuple(dict.fromkeys(s for s in renamed if s in new.nodes))
-    dropped = tuple(s for s, r in zip(here.completed_steps, renamed, strict=True) if r not in new.nodes)
+    completed, dropped = _completed(here.completed_steps, new, mapping)
     return Carried(replace(here, completed_steps=completed, loops=loops), dropped)
+
+
+def _completed(
+    steps: Sequence[str], new: Workflow, mapping: Mapping[str, str]
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The completed steps renamed by `mapping` that `new` has (in order, once each), and
+    those it has not."""
+    renamed = [mapping.get(s, s) for s in steps]
+    completed = tuple(dict.fromkeys(s for s in renamed if s in new.nodes))
+    return completed, tuple(s for s, r in zip(steps, renamed, strict=True) if r not in new.nodes)
 
 
 def _loops(

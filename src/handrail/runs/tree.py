@@ -312,7 +312,6 @@ class Tree:
             return self._fail(run, waiting, (), said)
         position, _ = Position((), (), None, None, False).advanced(workflow, context)
         self.ledger.store.put_source(workflow.content_hash, workflow.id, workflow.document)
-        at = now()
         child_id = branch_id(run, waiting, 0)
         goal = f"{run.goal[:1900]} [{waiting.get('stepId')}]"
         child = RunRecord(
@@ -327,27 +326,13 @@ class Tree:
             context=context,
             position=position.to_stored(),
             accepted=0,
-            created_at=at,
-            updated_at=at,
+            created_at="",
+            updated_at="",
             version=1,
             parent_id=run.id,
             parent_step=str(waiting.get("stepId")),
         )
-        started = {
-            "workflowId": workflow.id,
-            "workflowVersion": workflow.version,
-            "sourceHash": workflow.content_hash,
-            "goal": goal,
-            "workspace": run.workspace,
-            "context": context,
-            "parentId": run.id,
-            "parentStep": waiting.get("stepId"),
-            **self._inherited(run),
-        }
-        events = [NewEvent(EventType.STARTED, data=started)]
-        if position.is_complete:
-            events.append(NewEvent(EventType.COMPLETED))
-        made = self._create(child, events)
+        made = self._make_below(run, child, position.is_complete, {})
         settled = self.after(made)  # the child may wait for children of its own, or be done
         return self.ledger.store.get(run.id) if settled.status in FINISHED else None
 
@@ -393,7 +378,6 @@ class Tree:
             scope=scope,
         )
         position, _ = start.advanced(workflow, context)
-        at = now()
         goal = f"{parent.goal[:1900]} [{loop.id} #{index}]"
         branch = RunRecord(
             id=run_id,
@@ -407,30 +391,38 @@ class Tree:
             context=context,
             position=position.to_stored(),
             accepted=0,
-            created_at=at,
-            updated_at=at,
+            created_at="",
+            updated_at="",
             version=1,
             parent_id=parent.id,
             parent_step=loop.id,
             branch=index,
         )
+        return self._make_below(parent, branch, position.is_complete, {"branch": index, "item": item})
+
+    def _make_below(
+        self, parent: RunRecord, run: RunRecord, complete: bool, more: Mapping[str, Any]
+    ) -> RunRecord:
+        """Make `run` below `parent`, now, with its `started` event (and `completed` when
+        its position is already past its last step)."""
+        at = now()
+        run = replace(run, created_at=at, updated_at=at)
         started = {
-            "workflowId": parent.workflow_id,
-            "workflowVersion": parent.workflow_version,
-            "sourceHash": parent.source_hash,
-            "goal": goal,
-            "workspace": parent.workspace,
-            "context": context,
+            "workflowId": run.workflow_id,
+            "workflowVersion": run.workflow_version,
+            "sourceHash": run.source_hash,
+            "goal": run.goal,
+            "workspace": run.workspace,
+            "context": run.context,
             "parentId": parent.id,
-            "parentStep": loop.id,
-            "branch": index,
-            "item": item,
+            "parentStep": run.parent_step,
+            **more,
             **self._inherited(parent),
         }
         events = [NewEvent(EventType.STARTED, data=started)]
-        if position.is_complete:
+        if complete:
             events.append(NewEvent(EventType.COMPLETED))
-        return self._create(branch, events)
+        return self._create(run, events)
 
     def _gather(
         self,
