@@ -312,27 +312,15 @@ class Tree:
             return self._fail(run, waiting, (), said)
         position, _ = Position((), (), None, None, False).advanced(workflow, context)
         self.ledger.store.put_source(workflow.content_hash, workflow.id, workflow.document)
-        child_id = branch_id(run, waiting, 0)
-        goal = f"{run.goal[:1900]} [{waiting.get('stepId')}]"
-        child = RunRecord(
-            id=child_id,
-            owner=run.owner,
-            workspace=run.workspace,
-            workflow_id=workflow.id,
-            workflow_version=workflow.version,
-            source_hash=workflow.content_hash,
-            goal=goal,
-            status=RunStatus.ACTIVE,
-            context=context,
-            position=position.to_stored(),
-            accepted=0,
-            created_at="",
-            updated_at="",
-            version=1,
-            parent_id=run.id,
-            parent_step=str(waiting.get("stepId")),
+        made = self._make_below(
+            run,
+            branch_id(run, waiting, 0),
+            (workflow.id, workflow.version, workflow.content_hash),
+            f"{run.goal[:1900]} [{waiting.get('stepId')}]",
+            context,
+            position,
+            str(waiting.get("stepId")),
         )
-        made = self._make_below(run, child, position.is_complete, {})
         settled = self.after(made)  # the child may wait for children of its own, or be done
         return self.ledger.store.get(run.id) if settled.status in FINISHED else None
 
@@ -378,49 +366,69 @@ class Tree:
             scope=scope,
         )
         position, _ = start.advanced(workflow, context)
-        goal = f"{parent.goal[:1900]} [{loop.id} #{index}]"
-        branch = RunRecord(
+        return self._make_below(
+            parent,
+            run_id,
+            (parent.workflow_id, parent.workflow_version, parent.source_hash),
+            f"{parent.goal[:1900]} [{loop.id} #{index}]",
+            context,
+            position,
+            loop.id,
+            index,
+            {"item": item},
+        )
+
+    def _make_below(
+        self,
+        parent: RunRecord,
+        run_id: str,
+        pinned: tuple[str, str, str],
+        goal: str,
+        context: Mapping[str, Any],
+        position: Position,
+        step: str,
+        branch: int | None = None,
+        more: Mapping[str, Any] | None = None,
+    ) -> RunRecord:
+        """Make run `run_id` below `parent` at its `step`, now, on the workflow `pinned`
+        (id, version, source hash), with its `started` event (and `completed` when its
+        position is already past its last step)."""
+        workflow_id, version, source_hash = pinned
+        at = now()
+        run = RunRecord(
             id=run_id,
             owner=parent.owner,
             workspace=parent.workspace,
-            workflow_id=parent.workflow_id,
-            workflow_version=parent.workflow_version,
-            source_hash=parent.source_hash,
+            workflow_id=workflow_id,
+            workflow_version=version,
+            source_hash=source_hash,
             goal=goal,
             status=RunStatus.ACTIVE,
             context=context,
             position=position.to_stored(),
             accepted=0,
-            created_at="",
-            updated_at="",
+            created_at=at,
+            updated_at=at,
             version=1,
             parent_id=parent.id,
-            parent_step=loop.id,
-            branch=index,
+            parent_step=step,
+            branch=branch,
         )
-        return self._make_below(parent, branch, position.is_complete, {"branch": index, "item": item})
-
-    def _make_below(
-        self, parent: RunRecord, run: RunRecord, complete: bool, more: Mapping[str, Any]
-    ) -> RunRecord:
-        """Make `run` below `parent`, now, with its `started` event (and `completed` when
-        its position is already past its last step)."""
-        at = now()
-        run = replace(run, created_at=at, updated_at=at)
         started = {
-            "workflowId": run.workflow_id,
-            "workflowVersion": run.workflow_version,
-            "sourceHash": run.source_hash,
-            "goal": run.goal,
-            "workspace": run.workspace,
-            "context": run.context,
+            "workflowId": workflow_id,
+            "workflowVersion": version,
+            "sourceHash": source_hash,
+            "goal": goal,
+            "workspace": parent.workspace,
+            "context": context,
             "parentId": parent.id,
-            "parentStep": run.parent_step,
-            **more,
+            "parentStep": step,
+            **({} if branch is None else {"branch": branch}),
+            **(more or {}),
             **self._inherited(parent),
         }
         events = [NewEvent(EventType.STARTED, data=started)]
-        if complete:
+        if position.is_complete:
             events.append(NewEvent(EventType.COMPLETED))
         return self._create(run, events)
 
