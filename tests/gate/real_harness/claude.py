@@ -133,10 +133,6 @@ class World:
         env = self.env()
         if self.plugin:  # the plugin's hooks and server call `handrail` from PATH
             env["PATH"] = str(HANDRAIL.parent) + os.pathsep + env["PATH"]
-            return env
-        # TEMPORARY (until issue 35 fix 1 is cherry-picked from branch `fixes`): `gate install`
-        # writes a bare `handrail` into the hooks, which the harness's PATH must then find.
-        env["PATH"] = str(HANDRAIL.parent) + os.pathsep + env["PATH"]
         return env
 
     def git(self, *args: str) -> str:

@@ -8,6 +8,7 @@ it sent the model) and on the run's record (`handrail runs show --format json`).
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +18,7 @@ import pytest
 from tests.gate.real_harness.agent import DISCOUNTED, IMPLEMENTED, VERIFIED, Run, stops
 from tests.gate.real_harness.claude import (
     CLAUDE,
+    HANDRAIL,
     PLUGIN,
     ROOT,
     SOURCE,
@@ -67,15 +69,23 @@ def decisions(world: World, run_id: str) -> list[tuple[str, str, str]]:
 def test_an_edit_and_a_commit_during_planning_are_refused_by_the_installed_hooks(world: World) -> None:
     run = Run(str(world.repo))
     cart = str(world.repo / "src" / "cart.py")
+    script = world.root / "commit.sh"
+    script.write_text("git commit -q --allow-empty -m 'cart: from a script'\n")
     world.model.play(
         run.start(),
         run.then(use("Read", file_path=cart)),
         use("Edit", file_path=cart, old_string="sum(prices)", new_string="sum(prices) * 0.9"),
         use("Write", file_path=cart, content=DISCOUNTED),
         use("Bash", command="git commit -am 'cart: a discount'"),
+        # a commit the gate cannot read in the command line (inside a script): git's own hook refuses it
+        use("Bash", command=f"sh {script}"),
         say("I will wait for the plan."),
         *stops(3),
     )
+    # the harness's PATH has no venv: the hooks name the venv's handrail, and doctor finds them answering
+    assert str(HANDRAIL.parent) not in world.harness_env()["PATH"].split(os.pathsep)
+    doctor = world.handrail("gate", "doctor")
+    assert doctor.returncode == 0, doctor.stdout + doctor.stderr
     session = world.claude("Give the cart's total a discount")
 
     assert session.exit_code == 0, session.stderr
@@ -87,13 +97,16 @@ def test_an_edit_and_a_commit_during_planning_are_refused_by_the_installed_hooks
     assert REFUSED in told[2] and "does not allow edit:src/cart.py" in told[2]
     assert REFUSED in told[3] and "does not allow edit:src/cart.py" in told[3]
     assert REFUSED in told[4] and "shell:git commit -am 'cart: a discount'" in told[4]
+    assert told[5].startswith("Exit code 1") and "does not allow shell:git commit (" in told[5], told[5]
     assert world.model.left == 0 and world.model.unscripted == 0
     assert run.id is not None
-    refused = [d for d in decisions(world, run.id) if d[1] == "deny"]
-    assert [(event, action.split(":")[0]) for event, _, action in refused] == [
-        ("before-tool", "edit"),
-        ("before-tool", "edit"),
-        ("before-tool", "shell"),
+    # git's pre-commit hook (from `gate install git`) records its refusal in the run as well
+    refused = [action for event, decision, action in decisions(world, run.id) if decision == "deny"]
+    assert refused == [
+        "edit:src/cart.py",
+        "edit:src/cart.py",
+        "shell:git commit -am 'cart: a discount'",
+        "shell:git commit",
     ]
 
 
