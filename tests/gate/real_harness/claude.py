@@ -205,6 +205,17 @@ class World:
     def gate_events(self, run_id: str) -> list[dict[str, Any]]:
         return [e for e in self.run_record(run_id)["events"] if e["type"] == "gate"]
 
+    def wait_for_gate_event(self, run_id: str, event: str, timeout: float = 30.0) -> dict[str, Any]:
+        """The run's first gate record of `event`, once the gate has written it (for what
+        Claude Code runs on its own schedule, such as ConfigChange from its file watcher)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            found = [e for e in self.gate_events(run_id) if e["event"] == event]
+            if found:
+                return found[0]
+            assert time.monotonic() < deadline, f"no gate {event} event in run {run_id} within {timeout}s"
+            time.sleep(0.1)
+
 
 class Conversation:
     """One `claude -p --input-format stream-json` process, told one message at a time:

@@ -12,6 +12,7 @@ import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -27,7 +28,7 @@ from tests.gate.real_harness.claude import (
     World,
     require_claude,
 )
-from tests.gate.real_harness.model_server import Request, ScriptedModel, say, use
+from tests.gate.real_harness.model_server import Request, ScriptedModel, Turn, say, use
 
 pytestmark = pytest.mark.slow
 
@@ -259,6 +260,46 @@ def test_a_whole_run_through_claude_codes_own_mcp_client_then_edits_commits_and_
     record = world.run_record(run.id)
     assert record["run"]["status"] == "completed" and record["run"]["currentStep"] is None
     assert not [d for d in decisions(world, run.id) if d[1] in ("deny", "block")]
+
+
+def test_a_script_that_takes_the_gates_hooks_out_mid_session_is_refused_and_the_hooks_stay(
+    world: World,
+) -> None:
+    run = Run(str(world.repo))
+    strip = world.root / "strip.py"  # out of the gate's sight: it reads command lines, not scripts
+    strip.write_text(
+        "import json\npath = '.claude/settings.json'\nsettings = json.load(open(path))\n"
+        "settings['hooks'] = {}\nopen(path, 'w').write(json.dumps(settings))\n"
+    )
+    config: dict[str, Any] = {}
+
+    def once_the_change_is_judged(request: Request) -> Turn:
+        # Claude Code sees the change from its file watcher: the agent goes on once the gate judged it
+        assert run.id is not None
+        config.update(world.wait_for_gate_event(run.id, "config"))
+        return use("Write", file_path=str(world.repo / "src" / "cart.py"), content=DISCOUNTED)
+
+    world.model.play(
+        run.start(),
+        run.then(use("Bash", command=f"python3 {strip}")),
+        once_the_change_is_judged,
+        say("Done, I think."),
+        *stops(3),
+    )
+    session = world.claude("Give the cart's total a discount")
+
+    assert session.exit_code == 0, session.stderr
+    assert json.loads((world.repo / ".claude" / "settings.json").read_text()) == {"hooks": {}}
+    assert config["decision"] == "block" and config["source"] == "project_settings"
+    assert "leaves out the gate's hooks" in config["reason"]
+    # the session kept the hooks it started with: the edit after the change is still refused
+    told = results(world.model.played)
+    assert REFUSED in told[2] and "does not allow edit:src/cart.py" in told[2]
+    assert (world.repo / "src" / "cart.py").read_text() == SOURCE
+    follow_ups = [r.last_user_text() for r in world.model.played[4:]]
+    assert [f"stopping is refused {n} of 3 times" in text for n, text in enumerate(follow_ups, 1)] == [
+        True
+    ] * 3
 
 
 @pytest.fixture
