@@ -148,6 +148,30 @@ class World:
             [str(HANDRAIL), *args], cwd=self.repo, env=self.env(), capture_output=True, text=True, timeout=60
         )
 
+    def instructions(self) -> str:
+        """What handrail's MCP server, as Claude Code starts it here, tells a client in `initialize`."""
+        hello = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"},
+            },
+        }
+        done = subprocess.run(
+            [str(HANDRAIL), *self.server_args()],
+            input=json.dumps(hello) + "\n",
+            cwd=self.repo,
+            env=self.env(),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        answer = json.loads(done.stdout.splitlines()[0])
+        return str(answer["result"]["instructions"])
+
     def install_gate(self) -> None:
         for harness in (["claude-code", "--scope", "project"], ["git"]):
             done = self.handrail("gate", "install", *harness)

@@ -111,6 +111,23 @@ def test_an_edit_and_a_commit_during_planning_are_refused_by_the_installed_hooks
     ]
 
 
+def test_handrails_instructions_reach_the_model_whole(world: World) -> None:
+    world.model.play(say("Hello."))
+    session = world.claude("What can you do here?")
+
+    assert session.exit_code == 0, session.stderr
+    sent = world.model.played[0]
+    told = "\n".join(
+        str(part.get("text", "")) if isinstance(part, dict) else ""
+        for message in sent.messages
+        for part in (
+            message["content"] if isinstance(message["content"], list) else [{"text": message["content"]}]
+        )
+    )
+    # whole, however long: 2.1.332 keeps all of handrail's 2,733 characters (issue 35 reported a cut at 2,048)
+    assert f"## handrail\n{world.instructions()}" in told
+
+
 def test_stopping_while_the_run_is_active_is_refused_three_times_then_let_through(world: World) -> None:
     run = Run(str(world.repo))
     world.model.play(run.start(), run.then(say("Done, I think.")), *stops(3))
