@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from tests.gate.real_harness.agent import DISCOUNTED, IMPLEMENTED, VERIFIED, Run, stops
-from tests.gate.real_harness.claude import (
+from tests.gate.real_harness.anthropic_model import Request, ScriptedModel, Turn, say, use
+from tests.gate.real_harness.claude_code_world import (
     CLAUDE,
     HANDRAIL,
     PLUGIN,
@@ -28,7 +28,7 @@ from tests.gate.real_harness.claude import (
     World,
     require_claude,
 )
-from tests.gate.real_harness.model_server import Request, ScriptedModel, Turn, say, use
+from tests.gate.real_harness.coding_task_agent import DISCOUNTED, IMPLEMENTED, VERIFIED, Run, stops
 
 pytestmark = pytest.mark.slow
 

@@ -1,6 +1,6 @@
 """A real Claude Code session in a temporary git repository, the gate installed as the
 README and docs/gate.md say, its model the scripted server (tests/gate/real_harness/
-model_server.py) and handrail its MCP server.
+anthropic_model.py) and handrail its MCP server.
 
 Everything lives under the test's temporary folder: HOME (Claude Code's own settings
 and transcripts), HANDRAIL_HOME (the run store), the repository. Claude Code runs with
@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from tests.gate.real_harness.model_server import MODEL, ScriptedModel
+from tests.gate.real_harness.anthropic_model import MODEL, ScriptedModel
 
 ROOT = Path(__file__).resolve().parents[3]
 CLAUDE = ROOT / "tests" / "harnesses" / "node_modules" / ".bin" / "claude"
@@ -201,16 +201,23 @@ class World:
 
     def claude(self, *args: str, timeout: float = SESSION_TIMEOUT) -> Session:
         """`claude -p ARGS` in the repository, run to its end."""
-        command = self.command(*args)
-        done = subprocess.run(
-            command,
+        process = subprocess.Popen(
+            self.command(*args),
             cwd=self.repo,
             env=self.harness_env(),
-            capture_output=True,
-            text=True,
-            timeout=timeout,
             stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,  # its MCP server and hooks end with it
         )
+        try:
+            stdout, stderr = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            stdout, stderr = process.communicate()
+            raise AssertionError(f"Claude Code did not end within {timeout}s: {stderr[-2000:]}") from None
+        done = subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
         messages = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
         assert not self.model.errors, self.model.errors
         return Session(done.returncode, messages, done.stderr)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tests.gate.real_harness.model_server import Request, Step, Turn, say, use
+from tests.gate.real_harness.anthropic_model import Request, Step, Turn, say, use
 
 GOAL = "Give the cart's total a discount"
 UNDERSTAND = (
