@@ -254,6 +254,7 @@ class Conversation:
     person at the prompt would), so that `/compact` runs between two turns."""
 
     def __init__(self, world: World, *args: str) -> None:
+        self.world = world
         self.messages: list[dict[str, Any]] = []
         self._lines: queue.Queue[str | None] = queue.Queue()
         self._process = subprocess.Popen(
@@ -305,6 +306,7 @@ class Conversation:
                 return printed
 
     def close(self) -> None:
+        """End the conversation (its input closed), and fail on a mistake of the script's."""
         if self._process.stdin is not None:
             self._process.stdin.close()
         try:
@@ -316,3 +318,4 @@ class Conversation:
             self._process.stdout.close()
         if self._process.stderr is not None:
             self._process.stderr.close()
+        assert not self.world.model.errors, self.world.model.errors
