@@ -88,8 +88,9 @@ class World:
         self.plugin = plugin
         self.home = root / "home"
         self.handrail_home = root / "handrail-home"
+        self.temporary = root / "tmp"  # Claude Code keeps its session's files under $TMPDIR
         self.repo = root / "shop"
-        for folder in (self.home, self.handrail_home, self.repo):
+        for folder in (self.home, self.handrail_home, self.temporary, self.repo):
             folder.mkdir(parents=True)
         self.git("init", "-q", "-b", "main")
         (self.repo / "src").mkdir()
@@ -112,6 +113,7 @@ class World:
             "PATH": SYSTEM_PATH,
             "HOME": str(self.home),
             "HANDRAIL_HOME": str(self.handrail_home),
+            "TMPDIR": str(self.temporary),
             "LANG": "C.UTF-8",
             "ANTHROPIC_BASE_URL": self.model.url,
             "ANTHROPIC_API_KEY": "dummy",
