@@ -88,8 +88,9 @@ class World:
         self.plugin = plugin
         self.home = root / "home"
         self.handrail_home = root / "handrail-home"
+        self.temporary = root / "tmp"  # Claude Code keeps its session's files under $TMPDIR
         self.repo = root / "shop"
-        for folder in (self.home, self.handrail_home, self.repo):
+        for folder in (self.home, self.handrail_home, self.temporary, self.repo):
             folder.mkdir(parents=True)
         self.git("init", "-q", "-b", "main")
         (self.repo / "src").mkdir()
@@ -112,6 +113,7 @@ class World:
             "PATH": SYSTEM_PATH,
             "HOME": str(self.home),
             "HANDRAIL_HOME": str(self.handrail_home),
+            "TMPDIR": str(self.temporary),
             "LANG": "C.UTF-8",
             "ANTHROPIC_BASE_URL": self.model.url,
             "ANTHROPIC_API_KEY": "dummy",
@@ -254,6 +256,7 @@ class Conversation:
     person at the prompt would), so that `/compact` runs between two turns."""
 
     def __init__(self, world: World, *args: str) -> None:
+        self.world = world
         self.messages: list[dict[str, Any]] = []
         self._lines: queue.Queue[str | None] = queue.Queue()
         self._process = subprocess.Popen(
@@ -305,6 +308,7 @@ class Conversation:
                 return printed
 
     def close(self) -> None:
+        """End the conversation (its input closed), and fail on a mistake of the script's."""
         if self._process.stdin is not None:
             self._process.stdin.close()
         try:
@@ -316,3 +320,4 @@ class Conversation:
             self._process.stdout.close()
         if self._process.stderr is not None:
             self._process.stderr.close()
+        assert not self.world.model.errors, self.world.model.errors
