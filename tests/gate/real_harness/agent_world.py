@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.gate.runs import FIXTURE
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -29,6 +31,20 @@ GIT_PEOPLE = {
     "GIT_COMMITTER_NAME": "ana",
     "GIT_COMMITTER_EMAIL": "ana@example.com",
 }
+
+
+def require(program: Path) -> None:
+    """Skip, saying why, where the harness or the venv's `handrail` is missing; under CI, fail."""
+    if program.exists() and HANDRAIL.exists():
+        return
+    missing = (
+        f"{program} is not installed (npm ci --prefix tests/harnesses)"
+        if not program.exists()
+        else f"{HANDRAIL} is not there: run the tests with the venv's python"
+    )
+    if os.environ.get("CI", "").lower() not in ("", "0", "false", "no"):
+        pytest.fail(f"CI must run the real-harness tests: {missing}")
+    pytest.skip(missing)
 
 
 @dataclass

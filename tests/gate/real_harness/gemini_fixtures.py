@@ -13,7 +13,15 @@ from typing import Any
 
 import pytest
 
-from tests.gate.real_harness.agent_world import HANDRAIL, HARNESSES, VENV_BIN, AgentWorld, Ran, run_harness
+from tests.gate.real_harness.agent_world import (
+    HANDRAIL,
+    HARNESSES,
+    VENV_BIN,
+    AgentWorld,
+    Ran,
+    require,
+    run_harness,
+)
 from tests.gate.real_harness.gemini_model import GeminiModel
 
 GEMINI = HARNESSES / "gemini"
@@ -60,6 +68,7 @@ class GeminiWorld(AgentWorld):
 
 @pytest.fixture
 def gemini_world(tmp_path: Path) -> Iterator[GeminiWorld]:
+    require(GEMINI)
     model = GeminiModel()
     try:
         yield GeminiWorld(tmp_path, model)

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.gate.real_harness.agent_world import HANDRAIL, AgentWorld, Ran, gate_events, run_harness
+from tests.gate.real_harness.agent_world import HANDRAIL, AgentWorld, Ran, gate_events, require, run_harness
 from tests.gate.real_harness.openai_codex_home import CODEX, trust_hooks, write_config
 from tests.gate.real_harness.openai_model import (
     SUMMARY,
@@ -55,6 +55,7 @@ class CodexWorld(AgentWorld):
 
 @pytest.fixture
 def codex_world(tmp_path: Path) -> Iterator[CodexWorld]:
+    require(CODEX)
     model = ResponsesModel()
     try:
         yield CodexWorld(tmp_path, model)
@@ -106,11 +107,7 @@ def test_a_codex_session_is_held_to_the_run_and_let_go_when_it_is_done(codex_wor
         found = re.search(r"run_[0-9a-f]{32}", answered(model, start))
         assert found
         run["id"] = found.group(0)
-        return call(
-            "workflow_continue",
-            {"runId": run["id"], "stepId": "plan", "output": "The plan is in docs/plan.md."},
-            "mcp__handrail",
-        )
+        return continue_(run["id"], "plan", "The plan is in docs/plan.md.")
 
     commit_early = call("exec_command", {"cmd": "git commit --allow-empty -m implement"})
     model.script(

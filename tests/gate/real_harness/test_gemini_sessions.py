@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from tests.gate.real_harness.agent_world import HANDRAIL, ROOT, gate_events
-from tests.gate.real_harness.gemini_fixtures import GeminiWorld, gemini_world
+from tests.gate.real_harness.agent_world import HANDRAIL, ROOT, gate_events, require
+from tests.gate.real_harness.gemini_fixtures import GEMINI, GeminiWorld, gemini_world
 from tests.gate.real_harness.gemini_model import SUMMARY, Filling, GeminiModel, call, say, texts
 from tests.gate.real_harness.scripted_sse import Request
 
@@ -57,7 +57,6 @@ def test_a_gemini_session_is_held_to_the_run_and_let_go_when_it_is_done(gemini_w
         lambda r: call("write_file", {"file_path": str(world.cart), "content": "PRICE = 9\n"}),
         lambda r: call("run_shell_command", {"command": "git commit --allow-empty -m plan"}),
         lambda r: call("write_file", {"file_path": "docs/plan.md", "content": "# Plan\nTake 10% off.\n"}),
-        lambda r: say("The plan is written."),
         continue_plan,
         lambda r: call("run_shell_command", {"command": "git commit --allow-empty -m implement"}),
         *[lambda r: say("I will stop here.")] * 4,
@@ -74,42 +73,38 @@ def test_a_gemini_session_is_held_to_the_run_and_let_go_when_it_is_done(gemini_w
     assert "commit after the tests step" in told
     # each refused stop came back to the model as a prompt with the reason
     reasons = re.findall(r"step '(\w+)' \(\d of 4\) and is not finished[^\n]*refused (\d) of 3", told)
-    assert reasons == [("plan", "1"), ("implement", "1"), ("implement", "2"), ("implement", "3")], reasons
+    assert reasons == [("implement", "1"), ("implement", "2"), ("implement", "3")], reasons
 
     # session 2: resumed, Gemini CLI is told where the run stands; the agent works the
-    # run to its last step, which waits for a person. The context fills up once: Gemini
-    # CLI compresses it (PreCompress) before its next request
+    # run to its last step, which waits for a person, who approves while the agent
+    # waits; then edits, commits and the stop go through. The context fills up once:
+    # Gemini CLI compresses it before its next request
+    def approved_then_edit(request: Any) -> dict[str, Any]:
+        assert world.record(run_id)["run"]["status"] == "awaiting_approval"
+        world.approve(run_id)
+        return call("write_file", {"file_path": str(world.cart), "content": "PRICE = 8\n"})
+
     model.script(
         lambda r: Filling(call("write_file", {"file_path": str(world.cart), "content": "PRICE = 9\n"})),
         lambda r: continue_(run_id, "implement", "PRICE is 9."),
         lambda r: call("run_shell_command", {"command": "git commit -am discount"}),
         lambda r: continue_(run_id, "test", "Tests pass; committed."),
         lambda r: continue_(run_id, "release", "Release: 10% off."),
-        lambda r: say("The release waits for approval."),
+        approved_then_edit,
+        lambda r: call("run_shell_command", {"command": "git commit -am more"}),
+        lambda r: say("Done."),
     )
     before = len(model.requests)
     world.gemini("--resume", "latest", *HEADLESS, "Go on with the run.")
     session = model.requests[before:]
     first = next(r for r in session if r.turn)
     assert f'Next call: workflow_continue with runId "{run_id}", stepId "implement"' in texts(first)
-    assert world.cart.read_text() == "PRICE = 9\n"
-    assert world.commits() == ["discount", "first"]
+    assert world.cart.read_text() == "PRICE = 8\n"
+    assert world.commits() == ["more", "discount", "first"]
     # Gemini CLI compressed once, and sent the summary in place of the history after
     compressions = [i for i, r in enumerate(session) if not r.turn and is_compression(r)]
     assert len(compressions) == 1, "Gemini CLI did not compress"
     assert SUMMARY in texts(session[compressions[0] + 1])
-    assert world.record(run_id)["run"]["status"] == "awaiting_approval"
-
-    # session 3: approved, the run is done: edits, commits and the stop go through
-    world.approve(run_id)
-    model.script(
-        lambda r: call("write_file", {"file_path": str(world.cart), "content": "PRICE = 8\n"}),
-        lambda r: call("run_shell_command", {"command": "git commit -am more"}),
-        lambda r: say("Done."),
-    )
-    world.gemini("--resume", "latest", *HEADLESS, "One more discount.")
-    assert world.cart.read_text() == "PRICE = 8\n"
-    assert world.commits() == ["more", "discount", "first"]
 
     record = world.record(run_id)
     assert record["run"]["status"] == "completed"
@@ -120,10 +115,11 @@ def test_a_gemini_session_is_held_to_the_run_and_let_go_when_it_is_done(gemini_w
     # Gemini CLI 0.61 runs PreCompress before each request, compressing or not: each is recorded
     assert ("compact", None, "record") in decisions
     stopped = [d[2] for d in decisions if d[0] == "stop"]
-    assert stopped == ["block", "block", "block", "block", "allow:limit", "allow"]
+    assert stopped == ["block", "block", "block", "allow:limit"]  # a done run's stop is not recorded
 
 
 def test_the_extension_linked_into_gemini_cli_brings_the_server_and_the_gate(tmp_path: Path) -> None:
+    require(GEMINI)
     model = GeminiModel()
     try:
         world = GeminiWorld(tmp_path, model, server=False)
