@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.gate.runs import GateWorld
+from tests.gate.runs import GateWorld, claude_input
 
 OTHER_SETTINGS = (
     "{\n"
@@ -222,3 +223,131 @@ def test_a_token_is_never_written_into_a_settings_file(world: GateWorld) -> None
     done = handrail(world, "gate", "install", "claude-code", "--server", "http://h:1", "--token", "s3cret")
     assert done.returncode == 1 and "set HANDRAIL_TOKEN where the harness runs" in done.stderr
     assert not (world.workspace / ".claude").exists()
+
+
+# -- the hooks name the program that installed them ----------------------------------------
+MINIMAL = {"PATH": "/usr/bin:/bin"}  # a harness started without the venv on its PATH
+
+
+def venv_handrail() -> Path:
+    """The `handrail` script of the venv the tests run in, as the README installs it."""
+    script = Path(sys.executable).parent / "handrail"
+    assert script.is_file(), f"{script}: the venv has no handrail script"
+    return script
+
+
+def run_as(world: GateWorld, program: Path | str, *args: str) -> subprocess.CompletedProcess[str]:
+    """`PROGRAM ARGS` with PATH=/usr/bin:/bin: no venv, no handrail on PATH."""
+    return subprocess.run(
+        [str(program), *args],
+        cwd=world.workspace,
+        env={**world.env(), **MINIMAL},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def installed_command(world: GateWorld, event: str) -> str:
+    settings = json.loads((world.workspace / ".claude" / "settings.json").read_text())
+    command: str = settings["hooks"][event][0]["hooks"][0]["command"]
+    return command
+
+
+def test_a_hook_installed_by_the_venvs_handrail_answers_where_path_has_no_venv(world: GateWorld) -> None:
+    done = run_as(world, venv_handrail(), "gate", "install", "claude-code")
+    assert done.returncode == 0, done.stderr
+    command = installed_command(world, "PreToolUse")
+    assert command.startswith(str(venv_handrail()) + " gate pre-tool-use ")
+    world.start("plan")
+    edit = claude_input(
+        world, "PreToolUse", tool_name="Edit", tool_input={"file_path": str(world.workspace / "cart.py")}
+    )
+    ran = subprocess.run(
+        ["/bin/sh", "-c", command],
+        input=edit,
+        cwd=world.workspace,
+        env={**world.env(), **MINIMAL},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert json.loads(ran.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
+
+
+def test_git_hooks_installed_by_the_venvs_handrail_judge_commits_where_path_has_no_venv(
+    world: GateWorld,
+) -> None:
+    subprocess.run(["git", "init", "-q", str(world.workspace)], check=True)
+    done = run_as(world, venv_handrail(), "gate", "install", "git")
+    assert done.returncode == 0, done.stderr
+    assert str(venv_handrail()) in (world.workspace / ".git" / "hooks" / "pre-commit").read_text()
+    world.start("implement")
+    (world.workspace / "cart.py").write_text("TOTAL = 1\n")
+    git = ["git", "-c", "user.name=Ana", "-c", "user.email=ana@example.com"]
+    subprocess.run([*git, "add", "cart.py"], cwd=world.workspace, check=True)
+    refused = run_as(world, "/usr/bin/git", *git[1:], "commit", "-q", "-m", "cart")
+    assert refused.returncode != 0
+    assert "commit after the tests step" in refused.stderr
+    assert "not found" not in refused.stderr
+    world.complete("implement")
+    allowed = run_as(world, "/usr/bin/git", *git[1:], "commit", "-q", "-m", "cart")
+    assert allowed.returncode == 0, allowed.stderr
+    log = subprocess.run(["git", "log", "--format=%s"], cwd=world.workspace, capture_output=True, text=True)
+    assert log.stdout == "cart\n"
+
+
+def a_handrail_that_goes_away(world: GateWorld) -> Path:
+    """A copy of the venv's handrail script elsewhere: a venv that will be moved."""
+    copy = world.root / "old-venv" / "bin" / "handrail"
+    copy.parent.mkdir(parents=True)
+    shutil.copy(venv_handrail(), copy)
+    return copy
+
+
+def test_doctor_fails_naming_a_hook_whose_program_was_deleted(world: GateWorld) -> None:
+    subprocess.run(["git", "init", "-q", str(world.workspace)], check=True)
+    old = a_handrail_that_goes_away(world)
+    assert run_as(world, old, "gate", "install", "claude-code").returncode == 0
+    assert run_as(world, old, "gate", "install", "git").returncode == 0
+    answered = run_as(world, venv_handrail(), "gate", "doctor")
+    assert answered.returncode == 0, answered.stderr
+    assert f"hooks answer with PATH=/usr/bin:/bin: {old}" in answered.stdout
+    old.unlink()
+    done = run_as(world, venv_handrail(), "gate", "doctor")
+    assert done.returncode == 1
+    assert "claude-code (project) PreToolUse" in done.stderr and "git pre-commit" in done.stderr
+    assert f"`{old} gate" in done.stderr and "does not resolve with PATH=/usr/bin:/bin" in done.stderr
+
+
+def test_doctor_fails_for_a_bare_handrail_the_harness_path_cannot_find(world: GateWorld) -> None:
+    settings = world.workspace / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    bare = {"type": "command", "command": "handrail gate stop --harness claude-code", "timeout": 30}
+    settings.write_text(json.dumps({"hooks": {"Stop": [{"hooks": [bare]}]}}))
+    done = run_as(world, venv_handrail(), "gate", "doctor")
+    assert done.returncode == 1
+    assert "claude-code (project) Stop: `handrail gate stop --harness claude-code`" in done.stderr
+    assert "exit 127" in done.stderr
+
+
+def test_installing_again_after_the_venv_moved_says_which_hooks_pointed_nowhere(world: GateWorld) -> None:
+    subprocess.run(["git", "init", "-q", str(world.workspace)], check=True)
+    old = a_handrail_that_goes_away(world)
+    for harness in ("claude-code", "gemini", "git"):
+        assert run_as(world, old, "gate", "install", harness).returncode == 0
+    old.unlink()
+    for harness, said in (
+        ("claude-code", "replaced PreToolUse: "),
+        ("gemini", "replaced BeforeTool: "),
+        ("git", "replaced the gate in "),
+    ):
+        done = run_as(world, venv_handrail(), "gate", "install", harness)
+        assert done.returncode == 0, done.stderr
+        assert said in done.stdout, done.stdout
+        assert f"it pointed nowhere: {old} is not there" in done.stdout
+    assert installed_command(world, "Stop").startswith(str(venv_handrail()) + " ")
+    pre_commit = (world.workspace / ".git" / "hooks" / "pre-commit").read_text()
+    assert str(old) not in pre_commit and pre_commit.count("# >>> handrail gate >>>") == 1
+    assert "nothing to change" in run_as(world, venv_handrail(), "gate", "install", "git").stdout

@@ -37,7 +37,7 @@ def world(tmp_path: Path) -> Iterator[GateWorld]:
 
 
 def test_the_claude_code_plugin_holds_the_hooks_gate_install_writes(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(install, "_program", lambda: "handrail")  # the plugin finds handrail on PATH
+    monkeypatch.setattr(install, "_program", lambda: ["handrail"])  # the plugin finds handrail on PATH
     parser = argparse.ArgumentParser()
     hook.add_arguments(parser)
     entries = install.claude_entries(parser.parse_args(["install", "claude-code"]))

@@ -7,13 +7,13 @@ folder, never from a path the hook input names: `.claude/settings.json`,
 `.claude/settings.local.json` and `~/.claude/settings.json`. A handler counts as the
 gate's only when it is what `handrail gate install claude-code` writes, to the letter:
 the command line `PROGRAM gate EVENT --harness claude-code OPTIONS` for the event it is
-listed under, PROGRAM `handrail` or the absolute path of the handrail that runs this
-hook (or that PATH finds), OPTIONS this hook's own (`--database`, `--require-run`,
-`--on-error`), or `--server URL` and those when a server answers; an HTTP hook only to
-`/hooks/claude-code` of the scheme, host and port that the installed SessionStart
-command's `--server` names. handrail's plugin enabled from the marketplace that
-integrations/ ships counts as the hooks it brings. A file that is not a regular file, is
-too large or is not JSON holds nothing.
+listed under, PROGRAM `handrail`, the absolute path of the handrail that runs this
+hook (or that PATH finds) or what `gate install` writes from here, OPTIONS this hook's
+own (`--database`, `--require-run`, `--on-error`), or `--server URL` and those when a
+server answers; an HTTP hook only to `/hooks/claude-code` of the scheme, host and port
+that the installed SessionStart command's `--server` names. handrail's plugin enabled
+from the marketplace that integrations/ ships counts as the hooks it brings. A file that
+is not a regular file, is too large or is not JSON holds nothing.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 from urllib.parse import SplitResult, urlsplit
 
+from handrail.gate import program
 from handrail.gate.claude_code import EVENTS
 from handrail.gate.json_settings import runs_the_gate
 
@@ -77,6 +78,7 @@ def installed_as(database: str | None, require_run: str | None, on_error: str) -
     running = os.path.abspath(sys.argv[0]) if sys.argv and sys.argv[0] else ""
     if os.path.basename(running) == PROGRAM:
         programs.add(running)
+    programs = {shlex.join([name]) for name in programs} | {shlex.join(program.words())}
     rest: list[str] = []
     if require_run:
         rest += ["--require-run", require_run]
@@ -102,7 +104,11 @@ def command_server(handler: Any, name: str, installed: Installed) -> tuple[bool,
         words = shlex.split(command)
     except ValueError:
         return False, None
-    if shlex.join(words) != command or len(words) < 5 or words[0] not in installed.programs:
+    found = program.split(command)
+    if shlex.join(words) != command or found is None or shlex.join(found[0]) not in installed.programs:
+        return False, None
+    words = [PROGRAM, *found[1]]  # the rest reads alike whichever words name the program
+    if len(words) < 5:
         return False, None
     if words[1:5] != ["gate", EVENT_OF[name], "--harness", "claude-code"]:
         return False, None

@@ -29,9 +29,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
-from handrail.gate import json_settings
+from handrail.gate import json_settings, program
 from handrail.gate.claude_code import EVENTS
-from handrail.gate.claude_settings import HTTP_PATH, is_gate_handler
+from handrail.gate.claude_settings import HTTP_PATH, PLUGIN_SOURCES, is_gate_handler
 from handrail.gate.git_hooks import HOOKS, MARK_BEGIN, MARK_END
 
 TOOL_EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure")
@@ -71,10 +71,10 @@ class InstallError(Exception):
     pass
 
 
-def _program() -> str:
-    """How the hooks call handrail: the absolute path of this `handrail` when there is one."""
-    found = shutil.which("handrail")
-    return found or "handrail"
+def _program() -> list[str]:
+    """How the hooks call handrail: the program running now, by its full path (a
+    harness's PATH rarely holds the venv), never a name looked up on PATH."""
+    return program.words()
 
 
 def _options(args: argparse.Namespace) -> list[str]:
@@ -102,7 +102,7 @@ is_ours = is_gate_handler
 
 def claude_entries(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
     """Each Claude Code event with the matcher group handrail adds to it."""
-    program = _program()
+    running = _program()
     entries: dict[str, dict[str, Any]] = {}
     for event, (name, _) in EVENTS.items():
         handler: dict[str, Any]
@@ -111,7 +111,7 @@ def claude_entries(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
         if args.server and name not in COMMAND_ONLY:
             handler = http_hook(args)
         else:
-            words = [program, "gate", event, "--harness", "claude-code", *_options(args)]
+            words = [*running, "gate", event, "--harness", "claude-code", *_options(args)]
             handler = {"type": "command", "command": shlex.join(words), "timeout": 30}
         group: dict[str, Any] = {"hooks": [handler]}
         if name in TOOL_EVENTS:
@@ -169,8 +169,9 @@ def _claude(args: argparse.Namespace, *, install: bool) -> list[str]:
             if found:
                 handlers, index = found[0]
                 if handlers[index] != wanted:  # other options, or command <-> HTTP: this install's
+                    why = program.stale(str(handlers[index].get("command", "")))
                     handlers[index] = wanted
-                    changed.append(f"replaced {name}: {_shown(wanted)}")
+                    changed.append(f"replaced {name}: {_shown(wanted)}" + (f" ({why})" if why else ""))
                 continue
             groups.append(group)
             changed.append(f"added {name}: {_shown(group['hooks'][0])}")
@@ -224,11 +225,11 @@ def _dump_like(value: Any, original: str) -> str:
 
 # -- Cursor, Gemini CLI, Codex ---------------------------------------------------------
 def _json_settings(args: argparse.Namespace, harness: json_settings.Harness, *, install: bool) -> list[str]:
-    program = _program()
+    running = _program()
     return json_settings.write(
         harness,
         json_settings.settings_file(harness, args.scope),
-        lambda event: [program, "gate", event, "--harness", harness.name, *_options(args)],
+        lambda event: [*running, "gate", event, "--harness", harness.name, *_options(args)],
         install=install,
         dry_run=args.dry_run,
         dump_like=_dump_like,
@@ -252,7 +253,7 @@ def hooks_folder(cwd: Path | None = None) -> Path:
 def git_block(hook: str, args: argparse.Namespace) -> str:
     # git's arguments right after the event: argparse takes no positionals after the options
     call = (
-        shlex.join([_program(), "gate", hook]) + ' "$@" ' + shlex.join(["--harness", "git", *_options(args)])
+        shlex.join([*_program(), "gate", hook]) + ' "$@" ' + shlex.join(["--harness", "git", *_options(args)])
     )
     if hook != "pre-push":
         body = f"{call} || exit $?\n"
@@ -274,10 +275,16 @@ def _git(args: argparse.Namespace, *, install: bool) -> list[str]:
         path = folder / hook
         text = path.read_text(encoding="utf-8") if path.exists() else None
         if install:
-            if text is not None and MARK_BEGIN in text:
-                continue
             block = git_block(hook, args)
-            if text is None:
+            if text is not None and MARK_BEGIN in text:
+                start, end = _block_span(text)
+                if text[start:end] == block:
+                    continue
+                # another program (an upgrade, a moved venv) or other options: this install's
+                why = program.stale(_block_command(text[start:end]) or "")
+                new = text[:start] + block + text[end:]
+                changed.append(f"replaced the gate in {path}" + (f" ({why})" if why else ""))
+            elif text is None:
                 new = SHEBANG + block
                 changed.append(f"wrote {path}")
             else:
@@ -291,8 +298,7 @@ def _git(args: argparse.Namespace, *, install: bool) -> list[str]:
         else:
             if text is None or MARK_BEGIN not in text:
                 continue
-            start = text.index(MARK_BEGIN)
-            end = text.index(MARK_END, start) + len(MARK_END) + 1
+            start, end = _block_span(text)
             new = text[:start] + text[end:]
             if new == SHEBANG:
                 if not args.dry_run:
@@ -309,15 +315,36 @@ def _git(args: argparse.Namespace, *, install: bool) -> list[str]:
     return changed + (["(dry run: nothing written)"] if args.dry_run else [])
 
 
+def _block_span(text: str) -> tuple[int, int]:
+    """Where handrail's marked block is in a hook script, its final newline included."""
+    start = text.index(MARK_BEGIN)
+    end = text.find(MARK_END, start)
+    end = len(text) if end < 0 else min(len(text), end + len(MARK_END) + 1)
+    return start, end
+
+
+def _block_command(block: str) -> str | None:
+    """The `handrail gate HOOK` line of a marked block, as far as its program and hook."""
+    for line in block.splitlines():
+        found = program.split(line)
+        if found and found[1][:1] == ["gate"] and len(found[1]) >= 2:
+            return shlex.join([*found[0], *found[1][:2]])
+    return None
+
+
 # -- doctor -------------------------------------------------------------------------
 def doctor(args: argparse.Namespace) -> int:
     from handrail.store.open import default_url  # lazy: a hook's start-up
 
     lines: list[str] = []
+    commands: list[tuple[str, str]] = []  # (where, command line) of each installed command hook
+    plugin = False
     for scope in ("project", "user"):
         path = settings_file(scope)
         try:
-            hooks = json.loads(path.read_text(encoding="utf-8")).get("hooks", {}) if path.exists() else {}
+            body = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+            hooks = body.get("hooks", {})
+            plugin = plugin or any(body.get("enabledPlugins", {}).get(s) is True for s in PLUGIN_SOURCES)
         except (OSError, ValueError, AttributeError):
             lines.append(f"claude-code ({scope}): {path} cannot be read as JSON")
             continue
@@ -327,6 +354,15 @@ def doctor(args: argparse.Namespace) -> int:
             if isinstance(groups, list)
             and any(is_ours(h) for g in groups if isinstance(g, dict) for h in g.get("hooks", []))
         )
+        commands += [
+            (f"claude-code ({scope}) {name}", str(h["command"]))
+            for name, groups in hooks.items()
+            if isinstance(groups, list)
+            for g in groups
+            if isinstance(g, dict)
+            for h in g.get("hooks", [])
+            if is_ours(h) and h.get("type") == "command"
+        ]
         missing = sorted(name for name, _ in EVENTS.values() if name not in found)
         state = (
             "not installed"
@@ -337,12 +373,16 @@ def doctor(args: argparse.Namespace) -> int:
     for harness in json_settings.HARNESSES.values():
         for scope in ("project", "user"):
             lines.append(_json_state(harness, scope))
+            commands += _json_commands(harness, scope)
     try:
         folder = hooks_folder()
         have = [h for h in HOOKS if (folder / h).exists() and MARK_BEGIN in (folder / h).read_text("utf-8")]
         lines.append(f"git: {', '.join(have) or 'no hooks'} installed in {folder}")
+        commands += _git_commands(folder, have)
     except (InstallError, OSError):
         lines.append("git: not a git repository here")
+    problems = _probe_commands(commands, lines)
+    problems += _on_path(plugin, lines)
     if args.server:
         lines.append(f"run store: the server {args.server}")
         lines.append(_server_answers(args))
@@ -352,7 +392,69 @@ def doctor(args: argparse.Namespace) -> int:
         lines.append(_test_event(args))
     for line in lines:
         print(line)
-    return 0
+    for problem in problems:
+        print(f"handrail gate doctor: {problem}", file=sys.stderr)
+    return 1 if problems else 0
+
+
+def _json_commands(harness: json_settings.Harness, scope: str) -> list[tuple[str, str]]:
+    path = json_settings.settings_file(harness, scope)
+    try:
+        settings = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    except (OSError, ValueError):
+        return []
+    return [
+        (f"{harness.name} ({scope}) {name}", command)
+        for name, command in json_settings.installed_commands(harness, settings)
+    ]
+
+
+def _git_commands(folder: Path, have: list[str]) -> list[tuple[str, str]]:
+    """Each git hook's gate call, as far as its hook and harness: git's own arguments
+    and the refs on stdin are git's to give."""
+    found: list[tuple[str, str]] = []
+    for hook in have:
+        text = (folder / hook).read_text(encoding="utf-8")
+        start, end = _block_span(text)
+        command = _block_command(text[start:end])
+        found.append((f"git {hook}", (command or "(no handrail call in its block)") + " --harness git"))
+    return found
+
+
+def _probe_commands(commands: list[tuple[str, str]], lines: list[str]) -> list[str]:
+    """Run each program the installed hooks name as the harness would (through `sh`, with
+    a minimal PATH), once per program; the hooks whose program does not answer."""
+    by_program: dict[str, list[tuple[str, str]]] = {}
+    for where, command in commands:
+        found = program.split(command)
+        by_program.setdefault(shlex.join(found[0]) if found else command, []).append((where, command))
+    problems: list[str] = []
+    for name, hooks in by_program.items():
+        why = program.probe(hooks[0][1])
+        places = ", ".join(where for where, _ in hooks)
+        if why is None:
+            lines.append(f"hooks answer with PATH={program.MINIMAL_PATH}: {name} ({places})")
+        else:
+            problems.append(f"{places}: `{hooks[0][1]}`: {why}")
+    return problems
+
+
+def _on_path(plugin: bool, lines: list[str]) -> list[str]:
+    """The plugin and the extension from integrations/ call `handrail` from PATH by design
+    (their files cannot know where it is installed): say whether this PATH finds it."""
+    extension = (Path.home() / ".gemini" / "extensions" / "handrail").is_dir()
+    pairs = (("the Claude Code plugin", plugin), ("the Gemini CLI extension", extension))
+    named = [name for name, on in pairs if on]
+    if not named:
+        return []
+    found = shutil.which(program.NAME)
+    if found:
+        lines.append(f"{' and '.join(named)} call `handrail` from PATH: here that is {found}")
+        return []
+    return [
+        f"{' and '.join(named)} call `handrail` from PATH, and this PATH has none: "
+        "start the harness with handrail's folder on its PATH"
+    ]
 
 
 def _server_answers(args: argparse.Namespace) -> str:

@@ -12,7 +12,8 @@ takes them out while every other entry stays as it was.
   (its timeout in seconds). Codex runs a project's or a changed hook only once a
   person trusts it in `/hooks`.
 
-A handrail entry is a handler whose command runs `handrail gate ... --harness H`.
+A handrail entry is a handler whose command runs `handrail gate ... --harness H`
+(handrail named by its path, or as `PYTHON -m handrail`).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from handrail.gate import codex, cursor, gemini
+from handrail.gate import codex, cursor, gemini, program
 
 
 class SettingsError(Exception):
@@ -97,13 +98,8 @@ def is_ours(handler: Any, harness: str) -> bool:
 
 def runs_the_gate(command: Any, harness: str) -> bool:
     """Whether a hook's command line is `handrail gate` for `harness`."""
-    words = str(command).split()
-    return (
-        len(words) >= 2
-        and os.path.basename(words[0]) == "handrail"
-        and words[1] == "gate"
-        and harness in words
-    )
+    found = program.split(str(command))
+    return found is not None and found[1][:1] == ["gate"] and harness in found[1]
 
 
 def _handlers(harness: Harness, entries: Any) -> list[Any]:
@@ -128,6 +124,19 @@ def installed_events(harness: Harness, settings: Any) -> list[str]:
     )
 
 
+def installed_commands(harness: Harness, settings: Any) -> list[tuple[str, str]]:
+    """Each event's handrail command line, as (the harness's event name, the command)."""
+    hooks = settings.get("hooks", {}) if isinstance(settings, dict) else {}
+    if not isinstance(hooks, dict):
+        return []
+    return [
+        (name, str(h["command"]))
+        for name in harness.events.values()
+        for h in _handlers(harness, hooks.get(name))
+        if is_ours(h, harness.name)
+    ]
+
+
 def merge(
     harness: Harness, settings: dict[str, Any], words: Callable[[str], list[str]], install: bool
 ) -> list[str]:
@@ -143,9 +152,15 @@ def merge(
             raise SettingsError(f"`hooks.{name}` must be a list")
         ours = [h for h in _handlers(harness, entries) if is_ours(h, harness.name)]
         if install:
-            if ours:
-                continue
             handler = harness.handler(shlex.join(words(event)))
+            if ours and ours[0].get("command") == handler["command"]:
+                continue
+            if ours:  # another program or other options: this install's, in the same place
+                why = program.stale(str(ours[0].get("command", "")))
+                ours[0].clear()
+                ours[0].update(handler)
+                changed.append(f"replaced {name}: {handler['command']}" + (f" ({why})" if why else ""))
+                continue
             hooks.setdefault(name, []).append(handler if harness.flat else {"hooks": [handler]})
             changed.append(f"added {name}: {handler['command']}")
             continue
