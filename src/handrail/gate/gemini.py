@@ -10,6 +10,7 @@ input the gate cannot read is exit 1.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 from handrail.gate import Answer, hook_input
@@ -44,6 +45,7 @@ TOOLS = hook_input.Tools(
     web={"web_fetch": "prompt", "google_web_search": "query"},
 )
 CONTROL_TOOLS = frozenset({"write_todos"})
+MCP_PREFIX = "mcp_"
 
 
 def read_events(data: bytes, event: str) -> list[GateEvent]:
@@ -66,12 +68,38 @@ def action_of(
     action = hook_input.workspace_action(tool, tool_input, cwd, TOOLS)
     if action is not None:
         return action
-    if tool.startswith("mcp__"):
-        server, _, name = tool[5:].partition("__")
-        return Action("mcp", f"{hook_input.text(mcp_context.get('server_name')) or server}/{name}", tool)
+    if tool.startswith(MCP_PREFIX):
+        return Action("mcp", mcp_target(tool, mcp_context), tool)
     if tool in CONTROL_TOOLS:
         return None
     return Action("tool", tool, tool)
+
+
+def mcp_target(tool: str, mcp_context: Mapping[str, Any]) -> str:
+    """`server/tool` of an MCP tool call. Gemini CLI 0.61 names it `mcp_SERVER_TOOL` (the
+    server's name made a valid function name) and gives `mcp_context` with the server's
+    and the tool's own names, which split it unambiguously; earlier releases wrote
+    `mcp__SERVER__TOOL`. Without `mcp_context`, the server ends at the first `_`, as
+    Gemini CLI itself reads the name."""
+    server = hook_input.text(mcp_context.get("server_name"))
+    name = hook_input.text(mcp_context.get("tool_name"))
+    if server and name:
+        return f"{server}/{name}"
+    rest = tool[len(MCP_PREFIX) :]
+    if rest.startswith("_"):
+        found_server, _, found_name = rest[1:].partition("__")
+    else:
+        valid = _valid_name(server) if server else ""
+        if valid and rest.startswith(valid + "_"):
+            found_server, found_name = valid, rest[len(valid) + 1 :]
+        else:
+            found_server, _, found_name = rest.partition("_")
+    return f"{server or found_server}/{name or found_name}"
+
+
+def _valid_name(server: str) -> str:
+    """A server's name as Gemini CLI writes it into a tool's name."""
+    return re.sub(r"[^a-zA-Z0-9_\-.:]", "_", server)
 
 
 def answer(event: str, decision: Decision) -> Answer:
