@@ -244,7 +244,7 @@ def test_initialize_names_the_open_runs_of_the_workspace(tmp_path: Path) -> None
     second = Server("--no-bundled", "--workflows", str(tmp_path / "flows"), "--database", _url(tmp_path))
     try:
         assert first.initialized is not None
-        assert "workflow_resume" not in first.initialized["instructions"]  # nothing open yet
+        assert "Unfinished runs" not in first.initialized["instructions"]  # nothing open yet
         run = _start(first, ["a"], second.folder)
         finished = _start(first, ["a"], second.folder)
         abandoned = first.result("workflow_abandon", {"runId": finished, "reason": "Not needed"})

@@ -55,7 +55,6 @@ from handrail.protocol.revisions import (
 )
 from handrail.protocol.session import Session
 from handrail.protocol.surface.surface import SESSION_METHODS, Handler, Surface
-from handrail.protocol.surface.texts import with_runs
 from handrail.runs.request import Request
 from handrail.service.core import Service
 from handrail.service.definitions import tool_names
@@ -308,7 +307,7 @@ class Protocol:
             request = self.session.request = replace(
                 request, version=version, capabilities=capabilities, message_id=None
             )
-        text = self.surface.instructions(told=True)
+        text = self.surface.essentials(self._runs_note(request, capabilities), told=True)
         return {
             "protocolVersion": version,
             "capabilities": {
@@ -320,7 +319,7 @@ class Protocol:
                 "completions": {},
             },
             "serverInfo": dict(SERVER_INFO),
-            "instructions": with_runs(text, self._runs_note(request, capabilities)),
+            "instructions": text,
         }
 
     def _runs_note(self, request: Request, capabilities: dict[str, Any]) -> str:
@@ -343,7 +342,7 @@ class Protocol:
                 "prompts": {"listChanged": False},
                 "completions": {},
             },
-            "instructions": self.surface.instructions(told=False),
+            "instructions": self.surface.essentials("", told=False),
         }
 
     # -- ending ----------------------------------------------------------------------

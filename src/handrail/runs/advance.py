@@ -111,16 +111,21 @@ class Advance:
             raise not_active(run)
         workflow = ledger.pinned(snapshot, run)
         position = Position.stored(run.position)
+        # the step the agent names is checked against the step current before its context
+        # merges: the context it sends with a step's output (a runCondition's variable set
+        # to what the step's own prompt says) must not move the run off that step first
+        current = position.step
+        if submitting and (current is None or current.get("id") != step_id):
+            raise not_current(str(step_id), run, position=position)
         context: Mapping[str, Any] = run.context
         changed = bool(changes)
         if changes:
             context = merge_context(run.context, changes)
             ledger.check_size(context)
-            position, _ = position.advanced(workflow, context)
-        stored = position.to_stored() if changed else None
-        update = RunUpdate(context=context if changed else None, position=stored)
         change_data = {"contextChanges": dict(changes)} if changes else {}
-        if step_id is None or output is None:  # context only
+        if step_id is None or output is None or current is None:  # context only
+            moved = position.advanced(workflow, context)[0].to_stored() if changed else None
+            update = RunUpdate(context=context if changed else None, position=moved)
             context_event = NewEvent(EventType.CONTEXT, data=change_data)
             written = ledger.write(run, update, [context_event], ledger.owner(request))
             return {
@@ -130,19 +135,17 @@ class Advance:
                 "message": _context_message(changes, written),
                 **view(written),
             }
-        current = position.step
-        if current is None or current.get("id") != step_id:
-            raise not_current(step_id, run, position=position)
         verdict = validate_output(workflow, step_id, output, context)
         title = position.shown_title()
 
         def rejected(
             issues: list[str], suggestions: list[str], checked: list[NewEvent], shown: dict[str, Any]
         ) -> dict[str, Any]:
-            """The output refused: a `rejected` event after the `check` events, the same step again."""
+            """The output refused: a `rejected` event after the `check` events, the same step
+            again, the run's context as it was (the event keeps the changes sent with it)."""
             data = {"output": output, **title, "issues": issues, "suggestions": suggestions, **change_data}
             event = NewEvent(EventType.REJECTED, step_id, data)
-            written = ledger.write(run, update, [*checked, event], ledger.owner(request))
+            written = ledger.write(run, RunUpdate(), [*checked, event], ledger.owner(request))
             return {
                 "runId": run.id,
                 "accepted": False,
@@ -167,6 +170,8 @@ class Advance:
             waiting = NewEvent(
                 EventType.AWAITING_APPROVAL, step_id, {"output": output, **title, **change_data}
             )
+            # the context goes with the output; the step stays current until a person decides
+            update = RunUpdate(context=context if changed else None)
             written = ledger.write(run, update, [*checked, waiting], ledger.owner(request))
             return decisions.ask(request, written, current, output)
         after, _ = position.advanced(workflow, context, done=step_id)

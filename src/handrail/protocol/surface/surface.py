@@ -25,7 +25,7 @@ from handrail.protocol.surface.logging_bridge import LEVELS, LogBridge
 from handrail.protocol.surface.prompts import prompts_get, prompts_list
 from handrail.protocol.surface.resources import resources_list, resources_read, subscribable, templates_list
 from handrail.protocol.surface.subscriptions import Subscriptions
-from handrail.protocol.surface.texts import instructions
+from handrail.protocol.surface.texts import GUIDE_URI, essentials, instructions, with_runs
 from handrail.protocol.surface.tool_methods import tools_call, tools_list
 from handrail.runs.request import Request
 from handrail.service.core import Service
@@ -55,9 +55,7 @@ class Surface:
             "tools/list": lambda request, params: tools_list(service),
             "tools/call": self.tools_call,
             "resources/list": lambda request, params: resources_list(service),
-            "resources/read": lambda request, params: resources_read(
-                service, params, INVALID_PARAMS if request.modern else RESOURCE_NOT_FOUND
-            ),
+            "resources/read": self.read_resource,
             "resources/templates/list": lambda request, params: templates_list(),
             "prompts/list": lambda request, params: prompts_list(service),
             "prompts/get": lambda request, params: prompts_get(service, params),
@@ -72,8 +70,17 @@ class Surface:
 
     # -- what the client is told about the workflows ---------------------------------
     def instructions(self, *, told: bool) -> str:
-        """The server's instructions: the workflows, summarized before anything is compiled
-        (see Catalog.summaries). `told`: the client now knows this catalog generation."""
+        """The server's instructions in full (the resource GUIDE_URI): the workflows,
+        summarized before anything is compiled (see Catalog.summaries). `told`: the client
+        now knows this catalog generation."""
+        return instructions(self._listed(told), runs_only=self.service.runs_only)
+
+    def essentials(self, runs_note: str, *, told: bool) -> str:
+        """What `initialize` and `server/discover` give: the essentials, within 2,000
+        characters, naming the resource that holds the whole text."""
+        return essentials(self._listed(told), runs_note, runs_only=self.service.runs_only)
+
+    def _listed(self, told: bool) -> list[Any]:
         catalog = self.service.catalog
         snapshot = catalog.ready
         listed: list[Any]
@@ -85,7 +92,16 @@ class Surface:
         if told and snapshot is not None:
             with self._notify_lock:
                 self._seen_generation = snapshot.generation
-        return instructions(listed, runs_only=self.service.runs_only)
+        return listed
+
+    def read_resource(self, request: Request, params: dict[str, Any]) -> dict[str, Any]:
+        """resources/read: the instructions in full (GUIDE_URI: named by the instructions, not
+        listed, so that resources/list stays the catalog's), else a workflow's resource."""
+        if params.get("uri") == GUIDE_URI:
+            note = self.service.open_runs_note(request)
+            text = with_runs(self.instructions(told=False), note)
+            return {"contents": [{"uri": GUIDE_URI, "mimeType": "text/plain", "text": text}]}
+        return resources_read(self.service, params, INVALID_PARAMS if request.modern else RESOURCE_NOT_FOUND)
 
     def on_catalog_change(self, listener: Callable[[Any], None]) -> None:
         self.service.catalog.on_change(listener)

@@ -1,5 +1,6 @@
-"""What a model reads in prose: the server's instructions, a workflow's prompt, and
-the fix text of a tool call that failed."""
+"""What a model reads in prose: the server's instructions (the essentials `initialize`
+gives, and the whole text the resource GUIDE_URI gives), a workflow's prompt, and the
+fix text of a tool call that failed."""
 
 from __future__ import annotations
 
@@ -7,6 +8,30 @@ from typing import Any
 
 from handrail.codec import encode
 from handrail.errors import HandrailError
+
+NO_DESCRIPTION = "No description provided"
+ESSENTIALS = 2000  # Claude Code keeps the first 2,048 characters of a server's instructions
+GUIDE_URI = "handrail://instructions"  # the whole text, which the essentials name
+WHAT = (
+    "handrail keeps you on a workflow's steps: in a run the server checks each step's output "
+    "(its rules, its checks, a person's approval where the step asks for one) and remembers where "
+    "the work stands across conversations."
+)
+HOW = (
+    "How a run goes: call workflow_start with a workflowId and a goal; it returns a runId and the "
+    "first step. Do the step, then call workflow_continue with the runId, the step's id as stepId "
+    "and your output (and `context` where the step says to set a variable). Accepted: the next "
+    "step comes back; not accepted: fix what the issues say and send it again. Repeat until the "
+    "status is completed. A step waiting for a person (awaiting_approval) says where they approve."
+)
+RESUME = (
+    "To resume: workflow_resume with no arguments lists your open runs here; with a runId it "
+    "returns the current step, the context and a recap of the work so far."
+)
+WITHOUT_A_RUN = (
+    " Without a run, workflow_next (from an empty completedSteps list) and workflow_validate go "
+    "step by step and keep nothing."
+)
 
 
 def instructions(workflows: list[Any], *, runs_only: bool = False) -> str:
@@ -20,7 +45,7 @@ def instructions(workflows: list[Any], *, runs_only: bool = False) -> str:
         )
     blocks = []
     for w in workflows:
-        description = w.description or "No description provided"
+        description = w.description or NO_DESCRIPTION
         blocks.append(f"{w.id} ({w.step_count} steps)\n  Description: {description}")
     listed = "Available workflows:\n\n" + "\n\n".join(blocks) + "\n\n"
     as_a_run = (
@@ -40,6 +65,44 @@ def instructions(workflows: list[Any], *, runs_only: bool = False) -> str:
         "To have the server keep track instead (it checks each step and remembers where the "
         "work stands, across conversations), " + as_a_run
     )
+
+
+def essentials(workflows: list[Any], runs_note: str, *, runs_only: bool = False) -> str:
+    """The instructions a client is sure to keep, within ESSENTIALS characters: what handrail
+    is, how a run goes, how to resume, the open runs, the workflows, and where the rest is
+    (GUIDE_URI). What does not fit is cut from the end of the open runs and the workflows."""
+    if not workflows:
+        return instructions(workflows, runs_only=runs_only)
+    head = f"{WHAT}\n\n{HOW}{'' if runs_only else WITHOUT_A_RUN}\n\n{RESUME}"
+    tail = (
+        f"The workflows' descriptions, both ways of following one, and this text in full: read the "
+        f"resource {GUIDE_URI}."
+    )
+    room = ESSENTIALS - len(head) - len(tail) - 6  # the blank lines between the parts
+    names = "Available workflows: " + ", ".join(f"{w.id} ({w.step_count} steps)" for w in workflows)
+    # the open runs first: what a new conversation must not miss; the workflows' names after
+    runs = _fitted(runs_note.split("\n\n", 1)[0], room - min(len(names), 300), "workflow_resume lists them")
+    room -= len(runs)
+    blocks = [
+        f"{w.id} ({w.step_count} steps)\n  Description: {w.description or NO_DESCRIPTION}" for w in workflows
+    ]
+    listed = "Available workflows:\n\n" + "\n\n".join(blocks)
+    if len(listed) > room:
+        listed = _fitted(names, room, "listed in " + GUIDE_URI, ", ")
+    parts = [head, *([runs] if runs else []), *([listed] if listed else []), tail]
+    return "\n\n".join(parts)[:ESSENTIALS]
+
+
+def _fitted(text: str, room: int, rest: str, separator: str = "\n") -> str:
+    """`text` cut at a `separator` to fit `room` characters, saying how many were left out."""
+    if len(text) <= room:
+        return text
+    pieces = text.split(separator)
+    for keep in range(len(pieces) - 1, 0, -1):
+        kept = separator.join(pieces[:keep]) + f"{separator}... and {len(pieces) - keep} more ({rest})"
+        if len(kept) <= room:
+            return kept
+    return ""
 
 
 def with_runs(text: str, runs_note: str) -> str:
