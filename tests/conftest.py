@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.environment import CALLER
 from tests.postgres import Cluster, reap_orphans, unavailable
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -102,6 +103,18 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         report.outcome = "failed"
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
         report.longrepr = f"CI must run every corpus test, and this one skipped: {reason}"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _none_of_the_testers_settings(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Before any fixture of a wider scope than a test's starts a server: none of the
+    tester's HANDRAIL_* (a home that `handrail init` filled, a database, a token) and
+    an empty HOME. A test's own home comes from `_private_handrail_home`."""
+    with pytest.MonkeyPatch.context() as patch:
+        for name in CALLER:
+            patch.delenv(name, raising=False)
+        patch.setenv("HOME", str(tmp_path_factory.mktemp("session-home")))
+        yield
 
 
 @pytest.fixture(autouse=True)

@@ -2,8 +2,9 @@
 use for raw JSON lines to a server (the MCP SDK client tests use the SDK's).
 
 `Server` spawns `python -m handrail start ...` in a private, empty working folder
-(also its HOME, with the workflow environment variables removed), so the catalog
-is exactly what the test passes with --workflows. A thread reads stdout line by
+(also its HOME, with the workflow environment variables and the tester's HANDRAIL_*
+removed), so the catalog is exactly what the test passes with --workflows and the
+store is the test's. A thread reads stdout line by
 line and checks every line as it arrives: each must be one UTF-8 JSON-RPC message
 from a server, ending in a newline. Another thread collects stderr. `close()`
 ends the process (EOF, then kill if it hangs) and removes the folder.
@@ -27,6 +28,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
+
+from tests.helpers.environment import child_env
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT = 10.0
@@ -111,13 +114,8 @@ def check_message(message: Any) -> None:
 
 
 def clean_env(home: Path) -> dict[str, str]:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in ("WORKFLOW_STORAGE_PATH", "HANDRAIL_WORKFLOWS", "WORKFLOW_INCLUDE_BUNDLED")
-        and k != "WORKFLOW_GIT_REPOS"
-    }
-    env["HOME"] = str(home)
+    """The environment of a child working in `home`: see tests/helpers/environment.py."""
+    env = child_env(home)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT / "src"), env.get("PYTHONPATH")) if p)
     env["PYTHONIOENCODING"] = "utf-8"
     return env

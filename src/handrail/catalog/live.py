@@ -187,7 +187,8 @@ class Catalog:
                     got = Read.of(data) if isinstance(data, bytes) else None
                     if got is not None and got.revision == item.revision:
                         broken = self._verify(path, got, keep=False).workflow is None
-                        self._reassemble |= broken  # listed, but broken: report it
+                        if broken:  # listed, but broken: report it (never `|=`: a True set meanwhile stays)
+                            self._reassemble = True
                     time.sleep(0)  # let requests in between files
                 if self._reassemble:
                     self._look()
@@ -307,7 +308,8 @@ class Catalog:
     def _check_previous(self, path: Path) -> None:
         """The file changed before its listed version was checked: check that version now,
         so that it can be the last good one."""
-        previous = self._unchecked.pop(path, None)
+        with self._state:  # so that a check that took these bytes first has recorded its verdict
+            previous = self._unchecked.pop(path, None)
         if previous is not None:
             self._verify(path, Read.of(zlib.decompress(previous)), keep=False)
 
@@ -320,9 +322,19 @@ class Catalog:
         good version (and, with `keep`, goes into the cache of compiled workflows)."""
         compiled = compiled or compile_file(path, data)
         workflow, rev = compiled.workflow, data.revision
+        # One critical section: bytes leave `_unchecked` only as their verdict and last
+        # good version are recorded, so whoever finds them gone finds those (_check_previous).
         with self._state:
-            if self._digests.get(path) == rev:  # (a checker may finish a version already replaced)
-                self._unchecked.pop(path, None)
+            if self._digests.get(path) != rev:
+                # replaced while it was checked (by the checker, or by _check_previous): it
+                # judges nothing listed now, and is older than any version checked since
+                if workflow is not None and path not in self._last_good:
+                    self._last_good[path] = (
+                        of_workflow(path, workflow, self._load),
+                        zlib.compress(data.data, 1),
+                    )
+                return compiled
+            self._unchecked.pop(path, None)
             if workflow is None:
                 self._verdicts[path] = (rev, compiled)
                 return compiled
