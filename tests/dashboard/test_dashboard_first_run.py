@@ -15,6 +15,7 @@ from urllib.parse import quote
 import httpx
 import pytest
 
+from tests.dashboard.browser import picture
 from tests.helpers.http import HttpServer
 from tests.runs.workflows import REVIEW_ID, review_files, write
 
@@ -245,6 +246,8 @@ def test_an_issue_text_keeps_its_lines_renders_its_markdown_and_its_script_stays
     assert "<script>window.pwned = 1</script>" in text  # shown as text, never run
     assert issue.locator("script").count() == 0
     assert page.evaluate("window.pwned") is None
+    page.locator(".graph svg").wait_for()
+    picture(page, "dashboard-run.png")
     assert page.errors == []
 
 
