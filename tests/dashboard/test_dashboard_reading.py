@@ -126,7 +126,7 @@ def test_a_loops_titles_are_shown_for_each_iteration_in_the_recap_the_timeline_a
         assert page.errors == []
 
 
-def test_the_runs_list_links_by_goal_says_when_in_words_and_fits_a_420_px_screen(
+def test_the_runs_list_links_by_goal_says_when_in_words_and_fits_a_390_px_phone(
     tmp_path: Path, page: Any
 ) -> None:
     write(tmp_path / "flows", build_feature())
@@ -148,9 +148,9 @@ def test_the_runs_list_links_by_goal_says_when_in_words_and_fits_a_420_px_screen
         page.wait_for_timeout(1800)  # the list redraws itself from the API: the same cells
         assert row.locator("time").inner_text() == "just now" and "step 1 of 3" in row.inner_text()
         picture(page, "dashboard-runs.png")
-        page.set_viewport_size({"width": 420, "height": 800})
+        page.set_viewport_size({"width": 390, "height": 844})
         overflow = page.evaluate("document.scrollingElement.scrollWidth - window.innerWidth")
-        assert overflow <= 0, f"the page is {overflow} px wider than a 420 px screen"
+        assert overflow <= 0, f"the page is {overflow} px wider than a 390 px phone"
         picture(page, "dashboard-runs-phone.png")
         page.fill("input[name=q]", "paint")
         page.click("text=Filter")

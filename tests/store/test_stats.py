@@ -6,12 +6,18 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from benchmarks.stats_bench import generate
+from handrail.catalog import load_catalog
+from handrail.runs import Runs
+from handrail.service.core import Service
 from handrail.store.open import open_store
 from handrail.store.schema import MIGRATIONS_TABLE, migrations, statements
 from handrail.store.stats import StatsFilter, workflow_stats
 from handrail.store.urls import sqlite_url
 from tests.helpers.event_log import case, fill, rows_of
+from tests.runs.workflows import REVIEW_ID, review_files, write
 
 
 def test_a_store_made_before_the_stats_index_opens_upgraded_and_keeps_its_runs(tmp_path: Path) -> None:
@@ -71,3 +77,36 @@ def test_the_benchmark_log_gives_the_same_figures_on_sqlite_and_postgresql(
     assert review["approvals"]["waitSeconds"]["median"] is not None
     implement = [c for c in bench["versions"][0]["checks"] if c["step"] == "implement"]
     assert [c["index"] for c in implement] == [0, 1] and implement[0]["failingLines"]
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
+def test_a_parallel_loops_branches_count_their_run_once_on_both_databases(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    url = sqlite_url(tmp_path / "runs.db") if kind == "sqlite" else request.getfixturevalue("postgres_url")
+    write(tmp_path / "flows", review_files(max_parallel=3))
+    service = Service(load_catalog(tmp_path / "flows", bundled=False), runs=Runs(lambda: open_store(url)))
+    try:
+        for n, files in enumerate((["a", "b", "c"], ["d", "e", "f"])):
+            parent = service.call("workflow_start", {"workflowId": REVIEW_ID, "goal": f"Batch {n}"})["runId"]
+            said = {"runId": parent, "stepId": "collect", "output": "Files.", "context": {"files": files}}
+            branches = [b["runId"] for b in service.call("workflow_continue", said)["branches"]]
+            assert len(branches) == 3
+            done = branches if n == 0 else branches[:1]  # the first run's branches all finish
+            for branch in done:
+                for step in ("review", "note"):
+                    out = "Reviewed" if step == "review" else "Nothing"
+                    service.call("workflow_continue", {"runId": branch, "stepId": step, "output": out})
+        store = open_store(url)
+        try:
+            (review,) = workflow_stats(store, StatsFilter(REVIEW_ID))
+        finally:
+            store.close()
+    finally:
+        service.close()
+    (version,) = review["versions"]
+    assert version["runs"] == {"started": 2, "completed": 0, "abandoned": 0, "active": 2}
+    steps = {s["id"]: (s["reached"], s["accepted"], s["submissions"]) for s in version["steps"]}
+    # 4 branches reviewed (3 and 1), each a submission; 2 runs reached and accepted it
+    assert steps["collect"] == (2, 2, 2) and steps["review"] == (2, 2, 4) and steps["note"] == (2, 2, 4)
+    assert steps["report"][0] == 1  # the first run, its branches gathered, stands there

@@ -72,6 +72,7 @@ def dashboard_routes(service: Any, refuse: Refuse, people: Identifies | None) ->
     templates = Environment(
         loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(default=True)
     )
+    templates.filters["duration"] = views.duration  # seconds as people read them
     sessions = Sessions()
     runs = service.runs
 
@@ -181,7 +182,7 @@ def dashboard_routes(service: Any, refuse: Refuse, people: Identifies | None) ->
     ) -> list[dict[str, Any]]:
         statuses = [status] if status in STATUSES else None
         found = runs.listing(asking, statuses=statuses, workflow_id=workflow, text=text, limit=LISTED)
-        return [views.run_row(r, workflow_of(r)) for r in found]
+        return views.grouped(found, lambda r: views.run_row(r, workflow_of(r)))  # branches under their run
 
     def filters(request: Request) -> tuple[str | None, str | None, str | None]:
         params = request.query_params
@@ -252,7 +253,7 @@ def dashboard_routes(service: Any, refuse: Refuse, people: Identifies | None) ->
             context=views.pretty(dict(run.context)),
             step=run.position.get("step"),
             open_statuses=ACTIVE_STATUSES,
-            note=request.query_params.get("note"),
+            note=views.NOTES.get(request.query_params.get("note") or ""),
         )
 
     async def workflows_page(request: Request, session: Session) -> Response:
@@ -261,8 +262,20 @@ def dashboard_routes(service: Any, refuse: Refuse, people: Identifies | None) ->
 
     async def insights_page(request: Request, session: Session) -> Response:
         workflow = request.query_params.get("workflow") or None
-        found = await as_person(session, runs.insights, workflow)
-        return page("insights.html", request, session, workflows=insights.pages(found))
+        shown = await as_person(session, insight_pages, workflow)
+        return page("insights.html", request, session, workflows=shown)
+
+    def insight_pages(asking: Asking, workflow: str | None) -> list[dict[str, Any]]:
+        def pinned(workflow_id: str, version: str) -> Any:
+            """The workflow a version's runs were pinned to: the catalog's, or one run's."""
+            current = service.catalog.snapshot().get(workflow_id)
+            if current is not None and current.version == version:
+                return current
+            found = runs.listing(asking, workflow_id=workflow_id, limit=LISTED)
+            run = next((r for r in found if r.workflow_version == version), None)
+            return workflow_of(run) if run is not None else None
+
+        return insights.pages(runs.insights(asking, workflow), pinned)
 
     async def decide(request: Request, session: Session) -> Response:
         run_id = request.path_params["run_id"]
@@ -283,11 +296,10 @@ def dashboard_routes(service: Any, refuse: Refuse, people: Identifies | None) ->
                     asking, run_id, person=session.person, comment=comment, via="dashboard"
                 ),
             )
-            note = "Approved." if verb == "approve" else "Declined."
+            note = "approved" if verb == "approve" else "declined"
         except HandrailError as exc:
-            details = exc.data.get("details")
-            note = exc.message + (f": {details}" if details else "")
-        return RedirectResponse(f"/runs/{quote(run_id)}?note={quote(note)}", 303)
+            note = views.note_code(exc)  # a code: the page says the fixed text it names
+        return RedirectResponse(f"/runs/{quote(run_id)}?note={note}", 303)
 
     # -- JSON -------------------------------------------------------------------
     async def api_decide(request: Request) -> Response:

@@ -4,9 +4,15 @@ Every text drawn is escaped; the figures are store/stats.py's."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from markupsafe import Markup, escape
+
+from handrail.model import Step
+
+if TYPE_CHECKING:
+    from handrail.model import Workflow
 
 BOX_W, BOX_H, GAP = 150, 54, 36  # a step's box in the graph, and the arrow between two
 BAR_H, LABEL_W, BAR_W = 22, 150, 420  # the funnel's rows
@@ -89,14 +95,40 @@ def _short(text: str, most: int = 20) -> str:
     return text if len(text) <= most else text[: most - 1] + "…"
 
 
-def pages(workflows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Each workflow's versions with their drawings, newest version first."""
+def check_labels(workflow: Workflow | None) -> dict[tuple[str, int], str]:
+    """Each check's label, by its step and place in the step's list (as the figures name
+    it): the message the workflow gives it, else what it looks for in words."""
+    if workflow is None:
+        return {}
+    return {
+        (node.id, index): check.message or check.description
+        for node in workflow.nodes.values()
+        if isinstance(node, Step)
+        for index, check in enumerate(node.checks)
+    }
+
+
+def pages(
+    workflows: list[dict[str, Any]], pinned: Callable[[str, str], Workflow | None] = lambda wf, ver: None
+) -> list[dict[str, Any]]:
+    """Each workflow's versions with their drawings, newest version first; `pinned(id,
+    version)`: that version's workflow, where its checks' labels are read (None: unknown)."""
     out = []
     for w in workflows:
         versions = []
         for v in reversed(w["versions"]):
+            labels = check_labels(pinned(w["id"], v["version"])) if v["checks"] else {}
+            checks = [
+                {**c, "label": labels.get((c["step"], c["index"]), f"check {c['index'] + 1} of {c['step']}")}
+                for c in v["checks"]
+            ]
             versions.append(
-                {**v, "graph": step_graph(v["steps"]), "funnel": funnel(v["runs"]["started"], v["steps"])}
+                {
+                    **v,
+                    "checks": checks,
+                    "graph": step_graph(v["steps"]),
+                    "funnel": funnel(v["runs"]["started"], v["steps"]),
+                }
             )
         out.append({"id": w["id"], "versions": versions, "comparisons": w["comparisons"]})
     return out

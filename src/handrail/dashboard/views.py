@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -12,9 +12,11 @@ from markdown_it import MarkdownIt
 from markupsafe import Markup
 
 from handrail.compiler.graph import Cluster, DiagramNode, build, to_mermaid
+from handrail.errors import HandrailError, RunNotActive, RunNotFound, StateError
 from handrail.model import Step
 from handrail.runs.migration import summary as migration_summary
 from handrail.runs.records import ACTIVE_STATUSES, EventType
+from handrail.runs.refusals import NotAllowedToDecide
 from handrail.runs.shapes import shaped
 
 if TYPE_CHECKING:
@@ -28,10 +30,13 @@ TAIL_CHARS = 2000  # how much of a check's output the page shows
 # Raw HTML off: an output holding <script> is shown as text, never run. markdown-it
 # also refuses javascript:, vbscript: and data: (but images) link targets.
 _MARKDOWN = MarkdownIt("commonmark", {"html": False}).enable("table")
+# an issue's text is a message and often the end of a program's output: each line break kept
+_LINES = MarkdownIt("commonmark", {"html": False, "breaks": True}).enable("table")
 
 
-def markdown(text: str) -> Markup:
-    return Markup(_MARKDOWN.render(text))  # html is disabled above: the renderer escapes
+def markdown(text: str, *, lines: bool = False) -> Markup:
+    """`text` as HTML; `lines`: each line break kept as one."""
+    return Markup((_LINES if lines else _MARKDOWN).render(text))  # html is off: the renderer escapes
 
 
 def folded(text: str) -> bool:
@@ -62,6 +67,42 @@ def run_row(run: RunRecord, workflow: Workflow | None = None, now: datetime | No
     row["updatedAgo"] = ago(run.updated_at, now)
     row["completed"] = row.pop("completed")  # last, as the page's JSON has always had it
     return row
+
+
+DEEPEST = 3  # rows below a run are indented this many levels at most
+
+
+def grouped(runs: Sequence[RunRecord], row: Callable[[RunRecord], dict[str, Any]]) -> list[dict[str, Any]]:
+    """The list's rows, `runs` in their order, except that each run listed is followed by
+    its branches and children that are listed (depth first, in branch order, then oldest
+    first), each with its `parentId`, `depth` and what it is below its parent (`below`)."""
+    listed = {r.id for r in runs}
+    under: dict[str, list[RunRecord]] = {}
+    for run in runs:
+        if run.parent_id is not None and run.parent_id in listed:
+            under.setdefault(run.parent_id, []).append(run)
+    out: list[dict[str, Any]] = []
+
+    def add(run: RunRecord, depth: int) -> None:
+        shown = {**row(run), "parentId": run.parent_id, "depth": min(depth, DEEPEST)}
+        if run.parent_id is not None:
+            shown["below"] = (
+                f"branch #{run.branch} of {run.parent_step}"
+                if run.branch is not None
+                else f"child run at {run.parent_step}"
+            )
+        out.append(shown)
+        below = sorted(
+            under.get(run.id, ()), key=lambda r: (r.branch if r.branch is not None else -1, r.created_at)
+        )
+        for child in below:
+            if depth < 64:  # a tree is at most MAX_DEPTH deep; never loop on bad data
+                add(child, depth + 1)
+
+    for run in runs:
+        if run.parent_id is None or run.parent_id not in listed:
+            add(run, 0)
+    return out
 
 
 def step_order(workflow: Workflow) -> list[str]:
@@ -151,7 +192,7 @@ def _event(event: Event) -> dict[str, Any]:
         item["tail"] = output[-TAIL_CHARS:]
     elif event.type == EventType.MIGRATED:
         item["moved"] = migration_summary(data)
-    item["issues"] = [str(i) for i in data.get("issues", []) or []]
+    item["issues"] = [markdown(str(i), lines=True) for i in data.get("issues", []) or []]
     return item
 
 
@@ -234,6 +275,60 @@ def _by_file(diagnostics: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for d in diagnostics:
         files.setdefault(d["file"], []).append(d)
     return [{"file": name, "diagnostics": found} for name, found in files.items()]
+
+
+# The run page's status banner says one of these, named by `?note=CODE` after a decision:
+# never text taken from the URL, which anyone could put in a link they send.
+NOTES = {
+    "approved": "Approved.",
+    "declined": "Declined.",
+    "not-allowed": "Nothing was decided: you may not decide this step.",
+    "not-waiting": (
+        "Nothing was decided: the run no longer waits for an approval (it may have been decided already)."
+    ),
+    "not-found": "Nothing was decided: no such run of yours.",
+    "refused": (
+        "Nothing was decided: the server refused the decision (see its log, or try `handrail runs approve`)."
+    ),
+}
+
+
+def note_code(exc: HandrailError) -> str:
+    """The banner's code for a decision that failed with `exc`."""
+    if isinstance(exc, NotAllowedToDecide):
+        return "not-allowed"
+    if isinstance(exc, RunNotActive | StateError):
+        return "not-waiting"
+    if isinstance(exc, RunNotFound):
+        return "not-found"
+    return "refused"
+
+
+def duration(seconds: float | None) -> str:
+    """A time as people say it: `850 ms`, `4.2 s`, `12 s`, `3 min 20 s`, `25 min`, `2 h 5 min`;
+    `–` for none. Each unit is rounded into the next once it would read 1000 ms, 60 s or
+    60 min, so no figure says `60 s`."""
+    if seconds is None:
+        return "–"
+    if seconds < 0:
+        return "-" + duration(-seconds)
+    ms = int(seconds * 1000 + 0.5)  # half up, as people round
+    if ms < 1000:
+        return f"{ms} ms"
+    tenths = int(seconds * 10 + 0.5)
+    if tenths < 100:
+        return f"{tenths / 10:.1f} s"
+    whole = int(seconds + 0.5)
+    if whole < 60:
+        return f"{whole} s"
+    if whole < 600:  # under ten minutes the seconds still matter
+        minutes, rest = divmod(whole, 60)
+        return f"{minutes} min {rest} s" if rest else f"{minutes} min"
+    minutes = (whole + 30) // 60
+    if minutes < 60:
+        return f"{minutes} min"
+    hours, rest = divmod(minutes, 60)
+    return f"{hours} h {rest} min" if rest else f"{hours} h"
 
 
 def pretty(value: Any) -> str:

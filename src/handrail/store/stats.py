@@ -95,7 +95,7 @@ class _Query:
         self.also = "".join(f" AND {c}" for c in clauses)
         self.runs = (
             "r AS (SELECT id, workflow_id AS wf, workflow_version AS ver, status, position, "
-            f"source_hash, created_at, stats FROM runs{self.where})"
+            f"source_hash, created_at, stats, branch, parent_id FROM runs{self.where})"
         )
 
     def __call__(self, sql: str) -> list[tuple[Any, ...]]:
@@ -103,24 +103,50 @@ class _Query:
         return self.store.aggregate(f"WITH {self.runs}{joined}{sql}", self.values)
 
 
+# A parallel loop's branch is part of its parent's run: it is no run started of its own,
+# and a step its branches reached counts the parent once (its "root" below).
+ONE = "(branch IS NULL OR parent_id IS NULL)"
+
+
 def _versions(q: _Query) -> list[tuple[Any, ...]]:
     return q(
-        "SELECT wf, ver, COUNT(*), "
-        "SUM(CASE WHEN status = 'completed' THEN 1 ELSE 0 END), "
-        "SUM(CASE WHEN status = 'abandoned' THEN 1 ELSE 0 END), "
-        "SUM(CASE WHEN status IN ('active', 'awaiting_approval') THEN 1 ELSE 0 END), "
+        f"SELECT wf, ver, SUM(CASE WHEN {ONE} THEN 1 ELSE 0 END), "
+        f"SUM(CASE WHEN {ONE} AND status = 'completed' THEN 1 ELSE 0 END), "
+        f"SUM(CASE WHEN {ONE} AND status = 'abandoned' THEN 1 ELSE 0 END), "
+        f"SUM(CASE WHEN {ONE} AND status IN ('active', 'awaiting_approval') THEN 1 ELSE 0 END), "
         "MIN(created_at), MIN(source_hash) FROM r GROUP BY wf, ver"
     )
 
 
 def _positions(q: _Query) -> list[tuple[Any, ...]]:
-    """Where runs stand now, per step and status (abandoned runs stand where they were
-    left), and how many of them have made no submission there (reached all the same)."""
+    """Where runs (not branches) stand now, per step and status (abandoned runs stand
+    where they were left)."""
     d = q.d
     return q(
-        f"p AS (SELECT id, wf, ver, {d['step']('position')} AS step, status, stats FROM r) "
-        f"SELECT wf, ver, step, status, COUNT(*), SUM(CASE WHEN {d['reached']('p.stats', 'p.step')} "
-        "THEN 0 ELSE 1 END) FROM p WHERE step IS NOT NULL GROUP BY wf, ver, step, status"
+        f"p AS (SELECT id, wf, ver, {d['step']('position')} AS step, status FROM r WHERE {ONE}) "
+        "SELECT wf, ver, step, status, COUNT(*) FROM p WHERE step IS NOT NULL GROUP BY wf, ver, step, status"
+    )
+
+
+def _reached(q: _Query) -> list[tuple[Any, ...]]:
+    """Per step, the runs that reached it: with a visit there, or standing there now; a
+    run's branches and the run itself counted once."""
+    d = q.d
+    return q(
+        f"t AS (SELECT id, wf, ver, {d['step']('position')} AS step, "
+        f"CASE WHEN {ONE} THEN id ELSE parent_id END AS root FROM r), "
+        "v AS (SELECT t.wf, t.ver, s.step_id AS step, t.root FROM stats_visits s JOIN t ON t.id = s.run_id "
+        "WHERE s.reached = 1 UNION SELECT wf, ver, step, root FROM t WHERE step IS NOT NULL) "
+        "SELECT wf, ver, step, COUNT(*) FROM v GROUP BY wf, ver, step"
+    )
+
+
+def _accepted(q: _Query) -> list[tuple[Any, ...]]:
+    """Per step, the runs in which it was accepted, a run's branches and itself once."""
+    return q(
+        f"t AS (SELECT id, wf, ver, CASE WHEN {ONE} THEN id ELSE parent_id END AS root FROM r) "
+        "SELECT t.wf, t.ver, s.step_id, COUNT(DISTINCT t.root) FROM stats_visits s JOIN t ON t.id = s.run_id "
+        "WHERE s.first_accepted = 1 GROUP BY t.wf, t.ver, s.step_id"
     )
 
 
@@ -270,9 +296,12 @@ def workflow_stats(store: Aggregates, where: StatsFilter) -> list[dict[str, Any]
             }
         return found[step_id]
 
-    for wf, ver, step_id, status, count, unseen in _positions(q):
+    for wf, ver, step_id, count in _reached(q):
+        step(wf, ver, step_id)["reached"] = _int(count)
+    for wf, ver, step_id, count in _accepted(q):
+        step(wf, ver, step_id)["accepted"] = _int(count)
+    for wf, ver, step_id, status, count in _positions(q):
         here = step(wf, ver, step_id)
-        here["reached"] += _int(unseen)
         if status == "abandoned":
             here["abandoned"] += _int(count)
         elif status in ("active", "awaiting_approval"):
@@ -286,12 +315,11 @@ def workflow_stats(store: Aggregates, where: StatsFilter) -> list[dict[str, Any]
         q.values,
     ):
         s = step(wf, ver, step_id)
-        rejected, awaiting, approved, declined, accepted, first, reached, timed = (_int(x) for x in n)
+        rejected, awaiting, approved, declined, accepted, _first, _seen, timed = (_int(x) for x in n)
         submissions = rejected + awaiting + accepted - approved
-        s.update(submissions=submissions, rejected=rejected, accepted=first)
+        s.update(submissions=submissions, rejected=rejected)
         s["rejectionRate"] = _rate(rejected, submissions)
         s["approvals"].update(approved=approved, declined=declined)
-        s["reached"] += reached
         group = (wf, ver, step_id)
         if timed:
             spent[group] = {}

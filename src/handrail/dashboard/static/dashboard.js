@@ -52,12 +52,25 @@ function timeCell(at, ago) {
 
 function runRow(r) {
   const tr = document.createElement("tr");
-  tr.className = "run" + (r.status === "awaiting_approval" ? " awaiting" : "");
+  tr.className = "run" + (r.status === "awaiting_approval" ? " awaiting" : "")
+    + (r.depth ? " below depth-" + Number(r.depth) : "");
   tr.dataset.run = r.runId;
+  if (r.parentId) tr.dataset.parent = r.parentId;
   const first = document.createElement("td");
   const link = document.createElement("a");
   link.href = "/runs/" + encodeURIComponent(r.runId);
-  link.textContent = r.goal || r.runId;
+  if (r.below) {
+    // a branch or child, right under its run: what it is there, and its id
+    const what = document.createElement("span");
+    what.className = "below-what";
+    what.textContent = "\u21b3 " + r.below;
+    first.append(what, " ");
+    const code = document.createElement("code");
+    code.textContent = r.runId.slice(0, 12) + "\u2026";
+    link.appendChild(code);
+  } else {
+    link.textContent = r.goal || r.runId;
+  }
   first.appendChild(link);
   tr.appendChild(first);
   const flow = cell(r.workflowId, true);
