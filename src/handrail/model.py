@@ -76,6 +76,7 @@ class ApprovalRule:
     remind_after: int | None = None  # seconds
     escalate_after: int | None = None  # seconds
     escalate_role: str | None = None
+    presence: str | None = None  # "passkey": every approval needs the person's passkey
 
 
 ANYONE = ApprovalRule()

@@ -81,6 +81,9 @@ def build_parser() -> argparse.ArgumentParser:
     from handrail.cli.gate import add_gate  # lazy: loaded when the command runs
 
     add_gate(sub)
+    from handrail.cli.person import add_person  # lazy: as add_gate
+
+    add_person(sub)
     _describe(parser)
     return parser
 
@@ -95,6 +98,12 @@ def _key(args: argparse.Namespace) -> int:
     from handrail.cli.record import key_command  # as _runs
 
     return key_command(args)
+
+
+def _person(args: argparse.Namespace) -> int:
+    from handrail.cli.person import person_command  # as _runs
+
+    return person_command(args)
 
 
 def _runs(args: argparse.Namespace) -> int:
@@ -117,6 +126,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "token": setup.token,
     "key": _key,
     "gate": _gate,
+    "person": _person,
     "stats": stats.stats_command,
     "notify": notify.notify_command,
 }

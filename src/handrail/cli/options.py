@@ -269,6 +269,12 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
         "asks), api (default: all of them without tokens; dashboard,cli,api with tokens)",
     )
     parser.add_argument(
+        "--require-presence",
+        action="store_true",
+        default=False,
+        help="every approval, through any channel, needs the person's passkey on the dashboard",
+    )
+    parser.add_argument(
         "--lease-seconds",
         type=_positive_seconds,
         default=None,

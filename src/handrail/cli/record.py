@@ -137,6 +137,11 @@ def record_command(args: argparse.Namespace) -> int:
         store.close()
 
 
+def open_existing(args: argparse.Namespace) -> RunStore:
+    """The store, never created here: a missing SQLite file holds no run."""
+    return _open(args)
+
+
 def _open(args: argparse.Namespace) -> RunStore:
     """The store, never created here: a missing SQLite file holds no run."""
 
@@ -184,7 +189,8 @@ def _verify_store(store: RunStore, args: argparse.Namespace) -> int:
         runs = [one]
     results: list[dict[str, Any]] = []
     for run in runs:
-        broken = check_run(store, run.id, run, store.events(run.id))
+        events = store.events(run.id)
+        broken = check_run(store, run.id, run, events) or passkey_break(store, run.id, events)
         results.append(
             {"runId": run.id, "events": run.events, "verified": broken is None}
             | ({"broken": broken.as_dict()} if broken else {})
@@ -220,6 +226,8 @@ def _verify_file(args: argparse.Namespace) -> int:
         print(f"handrail runs verify: cannot read {args.file}: {exc.strerror or exc}", file=sys.stderr)
         return EXIT_ERRORS
     verdict = verify(data, key)
+    if verdict.problem is None:
+        passkey_verdict(args, data, verdict)
     said: dict[str, Any] = {
         "file": args.file,
         "runId": verdict.run_id,
@@ -252,3 +260,36 @@ def _verify_file(args: argparse.Namespace) -> int:
         for note in said["notes"]:
             print(f"  note: {note}")
     return EXIT_OK if verdict.problem is None else EXIT_ERRORS
+
+
+def passkey_break(store: RunStore, run_id: str, events: Any) -> Any:
+    """The first passkey signature of the run that does not hold (runs/presence.py)."""
+    from handrail.runs.presence import signature_break  # lazy: as the record modules
+
+    return signature_break(store, run_id, events)
+
+
+def passkey_verdict(args: argparse.Namespace, data: bytes, verdict: Any) -> None:
+    """An exported record's passkey signatures, checked against the keys registered in
+    the store `--database` names (none there: said in a note, nothing checked)."""
+    from handrail.runs.presence import record_signatures  # lazy: as the record modules
+
+    if b'"presence"' not in data:
+        return
+    try:
+        store = _open(args)
+    except StorageError:
+        verdict.notes.append(
+            "no run store to read registered passkeys from: its passkey signatures are unchecked"
+        )
+        return
+    try:
+        held, problem = record_signatures(data, store.passkeys())
+    finally:
+        store.close()
+    if problem is not None:
+        verdict.problem = f"a passkey signature does not hold: {problem}"
+    else:
+        verdict.notes.append(
+            f"{held} passkey signature{'' if held == 1 else 's'} checked against the registered keys"
+        )

@@ -482,8 +482,24 @@ def _check_lines(data: Any, *, fence: bool = False) -> list[str]:
     return lines
 
 
+LOCAL_DASHBOARD = "http://localhost:8766"  # `handrail dashboard`'s address (localhost: passkeys need a name)
+
+
+def _needs_presence(args: argparse.Namespace, exc: HandrailError) -> int:
+    """Nothing was decided: say so and where the person signs it, and open that page
+    for a person at a terminal."""
+    page = exc.data.get("page")
+    _say(f"handrail runs {args.runs_command}: {exc.message}", file=sys.stderr)
+    if isinstance(page, str) and sys.stdin.isatty() and sys.stdout.isatty():
+        import webbrowser  # lazy: only a person at a terminal is sent to the page
+
+        webbrowser.open(page)
+    return EXIT_ERRORS
+
+
 def _decide(runs: Runs, args: argparse.Namespace) -> int:
     from handrail.runs.approvals import local_person  # lazy: the run modules load only for `handrail runs`
+    from handrail.runs.presence import PresenceNeeded  # as local_person
 
     person = args.person or local_person()
     tokens = settings(args).tokens_file or None
@@ -495,8 +511,13 @@ def _decide(runs: Runs, args: argparse.Namespace) -> int:
         except TokensFileError as exc:
             raise InvalidParams(f"--tokens: {exc}") from None
     decide = runs.approve if args.runs_command == "approve" else runs.decline
-    # a served run is its owner's; the person decides
-    result = decide(_as_owner(runs, args.run_id), args.run_id, person=person, comment=args.comment)
+    # the run's page, for a decision that needs the person's passkey: the local dashboard's
+    runs.ledger.dashboard_url = runs.ledger.dashboard_url or LOCAL_DASHBOARD
+    try:
+        # a served run is its owner's; the person decides
+        result = decide(_as_owner(runs, args.run_id), args.run_id, person=person, comment=args.comment)
+    except PresenceNeeded as exc:
+        return _needs_presence(args, exc)
     if "approvals" in result:  # one of several people the step needs
         print(f"run {result['runId']}: {result['message']}")
     elif args.runs_command == "approve":

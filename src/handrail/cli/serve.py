@@ -140,6 +140,7 @@ def service_of(
     chosen = getattr(args, "approval_channels", None)
     service.runs.ledger.approval_channels = chosen or default_channels(with_tokens)
     service.runs.ledger.lease_seconds = settings(args).lease_seconds
+    service.runs.ledger.require_presence = bool(getattr(args, "require_presence", False))
     if people is not None:
         service.runs.ledger.roles = people.roles_of
     return service

@@ -10,7 +10,7 @@ from typing import Any
 from handrail.errors import Reporter
 from handrail.model import ANYONE, ApprovalRule
 
-FIELDS = ("approvers", "approvals", "separateApprover", "remindAfter", "escalateAfter")
+FIELDS = ("approvers", "approvals", "separateApprover", "remindAfter", "escalateAfter", "approval")
 SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
@@ -20,10 +20,16 @@ def seconds(duration: str) -> int:
 
 
 def compile_approval(
-    raw: Mapping[str, Any], at: str, workflow_default: bool, confirmation: object, report: Reporter
+    raw: Mapping[str, Any],
+    at: str,
+    workflow_default: bool,
+    confirmation: object,
+    report: Reporter,
+    workflow_approval: Mapping[str, Any] | None = None,
 ) -> ApprovalRule:
     """The step's rule; `confirmation` its compiled requireConfirmation (False: it never
-    waits for a person, so the fields would do nothing)."""
+    waits for a person, so the fields would do nothing); `workflow_approval` the
+    workflow's `approval`, the default of the step's."""
     given = [key for key in FIELDS if key in raw]
     if given and confirmation is False:
         report.warning(
@@ -52,5 +58,14 @@ def compile_approval(
         remind_after=seconds(remind) if isinstance(remind, str) else None,
         escalate_after=seconds(escalation["after"]) if isinstance(escalation, Mapping) else None,
         escalate_role=str(escalation["role"]) if isinstance(escalation, Mapping) else None,
+        presence=_presence(raw.get("approval"), workflow_approval),
     )
     return ANYONE if rule == ANYONE else rule
+
+
+def _presence(step: object, workflow: object) -> str | None:
+    """The step's `approval.presence`, else the workflow's (the schema allows only "passkey")."""
+    for given in (step, workflow):
+        if isinstance(given, Mapping) and isinstance(given.get("presence"), str):
+            return str(given["presence"])
+    return None

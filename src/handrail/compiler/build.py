@@ -147,7 +147,12 @@ def build_workflow(
             checks=checks,
             policy=step_policy(raw, at, defaults, report),
             approval=compile_approval(
-                raw, at, bool(document.get("separateApprover", False)), confirmation, report
+                raw,
+                at,
+                bool(document.get("separateApprover", False)),
+                confirmation,
+                report,
+                document.get("approval") if isinstance(document.get("approval"), dict) else None,
             ),
             subworkflow=sub,
         )

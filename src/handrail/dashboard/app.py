@@ -22,9 +22,11 @@ from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Redire
 from starlette.routing import BaseRoute, Route
 
 from handrail.dashboard import insights, views
+from handrail.dashboard.passkey_pages import Challenges, Kit, passkey_routes, presence_of, sign_page_url
 from handrail.dashboard.sessions import COOKIE, Identifies, Session, Sessions
 from handrail.errors import HandrailError, RunNotFound
 from handrail.notify.targets import shown
+from handrail.runs.presence import PresenceNeeded
 from handrail.runs.records import ACTIVE_STATUSES, STATUSES, EventType
 from handrail.runs.refusals import NotAllowedToDecide
 from handrail.runs.request import Request as Asking
@@ -35,6 +37,7 @@ STATIC = {
     "dashboard.css": "text/css",
     "dashboard.js": "text/javascript",
     "mermaid.min.js": "text/javascript",
+    "passkeys.js": "text/javascript",
 }
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; "  # Mermaid styles its SVG
@@ -74,6 +77,7 @@ def dashboard_routes(service: Any, refuse: Refuse, people: Identifies | None) ->
     )
     templates.filters["duration"] = views.duration  # seconds as people read them
     sessions = Sessions()
+    challenges = Challenges()  # the passkey challenges handed out, each taken once
     runs = service.runs
 
     def page(
@@ -289,14 +293,30 @@ def dashboard_routes(service: Any, refuse: Refuse, people: Identifies | None) ->
             return HTMLResponse("Forbidden: the form's token does not match", 403, headers=SECURITY_HEADERS)
         comment = fields.get("comment", "").strip() or None
         method = runs.approve if verb == "approve" else runs.decline
+        # a passkey's signed answer, to the challenge this session was given (passkey_pages.py)
+        presence = (
+            presence_of(challenges, session, run_id, verb, fields["assertion"])
+            if "assertion" in fields
+            else None
+        )
+        if isinstance(presence, str):
+            return RedirectResponse(f"/runs/{quote(run_id)}?note={quote(presence)}", 303)
         try:
             await as_person(
                 session,
                 lambda asking: method(
-                    asking, run_id, person=session.person, comment=comment, via="dashboard"
+                    asking,
+                    run_id,
+                    person=session.person,
+                    comment=comment,
+                    via="dashboard",
+                    presence=presence,
+                    shared=people is None,  # without tokens, anyone on this machine is "local"
                 ),
             )
             note = "approved" if verb == "approve" else "declined"
+        except PresenceNeeded as exc:
+            return RedirectResponse(sign_page_url(run_id, verb, comment, str(exc.data["details"])), 303)
         except HandrailError as exc:
             note = views.note_code(exc)  # a code: the page says the fixed text it names
         return RedirectResponse(f"/runs/{quote(run_id)}?note={note}", 303)
@@ -430,7 +450,9 @@ def dashboard_routes(service: Any, refuse: Refuse, people: Identifies | None) ->
             headers={"Cache-Control": "max-age=3600", "X-Content-Type-Options": "nosniff"},
         )
 
+    kit = Kit(gate, page, form, same_origin, as_person, runs)
     return [
+        *passkey_routes(kit, challenges),
         Route("/", gate(runs_page), methods=["GET"]),
         Route("/runs/{run_id}", gate(run_page), methods=["GET"]),
         Route("/runs/{run_id}/{verb:str}", gate(decide), methods=["POST"]),

@@ -26,6 +26,7 @@ from handrail.runs.claims import Claims, admitted, renewed
 from handrail.runs.decisions import Decisions
 from handrail.runs.ledger import Ledger, LedgerOptions, new_run_id
 from handrail.runs.migration import Migrations
+from handrail.runs.passkeys import Passkeys
 from handrail.runs.position import Position, merge_context
 from handrail.runs.refusals import not_active
 from handrail.runs.shapes import recap, shaped, summary, view
@@ -48,6 +49,7 @@ if TYPE_CHECKING:
     from handrail.checks import CheckConfig
     from handrail.model import Workflow
     from handrail.runs.approvers import Pending
+    from handrail.runs.presence import Presence
     from handrail.runs.request import Request
     from handrail.store import RunStore
 
@@ -69,6 +71,7 @@ class Runs:
         self.ledger = Ledger(store_factory, **options)
         self.decisions = Decisions(self.ledger)
         self.tree = Tree(self.ledger)
+        self.passkeys = Passkeys(self.ledger)
         self.advance = Advance(self.ledger, self.decisions, self.tree)
         # workflow_continue is the advance's own: its signature is written once, there
         self.continue_ = self.advance.continue_
@@ -127,19 +130,39 @@ class Runs:
     # -- a person's decisions ----------------------------------------------------------
 
     def approve(
-        self, request: Request, run_id: str, *, person: str, comment: str | None = None, via: str = "cli"
+        self,
+        request: Request,
+        run_id: str,
+        *,
+        person: str,
+        comment: str | None = None,
+        via: str = "cli",
+        presence: Presence | None = None,
+        shared: bool = False,
     ) -> dict[str, Any]:
         """A person approves the step the run waits on: it is accepted and the run goes on.
         `request`: whose run it is; `via`: where the person decided (`cli`, `dashboard`),
-        recorded on the event."""
-        answer = self.decisions.approve(request, run_id, person=person, comment=comment, via=via)
+        recorded on the event; `presence`, `shared`: see `Decisions.approve`."""
+        answer = self.decisions.approve(
+            request, run_id, person=person, comment=comment, via=via, presence=presence, shared=shared
+        )
         return self.tree.answered(answer)  # an accepted step may reach a parallel loop
 
     def decline(
-        self, request: Request, run_id: str, *, person: str, comment: str | None = None, via: str = "cli"
+        self,
+        request: Request,
+        run_id: str,
+        *,
+        person: str,
+        comment: str | None = None,
+        via: str = "cli",
+        presence: Presence | None = None,
+        shared: bool = False,
     ) -> dict[str, Any]:
         """A person declines it: the run stays on the step, and the comment is an issue."""
-        answer = self.decisions.decline(request, run_id, person=person, comment=comment, via=via)
+        answer = self.decisions.decline(
+            request, run_id, person=person, comment=comment, via=via, presence=presence, shared=shared
+        )
         return self.tree.answered(answer)  # a child run's decline fails its parent's step
 
     def pending_approval(self, run: RunRecord) -> dict[str, Any] | None:

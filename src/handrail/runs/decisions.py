@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from contextlib import nullcontext
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -14,6 +15,15 @@ from handrail.runs import machine
 from handrail.runs.approvers import Pending, pending
 from handrail.runs.ledger import Ledger, off_the_clock
 from handrail.runs.position import Position
+from handrail.runs.presence import (
+    TREE_DEPTH,
+    Presence,
+    PresenceError,
+    check,
+    gate_watches,
+    presence_needed,
+    signable_heads,
+)
 from handrail.runs.refusals import answer_refused, not_allowed, not_current
 from handrail.runs.shapes import view
 from handrail.store.base import Event, EventType, NewEvent, RunRecord, RunStatus, RunUpdate
@@ -24,6 +34,18 @@ if TYPE_CHECKING:
 
 
 AGENT_REFUSED = "scope: an agent's token (scope `agent`) cannot approve or decline; a person's can"
+
+
+@dataclass(frozen=True, slots=True)
+class Signed:
+    """What a decision brings of the person's presence: a passkey's assertion, if any,
+    and whether it came through a channel the agent shares."""
+
+    presence: Presence | None = None
+    shared: bool = False
+
+
+UNSIGNED = Signed()
 
 
 class Decisions:
@@ -354,18 +376,39 @@ class Decisions:
         raise InvalidParams(data={"details": "output is required with stepId"})
 
     def approve(
-        self, request: Request, run_id: str, *, person: str, comment: str | None = None, via: str = "cli"
+        self,
+        request: Request,
+        run_id: str,
+        *,
+        person: str,
+        comment: str | None = None,
+        via: str = "cli",
+        presence: Presence | None = None,
+        shared: bool = False,
     ) -> dict[str, Any]:
         """A person approves the step the run waits on: it is accepted and the run goes on.
         `request`: whose run it is; `via`: where the person decided (`cli`, `dashboard`),
-        recorded on the event."""
-        return self._decide(request, run_id, True, person=person, comment=comment, via=via)
+        recorded on the event; `presence`: their passkey's signed assertion; `shared`: the
+        channel is one the agent shares (the CLI always is; the dashboard without tokens)."""
+        return self._decide(
+            request, run_id, True, person=person, comment=comment, via=via, presence=presence, shared=shared
+        )
 
     def decline(
-        self, request: Request, run_id: str, *, person: str, comment: str | None = None, via: str = "cli"
+        self,
+        request: Request,
+        run_id: str,
+        *,
+        person: str,
+        comment: str | None = None,
+        via: str = "cli",
+        presence: Presence | None = None,
+        shared: bool = False,
     ) -> dict[str, Any]:
         """A person declines it: the run stays on the step, and the comment is an issue."""
-        return self._decide(request, run_id, False, person=person, comment=comment, via=via)
+        return self._decide(
+            request, run_id, False, person=person, comment=comment, via=via, presence=presence, shared=shared
+        )
 
     def _decide(
         self,
@@ -377,9 +420,12 @@ class Decisions:
         comment: str | None,
         via: str,
         question: tuple[int, str | None] | None = None,
+        presence: Presence | None = None,
+        shared: bool = False,
     ) -> dict[str, Any]:
         """`question`: (seq, nonce) of the question a client's answer is for; the answer
         is used only while that question is open (checked on the run as it is written)."""
+        signed = Signed(presence, shared or via == "cli")
         tracer = self.ledger.tracer
         attributes: dict[str, str | bool] = {
             "handrail.run.id": run_id,
@@ -388,7 +434,8 @@ class Decisions:
         }
         with tracer.span("approval decide", **attributes) if tracer is not None else nullcontext():
             return self.ledger.retrying(
-                run_id, lambda: self._decide_once(request, run_id, approve, question, person, comment, via)
+                run_id,
+                lambda: self._decide_once(request, run_id, approve, question, person, comment, via, signed),
             )
 
     def _decide_once(
@@ -400,6 +447,7 @@ class Decisions:
         person: str,
         comment: str | None,
         via: str,
+        signed: Signed = UNSIGNED,
     ) -> dict[str, Any]:
         """One attempt at writing a decision (`Ledger.retrying` runs it again on a conflict)."""
         run = self.readable(request, run_id, person)
@@ -427,6 +475,7 @@ class Decisions:
             refused = self.refusal(request, found, person, channel, approve)
             if refused is not None:
                 raise not_allowed(run, refused)
+            self._present(run, found, step_id, approve, person, channel, signed, decided)
             if approve and found.still_needed > 1:
                 return self._one_of_several(run, step_id, decided, found)
             if approve and found.rule.approvals > 1:
@@ -462,6 +511,63 @@ class Decisions:
             "message": _approved_message(written, step_id, decided),
             **view(written),
         }
+
+    def _present(
+        self,
+        run: RunRecord,
+        found: Pending,
+        step_id: str,
+        approve: bool,
+        person: str,
+        channel: str,
+        signed: Signed,
+        decided: dict[str, Any],
+    ) -> None:
+        """Check the passkey's assertion the decision came with, and keep it in `decided`;
+        without one, refuse when this decision needs the person (`presence_reason`)."""
+        presence = signed.presence
+        if presence is None:
+            reason = self.presence_reason(run, found, person, channel, signed.shared)
+            if reason is not None:
+                raise presence_needed(run.id, reason, self.page(run.id))
+            return
+        if presence.head not in signable_heads(self.ledger.events(run.id)):
+            raise not_allowed(run, "presence: the run changed since the passkey signed; sign again")
+        try:
+            count = check(presence, run.id, step_id, approve, self.ledger.store.passkeys(person), person)
+        except PresenceError as exc:
+            raise not_allowed(run, f"presence: the passkey's assertion does not hold: {exc}") from None
+        self.ledger.store.passkey_used(presence.credential_id, count)
+        decided["presence"] = presence.recorded()
+
+    def presence_reason(
+        self, run: RunRecord, found: Pending, person: str, channel: str, shared: bool
+    ) -> str | None:
+        """Why a decision on `found` through `channel` needs the person's passkey; None
+        when it does not (spec/runs.md, "Presence")."""
+        if self.ledger.require_presence:
+            return "the server runs with --require-presence, so every approval needs the person's passkey"
+        if found.rule.presence == "passkey":
+            return 'the workflow says "approval": {"presence": "passkey"} for this step'
+        if shared and self.gate_watches(run):
+            return (
+                f"the gate watches this run, and the {channel} is a channel the agent shares "
+                "(the same machine and user)"
+            )
+        if channel == "dashboard" and self.ledger.store.passkeys(person):
+            return f"{person} registered a passkey, so every dashboard approval asks for it"
+        return None
+
+    def gate_watches(self, run: RunRecord) -> bool:
+        """Whether the gate has seen this run or a run above it in its tree."""
+        current: RunRecord | None = run
+        for _ in range(TREE_DEPTH):
+            if current is None:
+                return False
+            if gate_watches(self.ledger.events(current.id)):
+                return True
+            current = self.ledger.store.get(current.parent_id) if current.parent_id else None
+        return False
 
     def _one_of_several(
         self, run: RunRecord, step_id: str, decided: dict[str, Any], found: Pending

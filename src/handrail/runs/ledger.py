@@ -101,6 +101,8 @@ class Ledger:
         self.roles: Roles = no_roles
         # the channels this server takes approvals from (--approval-channels); None: all
         self.approval_channels: frozenset[str] | None = None
+        # every approval needs the person's passkey (`serve --require-presence`)
+        self.require_presence = False
         self.observer: Observer | None = None  # `handrail serve --metrics` counts writes
         self.tracer: Tracer | None = None  # traces (handrail/tracing.py): a span per write
         self.lease_seconds = LEASE_SECONDS  # how long a claim holds a branch (--lease-seconds)

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any, Protocol, TypedDict, Unpack
 
+from handrail.store.passkeys import Passkey
+
 
 class RunStatus(StrEnum):
     """Where a run stands. The values are what the store keeps and the wire shows."""
@@ -314,5 +316,15 @@ class RunStore(Protocol):
 
     def notifications(self, run_id: str) -> list[Notification]:
         """A run's notifications, in the order they are delivered."""
+
+    def passkeys(self, person: str | None = None) -> list[Passkey]:
+        """The registered passkeys, of `person` or everyone's, oldest first."""
+
+    def add_passkey(self, key: Passkey) -> None: ...
+
+    def passkey_used(self, credential_id: str, sign_count: int) -> None:
+        """Keep the signature counter an approval's assertion carried."""
+
+    def remove_passkey(self, person: str, credential_id: str) -> bool: ...
 
     def close(self) -> None: ...

@@ -320,6 +320,19 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX runs_held_branches ON runs (parent_id, lease_until)
         WHERE branch IS NOT NULL AND status = 'active' AND holder IS NOT NULL
     """,
+    """
+    -- a person's passkeys (WebAuthn public keys): what an approval's signature is checked against
+    CREATE TABLE passkeys (
+        credential_id TEXT PRIMARY KEY,
+        person TEXT NOT NULL,
+        public_key TEXT NOT NULL,
+        sign_count INTEGER NOT NULL,
+        rp_id TEXT NOT NULL,
+        name TEXT NOT NULL,
+        created_at TEXT NOT NULL
+    );
+    CREATE INDEX passkeys_person ON passkeys (person)
+    """,
 )
 
 STATS_TABLES = ("stats_visits", "stats_waits", "stats_checks", "stats_issues", "stats_gate")

@@ -32,7 +32,7 @@ from typing import Any, Unpack
 
 from handrail import budget
 from handrail.errors import StorageError
-from handrail.store import claims, outbox, summary
+from handrail.store import claims, outbox, passkeys, summary
 from handrail.store.base import (
     LIST_LIMIT,
     STUCK_PART,
@@ -51,6 +51,7 @@ from handrail.store.base import (
 from handrail.store.chain import backfill, chained_rows, new_head
 from handrail.store.gate_query import gate_events_query, gate_events_values
 from handrail.store.gate_window import NEWER_QUERY, GateWindows
+from handrail.store.passkeys import Passkey
 from handrail.store.rows import (
     _COLUMNS,
     EVENTS_QUERY,
@@ -421,6 +422,24 @@ class SqliteStore:
         with self._read() as db:
             rows = db.execute(outbox.listing("?"), (run_id,)).fetchall()
         return [outbox.notification(r) for r in rows]
+
+    # -- passkeys (store/passkeys.py) ---------------------------------------------------
+    def passkeys(self, person: str | None = None) -> list[Passkey]:
+        with self._read() as db:
+            rows = db.execute(passkeys.select("?", person), () if person is None else (person,)).fetchall()
+        return [passkeys.passkey(r) for r in rows]
+
+    def add_passkey(self, key: Passkey) -> None:
+        with self._write() as db:
+            db.execute(passkeys.insert("?"), key.values())
+
+    def passkey_used(self, credential_id: str, sign_count: int) -> None:
+        with self._write() as db:
+            db.execute(passkeys.count_used("?"), (sign_count, credential_id))
+
+    def remove_passkey(self, person: str, credential_id: str) -> bool:
+        with self._write() as db:
+            return db.execute(passkeys.delete("?"), (person, credential_id)).rowcount > 0
 
     def close(self) -> None:
         with self._lock, self._opened:

@@ -1,0 +1,240 @@
+"""The dashboard's passkey pages: registering a person's passkeys (/passkeys), and the
+page where a decision that needs the person is signed (/runs/RUN/sign), with the
+challenges both ceremonies sign (spec/runs.md, "Presence").
+
+A challenge is made for one session and used once: it is kept here, server side, and
+taken away when the answer comes back. A decision's challenge is made of the run's
+chain head at that moment (runs/presence.py), so the signature anchors the log."""
+
+from __future__ import annotations
+
+import hmac
+import secrets
+import threading
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote, urlsplit
+
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from handrail.dashboard.sessions import Session
+from handrail.errors import HandrailError
+from handrail.runs.passkeys import credential_of
+from handrail.runs.presence import Presence, challenge, new_nonce
+from handrail.runs.request import Request as Asking
+
+MAX_CHALLENGES = 10_000  # the oldest is forgotten first: asking cannot grow memory without bound
+FORBIDDEN = {"Content-Security-Policy": "default-src 'none'", "Cache-Control": "no-store"}
+
+
+@dataclass(frozen=True, slots=True)
+class Kit:
+    """What the dashboard's app lends these pages: its guard, page renderer, form
+    reader and Origin check, the run operations, and how work runs as a person."""
+
+    gate: Callable[..., Any]
+    page: Callable[..., Response]
+    form: Callable[[Request], Awaitable[dict[str, str] | None]]
+    same_origin: Callable[[Request], bool]
+    as_person: Callable[..., Awaitable[Any]]
+    runs: Any
+
+
+@dataclass(frozen=True, slots=True)
+class Asked:
+    """A challenge handed out: for a decision (run, verb, head, nonce) or a registration."""
+
+    rp_id: str
+    origin: str
+    nonce: str
+    head: str | None = None
+    run_id: str | None = None
+    verb: str | None = None
+    raw: bytes = b""  # a registration's challenge bytes
+
+
+class Challenges:
+    def __init__(self, limit: int = MAX_CHALLENGES) -> None:
+        self._items: OrderedDict[str, Asked] = OrderedDict()
+        self._lock = threading.Lock()
+        self._limit = limit
+
+    def put(self, key: str, asked: Asked) -> None:
+        with self._lock:
+            self._items[key] = asked
+            self._items.move_to_end(key)
+            while len(self._items) > self._limit:
+                self._items.popitem(last=False)
+
+    def take(self, key: str) -> Asked | None:
+        with self._lock:
+            return self._items.pop(key, None)
+
+
+def relying_party(request: Request) -> tuple[str, str]:
+    """The relying party's id (the host name the browser used) and the origin."""
+    host = request.headers.get("host", "")
+    return urlsplit(f"//{host}").hostname or "", f"{request.url.scheme}://{host}"
+
+
+def is_ip(host: str) -> bool:
+    """WebAuthn takes no IP address as a relying party: the page says to use localhost."""
+    return host.replace(".", "").isdigit() or ":" in host
+
+
+def localhost(request: Request) -> str:
+    port = urlsplit(f"//{request.headers.get('host', '')}").port
+    return f"{request.url.scheme}://localhost{f':{port}' if port else ''}{request.url.path}"
+
+
+def presence_of(
+    challenges: Challenges, session: Session, run_id: str, verb: str, text: str
+) -> Presence | str:
+    """The assertion a decision's form carries, with the challenge this session was
+    given for it; else why there is none that can count."""
+    asked = challenges.take(f"{session.id}:{run_id}")
+    credential = credential_of(text)
+    if credential is None:
+        return "the passkey's answer is not a WebAuthn credential"
+    if asked is None or asked.verb != verb:
+        return "no passkey challenge of this session is open for this decision: sign again"
+    return Presence(asked.head, asked.nonce, asked.rp_id, asked.origin, credential)
+
+
+def passkey_routes(kit: Kit, challenges: Challenges) -> list[BaseRoute]:
+    runs = kit.runs
+
+    def forbidden(text: str) -> Response:
+        return HTMLResponse(f"Forbidden: {text}", 403, headers=FORBIDDEN)
+
+    async def checked(request: Request, session: Session) -> dict[str, str] | Response:
+        fields = await kit.form(request)
+        if fields is None or not kit.same_origin(request):
+            return forbidden("cross-site request")
+        if not hmac.compare_digest(fields.get("csrf", "").encode(), session.csrf.encode()):
+            return forbidden("the form's token does not match")
+        return fields
+
+    async def passkeys_page(request: Request, session: Session) -> Response:
+        keys = await kit.as_person(session, lambda _asking: runs.passkeys.of(session.person))
+        rp_id, _ = relying_party(request)
+        return kit.page(
+            "passkeys.html",
+            request,
+            session,
+            keys=keys,
+            note=request.query_params.get("note"),
+            ip_host=is_ip(rp_id),
+            localhost=localhost(request),
+        )
+
+    async def registration_options(request: Request, session: Session) -> Response:
+        fields = await checked(request, session)
+        if isinstance(fields, Response):
+            return fields
+        rp_id, origin = relying_party(request)
+        if is_ip(rp_id):
+            return JSONResponse({"error": "a passkey needs a host name: open the page at localhost"}, 400)
+        raw = secrets.token_bytes(32)
+        challenges.put(f"{session.id}:register", Asked(rp_id, origin, "", raw=raw))
+        text = await kit.as_person(
+            session, lambda _asking: runs.passkeys.registration_options(session.person, rp_id, raw)
+        )
+        return Response(text, media_type="application/json", headers={"Cache-Control": "no-store"})
+
+    async def register(request: Request, session: Session) -> Response:
+        fields = await checked(request, session)
+        if isinstance(fields, Response):
+            return fields
+        asked = challenges.take(f"{session.id}:register")
+        credential = credential_of(fields.get("credential", ""))
+        if asked is None or credential is None:
+            note = "No passkey was registered: ask for one again."
+        else:
+            try:
+                await kit.as_person(
+                    session,
+                    lambda _asking: runs.passkeys.register(
+                        session.person,
+                        credential,
+                        asked.raw,
+                        asked.rp_id,
+                        asked.origin,
+                        fields.get("name", ""),
+                    ),
+                )
+                note = "Passkey registered."
+            except HandrailError as exc:
+                note = str(exc.data.get("details") or exc.message)
+        return RedirectResponse(f"/passkeys?note={quote(note)}", 303)
+
+    def decision_challenge(
+        asking: Asking, person: str, run_id: str, verb: str, rp_id: str
+    ) -> tuple[Any, str]:
+        run = runs.readable(asking, run_id, person)
+        pending = runs.pending_approval(run)
+        if pending is None:
+            raise ValueError(f"the run is {run.status}: it waits for no approval")
+        nonce = new_nonce()
+        raw = challenge(run.id, str(pending["stepId"]), verb == "approve", run.head, nonce)
+        return (run.head, nonce), runs.passkeys.assertion_options(person, rp_id, raw)
+
+    async def sign_challenge(request: Request, session: Session) -> Response:
+        fields = await checked(request, session)
+        if isinstance(fields, Response):
+            return fields
+        run_id, verb = request.path_params["run_id"], request.path_params["verb"]
+        if verb not in ("approve", "decline"):
+            return JSONResponse({"error": f"no such decision `{verb[:40]}`"}, 404)
+        rp_id, origin = relying_party(request)
+        if is_ip(rp_id):
+            return JSONResponse({"error": "a passkey needs a host name: open the page at localhost"}, 400)
+        try:
+            (head, nonce), text = await kit.as_person(
+                session, decision_challenge, session.person, run_id, verb, rp_id
+            )
+        except (HandrailError, ValueError) as exc:
+            said = exc.message if isinstance(exc, HandrailError) else str(exc)
+            return JSONResponse({"error": said}, 409)
+        challenges.put(
+            f"{session.id}:{run_id}", Asked(rp_id, origin, nonce, head=head, run_id=run_id, verb=verb)
+        )
+        return Response(text, media_type="application/json", headers={"Cache-Control": "no-store"})
+
+    async def sign_page(request: Request, session: Session) -> Response:
+        run_id = request.path_params["run_id"]
+        verb = request.query_params.get("verb", "approve")
+        verb = verb if verb in ("approve", "decline") else "approve"
+        keys = await kit.as_person(session, lambda _asking: runs.passkeys.of(session.person))
+        rp_id, _ = relying_party(request)
+        return kit.page(
+            "sign.html",
+            request,
+            session,
+            run_id=run_id,
+            verb=verb,
+            comment=request.query_params.get("comment"),
+            reason=request.query_params.get("reason", ""),
+            keys=[k for k in keys if k.rp_id == rp_id],
+            rp_id=rp_id,
+            ip_host=is_ip(rp_id),
+            localhost=localhost(request) + f"?verb={verb}",
+        )
+
+    return [
+        Route("/passkeys", kit.gate(passkeys_page), methods=["GET"]),
+        Route("/passkeys/options", kit.gate(registration_options, api=True), methods=["POST"]),
+        Route("/passkeys/register", kit.gate(register), methods=["POST"]),
+        Route("/runs/{run_id}/sign", kit.gate(sign_page), methods=["GET"]),
+        Route("/runs/{run_id}/{verb:str}/challenge", kit.gate(sign_challenge, api=True), methods=["POST"]),
+    ]
+
+
+def sign_page_url(run_id: str, verb: str, comment: str | None, reason: str) -> str:
+    """Where a decision that needs the person's passkey is sent."""
+    query = f"verb={verb}&reason={quote(reason)}" + (f"&comment={quote(comment)}" if comment else "")
+    return f"/runs/{quote(run_id)}/sign?{query}"
