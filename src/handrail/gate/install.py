@@ -343,16 +343,25 @@ def doctor(args: argparse.Namespace) -> int:
         lines.append(f"git: {', '.join(have) or 'no hooks'} installed in {folder}")
     except (InstallError, OSError):
         lines.append("git: not a git repository here")
+    ok = True
     if args.server:
         lines.append(f"run store: the server {args.server}")
         lines.append(_server_answers(args))
+        ok = lines[-1] == SERVER_ANSWERS  # unreachable, or refusing the token: exit 1
     else:
         url = args.database or default_url()
         lines.append(f"run store: {url.split('@')[-1] if '@' in url else url}")
         lines.append(_test_event(args))
-    for line in lines:
-        print(line)
-    return 0
+    if getattr(args, "json", False):  # `gate doctor --json`: each line as {what, state}
+        checks = [dict(zip(("what", "state"), line.split(": ", 1), strict=False)) for line in lines]
+        print(json.dumps({"ok": ok, "checks": checks}, indent=2))
+    else:
+        for line in lines:
+            print(line)
+    return 0 if ok else 1
+
+
+SERVER_ANSWERS = "test event: the server's hooks answer, and take the token"
 
 
 def _server_answers(args: argparse.Namespace) -> str:
@@ -366,7 +375,7 @@ def _server_answers(args: argparse.Namespace) -> str:
     except remote.Unreachable as exc:
         return f"test event: {exc}"
     if status == 400:
-        return "test event: the server's hooks answer, and take the token"
+        return SERVER_ANSWERS
     return f"test event: the server answered {status}"
 
 
