@@ -81,6 +81,8 @@ def build_parser() -> argparse.ArgumentParser:
     from handrail.cli.gate import add_gate  # lazy: loaded when the command runs
 
     add_gate(sub)
+    completion = sub.add_parser("completion", help="a completion script for bash, zsh or fish")
+    completion.add_argument("shell", choices=("bash", "zsh", "fish"), help="the shell it is for")
     _describe(parser)
     return parser
 
@@ -103,6 +105,13 @@ def _runs(args: argparse.Namespace) -> int:
     return runs_command(args)
 
 
+def _completion(args: argparse.Namespace) -> int:
+    from handrail.cli.completion import script  # lazy: loaded when the command runs
+
+    sys.stdout.write(script(build_parser(), args.shell))
+    return EXIT_OK
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "start": serve.start,
     "serve": serve.serve_command,
@@ -119,6 +128,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "gate": _gate,
     "stats": stats.stats_command,
     "notify": notify.notify_command,
+    "completion": _completion,
 }
 
 
