@@ -120,8 +120,10 @@ def check(args: argparse.Namespace) -> int:
     elif args.format == "sarif":
         print(json.dumps(sarif(diagnostics), indent=2, ensure_ascii=False))
     else:
+        from handrail.cli.colour import severity  # lazy: only where diagnostics are printed
+
         for d in diagnostics:
-            print(d.render())
+            print(severity(d.render(), d.severity, sys.stdout))
         noun = "file" if len(files) == 1 else "files"
         print(
             f"checked {len(files)} {noun}: {errors} error{'s' * (errors != 1)}, "
@@ -223,8 +225,10 @@ def list_command(args: argparse.Namespace) -> int:
         )
     if broken:  # on stderr: the listing on stdout stays a listing (`handrail list | ...`)
         print(f"{len(broken)} problem{'s' * (len(broken) != 1)} in workflow files:", file=sys.stderr)
+        from handrail.cli.colour import severity  # lazy: only where diagnostics are printed
+
         for d in snapshot.problems:
-            print("  " + d.render(), file=sys.stderr)
+            print("  " + severity(d.render(), d.severity, sys.stderr), file=sys.stderr)
     print(f"\n{len(rows)} workflow{'s' * (len(rows) != 1)}")
     return code
 
