@@ -209,7 +209,8 @@ def test_the_result_types_the_readme_documents_are_exported_from_handrail() -> N
 
 
 def test_the_readme_keeps_to_what_a_user_does_and_leaves_the_figures_to_docs() -> None:
-    assert len(README.splitlines()) < 480  # the how-to of each capability; depth goes to docs/
+    # the how-to of each capability and a row per command; depth goes to docs/
+    assert len(README.splitlines()) < 500
     before_development = README.split("\n## Development\n")[0]
     assert "benchmarks." not in before_development  # each figure comes with its benchmark: in docs/
     assert "](docs/performance.md)" in before_development
@@ -224,3 +225,11 @@ def test_every_relative_link_of_the_readme_and_the_docs_resolves() -> None:
             if not target.startswith(("http://", "https://")) and not (page.parent / target).exists():
                 broken.append(f"{page.relative_to(ROOT)}: {target}")
     assert broken == []
+
+
+def test_the_command_table_lists_every_command() -> None:
+    from handrail.cli import COMMANDS
+
+    section = README.split("## The command line", 1)[1].split("\n## ", 1)[0]
+    rows = re.findall(r"^\| `handrail ([a-z-]+)", section, re.MULTILINE)
+    assert sorted(set(rows)) == sorted(COMMANDS), set(COMMANDS) ^ set(rows)

@@ -113,8 +113,8 @@ def test_approving_a_run_no_person_is_asked_about_says_why_once(
         code, _, err = run_cli(capsys, "runs", verb, made["first"])
         assert (code, err) == (
             1,
-            f"handrail runs {verb}: Run is not active: "
-            "the run is active, not waiting for a person's approval\n",
+            f"handrail runs {verb}: run {made['first']} waits for no approval: it is active, "
+            "and no submission of its current step is waiting for a person\n",
         )
 
 

@@ -94,8 +94,8 @@ def test_person_and_dates_narrow_the_runs_counted(tmp_path: Path, capsys: pytest
     _, out, _ = stats(capsys, "--since", "2026-01-10T11:00:00Z", "--until", "2026-01-10T11:59:59Z",
                       "--format", "json", "--database", url)  # fmt: skip
     assert json.loads(out)["workflows"][0]["versions"][0]["runs"]["started"] == 1
-    code, out, err = stats(capsys, "elsewhere", "--database", url)
-    assert (code, out, err) == (0, "", "handrail stats: no run matches\n")
+    code, out, err = stats(capsys, "elsewhere", "--database", url)  # no such workflow: a mistake
+    assert (code, out) == (1, "") and err.startswith("handrail stats: no workflow `elsewhere`")
 
 
 def test_a_date_that_is_not_one_is_a_usage_error_naming_the_option(

@@ -105,7 +105,7 @@ def test_a_file_name_that_is_not_utf8_is_served_and_shown_escaped(tmp_path: Path
         assert server.result("workflow_get", {"id": "odd"})["id"] == "odd"
     done = run_list("--workflows", str(folder), cwd=tmp_path)
     assert done.returncode == 1, done.stderr  # a broken file: listed, and exit 1 (README)
-    assert "broken-\\xfe.json:1:2: error H001" in done.stdout
+    assert "broken-\\xfe.json:1:2: error H001" in done.stderr  # problems on stderr
 
 
 def test_fifos_and_folders_nested_too_deep_are_refused_without_hanging(tmp_path: Path) -> None:

@@ -55,7 +55,7 @@ def _describe(parser: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="handrail", description="Step-by-step workflows for AI agents, over MCP.")
-    parser.add_argument("--version", action="version", version=f"handrail {__version__}")
+    parser.add_argument("-V", "--version", action="version", version=f"handrail {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     serve.add_start(sub)
     serve.add_serve(sub)
@@ -84,6 +84,8 @@ def build_parser() -> argparse.ArgumentParser:
     from handrail.cli.person import add_person  # lazy: as add_gate
 
     add_person(sub)
+    completion = sub.add_parser("completion", help="a completion script for bash, zsh or fish")
+    completion.add_argument("shell", choices=("bash", "zsh", "fish"), help="the shell it is for")
     _describe(parser)
     return parser
 
@@ -112,6 +114,13 @@ def _runs(args: argparse.Namespace) -> int:
     return runs_command(args)
 
 
+def _completion(args: argparse.Namespace) -> int:
+    from handrail.cli.completion import script  # lazy: loaded when the command runs
+
+    sys.stdout.write(script(build_parser(), args.shell))
+    return EXIT_OK
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "start": serve.start,
     "serve": serve.serve_command,
@@ -129,13 +138,26 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "person": _person,
     "stats": stats.stats_command,
     "notify": notify.notify_command,
+    "completion": _completion,
 }
+
+
+def _innermost(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The parser of the (sub)command `args` were parsed for: `handrail runs list`'s."""
+    for action in parser._actions:  # as _describe
+        if isinstance(action, argparse._SubParsersAction):
+            chosen = action.choices.get(getattr(args, action.dest, None) or "")
+            if chosen is not None:
+                return _innermost(chosen, args)
+    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args, unknown = parser.parse_known_args(argv)
+        if unknown:  # named by the command they were given to, which lists its options
+            _innermost(parser, args).error(f"unrecognized arguments: {' '.join(unknown)}")
     except SystemExit as exc:
         return int(exc.code or 0) if exc.code in (0, None) else EXIT_USAGE
     if args.command is None:

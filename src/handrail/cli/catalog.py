@@ -50,6 +50,7 @@ def add_list(sub: Any) -> None:
 def add_sources(sub: Any) -> None:
     sources = sub.add_parser("sources", help="where workflows come from, in precedence order")
     options.add_source_options(sources)
+    sources.add_argument("--json", action="store_true", help="the sources as JSON")
 
 
 def add_graph(sub: Any) -> None:
@@ -119,8 +120,10 @@ def check(args: argparse.Namespace) -> int:
     elif args.format == "sarif":
         print(json.dumps(sarif(diagnostics), indent=2, ensure_ascii=False))
     else:
+        from handrail.cli.colour import severity  # lazy: only where diagnostics are printed
+
         for d in diagnostics:
-            print(d.render())
+            print(severity(d.render(), d.severity, sys.stdout))
         noun = "file" if len(files) == 1 else "files"
         print(
             f"checked {len(files)} {noun}: {errors} error{'s' * (errors != 1)}, "
@@ -220,10 +223,12 @@ def list_command(args: argparse.Namespace) -> int:
             f"{r['id']:<{width}}  {r['version']:<8} {r['steps']:>3} steps  {r['source']:<8} "
             f"{r['name']}{stale}{commit}"
         )
-    if broken:
-        print(f"\n{len(broken)} problem{'s' * (len(broken) != 1)} in workflow files:")
+    if broken:  # on stderr: the listing on stdout stays a listing (`handrail list | ...`)
+        print(f"{len(broken)} problem{'s' * (len(broken) != 1)} in workflow files:", file=sys.stderr)
+        from handrail.cli.colour import severity  # lazy: only where diagnostics are printed
+
         for d in snapshot.problems:
-            print("  " + d.render())
+            print("  " + severity(d.render(), d.severity, sys.stderr), file=sys.stderr)
     print(f"\n{len(rows)} workflow{'s' * (len(rows) != 1)}")
     return code
 
@@ -237,6 +242,9 @@ def _named_missing(args: argparse.Namespace) -> bool:
 def sources(args: argparse.Namespace) -> int:
     catalog = options.catalog_of(args)
     snapshot = catalog.snapshot()
+    if args.json:
+        print(json.dumps({"sources": _sources_json(catalog.sources, snapshot)}, indent=2, ensure_ascii=False))
+        return EXIT_OK
     for rank, source in enumerate(catalog.sources, 1):
         exists = source.path.exists()
         count = snapshot.per_source.get(source, 0)
@@ -255,6 +263,31 @@ def sources(args: argparse.Namespace) -> int:
                 print(f"     overrides `{workflow_id}` from {loser.name} ({loser.path})")
     print("\nLater sources take precedence over earlier ones.")
     return EXIT_OK
+
+
+def _sources_json(sources: list[Any], snapshot: Any) -> list[dict[str, Any]]:
+    """The sources as `handrail sources` lists them, in precedence order (last wins)."""
+    found: list[dict[str, Any]] = []
+    for source in sources:
+        entry: dict[str, Any] = {
+            "name": source.name,
+            "path": str(source.path),
+            "exists": source.path.exists(),
+            "workflows": snapshot.per_source.get(source, 0),
+            "overrides": [
+                {"id": wid, "source": loser.name, "path": str(loser.path)}
+                for wid, winner, loser in snapshot.overrides
+                if winner == source
+            ],
+        }
+        if source.git is not None:
+            entry["git"] = {
+                "spec": source.git.spec.shown,
+                "commit": source.git.commit,
+                "error": source.git.error,
+            }
+        found.append(entry)
+    return found
 
 
 def workflow_of(args: argparse.Namespace, command: str) -> Any:

@@ -11,8 +11,12 @@ from handrail.gate.hook import MANAGE, add_arguments, run_hook
 
 
 def add_gate(sub: Any) -> None:
-    gate = sub.add_parser("gate", help="hold an agent's harness to the run: hooks for Claude Code and git")
+    gate = sub.add_parser(
+        "gate",
+        help="hold an agent's harness to the run: hooks for Claude Code, Gemini CLI, Codex, Cursor and git",
+    )
     add_arguments(gate)
+    gate.add_argument("--json", action="store_true", help="doctor: the findings as JSON")
 
 
 def gate_command(args: argparse.Namespace) -> int:

@@ -31,12 +31,23 @@ def add_source_options(parser: argparse.ArgumentParser) -> None:
     add_file_size_option(parser)
 
 
+def positive_int(text: str) -> int:
+    """An argument that must be a whole number above zero: a usage error (exit 2) else."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text} is not a positive integer")
+    return value
+
+
 def add_file_size_option(parser: argparse.ArgumentParser) -> None:
     from handrail.limits import MAX_FILE_BYTES  # lazy: loaded when the command runs
 
     parser.add_argument(
         "--max-file-size",
-        type=int,
+        type=positive_int,
         default=MAX_FILE_BYTES,
         metavar="BYTES",
         help=f"refuse workflow files larger than this (default {MAX_FILE_BYTES})",
@@ -266,7 +277,7 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="CHANNEL,...",
         help="where a person's approval may come from: dashboard, cli, elicitation (the agent's client "
-        "asks), api (default: all of them without tokens; dashboard,cli,api with tokens)",
+        "asks), api (default: dashboard,cli,elicitation without tokens; dashboard,cli,api with tokens)",
     )
     parser.add_argument(
         "--require-presence",

@@ -68,6 +68,7 @@ def add_runs_parser(sub: Any) -> Any:
         "--limit", type=_count, default=100, metavar="N", help="at most N runs (default 100)"
     )
     listing.add_argument("--format", choices=["text", "json"], default="text", help="default text")
+    listing.add_argument("--json", dest="format", action="store_const", const="json", help="as --format json")
     listing.add_argument(
         "--tree", action="store_true", help="each run with its branches and child runs indented below it"
     )
@@ -518,6 +519,16 @@ def _decide(runs: Runs, args: argparse.Namespace) -> int:
         result = decide(_as_owner(runs, args.run_id), args.run_id, person=person, comment=args.comment)
     except PresenceNeeded as exc:
         return _needs_presence(args, exc)
+    except RunNotActive as exc:
+        if exc.data.get("status") != RunStatus.ACTIVE.value:
+            raise
+        # "Run is not active: the run is active" is the wire's title; say what happened
+        _say(
+            f"handrail runs {args.runs_command}: run {args.run_id} waits for no approval: it is "
+            "active, and no submission of its current step is waiting for a person",
+            file=sys.stderr,
+        )
+        return EXIT_ERRORS
     if "approvals" in result:  # one of several people the step needs
         print(f"run {result['runId']}: {result['message']}")
     elif args.runs_command == "approve":

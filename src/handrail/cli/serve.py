@@ -25,7 +25,7 @@ def add_start(sub: Any) -> None:
     options.add_serving_options(start)
     start.add_argument(
         "--max-line",
-        type=int,
+        type=options.positive_int,
         default=limits.MAX_LINE_BYTES,
         metavar="BYTES",
         help=f"longest accepted message line (default {limits.MAX_LINE_BYTES // 2**20} MiB)",
@@ -86,21 +86,37 @@ def add_serve(sub: Any) -> None:
 
 
 def add_dashboard(sub: Any) -> None:
-    dashboard = sub.add_parser("dashboard", help="watch and approve this machine's runs in a browser")
+    dashboard = sub.add_parser(
+        "dashboard",
+        help="watch and approve this machine's runs in a browser",
+        epilog="It also takes the limits and transport options of `handrail serve` "
+        "(see `handrail serve --help`).",
+    )
     options.add_source_options(dashboard)
     dashboard.add_argument(
         "--port", type=options.port_number, default=8766, help="port on 127.0.0.1 (default 8766)"
     )
     options.add_serving_options(dashboard)
     dashboard.set_defaults(host="127.0.0.1", allow_host=[], allow_origin=[], tokens=None)
-    options.add_limit_options(dashboard)
+    _unlisted(dashboard, options.add_limit_options)
     options.add_check_options(dashboard)
     options.add_run_options(dashboard)
     notify.add_notify_options(dashboard)
-    options.add_transport_options(dashboard, http=True)
+    _unlisted(dashboard, lambda parser: options.add_transport_options(parser, http=True))
     add_signing_key_option(
         dashboard, "signs run records; its public half is served at /.well-known/handrail-key"
     )
+
+
+def _unlisted(parser: argparse.ArgumentParser, add: Any) -> None:
+    """Add the options `add` adds, taken but left out of --help: a server's tuning, which
+    `handrail serve --help` lists, would bury the dashboard's own few."""
+
+    class Unlisted:
+        def add_argument(self, *names: Any, **kwargs: Any) -> Any:
+            return parser.add_argument(*names, **{**kwargs, "help": argparse.SUPPRESS})
+
+    add(Unlisted())
 
 
 def service_of(

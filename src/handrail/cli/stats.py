@@ -24,6 +24,7 @@ def add_stats(sub: Any) -> None:
     )
     stats.add_argument("--person", default=None, metavar="NAME", help="only the runs NAME started")
     stats.add_argument("--format", choices=("text", "json", "md"), default="text", help="default text")
+    stats.add_argument("--json", dest="format", action="store_const", const="json", help="as --format json")
     add_database_option(stats)
 
 
@@ -63,10 +64,14 @@ def stats_command(args: argparse.Namespace) -> int:
         store = open_store(args.database, reading=True)
         try:
             found = workflow_stats(store, where)
+            unknown = _unknown(args.workflow, store) if args.workflow is not None and not found else None
         finally:
             store.close()
     except HandrailError as exc:
         print(f"handrail stats: {exc.message}", file=sys.stderr)
+        return EXIT_ERRORS
+    if unknown is not None:
+        print(f"handrail stats: {unknown}", file=sys.stderr)
         return EXIT_ERRORS
     if args.format == "json":
         sys.stdout.write(json.dumps({"workflows": found}, indent=2, ensure_ascii=False) + "\n")
@@ -75,6 +80,22 @@ def stats_command(args: argparse.Namespace) -> int:
     if not found:
         print("handrail stats: no run matches", file=sys.stderr)
     return EXIT_OK
+
+
+def _unknown(workflow: str, store: Any) -> str | None:
+    """Why `workflow` names no workflow (no run of it, and none in the catalog) with the
+    closest names; None when it is one (it may just have no run in the period asked)."""
+    import difflib  # lazy: loaded when the command runs
+
+    from handrail.catalog import Catalog, default_sources  # lazy: only for a name with no run
+
+    known = {w["id"] for w in workflow_stats(store, StatsFilter(None, None, None, None))}
+    known |= set(Catalog(default_sources()).snapshot().entries)
+    if workflow in known:
+        return None
+    close = difflib.get_close_matches(workflow, sorted(known), n=3, cutoff=0.5)
+    hint = "; did you mean " + " or ".join(f"`{c}`" for c in close) + "?" if close else ""
+    return f"no workflow `{workflow}` in the runs or the catalog{hint}"
 
 
 def _percent(rate: float | None) -> str:

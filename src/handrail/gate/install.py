@@ -386,14 +386,20 @@ def doctor(args: argparse.Namespace) -> int:
     if args.server:
         lines.append(f"run store: the server {args.server}")
         lines.append(_server_answers(args))
+        if lines[-1] != SERVER_ANSWERS:  # unreachable, or refusing the token: exit 1
+            problems.append(lines[-1])
     else:
         url = args.database or default_url()
         lines.append(f"run store: {url.split('@')[-1] if '@' in url else url}")
         lines.append(_test_event(args))
-    for line in lines:
-        print(line)
-    for problem in problems:
-        print(f"handrail gate doctor: {problem}", file=sys.stderr)
+    if getattr(args, "json", False):  # `gate doctor --json`: each line as {what, state}
+        checks = [dict(zip(("what", "state"), line.split(": ", 1), strict=False)) for line in lines]
+        print(json.dumps({"ok": not problems, "checks": checks, "problems": problems}, indent=2))
+    else:
+        for line in lines:
+            print(line)
+        for problem in problems:
+            print(f"handrail gate doctor: {problem}", file=sys.stderr)
     return 1 if problems else 0
 
 
@@ -457,6 +463,9 @@ def _on_path(plugin: bool, lines: list[str]) -> list[str]:
     ]
 
 
+SERVER_ANSWERS = "test event: the server's hooks answer, and take the token"
+
+
 def _server_answers(args: argparse.Namespace) -> str:
     """Whether the server's hooks answer with this token: an empty hook input is
     refused (400) by a server that took the token, and records nothing."""
@@ -468,7 +477,7 @@ def _server_answers(args: argparse.Namespace) -> str:
     except remote.Unreachable as exc:
         return f"test event: {exc}"
     if status == 400:
-        return "test event: the server's hooks answer, and take the token"
+        return SERVER_ANSWERS
     return f"test event: the server answered {status}"
 
 

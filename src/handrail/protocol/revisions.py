@@ -15,7 +15,8 @@ MODERN_VERSIONS = ("2026-07-28",)  # per-request envelope, no handshake
 ALL_VERSIONS = KNOWN_VERSIONS + MODERN_VERSIONS
 DATE = re.compile(r"^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])$")
 SERVER_INFO = {
-    "name": "workflowlookup",
+    "name": "workflowlookup",  # the seeds' name, which clients have configured
+    "title": "handrail",  # what clients show
     "version": __version__,
     "description": "handrail: step-by-step workflows for AI agents",
 }
