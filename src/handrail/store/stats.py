@@ -104,7 +104,7 @@ class _Query:
 
 
 # A parallel loop's branch is part of its parent's run: it is no run started of its own,
-# and a step its branches reached counts the parent once (its "root" below).
+# and a step its branches reached counts the parent once.
 ONE = "(branch IS NULL OR parent_id IS NULL)"
 
 
@@ -114,40 +114,42 @@ def _versions(q: _Query) -> list[tuple[Any, ...]]:
         f"SUM(CASE WHEN {ONE} AND status = 'completed' THEN 1 ELSE 0 END), "
         f"SUM(CASE WHEN {ONE} AND status = 'abandoned' THEN 1 ELSE 0 END), "
         f"SUM(CASE WHEN {ONE} AND status IN ('active', 'awaiting_approval') THEN 1 ELSE 0 END), "
-        "MIN(created_at), MIN(source_hash) FROM r GROUP BY wf, ver"
+        f"MIN(created_at), MIN(source_hash), SUM(CASE WHEN {ONE} THEN 0 ELSE 1 END) FROM r GROUP BY wf, ver"
     )
 
 
 def _positions(q: _Query) -> list[tuple[Any, ...]]:
     """Where runs (not branches) stand now, per step and status (abandoned runs stand
-    where they were left)."""
+    where they were left), and how many of them have made no submission there (reached
+    all the same)."""
     d = q.d
     return q(
-        f"p AS (SELECT id, wf, ver, {d['step']('position')} AS step, status FROM r WHERE {ONE}) "
-        "SELECT wf, ver, step, status, COUNT(*) FROM p WHERE step IS NOT NULL GROUP BY wf, ver, step, status"
+        f"p AS (SELECT id, wf, ver, {d['step']('position')} AS step, status, stats FROM r WHERE {ONE}) "
+        f"SELECT wf, ver, step, status, COUNT(*), SUM(CASE WHEN {d['reached']('p.stats', 'p.step')} "
+        "THEN 0 ELSE 1 END) FROM p WHERE step IS NOT NULL GROUP BY wf, ver, step, status"
     )
 
 
-def _reached(q: _Query) -> list[tuple[Any, ...]]:
-    """Per step, the runs that reached it: with a visit there, or standing there now; a
-    run's branches and the run itself counted once."""
-    d = q.d
-    return q(
-        f"t AS (SELECT id, wf, ver, {d['step']('position')} AS step, "
-        f"CASE WHEN {ONE} THEN id ELSE parent_id END AS root FROM r), "
-        "v AS (SELECT t.wf, t.ver, s.step_id AS step, t.root FROM stats_visits s JOIN t ON t.id = s.run_id "
-        "WHERE s.reached = 1 UNION SELECT wf, ver, step, root FROM t WHERE step IS NOT NULL) "
-        "SELECT wf, ver, step, COUNT(*) FROM v GROUP BY wf, ver, step"
+def _branch_visits(q: _Query) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    """What branches add at each step, read only when some run has them: their visits'
+    `reached` and `first_accepted` (counted one by one above, to be taken out), the
+    parents in which the step was accepted, and the parents that reached it (a branch
+    with a visit there or standing there), each parent once."""
+    b = f"b AS (SELECT id, wf, ver, parent_id, {q.d['step']('position')} AS step FROM r WHERE NOT {ONE})"
+    v = (
+        "v AS (SELECT b.wf, b.ver, s.step_id AS step, b.parent_id AS root, s.reached, s.first_accepted "
+        "FROM stats_visits s JOIN b ON b.id = s.run_id)"
     )
-
-
-def _accepted(q: _Query) -> list[tuple[Any, ...]]:
-    """Per step, the runs in which it was accepted, a run's branches and itself once."""
-    return q(
-        f"t AS (SELECT id, wf, ver, CASE WHEN {ONE} THEN id ELSE parent_id END AS root FROM r) "
-        "SELECT t.wf, t.ver, s.step_id, COUNT(DISTINCT t.root) FROM stats_visits s JOIN t ON t.id = s.run_id "
-        "WHERE s.first_accepted = 1 GROUP BY t.wf, t.ver, s.step_id"
+    sums = q(
+        f"{b}, {v} SELECT wf, ver, step, SUM(reached), SUM(first_accepted), "
+        "COUNT(DISTINCT CASE WHEN first_accepted = 1 THEN root END) FROM v GROUP BY wf, ver, step"
     )
+    parents = q(
+        f"{b}, {v}, u AS (SELECT wf, ver, step, root FROM v WHERE reached = 1 "
+        "UNION SELECT wf, ver, step, parent_id FROM b WHERE step IS NOT NULL) "
+        "SELECT wf, ver, step, COUNT(*) FROM u GROUP BY wf, ver, step"
+    )
+    return sums, parents
 
 
 GROUP = "workflow_id, workflow_version, step_id"
@@ -296,12 +298,9 @@ def workflow_stats(store: Aggregates, where: StatsFilter) -> list[dict[str, Any]
             }
         return found[step_id]
 
-    for wf, ver, step_id, count in _reached(q):
-        step(wf, ver, step_id)["reached"] = _int(count)
-    for wf, ver, step_id, count in _accepted(q):
-        step(wf, ver, step_id)["accepted"] = _int(count)
-    for wf, ver, step_id, status, count in _positions(q):
+    for wf, ver, step_id, status, count, unseen in _positions(q):
         here = step(wf, ver, step_id)
+        here["reached"] += _int(unseen)
         if status == "abandoned":
             here["abandoned"] += _int(count)
         elif status in ("active", "awaiting_approval"):
@@ -315,11 +314,12 @@ def workflow_stats(store: Aggregates, where: StatsFilter) -> list[dict[str, Any]
         q.values,
     ):
         s = step(wf, ver, step_id)
-        rejected, awaiting, approved, declined, accepted, _first, _seen, timed = (_int(x) for x in n)
+        rejected, awaiting, approved, declined, accepted, first, reached, timed = (_int(x) for x in n)
         submissions = rejected + awaiting + accepted - approved
-        s.update(submissions=submissions, rejected=rejected)
+        s.update(submissions=submissions, rejected=rejected, accepted=first)
         s["rejectionRate"] = _rate(rejected, submissions)
         s["approvals"].update(approved=approved, declined=declined)
+        s["reached"] += reached
         group = (wf, ver, step_id)
         if timed:
             spent[group] = {}
@@ -328,6 +328,14 @@ def workflow_stats(store: Aggregates, where: StatsFilter) -> list[dict[str, Any]
                 percentiles.ask(
                     spent[group], key, "stats_visits", group, only, "spent_ms", _rank(timed, percent)
                 )
+    if any(row[8] for row in versions):  # branches: each parent once, in place of its branches
+        sums, parents = _branch_visits(q)
+        for wf, ver, step_id, reached, first, accepted in sums:
+            s = step(wf, ver, step_id)
+            s["reached"] -= _int(reached)
+            s["accepted"] += _int(accepted) - _int(first)
+        for wf, ver, step_id, count in parents:
+            step(wf, ver, step_id)["reached"] += _int(count)
     # attempts are few distinct numbers: their counts, ranked here, give the percentiles
     counted: dict[tuple[str, str, str], list[tuple[int, int]]] = {}
     for wf, ver, step_id, attempts, count in q.store.aggregate(
@@ -406,7 +414,7 @@ def workflow_stats(store: Aggregates, where: StatsFilter) -> list[dict[str, Any]
         found["median"] = _int(found["median"])
 
     out: dict[str, dict[str, Any]] = {}
-    for wf, ver, started, completed, abandoned, active, first, source_hash in versions:
+    for wf, ver, started, completed, abandoned, active, first, source_hash, _ in versions:
         listed = order.get(source_hash, [])
         found = steps.get((wf, ver), {})
         ranked = {s: i for i, s in enumerate(listed)}
