@@ -15,6 +15,7 @@ import pytest
 
 from handrail.catalog import load_catalog
 from handrail.errors import HandrailError
+from handrail.runs.holders import session_of, token_digest
 from handrail.runs.request import Request
 from handrail.service.core import Service, default_runs
 from handrail.store.base import RunRecord
@@ -76,7 +77,7 @@ def test_two_agent_sessions_of_one_person_claim_different_branches_in_item_order
     assert again["message"].startswith("Nothing to claim: every open branch is held")
     assert again["branches"] == {"held": 2, "ended": 0}
     held = service.runs.store.get(made[0].id)
-    assert held is not None and held.holder == "stdio:a"
+    assert held is not None and session_of(held.holder) == "stdio:a"
     [claimed] = [e for e in service.runs.store.events(made[0].id) if e.type == "claimed"]
     assert claimed.data == {"holder": "stdio:a", "until": first["leaseUntil"]}
 
@@ -99,7 +100,9 @@ def test_another_session_is_refused_a_held_branch_and_the_holders_calls_renew_it
     accepted = service.call("workflow_continue", submit, AGENT_A)
     assert accepted["accepted"] is True and accepted["step"]["id"] == "build"
     after = service.runs.store.get(mine["runId"])
-    assert after is not None and after.holder == "stdio:a" and after.lease_until > mine["leaseUntil"]
+    assert (
+        after is not None and session_of(after.holder) == "stdio:a" and after.lease_until > mine["leaseUntil"]
+    )
 
 
 def test_another_session_is_refused_abandoning_a_held_branch_and_the_holder_may(
@@ -183,3 +186,62 @@ def test_the_holders_resume_renews_the_lease_and_anothers_does_not(service: Serv
     renewed = service.runs.store.get(made[0].id)
     assert renewed is not None and renewed.lease_until > mine["leaseUntil"]
     assert renewed.version == unchanged.version  # the lease alone: no event, no new version
+
+
+# -- the lease token -----------------------------------------------------------------------
+ELSEWHERE = Request(session="http-connection:10.0.0.2:51000")  # the same agent, through another replica
+
+
+def test_whoever_presents_the_lease_token_holds_the_branch_whatever_its_session(
+    service: Service, tmp_path: Path
+) -> None:
+    _, made = branches(service, tmp_path, ["a.py"])
+    mine = claim(service, AGENT_A)
+    token = mine["lease"]["token"]
+    assert mine["lease"]["until"] == mine["leaseUntil"] and len(token) >= 32
+    submit = {"runId": mine["runId"], "stepId": "plan", "output": "Plan: one part."}
+    with pytest.raises(HandrailError) as refused:  # another connection, no token: another session
+        service.call("workflow_continue", submit, ELSEWHERE)
+    assert refused.value.code == -32013
+    accepted = service.call("workflow_continue", {**submit, "lease": token}, ELSEWHERE)
+    assert accepted["accepted"] is True and accepted["step"]["id"] == "build"
+    read = service.call("workflow_resume", {"runId": mine["runId"], "lease": token}, Request())
+    assert read["step"]["id"] == "build"
+    kept = service.runs.store.get(mine["runId"])
+    assert kept is not None and kept.holder is not None
+    assert token not in kept.holder and token_digest(token) in kept.holder  # a bearer secret: its digest
+    assert all(token not in str(e.data) for e in service.runs.store.events(made[0].id))
+    assert service.call("workflow_continue", {**submit, "stepId": "build", "output": "Built x."}, AGENT_A)[
+        "accepted"
+    ]  # the session that claimed it still holds it too
+    ended = service.call(
+        "workflow_abandon", {"runId": mine["runId"], "reason": "Done here", "lease": token}, ELSEWHERE
+    )
+    assert ended["status"] == "abandoned"
+
+
+def test_a_wrong_or_expired_lease_token_is_refused_saying_which(service: Service, tmp_path: Path) -> None:
+    service.runs.ledger.lease_seconds = 0.2
+    _, made = branches(service, tmp_path, ["a.py", "b.py"])
+    first, second = claim(service, AGENT_A), claim(service, AGENT_A)
+    submit = {"runId": first["runId"], "stepId": "plan", "output": "Plan: one part."}
+    for wrong in ("not-a-token", second["lease"]["token"]):  # made up, or another branch's
+        with pytest.raises(HandrailError) as refused:
+            service.call("workflow_continue", {**submit, "lease": wrong}, AGENT_A)
+        assert refused.value.code == -32013 and refused.value.data["lease"] == "wrong"
+        assert "not this branch's" in refused.value.data["details"]
+    time.sleep(0.4)  # the lease ends: its token with it, even for the session that claimed it
+    for tool, args in (("workflow_continue", submit), ("workflow_resume", {"runId": first["runId"]})):
+        with pytest.raises(HandrailError) as late:
+            service.call(tool, {**args, "lease": first["lease"]["token"]}, AGENT_A)
+        assert late.value.code == -32013 and late.value.data["lease"] == "expired"
+        assert "claim the branch again" in late.value.data["details"]
+    assert service.runs.store.get(made[0].id).accepted == 0  # type: ignore[union-attr]
+    again = claim(service, AGENT_B)
+    assert again["runId"] == made[0].id and again["lease"]["token"] != first["lease"]["token"]
+    with pytest.raises(HandrailError) as old:
+        service.call("workflow_continue", {**submit, "lease": first["lease"]["token"]}, AGENT_A)
+    assert old.value.data["lease"] == "wrong"
+    assert service.call("workflow_continue", {**submit, "lease": again["lease"]["token"]}, AGENT_A)[
+        "accepted"
+    ]

@@ -2,7 +2,9 @@
 real PostgreSQL: 8 agents claim and complete 100 branches of one parallel loop while
 one replica is killed with SIGKILL mid-way (its agents move to the other); every branch
 is done exactly once and no acknowledged step is lost. Two agents racing for one branch
-on the two replicas: exactly one holds it."""
+on the two replicas: exactly one holds it. Agents that send no session header, behind a
+round-robin balancer (every call on the other replica), keep their branches by the
+lease token."""
 
 from __future__ import annotations
 
@@ -212,3 +214,63 @@ def test_two_agents_racing_on_two_replicas_for_one_branch_exactly_one_holds_it(
             )
         finally:
             store.close()
+
+
+@pytest.fixture
+def balanced(tmp_path: Path, postgres_url: str) -> Iterator[list[HttpServer]]:
+    """Two replicas whose leases outlast any pause of a loaded machine: a refusal here is
+    the holder not being known, never its lease running out."""
+    write(tmp_path / "flows", review_files(max_parallel=MAX_PARALLEL))
+    common = ("--no-bundled", "--workflows", str(tmp_path / "flows"), "--database", postgres_url)
+    with ExitStack() as stack:
+        yield [stack.enter_context(HttpServer(*common, "--lease-seconds", "600")) for _ in range(2)]
+
+
+def test_agents_without_a_session_header_keep_their_branches_by_lease_across_alternating_replicas(
+    balanced: list[HttpServer], tmp_path: Path
+) -> None:
+    count = 40
+    parent = fan_out(balanced[0], tmp_path, count)["runId"]
+    refused: list[dict[str, Any]] = []
+    done: list[str] = []
+
+    def agent(n: int) -> None:
+        turn = n  # the replica of this agent's next call: every call goes to the other one
+        with httpx.Client(timeout=60) as client:
+
+            def call(name: str, params: dict[str, Any]) -> dict[str, Any]:
+                nonlocal turn
+                body = {"jsonrpc": "2.0", "id": 1, "method": name, "params": params}
+                turn += 1
+                answer: dict[str, Any] = client.post(
+                    balanced[turn % 2].url, json=body, headers=HEADERS
+                ).json()
+                return answer
+
+            while True:
+                got = call("workflow_claim", {"runId": parent})["result"]
+                if not got["claimed"]:
+                    if "waitingOn" not in call("workflow_resume", {"runId": parent})["result"]:
+                        return
+                    time.sleep(0.05)  # the next branches open as these complete
+                    continue
+                run_id, step, lease = got["runId"], got["step"]["id"], got["lease"]["token"]
+                assert "result" in call("workflow_resume", {"runId": run_id, "lease": lease})
+                while step is not None:
+                    params = {"runId": run_id, "stepId": step, "output": OUTPUTS[step], "lease": lease}
+                    answer = call("workflow_continue", params)
+                    if "error" in answer:
+                        refused.append(answer["error"])
+                        break
+                    result = answer["result"]
+                    step = None if result["status"] == "completed" else result["step"]["id"]
+                    if step is None:
+                        done.append(run_id)
+
+    with ThreadPoolExecutor(AGENTS) as pool:
+        for future in [pool.submit(agent, n) for n in range(AGENTS)]:
+            future.result(timeout=300)
+    assert refused == []  # without the token, each call after the first was another holder's: -32013
+    assert len(done) == count and len(set(done)) == count
+    moved_on = post(balanced[1], "workflow_resume", {"runId": parent})
+    assert moved_on["step"]["id"] == "report"

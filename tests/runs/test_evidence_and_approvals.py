@@ -390,6 +390,65 @@ def test_a_person_who_declines_through_the_client_sends_the_step_back(tmp_path: 
     assert [e["type"] for e in _events(tmp_path, record["run"])][-1] == "declined"
 
 
+def _cancelled_then_approved_with_the_cli(tmp: Path, mode: str) -> None:
+    """A headless client cancels the question at once: no decision; a person approves later."""
+    _set_up(tmp, APPROVAL_STEPS)
+    asked: list[str] = []
+
+    async def script(client: Client) -> dict[str, Any]:
+        record = await _submit_plan()(client)
+        run = record["run"]
+        record["events"] = await anyio.to_thread.run_sync(lambda: _events(tmp, run))
+        record["cli"] = await anyio.to_thread.run_sync(lambda: _cli(tmp, "approve", run, "--as", "carol"))
+        record["after"] = await _call(client, "workflow_continue", {"runId": run, "stepId": "plan"})
+        return record
+
+    record = _session(tmp, script, mode=mode, elicit=_answering("cancel", None, asked))
+    run, answer = record["run"], record["answer"]
+    assert len(asked) == 1  # the client was asked, and cancelled
+    assert answer["accepted"] is False and answer["status"] == "awaiting_approval", answer
+    assert "declined" not in answer and "issues" not in answer
+    approval = answer["approval"]
+    assert approval["clientAnswer"] == "cancel"
+    assert approval["message"].startswith("Your client closed the approval question without an answer")
+    assert (
+        "nobody declined" in approval["message"] and f"`handrail runs approve {run}`" in approval["message"]
+    )
+    types_then = [e["type"] for e in record["events"]]
+    assert types_then[-3:] == ["awaiting_approval", "approval_asked", "approval_unanswered"]
+    assert "declined" not in types_then
+    unanswered = record["events"][-1]
+    assert unanswered["answer"] == "cancel" and unanswered["question"] == record["events"][-2]["seq"]
+    assert record["cli"].returncode == 0, record["cli"].stderr  # the run still waited for a person
+    after = record["after"]
+    assert after["accepted"] is True and after["approved"]["person"] == "carol"
+
+
+def test_a_client_that_cancels_the_question_declines_nothing_on_the_2025_protocol(tmp_path: Path) -> None:
+    _cancelled_then_approved_with_the_cli(tmp_path, "legacy")
+
+
+def test_a_client_that_cancels_the_question_declines_nothing_on_the_2026_07_28_protocol(
+    tmp_path: Path,
+) -> None:
+    _cancelled_then_approved_with_the_cli(tmp_path, "auto")
+
+
+def test_a_question_the_client_fails_to_answer_is_no_decision_either(tmp_path: Path) -> None:
+    _set_up(tmp_path, APPROVAL_STEPS)
+
+    async def failing(context: Any, params: types.ElicitRequestParams) -> types.ErrorData:
+        return types.ErrorData(code=-32603, message="no person at this terminal")
+
+    record = _session(tmp_path, _submit_plan(), mode="legacy", elicit=failing)  # type: ignore[arg-type]
+    answer = record["answer"]
+    assert answer["status"] == "awaiting_approval" and answer["approval"]["clientAnswer"] == "none"
+    assert answer["approval"]["message"].startswith("Your client gave no answer")
+    events = _events(tmp_path, record["run"])
+    assert [e["type"] for e in events][-2:] == ["approval_asked", "approval_unanswered"]
+    assert events[-1]["answer"] == "none"
+
+
 def _approved_with_the_cli(tmp: Path, mode: str) -> None:
     _set_up(tmp, APPROVAL_STEPS)
 

@@ -6,15 +6,20 @@ out frees the branch: the next claim takes it where its last accepted step left 
 
 Who holds a branch is the request's agent session (`Request.session`), within the
 person: a claim only picks the asking person's branches, so one person's several
-agents each get their own, and nobody sees another person's.
+agents each get their own, and nobody sees another person's. A claim also gives a lease
+token: a call that presents it (`Request.lease`) is the holder's, on any replica and
+with or without a session, which is how a client without a session header (or behind a
+load balancer) keeps its branch.
 """
 
 from __future__ import annotations
 
+import secrets
 from dataclasses import replace
 from typing import Any
 
 from handrail.errors import BranchHeld
+from handrail.runs.holders import holder_with_lease, session_of, token_matches
 from handrail.runs.ledger import Ledger
 from handrail.runs.request import Request
 from handrail.runs.shapes import shaped, view
@@ -42,10 +47,14 @@ def admitted(ledger: Ledger, request: Request, run: RunRecord) -> RunRecord:
     """`run` as a call of `request` may write it: a branch it holds with its lease renewed
     (written with the call's own write); a branch another session holds while the lease
     lives refuses the call. A branch nobody holds, or whose lease ran out, is open to any
-    call of its person, as any run is."""
+    call of its person, as any run is. A call that presents a lease token is judged by
+    the token alone: the live token of the branch's claim makes it the holder, whatever
+    its session; any other token is refused, saying why."""
+    if request.lease is not None:
+        return _by_token(ledger, request.lease, run)
     if run.holder is None or run.lease_until is None:
         return run
-    if run.holder == holder(request):
+    if session_of(run.holder) == holder(request):
         return replace(run, lease_until=later(ledger.lease_seconds))
     if run.lease_until < now():
         return run
@@ -64,11 +73,47 @@ def admitted(ledger: Ledger, request: Request, run: RunRecord) -> RunRecord:
     )
 
 
+def _by_token(ledger: Ledger, token: str, run: RunRecord) -> RunRecord:
+    """The branch renewed for the holder of `token`, or -32013 saying what is wrong with it."""
+    if run.holder is None or run.lease_until is None or not token_matches(run.holder, token):
+        why = (
+            "the lease token is not this branch's: it was given for another branch, or the branch "
+            "was claimed again since (a lease that ended is taken by the next claim)"
+            if run.holder is not None
+            else "the lease token is not this branch's: nobody holds this branch"
+        )
+        raise _lease_refused(run, "wrong", why)
+    if run.lease_until < now():
+        why = (
+            f"the lease ended at {run.lease_until} (the lease token is good only while it lives, "
+            "and each call on the branch renews it); claim the branch again with workflow_claim"
+        )
+        raise _lease_refused(run, "expired", why)
+    return replace(run, lease_until=later(ledger.lease_seconds))
+
+
+def _lease_refused(run: RunRecord, problem: str, why: str) -> BranchHeld:
+    return BranchHeld(
+        f"Branch is held by another agent: {run.id} does not take this lease token ({problem})",
+        {
+            "runId": run.id,
+            "holderKind": holder_kind(run.holder) if run.holder is not None else None,
+            "leaseUntil": run.lease_until,
+            "lease": problem,
+            "details": why,
+        },
+    )
+
+
 def renewed(ledger: Ledger, request: Request, run: RunRecord) -> RunRecord:
     """A read of the branch by its holder (workflow_resume) renews the lease too, with a
-    write of the lease alone; `run` as it then stands."""
-    if run.holder is None or run.holder != holder(request) or run.lease_until is None:
+    write of the lease alone; `run` as it then stands. A read that presents a lease token
+    is judged by it as a write is (`admitted`)."""
+    if request.lease is not None:
+        run = _by_token(ledger, request.lease, run)
+    elif run.holder is None or session_of(run.holder) != holder(request) or run.lease_until is None:
         return run
+    assert run.holder is not None  # for the type checker: `_by_token` refuses a branch nobody holds
     until = later(ledger.lease_seconds)
     if ledger.store.renew(run.id, run.holder, until):
         return replace(run, lease_until=until)
@@ -103,8 +148,11 @@ class Claims:
             workspace=None if workspace is None else ledger.workspace(request, workspace),
         )
         run = None
+        token = secrets.token_urlsafe(32)  # the lease's bearer secret: the store keeps its digest
         for _ in range(ORPHANS_PASSED):
-            run = ledger.store.claim(where, holder(request), later(ledger.lease_seconds))
+            run = ledger.store.claim(
+                where, holder_with_lease(holder(request), token), later(ledger.lease_seconds)
+            )
             if run is None or not self.tree.orphaned(run):
                 break
             self.tree.healed(run)  # its parent moved on before cancelling it: never handed out
@@ -120,6 +168,7 @@ class Claims:
             "branch": run.branch,
             **_item(run),
             "leaseUntil": run.lease_until,
+            "lease": {"token": token, "until": run.lease_until},
             **view(run),
         }
 

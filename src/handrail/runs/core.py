@@ -392,7 +392,7 @@ class Runs:
             run = self.run(request, run_id)
             if not machine.allows(run.status, EventType.ABANDONED):
                 raise not_active(run)
-            if request.session is not None:  # an agent abandons only what it holds; a person any
+            if request.session is not None or request.lease is not None:  # an agent: what it holds
                 run = admitted(self.ledger, request, run)
             event = NewEvent(EventType.ABANDONED, data={"reason": reason})
             written = self.tree.after(self.ledger.write(run, RunUpdate(), [event], self.owner(request)))

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from handrail.errors import HandrailError, InvalidParams, RunNotActive, RunNotFound, StateError
 from handrail.model import ApprovalRule, Step
+from handrail.notify.targets import shown
 from handrail.runs import machine
 from handrail.runs.approvers import Pending, pending
 from handrail.runs.ledger import Ledger, off_the_clock
@@ -80,13 +81,35 @@ class Decisions:
                     span.set("handrail.approval.answered", decision is not None)
             else:
                 decision = approver.ask(question)
+        if decision is None and page is None:  # asked, and no answer came in time
+            return self._unanswered(request, run.id, question.step_id, question.asked, "none")
         if decision is None:
             return self._waiting_answer(run)
         if not isinstance(decision, Decision):
             return decision  # the client asks the person, then calls again
         if page is not None:  # on the page a person decides, not the client
             return self._waiting_answer(run)
+        if decision.action == "cancel":  # the client closed the question: nobody declined
+            return self._unanswered(request, run.id, question.step_id, question.asked, "cancel")
         return self._client_decided(request, run, decision, (question.asked, None), approver.via)
+
+    def _unanswered(
+        self, request: Request, run_id: str, step_id: str, seq: int, answer: str
+    ) -> dict[str, Any]:
+        """A question the client closed without a person's answer (`cancel`), or left
+        unanswered (`none`): recorded as such, never as a decision; the run waits on, and
+        the answer says where a person can decide."""
+
+        def once() -> dict[str, Any]:
+            run = self.ledger.run(request, run_id)
+            if not machine.allows(run.status, EventType.APPROVAL_UNANSWERED):
+                return self.after_decision(run, step_id)  # a person decided meanwhile
+            data = {"via": "client", "question": seq, "answer": answer}
+            unanswered = NewEvent(EventType.APPROVAL_UNANSWERED, step_id, data)
+            written = self.ledger.write(run, RunUpdate(), [unanswered], self.ledger.owner(request))
+            return self._waiting_answer(written, client_answer=answer)
+
+        return self.ledger.retrying(run_id, once)
 
     def _question(
         self, request: Request, run: RunRecord, step: Mapping[str, Any], output: str, page: str | None
@@ -147,6 +170,9 @@ class Decisions:
             raise answer_refused(run, "its requestState is for another run")
         if self._asked_for_the_page(run, seq):
             return self._waiting_answer(run)  # `accept` there says the person opened the page
+        if given.decision.action == "cancel":  # the client closed the question: nobody declined
+            self._open_question(run, seq, nonce)
+            return self._unanswered(request, run.id, self._pending(run)[0], seq, "cancel")
         via = request.approver.via if request.approver is not None else "elicitation"
         return self._client_decided(request, run, given.decision, (seq, nonce), via)
 
@@ -255,6 +281,10 @@ class Decisions:
             )
         if EventType.APPROVAL_ASKED in later:
             raise answer_refused(run, "a later question replaced it; only the latest one can be answered")
+        if EventType.APPROVAL_UNANSWERED in later:
+            raise answer_refused(
+                run, "the client closed that question without an answer; the next call asks again"
+            )
 
     def _pending(self, run: RunRecord) -> tuple[str, str]:
         """(step, output) the run waits on a person for: its last `awaiting_approval` event."""
@@ -313,7 +343,10 @@ class Decisions:
             return self.ask(request, run, step, output)
         return self._waiting_answer(run)
 
-    def _waiting_answer(self, run: RunRecord) -> dict[str, Any]:
+    def _waiting_answer(self, run: RunRecord, client_answer: str | None = None) -> dict[str, Any]:
+        """What a call gets while the run waits for a person: where they can decide (the
+        dashboard page, the CLI, the notification channels), and, when the client was just
+        asked, that it gave no answer (`client_answer`: `cancel` or `none`)."""
         step_id = _current_id(run)
         approve = f"handrail runs approve {run.id}"
         decline = f"handrail runs decline {run.id}"
@@ -324,6 +357,15 @@ class Decisions:
                 f"Ask the user to approve or decline it on the dashboard page {page}, or to run "
                 f"`{approve}` (or `{decline} --comment ...` to send it back)"
             )
+        notify = self.ledger.notify
+        notified = [shown(t.spec) for t in notify.targets] if notify is not None else []
+        if notified:
+            how += f"; the server also sent the request to {', '.join(notified)}"
+        said = {
+            "cancel": "Your client closed the approval question without an answer (cancel): that "
+            "is not a decision, and nobody declined the step. ",
+            "none": "Your client gave no answer to the approval question in time: that is not a decision. ",
+        }.get(client_answer or "", "")
         return {
             "runId": run.id,
             "accepted": False,
@@ -332,10 +374,12 @@ class Decisions:
                 "stepId": step_id,
                 "approve": approve + " [--comment TEXT]",
                 "decline": decline + " [--comment TEXT]",
-                "message": f"The output passed its rules and checks, but step `{step_id}` needs a "
+                "message": f"{said}The output passed its rules and checks, but step `{step_id}` needs a "
                 f"person's approval. {how}. Wait until they have, then call workflow_continue with "
                 "this runId and stepId (the output may be left out) to go on.",
                 **({"page": page} if page else {}),
+                **({"notified": notified} if notified else {}),
+                **({"clientAnswer": client_answer} if client_answer else {}),
             },
             **view(run),
         }

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from handrail.errors import InvalidParams, SecurityError
@@ -38,16 +39,18 @@ def run_handlers(runs: Runs, workflow: Callable[[Snapshot, str], Workflow]) -> d
 
     def continue_(request: Request, snapshot: Snapshot, args: dict[str, Any]) -> Any:
         refuse_lone_surrogates(args)
+        request = _with_lease(request, args)
         return runs.continue_(
             request, snapshot, args["runId"], args.get("stepId"), args.get("output"), args.get("context")
         )
 
     def resume(request: Request, snapshot: Snapshot, args: dict[str, Any]) -> Any:
+        request = _with_lease(request, args)
         return runs.resume(request, snapshot, args.get("runId"), args.get("workspace"))
 
     def abandon(request: Request, snapshot: Snapshot, args: dict[str, Any]) -> Any:
         refuse_lone_surrogates(args)
-        return runs.abandon(request, args["runId"], args["reason"])
+        return runs.abandon(_with_lease(request, args), args["runId"], args["reason"])
 
     def claim(request: Request, snapshot: Snapshot, args: dict[str, Any]) -> Any:
         refuse_lone_surrogates(args)
@@ -60,6 +63,12 @@ def run_handlers(runs: Runs, workflow: Callable[[Snapshot, str], Workflow]) -> d
         "workflow_resume": resume,
         "workflow_abandon": abandon,
     }
+
+
+def _with_lease(request: Request, args: dict[str, Any]) -> Request:
+    """The request with the lease token the call presents (workflow_claim gave it)."""
+    lease = args.get("lease")
+    return request if lease is None else replace(request, lease=str(lease))
 
 
 def given_sources(snapshot: Snapshot) -> list[str]:

@@ -29,6 +29,7 @@ TRANSITIONS: Mapping[tuple[RunStatus | None, EventType], RunStatus] = MappingPro
         (_S.ACTIVE, _E.COMPLETED): _S.COMPLETED,
         (_S.ACTIVE, _E.ABANDONED): _S.ABANDONED,
         (_S.AWAITING_APPROVAL, _E.APPROVAL_ASKED): _S.AWAITING_APPROVAL,
+        (_S.AWAITING_APPROVAL, _E.APPROVAL_UNANSWERED): _S.AWAITING_APPROVAL,
         (_S.AWAITING_APPROVAL, _E.APPROVAL_GIVEN): _S.AWAITING_APPROVAL,
         (_S.AWAITING_APPROVAL, _E.REMINDED): _S.AWAITING_APPROVAL,
         (_S.AWAITING_APPROVAL, _E.ESCALATED): _S.AWAITING_APPROVAL,
@@ -63,6 +64,8 @@ MEANING: Mapping[EventType, str] = MappingProxyType(
         _E.ESCALATED: "the approval waited `escalateAfter`; its role may approve too",
         _E.MIGRATED: "`handrail runs migrate` moved the run to a newer version of its workflow",
         _E.CLAIMED: "workflow_claim gave the branch to an agent session, with a lease",
+        _E.APPROVAL_UNANSWERED: "the client closed the question without an answer (`cancel`, or none "
+        "in time): no decision",
     }
 )
 

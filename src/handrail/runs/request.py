@@ -46,6 +46,9 @@ class Request:
     # and leases"): one per stdio session, the Mcp-Session-Id header or the connection on
     # HTTP; None: the person themselves (the dashboard, `handrail runs`, the library)
     session: str | None = None
+    # the lease token the call presents (`lease` of workflow_continue, workflow_resume,
+    # workflow_abandon): whoever presents a branch's live token is its holder, on any replica
+    lease: str | None = None
     # the JSON-RPC id of the message answered, as text (at most 128 characters): set only
     # when the server traces, for a span's `jsonrpc.request.id`
     message_id: str | None = None

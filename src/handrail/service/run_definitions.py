@@ -21,6 +21,13 @@ CONTEXT = {
     'removed), e.g. {"taskScope": "large"}.',
     "additionalProperties": True,
 }
+LEASE = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": 200,
+    "description": "On a branch you claimed: the lease token workflow_claim gave (lease.token). It "
+    "shows you hold the branch on any server replica, with or without a session",
+}
 STATUS = {"enum": ["active", "awaiting_approval", "completed", "abandoned"]}
 PROGRESS = {
     "type": "object",
@@ -139,6 +146,7 @@ def run_tools() -> list[dict[str, Any]]:
                         "description": "What you produced for the step",
                     },
                     "context": CONTEXT,
+                    "lease": LEASE,
                 },
                 "required": ["runId"],
                 "additionalProperties": False,
@@ -181,7 +189,7 @@ def run_tools() -> list[dict[str, Any]]:
             "accepted step), enough to carry on in a fresh conversation.",
             "inputSchema": {
                 "type": "object",
-                "properties": {"runId": RUN_ID, "workspace": WORKSPACE},
+                "properties": {"runId": RUN_ID, "workspace": WORKSPACE, "lease": LEASE},
                 "required": [],
                 "additionalProperties": False,
             },
@@ -244,6 +252,7 @@ def run_tools() -> list[dict[str, Any]]:
                         "maxLength": 2000,
                         "description": "Why the run is abandoned",
                     },
+                    "lease": LEASE,
                 },
                 "required": ["runId", "reason"],
                 "additionalProperties": False,
@@ -279,7 +288,8 @@ CLAIM_TOOL: dict[str, Any] = {
     "title": "Claim a branch",
     "description": "Gives you a branch of a parallel loop that nobody holds, with a lease: the branch "
     "is yours until leaseUntil, and each of your calls on it renews the lease. Work on it with "
-    "workflow_continue and its runId as on any run; other agents are refused while your lease lives. "
+    "workflow_continue and its runId as on any run, sending lease.token as `lease` (with "
+    "workflow_resume and workflow_abandon too); other agents are refused while your lease lives. "
     "When nothing is free, claimed is false and the message says whether every branch is held or done.",
     "inputSchema": {
         "type": "object",
@@ -305,6 +315,11 @@ CLAIM_TOOL: dict[str, Any] = {
             "branch": {"type": "integer", "minimum": 0},
             "item": {},
             "leaseUntil": {"type": "string"},
+            "lease": {
+                "type": "object",
+                "properties": {"token": {"type": "string"}, "until": {"type": "string"}},
+                "required": ["token", "until"],
+            },
             **STEP_AT,
             "message": {"type": "string"},
             "branches": {"type": "object"},
@@ -326,6 +341,7 @@ CLAIM_TOOL: dict[str, Any] = {
             "branch": 3,
             "item": "src/app.py",
             "leaseUntil": "2026-01-01T12:05:00.000Z",
+            "lease": {"token": "q3Jd9...", "until": "2026-01-01T12:05:00.000Z"},
             **_example_step("review", "Review the file", completed=0),
         },
     },

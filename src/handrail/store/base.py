@@ -45,6 +45,9 @@ class EventType(StrEnum):
     ESCALATED = "escalated"  # the approval has waited `escalateAfter`: its role may approve too
     MIGRATED = "migrated"  # moved to a newer version of its workflow (`handrail runs migrate`)
     CLAIMED = "claimed"  # a branch's holder and lease (workflow_claim)
+    # the client closed a question put to it without a person's answer (`cancel`), or gave
+    # none in time: no decision, and the run waits on
+    APPROVAL_UNANSWERED = "approval_unanswered"
 
 
 STATUSES: tuple[RunStatus, ...] = tuple(RunStatus)

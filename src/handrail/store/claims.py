@@ -49,9 +49,12 @@ def free_branch(where: ClaimFilter, at: str, mark: str, lock: str = "") -> tuple
 
 def claimed_event(run: RunRecord, holder: str, until: str, at: str) -> NewEvent:
     """The `claimed` event: who holds the branch until when, and whose lease ran out for it."""
-    data: dict[str, Any] = {"holder": holder, "until": until}
+    # the holder is kept with the digest of its lease token after a newline: the event
+    # names the session alone
+    session, before = holder.split("\n", 1)[0], (run.holder or "").split("\n", 1)[0]
+    data: dict[str, Any] = {"holder": session, "until": until}
     if run.holder is not None and run.holder != holder:
-        data["after"] = {"holder": run.holder, "leaseEnded": run.lease_until}
+        data["after"] = {"holder": before, "leaseEnded": run.lease_until}
     return NewEvent(EventType.CLAIMED, None, data)
 
 
