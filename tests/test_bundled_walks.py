@@ -296,30 +296,12 @@ WORKFLOW_AUTHORING: Table = {
 
 WALKS = [
     pytest.param("coding-task", CODING_TASK, id="coding-task"),
-    pytest.param(
-        "coding-task",
-        CODING_TASK_WITH_QUESTIONS,
-        id="coding-task-with-open-questions",
-        marks=pytest.mark.xfail(
-            strict=True,
-            reason="runs/advance.py applies `openQuestions: 0` before it checks that `clarify` is "
-            "current (issue 35, point 5), so doing what `clarify` says is refused; fixed on another branch",
-        ),
-    ),
+    pytest.param("coding-task", CODING_TASK_WITH_QUESTIONS, id="coding-task-with-open-questions"),
     pytest.param("bug-investigation", BUG_INVESTIGATION, id="bug-investigation"),
     pytest.param("code-review", CODE_REVIEW, id="code-review"),
     pytest.param("documentation-update", DOCUMENTATION_UPDATE, id="documentation-update"),
     pytest.param("refactoring", REFACTORING, id="refactoring"),
-    pytest.param(
-        "refactoring",
-        REFACTORING_UNPINNED,
-        id="refactoring-with-behaviour-to-pin",
-        marks=pytest.mark.xfail(
-            strict=True,
-            reason="as `clarify`: `characterisation-tests` sets `behaviourPinned` to true with its "
-            "output, which runs/advance.py applies first (issue 35, point 5)",
-        ),
-    ),
+    pytest.param("refactoring", REFACTORING_UNPINNED, id="refactoring-with-behaviour-to-pin"),
     pytest.param("release-checklist", RELEASE_CHECKLIST, id="release-checklist"),
     pytest.param("test-plan", TEST_PLAN, id="test-plan"),
     pytest.param("workflow-authoring", WORKFLOW_AUTHORING, id="workflow-authoring"),
