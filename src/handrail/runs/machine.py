@@ -40,6 +40,8 @@ TRANSITIONS: Mapping[tuple[RunStatus | None, EventType], RunStatus] = MappingPro
         (_S.ACTIVE, _E.MIGRATED): _S.ACTIVE,
         (_S.AWAITING_APPROVAL, _E.MIGRATED): _S.AWAITING_APPROVAL,
         (_S.ACTIVE, _E.CLAIMED): _S.ACTIVE,
+        (_S.ACTIVE, _E.VIOLATION): _S.ACTIVE,
+        (_S.AWAITING_APPROVAL, _E.VIOLATION): _S.AWAITING_APPROVAL,
     }
 )
 
@@ -63,6 +65,7 @@ MEANING: Mapping[EventType, str] = MappingProxyType(
         _E.ESCALATED: "the approval waited `escalateAfter`; its role may approve too",
         _E.MIGRATED: "`handrail runs migrate` moved the run to a newer version of its workflow",
         _E.CLAIMED: "workflow_claim gave the branch to an agent session, with a lease",
+        _E.VIOLATION: "the gate found a change the step forbids, undid it and kept it",
     }
 )
 

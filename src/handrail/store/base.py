@@ -43,6 +43,7 @@ class EventType(StrEnum):
     ESCALATED = "escalated"  # the approval has waited `escalateAfter`: its role may approve too
     MIGRATED = "migrated"  # moved to a newer version of its workflow (`handrail runs migrate`)
     CLAIMED = "claimed"  # a branch's holder and lease (workflow_claim)
+    VIOLATION = "violation"  # the gate undid a change the step forbids, however it was made
 
 
 STATUSES: tuple[RunStatus, ...] = tuple(RunStatus)
