@@ -310,3 +310,26 @@ def test_a_change_to_the_plan_the_step_allows_is_not_a_violation(shop: Shop) -> 
     assert not tried.refused_before and not tried.undone
     assert (shop.path / "docs" / "plan.md").read_text() == PLAN + "more\n"
     assert shop.violations() == []
+
+
+def test_a_damaged_private_index_is_made_anew(shop: Shop) -> None:
+    run = shop.world.start("plan")
+    shop.prompt()
+    (shop.world.handrail_home / "gate" / run / "index").write_bytes(b"not an index")
+    assert not shop.shell("ls").refused_before
+    tried = shop.shell("ls > src/cart.py")
+    assert tried.undone and (shop.path / "src" / "cart.py").read_text() == CART
+
+
+def test_a_check_that_cannot_be_made_refuses(shop: Shop) -> None:
+    run = shop.world.start("plan")
+    shop.prompt()
+    kept = shop.world.handrail_home / "gate" / run / "baseline.json"
+    body = json.loads(kept.read_text())
+    body["snapshot"]["tree"] = "1" * 40  # a tree git does not have: nothing can be compared with it
+    kept.write_text(json.dumps(body))
+    (shop.path / "docs" / "plan.md").write_text("changed\n")
+    tried = shop.shell("ls")
+    assert tried.refused_before
+    reason = json.loads(tried.pre.stdout)["hookSpecificOutput"]["permissionDecisionReason"]
+    assert "could not check what the last tool call changed" in reason

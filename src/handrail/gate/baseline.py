@@ -216,6 +216,13 @@ def take(workspace: str, folder: GateFolder, repo: Repo | None, leave_out: tuple
                 timeout=GIT_TIMEOUT,
                 check=False,
             )
+            if added.returncode not in (0, 1) and os.path.exists(folder.index_file):
+                # the private index is only a cache of stat data: a damaged one is made anew
+                os.remove(folder.index_file)
+                _seed_index(repo, folder)
+                added = subprocess.run(
+                    added.args, cwd=repo.top, env=env_index, capture_output=True, check=False
+                )
             if added.returncode not in (0, 1):
                 raise GitFailed(f"git add -A failed: {added.stderr.decode(errors='replace').strip()[:300]}")
             tree = git(repo.top, "write-tree", index=folder.index_file).stdout.decode().strip()
