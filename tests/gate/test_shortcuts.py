@@ -333,3 +333,30 @@ def test_a_check_that_cannot_be_made_refuses(shop: Shop) -> None:
     assert tried.refused_before
     reason = json.loads(tried.pre.stdout)["hookSpecificOutput"]["permissionDecisionReason"]
     assert "could not check what the last tool call changed" in reason
+
+
+def test_a_session_started_from_the_agents_shell_takes_no_change_in(shop: Shop) -> None:
+    # `ls > src/cart.py; claude -p hi`: the inner session's start and prompt are not the person's turn
+    shop.world.start("plan")
+    shop.prompt()
+    before = files(shop.path)
+    shop.bash("ls > src/cart.py")  # by a command the shell reading let through
+    inner = {"session_id": "inner-1"}
+    started = shop.hook("SessionStart", source="startup", **inner)
+    assert "src/cart.py (modified: put back)" in started.stdout
+    shop.hook("UserPromptSubmit", prompt="hi", **inner)
+    listed = shop.hook("PostToolUse", tool_name="mcp__handrail__workflow_list", tool_input={}, **inner)
+    assert listed.stdout == ""
+    assert files(shop.path) == before
+    assert len(shop.violations()) == 1
+
+
+def test_a_run_tool_that_leaves_the_step_where_it_was_takes_no_change_in(shop: Shop) -> None:
+    shop.world.start("plan")
+    shop.prompt()
+    (shop.path / "src" / "cart.py").write_text("written by a process left running\n")
+    listed = shop.hook(
+        "PostToolUse", tool_name="mcp__handrail__workflow_list", tool_input={}, tool_response={}
+    )
+    assert "src/cart.py (modified: put back)" in json.loads(listed.stdout)["reason"]
+    assert (shop.path / "src" / "cart.py").read_text() == CART

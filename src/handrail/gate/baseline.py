@@ -298,8 +298,9 @@ def _head(repo: Repo) -> str:
         return ""
 
 
-def save(folder: GateFolder, snapshot: Snapshot, repo: Repo | None) -> None:
-    body = {"snapshot": snapshot.as_json(), "repo": list(repo) if repo is not None else None}
+def save(folder: GateFolder, snapshot: Snapshot, repo: Repo | None, step: str | None = None) -> None:
+    """`step`: the run's step the baseline was taken at."""
+    body = {"snapshot": snapshot.as_json(), "repo": list(repo) if repo is not None else None, "step": step}
     os.makedirs(folder.path, exist_ok=True)
     temporary = os.path.join(folder.path, "baseline.json.tmp")
     with open(temporary, "w", encoding="utf-8") as written:
@@ -321,3 +322,13 @@ def load(folder: GateFolder) -> tuple[Snapshot, Repo | None] | None:
     except (OSError, ValueError, KeyError, TypeError):
         return None
     return snapshot, repo
+
+
+def step_of(folder: GateFolder) -> str | None:
+    """The step the last baseline was taken at (None: none, or not known)."""
+    try:
+        with open(os.path.join(folder.path, "baseline.json"), encoding="utf-8") as opened:
+            step = json_light.loads(opened.read()).get("step")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return step if isinstance(step, str) else None

@@ -37,10 +37,19 @@ def follow(
         return decision
     action = event.action
     kind = event.kind
-    if kind in ("session", "prompt") or (
-        kind == "after-tool" and action is not None and own_tool(action.target)
-    ):
-        rebase(facts, home)
+    if kind in ("session", "prompt"):
+        if facts.bound is None or event.session is None or facts.bound == event.session:
+            rebase(facts, home)  # the person's turn: what changed since is theirs
+            return decision
+        # another session (a harness started from the agent's own shell, say): its start
+        # or prompt is no turn of the person's, so what changed is checked, not taken in
+        told = _checked(store, run, facts, event, options, protected, home)
+        if told is None:
+            return decision
+        before = decision.text + "\n\n" if decision.verdict == "context" and decision.text else ""
+        return Decision("context", before + told)
+    if kind == "after-tool" and action is not None and own_tool(action.target) and _step_moved(facts, home):
+        rebase(facts, home)  # a new step: its baseline starts here
         return decision
     if kind == "before-tool":
         if decision.verdict != "allow" or action is None or action.kind in QUIET_KINDS:
@@ -50,17 +59,35 @@ def follow(
             return decision
     elif kind != "stop" or event.internal:
         return decision
-    try:
-        told = check(store, run, facts, event, options, protected, home)
-    except Exception as exc:  # what the call did cannot be judged: refused, never let by
-        reason = " ".join(str(exc).split())[:300] or type(exc).__name__
-        told = (
-            f"handrail: the gate could not check what the last tool call changed ({reason}); "
-            f"run {facts.run_id} is active, so this is refused until it can."
-        )
+    told = _checked(store, run, facts, event, options, protected, home)
     if told is None:
         return decision
     return Decision("deny" if kind == "before-tool" else "block", told)
+
+
+def _checked(
+    store: Any,
+    run: Any,
+    facts: RunFacts,
+    event: GateEvent,
+    options: Options,
+    protected: Protected,
+    home: str,
+) -> str | None:
+    try:
+        return check(store, run, facts, event, options, protected, home)
+    except Exception as exc:  # what the call did cannot be judged: refused, never let by
+        reason = " ".join(str(exc).split())[:300] or type(exc).__name__
+        return (
+            f"handrail: the gate could not check what the last tool call changed ({reason}); "
+            f"run {facts.run_id} is active, so this is refused until it can."
+        )
+
+
+def _step_moved(facts: RunFacts, home: str) -> bool:
+    from handrail.gate import baseline  # lazy: only a call that may change things takes a snapshot
+
+    return baseline.step_of(_folder(facts, home)) != facts.step_id
 
 
 def _folder(facts: RunFacts, home: str) -> GateFolder:
@@ -77,7 +104,7 @@ def rebase(facts: RunFacts, home: str) -> None:
     with baseline.Locked(folder):
         kept = baseline.load(folder)
         repo = kept[1] if kept is not None and kept[1] is not None else baseline.find_repo(facts.workspace)
-        baseline.save(folder, baseline.take(facts.workspace, folder, repo, (home,)), repo)
+        baseline.save(folder, baseline.take(facts.workspace, folder, repo, (home,)), repo, facts.step_id)
 
 
 def check(
@@ -114,17 +141,19 @@ def _check(
     repo = kept[1] if kept is not None and kept[1] is not None else baseline.find_repo(facts.workspace)
     now = baseline.take(facts.workspace, folder, repo, leave_out)
     if kept is None:
-        baseline.save(folder, now, repo)
+        baseline.save(folder, now, repo, facts.step_id)
         return None
     before = kept[0]
     if now == before:
+        if baseline.step_of(folder) != facts.step_id:
+            baseline.save(folder, now, repo, facts.step_id)
         return None
     found = violations.forbidden(facts, undo.changes(repo, before, now), options, protected, event.session)
     if not found:
-        baseline.save(folder, now, repo)
+        baseline.save(folder, now, repo, facts.step_id)
         return None
     undone = undo.undo(repo, folder, facts.run_id, before, now, found)
-    baseline.save(folder, baseline.take(facts.workspace, folder, repo, leave_out), repo)
+    baseline.save(folder, baseline.take(facts.workspace, folder, repo, leave_out), repo, facts.step_id)
     tool = event.action.tool if event.action is not None else None
     data = violations.event_data(event.kind, found, undone.lines, undone.kept, event.session, tool)
     gate_store.record(store, run, facts.step_id, data, kind=violations.VIOLATION)
