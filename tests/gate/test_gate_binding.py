@@ -70,6 +70,7 @@ def test_a_session_takes_the_run_over_by_calling_its_run_tools(world: GateWorld)
 
 
 def test_each_session_keeps_its_own_run_when_a_newer_one_starts_in_the_workspace(world: GateWorld) -> None:
+    # a fresh session is held to both open runs until it names one (issue 34, row 11)
     first = world.start("plan")
     world.gate("session-start", claude_input(world, "SessionStart", session_id="ana-1", source="startup"))
     second = world.runs.start(
@@ -83,7 +84,21 @@ def test_each_session_keeps_its_own_run_when_a_newer_one_starts_in_the_workspace
     theirs = world.gate(
         "user-prompt-submit", claude_input(world, "UserPromptSubmit", session_id="bo-1", prompt="go")
     )
+    held = theirs.json()["hookSpecificOutput"]["additionalContext"]
+    assert first in held and second in held and "held to the rules of every open run" in held
+    resume = claude_input(
+        world,
+        "PreToolUse",
+        session_id="bo-1",
+        tool_name="mcp__handrail__workflow_resume",
+        tool_input={"runId": second},
+    )
+    assert world.gate("pre-tool-use", resume).stdout == ""
+    theirs = world.gate(
+        "user-prompt-submit", claude_input(world, "UserPromptSubmit", session_id="bo-1", prompt="go")
+    )
     assert second in theirs.json()["hookSpecificOutput"]["additionalContext"]
+    assert first not in theirs.json()["hookSpecificOutput"]["additionalContext"]
     assert (
         first
         in world.gate(

@@ -139,6 +139,7 @@ def test_git_install_chains_an_existing_hook_and_uninstall_restores_it(world: Ga
         "pre-push",
         "pre-commit",
         "commit-msg",
+        "reference-transaction",
     }
     # the existing hook still runs after the gate and still reads git's refs on stdin
     refs = f"refs/heads/main {'1' * 40} refs/heads/main {'0' * 40}\n"
@@ -351,3 +352,28 @@ def test_installing_again_after_the_venv_moved_says_which_hooks_pointed_nowhere(
     pre_commit = (world.workspace / ".git" / "hooks" / "pre-commit").read_text()
     assert str(old) not in pre_commit and pre_commit.count("# >>> handrail gate >>>") == 1
     assert "nothing to change" in run_as(world, venv_handrail(), "gate", "install", "git").stdout
+
+
+def test_the_reference_transaction_hook_keeps_an_existing_hook_and_its_input(world: GateWorld) -> None:
+    subprocess.run(["git", "init", "-q", str(world.workspace)], check=True)
+    hooks = world.workspace / ".git" / "hooks"
+    existing = "#!/bin/sh\necho own-saw: $1 $(cat)\n"
+    (hooks / "reference-transaction").write_text(existing)
+    (hooks / "reference-transaction").chmod(0o755)
+    assert handrail(world, "gate", "install", "git").returncode == 0
+    update = f"{'0' * 40} {'1' * 40} refs/heads/main\n"
+    env = {**world.env(), "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"]}
+    for state in ("prepared", "committed"):
+        ran = subprocess.run(
+            [str(hooks / "reference-transaction"), state],
+            cwd=world.workspace,
+            env=env,
+            input=update,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert ran.returncode == 0, ran.stderr  # no run is active here
+        assert ran.stdout == f"own-saw: {state} {update.strip()}\n"
+    assert handrail(world, "gate", "uninstall", "git").returncode == 0
+    assert (hooks / "reference-transaction").read_text() == existing

@@ -105,7 +105,7 @@ def _valid_name(server: str) -> str:
 def answer(event: str, decision: Decision) -> Answer:
     name = EVENTS[event][0]
     body: dict[str, Any] = {}
-    if decision.verdict in ("deny", "block") and name in ("BeforeTool", "AfterAgent"):
+    if decision.verdict in ("deny", "block") and name in ("BeforeTool", "AfterTool", "AfterAgent"):
         body = {"decision": "deny", "reason": decision.text}
     elif decision.verdict == "context" and name in ("SessionStart", "BeforeAgent"):
         body = {"hookSpecificOutput": {"hookEventName": name, "additionalContext": decision.text}}

@@ -36,7 +36,7 @@ CLAUDE_EVENTS = (
     "subagent-stop",
     "config-change",
 )
-GIT_HOOKS = ("pre-commit", "commit-msg", "pre-push")
+GIT_HOOKS = ("pre-commit", "commit-msg", "pre-push", "reference-transaction")
 # the events of the other harnesses that Claude Code does not name alike (each
 # adapter's EVENTS holds its own list; tests/gate holds these in step with them)
 OTHER_EVENTS = (
@@ -327,7 +327,13 @@ def _decide(args: Args, event: GateEvent, harness: str, more: list[GateEvent] | 
         project = os.environ.get(variable) if variable else None
         if project:
             folders.append(project)
-        decision = gate_store.judge(store, event, options, _protected(place), folders, more=more or ())
+        protected = _protected(place)
+        judged = gate_store.judged(store, event, options, protected, folders, more=more or ())
+        decision = judged.decision
+        if harness != "git":  # git's hooks refuse ref updates; what a tool call did is checked around it
+            from handrail.gate import effects  # lazy: a hook's start-up
+
+            decision = effects.follow(store, event, judged, options, protected, place.home)
         replay_outages(store, folders, home=place.home)
         return decision
     finally:

@@ -144,6 +144,10 @@ def mapping(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
+# after a tool call: a block tells the agent what the gate undid (the call itself ran)
+AFTER_TOOL = ("PostToolUse", "PostToolUseFailure")
+
+
 def claude_style_answer(name: str, decision: Decision, stops: tuple[str, ...]) -> Answer:
     """The answer in the contract Claude Code and Codex share: allow is silence, a deny
     is PreToolUse's permissionDecision, a refused stop is `decision: "block"`, context
@@ -156,7 +160,7 @@ def claude_style_answer(name: str, decision: Decision, stops: tuple[str, ...]) -
                 "permissionDecisionReason": decision.text,
             }
         }
-    elif decision.verdict == "block" and name in stops:
+    elif decision.verdict == "block" and (name in stops or name in AFTER_TOOL):
         body = {"decision": "block", "reason": decision.text}
     elif decision.verdict == "context" and name in ("SessionStart", "UserPromptSubmit"):
         body = {"hookSpecificOutput": {"hookEventName": name, "additionalContext": decision.text}}

@@ -255,7 +255,17 @@ def git_block(hook: str, args: argparse.Namespace) -> str:
     call = (
         shlex.join([*_program(), "gate", hook]) + ' "$@" ' + shlex.join(["--harness", "git", *_options(args)])
     )
-    if hook != "pre-push":
+    if hook == "reference-transaction":
+        # only the `prepared` state can refuse; the refs on stdin kept for the lines after the block
+        body = (
+            'if [ "$1" = prepared ]; then\n'
+            'handrail_refs=$(mktemp) && cat > "$handrail_refs" || exit 1\n'
+            f'{call} < "$handrail_refs" '
+            '|| { handrail_rc=$?; rm -f "$handrail_refs"; exit $handrail_rc; }\n'
+            'exec < "$handrail_refs"; rm -f "$handrail_refs"\n'
+            "fi\n"
+        )
+    elif hook != "pre-push":
         body = f"{call} || exit $?\n"
     else:
         # pre-push reads the refs on stdin: keep them for the lines after the block

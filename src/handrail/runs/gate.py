@@ -42,7 +42,9 @@ PROTECTED_COMMANDS = (
     ("handrail runs migrate*", "only a person moves a run to another version of its workflow"),
     ("* --no-verify*", "the git hooks hold the run's rules; they may not be skipped"),
     ("git commit -n*", "the git hooks hold the run's rules; they may not be skipped"),
-    ("git config *hooksPath*", "the git hooks hold the run's rules; they may not be moved"),
+    ("git config *hookspath*", "the git hooks hold the run's rules; they may not be moved"),
+    ("*handrail gate uninstall*", "the gate's hooks must stay installed while a run is active"),
+    ("*handrail gate install*", "the gate's hooks stay as they are while a run is active"),
     ("*disableAllHooks*", "the gate's hooks must stay installed while a run is active"),
     ("curl *approv*", "only a person approves or declines a run"),
     ("wget *approv*", "only a person approves or declines a run"),
@@ -73,6 +75,9 @@ class Action(NamedTuple):
     target: str  # edit/read: a path (absolute or relative to the working folder); shell:
     # the command line; mcp: server/tool; web: the address or query; tool: its name
     tool: str  # the harness's own name for it
+    # edit/read: where the path leads when a link makes it another (os.path.realpath),
+    # set by the gate's store side before deciding; the decision judges both
+    leads_to: str | None = None
 
     def words(self, workspace: str, cwd: str) -> str:
         target = self.match_target(workspace, cwd)
@@ -274,6 +279,8 @@ def _before_tool(run: RunFacts, event: GateEvent, protected: Protected) -> Decis
     if policy is None:
         return Decision("allow")
     targets = [action.match_target(run.workspace, cwd)]
+    if action.leads_to is not None:  # a link: judged as what it leads to too
+        targets.append(Action(action.kind, action.leads_to, action.tool).match_target(run.workspace, cwd))
     if action.kind == "shell":
         targets = commands(action.target)
     for target in targets:
@@ -337,12 +344,14 @@ def protection(action: Action, cwd: str, workspace: str, protected: Protected) -
     if action.kind != "shell":
         return None
     for command in commands(action.target):
+        # git's config keys are read in any case: `core.hookspath` is core.hooksPath
+        folded = command.lower() if command.lower().startswith("git") else command
         for pattern, why in PROTECTED_COMMANDS:
-            if glob_matches(pattern, command):
+            if glob_matches(pattern, command) or glob_matches(pattern.lower(), folded):
                 return why
-        if any("hooksPath" in option for option in git_options(action.target)):
+        if any("hookspath" in option.lower() for option in git_options(action.target)):
             return "the git hooks hold the run's rules; they may not be moved"
-    line = action.target
+    line = _squeezed(action.target)
     for path in protected.paths:
         if path and path in line:
             return f"the command names {path}, which holds the runs and their workflows"
@@ -351,6 +360,14 @@ def protection(action: Action, cwd: str, workspace: str, protected: Protected) -
         if plain in line:
             return f"the command names {plain}, which holds the gate's hooks"
     return None
+
+
+def _squeezed(line: str) -> str:
+    """A command line with `//` and `/./` read as `/`, as paths are (a quick first
+    answer: what a command changes is checked after it runs)."""
+    while "//" in line or "/./" in line:
+        line = line.replace("//", "/").replace("/./", "/")
+    return line
 
 
 def _protected_path(path: str, workspace: str, protected: Protected) -> str | None:

@@ -23,7 +23,7 @@ from handrail.runs.gate import (
     stop_refusals,
 )
 from handrail.store.sqlite_light import LightSqlite
-from handrail.typing_light import TYPE_CHECKING
+from handrail.typing_light import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
@@ -59,11 +59,34 @@ def judge(
     person's runs are found (a server's token); None: every run of the store. `more`:
     further actions of the same tool call (a patch naming several files), decided in
     order; the first one not allowed is the decision, and the one event written."""
+    return judged(store, event, options, protected, folders, owner, more).decision
+
+
+class Judged(NamedTuple):
+    decision: Decision
+    run: RunRecord | OpenRun | None  # the run the decision was written against
+    facts: RunFacts | None  # its facts, as decided on
+
+
+def judged(
+    store: RunStore | LightSqlite,
+    event: GateEvent,
+    options: Options,
+    protected: Protected,
+    folders: Sequence[str],
+    owner: str | None = None,
+    more: Sequence[GateEvent] = (),
+) -> Judged:
+    """As `judge`, with the run and facts the decision was made on."""
+    event, more = resolved(event), [resolved(each) for each in more]
+    held = strictest(store, folders, owner, event)
+    if held is not None:
+        return held_to_all(store, held, event, options, protected, more)
     found = session_run(store, folders, owner, event.session, event.run_id)
     facts_ = None if found is None else facts(store, found[0], found[1])
     decision = first_refusal(decide(facts_, each, options, protected) for each in (event, *more))
     if found is None or facts_ is None:
-        return decision
+        return Judged(decision, None, None)
     run = found[0]
     data = decision.record
     if event.session is not None and facts_.bound is None:  # the first session seen binds the run
@@ -73,7 +96,88 @@ def judge(
         }
     if data is not None:
         record(store, run, facts_.step_id, data)
-    return decision
+    return Judged(decision, run, facts_)
+
+
+def resolved(event: GateEvent) -> GateEvent:
+    """An edit or read judged by where its path leads: `Action.leads_to`, a link's
+    target (os.path.realpath), when it is not the path itself."""
+    action = event.action
+    if action is None or action.kind not in ("edit", "read") or not action.target:
+        return event
+    path = os.path.normpath(os.path.join(event.cwd, action.target))
+    real = os.path.realpath(path)
+    # written in the working folder's own spelling where it is below it or one of its
+    # parents, so that a workspace reached through a link of its own is no change
+    folder = os.path.normpath(event.cwd)
+    while True:
+        real_folder = os.path.realpath(folder)
+        if inside(real, real_folder):
+            leads = os.path.normpath(os.path.join(folder, os.path.relpath(real, real_folder)))
+            break
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            leads = real
+            break
+        folder = parent
+    return event if leads == path else event._replace(action=action._replace(leads_to=leads))
+
+
+def strictest(
+    store: RunStore | LightSqlite, folders: Sequence[str], owner: str | None, event: GateEvent
+) -> list[Found] | None:
+    """The open runs a session is held to all at once: several open runs (not below
+    one another) hold the workspace, and the session is bound to none of them and names
+    none of them in a run tool call. None otherwise: the session's one run decides."""
+    if event.session is None:
+        return None
+    runs = holding(store, folders, owner)
+    ids = {run.id for run in runs}
+    tops = [run for run in runs if run.parent_id is None or run.parent_id not in ids]
+    if len(tops) < 2 or (event.run_id is not None and event.run_id in ids):
+        return None
+    found: list[Found] = []
+    for run in tops:
+        events = store.gate_events(run.id, RECENT_EVENTS_READ)
+        if bound_session([(e.type, e.data) for e in events]) == event.session:
+            return None
+        found.append((run, events))
+    return [descend(store, each, event.session, event.run_id) for each in found]
+
+
+def held_to_all(
+    store: RunStore | LightSqlite,
+    held: Sequence[Found],
+    event: GateEvent,
+    options: Options,
+    protected: Protected,
+    more: Sequence[GateEvent],
+) -> Judged:
+    """The event decided by each open run: the first refusal decides, written against
+    the run that refused; the session binds to none of them. An allow is written
+    against the most recently updated run."""
+    judgements = []
+    for run, events in held:
+        facts_ = facts(store, run, events)
+        judgements.append(
+            (run, facts_, first_refusal(decide(facts_, each, options, protected) for each in (event, *more)))
+        )
+    run, facts_, decision = next(
+        (j for j in judgements if j[2].verdict in ("deny", "block")),
+        next((j for j in judgements if j[2].verdict != "allow"), judgements[0]),
+    )
+    if decision.verdict == "context":  # what the session is told names every run it is held to
+        texts = [j[2].text for j in judgements if j[2].verdict == "context"]
+        ids = ", ".join(j[1].run_id for j in judgements)
+        texts.append(
+            f"This session is held to the rules of every open run in this workspace ({ids}) until it "
+            "names one: call workflow_resume with that run's runId."
+        )
+        decision = decision._replace(text="\n\n".join(texts))
+    if decision.record is not None:
+        data = {**decision.record, "heldBy": len(held)}
+        record(store, run, facts_.step_id, data)
+    return Judged(decision, run, facts_)
 
 
 def first_refusal(decisions: Iterable[Decision]) -> Decision:
@@ -104,6 +208,9 @@ def session_run(
     runs = holding(store, folders, owner)
     if not runs:
         return None
+    for run in runs:  # a run tool called with a run's id: that run
+        if named is not None and run.id == named:
+            return descend(store, (run, store.gate_events(run.id, RECENT_EVENTS_READ)), session, named)
     if session is None:
         return descend(store, (runs[0], store.gate_events(runs[0].id, RECENT_EVENTS_READ)), session, named)
     first: Found | None = None
@@ -246,14 +353,18 @@ def started_with(
 
 
 def record(
-    store: RunStore | LightSqlite, run: RunRecord | OpenRun, step_id: str | None, data: Mapping[str, Any]
+    store: RunStore | LightSqlite,
+    run: RunRecord | OpenRun,
+    step_id: str | None,
+    data: Mapping[str, Any],
+    kind: str = GATE,
 ) -> None:
     """Append one `gate` event to the run. The light path appends holding the write lock,
     so no other writer can move the run meanwhile; a `RunStore` goes through the
     compare-and-set retry every run write uses."""
     durable = not refusal_only(data)
     if isinstance(store, LightSqlite):
-        store.append(run.id, GATE, step_id, data, ACTOR, durable)
+        store.append(run.id, kind, step_id, data, ACTOR, durable)
         return
     from handrail.runs.ledger import Ledger  # lazy: a hook on SQLite never needs it
     from handrail.store.base import EventType, NewEvent, RunRecord, RunUpdate  # lazy: as above
@@ -265,7 +376,7 @@ def record(
         current = listed.pop() if listed else store.get(run.id)
         if current is not None:  # a run deleted meanwhile takes no more events
             store.update(
-                current, RunUpdate(), [NewEvent(EventType.GATE, step_id, data)], ACTOR, durable=durable
+                current, RunUpdate(), [NewEvent(EventType(kind), step_id, data)], ACTOR, durable=durable
             )
 
     Ledger.retrying(run.id, attempt)

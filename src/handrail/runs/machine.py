@@ -41,6 +41,8 @@ TRANSITIONS: Mapping[tuple[RunStatus | None, EventType], RunStatus] = MappingPro
         (_S.ACTIVE, _E.MIGRATED): _S.ACTIVE,
         (_S.AWAITING_APPROVAL, _E.MIGRATED): _S.AWAITING_APPROVAL,
         (_S.ACTIVE, _E.CLAIMED): _S.ACTIVE,
+        (_S.ACTIVE, _E.VIOLATION): _S.ACTIVE,
+        (_S.AWAITING_APPROVAL, _E.VIOLATION): _S.AWAITING_APPROVAL,
     }
 )
 
@@ -66,6 +68,7 @@ MEANING: Mapping[EventType, str] = MappingProxyType(
         _E.CLAIMED: "workflow_claim gave the branch to an agent session, with a lease",
         _E.APPROVAL_UNANSWERED: "the client closed the question without an answer (`cancel`, or none "
         "in time): no decision",
+        _E.VIOLATION: "the gate found a change the step forbids, undid it and kept it",
     }
 )
 

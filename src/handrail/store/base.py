@@ -48,6 +48,7 @@ class EventType(StrEnum):
     # the client closed a question put to it without a person's answer (`cancel`), or gave
     # none in time: no decision, and the run waits on
     APPROVAL_UNANSWERED = "approval_unanswered"
+    VIOLATION = "violation"  # the gate undid a change the step forbids, however it was made
 
 
 STATUSES: tuple[RunStatus, ...] = tuple(RunStatus)

@@ -1,0 +1,160 @@
+"""Effects, not words (spec/gate.md): what a tool call did, checked after it, whatever
+the command line said. Before a tool call that may change things, after it, and at
+a stop, the gate compares what the step protects with the baseline it last took
+(gate/baseline.py); what the step forbids of the difference is undone and kept
+(gate/undo.py), recorded as a `violation` event, and told to the agent in the
+harness's blocking form. A prompt, a session's start and a step's end (a run tool's
+call) take a new baseline without judging: what changed between turns is the
+person's.
+"""
+
+from __future__ import annotations
+
+from handrail.runs.gate import ACTIVE, Decision, own_tool
+from handrail.typing_light import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    from handrail.gate.baseline import GateFolder
+    from handrail.runs.gate import GateEvent, Options, Protected, RunFacts
+    from handrail.runs.gate_store import Judged
+
+QUIET_KINDS = ("read", "web")  # actions that change nothing: no snapshot before or after them
+
+
+def follow(
+    store: Any,
+    event: GateEvent,
+    judged: Judged,
+    options: Options,
+    protected: Protected,
+    home: str,
+) -> Decision:
+    """The decision, or a refusal naming what was undone."""
+    decision, run, facts = judged
+    if run is None or facts is None or facts.status not in ACTIVE:
+        return decision
+    action = event.action
+    kind = event.kind
+    if kind in ("session", "prompt"):
+        if facts.bound is None or event.session is None or facts.bound == event.session:
+            rebase(facts, home)  # the person's turn: what changed since is theirs
+            return decision
+        # another session (a harness started from the agent's own shell, say): its start
+        # or prompt is no turn of the person's, so what changed is checked, not taken in
+        told = _checked(store, run, facts, event, options, protected, home)
+        if told is None:
+            return decision
+        before = decision.text + "\n\n" if decision.verdict == "context" and decision.text else ""
+        return Decision("context", before + told)
+    if kind == "after-tool" and action is not None and own_tool(action.target) and _step_moved(facts, home):
+        rebase(facts, home)  # a new step: its baseline starts here
+        return decision
+    if kind == "before-tool":
+        if decision.verdict != "allow" or action is None or action.kind in QUIET_KINDS:
+            return decision
+    elif kind == "after-tool":
+        if action is None or action.kind in QUIET_KINDS:
+            return decision
+    elif kind != "stop" or event.internal:
+        return decision
+    told = _checked(store, run, facts, event, options, protected, home)
+    if told is None:
+        return decision
+    return Decision("deny" if kind == "before-tool" else "block", told)
+
+
+def _checked(
+    store: Any,
+    run: Any,
+    facts: RunFacts,
+    event: GateEvent,
+    options: Options,
+    protected: Protected,
+    home: str,
+) -> str | None:
+    try:
+        return check(store, run, facts, event, options, protected, home)
+    except Exception as exc:  # what the call did cannot be judged: refused, never let by
+        reason = " ".join(str(exc).split())[:300] or type(exc).__name__
+        return (
+            f"handrail: the gate could not check what the last tool call changed ({reason}); "
+            f"run {facts.run_id} is active, so this is refused until it can."
+        )
+
+
+def _step_moved(facts: RunFacts, home: str) -> bool:
+    from handrail.gate import baseline  # lazy: only a call that may change things takes a snapshot
+
+    return baseline.step_of(_folder(facts, home)) != facts.step_id
+
+
+def _folder(facts: RunFacts, home: str) -> GateFolder:
+    from handrail.gate import baseline  # lazy: only a call that may change things takes a snapshot
+
+    return baseline.gate_folder(home, facts.run_id)
+
+
+def rebase(facts: RunFacts, home: str) -> None:
+    """A new baseline, nothing judged."""
+    from handrail.gate import baseline  # lazy: only a call that may change things takes a snapshot
+
+    folder = _folder(facts, home)
+    with baseline.Locked(folder):
+        kept = baseline.load(folder)
+        repo = kept[1] if kept is not None and kept[1] is not None else baseline.find_repo(facts.workspace)
+        baseline.save(folder, baseline.take(facts.workspace, folder, repo, (home,)), repo, facts.step_id)
+
+
+def check(
+    store: Any,
+    run: Any,
+    facts: RunFacts,
+    event: GateEvent,
+    options: Options,
+    protected: Protected,
+    home: str,
+) -> str | None:
+    """Compare, undo, record; the agent's message when something was undone."""
+    from handrail.gate import baseline  # lazy: only a call that may change things needs it
+
+    with baseline.Locked(_folder(facts, home)):
+        return _check(store, run, facts, event, options, protected, home)
+
+
+def _check(
+    store: Any,
+    run: Any,
+    facts: RunFacts,
+    event: GateEvent,
+    options: Options,
+    protected: Protected,
+    home: str,
+) -> str | None:
+    from handrail.gate import baseline, undo  # lazy: only a call that may change things needs them
+    from handrail.runs import gate_store, violations  # lazy: as above
+
+    folder = _folder(facts, home)
+    leave_out = (home,)
+    kept = baseline.load(folder)
+    repo = kept[1] if kept is not None and kept[1] is not None else baseline.find_repo(facts.workspace)
+    now = baseline.take(facts.workspace, folder, repo, leave_out)
+    if kept is None:
+        baseline.save(folder, now, repo, facts.step_id)
+        return None
+    before = kept[0]
+    if now == before:
+        if baseline.step_of(folder) != facts.step_id:
+            baseline.save(folder, now, repo, facts.step_id)
+        return None
+    found = violations.forbidden(facts, undo.changes(repo, before, now), options, protected, event.session)
+    if not found:
+        baseline.save(folder, now, repo, facts.step_id)
+        return None
+    undone = undo.undo(repo, folder, facts.run_id, before, now, found)
+    baseline.save(folder, baseline.take(facts.workspace, folder, repo, leave_out), repo, facts.step_id)
+    tool = event.action.tool if event.action is not None else None
+    data = violations.event_data(event.kind, found, undone.lines, undone.kept, event.session, tool)
+    gate_store.record(store, run, facts.step_id, data, kind=violations.VIOLATION)
+    return violations.message(facts, found, undone.lines, undone.kept)
