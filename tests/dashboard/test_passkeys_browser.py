@@ -64,6 +64,19 @@ def waiting_watched_run(world: GateWorld, server: HttpServer) -> str:
     return run
 
 
+def started_unwatched(world: GateWorld, server: HttpServer) -> str:
+    """A second run at `release`, waiting for approval, in a folder no gate watches."""
+    folder = world.root / "elsewhere"
+    folder.mkdir()
+    args = {"workflowId": "gate-fixture", "goal": "Elsewhere", "workspace": str(folder)}
+    reply = server.rpc("tools/call", {"name": "workflow_start", "arguments": args})
+    run: str = reply["result"]["structuredContent"]["runId"]
+    for step in ("plan", "implement", "test", "release"):
+        arguments = {"runId": run, "stepId": step, "output": f"{step} done"}
+        assert "error" not in server.rpc("tools/call", {"name": "workflow_continue", "arguments": arguments})
+    return run
+
+
 def status(world: GateWorld, run: str) -> str:
     store = sqlite3.connect(world.database)
     try:
@@ -145,6 +158,8 @@ def test_a_run_the_gate_watches_is_approved_only_with_the_persons_passkey_whose_
             assert f"/runs/{run}" in refused.stderr
         posted = bare_post(server.base, run)
         assert posted.status_code == 303 and f"/runs/{run}/sign?" in posted.headers["location"]
+        scripted = httpx.post(f"{server.base}/api/runs/{run}/approve", timeout=15)  # no token asked
+        assert scripted.status_code == 403, scripted.text  # (not a channel here without tokens)
         assert status(world, run) == "awaiting_approval"
 
         # the person: a passkey registered once, then the approval signed with it
@@ -163,6 +178,15 @@ def test_a_run_the_gate_watches_is_approved_only_with_the_persons_passkey_whose_
         assert "the gate watches this run" in page.locator("#presence").inner_text()
         page.click("#sign")
         assert page.locator(".note").inner_text() == "Approved."
+
+        # a person with a passkey is asked for it on every dashboard decision, watched or not
+        other = started_unwatched(world, server)
+        page.goto(f"{local}/runs/{other}")
+        page.click("#decline")
+        page.locator("#sign").wait_for()
+        assert "local registered a passkey" in page.locator("#presence").inner_text()
+        page.click("#sign")
+        assert page.locator(".note").inner_text() == "Declined."
         assert page.errors == []
 
     assert status(world, run) == "completed"

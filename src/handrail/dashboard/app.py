@@ -340,8 +340,14 @@ def dashboard_routes(service: Any, refuse: Refuse, people: Identifies | None) ->
         asking = Asking(owner=person, scope=PERSON)
         try:
             result = await run_in_threadpool(
-                lambda: method(asking, run_id, person=person, comment=comment, via="api")
+                # without tokens, anyone on this machine is "local": the agent shares the channel
+                lambda: method(
+                    asking, run_id, person=person, comment=comment, via="api", shared=people is None
+                )
             )
+        except PresenceNeeded as exc:
+            said = {"error": exc.message, "rule": "presence", "page": exc.data.get("page")}
+            return JSONResponse(said, 403)
         except NotAllowedToDecide as exc:
             return JSONResponse({"error": exc.message, "rule": exc.data.get("rule")}, 403)
         except RunNotFound as exc:
