@@ -145,8 +145,18 @@ def test_a_run_the_gate_watches_is_approved_only_with_the_persons_passkey_whose_
 ) -> None:
     args = ("--no-bundled", "--workflows", str(world.workflows), "--database", world.url)
     with HttpServer(*args, env={"HANDRAIL_HOME": str(world.handrail_home)}) as server:
-        run = waiting_watched_run(world, server)
         local = f"http://localhost:{server.port}"
+        # the person registers a passkey once, before an agent works on the machine
+        cdp = page.context.new_cdp_session(page)
+        cdp.send("WebAuthn.enable")
+        cdp.send("WebAuthn.addVirtualAuthenticator", {"options": AUTHENTICATOR})
+        page.goto(f"{local}/passkeys")
+        page.fill("#passkey-name", "laptop")
+        page.click("#add-passkey")
+        assert page.locator("#note").inner_text() == "Passkey registered."
+        assert "laptop" in page.locator("#passkey-list").inner_text()
+
+        run = waiting_watched_run(world, server)
 
         # the agent's ways: both spellings of the command, and a bare HTTP client
         program = [str(Path(sys.executable).parent / "handrail")]
@@ -162,15 +172,13 @@ def test_a_run_the_gate_watches_is_approved_only_with_the_persons_passkey_whose_
         assert scripted.status_code == 403, scripted.text  # (not a channel here without tokens)
         assert status(world, run) == "awaiting_approval"
 
-        # the person: a passkey registered once, then the approval signed with it
-        cdp = page.context.new_cdp_session(page)
-        cdp.send("WebAuthn.enable")
-        cdp.send("WebAuthn.addVirtualAuthenticator", {"options": AUTHENTICATOR})
+        # the passkey the person registered, now refused to anyone while an agent works
         page.goto(f"{local}/passkeys")
-        page.fill("#passkey-name", "laptop")
         page.click("#add-passkey")
-        assert page.locator("#note").inner_text() == "Passkey registered."
-        assert "laptop" in page.locator("#passkey-list").inner_text()
+        assert "while the gate watches run" in page.locator("#register-error").inner_text()
+        page.errors.clear()  # the refused request is logged by the browser
+
+        # the approval signed with the person's passkey
         page.goto(f"{local}/runs/{run}")
         page.fill("#comment", "Ship it")
         page.click("#approve")

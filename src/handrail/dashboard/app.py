@@ -444,7 +444,7 @@ def dashboard_routes(service: Any, refuse: Refuse, people: Identifies | None) ->
             headers={"Cache-Control": "max-age=3600", "X-Content-Type-Options": "nosniff"},
         )
 
-    kit = Kit(gate, page, form, same_origin, as_person, runs)
+    kit = Kit(gate, page, form, same_origin, as_person, runs, shared=people is None)
     return [
         *passkey_routes(kit, challenges),
         Route("/", gate(runs_page), methods=["GET"]),
