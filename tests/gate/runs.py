@@ -14,7 +14,7 @@ from typing import Any
 
 from handrail.catalog import load_catalog
 from handrail.runs import Runs
-from handrail.runs.request import LOCAL
+from handrail.runs.request import LOCAL, Request
 from handrail.store import open_store
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -75,6 +75,14 @@ class GateWorld:
     def approve(self) -> None:
         assert self.run_id is not None
         self.runs.approve(LOCAL, self.run_id, person="ana", comment=None)
+
+    def approve_as_person(self, run_id: str, person: str = "ana") -> None:
+        """A person's approval through a channel the agent does not share (the dashboard
+        with their token): while the gate watches a run, `handrail runs approve` needs
+        their passkey (spec/runs.md, "Presence")."""
+        run = self.runs.ledger.store.get(run_id)
+        assert run is not None
+        self.runs.approve(Request(owner=run.owner, scope="person"), run_id, person=person, via="dashboard")
 
     def events(self) -> list[dict[str, Any]]:
         assert self.run_id is not None

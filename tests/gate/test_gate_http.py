@@ -132,14 +132,16 @@ def test_a_session_played_through_claude_codes_http_hooks_is_held_to_the_run(
         )
     waiting = hook(server, claude_input(world, "Stop", stop_hook_active=False))
     assert waiting.status_code == 200 and waiting.content == b""  # the run waits on a person
-    approved = subprocess.run(
+    refused = subprocess.run(
         [*gate_command("x")[:3], "runs", "approve", run, "--database", world.url, "--as", "ana"],
         env=world.env(),
         capture_output=True,
         text=True,
         timeout=60,
     )
-    assert approved.returncode == 0, approved.stderr
+    # the gate watches the run: the command line the agent shares needs the person's passkey
+    assert refused.returncode == 1 and "passkey" in refused.stderr, refused.stderr
+    world.approve_as_person(run)
     done = hook(server, claude_input(world, "Stop", stop_hook_active=False))
     assert done.status_code == 200 and done.content == b""
 

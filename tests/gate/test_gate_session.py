@@ -162,8 +162,9 @@ def test_a_session_played_as_claude_code_and_git_is_held_to_the_run(world: GateW
             "pre-tool-use", claude_input(world, "PreToolUse", tool_name="Bash", tool_input=migrate)
         ).json()
         assert "only a person moves a run" in moved["hookSpecificOutput"]["permissionDecisionReason"]
-        approved = handrail(world, "runs", "approve", run, "--database", world.url, "--as", "ana")
-        assert approved.returncode == 0, approved.stderr
+        refused = handrail(world, "runs", "approve", run, "--database", world.url, "--as", "ana")
+        assert refused.returncode == 1 and "passkey" in refused.stderr, refused.stderr  # the gate watches it
+        world.approve_as_person(run)
 
         # the run completed: push and stop are allowed
         assert git(world, "push", "-q", "origin", "main").returncode == 0

@@ -147,8 +147,9 @@ def test_a_session_played_as_gemini_cli_is_held_to_the_run(world: GateWorld) -> 
             server.call(
                 "workflow_continue", {"runId": run, "stepId": step, "output": f"{step}: done and shown."}
             )
-        approved = handrail(world, "runs", "approve", run, "--database", world.url, "--as", "ana")
-        assert approved.returncode == 0, approved.stderr
+        refused = handrail(world, "runs", "approve", run, "--database", world.url, "--as", "ana")
+        assert refused.returncode == 1 and "passkey" in refused.stderr, refused.stderr  # the gate watches it
+        world.approve_as_person(run)
 
         # the run completed: the agent may stop
         assert gemini("AfterAgent", prompt="go", prompt_response="Done!", stop_hook_active=False) == {}
@@ -210,8 +211,9 @@ def test_a_session_played_as_codex_is_held_to_the_run(world: GateWorld) -> None:
             server.call(
                 "workflow_continue", {"runId": run, "stepId": step, "output": f"{step}: done and shown."}
             )
-        approved = handrail(world, "runs", "approve", run, "--database", world.url, "--as", "ana")
-        assert approved.returncode == 0, approved.stderr
+        refused = handrail(world, "runs", "approve", run, "--database", world.url, "--as", "ana")
+        assert refused.returncode == 1 and "passkey" in refused.stderr, refused.stderr  # the gate watches it
+        world.approve_as_person(run)
         assert codex("Stop", stop_hook_active=False, last_assistant_message="Done!") == {}
     finally:
         server.close()

@@ -516,7 +516,10 @@ def _decide(runs: Runs, args: argparse.Namespace) -> int:
     runs.ledger.dashboard_url = runs.ledger.dashboard_url or LOCAL_DASHBOARD
     try:
         # a served run is its owner's; the person decides
-        result = decide(_as_owner(runs, args.run_id), args.run_id, person=person, comment=args.comment)
+        # the command line is always a channel the agent shares: it runs as the same user
+        result = decide(
+            _as_owner(runs, args.run_id), args.run_id, person=person, comment=args.comment, shared=True
+        )
     except PresenceNeeded as exc:
         return _needs_presence(args, exc)
     except RunNotActive as exc:

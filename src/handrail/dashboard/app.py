@@ -352,8 +352,14 @@ def dashboard_routes(service: Any, refuse: Refuse, people: Identifies | None) ->
         asking = Asking(owner=person, scope=PERSON)
         try:
             result = await run_in_threadpool(
-                lambda: method(asking, run_id, person=person, comment=comment, via="api")
+                # without tokens, anyone on this machine is "local": the agent shares the channel
+                lambda: method(
+                    asking, run_id, person=person, comment=comment, via="api", shared=people is None
+                )
             )
+        except PresenceNeeded as exc:
+            said = {"error": exc.message, "rule": "presence", "page": exc.data.get("page")}
+            return JSONResponse(said, 403)
         except NotAllowedToDecide as exc:
             return JSONResponse({"error": exc.message, "rule": exc.data.get("rule")}, 403)
         except RunNotFound as exc:
@@ -450,7 +456,7 @@ def dashboard_routes(service: Any, refuse: Refuse, people: Identifies | None) ->
             headers={"Cache-Control": "max-age=3600", "X-Content-Type-Options": "nosniff"},
         )
 
-    kit = Kit(gate, page, form, same_origin, as_person, runs)
+    kit = Kit(gate, page, form, same_origin, as_person, runs, shared=people is None)
     return [
         *passkey_routes(kit, challenges),
         Route("/", gate(runs_page), methods=["GET"]),

@@ -42,6 +42,7 @@ class Kit:
     same_origin: Callable[[Request], bool]
     as_person: Callable[..., Awaitable[Any]]
     runs: Any
+    shared: bool  # the dashboard runs without tokens: the agent on this machine reaches it too
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +140,18 @@ def passkey_routes(kit: Kit, challenges: Challenges) -> list[BaseRoute]:
         rp_id, origin = relying_party(request)
         if is_ip(rp_id):
             return JSONResponse({"error": "a passkey needs a host name: open the page at localhost"}, 400)
+        watched = (
+            await kit.as_person(session, lambda _asking: runs.passkeys.watched_open_run())
+            if kit.shared
+            else None
+        )
+        if watched is not None:
+            said = (
+                f"no passkey is registered here while the gate watches run {watched}: this dashboard "
+                "takes no token, so the agent reaches it too; register when no run is open, or sign in "
+                "with a person's token on a server that asks for one"
+            )
+            return JSONResponse({"error": said}, 409)
         raw = secrets.token_bytes(32)
         challenges.put(f"{session.id}:register", Asked(rp_id, origin, "", raw=raw))
         text = await kit.as_person(

@@ -433,7 +433,7 @@ class Decisions:
         """A person approves the step the run waits on: it is accepted and the run goes on.
         `request`: whose run it is; `via`: where the person decided (`cli`, `dashboard`),
         recorded on the event; `presence`: their passkey's signed assertion; `shared`: the
-        channel is one the agent shares (the CLI always is; the dashboard without tokens)."""
+        channel is one the agent shares (`handrail runs`; the dashboard without tokens)."""
         return self._decide(
             request, run_id, True, person=person, comment=comment, via=via, presence=presence, shared=shared
         )
@@ -469,7 +469,7 @@ class Decisions:
     ) -> dict[str, Any]:
         """`question`: (seq, nonce) of the question a client's answer is for; the answer
         is used only while that question is open (checked on the run as it is written)."""
-        signed = Signed(presence, shared or via == "cli")
+        signed = Signed(presence, shared)
         tracer = self.ledger.tracer
         attributes: dict[str, str | bool] = {
             "handrail.run.id": run_id,

@@ -11,11 +11,13 @@ from typing import Any
 
 from handrail.errors import InvalidParams
 from handrail.runs.ledger import Ledger
-from handrail.runs.presence import b64url, unb64url
+from handrail.runs.presence import b64url, gate_watches, unb64url
+from handrail.store.base import ACTIVE_STATUSES
 from handrail.store.passkeys import Passkey
 from handrail.store.rows import now
 
 RP_NAME = "handrail"
+OPEN_RUNS_READ = 500  # the open runs a registration on a shared channel looks at
 TIMEOUT_MS = 120_000
 
 
@@ -89,6 +91,16 @@ class Passkeys:
         )
         self.ledger.store.add_passkey(key)
         return key
+
+    def watched_open_run(self) -> str | None:
+        """An open run the gate watches, if any: while an agent works beside the person,
+        a channel they share (the dashboard without tokens) registers no passkey, since
+        a program can answer WebAuthn's registration as well as an authenticator."""
+        store = self.ledger.store
+        for run in store.list_runs(statuses=list(ACTIVE_STATUSES), limit=OPEN_RUNS_READ):
+            if gate_watches(store.events(run.id)):
+                return run.id
+        return None
 
     def remove(self, person: str, credential_id: str) -> bool:
         return self.ledger.store.remove_passkey(person, credential_id)
