@@ -179,6 +179,10 @@ def decide(run: RunFacts | None, event: GateEvent, options: Options, protected: 
     if event.kind == "config":
         return _config(run, event)
     if event.kind == "compact":
+        if run.compacted and not other:
+            # one is pending already: a harness that announces compaction before each request
+            # (Gemini CLI 0.61's PreCompress) would fill the timeline with the same event
+            return Decision("allow")
         return Decision("allow", record=_data(event, "record"))
     if event.kind == "stop":
         if other and not event.internal:  # the bound session's stops are the ones held back
