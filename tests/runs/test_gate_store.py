@@ -67,6 +67,23 @@ def test_the_full_store_and_the_light_path_give_the_same_facts(world: GateWorld)
         light.close()
 
 
+def test_a_helpers_refused_stops_are_counted_apart_from_the_agents_own(world: GateWorld) -> None:
+    store = open_light(str(world.database))
+    assert store is not None
+    try:
+        run = gate_store.active_run(store, [str(world.workspace)])
+        assert run is not None
+        for _ in range(3):
+            gate_store.record(store, run, "implement", {"event": "stop", "decision": "block", "agent": "a1"})
+        facts = gate_store.facts(store, run)
+        assert (facts.stop_refusals, facts.helper_stop_refusals) == (0, 3)
+        gate_store.record(store, run, "implement", {"event": "stop", "decision": "block"})
+        facts = gate_store.facts(store, run)
+        assert (facts.stop_refusals, facts.helper_stop_refusals) == (1, 3)
+    finally:
+        store.close()
+
+
 def padded(world: GateWorld, tools: int) -> None:
     """The world's run bound to session s-1, then `tools` tool calls recorded at its step
     and two stops refused: a long log whose facts are known."""

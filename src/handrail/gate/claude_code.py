@@ -106,7 +106,10 @@ def read_event(data: bytes, event: str | None) -> tuple[str, GateEvent]:
     if kind == "stop":
         # Claude Code's own helper agents stop with an empty agent_type: never refuse them
         internal = name == "SubagentStop" and body.get("agent_type", "") in ("", None)
-        return event, GateEvent("stop", cwd, session, internal=internal)
+        # a helper's stops are counted apart from the agent's own (SubagentStop names it)
+        helper = body.get("agent_id") or body.get("agent_type") or "helper"
+        agent = str(helper) if name == "SubagentStop" else None
+        return event, GateEvent("stop", cwd, session, internal=internal, agent=agent)
     tool = hook_input.tool_name(body, name)
     tool_input = body.get("tool_input")
     action = action_of(tool, tool_input if isinstance(tool_input, Mapping) else {}, cwd)

@@ -99,6 +99,7 @@ class GateEvent(NamedTuple):
     action: Action | None = None
     outcome: str | None = None  # after-tool: "ok" or "failed: ..."
     internal: bool = False  # a stop of the harness's own helper agent: never refused
+    agent: str | None = None  # stop: the helper agent that stops (its refusals count apart)
     run_id: str | None = None  # before-tool: the run a call of handrail's own run tools names
     # config (a harness's settings changed): the gate's hooks the settings no longer hold
     missing: tuple[str, ...] = ()
@@ -133,6 +134,7 @@ class RunFacts(NamedTuple):
     # the run waits on its branches (`branches`) or child (`child`) at this step, and no
     # open run of its tree in its workspace was found for the session: "kind:stepId"
     waiting: str | None = None
+    helper_stop_refusals: int = 0  # the same, of the session's helper agents' stops
 
 
 class Options(NamedTuple):
@@ -182,6 +184,10 @@ def decide(run: RunFacts | None, event: GateEvent, options: Options, protected: 
     if event.kind == "config":
         return _config(run, event)
     if event.kind == "compact":
+        if run.compacted and not other:
+            # one is pending already: a harness that announces compaction before each request
+            # (Gemini CLI 0.61's PreCompress) would fill the timeline with the same event
+            return Decision("allow")
         return Decision("allow", record=_data(event, "record"))
     if event.kind == "stop":
         if other and not event.internal:  # the bound session's stops are the ones held back
@@ -237,9 +243,10 @@ def _changes_work(action: Action) -> bool:
 def _stop(run: RunFacts, event: GateEvent, options: Options) -> Decision:
     if event.internal or run.status == "awaiting_approval" or run.step_id is None:
         return Decision("allow", record=_data(event, "allow"))
-    if run.stop_refusals >= options.stop_limit:
+    refusals = run.helper_stop_refusals if event.agent else run.stop_refusals
+    if refusals >= options.stop_limit:
         return Decision("allow", record=_data(event, "allow:limit"))
-    count = run.stop_refusals + 1
+    count = refusals + 1
     reason = (
         f"handrail: run {run.run_id} ({run.workflow_id}) is at step '{run.step_id}' "
         f"({run.step_number} of {run.step_count}) and is not finished. Complete the step and call "
@@ -465,6 +472,8 @@ def _data(
         data["reason"] = reason
     if event.session:
         data["session"] = event.session[:100]
+    if event.agent:
+        data["agent"] = event.agent[:100]
     return data
 
 
@@ -472,11 +481,14 @@ def stop_refusals(
     events: Sequence[tuple[str, str | None, Mapping[str, Any]]],
     step_id: str | None,
     session: str | None = None,
+    helpers: bool = False,
 ) -> int:
     """Stops refused in a row at `step_id`, reading the run's events from the newest:
     a prompt, or any event other than the gate's (the step accepted, declined...),
     ends the row; the gate's other records (tools run between stops) do not. With
-    `session` (the bound one), the gate's records of other sessions are passed over."""
+    `session` (the bound one), the gate's records of other sessions are passed over.
+    The agent's own stops and its helpers' (`helpers`) are counted apart, so that a
+    helper refused to the limit does not let the agent's own next stop through."""
     count = 0
     for type_, event_step, data in reversed(events):
         if type_ == "gate" and session is not None and data.get("session", session) != session:
@@ -486,7 +498,7 @@ def stop_refusals(
         kind = data.get("event")
         if kind == "prompt":
             break
-        if kind == "stop" and data.get("decision") == "block":
+        if kind == "stop" and data.get("decision") == "block" and bool(data.get("agent")) == helpers:
             count += 1
     return count
 

@@ -333,6 +333,9 @@ def facts(
         bound=bound,
         compacted=compacted_since_prompt([(e.type, e.data) for e in recent], bound),
         waiting=f"{waiting.get('kind')}:{waiting.get('stepId')}" if waiting is not None else None,
+        helper_stop_refusals=stop_refusals(
+            [(str(e.type), e.step_id, e.data) for e in recent], step_id, bound, helpers=True
+        ),
     )
 
 

@@ -117,6 +117,7 @@ class World:
             "LANG": "C.UTF-8",
             "ANTHROPIC_BASE_URL": self.model.url,
             "ANTHROPIC_API_KEY": "dummy",
+            "API_TIMEOUT_MS": "600000",  # a loaded machine answers slowly: wait rather than retry
             "IS_SANDBOX": "1",  # the tests may run as root, where Claude Code refuses to bypass permissions
             "DISABLE_TELEMETRY": "1",
             "DISABLE_AUTOUPDATER": "1",

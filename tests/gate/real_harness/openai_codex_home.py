@@ -43,6 +43,8 @@ name = "scripted"
 base_url = {toml_string(model_url + "/v1")}
 env_key = "OPENAI_API_KEY"
 wire_api = "responses"
+# a loaded machine answers slowly: wait long rather than retry a request the script answered
+stream_idle_timeout_ms = 600000
 
 [mcp_servers.handrail]
 command = {toml_string(str(HANDRAIL))}

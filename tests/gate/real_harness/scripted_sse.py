@@ -6,7 +6,9 @@ turn can read what it is answering, e.g. a tool's result). The model's own reque
 (`is_turn`) take the next turn; a harness's side requests (titles, summaries, routing)
 are answered by `side`, so the script stays the agent's conversation only. A request
 that finds the script used up is answered with an error and recorded as one, and the
-test fails on it: the harness asked for more than the test expected.
+test fails on it: the harness asked for more than the test expected. A turn whose body
+repeats the previous turn's exactly is the harness retrying (a slow answer on a loaded
+machine): it gets the same answer again and takes no turn of the script.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ class ScriptedModel:
         self.turns: list[Turn] = list(turns or [])
         self.requests: list[Request] = []
         self.errors: list[str] = []
+        self._last: tuple[Any, Any] | None = None  # the previous turn's body and the value it got
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
         model = self
@@ -107,15 +110,21 @@ class ScriptedModel:
             request.turn = self.is_turn(request)
             with self._lock:
                 self.requests.append(request)
-                turn = self.turns.pop(0) if request.turn and self.turns else None
-                exhausted = request.turn and turn is None
+                retried = request.turn and self._last is not None and self._last[0] == body
+                turn = self.turns.pop(0) if request.turn and self.turns and not retried else None
+                exhausted = request.turn and turn is None and not retried
                 self._changed.notify_all()
-            if exhausted:
+            if retried and self._last is not None:
+                reply = self.reply(request, self._last[1])
+            elif exhausted:
                 self.errors.append(f"the script is used up: {method} {handler.path}")
                 # a client error, which harnesses do not retry
                 reply = Reply(400, "application/json", [b'{"error": {"message": "the script is used up"}}'])
             elif turn is not None:
-                reply = self.reply(request, turn(request))
+                value = turn(request)
+                with self._lock:
+                    self._last = (body, value)
+                reply = self.reply(request, value)
             else:
                 reply = self.side(request)
         except Exception as exc:  # the test reads it from .errors: a harness sees a 500

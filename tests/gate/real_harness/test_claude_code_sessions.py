@@ -171,8 +171,9 @@ def test_a_subagent_started_with_the_agent_tool_is_held_to_the_same_step(world: 
         use("Bash", command="git commit -am 'cart: a discount'"),
         say("Applied the discount."),
         *stops(3),
-        # the agent's, once its helper reported
+        # the agent's, once its helper reported: its own stops are counted apart from the helper's
         say("My helper is done."),
+        *stops(3),
     )
     session = world.claude("Give the cart's total a discount")
 
@@ -196,6 +197,10 @@ def test_a_subagent_started_with_the_agent_tool_is_held_to_the_same_step(world: 
     assert run.id is not None
     denied = [d[2].split(":")[0] for d in decisions(world, run.id) if d[1] == "deny"]
     assert denied == ["edit", "shell"]
+    own = [e["decision"] for e in world.gate_events(run.id) if e["event"] == "stop" and not e.get("agent")]
+    assert own == ["block", "block", "block", "allow:limit"]
+    helpers = [e["decision"] for e in world.gate_events(run.id) if e["event"] == "stop" and e.get("agent")]
+    assert helpers == ["block", "block", "block", "allow:limit"]
 
 
 def test_after_compact_the_session_start_hook_brings_the_run_back_to_the_model(world: World) -> None:
