@@ -18,6 +18,9 @@ from typing import Any
 
 import pytest
 
+from handrail.runs import Runs
+from handrail.runs.request import Request
+from handrail.store import open_store
 from tests.gate.runs import FIXTURE
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -129,8 +132,15 @@ class AgentWorld:
         ]
 
     def approve(self, run_id: str) -> None:
-        approved = self.handrail("runs", "approve", run_id, "--database", self.url, "--as", "ana")
-        assert approved.exit_code == 0, approved.stderr
+        """The person approves. The command line is a channel the agent shares, so while
+        the gate watches the run it decides nothing (spec/runs.md, "Presence"); the person
+        then decides where the agent cannot, as the dashboard does with their token."""
+        refused = self.handrail("runs", "approve", run_id, "--database", self.url, "--as", "ana")
+        assert refused.exit_code != 0 and "passkey" in refused.stderr, refused.stderr
+        runs = Runs(lambda: open_store(self.url))
+        run = runs.ledger.store.get(run_id)
+        assert run is not None
+        runs.approve(Request(owner=run.owner, scope="person"), run_id, person="ana", via="dashboard")
 
     def record(self, run_id: str) -> dict[str, Any]:
         shown = self.handrail("runs", "show", run_id, "--database", self.url, "--format", "json")
