@@ -53,13 +53,18 @@ def judge(
     folders: Sequence[str],
     owner: str | None = None,
     more: Sequence[GateEvent] = (),
+    seen: list[str] | None = None,
 ) -> Decision:
     """One hook event decided against the store, and its `gate` event written: the one
     path of the command hook and of `handrail serve`'s HTTP hooks. `owner`: only that
     person's runs are found (a server's token); None: every run of the store. `more`:
     further actions of the same tool call (a patch naming several files), decided in
-    order; the first one not allowed is the decision, and the one event written."""
+    order; the first one not allowed is the decision, and the one event written.
+    `seen` gets the workspace of the run found, if any. A decision whose event cannot
+    be written is raised as `Unrecorded`, carrying both: it stands all the same."""
     found = session_run(store, folders, owner, event.session, event.run_id)
+    if found is not None and seen is not None:
+        seen.append(found[0].workspace)
     facts_ = None if found is None else facts(store, found[0], found[1])
     decision = first_refusal(decide(facts_, each, options, protected) for each in (event, *more))
     if found is None or facts_ is None:
@@ -72,8 +77,22 @@ def judge(
             "bind": True,
         }
     if data is not None:
-        record(store, run, facts_.step_id, data)
+        try:
+            record(store, run, facts_.step_id, data)
+        except Exception as exc:  # a full or read-only store: the decision stands, its record waits
+            raise Unrecorded(decision, run.id, facts_.step_id, data, exc) from exc
     return decision
+
+
+class Unrecorded(Exception):
+    """A decision made whose `gate` event could not be written (spec/gate.md, "When the
+    gate cannot judge"): the hook answers the decision and keeps the event to write later."""
+
+    def __init__(
+        self, decision: Decision, run_id: str, step_id: str | None, data: Mapping[str, Any], cause: Exception
+    ) -> None:
+        super().__init__(f"cannot write the gate event of run {run_id}: {cause}")
+        self.decision, self.run_id, self.step_id, self.data = decision, run_id, step_id, data
 
 
 def first_refusal(decisions: Iterable[Decision]) -> Decision:

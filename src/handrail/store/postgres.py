@@ -43,7 +43,7 @@ from handrail.store.base import (
     Send,
     written,
 )
-from handrail.store.chain import EVENT_COLUMNS, backfill, chained_rows, new_head
+from handrail.store.chain import EVENT_COLUMNS, backfill, chained_rows, new_head, seal_backfill
 from handrail.store.gate_query import gate_events_query, gate_events_values
 from handrail.store.rows import (
     _COLUMNS,
@@ -57,7 +57,7 @@ from handrail.store.rows import (
     now,
     read_events,
 )
-from handrail.store.schema import MIGRATIONS_TABLE, migrations, newer_than_known
+from handrail.store.schema import MIGRATIONS_TABLE, SEAL_MIGRATION, migrations, newer_than_known
 
 MIGRATIONS = migrations("postgresql")
 MIGRATION_LOCK = 0x68616E64  # any constant: the advisory lock replicas take to migrate
@@ -143,6 +143,8 @@ class PostgresStore:
                 db.execute(MIGRATIONS[version].encode())  # DDL is transactional here: all or none
                 db.execute("INSERT INTO schema_migrations VALUES (%s, %s)", (version + 1, now()))
             backfill(db, "%s")
+            if current < SEAL_MIGRATION:
+                seal_backfill(db, "%s")
 
     @staticmethod
     def _version(db: psycopg.Connection[Any]) -> int | None:

@@ -48,7 +48,7 @@ from handrail.store.base import (
     Send,
     written,
 )
-from handrail.store.chain import backfill, chained_rows, new_head
+from handrail.store.chain import backfill, chained_rows, new_head, seal_backfill
 from handrail.store.gate_query import gate_events_query, gate_events_values
 from handrail.store.gate_window import NEWER_QUERY, GateWindows
 from handrail.store.rows import (
@@ -64,7 +64,7 @@ from handrail.store.rows import (
     now,
     read_events,
 )
-from handrail.store.schema import MIGRATIONS_TABLE, migrations, newer_than_known, statements
+from handrail.store.schema import MIGRATIONS_TABLE, SEAL_MIGRATION, migrations, newer_than_known, statements
 from handrail.store.stats import last_line
 from handrail.store.urls import sqlite_url
 
@@ -206,6 +206,8 @@ class SqliteStore:
                     db.execute(statement)
                 db.execute("INSERT INTO schema_migrations VALUES (?, ?)", (version + 1, now()))
             backfill(db, "?")
+            if current < SEAL_MIGRATION:
+                seal_backfill(db, "?")
 
     @property
     def schema_version(self) -> int:

@@ -217,7 +217,7 @@ class LightSqlite:
                         f"the run database {self.path} changed schema version while the gate read it"
                     )
                 row = db.execute(
-                    "SELECT events, head, workflow_id, workflow_version, owner, created_at FROM runs "
+                    "SELECT events, head, workflow_id, workflow_version, owner, created_at, seal FROM runs "
                     "WHERE id = ?",
                     (run_id,),
                 ).fetchone()
@@ -229,10 +229,13 @@ class LightSqlite:
                 # chained as the full store chains: over the data as it reads back
                 form = hashed_form(run_id, seq, kind, at, actor, step_id, json_light.loads(text), row[1])
                 link = event_hash(form)
+                from handrail.store.state_seal import reseal  # lazy: a hook that writes
+
+                # a gate event decides none of the sealed fields: the seal moves on to the new head
                 db.execute(
-                    "UPDATE runs SET updated_at = ?, version = version + 1, events = events + 1, head = ? "
-                    "WHERE id = ?",
-                    (at, link, run_id),
+                    "UPDATE runs SET updated_at = ?, version = version + 1, events = events + 1, head = ?, "
+                    "seal = ? WHERE id = ?",
+                    (at, link, reseal(row[6], link, seq), run_id),
                 )
                 db.execute(
                     "INSERT INTO run_events (run_id, seq, type, at, actor, step_id, data, hash) "
