@@ -140,19 +140,6 @@ def backfill(db: Any, mark: str) -> int:
     return len(ids)
 
 
-def seal_backfill(db: Any, mark: str) -> int:
-    """Seal the rows of runs kept before the seal existed, as they stand, inside the
-    caller's migration transaction (only there: a seal taken away later stays missing)."""
-    from handrail.store.rows import _COLUMNS, _record, sealed  # lazy: rows imports this module
-
-    rows = db.execute(f"SELECT {_COLUMNS} FROM runs WHERE seal IS NULL").fetchall()
-    for row in rows:
-        run = _record(row)
-        seal = sealed(run, run.head, run.events)
-        db.execute(f"UPDATE runs SET seal = {mark} WHERE id = {mark}", (seal, run.id))
-    return len(rows)
-
-
 def check_run(store: Any, run_id: str, run: Any = None, events: Sequence[Any] | None = None) -> Break | None:
     """`first_break` of a run in `store` (a RunStore), its row and log read again (a few
     times at most) while their counts differ: a write between reading the row and the

@@ -43,7 +43,7 @@ from handrail.store.base import (
     Send,
     written,
 )
-from handrail.store.chain import EVENT_COLUMNS, backfill, chained_rows, new_head, seal_backfill
+from handrail.store.chain import EVENT_COLUMNS, backfill, chained_rows, new_head
 from handrail.store.gate_query import gate_events_query, gate_events_values
 from handrail.store.rows import (
     _COLUMNS,
@@ -56,6 +56,7 @@ from handrail.store.rows import (
     move,
     now,
     read_events,
+    seal_backfill,
 )
 from handrail.store.schema import MIGRATIONS_TABLE, SEAL_MIGRATION, migrations, newer_than_known
 

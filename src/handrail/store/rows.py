@@ -215,3 +215,14 @@ def list_order(filters: RunFilter, newest: str) -> str:
 def _ascii_lower(text: str) -> str:
     """SQLite's LOWER folds ASCII letters only: fold the pattern the same way in both stores."""
     return "".join(chr(ord(c) + 32) if "A" <= c <= "Z" else c for c in text)
+
+
+def seal_backfill(db: Any, mark: str) -> int:
+    """Seal the rows of runs kept before the seal existed, as they stand, inside the
+    caller's migration transaction (only there: a seal taken away later stays missing)."""
+    rows = db.execute(f"SELECT {_COLUMNS} FROM runs WHERE seal IS NULL").fetchall()
+    for row in rows:
+        run = _record(row)
+        seal = sealed(run, run.head, run.events)
+        db.execute(f"UPDATE runs SET seal = {mark} WHERE id = {mark}", (seal, run.id))
+    return len(rows)

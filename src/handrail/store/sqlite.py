@@ -48,7 +48,7 @@ from handrail.store.base import (
     Send,
     written,
 )
-from handrail.store.chain import backfill, chained_rows, new_head, seal_backfill
+from handrail.store.chain import backfill, chained_rows, new_head
 from handrail.store.gate_query import gate_events_query, gate_events_values
 from handrail.store.gate_window import NEWER_QUERY, GateWindows
 from handrail.store.rows import (
@@ -63,6 +63,7 @@ from handrail.store.rows import (
     move,
     now,
     read_events,
+    seal_backfill,
 )
 from handrail.store.schema import MIGRATIONS_TABLE, SEAL_MIGRATION, migrations, newer_than_known, statements
 from handrail.store.stats import last_line
