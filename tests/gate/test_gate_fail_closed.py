@@ -175,3 +175,18 @@ def test_a_run_that_ended_takes_its_mark_away(world: GateWorld) -> None:
     world.runs.abandon(LOCAL, world.run_id or "", "done")
     assert world.gate("pre-tool-use", read(world)).exit_code == 0
     assert list(marks.iterdir()) == []
+
+
+def test_a_run_row_moved_on_with_sqlite3_does_not_move_the_gate_on(world: GateWorld) -> None:
+    world.start("plan")
+    assert world.gate("pre-tool-use", read(world)).exit_code == 0
+    world.close()
+    with sqlite3.connect(world.database) as db:
+        (text,) = db.execute("SELECT position FROM runs WHERE id = ?", (world.run_id,)).fetchone()
+        position = json.loads(text)
+        position["step"] = {**position["step"], "id": "implement", "title": "Implement"}
+        db.execute("UPDATE runs SET position = ? WHERE id = ?", (json.dumps(position), world.run_id))
+    db.close()
+    ran = world.gate("pre-tool-use", edit(world))  # what step 'implement' would allow
+    assert "cannot judge" in denied(ran)
+    assert f"run {world.run_id} was changed outside handrail: position is not as sealed" in ran.stderr

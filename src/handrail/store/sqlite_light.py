@@ -42,7 +42,10 @@ else:
 
 BUSY_TIMEOUT_S = 5.0  # as the full store: how long the append waits for another writer
 GATE_DECISIONS = ("deny", "block")  # the gate decisions the stats count (store/summary.py)
-RUN_COLUMNS = "id, owner, workspace, workflow_id, source_hash, goal, status, position, accepted, parent_id"
+RUN_COLUMNS = (
+    "id, owner, workspace, workflow_id, source_hash, goal, status, position, accepted, parent_id, "
+    "workflow_version, context, parent_step, branch, head, events, seal"  # what the seal covers
+)
 
 
 class LightStoreError(Exception):
@@ -267,9 +270,27 @@ def _run(row: Sequence[Any]) -> OpenRun:
     run_id, owner, workspace, workflow_id, source_hash, goal, status = (str(value) for value in row[:7])
     position = json_light.loads(row[7])
     position = position if isinstance(position, dict) else {}
-    return OpenRun(
+    run = OpenRun(
         run_id, owner, workspace, workflow_id, source_hash, goal, status, position, int(row[8]), row[9]
     )
+    from types import SimpleNamespace  # lazy: loaded with the first run read
+
+    from handrail.store.state_seal import differs  # lazy: as above
+
+    context = json_light.loads(row[11])
+    whole = SimpleNamespace(
+        **run._asdict(),
+        workflow_version=row[10],
+        context=context,
+        parent_step=row[12],
+        branch=row[13],
+        head=row[14],
+        events=row[15],
+    )
+    problems = differs(whole, row[16])
+    if problems:  # edited past handrail: the gate cannot judge by it (spec/runs.md)
+        raise LightStoreError(f"run {run_id} was changed outside handrail: " + "; ".join(problems))
+    return run
 
 
 def now() -> str:

@@ -10,11 +10,13 @@ the store can recompute all of it (SECURITY.md).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from handrail import json_light
 from handrail.store.chain_form import canonical, digest
+from handrail.typing_light import TYPE_CHECKING
+
+if TYPE_CHECKING:  # a hook loads this module: no typing at run time
+    from collections.abc import Mapping
+    from typing import Any
 
 # the run row's fields its events decide, as RunRecord names them
 SEALED = (
