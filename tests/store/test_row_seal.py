@@ -93,6 +93,10 @@ def test_a_run_row_edited_with_sqlite3_is_refused_on_read_and_broken_in_verify(
     assert main(["runs", "verify", run, "--format", "json"]) != 0
     out = json.loads(capsys.readouterr().out)
     assert out["broken"] == 1 and said in out["runs"][0]["broken"]["problem"]
+    assert main(["runs", "show", run]) != 0
+    assert said in capsys.readouterr().err
+    assert main(["runs", "list"]) == 0
+    assert "TAMPERED: " in capsys.readouterr().out
 
 
 def test_an_owner_edited_with_sqlite3_is_refused_to_the_owner_it_now_names(
