@@ -93,8 +93,8 @@ def add_arguments(gate: Adds) -> None:
         "--on-error",
         choices=["allow", "deny"],
         default="allow",
-        help="when the run store cannot be read: let the action through with a warning (default), "
-        "or refuse it",
+        help="when the gate cannot judge and no run is known to be active here: let the action "
+        "through with a warning (default), or refuse it; with a run active it always refuses",
     )
     gate.add_argument(
         "--no-reminder", action="store_true", help="no reminder of the current step on each prompt"
