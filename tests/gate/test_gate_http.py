@@ -180,6 +180,11 @@ def test_a_persons_token_finds_only_that_persons_runs(world: GateWorld, server: 
         ),
         (b'{"hook_event_name": "PreToolUse", "cwd": "/x"}', "PreToolUse input has no tool_name"),
         (b'{"a": "\xff"}', "hook input is not UTF-8"),
+        # nested deeper than any reader goes (row 14 of issue 34: this was a 500)
+        (b'{"hook_event_name": "PreToolUse", "a": ' + b"[" * 990 + b"]" * 990 + b"}", "too deep"),
+        (b'{"hook_event_name": "Stop", "a": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", "too deep"),
+        (b'{"hook_event_name": ["PreToolUse"], "cwd": 7}', "hook_event_name is missing"),
+        (b'{"hook_event_name": "PreToolUse", "cwd": "/x", "tool_name": {"a": 1}}', "has no tool_name"),
         (
             b'{"hook_event_name": "ConfigChange", "cwd": "/x", "source": "project_settings"}',
             "ConfigChange is answered by the command hook, not over HTTP",

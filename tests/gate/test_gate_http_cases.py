@@ -22,6 +22,9 @@ from tests.gate.test_gate_cases import CLAUDE, filled, put_run
 # reads the settings files where Claude Code runs: the command's alone (over HTTP, a 400)
 ONLY_THE_COMMAND = {
     "malformed-event-mismatch",
+    # unreadable input is refused while a run is active by the command hook only: over
+    # HTTP it is 400, which Claude Code reads as go on (spec/gate.md)
+    "malformed-not-json-run-active",
     *(p.stem for p in CLAUDE if p.stem.startswith("config-change")),
 }
 QUERY = {"--require-run": "require-run", "--no-reminder": "reminder"}

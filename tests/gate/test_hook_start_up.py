@@ -192,8 +192,9 @@ def test_a_damaged_store_fails_the_hook_s_call_with_one_line_and_is_left_as_it_w
     data[page:] = bytes([0xA5]) * (len(data) - page)  # every page but the first, the schema's
     world.database.write_bytes(bytes(data))
     edit = claude_input(world, "PreToolUse", tool_name="Edit", tool_input={"file_path": "src/cart.py"})
+    # no hook saw the run before the damage: the gate cannot know one is active (spec/gate.md)
     allowed = world.gate("pre-tool-use", edit)
-    assert allowed.exit_code == 0 and "cannot read the run store" in allowed.json()["systemMessage"]
+    assert allowed.exit_code == 0 and "cannot read the run database" in allowed.json()["systemMessage"]
     assert "Traceback" not in allowed.stderr
     assert "malformed" in allowed.stderr or "damaged" in allowed.stderr
     refused = world.gate("pre-tool-use", edit, "--on-error", "deny")

@@ -171,10 +171,13 @@ def test_slack_and_teams_receivers_get_their_services_messages_with_the_run_and_
         (slack,) = receiver.wait_for(1, path="/slack")
         (teams,) = receiver.wait_for(1, path="/teams")
     message = slack.json
-    assert message["text"] == f"Run {run} ({FLOW}) was abandoned at step Build it, by local"
+    # the agent's workflow_abandon (over MCP), told apart from a person's `handrail runs abandon`
+    assert message["text"].startswith(
+        f"Run {run} ({FLOW}) was abandoned at step Build it, by an agent of local (session http-connection:"
+    )
     fields = [f["text"] for f in message["blocks"][1]["fields"]]
     assert fields[:4] == [f"*Workflow*\n{FLOW}", f"*Run*\n{run}", "*Step*\nBuild it", "*Person*\nlocal"]
-    assert "*Reason*\ndone for today" in fields
+    assert "*Reason*\ndone for today" in fields and "*By*\nagent" in fields
     (button,) = message["blocks"][2]["elements"]
     assert button["type"] == "button" and button["url"] == link
     (attachment,) = teams.json["attachments"]
@@ -183,12 +186,14 @@ def test_slack_and_teams_receivers_get_their_services_messages_with_the_run_and_
     card = attachment["content"]
     assert card["type"] == "AdaptiveCard" and card["body"][0]["text"] == message["text"]
     facts = {f["title"]: f["value"] for f in card["body"][1]["facts"]}
+    assert facts.pop("Session").startswith("http-connection:")
     assert facts == {
         "Workflow": FLOW,
         "Run": run,
         "Step": "Build it",
         "Person": "local",
         "Reason": "done for today",
+        "By": "agent",
     }
     assert card["actions"] == [{"type": "Action.OpenUrl", "title": "Open the run", "url": link}]
     assert "webhook-signature" not in slack.headers  # no secret given: unsigned

@@ -259,3 +259,32 @@ def test_a_postgresql_database_from_before_the_chain_is_chained_when_opened(
         row = db.execute("SELECT head FROM runs WHERE id = 'r1'").fetchone()
         links = [h for (h,) in db.execute("SELECT hash FROM run_events WHERE run_id = 'r1' ORDER BY seq")]
     assert row is not None and row[0] == links[-1] and None not in links
+
+
+@pytest.mark.parametrize(
+    ("edit", "words"),
+    [
+        ("UPDATE runs SET accepted = accepted + 3 WHERE id = ?", "accepted is not as sealed"),
+        ("UPDATE runs SET status = 'completed' WHERE id = ?", "status is not as sealed"),
+        ("UPDATE runs SET owner = 'mallory' WHERE id = ?", "owner is not as sealed"),
+        ("UPDATE runs SET workspace = '/elsewhere' WHERE id = ?", "workspace is not as sealed"),
+        ('UPDATE runs SET position = \'{"step":{"id":"report"}}\' WHERE id = ?', "position is not as sealed"),
+    ],
+)
+def test_a_run_row_edited_in_either_store_is_broken_in_verify_and_refused_on_read(
+    database: tuple[str, Execute], tmp_path: Path, capsys: pytest.CaptureFixture[str], edit: str, words: str
+) -> None:
+    url, execute = database
+    first, second = made_runs(tmp_path, url)
+    execute(edit, (first,))
+    code, said = verify(capsys, url, "--all")
+    assert code != 0 and said["broken"] == 1
+    [broken] = [r for r in said["runs"] if not r["verified"]]
+    assert broken["runId"] == first and words in broken["broken"]["problem"]
+    runs = default_runs(url)
+    try:
+        run = runs.store.get(first)
+        assert run is not None and any(words in said for said in run.tampered)
+        assert runs.store.get(second).tampered == ()  # type: ignore[union-attr]
+    finally:
+        runs.close()

@@ -253,7 +253,11 @@ def _list(runs: Runs, args: argparse.Namespace) -> int:
         if not step and r.status == RunStatus.ACTIVE and "waitingOn" in r.position:
             where = "(waiting for its children)"
         owner = "" if r.owner == LOCAL_OWNER else f"  [{r.owner}]"  # a served run: whose it is
-        _say(f"{r.id}  {r.status:<10} {r.workflow_id:<24} {where:<24} {r.updated_at}  {r.goal[:60]}{owner}")
+        tampered = "  TAMPERED: " + "; ".join(r.tampered) if r.tampered else ""  # spec/runs.md
+        _say(
+            f"{r.id}  {r.status:<10} {r.workflow_id:<24} {where:<24} {r.updated_at}  {r.goal[:60]}{owner}"
+            + tampered
+        )
     _say(("\n" if found else "") + f"{len(found)} run{'s' * (len(found) != 1)}")
     return EXIT_OK
 

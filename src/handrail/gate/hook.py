@@ -93,8 +93,8 @@ def add_arguments(gate: Adds) -> None:
         "--on-error",
         choices=["allow", "deny"],
         default="allow",
-        help="when the run store cannot be read: let the action through with a warning (default), "
-        "or refuse it",
+        help="when the gate cannot judge and no run is known to be active here: let the action "
+        "through with a warning (default), or refuse it; with a run active it always refuses",
     )
     gate.add_argument(
         "--no-reminder", action="store_true", help="no reminder of the current step on each prompt"
@@ -197,7 +197,10 @@ def run_hook(args: Args) -> int:
     ):
         print(f"handrail gate: {args.event} is not a {harness} hook event", file=sys.stderr)
         return 2
-    answer = _hook(args, harness)
+    try:
+        answer = _hook(args, harness)
+    except (Exception, KeyboardInterrupt) as exc:  # cannot judge: refused while a run may be active
+        answer = cannot_judge(args, harness, exc)
     if answer.stdout:
         sys.stdout.write(answer.stdout)
         sys.stdout.flush()
@@ -227,20 +230,18 @@ def _hook(args: Args, harness: str) -> Answer:
                     raise HookInputError("ConfigChange is answered from the run store; --server cannot")
                 event = _settings_checked(event, args)
     except HookInputError as exc:
-        from handrail.gate import claude_code  # lazy: a hook's start-up
-
-        return claude_code.malformed(str(exc))
+        return cannot_judge(args, harness, exc)
     if args.server:
         from handrail.gate import remote  # lazy: a hook's start-up
 
         try:
             return remote.ask(args, harness, event, data, warnings)
         except remote.Unreachable as exc:
-            return store_failed(args.on_error, harness, args.event, event, exc)
+            return store_failed(args.on_error, harness, args.event, event, exc, require=args.require_run)
     try:
         decision = _decide(args, event, harness)
-    except Exception as exc:  # the store cannot be read: --on-error says what happens
-        return store_failed(args.on_error, harness, args.event, event, exc)
+    except Exception as exc:  # the store cannot be read, or a bug: refused while a run may be active
+        return _undecided(args, harness, event, exc)
     if harness == "git":
         from handrail.gate import git_hooks  # lazy: a hook's start-up
 
@@ -286,7 +287,7 @@ def _json_hook(args: Args, harness: str, data: bytes) -> Answer:
     try:
         events = adapter.read_events(data, args.event)
     except HookInputError as exc:
-        return adapter.malformed(str(exc))  # type: ignore[no-any-return]
+        return cannot_judge(args, harness, exc)
     if not events:  # nothing the gate decides on: the gate's own words sent back as a prompt
         from handrail.runs.gate import Decision  # lazy: a hook's start-up
 
@@ -297,11 +298,11 @@ def _json_hook(args: Args, harness: str, data: bytes) -> Answer:
         try:
             return remote.ask(args, harness, events[0], data, [])
         except remote.Unreachable as exc:
-            return store_failed(args.on_error, harness, args.event, events[0], exc)
+            return store_failed(args.on_error, harness, args.event, events[0], exc, require=args.require_run)
     try:
         decision = _decide(args, events[0], harness, events[1:])
-    except Exception as exc:  # the store cannot be read: --on-error says what happens
-        return store_failed(args.on_error, harness, args.event, events[0], exc)
+    except Exception as exc:  # the store cannot be read, or a bug: refused while a run may be active
+        return _undecided(args, harness, events[0], exc)
     return adapter.answer(args.event, decision)  # type: ignore[no-any-return]
 
 
@@ -317,18 +318,23 @@ def _decide(args: Args, event: GateEvent, harness: str, more: list[GateEvent] | 
         return first_refusal(
             decide(None, each, options, _protected(place)) for each in [event, *(more or [])]
         )
+    from handrail.gate import active_marks  # lazy: a hook's start-up
     from handrail.runs import gate_store  # lazy: a hook's start-up
 
     try:
-        folders = [event.cwd]
-        variable = "CLAUDE_PROJECT_DIR" if harness == "claude-code" else None
-        if harness not in ("git", "claude-code"):
-            variable = _adapter(harness).PROJECT_FOLDER
-        project = os.environ.get(variable) if variable else None
-        if project:
-            folders.append(project)
+        folders = _folders(harness, event.cwd)
         protected = _protected(place)
-        judged = gate_store.judged(store, event, options, protected, folders, more=more or ())
+        seen: list[str] = []
+        try:
+            judged = gate_store.judged(store, event, options, protected, folders, more=more or (), seen=seen)
+        except gate_store.Unrecorded as unrecorded:  # the decision stands; its record waits in the spool
+            from handrail.gate import outages  # lazy: a hook's start-up
+
+            outages.keep_record(unrecorded.run_id, unrecorded.step_id, unrecorded.data)
+            sys.stderr.write(f"handrail gate: {_reason(unrecorded)}; kept to be written later\n")
+            active_marks.note(place.home, seen, folders)
+            return unrecorded.decision
+        active_marks.note(place.home, seen, folders)
         decision = judged.decision
         if harness != "git":  # git's hooks refuse ref updates; what a tool call did is checked around it
             from handrail.gate import effects  # lazy: a hook's start-up
@@ -338,6 +344,120 @@ def _decide(args: Args, event: GateEvent, harness: str, more: list[GateEvent] | 
         return decision
     finally:
         store.close()
+
+
+def _folders(harness: str, cwd: str) -> list[str]:
+    """The folders a hook's run is looked for in: its working folder, then the project
+    folder its harness names."""
+    folders = [cwd]
+    variable = "CLAUDE_PROJECT_DIR" if harness == "claude-code" else None
+    if harness not in ("git", "claude-code"):
+        variable = _adapter(harness).PROJECT_FOLDER
+    project = os.environ.get(variable) if variable else None
+    if project:
+        folders.append(project)
+    return folders
+
+
+def cannot_judge(args: Args, harness: str, exc: BaseException) -> Answer:
+    """The answer of a hook that cannot judge its event: input it cannot read (too
+    deep, not JSON, of the wrong shape), or an error anywhere in it. While a run is
+    active in the working folder it refuses, as `store_failed` says; otherwise the
+    harness's non-blocking error. This never raises: its own failure is exit 2, the
+    blocking error of every harness's command hook (spec/gate.md, "When the gate
+    cannot judge")."""
+    try:
+        from handrail.gate import HookInputError  # lazy: a hook's start-up
+        from handrail.runs.gate import GateEvent  # lazy: a hook's start-up
+
+        folders = _folders(harness, os.getcwd())
+        active: bool | None = None
+        if not args.server:
+            try:
+                active = _run_active(args.database, folders)
+            except Exception:  # the store cannot be read either: the marks say
+                active = None
+        kind = _kind(harness, args.event)
+        event = GateEvent(kind, folders[0])
+        if isinstance(exc, HookInputError) and not _refuses(
+            args.on_error, active, args.require_run, None, event
+        ):
+            if harness == "git":
+                from handrail.gate import git_hooks  # lazy: a hook's start-up
+
+                return git_hooks.warning(f"handrail gate: {exc}", False)
+            from handrail.gate import hook_input  # lazy: a hook's start-up
+
+            return hook_input.malformed(str(exc))
+        return store_failed(
+            args.on_error, harness, args.event, event, exc, active=active, require=args.require_run
+        )
+    except BaseException as last:  # the last guard: a refusal every harness reads as one
+        import traceback  # lazy: only a bug comes here
+
+        trace = "".join(traceback.format_exception_only(type(last), last)).strip()[:300]
+        from handrail.gate import Answer  # lazy: a hook's start-up
+
+        return Answer("", f"handrail gate: cannot judge this ({_reason(exc)}; then {trace}); refused\n", 2)
+
+
+def _undecided(args: Args, harness: str, event: GateEvent, exc: Exception) -> Answer:
+    """`event` read but not decided: whether a run is active is asked of the store once
+    more (None when it cannot say), and `store_failed` answers."""
+    try:
+        active: bool | None = _run_active(args.database, _folders(harness, event.cwd))
+    except Exception:
+        active = None
+    return store_failed(
+        args.on_error, harness, args.event, event, exc, active=active, require=args.require_run
+    )
+
+
+def _kind(harness: str, event: str) -> Any:
+    """The gate's kind of a hook event, as the command names it."""
+    if harness == "git":
+        return "before-tool"
+    if harness == "claude-code":
+        from handrail.gate import claude_code  # lazy: a hook's start-up
+
+        return claude_code.EVENTS[event][1]
+    return str(_adapter(harness).EVENTS[event][1])
+
+
+def _run_active(database: str | None, folders: list[str]) -> bool:
+    """Whether an open run's workspace holds one of `folders`; raises when the store
+    cannot be read."""
+    from handrail.runs import gate_store  # lazy: a hook's start-up
+
+    store = _open_store(database)
+    if store is None:
+        return False
+    try:
+        return bool(gate_store.holding(store, folders))
+    finally:
+        store.close()
+
+
+def _refuses(
+    on_error: str, active: bool | None, require: str | None, home: str | None, event: GateEvent
+) -> bool:
+    """Whether a hook that cannot judge refuses (spec/gate.md, "When the gate cannot
+    judge"): with `on_error` deny, while a run is active, and, when the store cannot say
+    (`active` None), where a run is required or the gate last saw one active."""
+    if on_error == "deny" or active:
+        return True
+    if active is False:
+        return False
+    from handrail.gate import active_marks  # lazy: a hook's start-up
+
+    home = home if home is not None else _place(None).home
+    return bool(require) or active_marks.marked(home, [event.cwd]) is not None
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, RecursionError):
+        return "its input nests too deep to read"
+    return " ".join(str(exc).split())[:300] or type(exc).__name__
 
 
 OUTAGES_SPOOL = "gate-outages.jsonl"  # outages.NAME, named here so the common case loads nothing
@@ -431,17 +551,30 @@ def _protected(place: _Place, more: tuple[str, ...] = ()) -> Any:
 
 
 def store_failed(
-    on_error: str, harness: str, name: str, event: GateEvent, exc: Exception, owner: str | None = None
+    on_error: str,
+    harness: str,
+    name: str,
+    event: GateEvent,
+    exc: BaseException,
+    owner: str | None = None,
+    active: bool | None = None,
+    require: str | None = None,
+    home: str | None = None,
 ) -> Answer:
-    """The answer when the run store cannot be read: `on_error` allow or deny; `name`:
-    the hook event as the command names it."""
-    reason = " ".join(str(exc).split())[:300] or type(exc).__name__
-    refuse = on_error == "deny"
+    """The answer of a hook that cannot judge `event` (the store cannot be read, or an
+    error anywhere): refused while a run is or may be active in its folder, and always
+    with `on_error` deny. `active`: whether a run is (None: unknown, so the marks of
+    where the gate last saw one, and `require`, a run required here, say); `name`: the
+    hook event as the command names it; `home`: handrail's home (default: as the
+    environment says)."""
+    reason = _reason(exc)
+    refuse = _refuses(on_error, active, require, home, event)
     from handrail.gate import outages  # lazy: a hook's start-up
 
     outages.keep(event.cwd, event.kind, "deny" if refuse else "allow", reason, owner=owner)
-    text = f"handrail gate: cannot read the run store ({reason}); " + (
-        "refusing (--on-error deny)" if refuse else "allowing"
+    why = "--on-error deny" if on_error == "deny" else "a run is or may be active here"
+    text = f"handrail gate: cannot judge this ({reason}); " + (
+        f"refusing ({why})" if refuse else "allowing: no run is known to be active here"
     )
     if harness == "git":
         from handrail.gate import git_hooks  # lazy: a hook's start-up
@@ -453,12 +586,13 @@ def store_failed(
     adapter = claude_code if harness == "claude-code" else _adapter(harness)
     if not refuse:
         return adapter.warning(name, text)  # type: ignore[no-any-return]
-    verdict: Verdict = "block" if event.kind == "stop" else "deny"
+    verdict: Verdict = "block" if event.kind in ("stop", "config") else "deny"
     refused = adapter.answer(
         name,
         Decision(
             verdict,
-            "handrail: cannot read the run store; this is refused until it can be read (--on-error deny).",
+            f"handrail: the gate cannot judge this ({reason}) and a run is or may be active here; "
+            "it is refused until the gate can judge. Tell the person.",
         ),
     )
     return Answer(refused.stdout, text + "\n", refused.exit_code)

@@ -29,6 +29,8 @@ def parse(data: bytes) -> dict[str, Any]:
         body = json_light.loads(data)
     except UnicodeDecodeError:
         raise HookInputError("hook input is not UTF-8") from None
+    except RecursionError:  # deeper than the reader goes: nothing in it can be judged
+        raise HookInputError("hook input nests too deep to read") from None
     except json_light.JSONDecodeError as exc:
         what = exc.msg.removesuffix(" at")  # "Unterminated string starting at"
         raise HookInputError(

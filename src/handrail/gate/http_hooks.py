@@ -83,6 +83,9 @@ class HookServer:
                 name, event = claude_code.read_posted(body)
         except HookInputError as exc:
             return _error(400, f"handrail gate: {exc}")
+        except Exception as exc:  # a body of a shape no reader foresaw: still the client's, never a 500
+            log.warning("gate: cannot read a hook body: %r", exc)
+            return _error(400, f"handrail gate: hook input cannot be read ({type(exc).__name__})")
         try:
             decision = self.decide(event, options, person, more)
         except Exception as exc:  # the store cannot be read: `on-error` says what happens
@@ -144,6 +147,8 @@ def _git_input(body: bytes) -> tuple[str, GateEvent, list[str]]:
         posted = json.loads(body)
     except (UnicodeDecodeError, json.JSONDecodeError):
         raise HookInputError("hook input is not JSON") from None
+    except RecursionError:
+        raise HookInputError("hook input nests too deep to read") from None
     if not isinstance(posted, dict):
         raise HookInputError("hook input is not a JSON object")
     hook, args, text, cwd = (posted.get(key) for key in ("hook", "args", "input", "cwd"))

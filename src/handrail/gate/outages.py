@@ -8,6 +8,10 @@ depend on the workspace, so it is found by the command hook, by `handrail gate
 --server` and by a `handrail serve` of the same home. Keeping it is best effort: a
 home that cannot be written keeps nothing, and two hooks writing at the same moment
 may lose a line.
+
+A decision made whose `gate` event could not be written (a full store) is kept there
+too, whole (`keep_record`): it is written to its run as it was, when the store takes
+writes again.
 """
 
 from __future__ import annotations
@@ -64,6 +68,24 @@ def keep(
         pass
 
 
+def keep_record(run_id: str, step_id: str | None, data: Mapping[str, Any], path: Path | None = None) -> bool:
+    """Keep the `gate` event of a decision already answered, for its run; False when
+    even the spool cannot take it (the answer stands: its stderr line is all there is)."""
+    path = path or spool_path()
+    line = json.dumps(
+        {"at": time.time(), "run": run_id[:100], "step": step_id, "data": data}, ensure_ascii=False
+    )
+    if len(line.encode()) > MAX_LINE * 4:  # a record is bounded by the gate; this is a last guard
+        return False
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a", encoding="utf-8") as spool:
+            spool.write(line + "\n")
+    except OSError:
+        return False
+    return True
+
+
 def replay(
     store: RunStore, folders: Sequence[str], owner: str | None = None, path: Path | None = None
 ) -> None:
@@ -74,6 +96,7 @@ def replay(
         return
     from handrail.runs import gate_store  # lazy: a hook's start-up
 
+    replay_records(store, path)
     run = gate_store.active_run(store, folders, owner)
     if run is None:
         return
@@ -84,6 +107,33 @@ def replay(
     step_id = step.get("id") if isinstance(step, dict) and isinstance(step.get("id"), str) else None
     gate_store.record(store, run, step_id, data)
     _write(path, rest)
+
+
+def replay_records(store: RunStore, path: Path) -> None:
+    """The kept `gate` events of decisions already answered, each written to its run in
+    the order kept; a line whose run this store does not hold stays for another store."""
+    from handrail.runs import gate_store  # lazy: a hook's start-up
+
+    rest: list[str] = []
+    written = False
+    for line in _read(path):
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            written = True  # a torn line: dropped
+            continue
+        if not (isinstance(entry, dict) and isinstance(entry.get("run"), str)):
+            rest.append(line)
+            continue
+        run = store.get(entry["run"])
+        data, step = entry.get("data"), entry.get("step")
+        if run is None or not isinstance(data, dict):
+            rest.append(line)
+            continue
+        gate_store.record(store, run, step if isinstance(step, str) else None, {**data, "spooled": True})
+        written = True
+    if written:
+        _write(path, rest)
 
 
 def pending(workspace: str, path: Path, owner: str | None = None) -> tuple[dict[str, Any] | None, list[str]]:

@@ -129,7 +129,9 @@ def notices(
         if kind is None:
             continue
         details = {
-            k: event.data[k] for k in ("comment", "via", "reason", "role", "approvers") if k in event.data
+            k: event.data[k]
+            for k in ("comment", "via", "reason", "role", "approvers", "by", "session")
+            if k in event.data
         }
         note(kind, event, str(event.data.get("person", actor)), details)
     return [NewNotification(target.spec, kind, body) for kind, body in made for target in config.targets]

@@ -30,6 +30,9 @@ def summary(event: Mapping[str, Any]) -> str:
     text = f"Run {run.get('id')} ({run.get('workflowId')}) {HEADLINES.get(kind, kind)}"
     if step:
         text += f" at step {step.get('title') or step.get('id')}"
+    details = event.get("details") or {}
+    if details.get("by") == "agent":  # an agent's workflow_abandon, told apart from a person's
+        return f"{text}, by an agent of {event.get('person')} (session {details.get('session')})"
     return f"{text}, by {event.get('person')}"
 
 
@@ -43,7 +46,7 @@ def _facts(event: Mapping[str, Any]) -> list[tuple[str, str]]:
         ("Person", str(event.get("person"))),
     ]
     details = event.get("details") or {}
-    for key in ("comment", "reason"):
+    for key in ("comment", "reason", "by", "session"):
         if key in details:
             facts.append((key.capitalize(), str(details[key])))
     return facts

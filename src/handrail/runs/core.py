@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Unpack
 
-from handrail.runs import machine
+from handrail.runs import abandons, machine
 from handrail.runs.advance import Advance
 from handrail.runs.approvers import CHANNELS, reminders_due
 from handrail.runs.claims import Claims, admitted, renewed
@@ -394,7 +394,8 @@ class Runs:
                 raise not_active(run)
             if request.session is not None or request.lease is not None:  # an agent: what it holds
                 run = admitted(self.ledger, request, run)
-            event = NewEvent(EventType.ABANDONED, data={"reason": reason})
+            abandons.check_allowed(self.store, run, request)
+            event = NewEvent(EventType.ABANDONED, data={"reason": reason, **abandons.by_whom(request)})
             written = self.tree.after(self.ledger.write(run, RunUpdate(), [event], self.owner(request)))
             return shaped(written, ("runId", "status", "workflowId"))
 

@@ -53,13 +53,16 @@ def judge(
     folders: Sequence[str],
     owner: str | None = None,
     more: Sequence[GateEvent] = (),
+    seen: list[str] | None = None,
 ) -> Decision:
     """One hook event decided against the store, and its `gate` event written: the one
     path of the command hook and of `handrail serve`'s HTTP hooks. `owner`: only that
     person's runs are found (a server's token); None: every run of the store. `more`:
     further actions of the same tool call (a patch naming several files), decided in
-    order; the first one not allowed is the decision, and the one event written."""
-    return judged(store, event, options, protected, folders, owner, more).decision
+    order; the first one not allowed is the decision, and the one event written.
+    `seen` gets the workspace of the run found, if any. A decision whose event cannot
+    be written is raised as `Unrecorded`, carrying both: it stands all the same."""
+    return judged(store, event, options, protected, folders, owner, more, seen).decision
 
 
 class Judged(NamedTuple):
@@ -76,13 +79,18 @@ def judged(
     folders: Sequence[str],
     owner: str | None = None,
     more: Sequence[GateEvent] = (),
+    seen: list[str] | None = None,
 ) -> Judged:
     """As `judge`, with the run and facts the decision was made on."""
     event, more = resolved(event), [resolved(each) for each in more]
     held = strictest(store, folders, owner, event)
     if held is not None:
+        if seen is not None:
+            seen.extend(run.workspace for run, _ in held)
         return held_to_all(store, held, event, options, protected, more)
     found = session_run(store, folders, owner, event.session, event.run_id)
+    if found is not None and seen is not None:
+        seen.append(found[0].workspace)
     facts_ = None if found is None else facts(store, found[0], found[1])
     decision = first_refusal(decide(facts_, each, options, protected) for each in (event, *more))
     if found is None or facts_ is None:
@@ -95,8 +103,23 @@ def judged(
             "bind": True,
         }
     if data is not None:
-        record(store, run, facts_.step_id, data)
+        recorded(store, run, facts_.step_id, data, decision)
     return Judged(decision, run, facts_)
+
+
+def recorded(
+    store: RunStore | LightSqlite,
+    run: RunRecord | OpenRun,
+    step_id: str | None,
+    data: Mapping[str, Any],
+    decision: Decision,
+) -> None:
+    """The decision's `gate` event written; one that cannot be (a full or read-only store)
+    is raised as `Unrecorded`: the decision stands, its record waits."""
+    try:
+        record(store, run, step_id, data)
+    except Exception as exc:
+        raise Unrecorded(decision, run.id, step_id, data, exc) from exc
 
 
 def resolved(event: GateEvent) -> GateEvent:
@@ -176,8 +199,19 @@ def held_to_all(
         decision = decision._replace(text="\n\n".join(texts))
     if decision.record is not None:
         data = {**decision.record, "heldBy": len(held)}
-        record(store, run, facts_.step_id, data)
+        recorded(store, run, facts_.step_id, data, decision)
     return Judged(decision, run, facts_)
+
+
+class Unrecorded(Exception):
+    """A decision made whose `gate` event could not be written (spec/gate.md, "When the
+    gate cannot judge"): the hook answers the decision and keeps the event to write later."""
+
+    def __init__(
+        self, decision: Decision, run_id: str, step_id: str | None, data: Mapping[str, Any], cause: Exception
+    ) -> None:
+        super().__init__(f"cannot write the gate event of run {run_id}: {cause}")
+        self.decision, self.run_id, self.step_id, self.data = decision, run_id, step_id, data
 
 
 def first_refusal(decisions: Iterable[Decision]) -> Decision:

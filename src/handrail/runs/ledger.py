@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 
 from handrail import budget
 from handrail.codec import json_size
-from handrail.errors import InvalidParams, RunNotFound, StateError
+from handrail.errors import InvalidParams, RunNotFound, StateError, StorageError
 from handrail.limits import MAX_CONTEXT_BYTES
 from handrail.notify.events import notices
 from handrail.notify.targets import NotifyConfig
@@ -170,6 +170,11 @@ class Ledger:
         found = self.store.get(run_id)
         if found is None or found.owner != self.owner(request):
             raise RunNotFound(data={"runId": run_id})
+        if found.tampered:  # edited past the store: nothing is served from it (spec/runs.md)
+            raise StorageError(
+                f"run {run_id} was changed outside handrail: " + "; ".join(found.tampered),
+                {"runId": run_id, "tampered": list(found.tampered)},
+            )
         return found
 
     def events(self, run_id: str) -> list[Event]:

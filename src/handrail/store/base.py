@@ -88,6 +88,10 @@ class RunRecord:
     # who holds it (a claimed branch) and until when, ISO time as `updated_at`
     holder: str | None = None
     lease_until: str | None = None
+    # the row's seal as read (store/state_seal.py), and what of the row does not match it
+    # (empty: all does); a read that finds a mismatch says so (spec/runs.md)
+    seal: str | None = field(default=None, compare=False)
+    tampered: tuple[str, ...] = field(default=(), compare=False)
 
     @property
     def current_step(self) -> dict[str, Any] | None:

@@ -151,4 +151,7 @@ def check_run(store: Any, run_id: str, run: Any = None, events: Sequence[Any] | 
         if run is None:
             return Break(run_id, 0, "the run is gone")
         events = store.events(run_id)
-    return first_break(run_id, events or [], run.head, run.events)
+    broken = first_break(run_id, events or [], run.head, run.events)
+    if broken is None and run.tampered:  # the chain holds, the row does not match its seal
+        return Break(run_id, 0, "the run row is not as its last write sealed it: " + "; ".join(run.tampered))
+    return broken

@@ -56,3 +56,8 @@ def hashed_form(
 
 def event_hash(form: Mapping[str, Any]) -> str:
     return sha256(canonical(form)).hexdigest()
+
+
+def digest(data: bytes) -> str:
+    """The SHA-256 of `data` in hex, with the SHA-256 this module loads."""
+    return str(sha256(data).hexdigest())

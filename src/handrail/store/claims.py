@@ -16,7 +16,7 @@ from typing import Any
 
 from handrail.store.base import ClaimFilter, EventType, NewEvent, RunRecord
 from handrail.store.chain import EventRow, chained_rows, new_head
-from handrail.store.rows import _COLUMNS
+from handrail.store.rows import _COLUMNS, sealed
 
 
 def free_branch(where: ClaimFilter, at: str, mark: str, lock: str = "") -> tuple[str, list[Any]]:
@@ -67,9 +67,11 @@ def claim_write(
     head = new_head(rows, run.head)
     query = (
         f"UPDATE runs SET holder = {mark}, lease_until = {mark}, updated_at = {mark}, "
-        f"version = version + 1, events = events + 1, head = {mark} WHERE id = {mark} AND version = {mark}"
+        f"version = version + 1, events = events + 1, head = {mark}, seal = {mark} "
+        f"WHERE id = {mark} AND version = {mark}"
     )
-    values = [holder, until, at, head, run.id, run.version]
+    # a claim decides none of the sealed fields: the seal moves on to the new head
+    values = [holder, until, at, head, sealed(run, head, run.events + 1), run.id, run.version]
     after = replace(
         run,
         holder=holder,

@@ -57,8 +57,9 @@ from handrail.store.rows import (
     move,
     now,
     read_events,
+    seal_backfill,
 )
-from handrail.store.schema import MIGRATIONS_TABLE, migrations, newer_than_known
+from handrail.store.schema import MIGRATIONS_TABLE, SEAL_MIGRATION, migrations, newer_than_known
 
 MIGRATIONS = migrations("postgresql")
 MIGRATION_LOCK = 0x68616E64  # any constant: the advisory lock replicas take to migrate
@@ -144,6 +145,8 @@ class PostgresStore:
                 db.execute(MIGRATIONS[version].encode())  # DDL is transactional here: all or none
                 db.execute("INSERT INTO schema_migrations VALUES (%s, %s)", (version + 1, now()))
             backfill(db, "%s")
+            if current < SEAL_MIGRATION:
+                seal_backfill(db, "%s")
 
     @staticmethod
     def _version(db: psycopg.Connection[Any]) -> int | None:

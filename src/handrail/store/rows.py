@@ -6,11 +6,13 @@ listing. `mark` is the driver's placeholder (`?` for sqlite3, `%s` for psycopg).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
 
 from handrail.codec import decode_stored, encode_stored
-from handrail.store.base import Event, NewEvent, RunFilter, RunRecord, RunStatus, RunUpdate
+from handrail.store import state_seal
+from handrail.store.base import Event, NewEvent, RunFilter, RunRecord, RunStatus, RunUpdate, written
 from handrail.store.chain import EVENT_COLUMNS, EventRow, chained_rows, new_head
 from handrail.store.summary import Summary, plan
 
@@ -28,15 +30,30 @@ def later(seconds: float) -> str:
 _COLUMNS = (
     "id, owner, workspace, workflow_id, workflow_version, source_hash, goal, status, "
     "context, position, accepted, created_at, updated_at, version, events, head, stats, "
-    "parent_id, parent_step, branch, holder, lease_until"
+    "parent_id, parent_step, branch, holder, lease_until, seal"
 )
 
 
 def _record(row: Sequence[Any]) -> RunRecord:
-    """A runs row; `_COLUMNS` lists RunRecord's fields in their order."""
-    values = list(row[:22])
+    """A runs row, checked against its seal; `_COLUMNS` lists RunRecord's fields in their order."""
+    values = list(row[:23])
     values[7:10] = RunStatus(row[7]), decode_stored(row[8]), decode_stored(row[9])
-    return RunRecord(*values)
+    run = RunRecord(*values)
+    problems = state_seal.differs(run, run.seal)
+    return replace(run, tampered=tuple(problems)) if problems else run
+
+
+def read_back(run: RunRecord) -> RunRecord:
+    """`run` with its JSON fields as the store reads them back: what a seal is taken over."""
+    return replace(
+        run,
+        context=decode_stored(encode_stored(run.context)),
+        position=decode_stored(encode_stored(run.position)),
+    )
+
+
+def sealed(run: RunRecord, head: str | None, events: int) -> str:
+    return state_seal.seal(state_seal.digests(read_back(run)), head, events)
 
 
 def run_row(run: RunRecord, events: int, head: str | None, stats: str | None = None) -> tuple[Any, ...]:
@@ -64,6 +81,7 @@ def run_row(run: RunRecord, events: int, head: str | None, stats: str | None = N
         run.branch,
         run.holder,
         run.lease_until,
+        sealed(run, head, events),
     )
 
 
@@ -71,7 +89,7 @@ def insert_run(
     run: RunRecord, events: int, head: str | None, mark: str, stats: str | None = None
 ) -> tuple[str, tuple[Any, ...]]:
     """The statement that inserts a new run row, and its values."""
-    return f"INSERT INTO runs ({_COLUMNS}) VALUES ({', '.join([mark] * 22)})", run_row(
+    return f"INSERT INTO runs ({_COLUMNS}) VALUES ({', '.join([mark] * 23)})", run_row(
         run, events, head, stats
     )
 
@@ -118,10 +136,13 @@ def move(run: RunRecord, change: RunUpdate, events: Sequence[NewEvent], actor: s
     """The write is applied only if the run is still at `run.version`: that makes
     `run.events`, `run.head` and `run.stats` the log's as committed."""
     at = now()
+    after = written(run, change, at, len(events))
     rows = chained_rows(run.id, run.events, run.head, events, actor, at)
     head = new_head(rows, run.head)
     summary, stats = plan(run.stats, rows)
     sets, values = update_sets(change, at, len(events), mark, head, stats)
+    sets += f", seal = {mark}"
+    values.append(sealed(after, head, run.events + len(events)))
     if run.holder is not None:  # a held branch: its lease as the holder's call renewed it
         sets += f", lease_until = {mark}"
         values.append(run.lease_until)
@@ -194,3 +215,14 @@ def list_order(filters: RunFilter, newest: str) -> str:
 def _ascii_lower(text: str) -> str:
     """SQLite's LOWER folds ASCII letters only: fold the pattern the same way in both stores."""
     return "".join(chr(ord(c) + 32) if "A" <= c <= "Z" else c for c in text)
+
+
+def seal_backfill(db: Any, mark: str) -> int:
+    """Seal the rows of runs kept before the seal existed, as they stand, inside the
+    caller's migration transaction (only there: a seal taken away later stays missing)."""
+    rows = db.execute(f"SELECT {_COLUMNS} FROM runs WHERE seal IS NULL").fetchall()
+    for row in rows:
+        run = _record(row)
+        seal = sealed(run, run.head, run.events)
+        db.execute(f"UPDATE runs SET seal = {mark} WHERE id = {mark}", (seal, run.id))
+    return len(rows)

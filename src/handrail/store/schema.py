@@ -333,7 +333,13 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX passkeys_person ON passkeys (person)
     """,
+    """
+    -- the row's state bound to its chain head (store/state_seal.py), the runs already kept
+    -- are sealed as they stand when this is applied (chain.seal_backfill)
+    ALTER TABLE runs ADD COLUMN seal TEXT
+    """,
 )
+SEAL_MIGRATION = len(MIGRATIONS)  # the version that adds the seal
 
 STATS_TABLES = ("stats_visits", "stats_waits", "stats_checks", "stats_issues", "stats_gate")
 

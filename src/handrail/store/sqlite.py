@@ -64,8 +64,9 @@ from handrail.store.rows import (
     move,
     now,
     read_events,
+    seal_backfill,
 )
-from handrail.store.schema import MIGRATIONS_TABLE, migrations, newer_than_known, statements
+from handrail.store.schema import MIGRATIONS_TABLE, SEAL_MIGRATION, migrations, newer_than_known, statements
 from handrail.store.stats import last_line
 from handrail.store.urls import sqlite_url
 
@@ -207,6 +208,8 @@ class SqliteStore:
                     db.execute(statement)
                 db.execute("INSERT INTO schema_migrations VALUES (?, ?)", (version + 1, now()))
             backfill(db, "?")
+            if current < SEAL_MIGRATION:
+                seal_backfill(db, "?")
 
     @property
     def schema_version(self) -> int:

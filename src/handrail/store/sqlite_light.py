@@ -42,7 +42,10 @@ else:
 
 BUSY_TIMEOUT_S = 5.0  # as the full store: how long the append waits for another writer
 GATE_DECISIONS = ("deny", "block")  # the gate decisions the stats count (store/summary.py)
-RUN_COLUMNS = "id, owner, workspace, workflow_id, source_hash, goal, status, position, accepted, parent_id"
+RUN_COLUMNS = (
+    "id, owner, workspace, workflow_id, source_hash, goal, status, position, accepted, parent_id, "
+    "workflow_version, context, parent_step, branch, head, events, seal"  # what the seal covers
+)
 
 
 class LightStoreError(Exception):
@@ -217,7 +220,7 @@ class LightSqlite:
                         f"the run database {self.path} changed schema version while the gate read it"
                     )
                 row = db.execute(
-                    "SELECT events, head, workflow_id, workflow_version, owner, created_at FROM runs "
+                    "SELECT events, head, workflow_id, workflow_version, owner, created_at, seal FROM runs "
                     "WHERE id = ?",
                     (run_id,),
                 ).fetchone()
@@ -229,10 +232,13 @@ class LightSqlite:
                 # chained as the full store chains: over the data as it reads back
                 form = hashed_form(run_id, seq, kind, at, actor, step_id, json_light.loads(text), row[1])
                 link = event_hash(form)
+                from handrail.store.state_seal import reseal  # lazy: a hook that writes
+
+                # a gate event decides none of the sealed fields: the seal moves on to the new head
                 db.execute(
-                    "UPDATE runs SET updated_at = ?, version = version + 1, events = events + 1, head = ? "
-                    "WHERE id = ?",
-                    (at, link, run_id),
+                    "UPDATE runs SET updated_at = ?, version = version + 1, events = events + 1, head = ?, "
+                    "seal = ? WHERE id = ?",
+                    (at, link, reseal(row[6], link, seq), run_id),
                 )
                 db.execute(
                     "INSERT INTO run_events (run_id, seq, type, at, actor, step_id, data, hash) "
@@ -264,9 +270,27 @@ def _run(row: Sequence[Any]) -> OpenRun:
     run_id, owner, workspace, workflow_id, source_hash, goal, status = (str(value) for value in row[:7])
     position = json_light.loads(row[7])
     position = position if isinstance(position, dict) else {}
-    return OpenRun(
+    run = OpenRun(
         run_id, owner, workspace, workflow_id, source_hash, goal, status, position, int(row[8]), row[9]
     )
+    from types import SimpleNamespace  # lazy: loaded with the first run read
+
+    from handrail.store.state_seal import differs  # lazy: as above
+
+    context = json_light.loads(row[11])
+    whole = SimpleNamespace(
+        **run._asdict(),
+        workflow_version=row[10],
+        context=context,
+        parent_step=row[12],
+        branch=row[13],
+        head=row[14],
+        events=row[15],
+    )
+    problems = differs(whole, row[16])
+    if problems:  # edited past handrail: the gate cannot judge by it (spec/runs.md)
+        raise LightStoreError(f"run {run_id} was changed outside handrail: " + "; ".join(problems))
+    return run
 
 
 def now() -> str:
