@@ -260,7 +260,7 @@ def test_an_unreachable_server_lets_the_action_through_with_a_warning(world: Gat
 def test_doctor_says_whether_the_servers_hooks_answer_with_the_token(
     world: GateWorld, server: HttpServer
 ) -> None:
-    def doctor(token: str) -> str:
+    def doctor(token: str, exit_code: int) -> str:
         done = subprocess.run(
             [*gate_command("doctor"), "--server", server.base],
             capture_output=True,
@@ -269,12 +269,13 @@ def test_doctor_says_whether_the_servers_hooks_answer_with_the_token(
             env=world.env() | {"HANDRAIL_TOKEN": token},
             timeout=60,
         )
-        assert done.returncode == 0, done.stderr
-        return done.stdout
+        assert done.returncode == exit_code, done.stderr
+        return done.stdout + done.stderr
 
-    assert f"run store: the server {server.base}" in doctor(ANA)
-    assert "test event: the server's hooks answer, and take the token" in doctor(ANA)
-    assert "answered 401: Unauthorized" in doctor("nobody-has-this-token-0123456789")
+    assert f"run store: the server {server.base}" in doctor(ANA, 0)
+    assert "test event: the server's hooks answer, and take the token" in doctor(ANA, 0)
+    # a server that refuses the token is a hook that will not answer: exit 1, naming why
+    assert "answered 401: Unauthorized" in doctor("nobody-has-this-token-0123456789", 1)
 
 
 def test_gits_hooks_ask_the_server_too(world: GateWorld, server: HttpServer) -> None:
