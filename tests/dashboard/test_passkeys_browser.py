@@ -19,6 +19,7 @@ import httpx
 import pytest
 
 from handrail.store.chain_form import event_hash, hashed_form
+from handrail.store.state_seal import reseal
 from tests.gate.runs import GateWorld, claude_input
 from tests.helpers.http import HttpServer
 
@@ -116,8 +117,8 @@ def bare_post(base: str, run: str) -> httpx.Response:
 
 
 def rewrite_from_the_start(world: GateWorld, run: str) -> None:
-    """Someone with the store changes the first event's goal and computes every hash
-    and the head again, as the chain alone cannot tell."""
+    """Someone with the store changes the first event's goal and computes every hash,
+    the head and the row's seal again: neither the chain nor the seal holds a secret."""
     db = sqlite3.connect(world.database)
     try:
         rows = db.execute(
@@ -134,7 +135,10 @@ def rewrite_from_the_start(world: GateWorld, run: str) -> None:
                 "UPDATE run_events SET data = ?, hash = ? WHERE run_id = ? AND seq = ?",
                 (text, prev, run, seq),
             )
-        db.execute("UPDATE runs SET head = ? WHERE id = ?", (prev, run))
+        (sealed,) = db.execute("SELECT seal FROM runs WHERE id = ?", (run,)).fetchone()
+        db.execute(
+            "UPDATE runs SET head = ?, seal = ? WHERE id = ?", (prev, reseal(sealed, prev, len(rows)), run)
+        )
         db.commit()
     finally:
         db.close()

@@ -494,7 +494,12 @@ def _needs_presence(args: argparse.Namespace, exc: HandrailError) -> int:
     """Nothing was decided: say so and where the person signs it, and open that page
     for a person at a terminal."""
     page = exc.data.get("page")
-    _say(f"handrail runs {args.runs_command}: {exc.message}", file=sys.stderr)
+    message = exc.message
+    if not isinstance(page, str):  # no server named its dashboard: the local one's page (notifications
+        # queued here keep no such link: the server that delivers them names its own)
+        page = f"{LOCAL_DASHBOARD}/runs/{args.run_id}"
+        message = message.replace("on the run's page of the dashboard", f"on the run's page {page}")
+    _say(f"handrail runs {args.runs_command}: {message}", file=sys.stderr)
     if isinstance(page, str) and sys.stdin.isatty() and sys.stdout.isatty():
         import webbrowser  # lazy: only a person at a terminal is sent to the page
 
@@ -516,8 +521,6 @@ def _decide(runs: Runs, args: argparse.Namespace) -> int:
         except TokensFileError as exc:
             raise InvalidParams(f"--tokens: {exc}") from None
     decide = runs.approve if args.runs_command == "approve" else runs.decline
-    # the run's page, for a decision that needs the person's passkey: the local dashboard's
-    runs.ledger.dashboard_url = runs.ledger.dashboard_url or LOCAL_DASHBOARD
     try:
         # a served run is its owner's; the person decides
         # the command line is always a channel the agent shares: it runs as the same user

@@ -118,8 +118,8 @@ class AgentWorld:
 
     def server_args(self) -> list[str]:
         """handrail as the harness's MCP server: this store, the fixture's workflows only. A
-        person approves on the command line: headless harnesses cancel an elicitation at
-        once (issue 35, 3)."""
+        person approves on the dashboard (the command line is tried first, and refused):
+        headless harnesses answer an elicitation at once, `codex exec` with a decline."""
         return [
             "start",
             "--no-bundled",
@@ -128,7 +128,7 @@ class AgentWorld:
             "--database",
             self.url,
             "--approval-channels",
-            "cli",
+            "dashboard,cli",
         ]
 
     def approve(self, run_id: str) -> None:

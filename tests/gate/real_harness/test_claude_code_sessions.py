@@ -312,12 +312,20 @@ def test_a_script_that_takes_the_gates_hooks_out_mid_session_is_refused_and_the_
         say("Done, I think."),
         *stops(3),
     )
+    installed = (world.repo / ".claude" / "settings.json").read_bytes()
     session = world.claude("Give the cart's total a discount")
 
     assert session.exit_code == 0, session.stderr
-    assert json.loads((world.repo / ".claude" / "settings.json").read_text()) == {"hooks": {}}
-    assert config["decision"] == "block" and config["source"] == "project_settings"
-    assert "leaves out the gate's hooks" in config["reason"]
+    # what the script did was found after the tool call and undone: the settings as installed
+    assert (world.repo / ".claude" / "settings.json").read_bytes() == installed
+    assert run.id is not None
+    violations = [e for e in world.run_record(run.id)["events"] if e["type"] == "violation"]
+    assert violations and any(
+        change["target"].endswith(".claude/settings.json") for change in violations[0]["changes"]
+    )
+    # ConfigChange judged the file as it then stood: stripped (refused), or already put back
+    assert config["source"] == "project_settings"
+    assert config["decision"] == "allow" or "leaves out the gate's hooks" in config["reason"]
     # the session kept the hooks it started with: the edit after the change is still refused
     told = results(world.model.played)
     assert REFUSED in told[2] and "does not allow edit:src/cart.py" in told[2]
