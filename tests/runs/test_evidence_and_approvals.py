@@ -495,7 +495,9 @@ def test_handrail_runs_decline_sends_the_step_back_and_approving_a_run_not_waiti
     declined = _cli(tmp_path, "decline", record["run"], "--comment", "Too vague")
     assert declined.returncode == 0 and "declined by" in declined.stdout
     again = _cli(tmp_path, "approve", record["run"])
-    assert again.returncode == 1 and "no submission of its current step is waiting for a person" in again.stderr
+    assert (
+        again.returncode == 1 and "no submission of its current step is waiting for a person" in again.stderr
+    )
     assert _events(tmp_path, record["run"])[-1]["comment"] == "Too vague"
 
 
