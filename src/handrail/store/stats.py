@@ -15,6 +15,9 @@ from typing import Any
 from handrail.store import stats_sql as sql
 from handrail.store.stats_sql import GROUP, Aggregates, StatsFilter
 
+# the statistics' API: the filter and the store's side are stats_sql.py's, named here
+__all__ = ["Aggregates", "StatsFilter", "last_line", "workflow_stats"]
+
 MESSAGE_CHARS = 500  # a listed message is cut to this many characters
 
 
