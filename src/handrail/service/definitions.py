@@ -15,7 +15,7 @@ from handrail._resources import resource
 from handrail.service.identifiers import ID
 from handrail.service.portable_schema import portable
 from handrail.service.run_definitions import RUN_TOOLS
-from handrail.service.tool_table import READ_ONLY, Schema, Tool, published
+from handrail.service.tool_table import READ_ONLY, Schema, Tool, markdown_table, published
 
 SUMMARY = {
     "type": "object",
@@ -262,3 +262,13 @@ def tools() -> tuple[dict[str, Any], ...]:
 @cache
 def tool_names() -> tuple[str, ...]:
     return tuple(t.name for t in TABLE)
+
+
+def docs_table() -> str:
+    """The README's table of tools, made from the declarations (tests/service/test_tool_table.py
+    checks the README holds it)."""
+    return markdown_table(TABLE)
+
+
+if __name__ == "__main__":  # python -m handrail.service.definitions: the table to paste
+    print(docs_table(), end="")
