@@ -4,7 +4,9 @@ those declarations, so none of them can drift from the others."""
 
 from __future__ import annotations
 
+import json
 import re
+from typing import Any
 
 import pytest
 
@@ -67,3 +69,9 @@ def test_a_published_example_calls_its_own_tool(published: dict[str, object]) ->
     examples = published["examples"]
     assert isinstance(examples, dict)
     assert examples["request"]["method"] == published["name"]
+
+
+def test_the_published_list_is_the_one_recorded(snapshot: Any) -> None:
+    # what tools/list sends, key order included: a change to it is made on purpose
+    # (pytest --snapshot-update) and shows in review
+    assert json.dumps(tools(), indent=1, ensure_ascii=False) == snapshot
