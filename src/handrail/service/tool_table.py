@@ -8,8 +8,7 @@ service/run_definitions.py (the run tools)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from handrail.service.portable_schema import portable
 
@@ -36,12 +35,12 @@ TOOL_ERROR: Schema = {
 }
 
 
-@dataclass(frozen=True)
-class Tool:
-    """One tool. `handler`: the name of the `Service` method that answers it, or, with
-    `runs`, of the run handler (runs/handlers.py) that does, which also reads the request.
-    `output` is a schema, or a function giving it (read on first use). `runs_only`: still
-    offered with `--runs-only`."""
+class Tool(NamedTuple):
+    """One tool, immutable (a NamedTuple: the server loads this at start-up, and
+    dataclasses would bring `inspect` with them). `handler`: the name of the `Service`
+    method that answers it, or, with `runs`, of the run handler (runs/handlers.py) that
+    does, which also reads the request. `output` is a schema, or a function giving it
+    (read on first use). `runs_only`: still offered with `--runs-only`."""
 
     name: str
     title: str
