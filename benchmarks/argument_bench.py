@@ -40,7 +40,7 @@ CALLS: dict[str, dict[str, Any]] = {
 PAIRS = 9
 
 
-def _schema(name: str) -> dict[str, Any]:
+def input_schema(name: str) -> dict[str, Any]:
     schema: dict[str, Any] = next(t["inputSchema"] for t in tools() if t["name"] == name)
     return schema
 
@@ -48,7 +48,7 @@ def _schema(name: str) -> dict[str, Any]:
 def schema_admit(name: str, limits: Limits) -> tuple[Callable[[Any], Any], Callable[[dict[str, Any]], None]]:
     """The tool's input schema by a fastjsonschema validator compiled once, alone and
     after the limits: the way in without the quick yes."""
-    validate = fastjsonschema.compile(_schema(name), use_default=False)
+    validate = fastjsonschema.compile(input_schema(name), use_default=False)
 
     def admit(arguments: dict[str, Any]) -> None:
         check_limits(limits, name, arguments)
@@ -62,7 +62,7 @@ def measure(service: Service, name: str, arguments: dict[str, Any]) -> str:
     limits = service.limits
     service.call(name, arguments)  # the plan made, the workflow compiled
     plan = service._plans[name]
-    quick = admission(limits, name, _schema(name))
+    quick = admission(limits, name, input_schema(name))
     assert quick is not None and quick(arguments)
     validate, admit = schema_admit(name, limits)
     alone, schema_only, both, whole = [], [], [], []

@@ -15,7 +15,7 @@ from handrail.service.argument_limits import admission
 def test_each_measured_call_is_admitted_both_ways(name: str) -> None:
     arguments = argument_bench.CALLS[name]
     limits = Limits()
-    quick = admission(limits, name, argument_bench._schema(name))
+    quick = admission(limits, name, argument_bench.input_schema(name))
     assert quick is not None and quick(arguments)
     validate, admit = argument_bench.schema_admit(name, limits)
     validate(arguments)  # raises on a refusal
