@@ -53,8 +53,6 @@ SIZE_DEBT: dict[str, int] = {
     "function handrail.checks.files.check_files": 81,
     "function handrail.processes.run": 92,
     "function handrail.runs.advance.Advance._continue_once": 104,
-    "function handrail.service.definitions._tools": 224,
-    "function handrail.service.run_definitions.run_tools": 205,
     "function handrail.transport.stdio.serve": 181,
     "module handrail.cli.runs": 552,
     "module handrail.gate.hook": 598,
