@@ -101,9 +101,32 @@ def run(
     pipes = [_Pipe(process.stdout, keep_bytes)]
     if process.stderr is not None:
         pipes.append(_Pipe(process.stderr, keep_bytes))
+    try:
+        timed_out = _pump(process, pipes, start + timeout)
+    finally:
+        for pipe in pipes:
+            pipe.stream.close()
+        # the leader is not reaped yet, so its group id cannot have been reused
+        _kill_group(process.pid)
+        process.wait()
+        with _running_lock:
+            _running.discard(process.pid)
+    duration = int((time.monotonic() - start) * 1000)
+    return Finished(
+        exit_code=None if timed_out else process.returncode,
+        duration_ms=duration,
+        output=bytes(pipes[0].tail),
+        truncated=pipes[0].total > len(pipes[0].tail),
+        timed_out=timed_out,
+        errors=bytes(pipes[1].tail) if len(pipes) > 1 else b"",
+    )
+
+
+def _pump(process: subprocess.Popen[bytes], pipes: list[_Pipe], deadline: float) -> bool:
+    """Read the pipes until the program has exited (or is killed at `deadline`) and its
+    output is drained or the grace is over; True when it timed out."""
     timed_out = False
     ended_at: float | None = None  # when the program exited or was killed
-    deadline = start + timeout
     pause = 0.001  # without a pidfd: how long to sleep before looking again, backing off
     exit_fd = _pidfd(process.pid)  # readable once the program exits (Linux), never reaped
     with selectors.DefaultSelector() as selector:
@@ -139,24 +162,9 @@ def run(
                     if not key.data.read():
                         selector.unregister(key.fileobj)
         finally:
-            for pipe in pipes:
-                pipe.stream.close()
             if exit_fd is not None:
                 os.close(exit_fd)
-            # the leader is not reaped yet, so its group id cannot have been reused
-            _kill_group(process.pid)
-            process.wait()
-            with _running_lock:
-                _running.discard(process.pid)
-    duration = int((time.monotonic() - start) * 1000)
-    return Finished(
-        exit_code=None if timed_out else process.returncode,
-        duration_ms=duration,
-        output=bytes(pipes[0].tail),
-        truncated=pipes[0].total > len(pipes[0].tail),
-        timed_out=timed_out,
-        errors=bytes(pipes[1].tail) if len(pipes) > 1 else b"",
-    )
+    return timed_out
 
 
 class _Pipe:
