@@ -67,6 +67,7 @@ from handrail.store.rows import (
     seal_backfill,
 )
 from handrail.store.schema import MIGRATIONS_TABLE, SEAL_MIGRATION, migrations, newer_than_known, statements
+from handrail.store.shown_query import shown_events_query, shown_events_values
 from handrail.store.stats import last_line
 from handrail.store.urls import sqlite_url
 
@@ -375,6 +376,11 @@ class SqliteStore:
         events = read_events(rows)
         self._windows.put(run_id, recent, rows, events)
         return events
+
+    def shown_events(self, run_id: str, recent: int) -> list[Event]:
+        with self._read() as db:
+            rows = db.execute(shown_events_query("?"), shown_events_values(run_id, recent)).fetchall()
+        return read_events(sorted(rows, key=lambda row: int(row[0])))
 
     def aggregate(self, sql: str, values: Sequence[Any]) -> list[tuple[Any, ...]]:
         """One read-only query's rows (store/stats.py)."""
