@@ -48,6 +48,7 @@ def add_runs_only_option(parser: argparse.ArgumentParser) -> None:
 
 
 RUN_HELP = "the run's id, run_... (`handrail runs list` shows them)"
+READING_VERBS = ("list", "show")  # the file is not checked whole for them (store/sqlite.py)
 SHOWN_EVENTS = 200  # `runs show`'s last events: its cost stays the same however long the log
 
 
@@ -189,7 +190,7 @@ def runs_command(args: argparse.Namespace) -> int:
     missing = _missing_database(args.database)
     if missing is not None:
         return _no_database(args, missing)
-    runs = default_runs(args.database)
+    runs = default_runs(args.database, reading=verb in READING_VERBS)
     from handrail.cli.notify import queue_from_environment  # the notification options load here only
 
     queue_from_environment(runs, f"runs {verb}")
