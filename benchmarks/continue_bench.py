@@ -14,6 +14,7 @@ import argparse
 import json
 import os
 import sqlite3
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -131,12 +132,94 @@ def measure(against: str, runs: int, steps: int) -> dict[str, Any]:
     }
 
 
+CHILD = """
+import json, os, statistics, sys, tempfile, time
+from pathlib import Path
+from handrail.catalog import load_catalog
+try:
+    from handrail.service.core import Service
+except ImportError:  # an older tree: one module
+    from handrail.service import Service
+workflow, context, output, n = json.loads(sys.argv[1])
+folder = Path(tempfile.mkdtemp(prefix="handrail-continue-child-"))
+(folder / "flows").mkdir()
+(folder / "flows" / "bench-run.json").write_text(json.dumps(workflow))
+os.environ["HANDRAIL_HOME"] = str(folder / "home")
+service = Service(load_catalog(folder / "flows", bundled=False))
+started = {"workflowId": workflow["id"], "goal": "Bench", "context": context}
+run = service.call("workflow_start", started)["runId"]
+service.call("workflow_continue", {"runId": run, "stepId": "prepare", "output": "Did prepare it."})
+body = {"runId": run, "stepId": "work", "output": output}
+walls, cpus = [], []
+for i in range(n + 20):
+    wall, cpu = time.perf_counter(), time.thread_time()
+    service.call("workflow_continue", body)
+    if i >= 20:  # past the first few: caches warm
+        cpus.append((time.thread_time() - cpu) * 1e6)
+        walls.append((time.perf_counter() - wall) * 1e6)
+print(json.dumps({"wall_us": statistics.median(walls), "cpu_us": statistics.median(cpus)}))
+"""
+
+
+def in_process(source: Path, n: int) -> dict[str, float]:
+    """One child process on `source`'s tree: a durable continue's wall and CPU time, p50."""
+    env = {**os.environ, "PYTHONPATH": str(source / "src")}
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD, json.dumps([WORKFLOW, CONTEXT, OUTPUT, n])],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=source,
+    )
+    figures: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
+    return figures
+
+
+def in_process_pairs(against: str, rounds: int, n: int) -> dict[str, Any]:
+    """The child on both trees, alternated; each figure the median over the rounds, and
+    the median of each round's ratio."""
+    with tempfile.TemporaryDirectory(prefix="handrail-continue-") as tmp:
+        base = Path(tmp) / "base"
+        subprocess.run(
+            ["git", "worktree", "add", "--detach", str(base), against],
+            cwd=ROOT,
+            check=True,
+            capture_output=True,
+        )
+        try:
+            pairs = [(in_process(ROOT, n), in_process(base, n)) for _ in range(rounds)]
+        finally:
+            subprocess.run(["git", "worktree", "remove", "--force", str(base)], cwd=ROOT, capture_output=True)
+    found: dict[str, Any] = {}
+    for key in ("wall_us", "cpu_us"):
+        found[key] = {
+            "this tree": statistics.median(p[0][key] for p in pairs),
+            against: statistics.median(p[1][key] for p in pairs),
+            "ratio": statistics.median(p[0][key] / p[1][key] for p in pairs),
+        }
+    return found
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.continue_bench")
     parser.add_argument("--against", required=True, metavar="COMMIT")
     parser.add_argument("--runs", type=int, default=30)
     parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument(
+        "--in-process", type=int, metavar="ROUNDS", help="instead: Service.call in a child process per tree"
+    )
     args = parser.parse_args(argv)
+    if args.in_process:
+        pairs = in_process_pairs(args.against, args.in_process, 200)
+        print(
+            f"durable workflow_continue through Service.call, p50 of 200 per child, {args.in_process} pairs"
+        )
+        print(f"| figure | this tree | {args.against} | ratio (median of the pairs') |")
+        print("|---|---|---|---|")
+        for key, row in pairs.items():
+            print(f"| {key} | {row['this tree']:.0f} | {row[args.against]:.0f} | {row['ratio']:.2f}x |")
+        return 0
     found = measure(args.against, args.runs, args.steps)
     this, base = found["this tree"], found[args.against]
     print(f"durable workflow_continue over stdio, {this['n']} accepted loop steps per tree, interleaved")
