@@ -16,6 +16,8 @@ import contextlib
 import io
 import json
 import os
+import random
+import statistics
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -25,6 +27,9 @@ from benchmarks.runs_bench import CONTEXT, OUTPUT, WORKFLOW
 from benchmarks.timing import per_call_ns
 from handrail.catalog import load_catalog
 from handrail.cli import main as cli
+from handrail.cli.runs import SHOWN_EVENTS
+from handrail.runs import Runs
+from handrail.runs.request import Request
 from handrail.runs.shapes import recap
 from handrail.service.core import Service, default_runs
 from handrail.store import NewEvent, RunUpdate
@@ -41,11 +46,17 @@ def gated_run(service: Service, events: int) -> str:
     for _ in range(ACCEPTED - 1):
         service.call("workflow_continue", {"runId": run_id, "stepId": "work", "output": OUTPUT})
     store = service.runs.store
-    for start in range(0, events, 1000):
+    for start in range(0, max(events, 1), 1000):  # at 0 too: each run last written alike
         record = store.get(run_id)
         assert record is not None
         store.update(record, RunUpdate(), [TOOL_CALL] * min(1000, events - start), "gate")
     return run_id
+
+
+def reads(runs: Runs, run_id: str) -> None:
+    """What `runs show` reads of the store: the run, its shown events, its notifications."""
+    run = runs.run(Request(owner=runs.default_owner), run_id)
+    runs.shown_events(run, SHOWN_EVENTS), runs.notifications(run)
 
 
 def shown(url: str, run_id: str, form: str) -> Callable[[], None]:
@@ -69,20 +80,25 @@ def measure(sizes: list[int], rounds: int) -> dict[str, dict[int, float]]:
         workflow = service.runs.pinned(None, service.runs.store.get(runs[sizes[0]]))  # type: ignore[arg-type]
         calls: dict[str, Callable[[int], Callable[[], Any]]] = {
             "workflow_resume": lambda n: lambda: service.call("workflow_resume", {"runId": runs[n]}),
+            "runs show's reads": lambda n: lambda: reads(service.runs, runs[n]),
             "runs show (text)": lambda n: shown(url, runs[n], "text"),
             "runs show (json)": lambda n: shown(url, runs[n], "json"),
             "whole log read and recapped": lambda n: (
                 lambda: recap(service.runs.store.events(runs[n]), workflow)
             ),
         }
-        best: dict[str, dict[int, float]] = {name: {} for name in calls}
+        found: dict[str, dict[int, list[float]]] = {name: {size: [] for size in sizes} for name in calls}
+        order = random.Random(37)
         for _ in range(rounds):
             for name, call in calls.items():
-                for size in sizes:
-                    took = per_call_ns(call(size), budget_s=0.05, repeats=3)
-                    best[name][size] = min(took, best[name].get(size, took))
+                for size in order.sample(sizes, len(sizes)):  # no size always first after another call
+                    found[name][size].append(per_call_ns(call(size), budget_s=0.05, repeats=3))
         service.close()
-    return best
+    return found
+
+
+def ratio(times: list[float], bases: list[float]) -> str:
+    return f"{statistics.median(t / b for t, b in zip(times, bases, strict=True)):.2f}x"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -91,13 +107,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", default="0,1000,5000,20000")
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
-    best = measure(sizes, args.rounds)
-    print(f"µs per call, best of {args.rounds} rounds; (ratio to 0 gate events)")
+    found = measure(sizes, args.rounds)
+    print(
+        f"µs per call, median of {args.rounds} rounds (each the best of 3 repeats); in brackets the median "
+        f"of each round's ratios to {' and '.join(f'{s:,}' for s in sizes[:2])} gate events"
+    )
     print("| call | " + " | ".join(f"{s:,} events" for s in sizes) + " |")
     print("|---|" + "---|" * len(sizes))
-    for name, by_size in best.items():
-        first = by_size[sizes[0]]
-        cells = [f"{by_size[s] / 1e3:,.0f} ({by_size[s] / first:.2f}x)" for s in sizes]
+    for name, by_size in found.items():
+        cells = []
+        for size in sizes:
+            ratios = [ratio(by_size[size], by_size[base]) for base in sizes[:2]]
+            cells.append(f"{statistics.median(by_size[size]) / 1e3:,.0f} (" + ", ".join(ratios) + ")")
         print(f"| {name} | " + " | ".join(cells) + " |")
     return 0
 
