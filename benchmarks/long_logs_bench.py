@@ -67,7 +67,7 @@ def shown(url: str, run_id: str, form: str) -> Callable[[], None]:
     return show
 
 
-def measure(sizes: list[int], rounds: int) -> dict[str, dict[int, float]]:
+def measure(sizes: list[int], rounds: int) -> dict[str, dict[int, list[float]]]:
     with tempfile.TemporaryDirectory(prefix="handrail-long-logs-") as tmp:
         folder = Path(tmp)
         (folder / "flows").mkdir()
