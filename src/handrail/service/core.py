@@ -256,8 +256,9 @@ def _input_schema(name: str) -> dict[str, Any]:
     return schema
 
 
-def default_runs(database: str | None = None) -> Runs:
-    """Runs over the store `database` names (default: see handrail.store.default_url)."""
+def default_runs(database: str | None = None, *, reading: bool = False) -> Runs:
+    """Runs over the store `database` names (default: see handrail.store.default_url);
+    `reading`: the caller only reads (see handrail.store.open_store)."""
     from handrail.runs import Runs  # lazy: loaded on first use, after `initialize` is answered
     from handrail.store import default_url, open_store  # lazy: after `initialize` is answered
     from handrail.store.urls import sqlite_path  # lazy: loaded on first use, after `initialize` is answered
@@ -269,7 +270,7 @@ def default_runs(database: str | None = None) -> Runs:
             database_file = str(sqlite_path(url))
         except Exception:  # reported when the store is opened
             database_file = None
-    return Runs(lambda: open_store(url), database_file=database_file)
+    return Runs(lambda: open_store(url, reading=reading), database_file=database_file)
 
 
 def _bounded(result: Any, limit: int) -> Encoded:

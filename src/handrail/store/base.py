@@ -306,6 +306,10 @@ class RunStore(Protocol):
         `recent` events, its first, its accepted steps and its latest session bindings
         (store/gate_query.py)."""
 
+    def shown_events(self, run_id: str, recent: int) -> list[Event]:
+        """What is shown of a run's log, in order, through indexes: its accepted steps and
+        its last `recent` events (store/shown_query.py); `recent` 0: its accepted steps."""
+
     def aggregate(self, sql: str, values: Sequence[Any]) -> list[tuple[Any, ...]]:
         """The rows of one read-only query (store/stats.py's aggregates)."""
 

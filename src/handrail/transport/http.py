@@ -124,9 +124,25 @@ def serve(
             super().on_response_complete()
             self._arm()
 
+        _header_timer: asyncio.TimerHandle | None = None
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm()
+            super().connection_lost(exc)
+
         def _arm(self) -> None:
+            # One timer per connection: the previous one would hold its answered request
+            # for the whole timeout, so memory would grow with the request rate.
+            self._disarm()
             waiting_after = self.cycle  # the request answered last (None: none yet)
-            self.loop.call_later(bounds.header_timeout, self._header_timeout, waiting_after)
+            self._header_timer = self.loop.call_later(
+                bounds.header_timeout, self._header_timeout, waiting_after
+            )
+
+        def _disarm(self) -> None:
+            if self._header_timer is not None:
+                self._header_timer.cancel()
+                self._header_timer = None
 
         def _header_timeout(self, waiting_after: object) -> None:
             if self.cycle is waiting_after and not self.transport.is_closing():
