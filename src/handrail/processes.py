@@ -22,10 +22,11 @@ import selectors
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO
 
@@ -73,10 +74,13 @@ def run(
     *,
     env: Mapping[str, str],
     separate_errors: bool = False,
+    die_with_parent: bool = False,
 ) -> Finished:
     """Run `argv` in `cwd` with `env` (made by `environment`) and at most `timeout`
     seconds. The last `keep_bytes` of stdout are kept (and of stderr, in `errors`, when
-    `separate_errors`; otherwise stderr goes with stdout)."""
+    `separate_errors`; otherwise stderr goes with stdout). `die_with_parent`: on Linux
+    the program is killed when this thread's process dies, even by SIGKILL, when
+    nothing is left to kill its group."""
     start = time.monotonic()
     try:
         process = subprocess.Popen(
@@ -88,6 +92,7 @@ def run(
             start_new_session=True,
             close_fds=True,
             env=dict(env),
+            preexec_fn=_parent_death_signal() if die_with_parent else None,
         )
     except FileNotFoundError:
         return _not_started(start, f"`{argv[0]}` is not found" + ("" if "/" in argv[0] else " on PATH"))
@@ -197,6 +202,27 @@ def kill_running() -> None:
         groups = list(_running)
     for pgid in groups:
         _kill_group(pgid)
+
+
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def _parent_death_signal() -> Callable[[], None] | None:
+    """What the child runs before its program: ask the kernel for SIGKILL when the
+    parent dies (Linux's prctl; elsewhere nothing, and only the group is killed)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes  # loaded only by a caller that asks for it
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    parent = os.getpid()
+
+    def arm() -> None:
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:  # the parent died before the signal was asked for
+            os._exit(1)
+
+    return arm
 
 
 def _pidfd(pid: int) -> int | None:
