@@ -83,4 +83,10 @@ def test_a_whole_coding_task_is_driven_through_retries_and_a_persons_approval_to
     assert [e["stepId"] for e in usage] == ["understand"] * 3 + ["plan", "implement-part", "verify"]
     assert all(e["costUsd"] > 0 and e["outputTokens"] > 0 and e["agent"] == "claude-code" for e in usage)
     assert len(agent.prompts) == 6
+    # the gate held each session (its hooks given by --settings) and let it stop once its step was accepted
+    stops = [e["decision"] for e in world.events(run_id, "gate") if e["event"] == "stop"]
+    refused = ["block", "block", "block", "allow:limit"]  # not accepted: held to its step, to the limit
+    # understand (twice refused), understand, plan (waiting on a person), implement-part; verify ended the run
+    assert stops == [*refused, *refused, "allow:driven-step-accepted", "allow", "allow:driven-step-accepted"]
+    assert not (world.repo / ".claude").exists() and not (world.home / ".claude" / "settings.json").exists()
     assert "completed" in report.read_text()

@@ -6,6 +6,7 @@ never written. Its one JSON result says what the process spent."""
 from __future__ import annotations
 
 import json
+import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -41,10 +42,16 @@ class Usage:
 
 
 def command(
-    program: str, prompt: str, hooks: Mapping[str, Any], server: Sequence[str], name: str = "handrail"
+    program: str,
+    prompt: str,
+    hooks: Mapping[str, Any],
+    server: Sequence[str],
+    driven_from: int,
+    name: str = "handrail",
 ) -> list[str]:
     """The command line of one step's process. `hooks`: the gate's Claude Code hooks
-    (as `gate install` writes them); `server`: this handrail's MCP server command."""
+    (as `gate install` writes them); `server`: this handrail's MCP server command;
+    `driven_from`: the run's accepted steps now, after which the gate lets it stop."""
     mcp = {"mcpServers": {name: {"command": server[0], "args": list(server[1:])}}}
     return [
         program,
@@ -53,7 +60,7 @@ def command(
         "--output-format",
         "json",
         "--settings",
-        json.dumps({"hooks": dict(hooks)}),
+        json.dumps({"hooks": bound(hooks, driven_from)}),
         "--mcp-config",
         json.dumps(mcp),
         # a headless process cannot answer Claude Code's own permission prompts: the
@@ -61,6 +68,22 @@ def command(
         "--permission-mode",
         "bypassPermissions",
     ]
+
+
+def bound(hooks: Mapping[str, Any], driven_from: int) -> dict[str, Any]:
+    """Claude Code's `hooks` setting (each event a list of matcher groups), `--driven-from
+    N` on each command: the session is bound to its step."""
+    given = shlex.join(["--driven-from", str(driven_from)])
+
+    def handler(h: Any) -> Any:
+        if isinstance(h, dict) and h.get("type") == "command":
+            return {**h, "command": f"{h['command']} {given}"}
+        return h
+
+    return {
+        event: [{**group, "hooks": [handler(h) for h in group.get("hooks", [])]}]
+        for event, group in hooks.items()
+    }
 
 
 def usage(stdout: str) -> Usage:

@@ -163,7 +163,7 @@ class Driver:
         prompt = self._prompt(run, report.issues)
         self.say(f"step {step}: attempt {report.attempts} of {self.plan.attempts}, {claude_code.NAME}")
         finished = processes.run(
-            claude_code.command(self.plan.program, prompt, self.plan.hooks, self.plan.server),
+            claude_code.command(self.plan.program, prompt, self.plan.hooks, self.plan.server, run.accepted),
             self.plan.workspace,
             self._time_left(),
             KEEP_BYTES,
