@@ -24,13 +24,15 @@ CHECK = "test=grep -q discount src/cart.py"  # coding-task's verify check: passe
 
 class DriveWorld(World):
     def __init__(self, root: Path, model: ScriptedModel) -> None:
+        self.extra_env: dict[str, str] = {}  # more of the driver's environment (GITHUB_STEP_SUMMARY)
         super().__init__(root, model)
         self.url = "sqlite:///" + str(self.handrail_home / "handrail.db").lstrip("/")
         self.workflows = root / "workflows"
         self.workflows.mkdir()
 
     def env(self) -> dict[str, str]:
-        return {**super().env(), "ANTHROPIC_MODEL": MODEL}  # the harness's own configuration, passed through
+        # the harness's own configuration, passed through
+        return {**super().env(), "ANTHROPIC_MODEL": MODEL, **self.extra_env}
 
     def drive_args(self, *args: str) -> list[str]:
         return [

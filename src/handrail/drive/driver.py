@@ -97,8 +97,8 @@ class Driver:
     def drive(self) -> Outcome:
         try:
             run_id = self._begin()
-        except HandrailError as exc:
-            return Outcome(EXIT_NOT_COMPLETED, self.plan.resume, "not started", exc.message)
+        except HandrailError as exc:  # no such workflow or run, or arguments it refuses
+            return Outcome(EXIT_USAGE, self.plan.resume, "not started", exc.message)
         try:
             return self._loop(run_id)
         except HandrailError as exc:
@@ -113,7 +113,7 @@ class Driver:
             "workflow_start",
             {
                 "workflowId": self.plan.workflow,
-                "goal": self.plan.goal,
+                "goal": self.plan.goal or f"a run of {self.plan.workflow}, driven",
                 "workspace": self.plan.workspace,
                 **({"context": dict(self.plan.context)} if self.plan.context else {}),
             },
