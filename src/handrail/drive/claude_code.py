@@ -72,8 +72,9 @@ def command(
 
 def bound(hooks: Mapping[str, Any], driven_from: int) -> dict[str, Any]:
     """Claude Code's `hooks` setting (each event a list of matcher groups), `--driven-from
-    N` on each command: the session is bound to its step."""
-    given = shlex.join(["--driven-from", str(driven_from)])
+    N` on each command: the session is bound to its step. A stop before the step is
+    accepted is refused once (`--stop-limit 1`): the driver, not the gate, tries again."""
+    given = shlex.join(["--driven-from", str(driven_from), "--stop-limit", "1"])
 
     def handler(h: Any) -> Any:
         if isinstance(h, dict) and h.get("type") == "command":
