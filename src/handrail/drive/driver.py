@@ -17,6 +17,7 @@ from handrail import processes
 from handrail.drive import claude_code
 from handrail.drive.claude_code import Usage
 from handrail.errors import HandrailError
+from handrail.runs import machine
 from handrail.runs.request import Request
 from handrail.store.base import Conflict, EventType, NewEvent, RunRecord, RunStatus, RunUpdate
 
@@ -269,6 +270,8 @@ class Driver:
         ledger = self.service.runs.ledger
         for _ in range(10):  # the agent's own writes may race this one: read again and retry
             run = self._read(run_id)
+            if not machine.allows(run.status, EventType.USAGE):  # abandoned meanwhile: nothing to add to
+                return
             try:
                 ledger.write(run, RunUpdate(), [NewEvent(EventType.USAGE, step, data)], run.owner)
                 return
