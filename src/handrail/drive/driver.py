@@ -209,9 +209,9 @@ class Driver:
         return [NOT_SUBMITTED]
 
     def _prompt(self, run: RunRecord, issues: Sequence[str]) -> str:
-        shown = self.service.call("workflow_resume", {"runId": run.id}, ASKING)
-        step = shown.get("step") or {}
-        guidance = (shown.get("guidance") or {}).get("prompt") or step.get("prompt") or ""
+        # the position holds the step as workflow_next gave it, its guidance rendered
+        step = run.position.get("step") or {}
+        guidance = (run.position.get("guidance") or {}).get("prompt") or step.get("prompt") or ""
         lines = [
             f"handrail drives you through one step of run {run.id} (workflow {run.workflow_id}).",
             f"Goal: {run.goal}" if run.goal else "",
