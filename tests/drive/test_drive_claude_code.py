@@ -139,7 +139,9 @@ def test_a_budget_crossed_stops_the_driver_before_the_next_step(world: DriveWorl
     assert len(agent.prompts) == 1  # no agent for the review
     run = world.record(outcome["runId"])["run"]
     assert run["status"] == "active" and run["currentStep"]["id"] == "review"
-    assert [e["stepId"] for e in world.events(outcome["runId"], "usage")] == ["write"]
+    # the run waits at the review with the reason, in the usage event of the process that crossed it
+    (used,) = world.events(outcome["runId"], "usage")
+    assert used["stepId"] == "write" and used["stopped"] == outcome["reason"]
 
 
 def test_the_driver_killed_mid_step_takes_its_agent_with_it_and_resume_accepts_no_step_twice(

@@ -93,6 +93,7 @@ class Driver:
         self.say = say
         self.started = time.monotonic()
         self.steps: list[StepReport] = []
+        self.spent = 0.0  # the run's recorded cost, earlier drives' included
 
     # -- the run ------------------------------------------------------------------------
     def drive(self) -> Outcome:
@@ -129,7 +130,7 @@ class Driver:
         return run
 
     def _loop(self, run_id: str) -> Outcome:
-        spent = self._spent_before(run_id)
+        self.spent = self._spent_before(run_id)
         while True:
             run = self._read(run_id)
             if run.status == RunStatus.COMPLETED:
@@ -140,12 +141,11 @@ class Driver:
                 if not self._wait_for_person(run):
                     return self._end(EXIT_WAITING, run_id, f"step '{_step_id(run)}' waits for a person")
                 continue
-            crossed = self._budget_crossed(spent)
+            crossed = self._budget_crossed(self.spent)
             if crossed:
                 return self._end(EXIT_NOT_COMPLETED, run_id, crossed)
             report = self._step(run)
-            spent += report.usage[-1].cost_usd
-            crossed = self._budget_crossed(spent)
+            crossed = self._budget_crossed(self.spent)
             if not report.accepted and (crossed or report.attempts >= self.plan.attempts):
                 last = "; ".join(report.issues) or NOT_SUBMITTED
                 why = crossed or f"step '{report.step}' was not accepted after {report.attempts} attempts"
@@ -174,7 +174,8 @@ class Driver:
         )
         used = claude_code.usage(processes.decode_tail(finished.output, finished.truncated))
         report.usage.append(used)
-        self._record_usage(run.id, step, used, report.attempts, finished)
+        self.spent += used.cost_usd
+        self._record_usage(run.id, step, used, report.attempts, finished, self._budget_crossed(self.spent))
         after = self._read(run.id)
         moved = after.accepted > run.accepted or after.status in (
             RunStatus.COMPLETED,
@@ -258,14 +259,22 @@ class Driver:
         return self.plan.max_minutes * 60 - (time.monotonic() - self.started)
 
     def _record_usage(
-        self, run_id: str, step: str, used: Usage, attempt: int, finished: processes.Finished
+        self,
+        run_id: str,
+        step: str,
+        used: Usage,
+        attempt: int,
+        finished: processes.Finished,
+        crossed: str | None,
     ) -> None:
+        """The usage event; `crossed`: the budget this process crossed, which the run then waits on."""
         data = {
             "agent": claude_code.NAME,
             "attempt": attempt,
             "durationMs": finished.duration_ms,
             **({"exitCode": finished.exit_code} if finished.exit_code is not None else {}),
             **used.as_event(),
+            **({"stopped": crossed} if crossed else {}),
         }
         ledger = self.service.runs.ledger
         for _ in range(10):  # the agent's own writes may race this one: read again and retry
