@@ -148,7 +148,8 @@ class Driver:
             crossed = self._budget_crossed(self.spent)
             if not report.accepted and (crossed or report.attempts >= self.plan.attempts):
                 last = "; ".join(report.issues) or NOT_SUBMITTED
-                why = crossed or f"step '{report.step}' was not accepted after {report.attempts} attempts"
+                tries = f"{report.attempts} attempt{'s' * (report.attempts != 1)}"
+                why = crossed or f"step '{report.step}' was not accepted after {tries}"
                 return self._end(EXIT_NOT_COMPLETED, run_id, f"{why}: {last}")
 
     def _step(self, run: RunRecord) -> StepReport:
