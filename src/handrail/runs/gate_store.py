@@ -359,6 +359,7 @@ def facts(
         step_number=ids.index(step_id) + 1 if step_id in ids else run.accepted + 1,
         step_count=len(ids),
         accepted=accepted,
+        accepted_count=run.accepted,
         policy=policy_of_source(document, step_id) if step_id is not None else None,
         stop_refusals=stop_refusals([(str(e.type), e.step_id, e.data) for e in recent], step_id, bound),
         workflow_folders=tuple(f for f in folders if isinstance(f, str) and f)

@@ -49,6 +49,7 @@ class EventType(StrEnum):
     # none in time: no decision, and the run waits on
     APPROVAL_UNANSWERED = "approval_unanswered"
     VIOLATION = "violation"  # the gate undid a change the step forbids, however it was made
+    USAGE = "usage"  # what one agent process `handrail drive` started spent on a step
 
 
 STATUSES: tuple[RunStatus, ...] = tuple(RunStatus)
