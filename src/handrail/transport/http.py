@@ -29,12 +29,10 @@ clients are bounded by uvicorn's own limits plus a header and a body timeout
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import socket
 import sys
 from collections.abc import Iterable
-from types import FrameType
 from typing import Any
 
 from starlette.applications import Starlette
@@ -93,7 +91,8 @@ def serve(
     tracer: Tracer | None = None,
 ) -> int:
     import uvicorn  # lazy: loaded only when HTTP is served
-    from uvicorn.protocols.http.h11_impl import H11Protocol  # lazy: loaded only when HTTP is served
+
+    from handrail.transport.uvicorn_parts import Server, with_header_timeout  # lazy: as uvicorn
 
     bounds = limits or TransportLimits()
     hosts = _allowed_hosts(host, extra_hosts, open_to_anyone=token is None and people is None)
@@ -111,59 +110,14 @@ def serve(
     )
     app = create_app(service, settings)
 
-    class HeaderTimeoutProtocol(H11Protocol):
-        """uvicorn's HTTP/1.1 protocol, plus the header timeout it lacks: a connection whose
-        next request's headers have not all arrived `header_timeout` seconds after it opened
-        (or after the previous answer) is closed, so half-sent requests cannot pile up."""
-
-        def connection_made(self, transport: asyncio.BaseTransport) -> None:
-            super().connection_made(transport)  # type: ignore[arg-type]
-            self._arm()
-
-        def on_response_complete(self) -> None:
-            super().on_response_complete()
-            self._arm()
-
-        _header_timer: asyncio.TimerHandle | None = None
-
-        def connection_lost(self, exc: Exception | None) -> None:
-            self._disarm()
-            super().connection_lost(exc)
-
-        def _arm(self) -> None:
-            # One timer per connection: the previous one would hold its answered request
-            # for the whole timeout, so memory would grow with the request rate.
-            self._disarm()
-            waiting_after = self.cycle  # the request answered last (None: none yet)
-            self._header_timer = self.loop.call_later(
-                bounds.header_timeout, self._header_timeout, waiting_after
-            )
-
-        def _disarm(self) -> None:
-            if self._header_timer is not None:
-                self._header_timer.cancel()
-                self._header_timer = None
-
-        def _header_timeout(self, waiting_after: object) -> None:
-            if self.cycle is waiting_after and not self.transport.is_closing():
-                self.transport.close()
-
     _prepare_process()
-
-    class Server(uvicorn.Server):
-        """Stops on SIGINT or SIGTERM and returns, so that `handrail serve` exits 0 as
-        `handrail start` does (uvicorn would raise the signal again once stopped)."""
-
-        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
-            super().handle_exit(sig, frame)
-            self._captured_signals.clear()
 
     config = uvicorn.Config(
         app,
         host=host,
         port=port,
         log_level=log_level,
-        http=HeaderTimeoutProtocol,
+        http=with_header_timeout(bounds.header_timeout),
         timeout_keep_alive=bounds.keep_alive,
         limit_concurrency=bounds.max_connections,
         timeout_graceful_shutdown=max(1, round(bounds.shutdown_timeout)),
