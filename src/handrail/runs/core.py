@@ -29,6 +29,7 @@ from handrail.runs.migration import Migrations
 from handrail.runs.passkeys import Passkeys
 from handrail.runs.position import Position, merge_context
 from handrail.runs.refusals import not_active
+from handrail.runs.replay import replay_break
 from handrail.runs.shapes import recap, shaped, summary, view
 from handrail.runs.tree import Tree
 from handrail.store.base import (
@@ -338,9 +339,14 @@ class Runs:
         return self.ledger.events(run.id)
 
     def chain_break(self, run: RunRecord, events: Sequence[Event] | None = None) -> Break | None:
-        """Where the run's hash chain first fails to hold (store/chain.py), or None;
-        `events`: its log as already read."""
-        return check_run(self.store, run.id, run, events)
+        """Where the run's hash chain first fails to hold (store/chain.py), or what of its
+        row its events do not give (runs/replay.py), or None; `events`: its log as read."""
+        broken = check_run(self.store, run.id, run, events)
+        if broken is None:
+            broken = replay_break(
+                self.store, run, events if events is not None else self.events(run), self.ledger.pins
+            )
+        return broken
 
     def notifications(self, run: RunRecord) -> list[Notification]:
         """The run's webhook notifications and how their delivery went."""
