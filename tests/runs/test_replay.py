@@ -35,7 +35,7 @@ def started(tmp_path: Path) -> str:
         run_id = str(run["runId"])
         service.call("workflow_continue", {"runId": run_id, "stepId": "plan", "output": "Plan: parts"})
         service.call("workflow_continue", {"runId": run_id, "context": {"parts": ["a", "b"]}})
-        service.call("workflow_continue", {"runId": run_id, "stepId": "build", "output": "built a"})
+        service.call("workflow_continue", {"runId": run_id, "stepId": "build", "output": "Built a"})
     finally:
         service.close()
     return run_id
