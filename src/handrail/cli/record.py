@@ -192,8 +192,8 @@ def _verify_store(store: RunStore, args: argparse.Namespace) -> int:
         events = store.events(run.id)
         broken = (
             check_run(store, run.id, run, events)
-            or replayed_break(store, run, events)
             or passkey_break(store, run.id, events)
+            or replayed_break(store, run, events)
         )
         results.append(
             {"runId": run.id, "events": run.events, "verified": broken is None}

@@ -28,6 +28,7 @@ from handrail.runs.ledger import Ledger, LedgerOptions, new_run_id
 from handrail.runs.migration import Migrations
 from handrail.runs.passkeys import Passkeys
 from handrail.runs.position import Position, merge_context
+from handrail.runs.presence import signature_break
 from handrail.runs.refusals import not_active
 from handrail.runs.replay import replay_break
 from handrail.runs.shapes import recap, shaped, summary, view
@@ -339,13 +340,13 @@ class Runs:
         return self.ledger.events(run.id)
 
     def chain_break(self, run: RunRecord, events: Sequence[Event] | None = None) -> Break | None:
-        """Where the run's hash chain first fails to hold (store/chain.py), or what of its
-        row its events do not give (runs/replay.py), or None; `events`: its log as read."""
-        broken = check_run(self.store, run.id, run, events)
+        """Where the run's hash chain first fails to hold (store/chain.py), a passkey's
+        signature that does not (runs/presence.py), or what of its row its events do not
+        give (runs/replay.py); None when all holds. `events`: its log as already read."""
+        events = events if events is not None else self.events(run)
+        broken = check_run(self.store, run.id, run, events) or signature_break(self.store, run.id, events)
         if broken is None:
-            broken = replay_break(
-                self.store, run, events if events is not None else self.events(run), self.ledger.pins
-            )
+            broken = replay_break(self.store, run, events, self.ledger.pins)
         return broken
 
     def notifications(self, run: RunRecord) -> list[Notification]:

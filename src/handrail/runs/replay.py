@@ -5,9 +5,9 @@ chain and the seal.
 The seal (store/state_seal.py) holds no secret: whoever can write the store can edit a
 row and seal it again. The events cannot be edited so cheaply, since their chain ends
 at the head the passkey signatures cover. So the row is judged by what its events say:
-the status the transition table gives them, the owner and workspace the run started
-with, the workflow it started on or last migrated to, the steps accepted and, replayed
-through the engine on the pinned workflow, its position and loop state.
+the status the transition table gives them, the owner, workspace and goal the run
+started with, the workflow it started on or last migrated to, the steps accepted and, replayed
+through the engine on the pinned workflow, its position, loop state and context.
 
 A run in a tree (its parent moves with its children, whose context changes its events
 do not hold) and a migrated run (the migration maps steps by hand) are replayed up to
@@ -45,11 +45,13 @@ class Derived:
     status: RunStatus | None = None
     owner: str | None = None
     workspace: str | None = None
+    goal: str | None = None
     workflow_id: str | None = None
     workflow_version: str | None = None
     source_hash: str | None = None
     accepted: int = 0
     position: dict[str, Any] | None = None
+    context: dict[str, Any] | None = None  # given with the position: a tree's is moved by its children
     why: list[str] = field(default_factory=list)
     problem: str | None = None  # the events themselves cannot be replayed
 
@@ -66,7 +68,7 @@ def derive(events: Sequence[Event], pinned: Any) -> Derived:
         _text(first.get("workflowId")),
         _text(first.get("workflowVersion")),
     )
-    out.source_hash = _text(first.get("sourceHash"))
+    out.source_hash, out.goal = _text(first.get("sourceHash")), _text(first.get("goal"))
     context: dict[str, Any] = dict(first.get("context") or {})
     position: Position | None = None
     workflow: Workflow | None = None
@@ -114,6 +116,7 @@ def derive(events: Sequence[Event], pinned: Any) -> Derived:
             out.why.append(f"it waits for runs of its tree from event {e.seq}")
     out.status = status
     out.position = position.to_stored() if position is not None else None
+    out.context = context if position is not None else None
     return out
 
 
@@ -139,6 +142,7 @@ def differences(run: RunRecord, derived: Derived) -> list[str]:
         ("status", str(run.status), derived.status and str(derived.status)),
         ("owner", run.owner, derived.owner),
         ("workspace", run.workspace, derived.workspace),
+        ("goal", run.goal, derived.goal),
         ("workflow", run.workflow_id, derived.workflow_id),
         ("workflow version", run.workflow_version, derived.workflow_version),
         ("source hash", run.source_hash, derived.source_hash),
@@ -149,6 +153,11 @@ def differences(run: RunRecord, derived: Derived) -> list[str]:
             said.append(f"{name} is {_short(row)} in the row, {_short(events)} by its events")
     if derived.position is not None:
         said += _position_differences(dict(run.position), derived.position)
+    if derived.context is not None and dict(run.context) != derived.context:
+        keys = sorted(
+            k for k in {*run.context, *derived.context} if run.context.get(k) != derived.context.get(k)
+        )
+        said.append(f"context's {', '.join(f'`{k}`' for k in keys[:10])} is not what its events give")
     return said
 
 
