@@ -130,6 +130,10 @@ def test_a_row_edited_and_sealed_again_fails_verify_naming_what_its_events_do_no
     problem = out["runs"][0]["broken"]["problem"]
     assert out["broken"] == 1 and "the run row is not what its events give" in problem
     assert said in problem
+    assert main(["runs", "show", run]) == 1  # shown, marked
+    shown = capsys.readouterr()
+    assert shown.out.startswith("TAMPERED: the run row is not what its events give") and said in shown.out
+    assert f"run {run}" in shown.out and said in shown.err
 
 
 def test_a_run_left_as_its_events_made_it_verifies_by_replay(

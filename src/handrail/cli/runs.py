@@ -334,30 +334,46 @@ def _as_owner(runs: Runs, run_id: str) -> Request:
 
 
 def _show(runs: Runs, args: argparse.Namespace) -> int:
-    run = runs.run(_as_owner(runs, args.run_id), args.run_id)
+    try:
+        run = runs.run(_as_owner(runs, args.run_id), args.run_id)
+    except StorageError as exc:
+        found = runs.store.get(args.run_id) if exc.data.get("tampered") else None
+        if found is None:
+            raise
+        run = found  # shown as the store holds it, marked (spec/runs.md)
     events = runs.events(run)
+    broken = runs.chain_break(run, events)
+    tampered: str | None = None
+    if broken is not None:
+        tampered = "TAMPERED" + (f" at event {broken.seq}" if broken.seq else "") + f": {broken.problem}"
+        _say(
+            f"handrail runs show: run {run.id} was changed outside handrail: {broken.problem}",
+            file=sys.stderr,
+        )
     notes = runs.notifications(run)
     tree = (
         runs.tree.tree(runs.tree.root(run)) if run.parent_id is not None or _has_children(runs, run) else None
     )
     if args.format == "json":
         document = {"run": _run_dict(run), "events": [_event_dict(e) for e in events]}
+        if broken is not None:
+            document["tampered"] = broken.as_dict()
         if tree is not None:
             document["tree"] = tree
         if notes:
             document["notifications"] = [n.as_dict() | {"target": shown_receiver(n.target)} for n in notes]
         _say(json.dumps(document, indent=2, ensure_ascii=False))
     elif args.format == "md":
-        _say(_markdown(run, events))
+        _say((f"> **{tampered}**\n\n" if tampered else "") + _markdown(run, events))
     else:
-        _say(_text(run, events))
+        _say((f"{tampered}\n" if tampered else "") + _text(run, events))
     if args.format == "md" and tree is not None:
         _say("\n## Tree\n\n```\n" + "\n".join(tree_lines(tree, marked=run.id)) + "\n```")
     elif args.format == "text" and tree is not None:
         _say("\ntree\n" + "\n".join("  " + line for line in tree_lines(tree, marked=run.id)))
     if args.format != "json" and (undelivered := [n for n in notes if n.last_error is not None]):
         _say("\n" + "\n".join(_notification_line(n) for n in undelivered))
-    return EXIT_OK
+    return EXIT_OK if broken is None else EXIT_ERRORS
 
 
 def _has_children(runs: Runs, run: RunRecord) -> bool:
