@@ -523,6 +523,27 @@ def _needs_presence(args: argparse.Namespace, exc: HandrailError) -> int:
     return EXIT_ERRORS
 
 
+def _link_sent(runs: Runs, args: argparse.Namespace, person: str) -> bool:
+    """Where the run's notifications go somewhere, a one-time link for this decision sent
+    there (runs/links.py): said on stderr, the link itself never shown, since this
+    terminal is one the agent shares. False: no channel took it."""
+    from handrail.cli.notify import send_link  # the notification modules load here only
+
+    sent = send_link(runs, args.run_id, person, args.runs_command == "approve", args.comment)
+    if sent is None:
+        return False
+    where, expires = sent
+    _say(
+        f"handrail runs {args.runs_command}: run {args.run_id}: this decision needs the person, and the "
+        f"gate watches this run from this machine and user, so it is not taken here. A one-time signed "
+        f"link to {args.runs_command} it as {person} was sent to {', '.join(where)}, the channels the "
+        f"run's notifications go to; the person decides by opening it there (until {expires}). The "
+        "link is not shown here: this terminal is one the agent shares.",
+        file=sys.stderr,
+    )
+    return True
+
+
 def _decide(runs: Runs, args: argparse.Namespace) -> int:
     from handrail.runs.approvals import local_person  # lazy: the run modules load only for `handrail runs`
     from handrail.runs.presence import PresenceNeeded  # as local_person
@@ -544,6 +565,8 @@ def _decide(runs: Runs, args: argparse.Namespace) -> int:
             _as_owner(runs, args.run_id), args.run_id, person=person, comment=args.comment, shared=True
         )
     except PresenceNeeded as exc:
+        if _link_sent(runs, args, person):
+            return EXIT_ERRORS  # nothing is decided until the person opens the link
         return _needs_presence(args, exc)
     except RunNotActive as exc:
         if exc.data.get("status") != RunStatus.ACTIVE.value:

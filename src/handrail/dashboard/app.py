@@ -22,6 +22,7 @@ from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Redire
 from starlette.routing import BaseRoute, Route
 
 from handrail.dashboard import insights, views
+from handrail.dashboard.link_pages import link_routes
 from handrail.dashboard.passkey_pages import Challenges, Kit, passkey_routes, presence_of, sign_page_url
 from handrail.dashboard.sessions import COOKIE, Identifies, Session, Sessions
 from handrail.errors import HandrailError, RunNotFound
@@ -458,6 +459,7 @@ def dashboard_routes(service: Any, refuse: Refuse, people: Identifies | None) ->
 
     kit = Kit(gate, page, form, same_origin, as_person, runs, shared=people is None)
     return [
+        *link_routes(kit),
         *passkey_routes(kit, challenges),
         Route("/", gate(runs_page), methods=["GET"]),
         Route("/runs/{run_id}", gate(run_page), methods=["GET"]),

@@ -15,6 +15,7 @@ from handrail.notify.targets import shown
 from handrail.runs import machine
 from handrail.runs.approvers import Pending, pending
 from handrail.runs.ledger import Ledger, off_the_clock
+from handrail.runs.links import VIA as LINK_VIA
 from handrail.runs.position import Position
 from handrail.runs.presence import (
     TREE_DEPTH,
@@ -514,8 +515,9 @@ class Decisions:
         if unruled and run.owner != self.ledger.owner(request):  # a step no rule opens: its owner's
             raise RunNotFound(data={"runId": run_id})
         if found is not None:
-            # a client's answer (to a question) comes through the `elicitation` channel
-            channel = "elicitation" if question is not None else via
+            # a client's answer (to a question) comes through the `elicitation` channel; a
+            # link opened by the person confirms their command line's (runs/links.py)
+            channel = "elicitation" if question is not None else ("cli" if via == LINK_VIA else via)
             refused = self.refusal(request, found, person, channel, approve)
             if refused is not None:
                 raise not_allowed(run, refused)

@@ -49,6 +49,9 @@ class EventType(StrEnum):
     # none in time: no decision, and the run waits on
     APPROVAL_UNANSWERED = "approval_unanswered"
     VIOLATION = "violation"  # the gate undid a change the step forbids, however it was made
+    # a one-time link for the person's decision, sent out of band (runs/links.py): only its
+    # token's hash is kept
+    APPROVAL_LINK = "approval_link"
 
 
 STATUSES: tuple[RunStatus, ...] = tuple(RunStatus)
