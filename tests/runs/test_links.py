@@ -6,6 +6,7 @@ process of its own, with a receiver of its own in its environment."""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -17,12 +18,12 @@ import httpx
 import pytest
 
 from handrail.notify.signing import signature
+from handrail.runs.links import LinkRefused
+from handrail.runs.request import LOCAL
 from tests.dashboard.test_passkeys_browser import handrail, status, waiting_watched_run
 from tests.gate.runs import GateWorld
 from tests.helpers.http import HttpServer
 from tests.helpers.receiver import Received, Receiver
-
-pytestmark = pytest.mark.slow
 
 SECRET = "whsec_" + "c2VjcmV0LWtleS1vZi10aGUtcGVyc29u"  # base64 of a key of the person's receiver
 
@@ -50,6 +51,7 @@ def stored_bytes(world: GateWorld) -> bytes:
     return b"".join(p.read_bytes() for p in world.handrail_home.iterdir() if p.name.startswith("handrail.db"))
 
 
+@pytest.mark.slow
 def test_the_command_line_sends_a_one_time_link_the_agent_never_sees_and_the_person_decides_by_it(
     world: GateWorld, receivers: tuple[Receiver, Receiver]
 ) -> None:
@@ -122,3 +124,37 @@ def test_the_command_line_sends_a_one_time_link_the_agent_never_sees_and_the_per
     )
     verified = handrail(world, "runs", "verify", run, "--database", world.url)
     assert verified.returncode == 0, verified.stdout + verified.stderr
+
+
+def waiting(world: GateWorld) -> str:
+    """A run of the gate fixture whose `release` step waits for a person."""
+    run = world.start(at="release")
+    world.complete("release")
+    return run
+
+
+def test_a_link_decides_once_as_its_person_and_a_decision_made_elsewhere_ends_it(world: GateWorld) -> None:
+    runs = world.runs
+    first = waiting(world)
+    row = runs.store.get(first)
+    assert row is not None and row.status == "awaiting_approval"
+    token, link = runs.links.issue(row, "ana", True, "ship it", ["http://127.0.0.1"])
+    with pytest.raises(LinkRefused, match="no approval link of this run has this token"):
+        runs.by_link(first, token[:-1] + ("A" if token[-1] != "A" else "B"))
+    with pytest.raises(LinkRefused, match="it was sent for ana, not for bob"):
+        runs.by_link(first, token, person="bob")
+    decided, _ = runs.by_link(first, token)
+    assert decided == link
+    approved = next(e for e in world.events() if e["type"] == "approved")
+    assert approved["person"] == "ana" and approved["comment"] == "ship it" and approved["via"] == "link"
+    with pytest.raises(LinkRefused, match="it was used already"):
+        runs.by_link(first, token)
+
+    second = waiting(world)
+    row = runs.store.get(second)
+    assert row is not None
+    token, _ = runs.links.issue(row, "ana", False, None, ["http://127.0.0.1"])
+    runs.approve(LOCAL, second, person="ana")  # decided on another channel first
+    with pytest.raises(LinkRefused, match=r"the run moved on since it was sent \(approved\)"):
+        runs.by_link(second, token)
+    assert token not in json.dumps([e.as_dict() for e in runs.store.events(second)])

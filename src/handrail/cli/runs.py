@@ -546,7 +546,7 @@ def _link_sent(runs: Runs, args: argparse.Namespace, person: str) -> bool:
 
 def _decide(runs: Runs, args: argparse.Namespace) -> int:
     from handrail.runs.approvals import local_person  # lazy: the run modules load only for `handrail runs`
-    from handrail.runs.presence import PresenceNeeded  # as local_person
+    from handrail.runs.presence import GATE_WATCHES, PresenceNeeded  # as local_person
 
     person = args.person or local_person()
     tokens = settings(args).tokens_file or None
@@ -565,7 +565,9 @@ def _decide(runs: Runs, args: argparse.Namespace) -> int:
             _as_owner(runs, args.run_id), args.run_id, person=person, comment=args.comment, shared=True
         )
     except PresenceNeeded as exc:
-        if _link_sent(runs, args, person):
+        # only the shared channel's reason lets a link do: the workflow's or the server's asks for the passkey
+        shared = GATE_WATCHES in str(exc.data.get("details", ""))
+        if shared and _link_sent(runs, args, person):
             return EXIT_ERRORS  # nothing is decided until the person opens the link
         return _needs_presence(args, exc)
     except RunNotActive as exc:

@@ -18,6 +18,7 @@ from handrail.runs.ledger import Ledger, off_the_clock
 from handrail.runs.links import VIA as LINK_VIA
 from handrail.runs.position import Position
 from handrail.runs.presence import (
+    GATE_WATCHES,
     TREE_DEPTH,
     Presence,
     PresenceError,
@@ -597,8 +598,7 @@ class Decisions:
             return 'the workflow says "approval": {"presence": "passkey"} for this step'
         if shared and self.gate_watches(run):
             return (
-                f"the gate watches this run, and the {channel} is a channel the agent shares "
-                "(the same machine and user)"
+                f"{GATE_WATCHES}, and the {channel} is a channel the agent shares (the same machine and user)"
             )
         if channel == "dashboard" and self.ledger.store.passkeys(person):
             return f"{person} registered a passkey, so every dashboard approval asks for it"
