@@ -148,11 +148,11 @@ def queue_from_environment(runs: Runs, command: str) -> None:
 
 def send_link(
     runs: Runs, run_id: str, person: str, approve: bool, comment: str | None
-) -> tuple[list[str], str] | None:
+) -> tuple[list[str], str, bool] | None:
     """A one-time link for `person`'s decision on the run, sent now to the receivers the
     run's own notifications went to (runs/links.py); the receivers that took it, as they
-    may be shown, and when it expires. None: the run's notifications go nowhere, or no
-    receiver took it (said on stderr)."""
+    may be shown, when it expires, and whether it was signed (HANDRAIL_NOTIFY_SECRET).
+    None: the run's notifications go nowhere, or no receiver took it (said on stderr)."""
     from handrail.runs.links import receivers  # the run modules load with `handrail runs`
 
     run = runs.store.get(run_id)
@@ -182,7 +182,7 @@ def send_link(
                 f"handrail runs: the approval link was not delivered to {shown(target.spec)}: {error}",
                 file=sys.stderr,
             )
-    return (took, link.expires) if took else None
+    return (took, link.expires, bool(settings().notify_secret)) if took else None
 
 
 def add_notify_parser(sub: Any) -> None:

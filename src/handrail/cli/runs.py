@@ -532,13 +532,14 @@ def _link_sent(runs: Runs, args: argparse.Namespace, person: str) -> bool:
     sent = send_link(runs, args.run_id, person, args.runs_command == "approve", args.comment)
     if sent is None:
         return False
-    where, expires = sent
+    where, expires, signed = sent
     _say(
         f"handrail runs {args.runs_command}: run {args.run_id}: this decision needs the person, and the "
-        f"gate watches this run from this machine and user, so it is not taken here. A one-time signed "
-        f"link to {args.runs_command} it as {person} was sent to {', '.join(where)}, the channels the "
-        f"run's notifications go to; the person decides by opening it there (until {expires}). The "
-        "link is not shown here: this terminal is one the agent shares.",
+        f"gate watches this run from this machine and user, so it is not taken here. A one-time "
+        f"{'signed ' if signed else ''}link to {args.runs_command} it as {person} was sent to "
+        f"{', '.join(where)}, the channels the run's notifications go to; the person decides by "
+        f"opening it there (until {expires}). The link is not shown here: this terminal is one the "
+        "agent shares.",
         file=sys.stderr,
     )
     return True
