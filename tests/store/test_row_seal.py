@@ -94,7 +94,9 @@ def test_a_run_row_edited_with_sqlite3_is_refused_on_read_and_broken_in_verify(
     out = json.loads(capsys.readouterr().out)
     assert out["broken"] == 1 and said in out["runs"][0]["broken"]["problem"]
     assert main(["runs", "show", run]) != 0
-    assert said in capsys.readouterr().err
+    shown = capsys.readouterr()
+    assert said in shown.err
+    assert shown.out.startswith("TAMPERED") and said in shown.out  # the run is shown, marked
     assert main(["runs", "list"]) == 0
     assert "TAMPERED: " in capsys.readouterr().out
 

@@ -7,9 +7,17 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from handrail.notify.events import TEST, payload
+from handrail.notify.events import TEST, approval_link, payload
 from handrail.notify.send import post
-from handrail.notify.targets import FAILURES_IN_A_ROW, STUCK_AFTER_S, NotifyConfig, Target, parse_duration
+from handrail.notify.targets import (
+    FAILURES_IN_A_ROW,
+    STUCK_AFTER_S,
+    NotifyConfig,
+    Target,
+    TargetError,
+    parse_duration,
+    shown,
+)
 from handrail.settings import settings
 from handrail.store.base import RunRecord, RunStatus
 from handrail.store.outbox import new_id
@@ -19,6 +27,7 @@ if TYPE_CHECKING:
     from handrail.runs import Runs
 
 EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2  # as cli/options.py, which loads cli/runs, which loads this
+LOCAL_DASHBOARD = "http://localhost:8766"  # as cli/runs.py: where a link goes when no notification names it
 
 
 def _duration(text: str) -> float:
@@ -135,6 +144,45 @@ def queue_from_environment(runs: Runs, command: str) -> None:
         print(f"handrail {command}: HANDRAIL_NOTIFY: {exc}; no notifications are queued", file=sys.stderr)
         return
     runs.ledger.notify = NotifyConfig(targets, public_url=given.public_url)
+
+
+def send_link(
+    runs: Runs, run_id: str, person: str, approve: bool, comment: str | None
+) -> tuple[list[str], str, bool] | None:
+    """A one-time link for `person`'s decision on the run, sent now to the receivers the
+    run's own notifications went to (runs/links.py); the receivers that took it, as they
+    may be shown, when it expires, and whether it was signed (HANDRAIL_NOTIFY_SECRET).
+    None: the run's notifications go nowhere, or no receiver took it (said on stderr)."""
+    from handrail.runs.links import receivers  # the run modules load with `handrail runs`
+
+    run = runs.store.get(run_id)
+    if run is None:
+        return None
+    specs, base = receivers(run_id, runs.notifications(run))
+    targets: list[Target] = []
+    for spec in specs:
+        try:
+            targets.append(Target.parse(spec))
+        except TargetError:
+            continue
+    if not targets:
+        return None
+    token, link = runs.links.issue(run, person, approve, comment, [shown(t.spec) for t in targets])
+    url = f"{(base or LOCAL_DASHBOARD).rstrip('/')}/runs/{run_id}/link/{token}"
+    event = approval_link(
+        run, at=now(), person=person, link=url, decision=link.decision, expires=link.expires
+    )
+    took: list[str] = []
+    for target in targets:
+        error = post(target, new_id(), event, settings().notify_secret)
+        if error is None:
+            took.append(shown(target.spec))
+        else:
+            print(
+                f"handrail runs: the approval link was not delivered to {shown(target.spec)}: {error}",
+                file=sys.stderr,
+            )
+    return (took, link.expires, bool(settings().notify_secret)) if took else None
 
 
 def add_notify_parser(sub: Any) -> None:

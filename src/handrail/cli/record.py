@@ -190,7 +190,11 @@ def _verify_store(store: RunStore, args: argparse.Namespace) -> int:
     results: list[dict[str, Any]] = []
     for run in runs:
         events = store.events(run.id)
-        broken = check_run(store, run.id, run, events) or passkey_break(store, run.id, events)
+        broken = (
+            check_run(store, run.id, run, events)
+            or passkey_break(store, run.id, events)
+            or replayed_break(store, run, events)
+        )
         results.append(
             {"runId": run.id, "events": run.events, "verified": broken is None}
             | ({"broken": broken.as_dict()} if broken else {})
@@ -260,6 +264,13 @@ def _verify_file(args: argparse.Namespace) -> int:
         for note in said["notes"]:
             print(f"  note: {note}")
     return EXIT_OK if verdict.problem is None else EXIT_ERRORS
+
+
+def replayed_break(store: RunStore, run: Any, events: Any) -> Any:
+    """What of the run's row its events, replayed, do not give (runs/replay.py)."""
+    from handrail.runs.replay import replay_break  # lazy: as the record modules
+
+    return replay_break(store, run, events)
 
 
 def passkey_break(store: RunStore, run_id: str, events: Any) -> Any:

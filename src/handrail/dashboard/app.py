@@ -13,6 +13,7 @@ from starlette.routing import BaseRoute, Route
 
 from handrail.dashboard.api import Api
 from handrail.dashboard.pages import Pages
+from handrail.dashboard.link_pages import link_routes
 from handrail.dashboard.passkey_pages import Kit, passkey_routes
 from handrail.dashboard.sessions import Identifies
 from handrail.dashboard.signin import SignIn, static
@@ -28,6 +29,7 @@ def dashboard_routes(service: Any, refuse: Refuse, people: Identifies | None) ->
     gate = site.gate
     kit = Kit(gate, site.page, form, same_origin, site.as_person, site.runs, shared=people is None)
     return [
+        *link_routes(kit),
         *passkey_routes(kit, site.challenges),
         Route("/", gate(pages.runs_page), methods=["GET"]),
         Route("/runs/{run_id}", gate(pages.run_page), methods=["GET"]),

@@ -50,6 +50,9 @@ class EventType(StrEnum):
     APPROVAL_UNANSWERED = "approval_unanswered"
     VIOLATION = "violation"  # the gate undid a change the step forbids, however it was made
     USAGE = "usage"  # what one agent process `handrail drive` started spent on a step
+    # a one-time link for the person's decision, sent out of band (runs/links.py): only its
+    # token's hash is kept
+    APPROVAL_LINK = "approval_link"
 
 
 STATUSES: tuple[RunStatus, ...] = tuple(RunStatus)
