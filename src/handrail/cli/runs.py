@@ -400,7 +400,10 @@ def _broken(runs: Runs, run: RunRecord) -> Break | None:
     of the row is seen only by replaying every event."""
     broken = runs.chain_break(run)
     if broken is not None:
-        _say(f"handrail runs show: run {run.id} was changed outside handrail: {broken.problem}", file=sys.stderr)
+        _say(
+            f"handrail runs show: run {run.id} was changed outside handrail: {broken.problem}",
+            file=sys.stderr,
+        )
     return broken
 
 

@@ -12,8 +12,8 @@ from typing import Any
 from starlette.routing import BaseRoute, Route
 
 from handrail.dashboard.api import Api
-from handrail.dashboard.pages import Pages
 from handrail.dashboard.link_pages import link_routes
+from handrail.dashboard.pages import Pages
 from handrail.dashboard.passkey_pages import Kit, passkey_routes
 from handrail.dashboard.sessions import Identifies
 from handrail.dashboard.signin import SignIn, static
