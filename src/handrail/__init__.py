@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from handrail.typing_light import TYPE_CHECKING
+from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import sys
 
-from handrail.typing_light import TYPE_CHECKING
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import NoReturn

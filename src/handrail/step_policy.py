@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from handrail.typing_light import NamedTuple
+from typing import NamedTuple
 
 
 class GateRule(NamedTuple):

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 
 from handrail.gate import Answer, HookInputError, hook_input
 from handrail.runs.gate import Action, Decision, GateEvent
-from handrail.typing_light import TYPE_CHECKING
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any

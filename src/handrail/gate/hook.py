@@ -11,7 +11,7 @@ import os
 import sys
 from types import SimpleNamespace
 
-from handrail.typing_light import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     from typing import Any, Protocol

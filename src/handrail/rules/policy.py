@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator, Mapping
 
 from handrail.shell_line import glob_matches
 from handrail.step_policy import GateRule, Policy
-from handrail.typing_light import TYPE_CHECKING
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any

@@ -23,7 +23,7 @@ from handrail.runs.gate import (
     stop_refusals,
 )
 from handrail.store.sqlite_light import LightSqlite
-from handrail.typing_light import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence

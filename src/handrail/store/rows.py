@@ -27,16 +27,16 @@ def later(seconds: float) -> str:
     return at.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-_COLUMNS = (
+RUN_COLUMNS = (
     "id, owner, workspace, workflow_id, workflow_version, source_hash, goal, status, "
     "context, position, accepted, created_at, updated_at, version, events, head, stats, "
-    "parent_id, parent_step, branch, holder, lease_until, seal"
+    "parent_id, parent_step, branch, holder, lease_until, gate, seal"
 )
 
 
-def _record(row: Sequence[Any]) -> RunRecord:
-    """A runs row, checked against its seal; `_COLUMNS` lists RunRecord's fields in their order."""
-    values = list(row[:23])
+def run_record(row: Sequence[Any]) -> RunRecord:
+    """A runs row, checked against its seal; `RUN_COLUMNS` lists RunRecord's fields in their order."""
+    values = list(row[:24])
     values[7:10] = RunStatus(row[7]), decode_stored(row[8]), decode_stored(row[9])
     run = RunRecord(*values)
     problems = state_seal.differs(run, run.seal)
@@ -57,7 +57,7 @@ def sealed(run: RunRecord, head: str | None, events: int) -> str:
 
 
 def run_row(run: RunRecord, events: int, head: str | None, stats: str | None = None) -> tuple[Any, ...]:
-    """A new run's values, in the order of `_COLUMNS`."""
+    """A new run's values, in the order of `RUN_COLUMNS`."""
     return (
         run.id,
         run.owner,
@@ -81,6 +81,7 @@ def run_row(run: RunRecord, events: int, head: str | None, stats: str | None = N
         run.branch,
         run.holder,
         run.lease_until,
+        run.gate,
         sealed(run, head, events),
     )
 
@@ -89,7 +90,7 @@ def insert_run(
     run: RunRecord, events: int, head: str | None, mark: str, stats: str | None = None
 ) -> tuple[str, tuple[Any, ...]]:
     """The statement that inserts a new run row, and its values."""
-    return f"INSERT INTO runs ({_COLUMNS}) VALUES ({', '.join([mark] * 23)})", run_row(
+    return f"INSERT INTO runs ({RUN_COLUMNS}) VALUES ({', '.join([mark] * 24)})", run_row(
         run, events, head, stats
     )
 
@@ -166,6 +167,7 @@ def update_sets(
         ("accepted", change.accepted),
         ("workflow_version", change.workflow_version),
         ("source_hash", change.source_hash),
+        ("gate", change.gate),
         ("stats", stats),
     ):
         if value is not None:
@@ -220,9 +222,9 @@ def _ascii_lower(text: str) -> str:
 def seal_backfill(db: Any, mark: str) -> int:
     """Seal the rows of runs kept before the seal existed, as they stand, inside the
     caller's migration transaction (only there: a seal taken away later stays missing)."""
-    rows = db.execute(f"SELECT {_COLUMNS} FROM runs WHERE seal IS NULL").fetchall()
+    rows = db.execute(f"SELECT {RUN_COLUMNS} FROM runs WHERE seal IS NULL").fetchall()
     for row in rows:
-        run = _record(row)
+        run = run_record(row)
         seal = sealed(run, run.head, run.events)
         db.execute(f"UPDATE runs SET seal = {mark} WHERE id = {mark}", (seal, run.id))
     return len(rows)
