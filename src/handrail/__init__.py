@@ -18,7 +18,6 @@ The names below are imported on first use, so that `handrail start` can answer
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-
 from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"

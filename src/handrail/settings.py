@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:

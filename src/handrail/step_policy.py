@@ -5,7 +5,6 @@ model nor dataclasses to compile one step's policy (rules/policy.py)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-
 from typing import NamedTuple
 
 

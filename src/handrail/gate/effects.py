@@ -10,8 +10,9 @@ person's.
 
 from __future__ import annotations
 
-from handrail.runs.gate import ACTIVE, Decision, own_tool
 from typing import TYPE_CHECKING
+
+from handrail.runs.gate import ACTIVE, Decision, own_tool
 
 if TYPE_CHECKING:
     from typing import Any

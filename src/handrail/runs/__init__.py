@@ -3,8 +3,9 @@ passes the step's rules. See spec/runs.md."""
 
 from __future__ import annotations
 
-from handrail import lazy_attributes
 from typing import TYPE_CHECKING
+
+from handrail import lazy_attributes
 
 if TYPE_CHECKING:
     from handrail.runs.core import Runs

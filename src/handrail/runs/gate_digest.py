@@ -26,7 +26,7 @@ class Digest(NamedTuple):
 
     step_id: str | None
     number: int | None  # 1-based place of the step among the workflow's steps
-    count: int
+    steps: int  # how many steps the workflow has
     rules: Mapping[str, Any] | None  # {"allow": [...] or None, "deny": [...]}; None: no rules at all
     folders: tuple[str, ...]
 

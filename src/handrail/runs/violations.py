@@ -10,7 +10,6 @@ while a run is active.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
