@@ -274,7 +274,7 @@ def descend(store: RunStore, found: Found, session: str | None, named: str | Non
         if "waitingOn" not in run.position:
             return found
         children = [
-            child
+            sound(child)
             for child in store.list_runs(statuses=ACTIVE, parent_id=run.id, limit=CHILDREN_READ)
             if child.workspace == run.workspace
         ]
@@ -302,10 +302,23 @@ def holding(store: RunStore, folders: Sequence[str], owner: str | None = None) -
     runs = store.list_runs(statuses=ACTIVE, owner=owner, limit=OPEN_RUNS_READ)
     for folder in folders:
         folder = os.path.normpath(folder)
-        found = [run for run in runs if inside(folder, run.workspace)]
+        found = [sound(run) for run in runs if inside(folder, run.workspace)]
         if found:
             return found
     return []
+
+
+class Tampered(Exception):
+    """A run's row no longer matches its seal (store/state_seal.py): the gate cannot
+    judge by it, and refuses while it may be active (spec/runs.md)."""
+
+
+def sound(run: RunRecord) -> RunRecord:
+    """`run` as read, or `Tampered` when its row was edited past the store: its step,
+    its gate digest or its status may then say anything."""
+    if run.tampered:
+        raise Tampered(f"run {run.id} was changed outside handrail: " + "; ".join(run.tampered))
+    return run
 
 
 def active_run(store: RunStore, folders: Sequence[str], owner: str | None = None) -> RunRecord | None:
