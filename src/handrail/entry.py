@@ -18,7 +18,11 @@ def main() -> int:
         if argv[1] in hook.HOOK_EVENTS:
             import argparse  # lazy: a hook's start-up
 
-            parser = argparse.ArgumentParser(prog="handrail gate")
+            # a width given: argparse then asks no terminal size of shutil, whose
+            # compression modules a hook has no use for
+            parser = argparse.ArgumentParser(
+                prog="handrail gate", formatter_class=lambda prog: argparse.HelpFormatter(prog, width=100)
+            )
             hook.add_arguments(parser)
             try:
                 args = parser.parse_args(argv[1:])

@@ -12,10 +12,13 @@ adapters without going through the command line.
 
 from __future__ import annotations
 
-import argparse
-from typing import NamedTuple, TypeAlias
+from typing import TYPE_CHECKING, NamedTuple
 
-Args: TypeAlias = argparse.Namespace  # a hook's options, as argparse read them
+if TYPE_CHECKING:
+    import argparse
+    from typing import TypeAlias
+
+    Args: TypeAlias = argparse.Namespace  # a hook's options, as argparse read them
 
 
 class HookInputError(Exception):
