@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -17,13 +16,8 @@ from handrail import budget
 from handrail.codec import json_size
 from handrail.errors import InvalidParams, RunNotFound, StateError, StorageError
 from handrail.limits import MAX_CONTEXT_BYTES
-from handrail.notify.events import notices
-from handrail.notify.targets import NotifyConfig
-from handrail.observe import Observer, Tracer
 from handrail.runs import gate_digest, machine
-from handrail.runs.approvers import Roles, no_roles
 from handrail.runs.pinning import Pins
-from handrail.runs.request import Request
 from handrail.store.base import (
     LOCAL_OWNER,
     Conflict,
@@ -40,6 +34,10 @@ if TYPE_CHECKING:
     from handrail.catalog import Snapshot
     from handrail.checks import CheckConfig
     from handrail.model import Workflow
+    from handrail.notify.targets import NotifyConfig
+    from handrail.observe import Observer, Tracer
+    from handrail.runs.approvers import Roles
+    from handrail.runs.request import Request
     from handrail.store import RunStore
 
 MAX_RETRIES = 8  # compare-and-set retries when another writer touched the run meanwhile
@@ -51,6 +49,8 @@ T = TypeVar("T")
 
 
 def new_run_id() -> str:
+    import secrets  # lazy: a gate hook writes through the ledger and starts no run
+
     return "run_" + secrets.token_hex(16)  # 128 random bits
 
 
@@ -100,6 +100,8 @@ class Ledger:
         self.queued: Callable[[], None] = lambda: None
         self.on_close: Callable[[], None] = lambda: None  # stops what uses the store first
         # each person's roles, from the tokens file (spec/runs.md, "Who may approve")
+        from handrail.runs.approvers import no_roles  # lazy: the workflow model, which a hook never loads
+
         self.roles: Roles = no_roles
         # the channels this server takes approvals from (--approval-channels); None: all
         self.approval_channels: frozenset[str] | None = None
@@ -303,6 +305,8 @@ class Ledger:
         """The notifications the write causes (written with it, in its transaction)."""
         if self.notify is None:
             return []
+        from handrail.notify.events import notices  # lazy: a gate hook notifies no one
+
         return notices(self.notify, run, events, actor, history, dashboard_url=self.dashboard_url)
 
     def _write_span(self, operation: str, run: RunRecord, events: Sequence[NewEvent]) -> dict[str, Any]:
