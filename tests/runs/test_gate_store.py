@@ -186,10 +186,12 @@ def test_a_refusal_is_committed_without_waiting_for_the_disk_and_the_writer_is_f
         ({"event": "session", "decision": "bind", "session": "s", "bind": True}, False),
         ({"event": "prompt", "decision": "context"}, False),
         ({"event": "after-tool", "decision": "allow"}, False),
+        ({"event": "after-tool", "decision": "record", "tool": "Read"}, True),
+        ({"event": "after-tool", "decision": "record", "session": "s", "bind": True}, False),
         ({"event": "outage", "decision": "deny", "count": 2}, False),
     ],
 )
-def test_only_a_refusal_that_binds_no_session_may_wait_for_no_fsync(
+def test_only_a_refusal_or_a_tool_record_that_binds_no_session_may_wait_for_no_fsync(
     data: dict[str, Any], refusal: bool
 ) -> None:
-    assert gate_store.refusal_only(data) is refusal
+    assert gate_store.without_fsync(data) is refusal

@@ -408,7 +408,7 @@ def record(
 ) -> None:
     """Append one `gate` event to the run, through the compare-and-set retry every run
     write uses (runs/ledger.py)."""
-    durable = not refusal_only(data)
+    durable = not without_fsync(data)
     from handrail.runs.ledger import Ledger  # lazy: only a hook that writes needs it
     from handrail.store.base import EventType, NewEvent, RunUpdate  # lazy: as above
 
@@ -425,10 +425,15 @@ def record(
     Ledger.retrying(run.id, attempt)
 
 
-def refusal_only(data: Mapping[str, Any]) -> bool:
-    """A record of a refusal just answered that binds no session: committed without
-    waiting for the disk (spec/gate.md, "What the records survive"). The agent's action
-    was refused whether or not the record outlives an OS crash; a lost refused stop only
-    lowers the count of stops refused in a row, so the gate refuses once more, never
-    less. An outage's record is the only trace of what was answered without the store."""
-    return data.get("decision") in ("deny", "block") and "bind" not in data and data.get("event") != "outage"
+def without_fsync(data: Mapping[str, Any]) -> bool:
+    """A record committed without waiting for the disk (spec/gate.md, "What the records
+    survive"): a refusal just answered, or a tool call's after-tool record, that binds
+    no session. The agent's action was refused whether or not the record outlives an OS
+    crash; a lost refused stop only lowers the count of stops refused in a row, so the
+    gate refuses once more, never less; a tool call's record decides nothing (it ends no
+    row of refused stops). An outage's record is the only trace of what was answered
+    without the store, and a binding decides whose the run is: both wait for the disk."""
+    if "bind" in data or data.get("event") == "outage":
+        return False
+    refusal = data.get("decision") in ("deny", "block")
+    return refusal or (data.get("event") == "after-tool" and data.get("decision") == "record")
