@@ -22,10 +22,15 @@ from handrail.store.urls import sqlite_path
 from tests.gate.runs import GateWorld, claude_input
 
 # what a hook never loads: the command table, the server and its protocol, the
-# workflow compiler and engine, the catalog, and the libraries only they need (the
-# MCP SDK, pydantic, lark, the HTTP stack)
+# workflow compiler, model and engine, the catalog, the notifier, and the libraries
+# only they need (the MCP SDK, pydantic, lark, the HTTP stack; shutil's compression
+# modules)
 NOT_LOADED = (
     "handrail.cli",
+    "handrail.model",
+    "handrail.notify",
+    "handrail.runs.approvers",
+    "shutil",
     "handrail.service",
     "handrail.transport",
     "handrail.protocol",
