@@ -112,6 +112,16 @@ def test_an_allowed_read_and_a_git_commit_load_no_layer_a_hook_does_not_use(worl
     assert modules & set(NOT_LOADED) == set()
 
 
+def test_an_allowed_read_of_a_bound_run_writes_nothing_and_loads_no_orjson(world: GateWorld) -> None:
+    read = claude_input(world, "PreToolUse", tool_name="Read", tool_input={"file_path": "src/cart.py"})
+    world.gate("pre-tool-use", read)  # the session binds the run: a write, which encodes with orjson
+    events = len(world.events())
+    done, modules = loaded(world, ["gate", "pre-tool-use", "--harness", "claude-code"], read)
+    assert (done.returncode, done.stdout) == (0, "")
+    assert "orjson" not in modules and "handrail.store.sqlite" in modules  # the one store, read with json
+    assert len(world.events()) == events
+
+
 def test_a_store_of_a_newer_schema_is_refused_by_name_and_never_written(world: GateWorld) -> None:
     world.close()
     newer = len(MIGRATIONS) + 1
