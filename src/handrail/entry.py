@@ -13,14 +13,14 @@ from typing import NoReturn
 def main() -> int:
     argv = sys.argv[1:]
     if len(argv) >= 2 and argv[0] == "gate" and not {"-h", "--help"} & set(argv):
-        import gc
-
-        # a hook is a process of a few milliseconds that ends with os._exit: collecting
-        # cycles while its modules load (each class a few) frees nothing it would reuse
-        gc.disable()
         from handrail.gate import hook  # lazy: a hook's start-up
 
         if argv[1] in hook.HOOK_EVENTS:
+            import gc
+
+            # a hook is a short process that ends with os._exit: collecting cycles while
+            # its modules load (each class a few) frees nothing it would reuse
+            gc.disable()
             import argparse  # lazy: a hook's start-up
 
             # a width given: argparse then asks no terminal size of shutil, whose
