@@ -16,7 +16,7 @@ def main() -> int:
         from handrail.gate import hook  # lazy: a hook's start-up
 
         if argv[1] in hook.HOOK_EVENTS:
-            import gc
+            import gc  # lazy: a hook's start-up
 
             # a hook is a short process that ends with os._exit: collecting cycles while
             # its modules load (each class a few) frees nothing it would reuse
