@@ -5,7 +5,10 @@ module imports a layer above its own, where imports form a cycle, or where an im
 inside a function has no comment beside it or on the line above saying why it waits.
 
 Every import counts towards layers and cycles, typing-only and function-local ones too:
-a cycle an import hides by waiting is still a cycle."""
+a cycle an import hides by waiting is still a cycle.
+
+Sizes are held here too: no function over 80 lines and no module over 450, outside
+src/handrail/_generated/, but for the ones SIZE_DEBT lists, which may only shrink."""
 
 from __future__ import annotations
 
@@ -39,6 +42,25 @@ KNOWN = {}
 # be added. No slice owns them: a slice that rewrites a module gives each a reason (or
 # moves it to the top) and lowers the count here.
 UNEXPLAINED_LOCAL_IMPORTS: dict[str, int] = {}
+
+# No function is over MAX_FUNCTION lines and no module over MAX_MODULE (issue 37, "No
+# giant closures"), generated code aside. These are the ones over today, each with its
+# size: none may grow, none may be added, and one brought within the limit is deleted
+# here (lower a figure as its code shrinks).
+MAX_FUNCTION = 80
+MAX_MODULE = 450
+SIZE_DEBT: dict[str, int] = {
+    "function handrail.runs.advance.Advance._continue_once": 104,
+    "function handrail.transport.stdio.serve": 181,
+    "module handrail.cli.runs": 552,
+    "module handrail.gate.hook": 598,
+    "module handrail.gate.install": 527,
+    "module handrail.protocol.core": 475,
+    "module handrail.runs.decisions": 680,
+    "module handrail.runs.gate": 520,
+    "module handrail.runs.tree": 622,
+    "module handrail.store.sqlite": 452,
+}
 
 
 @dataclass(frozen=True)
@@ -259,3 +281,60 @@ def test_an_import_inside_a_function_needs_a_comment_beside_it_or_above(tmp_path
     assert unexplained_local_imports(source) == [(2, "import json")]
     folders = Counter(folder_of(name) for name in ("handrail.cli", "handrail.__main__", "handrail.codec"))
     assert folders == {"cli": 2, "": 1}
+
+
+def oversized(module: str, path: Path) -> dict[str, int]:
+    """The module, when over MAX_MODULE lines, and each function over MAX_FUNCTION (from
+    its `def` to its last line, nested ones counted in their own and their parent's),
+    named as SIZE_DEBT names them."""
+    lines, tree = parsed(path)
+    found = {f"module {module}": len(lines)} if len(lines) > MAX_MODULE else {}
+
+    def visit(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                name = f"{prefix}.{child.name}"
+                size = (child.end_lineno or child.lineno) - child.lineno + 1
+                if not isinstance(child, ast.ClassDef) and size > MAX_FUNCTION:
+                    found[f"function {name}"] = size
+                visit(child, name)
+            else:
+                visit(child, prefix)
+
+    visit(tree, module)
+    return found
+
+
+def test_no_function_is_over_80_lines_and_no_module_over_450_outside_generated_code() -> None:
+    found: dict[str, int] = {}
+    for module, path in all_modules().items():
+        if not module.startswith(f"{FACADE}._generated"):
+            found |= oversized(module, path)
+    new = [f"{key}: {size} lines" for key, size in sorted(found.items()) if key not in SIZE_DEBT]
+    grown = [
+        f"{key}: {found[key]} lines, {SIZE_DEBT[key]} in SIZE_DEBT"
+        for key in sorted(SIZE_DEBT.keys() & found.keys())
+        if found[key] > SIZE_DEBT[key]
+    ]
+    paid = sorted(SIZE_DEBT.keys() - found.keys())
+    limits = f"functions over {MAX_FUNCTION} lines, modules over {MAX_MODULE}"
+    assert not new, "\n".join([f"{limits}: split them into named parts", *new])
+    assert not grown, "\n".join([f"{limits} that grew past their SIZE_DEBT figure:", *grown])
+    assert not paid, "\n".join(
+        ["within the limits now, so delete them from SIZE_DEBT in tests/test_layers.py:", *paid]
+    )
+
+
+def test_an_oversized_function_nested_or_in_a_class_and_an_oversized_module_are_found(tmp_path: Path) -> None:
+    source = tmp_path / "big.py"
+    body = "".join(f"            x{n} = {n}\n" for n in range(MAX_FUNCTION))
+    filler = "".join(f"y{n} = {n}\n" for n in range(MAX_MODULE))
+    source.write_text(f"class A:\n    def outer(self):\n        def inner():\n{body}\n{filler}")
+    assert oversized("handrail.big", source) == {
+        "function handrail.big.A.outer": MAX_FUNCTION + 2,
+        "function handrail.big.A.outer.inner": MAX_FUNCTION + 1,
+        "module handrail.big": MAX_FUNCTION + 4 + MAX_MODULE,
+    }
+    small = tmp_path / "small.py"
+    small.write_text("def f():\n" + "    pass\n" * (MAX_FUNCTION - 1))
+    assert oversized("handrail.small", small) == {}

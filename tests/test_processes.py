@@ -4,6 +4,8 @@ on PATH where git's own answers are needed."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -123,3 +125,35 @@ def test_a_git_source_fetch_leaves_nothing_git_started_running(
     source = GitSource.of("git+file:///nowhere/repo.git")
     assert source.sync() is True and source.error is not None
     assert _gone(int(pid_file.read_text()))
+
+
+@needs_proc
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's")
+@pytest.mark.parametrize("path", ["/usr/bin:/bin", "/nonexistent"], ids=["setpriv", "prctl-through-ctypes"])
+def test_a_program_asked_to_die_with_its_parent_dies_when_the_parent_is_killed(
+    tmp_path: Path, path: str
+) -> None:
+    pid_file = tmp_path / "pid"
+    parent = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from handrail.processes import run; "
+            "run(['/bin/sh', '-c', 'echo $$ > \"$0\"; exec /bin/sleep 60', sys.argv[1]], None, 60, 100, "
+            "env={'PATH': sys.argv[2]}, die_with_parent=True)",
+            str(pid_file),
+            path,
+        ],
+        env={**os.environ, "PATH": path},
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not pid_file.exists() or not pid_file.read_text().strip():
+            assert time.monotonic() < deadline, "the program never started"
+            time.sleep(0.02)
+        child = int(pid_file.read_text())
+        parent.kill()  # SIGKILL: nothing of the parent runs to kill the program's group
+        parent.wait(10)
+        assert _gone(child), f"{child} outlived its parent"
+    finally:
+        parent.kill()

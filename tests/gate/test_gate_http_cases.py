@@ -27,7 +27,7 @@ ONLY_THE_COMMAND = {
     "malformed-not-json-run-active",
     *(p.stem for p in CLAUDE if p.stem.startswith("config-change")),
 }
-QUERY = {"--require-run": "require-run", "--no-reminder": "reminder"}
+QUERY = {"--require-run": "require-run", "--no-reminder": "reminder", "--driven-from": "driven-from"}
 
 
 @pytest.fixture

@@ -30,9 +30,12 @@ def test_an_approval_then_acceptance_leaves_the_run_active() -> None:
     assert machine.after(RunStatus.AWAITING_APPROVAL, events) is RunStatus.ACTIVE
 
 
-def test_a_finished_run_accepts_no_event() -> None:
+def test_a_finished_run_accepts_no_event_but_the_usage_of_the_agent_that_finished_it() -> None:
+    assert machine.offers(RunStatus.ABANDONED) == frozenset()
+    # `handrail drive`'s agent ends after the step it submitted completed the run
+    assert machine.offers(RunStatus.COMPLETED) == {EventType.USAGE}
+    assert machine.after(RunStatus.COMPLETED, [EventType.USAGE]) is RunStatus.COMPLETED
     for status in (RunStatus.COMPLETED, RunStatus.ABANDONED):
-        assert machine.offers(status) == frozenset()
         assert machine.after(status, [EventType.ABANDONED]) is None
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from tests.helpers.damage import damage_table
 from tests.helpers.http import HttpServer
 from tests.helpers.locks import write_lock_held
 from tests.helpers.server import Server, clean_env
@@ -87,9 +88,9 @@ def test_a_full_disk_fails_the_write_with_a_storage_error_and_keeps_serving(tmp_
     assert events == 1 + accepted
 
 
-def _damaged(tmp_path: Path) -> tuple[str, Path]:
-    """A database whose runs were written by a server, then one page in its middle
-    overwritten while no server had it open."""
+def _damaged(tmp_path: Path, table: str | None = None) -> tuple[str, Path]:
+    """A database whose runs were written by a server, then one page in its middle (or
+    the root page of `table`) overwritten while no server had it open."""
     database = tmp_path / "runs.db"
     with Server(*_flows(tmp_path)) as server:
         server.initialize()
@@ -99,6 +100,9 @@ def _damaged(tmp_path: Path) -> tuple[str, Path]:
                 "workflow_start",
                 {"workflowId": WORKFLOW_ID, "goal": f"Run {i}", "context": {"notes": "n" * 3000}},
             )["runId"]
+    if table is not None:
+        damage_table(database, table)
+        return run, database
     db = sqlite3.connect(database)
     db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # every page in the file itself
     (page_size,) = db.execute("PRAGMA page_size").fetchone()
@@ -112,7 +116,7 @@ def _damaged(tmp_path: Path) -> tuple[str, Path]:
 
 
 def test_a_damaged_database_is_named_by_runs_commands_in_one_line(tmp_path: Path) -> None:
-    run, database = _damaged(tmp_path)
+    run, database = _damaged(tmp_path, "runs")  # they only read: the pages they read
     for argv in (("list",), ("show", run)):
         done = _runs_cli(*argv, "--database", _url(tmp_path), home=tmp_path)
         assert done.returncode == 1, done

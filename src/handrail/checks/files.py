@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import stat
 from dataclasses import dataclass
+from typing import Any
 
 from handrail.model import FileCheck
 
@@ -90,9 +91,14 @@ def check_files(check: FileCheck, root: str, max_entries: int, max_read: int) ->
         if outside:
             why += "; " + "; ".join(outside[:3]) + " (not evidence)"
         return Found(False, why)
-    regex = check.contains
-    if regex is None:
+    if check.contains is None:
         return Found(True, _listed("matches", matched))
+    return _search(check.contains, root, matched, max_read)
+
+
+def _search(regex: Any, root: str, matched: list[str], max_read: int) -> Found:
+    """Whether one of the matching files holds `regex` (a handrail.patterns.Regex), else why
+    none does."""
     unread: list[str] = []
     for rel in matched:
         text = _read(os.path.join(root, *rel.split("/")), max_read)

@@ -84,6 +84,9 @@ def build_parser() -> argparse.ArgumentParser:
     from handrail.cli.person import add_person  # lazy: as add_gate
 
     add_person(sub)
+    from handrail.cli.drive import add_drive  # lazy: as add_gate
+
+    add_drive(sub)
     completion = sub.add_parser("completion", help="a completion script for bash, zsh or fish")
     completion.add_argument("shell", choices=("bash", "zsh", "fish"), help="the shell it is for")
     _describe(parser)
@@ -106,6 +109,12 @@ def _person(args: argparse.Namespace) -> int:
     from handrail.cli.person import person_command  # as _runs
 
     return person_command(args)
+
+
+def _drive(args: argparse.Namespace) -> int:
+    from handrail.cli.drive import drive_command  # as _runs
+
+    return drive_command(args)
 
 
 def _runs(args: argparse.Namespace) -> int:
@@ -136,6 +145,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "key": _key,
     "gate": _gate,
     "person": _person,
+    "drive": _drive,
     "stats": stats.stats_command,
     "notify": notify.notify_command,
     "completion": _completion,

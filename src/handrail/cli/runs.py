@@ -48,6 +48,8 @@ def add_runs_only_option(parser: argparse.ArgumentParser) -> None:
 
 
 RUN_HELP = "the run's id, run_... (`handrail runs list` shows them)"
+READING_VERBS = ("list", "show")  # the file is not checked whole for them (store/sqlite.py)
+SHOWN_EVENTS = 200  # `runs show`'s last events: its cost stays the same however long the log
 
 
 def add_runs_parser(sub: Any) -> Any:
@@ -73,8 +75,18 @@ def add_runs_parser(sub: Any) -> Any:
         "--tree", action="store_true", help="each run with its branches and child runs indented below it"
     )
     add_database_option(listing)
-    show = verbs.add_parser("show", help="one run's timeline: every event with its time, output and issues")
+    show = verbs.add_parser(
+        "show", help="one run's timeline: its accepted steps and last events, with time, output and issues"
+    )
     show.add_argument("run_id", metavar="RUN", help=RUN_HELP)
+    show.add_argument(
+        "--events",
+        type=_event_count,
+        default=SHOWN_EVENTS,
+        metavar="N",
+        help=f"how many of the last events to show besides every accepted step (default {SHOWN_EVENTS}; "
+        "`handrail runs export` gives them all)",
+    )
     show.add_argument(
         "--format", choices=["text", "json", "md"], default="text", help="text (default), json or Markdown"
     )
@@ -126,6 +138,13 @@ def _count(text: str) -> int:
     return value
 
 
+def _event_count(text: str) -> int:
+    try:
+        return _count(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a count of events (0 or more)") from None
+
+
 def _missing_database(database: str | None) -> str | None:
     """The path of the SQLite database `database` names when it does not exist yet: no
     command here creates one (folders included), since it would hold no run."""
@@ -171,7 +190,7 @@ def runs_command(args: argparse.Namespace) -> int:
     missing = _missing_database(args.database)
     if missing is not None:
         return _no_database(args, missing)
-    runs = default_runs(args.database)
+    runs = default_runs(args.database, reading=verb in READING_VERBS)
     from handrail.cli.notify import queue_from_environment  # the notification options load here only
 
     queue_from_environment(runs, f"runs {verb}")
@@ -335,22 +354,25 @@ def _as_owner(runs: Runs, run_id: str) -> Request:
 
 def _show(runs: Runs, args: argparse.Namespace) -> int:
     run = runs.run(_as_owner(runs, args.run_id), args.run_id)
-    events = runs.events(run)
+    events = runs.shown_events(run, args.events)  # a gated run's log grows with every tool call
+    hidden = max(0, run.events - len(events))
     notes = runs.notifications(run)
     tree = (
         runs.tree.tree(runs.tree.root(run)) if run.parent_id is not None or _has_children(runs, run) else None
     )
     if args.format == "json":
-        document = {"run": _run_dict(run), "events": [_event_dict(e) for e in events]}
+        document: dict[str, Any] = {"run": _run_dict(run), "events": [_event_dict(e) for e in events]}
+        if hidden:
+            document["eventsNotShown"] = hidden
         if tree is not None:
             document["tree"] = tree
         if notes:
             document["notifications"] = [n.as_dict() | {"target": shown_receiver(n.target)} for n in notes]
         _say(json.dumps(document, indent=2, ensure_ascii=False))
     elif args.format == "md":
-        _say(_markdown(run, events))
+        _say(_markdown(run, events, _hidden_line(hidden)))
     else:
-        _say(_text(run, events))
+        _say(_text(run, events, _hidden_line(hidden)))
     if args.format == "md" and tree is not None:
         _say("\n## Tree\n\n```\n" + "\n".join(tree_lines(tree, marked=run.id)) + "\n```")
     elif args.format == "text" and tree is not None:
@@ -358,6 +380,15 @@ def _show(runs: Runs, args: argparse.Namespace) -> int:
     if args.format != "json" and (undelivered := [n for n in notes if n.last_error is not None]):
         _say("\n" + "\n".join(_notification_line(n) for n in undelivered))
     return EXIT_OK
+
+
+def _hidden_line(hidden: int) -> str | None:
+    if not hidden:
+        return None
+    return (
+        f"({hidden} earlier event{'s' * (hidden != 1)} not shown: --events N shows more, "
+        "`handrail runs export` every one)"
+    )
 
 
 def _has_children(runs: Runs, run: RunRecord) -> bool:
@@ -379,7 +410,7 @@ def _event_dict(e: Event) -> dict[str, Any]:
     return {"type": e.type, "at": e.at, **{k: v for k, v in e.as_dict().items() if k not in ("type", "at")}}
 
 
-def _text(run: RunRecord, events: list[Event]) -> str:
+def _text(run: RunRecord, events: list[Event], hidden: str | None = None) -> str:
     step = run.current_step
     lines = [
         f"run {run.id}",
@@ -390,6 +421,8 @@ def _text(run: RunRecord, events: list[Event]) -> str:
         f"  completed  {run.accepted} step{'s' * (run.accepted != 1)}",
         "",
     ]
+    if hidden is not None:
+        lines.extend([hidden, ""])
     for e in events:
         head = f"{e.at}  {e.type:<9}" + (f" {e.step_id}" if e.step_id else "")
         lines.append(head)
@@ -409,7 +442,7 @@ def _text(run: RunRecord, events: list[Event]) -> str:
     return "\n".join(lines)
 
 
-def _markdown(run: RunRecord, events: list[Event]) -> str:
+def _markdown(run: RunRecord, events: list[Event], hidden: str | None = None) -> str:
     lines = [
         f"# Run `{run.id}`",
         "",
@@ -420,6 +453,8 @@ def _markdown(run: RunRecord, events: list[Event]) -> str:
         "",
         "## Timeline",
     ]
+    if hidden is not None:
+        lines.extend(["", hidden])
     for e in events:
         lines.append("")
         lines.append(f"### {e.at} · {e.type}" + (f" · `{e.step_id}`" if e.step_id else ""))

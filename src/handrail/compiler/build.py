@@ -26,6 +26,7 @@ from handrail.expr import ParsedConditions, Reporter, compile_condition, did_you
 from handrail.model import AnyStep, Condition, Rule, Step, StepCheck, SubWorkflow, Workflow, WorkflowOrigin
 from handrail.rules.closures import compile_criteria, criteria_text
 from handrail.rules.policy import compile_defaults, step_policy
+from handrail.step_policy import Policy
 
 # WorkRail convention: metaGuidance may define a function as a line "name(): what it does"
 GUIDANCE_FUNCTION = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\(\)")
@@ -40,6 +41,10 @@ class Build:
     steps: Steps
     names: Names
     parsed: ParsedConditions
+    document: Mapping[str, Any]
+    commands: Commands | None
+    defaults: Policy | None  # the workflow's own allow and deny lists, its steps' default
+    workflow_functions: tuple[str, ...]
 
     def check_functions(self, entry: Entry, workflow_functions: tuple[str, ...]) -> tuple[str, ...]:
         raw = entry.raw
@@ -76,6 +81,73 @@ class Build:
             parsed=self.parsed,
         )
 
+    def node(self, sid: str) -> AnyStep:
+        """Step `sid` compiled: a loop, or a step with its rules, checks and policy."""
+        steps, names, report = self.steps, self.names, self.report
+        entry = steps.entries[sid]
+        raw, at = entry.raw, entry.pointer
+        for key in ("title", "prompt", "agentRole"):
+            names.check_templates(raw.get(key), f"{at}/{key}")
+        for index, line in enumerate(raw.get("guidance", ()) or ()):
+            names.check_templates(line, f"{at}/guidance/{index}")
+        run_condition = self.condition(raw, "runCondition", at, "runCondition")
+        if run_condition is not None and run_condition.constant is False:
+            report.warning(
+                "H203",
+                f"step `{sid}` can never run",
+                f"{at}/runCondition",
+                "its runCondition never holds",
+            )
+        confirmation = self.confirmation(raw, at)
+        if raw.get("type") == "loop":
+            return compile_loop(self, entry, sid, run_condition, confirmation)
+        return self.step(entry, sid, run_condition, confirmation)
+
+    def step(
+        self, entry: Entry, sid: str, run_condition: Condition | None, confirmation: bool | Condition
+    ) -> Step:
+        document, report = self.document, self.report
+        raw, at = entry.raw, entry.pointer
+        refs = self.check_functions(entry, self.workflow_functions)
+        rules: tuple[Rule, ...] = ()
+        if "validationCriteria" in raw:
+            rules = compile_criteria(
+                raw["validationCriteria"], f"{at}/validationCriteria", report, parsed=self.parsed
+            )
+        checks: tuple[StepCheck, ...] = ()
+        if "checks" in raw:
+            checks = compile_checks(
+                raw["checks"], f"{at}/checks", report, commands=self.commands, parsed=self.parsed
+            )
+        sub = _subworkflow(raw, sid)
+        return Step(
+            id=sid,
+            title=raw.get("title") or (f"Run workflow {sub.workflow_id}" if sub is not None else ""),
+            prompt=raw.get("prompt") or (_SUB_PROMPT.format(sub.workflow_id) if sub is not None else ""),
+            agent_role=raw.get("agentRole"),
+            guidance=tuple(raw.get("guidance", ())),
+            model_hint=raw.get("modelHint"),
+            ask_for_files=bool(raw.get("askForFiles", False)),
+            confirmation=confirmation,
+            run_condition=run_condition,
+            rules=rules,
+            criteria=tuple(criteria_text(rule) for rule in rules),
+            function_references=refs,
+            loop=self.steps.owner.get(sid),
+            pointer=at,
+            checks=checks,
+            policy=step_policy(raw, at, self.defaults, report),
+            approval=compile_approval(
+                raw,
+                at,
+                bool(document.get("separateApprover", False)),
+                confirmation,
+                report,
+                document.get("approval") if isinstance(document.get("approval"), dict) else None,
+            ),
+            subworkflow=sub,
+        )
+
 
 def build_workflow(
     document: Mapping[str, Any],
@@ -93,69 +165,15 @@ def build_workflow(
     names = Names(document, report, steps.entries, parsed)
     names.gather_variables()
     names.check_condition_variables()
-    b = Build(report, steps, names, parsed)
     workflow_functions = function_names(document.get("functionDefinitions")) + tuple(
         m.group(1) for line in document.get("metaGuidance", ()) if (m := GUIDANCE_FUNCTION.match(line))
     )
-    nodes: dict[str, AnyStep] = {}
     defaults = compile_defaults(document, report)
+    b = Build(report, steps, names, parsed, document, commands, defaults, workflow_functions)
+    nodes: dict[str, AnyStep] = {}
     for sid in steps.order:
         budget.check()  # a workflow a client sends is compiled within its request's budget
-        entry = steps.entries[sid]
-        raw, at = entry.raw, entry.pointer
-        for key in ("title", "prompt", "agentRole"):
-            names.check_templates(raw.get(key), f"{at}/{key}")
-        for index, line in enumerate(raw.get("guidance", ()) or ()):
-            names.check_templates(line, f"{at}/guidance/{index}")
-        run_condition = b.condition(raw, "runCondition", at, "runCondition")
-        if run_condition is not None and run_condition.constant is False:
-            report.warning(
-                "H203",
-                f"step `{sid}` can never run",
-                f"{at}/runCondition",
-                "its runCondition never holds",
-            )
-        confirmation = b.confirmation(raw, at)
-        if raw.get("type") == "loop":
-            nodes[sid] = compile_loop(b, entry, sid, run_condition, confirmation)
-            continue
-        refs = b.check_functions(entry, workflow_functions)
-        rules: tuple[Rule, ...] = ()
-        if "validationCriteria" in raw:
-            rules = compile_criteria(
-                raw["validationCriteria"], f"{at}/validationCriteria", report, parsed=b.parsed
-            )
-        checks: tuple[StepCheck, ...] = ()
-        if "checks" in raw:
-            checks = compile_checks(raw["checks"], f"{at}/checks", report, commands=commands, parsed=b.parsed)
-        sub = _subworkflow(raw, sid)
-        nodes[sid] = Step(
-            id=sid,
-            title=raw.get("title") or (f"Run workflow {sub.workflow_id}" if sub is not None else ""),
-            prompt=raw.get("prompt") or (_SUB_PROMPT.format(sub.workflow_id) if sub is not None else ""),
-            agent_role=raw.get("agentRole"),
-            guidance=tuple(raw.get("guidance", ())),
-            model_hint=raw.get("modelHint"),
-            ask_for_files=bool(raw.get("askForFiles", False)),
-            confirmation=confirmation,
-            run_condition=run_condition,
-            rules=rules,
-            criteria=tuple(criteria_text(rule) for rule in rules),
-            function_references=refs,
-            loop=steps.owner.get(sid),
-            pointer=at,
-            checks=checks,
-            policy=step_policy(raw, at, defaults, report),
-            approval=compile_approval(
-                raw,
-                at,
-                bool(document.get("separateApprover", False)),
-                confirmation,
-                report,
-                document.get("approval") if isinstance(document.get("approval"), dict) else None,
-            ),
-            subworkflow=sub,
-        )
+        nodes[sid] = b.node(sid)
     sequence = tuple(
         sid for sid in steps.order if steps.entries[sid].parent is None and sid not in steps.owner
     )

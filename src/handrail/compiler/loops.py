@@ -58,32 +58,7 @@ def compile_loop(
             )
         else:
             condition = b.condition(cfg, "condition", where, "loop condition")
-    count = cfg.get("count")
-    if kind == "for":
-        if count is None:
-            b.report.error(
-                "H205",
-                "a `for` loop needs a `count`: a number or a context variable",
-                where,
-                'add "count": 3',
-            )
-        elif not isinstance(count, str):
-            if not float(count).is_integer():
-                b.report.error("H204", f"count {count} is not a whole number", f"{where}/count")
-            count = int(count)
-            if count > max_iterations:
-                b.report.warning(
-                    "H209",
-                    f"count {count} exceeds maxIterations {max_iterations}; "
-                    f"the loop stops after {max_iterations}",
-                    f"{where}/count",
-                )
-            if count == 0:
-                b.report.warning(
-                    "H203",
-                    f"loop `{sid}` runs zero times, so its body never runs",
-                    f"{where}/count",
-                )
+    count = _count(b, cfg, kind, sid, where, max_iterations)
     if kind == "forEach" and not cfg.get("items"):
         b.report.error(
             "H205",
@@ -118,6 +93,37 @@ def compile_loop(
         pointer=at,
         parallel=parallel,
     )
+
+
+def _count(b: Build, cfg: Mapping[str, Any], kind: str, sid: str, where: str, max_iterations: Any) -> Any:
+    """A loop's `count` (a `for` loop's: a whole number or a variable), its problems reported."""
+    count = cfg.get("count")
+    if kind == "for":
+        if count is None:
+            b.report.error(
+                "H205",
+                "a `for` loop needs a `count`: a number or a context variable",
+                where,
+                'add "count": 3',
+            )
+        elif not isinstance(count, str):
+            if not float(count).is_integer():
+                b.report.error("H204", f"count {count} is not a whole number", f"{where}/count")
+            count = int(count)
+            if count > max_iterations:
+                b.report.warning(
+                    "H209",
+                    f"count {count} exceeds maxIterations {max_iterations}; "
+                    f"the loop stops after {max_iterations}",
+                    f"{where}/count",
+                )
+            if count == 0:
+                b.report.warning(
+                    "H203",
+                    f"loop `{sid}` runs zero times, so its body never runs",
+                    f"{where}/count",
+                )
+    return count
 
 
 PARALLEL_FIELDS = ("maxParallel", "atLeast", "as")

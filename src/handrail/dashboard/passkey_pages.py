@@ -106,24 +106,29 @@ def presence_of(
     return Presence(asked.head, asked.nonce, asked.rp_id, asked.origin, credential)
 
 
-def passkey_routes(kit: Kit, challenges: Challenges) -> list[BaseRoute]:
-    runs = kit.runs
+class PasskeyPages:
+    """The pages' handlers, with what the dashboard lends them and the challenges open."""
 
-    def forbidden(text: str) -> Response:
+    def __init__(self, kit: Kit, challenges: Challenges) -> None:
+        self.kit = kit
+        self.runs = kit.runs
+        self.challenges = challenges
+
+    def forbidden(self, text: str) -> Response:
         return HTMLResponse(f"Forbidden: {text}", 403, headers=FORBIDDEN)
 
-    async def checked(request: Request, session: Session) -> dict[str, str] | Response:
-        fields = await kit.form(request)
-        if fields is None or not kit.same_origin(request):
-            return forbidden("cross-site request")
+    async def checked(self, request: Request, session: Session) -> dict[str, str] | Response:
+        fields = await self.kit.form(request)
+        if fields is None or not self.kit.same_origin(request):
+            return self.forbidden("cross-site request")
         if not hmac.compare_digest(fields.get("csrf", "").encode(), session.csrf.encode()):
-            return forbidden("the form's token does not match")
+            return self.forbidden("the form's token does not match")
         return fields
 
-    async def passkeys_page(request: Request, session: Session) -> Response:
-        keys = await kit.as_person(session, lambda _asking: runs.passkeys.of(session.person))
+    async def passkeys_page(self, request: Request, session: Session) -> Response:
+        keys = await self.kit.as_person(session, lambda _asking: self.runs.passkeys.of(session.person))
         rp_id, _ = relying_party(request)
-        return kit.page(
+        return self.kit.page(
             "passkeys.html",
             request,
             session,
@@ -133,16 +138,16 @@ def passkey_routes(kit: Kit, challenges: Challenges) -> list[BaseRoute]:
             localhost=localhost(request),
         )
 
-    async def registration_options(request: Request, session: Session) -> Response:
-        fields = await checked(request, session)
+    async def registration_options(self, request: Request, session: Session) -> Response:
+        fields = await self.checked(request, session)
         if isinstance(fields, Response):
             return fields
         rp_id, origin = relying_party(request)
         if is_ip(rp_id):
             return JSONResponse({"error": "a passkey needs a host name: open the page at localhost"}, 400)
         watched = (
-            await kit.as_person(session, lambda _asking: runs.passkeys.watched_open_run())
-            if kit.shared
+            await self.kit.as_person(session, lambda _asking: self.runs.passkeys.watched_open_run())
+            if self.kit.shared
             else None
         )
         if watched is not None:
@@ -153,25 +158,25 @@ def passkey_routes(kit: Kit, challenges: Challenges) -> list[BaseRoute]:
             )
             return JSONResponse({"error": said}, 409)
         raw = secrets.token_bytes(32)
-        challenges.put(f"{session.id}:register", Asked(rp_id, origin, "", raw=raw))
-        text = await kit.as_person(
-            session, lambda _asking: runs.passkeys.registration_options(session.person, rp_id, raw)
+        self.challenges.put(f"{session.id}:register", Asked(rp_id, origin, "", raw=raw))
+        text = await self.kit.as_person(
+            session, lambda _asking: self.runs.passkeys.registration_options(session.person, rp_id, raw)
         )
         return Response(text, media_type="application/json", headers={"Cache-Control": "no-store"})
 
-    async def register(request: Request, session: Session) -> Response:
-        fields = await checked(request, session)
+    async def register(self, request: Request, session: Session) -> Response:
+        fields = await self.checked(request, session)
         if isinstance(fields, Response):
             return fields
-        asked = challenges.take(f"{session.id}:register")
+        asked = self.challenges.take(f"{session.id}:register")
         credential = credential_of(fields.get("credential", ""))
         if asked is None or credential is None:
             note = "No passkey was registered: ask for one again."
         else:
             try:
-                await kit.as_person(
+                await self.kit.as_person(
                     session,
-                    lambda _asking: runs.passkeys.register(
+                    lambda _asking: self.runs.passkeys.register(
                         session.person,
                         credential,
                         asked.raw,
@@ -186,18 +191,18 @@ def passkey_routes(kit: Kit, challenges: Challenges) -> list[BaseRoute]:
         return RedirectResponse(f"/passkeys?note={quote(note)}", 303)
 
     def decision_challenge(
-        asking: Asking, person: str, run_id: str, verb: str, rp_id: str
+        self, asking: Asking, person: str, run_id: str, verb: str, rp_id: str
     ) -> tuple[Any, str]:
-        run = runs.readable(asking, run_id, person)
-        pending = runs.pending_approval(run)
+        run = self.runs.readable(asking, run_id, person)
+        pending = self.runs.pending_approval(run)
         if pending is None:
             raise ValueError(f"the run is {run.status}: it waits for no approval")
         nonce = new_nonce()
         raw = challenge(run.id, str(pending["stepId"]), verb == "approve", run.head, nonce)
-        return (run.head, nonce), runs.passkeys.assertion_options(person, rp_id, raw)
+        return (run.head, nonce), self.runs.passkeys.assertion_options(person, rp_id, raw)
 
-    async def sign_challenge(request: Request, session: Session) -> Response:
-        fields = await checked(request, session)
+    async def sign_challenge(self, request: Request, session: Session) -> Response:
+        fields = await self.checked(request, session)
         if isinstance(fields, Response):
             return fields
         run_id, verb = request.path_params["run_id"], request.path_params["verb"]
@@ -207,24 +212,24 @@ def passkey_routes(kit: Kit, challenges: Challenges) -> list[BaseRoute]:
         if is_ip(rp_id):
             return JSONResponse({"error": "a passkey needs a host name: open the page at localhost"}, 400)
         try:
-            (head, nonce), text = await kit.as_person(
-                session, decision_challenge, session.person, run_id, verb, rp_id
+            (head, nonce), text = await self.kit.as_person(
+                session, self.decision_challenge, session.person, run_id, verb, rp_id
             )
         except (HandrailError, ValueError) as exc:
             said = exc.message if isinstance(exc, HandrailError) else str(exc)
             return JSONResponse({"error": said}, 409)
-        challenges.put(
+        self.challenges.put(
             f"{session.id}:{run_id}", Asked(rp_id, origin, nonce, head=head, run_id=run_id, verb=verb)
         )
         return Response(text, media_type="application/json", headers={"Cache-Control": "no-store"})
 
-    async def sign_page(request: Request, session: Session) -> Response:
+    async def sign_page(self, request: Request, session: Session) -> Response:
         run_id = request.path_params["run_id"]
         verb = request.query_params.get("verb", "approve")
         verb = verb if verb in ("approve", "decline") else "approve"
-        keys = await kit.as_person(session, lambda _asking: runs.passkeys.of(session.person))
+        keys = await self.kit.as_person(session, lambda _asking: self.runs.passkeys.of(session.person))
         rp_id, _ = relying_party(request)
-        return kit.page(
+        return self.kit.page(
             "sign.html",
             request,
             session,
@@ -238,12 +243,17 @@ def passkey_routes(kit: Kit, challenges: Challenges) -> list[BaseRoute]:
             localhost=localhost(request) + f"?verb={verb}",
         )
 
+
+def passkey_routes(kit: Kit, challenges: Challenges) -> list[BaseRoute]:
+    pages = PasskeyPages(kit, challenges)
     return [
-        Route("/passkeys", kit.gate(passkeys_page), methods=["GET"]),
-        Route("/passkeys/options", kit.gate(registration_options, api=True), methods=["POST"]),
-        Route("/passkeys/register", kit.gate(register), methods=["POST"]),
-        Route("/runs/{run_id}/sign", kit.gate(sign_page), methods=["GET"]),
-        Route("/runs/{run_id}/{verb:str}/challenge", kit.gate(sign_challenge, api=True), methods=["POST"]),
+        Route("/passkeys", kit.gate(pages.passkeys_page), methods=["GET"]),
+        Route("/passkeys/options", kit.gate(pages.registration_options, api=True), methods=["POST"]),
+        Route("/passkeys/register", kit.gate(pages.register), methods=["POST"]),
+        Route("/runs/{run_id}/sign", kit.gate(pages.sign_page), methods=["GET"]),
+        Route(
+            "/runs/{run_id}/{verb:str}/challenge", kit.gate(pages.sign_challenge, api=True), methods=["POST"]
+        ),
     ]
 
 

@@ -102,6 +102,14 @@ def add_arguments(gate: argparse.ArgumentParser) -> None:
         help="refuse a stop at most N times in a row per step (1 to 7, default 3)",
     )
     gate.add_argument(
+        "--driven-from",
+        type=int,
+        default=None,
+        metavar="N",
+        help="a session `handrail drive` started for one step, when N steps were accepted: it may stop "
+        "once the next one is",
+    )
+    gate.add_argument(
         "--scope", choices=["project", "user"], default="project", help="install: which settings file"
     )
     gate.add_argument(
@@ -240,7 +248,12 @@ def _json_hook(args: Args, harness: str, data: bytes) -> Answer:
 def _decide(args: Args, event: GateEvent, harness: str, more: list[GateEvent] | None = None) -> Decision:
     from handrail.runs.gate import Options, decide  # lazy: a hook's start-up
 
-    options = Options(require_run=args.require_run, reminder=not args.no_reminder, stop_limit=args.stop_limit)
+    options = Options(
+        require_run=args.require_run,
+        reminder=not args.no_reminder,
+        stop_limit=args.stop_limit,
+        driven_from=args.driven_from,
+    )
     place = locate(args.database)
     store = open_store(args.database, place)
     if store is None:

@@ -45,7 +45,7 @@ log = logging.getLogger("handrail.gate.http")
 JSON_HARNESSES = ("cursor", "gemini", "codex")
 HARNESSES = ("claude-code", "git", *JSON_HARNESSES)
 MAX_BODY = hook_input.MAX_INPUT
-QUERY = ("require-run", "stop-limit", "reminder", "on-error")
+QUERY = ("require-run", "stop-limit", "reminder", "on-error", "driven-from")
 
 
 class Posted(NamedTuple):
@@ -124,7 +124,16 @@ def options_of(query: Mapping[str, str]) -> tuple[Options, str]:
     if on_error not in ("allow", "deny"):
         raise HookInputError(f"on-error '{on_error[:20]}' is neither allow nor deny")
     need = query.get("require-run") or None
-    return Options(require_run=need, reminder=reminder == "on", stop_limit=int(limit_text)), on_error
+    driven = query.get("driven-from")
+    if driven is not None and not driven.isdigit():
+        raise HookInputError(f"driven-from '{driven[:20]}' is not a number of steps")
+    options = Options(
+        require_run=need,
+        reminder=reminder == "on",
+        stop_limit=int(limit_text),
+        driven_from=int(driven) if driven is not None else None,
+    )
+    return options, on_error
 
 
 def _adapter(harness: str) -> Any:

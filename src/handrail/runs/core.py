@@ -337,6 +337,11 @@ class Runs:
     def events(self, run: RunRecord) -> list[Event]:
         return self.ledger.events(run.id)
 
+    def shown_events(self, run: RunRecord, recent: int) -> list[Event]:
+        """The run's accepted steps and its last `recent` events, in order: what is shown
+        of a long log, read through indexes whatever its length (`handrail runs show`)."""
+        return self.store.shown_events(run.id, recent)
+
     def chain_break(self, run: RunRecord, events: Sequence[Event] | None = None) -> Break | None:
         """Where the run's hash chain first fails to hold (store/chain.py), or None;
         `events`: its log as already read."""
@@ -374,7 +379,7 @@ class Runs:
             **shaped(run, ("runId", "status", "workflowId", "workflowVersion", "goal", "workspace")),
             **view(run),
             **shaped(run, ("context",)),
-            "recap": recap(self.ledger.events(run.id), workflow),
+            "recap": recap(self.store.shown_events(run.id, 0), workflow),  # its accepted steps only
         }
         current = snapshot.get(run.workflow_id)
         if current is not None and current.content_hash != run.source_hash:

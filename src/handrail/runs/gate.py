@@ -135,12 +135,16 @@ class RunFacts(NamedTuple):
     # open run of its tree in its workspace was found for the session: "kind:stepId"
     waiting: str | None = None
     helper_stop_refusals: int = 0  # the same, of the session's helper agents' stops
+    accepted_count: int = 0  # steps accepted so far (`accepted` holds the recent events' only)
 
 
 class Options(NamedTuple):
     require_run: str | None = None
     reminder: bool = True
     stop_limit: int = DEFAULT_STOP_LIMIT
+    # a session `handrail drive` started for the step after this many accepted ones: it is
+    # done, and may stop, once that step is accepted (the driver starts the next session)
+    driven_from: int | None = None
 
 
 class Decision(NamedTuple):
@@ -243,6 +247,8 @@ def _changes_work(action: Action) -> bool:
 def _stop(run: RunFacts, event: GateEvent, options: Options) -> Decision:
     if event.internal or run.status == "awaiting_approval" or run.step_id is None:
         return Decision("allow", record=_data(event, "allow"))
+    if options.driven_from is not None and run.accepted_count > options.driven_from and not event.agent:
+        return Decision("allow", record=_data(event, "allow:driven-step-accepted"))
     refusals = run.helper_stop_refusals if event.agent else run.stop_refusals
     if refusals >= options.stop_limit:
         return Decision("allow", record=_data(event, "allow:limit"))

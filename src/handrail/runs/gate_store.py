@@ -360,6 +360,7 @@ def facts(
         step_number=digest.number if digest.number is not None else run.accepted + 1,
         step_count=digest.steps,
         accepted=accepted,
+        accepted_count=run.accepted,
         policy=gate_digest.policy(digest),
         stop_refusals=stop_refusals([(str(e.type), e.step_id, e.data) for e in recent], step_id, bound),
         workflow_folders=tuple(f for f in folders if isinstance(f, str) and f)

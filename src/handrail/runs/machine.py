@@ -43,6 +43,10 @@ TRANSITIONS: Mapping[tuple[RunStatus | None, EventType], RunStatus] = MappingPro
         (_S.ACTIVE, _E.CLAIMED): _S.ACTIVE,
         (_S.ACTIVE, _E.VIOLATION): _S.ACTIVE,
         (_S.AWAITING_APPROVAL, _E.VIOLATION): _S.AWAITING_APPROVAL,
+        (_S.ACTIVE, _E.USAGE): _S.ACTIVE,
+        (_S.AWAITING_APPROVAL, _E.USAGE): _S.AWAITING_APPROVAL,
+        # the agent that submitted the last step ends after the run does
+        (_S.COMPLETED, _E.USAGE): _S.COMPLETED,
     }
 )
 
@@ -69,6 +73,7 @@ MEANING: Mapping[EventType, str] = MappingProxyType(
         _E.APPROVAL_UNANSWERED: "the client closed the question without an answer (`cancel`, or none "
         "in time): no decision",
         _E.VIOLATION: "the gate found a change the step forbids, undid it and kept it",
+        _E.USAGE: "an agent process of `handrail drive` ended: its tokens and cost, from its harness",
     }
 )
 

@@ -246,7 +246,9 @@ class Tree:
                     "runId": child.id,
                     "workflowId": child.workflow_id,
                     "status": child.status.value,
-                    "outputs": recap(self.ledger.events(child.id), child_workflow)[-RECAP_STEPS:],
+                    "outputs": recap(self.ledger.store.shown_events(child.id, 0), child_workflow)[
+                        -RECAP_STEPS:
+                    ],
                     "context": dict(child.context),
                 }
             ],
@@ -528,7 +530,7 @@ class Tree:
                 continue
             status = child.status.value if child.status in FINISHED else "cancelled"  # cancelled next
             row.update({"runId": child.id, "status": status})
-            row["outputs"] = recap(self.ledger.events(child.id), workflow)[-RECAP_STEPS:]
+            row["outputs"] = recap(self.ledger.store.shown_events(child.id, 0), workflow)[-RECAP_STEPS:]
             row["context"] = {
                 k: v for k, v in child.context.items() if k not in run.context or run.context[k] != v
             }

@@ -23,7 +23,7 @@ from handrail.runs.approvals import InputRequired
 from handrail.runs.request import LOCAL, Request
 from handrail.service.argument_check import Accept
 from handrail.service.argument_limits import Admit, admit_arguments
-from handrail.service.definitions import tool_names, tools, workflow_schema
+from handrail.service.definitions import RUNS_ONLY_TOOLS, TABLE, tool_names, tools, workflow_schema
 
 if TYPE_CHECKING:
     from handrail.checks.config import CheckConfig
@@ -66,17 +66,14 @@ class Service:
         self._plans: dict[str, tuple[Accept | None, Admit, Callable[..., Any], bool]] = {}
         self._listing: tuple[Snapshot, Encoded] | None = None
         # the catalog's tools answer alike whoever asks; the run tools take the request
+        # (each tool's handler is named in its declaration: service/definitions.py)
         self._handlers: dict[str, Callable[[Snapshot, dict[str, Any]], Any]] = {
-            "workflow_list": self.workflow_list,
-            "workflow_get": self.workflow_get,
-            "workflow_next": self.workflow_next,
-            "workflow_validate": self.workflow_validate,
-            "workflow_validate_json": self.workflow_validate_json,
-            "workflow_get_schema": self.workflow_get_schema,
+            t.name: getattr(self, t.handler) for t in TABLE if not t.runs
         }
         from handrail.runs.handlers import run_handlers  # lazy: after `initialize` is answered
 
-        self._run_handlers: dict[str, Handler] = run_handlers(self.runs, self.workflow)
+        found = run_handlers(self.runs, self.workflow)
+        self._run_handlers: dict[str, Handler] = {t.name: found[t.handler] for t in TABLE if t.runs}
 
     @staticmethod
     def knows(name: str) -> bool:
@@ -135,8 +132,6 @@ class Service:
         """What tools/list offers: every tool, or with `runs_only` the listing and the run tools."""
         if not self.runs_only:
             return tools()
-        from handrail.service.run_definitions import RUNS_ONLY_TOOLS  # lazy: after `initialize` is answered
-
         return tuple(t for t in tools() if t["name"] in RUNS_ONLY_TOOLS)
 
     def open_runs_note(self, request: Request, *, roots: bool = False) -> str:
@@ -261,8 +256,9 @@ def _input_schema(name: str) -> dict[str, Any]:
     return schema
 
 
-def default_runs(database: str | None = None) -> Runs:
-    """Runs over the store `database` names (default: see handrail.store.default_url)."""
+def default_runs(database: str | None = None, *, reading: bool = False) -> Runs:
+    """Runs over the store `database` names (default: see handrail.store.default_url);
+    `reading`: the caller only reads (see handrail.store.open_store)."""
     from handrail.runs import Runs  # lazy: loaded on first use, after `initialize` is answered
     from handrail.store import default_url, open_store  # lazy: after `initialize` is answered
     from handrail.store.urls import sqlite_path  # lazy: loaded on first use, after `initialize` is answered
@@ -274,7 +270,7 @@ def default_runs(database: str | None = None) -> Runs:
             database_file = str(sqlite_path(url))
         except Exception:  # reported when the store is opened
             database_file = None
-    return Runs(lambda: open_store(url), database_file=database_file)
+    return Runs(lambda: open_store(url, reading=reading), database_file=database_file)
 
 
 def _bounded(result: Any, limit: int) -> Encoded:

@@ -1,12 +1,13 @@
-"""The published run tools: workflow_start, workflow_continue, workflow_resume,
-workflow_abandon (see spec/runs.md). Kept apart from the classic tools' module;
-`definitions.tools()` publishes both."""
+"""The run tools, declared once: workflow_start, workflow_continue, workflow_resume,
+workflow_abandon, workflow_claim (see spec/runs.md). Kept apart from the catalog's
+tools; `definitions.tools()` publishes both."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from handrail.service.identifiers import ID, RUN_ID, STEP_ID
+from handrail.service.tool_table import WRITES, Tool
 
 WORKSPACE = {
     "type": "string",
@@ -63,7 +64,6 @@ RUN_SUMMARY = {
     "required": ["runId", "workflowId", "goal", "status", "currentStep", "updatedAt", "workspace"],
 }
 EXAMPLE_RUN = "run_4f1c2e9a0b7d4c3e8f6a5b4c3d2e1f00"
-_WRITES = {"readOnlyHint": False, "idempotentHint": False, "openWorldHint": False, "destructiveHint": False}
 
 
 def _example_step(step_id: str, title: str, *, completed: int) -> dict[str, Any]:
@@ -76,260 +76,221 @@ def _example_step(step_id: str, title: str, *, completed: int) -> dict[str, Any]
     }
 
 
-def run_tools() -> list[dict[str, Any]]:
-    return [
-        {
-            "name": "workflow_start",
-            "title": "Start a run",
-            "description": "Starts a run of a workflow: the server keeps its progress and returns the "
-            "first step. Do the step, then send its output with workflow_continue.",
-            "inputSchema": {
-                "type": "object",
-                "properties": {
-                    "workflowId": {**ID, "description": "The workflow ID (see workflow_list)"},
-                    "goal": {
-                        "type": "string",
-                        "minLength": 1,
-                        "maxLength": 2000,
-                        "description": "What the run is for, in a sentence or two",
-                    },
-                    "workspace": WORKSPACE,
-                    "context": CONTEXT,
-                },
-                "required": ["workflowId", "goal"],
-                "additionalProperties": False,
+RECAP_ENTRY = {
+    "type": "object",
+    "properties": {"stepId": {"type": "string"}, "title": {"type": "string"}, "summary": {"type": "string"}},
+    "required": ["stepId", "title", "summary"],
+}
+CLAIM_OUTPUT = {
+    "type": "object",
+    "properties": {
+        "claimed": {"type": "boolean"},
+        "runId": {"type": "string"},
+        "status": STATUS,
+        "workflowId": {"type": "string"},
+        "goal": {"type": "string"},
+        "workspace": {"type": "string"},
+        "parentId": {"type": "string"},
+        "parentStep": {"type": "string"},
+        "branch": {"type": "integer", "minimum": 0},
+        "item": {},
+        "leaseUntil": {"type": "string"},
+        "lease": {
+            "type": "object",
+            "properties": {"token": {"type": "string"}, "until": {"type": "string"}},
+            "required": ["token", "until"],
+        },
+        **STEP_AT,
+        "message": {"type": "string"},
+        "branches": {"type": "object"},
+    },
+    "required": ["claimed"],
+}
+
+
+RUN_TOOLS: tuple[Tool, ...] = (
+    Tool(
+        name="workflow_start",
+        title="Start a run",
+        summary="starts a run: the server keeps its progress; the first step comes back",
+        description="Starts a run of a workflow: the server keeps its progress and returns the "
+        "first step. Do the step, then send its output with workflow_continue.",
+        arguments={
+            "workflowId": {**ID, "description": "The workflow ID (see workflow_list)"},
+            "goal": {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": 2000,
+                "description": "What the run is for, in a sentence or two",
             },
-            "outputSchema": {
-                "type": "object",
-                "properties": {
-                    "runId": {"type": "string"},
-                    "status": STATUS,
-                    "workflowId": {"type": "string"},
-                    "workflowVersion": {"type": "string"},
-                    "goal": {"type": "string"},
-                    **STEP_AT,
-                },
-                "required": ["runId", "status", "workflowId", "workflowVersion", "goal", "step", "guidance"],
+            "workspace": WORKSPACE,
+            "context": CONTEXT,
+        },
+        required=("workflowId", "goal"),
+        output={
+            "type": "object",
+            "properties": {
+                "runId": {"type": "string"},
+                "status": STATUS,
+                "workflowId": {"type": "string"},
+                "workflowVersion": {"type": "string"},
+                "goal": {"type": "string"},
+                **STEP_AT,
             },
-            "annotations": _WRITES,
-            "examples": {
-                "request": {
-                    "method": "workflow_start",
-                    "params": {"workflowId": "coding-task", "goal": "Add a --verbose flag"},
-                },
-                "response": {
+            "required": ["runId", "status", "workflowId", "workflowVersion", "goal", "step", "guidance"],
+        },
+        annotations=WRITES,
+        example={"workflowId": "coding-task", "goal": "Add a --verbose flag"},
+        answer={
+            "runId": EXAMPLE_RUN,
+            "status": "active",
+            "workflowId": "coding-task",
+            "workflowVersion": "1.0.0",
+            "goal": "Add a --verbose flag",
+            **_example_step("understand", "Understand the task", completed=0),
+        },
+        handler="workflow_start",
+        runs=True,
+        runs_only=True,
+    ),
+    Tool(
+        name="workflow_continue",
+        title="Submit a step's output",
+        summary="sends the current step's output: the next step when its rules pass, "
+        "the issues to fix when they fail",
+        description="Sends the output of the run's current step. The step's rules run on it: "
+        "when they pass the step is done and the next one comes back (accepted: true); when they "
+        "fail the run stays on the step and the issues say what to fix. `context` is merged into "
+        "the run's context first; send only `context` (no stepId, no output) to set what a "
+        "blocked run waits for.",
+        arguments={
+            "runId": RUN_ID,
+            "stepId": {**STEP_ID, "description": "The id of the run's current step"},
+            "output": {"type": "string", "minLength": 1, "description": "What you produced for the step"},
+            "context": CONTEXT,
+            "lease": LEASE,
+        },
+        required=("runId",),
+        output={
+            "type": "object",
+            "properties": {
+                "runId": {"type": "string"},
+                "accepted": {"type": "boolean"},
+                "status": STATUS,
+                "issues": {"type": "array", "items": {"type": "string"}},
+                "suggestions": {"type": "array", "items": {"type": "string"}},
+                **STEP_AT,
+            },
+            "required": ["runId", "accepted", "status", "step", "guidance"],
+        },
+        annotations=WRITES,
+        example={
+            "runId": EXAMPLE_RUN,
+            "stepId": "understand",
+            "output": "The task is to add a --verbose flag to the CLI ...",
+        },
+        answer={
+            "runId": EXAMPLE_RUN,
+            "accepted": True,
+            "status": "active",
+            **_example_step("plan", "Plan", completed=1),
+        },
+        handler="workflow_continue",
+        runs=True,
+        runs_only=True,
+    ),
+    Tool(
+        name="workflow_resume",
+        title="Resume a run",
+        summary="without `runId`, the open runs of a workspace; with it, where the run stands "
+        "and a recap of each accepted step",
+        description="Without runId: the open runs of a workspace, most recently updated first. "
+        "With runId: the run where it stands (current step, context, and a recap of every "
+        "accepted step), enough to carry on in a fresh conversation.",
+        arguments={"runId": RUN_ID, "workspace": WORKSPACE, "lease": LEASE},
+        required=(),
+        output={
+            "type": "object",
+            "properties": {
+                "runs": {"type": "array", "items": RUN_SUMMARY},
+                "runId": {"type": "string"},
+                "status": STATUS,
+                "workflowId": {"type": "string"},
+                "workflowVersion": {"type": "string"},
+                "goal": {"type": "string"},
+                "workspace": {"type": "string"},
+                **STEP_AT,
+                "context": {"type": "object"},
+                "recap": {"type": "array", "items": RECAP_ENTRY},
+                "newerVersion": {"type": "object"},
+            },
+        },
+        annotations={**WRITES, "readOnlyHint": True, "idempotentHint": True},
+        example={},
+        answer={
+            "runs": [
+                {
                     "runId": EXAMPLE_RUN,
-                    "status": "active",
                     "workflowId": "coding-task",
-                    "workflowVersion": "1.0.0",
                     "goal": "Add a --verbose flag",
-                    **_example_step("understand", "Understand the task", completed=0),
-                },
-            },
-        },
-        {
-            "name": "workflow_continue",
-            "title": "Submit a step's output",
-            "description": "Sends the output of the run's current step. The step's rules run on it: "
-            "when they pass the step is done and the next one comes back (accepted: true); when they "
-            "fail the run stays on the step and the issues say what to fix. `context` is merged into "
-            "the run's context first; send only `context` (no stepId, no output) to set what a "
-            "blocked run waits for.",
-            "inputSchema": {
-                "type": "object",
-                "properties": {
-                    "runId": RUN_ID,
-                    "stepId": {**STEP_ID, "description": "The id of the run's current step"},
-                    "output": {
-                        "type": "string",
-                        "minLength": 1,
-                        "description": "What you produced for the step",
-                    },
-                    "context": CONTEXT,
-                    "lease": LEASE,
-                },
-                "required": ["runId"],
-                "additionalProperties": False,
-            },
-            "outputSchema": {
-                "type": "object",
-                "properties": {
-                    "runId": {"type": "string"},
-                    "accepted": {"type": "boolean"},
-                    "status": STATUS,
-                    "issues": {"type": "array", "items": {"type": "string"}},
-                    "suggestions": {"type": "array", "items": {"type": "string"}},
-                    **STEP_AT,
-                },
-                "required": ["runId", "accepted", "status", "step", "guidance"],
-            },
-            "annotations": _WRITES,
-            "examples": {
-                "request": {
-                    "method": "workflow_continue",
-                    "params": {
-                        "runId": EXAMPLE_RUN,
-                        "stepId": "understand",
-                        "output": "The task is to add a --verbose flag to the CLI ...",
-                    },
-                },
-                "response": {
-                    "runId": EXAMPLE_RUN,
-                    "accepted": True,
                     "status": "active",
-                    **_example_step("plan", "Plan", completed=1),
-                },
-            },
+                    "currentStep": {"id": "plan", "title": "Plan"},
+                    "updatedAt": "2026-01-01T12:00:00.000Z",
+                    "workspace": "/home/me/project",
+                }
+            ]
         },
-        {
-            "name": "workflow_resume",
-            "title": "Resume a run",
-            "description": "Without runId: the open runs of a workspace, most recently updated first. "
-            "With runId: the run where it stands (current step, context, and a recap of every "
-            "accepted step), enough to carry on in a fresh conversation.",
-            "inputSchema": {
-                "type": "object",
-                "properties": {"runId": RUN_ID, "workspace": WORKSPACE, "lease": LEASE},
-                "required": [],
-                "additionalProperties": False,
+        handler="workflow_resume",
+        runs=True,
+        runs_only=True,
+    ),
+    Tool(
+        name="workflow_abandon",
+        title="Abandon a run",
+        summary="ends a run that will not be finished, kept with the reason",
+        description="Ends a run that will not be finished; it is kept, with the reason, as abandoned.",
+        arguments={
+            "runId": RUN_ID,
+            "reason": {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": 2000,
+                "description": "Why the run is abandoned",
             },
-            "outputSchema": {
-                "type": "object",
-                "properties": {
-                    "runs": {"type": "array", "items": RUN_SUMMARY},
-                    "runId": {"type": "string"},
-                    "status": STATUS,
-                    "workflowId": {"type": "string"},
-                    "workflowVersion": {"type": "string"},
-                    "goal": {"type": "string"},
-                    "workspace": {"type": "string"},
-                    **STEP_AT,
-                    "context": {"type": "object"},
-                    "recap": {
-                        "type": "array",
-                        "items": {
-                            "type": "object",
-                            "properties": {
-                                "stepId": {"type": "string"},
-                                "title": {"type": "string"},
-                                "summary": {"type": "string"},
-                            },
-                            "required": ["stepId", "title", "summary"],
-                        },
-                    },
-                    "newerVersion": {"type": "object"},
-                },
-            },
-            "annotations": {**_WRITES, "readOnlyHint": True, "idempotentHint": True},
-            "examples": {
-                "request": {"method": "workflow_resume", "params": {}},
-                "response": {
-                    "runs": [
-                        {
-                            "runId": EXAMPLE_RUN,
-                            "workflowId": "coding-task",
-                            "goal": "Add a --verbose flag",
-                            "status": "active",
-                            "currentStep": {"id": "plan", "title": "Plan"},
-                            "updatedAt": "2026-01-01T12:00:00.000Z",
-                            "workspace": "/home/me/project",
-                        }
-                    ]
-                },
-            },
+            "lease": LEASE,
         },
-        {
-            "name": "workflow_abandon",
-            "title": "Abandon a run",
-            "description": "Ends a run that will not be finished; it is kept, with the reason, as abandoned.",
-            "inputSchema": {
-                "type": "object",
-                "properties": {
-                    "runId": RUN_ID,
-                    "reason": {
-                        "type": "string",
-                        "minLength": 1,
-                        "maxLength": 2000,
-                        "description": "Why the run is abandoned",
-                    },
-                    "lease": LEASE,
-                },
-                "required": ["runId", "reason"],
-                "additionalProperties": False,
-            },
-            "outputSchema": {
-                "type": "object",
-                "properties": {
-                    "runId": {"type": "string"},
-                    "status": STATUS,
-                    "workflowId": {"type": "string"},
-                },
-                "required": ["runId", "status"],
-            },
-            "annotations": {**_WRITES, "destructiveHint": True, "idempotentHint": True},
-            "examples": {
-                "request": {
-                    "method": "workflow_abandon",
-                    "params": {"runId": EXAMPLE_RUN, "reason": "Superseded"},
-                },
-                "response": {
-                    "runId": EXAMPLE_RUN,
-                    "status": "abandoned",
-                    "workflowId": "coding-task",
-                },
-            },
+        required=("runId", "reason"),
+        output={
+            "type": "object",
+            "properties": {"runId": {"type": "string"}, "status": STATUS, "workflowId": {"type": "string"}},
+            "required": ["runId", "status"],
         },
-        CLAIM_TOOL,
-    ]
-
-
-CLAIM_TOOL: dict[str, Any] = {
-    "name": "workflow_claim",
-    "title": "Claim a branch",
-    "description": "Gives you a branch of a parallel loop that nobody holds, with a lease: the branch "
-    "is yours until leaseUntil, and each of your calls on it renews the lease. Work on it with "
-    "workflow_continue and its runId as on any run, sending lease.token as `lease` (with "
-    "workflow_resume and workflow_abandon too); other agents are refused while your lease lives. "
-    "When nothing is free, claimed is false and the message says whether every branch is held or done.",
-    "inputSchema": {
-        "type": "object",
-        "properties": {
+        annotations={**WRITES, "destructiveHint": True, "idempotentHint": True},
+        example={"runId": EXAMPLE_RUN, "reason": "Superseded"},
+        answer={"runId": EXAMPLE_RUN, "status": "abandoned", "workflowId": "coding-task"},
+        handler="workflow_abandon",
+        runs=True,
+        runs_only=True,
+    ),
+    Tool(
+        name="workflow_claim",
+        title="Claim a branch",
+        summary="a branch of a parallel loop that nobody holds, with a lease that keeps it yours",
+        description="Gives you a branch of a parallel loop that nobody holds, with a lease: the branch "
+        "is yours until leaseUntil, and each of your calls on it renews the lease. Work on it with "
+        "workflow_continue and its runId as on any run, sending lease.token as `lease` (with "
+        "workflow_resume and workflow_abandon too); other agents are refused while your lease lives. "
+        "When nothing is free, claimed is false and the message says whether every branch is held or done.",
+        arguments={
             "runId": {**RUN_ID, "description": "Only the branches of this run (the loop's run)"},
             "workflowId": {**ID, "description": "Only the branches of runs of this workflow"},
             "workspace": {**WORKSPACE, "description": "Only the branches working in this absolute folder"},
         },
-        "required": [],
-        "additionalProperties": False,
-    },
-    "outputSchema": {
-        "type": "object",
-        "properties": {
-            "claimed": {"type": "boolean"},
-            "runId": {"type": "string"},
-            "status": STATUS,
-            "workflowId": {"type": "string"},
-            "goal": {"type": "string"},
-            "workspace": {"type": "string"},
-            "parentId": {"type": "string"},
-            "parentStep": {"type": "string"},
-            "branch": {"type": "integer", "minimum": 0},
-            "item": {},
-            "leaseUntil": {"type": "string"},
-            "lease": {
-                "type": "object",
-                "properties": {"token": {"type": "string"}, "until": {"type": "string"}},
-                "required": ["token", "until"],
-            },
-            **STEP_AT,
-            "message": {"type": "string"},
-            "branches": {"type": "object"},
-        },
-        "required": ["claimed"],
-    },
-    "annotations": _WRITES,
-    "examples": {
-        "request": {"method": "workflow_claim", "params": {"runId": EXAMPLE_RUN}},
-        "response": {
+        required=(),
+        output=CLAIM_OUTPUT,
+        annotations=WRITES,
+        example={"runId": EXAMPLE_RUN},
+        answer={
             "claimed": True,
             "runId": "run_9a8b7c6d5e4f30211f0e9d8c7b6a5948",
             "status": "active",
@@ -344,15 +305,8 @@ CLAIM_TOOL: dict[str, Any] = {
             "lease": {"token": "q3Jd9...", "until": "2026-01-01T12:05:00.000Z"},
             **_example_step("review", "Review the file", completed=0),
         },
-    },
-}
-
-RUN_TOOL_NAMES = (
-    "workflow_start",
-    "workflow_continue",
-    "workflow_resume",
-    "workflow_abandon",
-    "workflow_claim",
+        handler="workflow_claim",
+        runs=True,
+        runs_only=True,
+    ),
 )
-# what `--runs-only` still offers: listing workflows, and the run tools
-RUNS_ONLY_TOOLS = frozenset(("workflow_list", *RUN_TOOL_NAMES))

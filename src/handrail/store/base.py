@@ -49,6 +49,7 @@ class EventType(StrEnum):
     # none in time: no decision, and the run waits on
     APPROVAL_UNANSWERED = "approval_unanswered"
     VIOLATION = "violation"  # the gate undid a change the step forbids, however it was made
+    USAGE = "usage"  # what one agent process `handrail drive` started spent on a step
 
 
 STATUSES: tuple[RunStatus, ...] = tuple(RunStatus)
@@ -309,6 +310,10 @@ class RunStore(Protocol):
         """What a gate decision reads of a run's log, in order, through indexes: its last
         `recent` events, its first, its accepted steps and its latest session bindings
         (store/gate_query.py)."""
+
+    def shown_events(self, run_id: str, recent: int) -> list[Event]:
+        """What is shown of a run's log, in order, through indexes: its accepted steps and
+        its last `recent` events (store/shown_query.py); `recent` 0: its accepted steps."""
 
     def aggregate(self, sql: str, values: Sequence[Any]) -> list[tuple[Any, ...]]:
         """The rows of one read-only query (store/stats.py's aggregates)."""

@@ -60,6 +60,7 @@ from handrail.store.rows import (
     seal_backfill,
 )
 from handrail.store.schema import MIGRATIONS_TABLE, SEAL_MIGRATION, migrations, newer_than_known
+from handrail.store.shown_query import shown_events_query, shown_events_values
 
 MIGRATIONS = migrations("postgresql")
 MIGRATION_LOCK = 0x68616E64  # any constant: the advisory lock replicas take to migrate
@@ -294,6 +295,11 @@ class PostgresStore:
     def gate_events(self, run_id: str, recent: int) -> list[Event]:
         with self._connection() as db:
             rows = db.execute(gate_events_query("%s"), gate_events_values(run_id, recent)).fetchall()
+        return read_events(sorted(rows, key=lambda row: int(row[0])))
+
+    def shown_events(self, run_id: str, recent: int) -> list[Event]:
+        with self._connection() as db:
+            rows = db.execute(shown_events_query("%s"), shown_events_values(run_id, recent)).fetchall()
         return read_events(sorted(rows, key=lambda row: int(row[0])))
 
     def aggregate(self, sql: str, values: Sequence[Any]) -> list[tuple[Any, ...]]:

@@ -67,6 +67,7 @@ from handrail.store.rows import (
     seal_backfill,
 )
 from handrail.store.schema import MIGRATIONS_TABLE, SEAL_MIGRATION, migrations, newer_than_known, statements
+from handrail.store.shown_query import shown_events_query, shown_events_values
 from handrail.store.stats import last_line
 from handrail.store.urls import sqlite_url
 
@@ -101,6 +102,7 @@ class SqliteStore:
         self._lock = threading.Lock()  # the one writing connection, shared by the HTTP threads
         self._opened = threading.Lock()  # the list of readers (never the writer's lock: it waits)
         self._windows = GateWindows()
+        self._checked = False  # whether the whole file was checked: before the first write
         try:
             # runs hold what agents wrote: readable by their owner only (SQLite gives its
             # -wal and -shm files the database file's permissions)
@@ -116,7 +118,8 @@ class SqliteStore:
             self._db.execute("PRAGMA synchronous = FULL")
             self._db.execute("PRAGMA foreign_keys = ON")
             # a whole-file check guards what is written; a reader at the current schema writes
-            # nothing, and SQLite refuses the damaged pages it reads (0.5 s saved per 200 MB)
+            # nothing, and SQLite refuses the damaged pages it reads (0.5 s saved per 200 MB):
+            # its check waits for a first write, should it make one after all
             if not (reading and self._current()):
                 self._check()
             self._migrate()
@@ -140,6 +143,7 @@ class SqliteStore:
         found = [row[0] for row in self._db.execute("PRAGMA quick_check(3)").fetchall()]
         if found != ["ok"]:
             raise self._damage("; ".join(str(f) for f in found))
+        self._checked = True
 
     # -- failures --------------------------------------------------------------------
     def _damage(self, what: str) -> StorageError:
@@ -250,6 +254,8 @@ class SqliteStore:
         try:
             db = self._db
             try:
+                if not self._checked:  # opened for reading, and writing after all
+                    self._check()
                 db.execute(f"PRAGMA busy_timeout = {int(max(0.0, deadline - time.monotonic()) * 1000)}")
                 if not durable:
                     db.execute("PRAGMA synchronous = NORMAL")
@@ -375,6 +381,11 @@ class SqliteStore:
         events = read_events(rows)
         self._windows.put(run_id, recent, rows, events)
         return events
+
+    def shown_events(self, run_id: str, recent: int) -> list[Event]:
+        with self._read() as db:
+            rows = db.execute(shown_events_query("?"), shown_events_values(run_id, recent)).fetchall()
+        return read_events(sorted(rows, key=lambda row: int(row[0])))
 
     def aggregate(self, sql: str, values: Sequence[Any]) -> list[tuple[Any, ...]]:
         """One read-only query's rows (store/stats.py)."""
