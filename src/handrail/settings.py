@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-
-from handrail.typing_light import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     from typing import Any

@@ -69,6 +69,12 @@ EDITS: dict[str, tuple[Callable[[str], None], str]] = {
     ),
     "tail": (cut_the_tail, "head (the hash of the last event) is not the one sealed"),
     "seal": (lambda run: edit("UPDATE runs SET seal = NULL WHERE id = ?", run), "keeps no seal"),
+    # the gate digest a hook decides by: moved to another step, or taken away
+    "gate": (
+        lambda run: edit("UPDATE runs SET gate = json_set(gate, '$.step', 'report') WHERE id = ?", run),
+        "gate is not as sealed",
+    ),
+    "no gate": (lambda run: edit("UPDATE runs SET gate = NULL WHERE id = ?", run), "gate is not as sealed"),
 }
 
 

@@ -92,6 +92,8 @@ class RunRecord:
     # who holds it (a claimed branch) and until when, ISO time as `updated_at`
     holder: str | None = None
     lease_until: str | None = None
+    # the current step's gate digest (runs/gate_digest.py), JSON; None before one was written
+    gate: str | None = None
     # the row's seal as read (store/state_seal.py), and what of the row does not match it
     # (empty: all does); a read that finds a mismatch says so (spec/runs.md)
     seal: str | None = field(default=None, compare=False)
@@ -138,6 +140,7 @@ class RunUpdate:
     accepted: int | None = None
     workflow_version: str | None = None  # a migration moves the run to another version
     source_hash: str | None = None
+    gate: str | None = None  # the new step's gate digest (runs/gate_digest.py)
 
 
 STUCK_PART = 100_000  # a stuck run's notifications sort after those of the write that left it idle
@@ -248,6 +251,7 @@ def written(
         accepted=run.accepted if change.accepted is None else change.accepted,
         workflow_version=run.workflow_version if change.workflow_version is None else change.workflow_version,
         source_hash=run.source_hash if change.source_hash is None else change.source_hash,
+        gate=run.gate if change.gate is None else change.gate,
         updated_at=at,
         version=run.version + 1,
         events=run.events + events,

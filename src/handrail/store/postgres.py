@@ -47,9 +47,8 @@ from handrail.store.chain import EVENT_COLUMNS, backfill, chained_rows, new_head
 from handrail.store.gate_query import gate_events_query, gate_events_values
 from handrail.store.passkeys import Passkey
 from handrail.store.rows import (
-    _COLUMNS,
     EVENTS_QUERY,
-    _record,
+    RUN_COLUMNS,
     insert_events,
     insert_run,
     list_filter,
@@ -57,6 +56,7 @@ from handrail.store.rows import (
     move,
     now,
     read_events,
+    run_record,
     seal_backfill,
 )
 from handrail.store.schema import MIGRATIONS_TABLE, SEAL_MIGRATION, migrations, newer_than_known
@@ -257,17 +257,17 @@ class PostgresStore:
 
     def get(self, run_id: str) -> RunRecord | None:
         with self._connection() as db:
-            row = db.execute(f"SELECT {_COLUMNS} FROM runs WHERE id = %s", (run_id,)).fetchone()
-        return _record(row) if row else None
+            row = db.execute(f"SELECT {RUN_COLUMNS} FROM runs WHERE id = %s", (run_id,)).fetchone()
+        return run_record(row) if row else None
 
     def list_runs(self, **filters: Unpack[RunFilter]) -> list[RunRecord]:
         clause, values = list_filter(filters, "%s")
         # no rowid here: ties in the update time (same millisecond) go to the newer start
         order = list_order(filters, "updated_at DESC, created_at DESC, id DESC")
-        query = f"SELECT {_COLUMNS} FROM runs {clause} {order} LIMIT %s"
+        query = f"SELECT {RUN_COLUMNS} FROM runs {clause} {order} LIMIT %s"
         with self._connection() as db:
             rows = db.execute(query, (*values, filters.get("limit", LIST_LIMIT))).fetchall()
-        return [_record(r) for r in rows]
+        return [run_record(r) for r in rows]
 
     def claim(self, where: ClaimFilter, holder: str, until: str) -> RunRecord | None:
         """The picked row stays locked until the write commits; a claim racing this one,
@@ -278,7 +278,7 @@ class PostgresStore:
             row = db.execute(query.encode(), values).fetchone()
             if row is None:
                 return None
-            update, values, rows, after = claims.claim_write(_record(row), holder, until, at, "%s")
+            update, values, rows, after = claims.claim_write(run_record(row), holder, until, at, "%s")
             db.execute(update.encode(), values)
             insert_events(db, rows, "%s")
         return after
@@ -310,8 +310,8 @@ class PostgresStore:
     # -- the notification outbox ------------------------------------------------------
     def idle_runs(self, before: str, limit: int) -> list[RunRecord]:
         with self._connection() as db:
-            rows = db.execute(outbox.idle("%s").format(columns=_COLUMNS), (before, limit)).fetchall()
-        return [_record(r) for r in rows]
+            rows = db.execute(outbox.idle("%s").format(columns=RUN_COLUMNS), (before, limit)).fetchall()
+        return [run_record(r) for r in rows]
 
     def notify_idle(self, run: RunRecord, notifications: Sequence[NewNotification]) -> int:
         added = 0

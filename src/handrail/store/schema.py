@@ -338,8 +338,13 @@ MIGRATIONS: tuple[str, ...] = (
     -- are sealed as they stand when this is applied (chain.seal_backfill)
     ALTER TABLE runs ADD COLUMN seal TEXT
     """,
+    """
+    -- the current step's gate digest (runs/gate_digest.py), written by the run layer when
+    -- the step changes and covered by the seal: a hook reads the row and decides
+    ALTER TABLE runs ADD COLUMN gate TEXT
+    """,
 )
-SEAL_MIGRATION = len(MIGRATIONS)  # the version that adds the seal
+SEAL_MIGRATION = len(MIGRATIONS) - 1  # the version that adds the seal
 
 STATS_TABLES = ("stats_visits", "stats_waits", "stats_checks", "stats_issues", "stats_gate")
 

@@ -53,9 +53,8 @@ from handrail.store.gate_query import gate_events_query, gate_events_values
 from handrail.store.gate_window import NEWER_QUERY, GateWindows
 from handrail.store.passkeys import Passkey
 from handrail.store.rows import (
-    _COLUMNS,
     EVENTS_QUERY,
-    _record,
+    RUN_COLUMNS,
     insert_events,
     insert_run,
     later,
@@ -64,6 +63,7 @@ from handrail.store.rows import (
     move,
     now,
     read_events,
+    run_record,
     seal_backfill,
 )
 from handrail.store.schema import MIGRATIONS_TABLE, SEAL_MIGRATION, migrations, newer_than_known, statements
@@ -332,16 +332,16 @@ class SqliteStore:
 
     def get(self, run_id: str) -> RunRecord | None:
         with self._read() as db:
-            row = db.execute(f"SELECT {_COLUMNS} FROM runs WHERE id = ?", (run_id,)).fetchone()
-        return _record(row) if row else None
+            row = db.execute(f"SELECT {RUN_COLUMNS} FROM runs WHERE id = ?", (run_id,)).fetchone()
+        return run_record(row) if row else None
 
     def list_runs(self, **filters: Unpack[RunFilter]) -> list[RunRecord]:
         clause, values = list_filter(filters, "?")
         order = list_order(filters, "updated_at DESC, rowid DESC")
-        query = f"SELECT {_COLUMNS} FROM runs {clause} {order} LIMIT ?"
+        query = f"SELECT {RUN_COLUMNS} FROM runs {clause} {order} LIMIT ?"
         with self._read() as db:
             rows = db.execute(query, (*values, filters.get("limit", LIST_LIMIT))).fetchall()
-        return [_record(r) for r in rows]
+        return [run_record(r) for r in rows]
 
     def claim(self, where: ClaimFilter, holder: str, until: str) -> RunRecord | None:
         """Inside the write transaction: no other claim, here or in another process, runs
@@ -352,7 +352,7 @@ class SqliteStore:
             row = db.execute(query, values).fetchone()
             if row is None:
                 return None
-            update, values, rows, after = claims.claim_write(_record(row), holder, until, at, "?")
+            update, values, rows, after = claims.claim_write(run_record(row), holder, until, at, "?")
             db.execute(update, values)
             insert_events(db, rows, "?")
         return after
@@ -395,8 +395,8 @@ class SqliteStore:
     # -- the notification outbox ------------------------------------------------------
     def idle_runs(self, before: str, limit: int) -> list[RunRecord]:
         with self._read() as db:
-            rows = db.execute(outbox.idle("?").format(columns=_COLUMNS), (before, limit)).fetchall()
-        return [_record(r) for r in rows]
+            rows = db.execute(outbox.idle("?").format(columns=RUN_COLUMNS), (before, limit)).fetchall()
+        return [run_record(r) for r in rows]
 
     def notify_idle(self, run: RunRecord, notifications: Sequence[NewNotification]) -> int:
         with self._write() as db:
