@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any
 
 from handrail.engine.results import LoopPosition
 from handrail.errors import StateError
-from handrail.expr import lookup
 from handrail.model import Loop, Step, SubWorkflow
 
 if TYPE_CHECKING:
@@ -144,6 +143,8 @@ def scoped(workflow: Workflow, context: Mapping[str, Any], position: Position, b
                 position, loops=(), step=None, loop=None, is_complete=True, guidance=_guidance(BRANCH_DONE)
             )
     elif isinstance(entered, Loop) and entered.parallel is not None:
+        from handrail.expr import lookup  # the conditions' modules load with the engine, after start-up
+
         items = lookup(context, entered.items or "")
         count = min(len(items), entered.max_iterations) if isinstance(items, list) else 0
         waiting = {"kind": "branches", "stepId": entered.id, "count": count}
