@@ -22,7 +22,6 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from handrail.codec import json_size
-from handrail.engine.results import LoopPosition
 from handrail.model import Loop
 from handrail.runs import machine
 from handrail.runs.holders import shown_holder
@@ -353,7 +352,9 @@ class Tree:
         """Branch `index` of the loop, made once whoever asks (its id is derived)."""
         run_id = branch_id(parent, waiting, index)
         context = dict(parent.context)
-        from handrail.expr import lookup  # the conditions' modules load with the engine, after start-up
+        # the conditions' and the engine's modules load with the first loop, after start-up
+        from handrail.engine.results import LoopPosition
+        from handrail.expr import lookup
 
         items = lookup(context, loop.items or "")
         item = items[index] if isinstance(items, list) and index < len(items) else None
