@@ -18,6 +18,8 @@ pytestmark = pytest.mark.slow
 
 # Every handrail module loaded when the first answer goes out, by package. A change that
 # adds one here says why `initialize` needs it; one it no longer loads leaves the list.
+# The run operations (runs.core and what it loads, the store's rows) are made on first
+# use: with no run database, `initialize` has no run to tell of.
 START_UP = {
     "top level": {
         "",
@@ -27,7 +29,6 @@ START_UP = {
         "entry",
         "errors",
         "home",
-        "json_light",
         "limits",
         "model",
         "observe",
@@ -66,45 +67,10 @@ START_UP = {
         "service.portable_schema",
         "service.run_definitions",
     },
-    "runs": {
-        "runs",
-        "runs.abandons",
-        "runs.advance",
-        "runs.approvals",
-        "runs.approvers",
-        "runs.claims",
-        "runs.core",
-        "runs.decisions",
-        "runs.handlers",
-        "runs.holders",
-        "runs.ledger",
-        "runs.machine",
-        "runs.migration",
-        "runs.passkeys",
-        "runs.pinning",
-        "runs.position",
-        "runs.presence",
-        "runs.refusals",
-        "runs.request",
-        "runs.shapes",
-        "runs.tree",
-    },
-    "notify": {"notify", "notify.events", "notify.targets"},
+    "runs": {"runs", "runs.approvals", "runs.request"},
+    "notify": {"notify", "notify.targets"},
     "checks": {"checks", "checks.config"},
-    "store": {
-        "store",
-        "store.base",
-        "store.chain",
-        "store.chain_form",
-        "store.claims",
-        "store.open",
-        "store.passkeys",
-        "store.rows",
-        "store.state_seal",
-        "store.stats",
-        "store.summary",
-        "store.urls",
-    },
+    "store": {"store", "store.open", "store.urls"},
     "catalog": {
         "catalog",
         "catalog.files",
@@ -117,6 +83,7 @@ START_UP = {
     },
     "patterns": {"patterns", "patterns.caching"},
 }
+
 PINNED = {("handrail." + name).rstrip(".") for names in START_UP.values() for name in names}
 
 # what the first answer must never wait for: the other commands, the compiler and the
@@ -128,6 +95,8 @@ NOT_LOADED = (
     "handrail.cli.catalog",
     "handrail.cli.record",
     "handrail.gate.hook",
+    "handrail.runs.core",
+    "handrail.store.rows",
     "handrail.compiler",
     "handrail.engine.next",
     "handrail.expr",

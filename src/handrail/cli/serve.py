@@ -125,7 +125,7 @@ def service_of(
     """The service of `start` and `serve`: the catalog, the limits, the run store, the checks,
     the dashboard's address when the server serves one, and who may approve: the roles of
     `people` (the tokens file) and the channels approvals come through."""
-    from handrail.service.core import Service, default_runs  # lazy: loaded when the command runs
+    from handrail.service.core import Service, later_runs  # lazy: loaded when the command runs
     from handrail.store.open import check_url  # lazy: loaded when the command runs
 
     try:
@@ -133,28 +133,34 @@ def service_of(
     except StorageError as exc:
         print(f"handrail {args.command}: --database: {exc.message}", file=sys.stderr)
         raise SystemExit(EXIT_USAGE) from None
-    from handrail.runs.approvers import default_channels  # with the service, after the parser
 
     public = settings(args).public_url
     if public and not public.lower().startswith(("http://", "https://")):
         print(f"handrail {args.command}: --public-url: {public!r} is not an http(s) URL", file=sys.stderr)
         raise SystemExit(EXIT_USAGE)
-    service = Service(
+    chosen = getattr(args, "approval_channels", None)
+    lease_seconds = settings(args).lease_seconds
+
+    def settled(runs: Any) -> None:
+        """The server's settings for its runs, given as they are made (on first use)."""
+        from handrail.runs.approvers import default_channels  # with the runs, after `initialize`
+
+        runs.ledger.approval_channels = chosen or default_channels(with_tokens)
+        runs.ledger.lease_seconds = lease_seconds
+        runs.ledger.require_presence = bool(getattr(args, "require_presence", False))
+        if people is not None:
+            runs.ledger.roles = people.roles_of
+
+    return Service(
         catalog,
         options.limits_of(args),
-        runs=default_runs(args.database),
+        # the run modules load when the runs are first used: `initialize` needs none of them
+        runs=later_runs(args.database, settled),
         runs_only=args.runs_only,
         checks=checks,
         # where a person opens the dashboard: the run's page in approval questions and notices
         dashboard_url=public or dashboard_url,
     )
-    chosen = getattr(args, "approval_channels", None)
-    service.runs.ledger.approval_channels = chosen or default_channels(with_tokens)
-    service.runs.ledger.lease_seconds = settings(args).lease_seconds
-    service.runs.ledger.require_presence = bool(getattr(args, "require_presence", False))
-    if people is not None:
-        service.runs.ledger.roles = people.roles_of
-    return service
 
 
 SWEEP_SECONDS = 5.0  # how often pending approvals are looked at for remindAfter and escalateAfter
@@ -164,7 +170,8 @@ SWEEP_SECONDS = 5.0  # how often pending approvals are looked at for remindAfter
 def background(service: Any, notifying: Any) -> Iterator[None]:
     """A serving process's own threads while it serves: the notification worker (with
     receivers) and the sweep that records reminders and escalations."""
-    worker = notify_options.start_worker(service.runs, notifying)
+    # without receivers there is no worker, and the runs stay unmade until used
+    worker = notify_options.start_worker(service.runs, notifying) if notifying is not None else None
     sweeping = sweep_approvals(service)
     try:
         yield
