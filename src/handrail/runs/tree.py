@@ -352,9 +352,8 @@ class Tree:
         """Branch `index` of the loop, made once whoever asks (its id is derived)."""
         run_id = branch_id(parent, waiting, index)
         context = dict(parent.context)
-        # the conditions' and the engine's modules load with the first loop, after start-up
-        from handrail.engine.results import LoopPosition
-        from handrail.expr import lookup
+        from handrail.engine.results import LoopPosition  # the engine's types load with the first loop
+        from handrail.expr import lookup  # the conditions' modules load with the first loop
 
         items = lookup(context, loop.items or "")
         item = items[index] if isinstance(items, list) and index < len(items) else None
