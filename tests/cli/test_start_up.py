@@ -30,11 +30,9 @@ START_UP = {
         "errors",
         "home",
         "limits",
-        "model",
         "observe",
         "processes",
         "settings",
-        "step_policy",
         "typing_light",
         "wide_integers",
     },
@@ -86,8 +84,8 @@ START_UP = {
 
 PINNED = {("handrail." + name).rstrip(".") for names in START_UP.values() for name in names}
 
-# what the first answer must never wait for: the other commands, the compiler and the
-# engine (the workflows are compiled right after it), and the heavy standard modules
+# what the first answer must never wait for: the other commands, the compiler, the
+# workflow model and the engine (the workflows are compiled right after it), and the heavy standard modules
 # they bring (a webhook's urllib.request alone loaded http.client, email and ssl)
 NOT_LOADED = (
     "handrail.cli.notify",
@@ -98,6 +96,7 @@ NOT_LOADED = (
     "handrail.runs.core",
     "handrail.store.rows",
     "handrail.compiler",
+    "handrail.model",
     "handrail.engine.next",
     "handrail.expr",
     "handrail.expr.ast",
