@@ -11,13 +11,15 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
+from handrail.cli.migrate import add_migrate_verb
+from handrail.cli.notify_options import queue_from_environment
+from handrail.cli.options import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, add_database_option, missing_database
+from handrail.cli.record import add_record_verbs, record_command
 from handrail.errors import HandrailError, InvalidParams, RunNotActive, RunNotFound, StorageError
 from handrail.notify.targets import shown as shown_receiver
 from handrail.settings import settings
 from handrail.store import ACTIVE_STATUSES
 from handrail.store.base import LOCAL_OWNER, STATUSES, EventType, Notification, RunStatus
-from handrail.store.open import default_url
-from handrail.store.urls import sqlite_path
 
 if TYPE_CHECKING:
     from handrail.runs import Runs
@@ -25,40 +27,14 @@ if TYPE_CHECKING:
     from handrail.store import Event, RunRecord
     from handrail.store.chain import Break
 
-EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
-
-
-def add_database_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--database",
-        default=None,
-        metavar="URL",
-        help="the run store, sqlite:///path/to/file.db or postgresql://user@host/db "
-        "(default $HANDRAIL_DATABASE_URL, else ~/.handrail/handrail.db; $HANDRAIL_HOME moves ~/.handrail)",
-    )
-
-
-def add_runs_only_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--runs-only",
-        action="store_true",
-        default=settings().runs_only,
-        help="offer workflow_list and the run tools only; workflow_get/next/validate are refused "
-        "(also HANDRAIL_RUNS_ONLY=1)",
-    )
-
-
 RUN_HELP = "the run's id, run_... (`handrail runs list` shows them)"
 READING_VERBS = ("list", "show")  # the file is not checked whole for them (store/sqlite.py)
 SHOWN_EVENTS = 200  # `runs show`'s last events: its cost stays the same however long the log
 
 
-def add_runs_parser(sub: Any) -> Any:
-    """The `runs` command and its verbs; returns the verbs, for those another module adds
-    (`migrate`, which sets `runs_handler` to its own function)."""
-    runs = sub.add_parser(
-        "runs", help="list, show, approve, decline, abandon, verify, export and migrate workflow runs"
-    )
+def add_runs(runs: argparse.ArgumentParser) -> None:
+    """The `runs` command's verbs, with those of other modules: `verify` and `export`
+    (record.py), `migrate` (migrate.py, which sets `runs_handler` to its own function)."""
     verbs = runs.add_subparsers(dest="runs_command", metavar="VERB")
     listing = verbs.add_parser("list", help="runs, most recently updated first")
     listing.add_argument(
@@ -120,13 +96,9 @@ def add_runs_parser(sub: Any) -> Any:
         help="why, for the run's record",
     )
     add_database_option(abandon)
-    from handrail.cli.record import (
-        add_record_verbs,  # options imports this module, record imports options' settings
-    )
-
     add_record_verbs(verbs, add_database_option, RUN_HELP)
+    add_migrate_verb(verbs)
     runs.set_defaults(runs_parser=runs)
-    return verbs
 
 
 def _count(text: str) -> int:
@@ -144,19 +116,6 @@ def _event_count(text: str) -> int:
         return _count(text)
     except argparse.ArgumentTypeError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a count of events (0 or more)") from None
-
-
-def _missing_database(database: str | None) -> str | None:
-    """The path of the SQLite database `database` names when it does not exist yet: no
-    command here creates one (folders included), since it would hold no run."""
-    url = database or default_url()
-    if not url.lower().startswith("sqlite:"):
-        return None
-    try:
-        path = sqlite_path(url)
-    except StorageError:  # said when the store is opened
-        return None
-    return None if path.exists() else str(path)
 
 
 def _no_database(args: argparse.Namespace, path: str) -> int:
@@ -180,20 +139,16 @@ def runs_command(args: argparse.Namespace) -> int:
         args.runs_parser.print_help(sys.stderr)
         return EXIT_USAGE
     if verb in ("verify", "export"):
-        from handrail.cli.record import record_command  # lazy: as add_record_verbs
-
         return record_command(args)
     from handrail.service.core import default_runs  # lazy: the service loads only for `handrail runs`
 
     if (unfit := _not_utf8(args)) is not None:
         print(f"handrail runs {verb}: {unfit}", file=sys.stderr)
         return EXIT_USAGE
-    missing = _missing_database(args.database)
+    missing = missing_database(args.database)
     if missing is not None:
         return _no_database(args, missing)
     runs = default_runs(args.database, reading=verb in READING_VERBS)
-    from handrail.cli.notify import queue_from_environment  # the notification options load here only
-
     queue_from_environment(runs, f"runs {verb}")
     try:
         if verb == "list":

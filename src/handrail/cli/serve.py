@@ -10,17 +10,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from handrail.cli import notify, options
+from handrail.cli import notify_options, options
 from handrail.cli.options import EXIT_USAGE
-from handrail.cli.record import add_signing_key_option, signing_key_of
 from handrail.errors import StorageError
 from handrail.settings import settings
 
 
-def add_start(sub: Any) -> None:
+def add_start(start: argparse.ArgumentParser) -> None:
     from handrail import limits  # lazy: loaded when the command runs
 
-    start = sub.add_parser("start", help="serve the workflows over stdio (for MCP clients)")
     options.add_source_options(start)
     options.add_serving_options(start)
     start.add_argument(
@@ -33,12 +31,11 @@ def add_start(sub: Any) -> None:
     options.add_limit_options(start)
     options.add_check_options(start)
     options.add_run_options(start)
-    notify.add_notify_options(start)
+    notify_options.add_notify_options(start)
     options.add_transport_options(start, http=False)
 
 
-def add_serve(sub: Any) -> None:
-    serve = sub.add_parser("serve", help="serve the workflows over Streamable HTTP at /mcp")
+def add_serve(serve: argparse.ArgumentParser) -> None:
     options.add_source_options(serve)
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     serve.add_argument(
@@ -80,18 +77,14 @@ def add_serve(sub: Any) -> None:
     options.add_limit_options(serve)
     options.add_check_options(serve)
     options.add_run_options(serve)
-    notify.add_notify_options(serve)
+    notify_options.add_notify_options(serve)
     options.add_transport_options(serve, http=True)
+    from handrail.cli.record import add_signing_key_option  # lazy: `start` signs nothing
+
     add_signing_key_option(serve, "signs run records; its public half is served at /.well-known/handrail-key")
 
 
-def add_dashboard(sub: Any) -> None:
-    dashboard = sub.add_parser(
-        "dashboard",
-        help="watch and approve this machine's runs in a browser",
-        epilog="It also takes the limits and transport options of `handrail serve` "
-        "(see `handrail serve --help`).",
-    )
+def add_dashboard(dashboard: argparse.ArgumentParser) -> None:
     options.add_source_options(dashboard)
     dashboard.add_argument(
         "--port", type=options.port_number, default=8766, help="port on 127.0.0.1 (default 8766)"
@@ -101,8 +94,10 @@ def add_dashboard(sub: Any) -> None:
     _unlisted(dashboard, options.add_limit_options)
     options.add_check_options(dashboard)
     options.add_run_options(dashboard)
-    notify.add_notify_options(dashboard)
+    notify_options.add_notify_options(dashboard)
     _unlisted(dashboard, lambda parser: options.add_transport_options(parser, http=True))
+    from handrail.cli.record import add_signing_key_option  # lazy: `start` signs nothing
+
     add_signing_key_option(
         dashboard, "signs run records; its public half is served at /.well-known/handrail-key"
     )
@@ -130,7 +125,7 @@ def service_of(
     """The service of `start` and `serve`: the catalog, the limits, the run store, the checks,
     the dashboard's address when the server serves one, and who may approve: the roles of
     `people` (the tokens file) and the channels approvals come through."""
-    from handrail.service.core import Service, default_runs  # lazy: loaded when the command runs
+    from handrail.service.core import Service, later_runs  # lazy: loaded when the command runs
     from handrail.store.open import check_url  # lazy: loaded when the command runs
 
     try:
@@ -138,28 +133,34 @@ def service_of(
     except StorageError as exc:
         print(f"handrail {args.command}: --database: {exc.message}", file=sys.stderr)
         raise SystemExit(EXIT_USAGE) from None
-    from handrail.runs.approvers import default_channels  # with the service, after the parser
 
     public = settings(args).public_url
     if public and not public.lower().startswith(("http://", "https://")):
         print(f"handrail {args.command}: --public-url: {public!r} is not an http(s) URL", file=sys.stderr)
         raise SystemExit(EXIT_USAGE)
-    service = Service(
+    chosen = getattr(args, "approval_channels", None)
+    lease_seconds = settings(args).lease_seconds
+
+    def settled(runs: Any) -> None:
+        """The server's settings for its runs, given as they are made (on first use)."""
+        from handrail.runs.approvers import default_channels  # with the runs, after `initialize`
+
+        runs.ledger.approval_channels = chosen or default_channels(with_tokens)
+        runs.ledger.lease_seconds = lease_seconds
+        runs.ledger.require_presence = bool(getattr(args, "require_presence", False))
+        if people is not None:
+            runs.ledger.roles = people.roles_of
+
+    return Service(
         catalog,
         options.limits_of(args),
-        runs=default_runs(args.database),
+        # the run modules load when the runs are first used: `initialize` needs none of them
+        runs=later_runs(args.database, settled),
         runs_only=args.runs_only,
         checks=checks,
         # where a person opens the dashboard: the run's page in approval questions and notices
         dashboard_url=public or dashboard_url,
     )
-    chosen = getattr(args, "approval_channels", None)
-    service.runs.ledger.approval_channels = chosen or default_channels(with_tokens)
-    service.runs.ledger.lease_seconds = settings(args).lease_seconds
-    service.runs.ledger.require_presence = bool(getattr(args, "require_presence", False))
-    if people is not None:
-        service.runs.ledger.roles = people.roles_of
-    return service
 
 
 SWEEP_SECONDS = 5.0  # how often pending approvals are looked at for remindAfter and escalateAfter
@@ -169,7 +170,8 @@ SWEEP_SECONDS = 5.0  # how often pending approvals are looked at for remindAfter
 def background(service: Any, notifying: Any) -> Iterator[None]:
     """A serving process's own threads while it serves: the notification worker (with
     receivers) and the sweep that records reminders and escalations."""
-    worker = notify.start_worker(service.runs, notifying)
+    # without receivers there is no worker, and the runs stay unmade until used
+    worker = notify_options.start_worker(service.runs, notifying) if notifying is not None else None
     sweeping = sweep_approvals(service)
     try:
         yield
@@ -239,7 +241,7 @@ def start(args: argparse.Namespace) -> int:
     checks = options.check_config_of(args, "start")
     if checks is None:
         return EXIT_USAGE
-    notifying = notify.config_of(args)
+    notifying = notify_options.config_of(args)
     catalog = options.catalog_of(args)
     limits = options.limits_of(args)
     try:
@@ -263,6 +265,7 @@ def serve_command(args: argparse.Namespace) -> int:
         level=args.log_level.upper(),
         format="handrail %(levelname)s %(name)s: %(message)s",
     )
+    from handrail.cli.record import signing_key_of  # lazy: `start` signs nothing
     from handrail.transport.http import bind, serve  # lazy: loaded when the command runs
 
     checks = options.check_config_of(args, "serve")
@@ -274,7 +277,7 @@ def serve_command(args: argparse.Namespace) -> int:
     key = signing_key_of(args, args.command)
     if key is False:
         return EXIT_USAGE
-    notifying = notify.config_of(args)
+    notifying = notify_options.config_of(args)
     try:
         sock = bind(args.host, args.port)
     except OSError as exc:
