@@ -63,6 +63,7 @@ START_UP = {
         "service.identifiers",
         "service.portable_schema",
         "service.run_definitions",
+        "service.tool_table",
     },
     "runs": {"runs", "runs.approvals", "runs.request"},
     "notify": {"notify", "notify.targets"},
