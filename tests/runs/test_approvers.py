@@ -513,7 +513,13 @@ def test_a_quorum_whose_step_names_nobody_is_shown_to_every_person_who_may_give_
             "description": "Two people sign off; the step names none.",
             "version": "1.0.0",
             "steps": [
-                {"id": "ship", "title": "Ship", "prompt": "Ship it.", "requireConfirmation": True, "approvals": 2},
+                {
+                    "id": "ship",
+                    "title": "Ship",
+                    "prompt": "Ship it.",
+                    "requireConfirmation": True,
+                    "approvals": 2,
+                },
                 {"id": "tell", "title": "Tell", "prompt": "Tell everyone."},
             ],
         },
