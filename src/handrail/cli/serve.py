@@ -248,7 +248,7 @@ def start(args: argparse.Namespace) -> int:
             # `initialize` is answered from a quick read of the sources; the workflows are
             # compiled (and watched) right after that first answer is out
             return serve(
-                Protocol(service, tracer=traced(service, "pipe")),
+                Protocol(service, tracer=traced(service, "pipe", args.shutdown_timeout)),
                 max_line=limits.max_line_bytes,
                 after_first_reply=lambda: catalog.watch(interval=args.reload_interval),
                 shutdown_timeout=args.shutdown_timeout,
@@ -324,15 +324,16 @@ def serve_command(args: argparse.Namespace) -> int:
                 hooks=hooks_of(service, args),
                 public_key=key.public.published() if key else None,
                 metrics=getattr(args, "metrics", False),
-                tracer=traced(service, "tcp"),
+                tracer=traced(service, "tcp", args.shutdown_timeout),
                 metrics_token=settings(args).metrics_token or None,
             )
     finally:
         catalog.close()
 
 
-def traced(service: Any, transport: str) -> Any:
-    """The tracer the OTEL_* variables ask for, told to `service`'s runs too; None: none."""
+def traced(service: Any, transport: str, shutdown_timeout: float) -> Any:
+    """The tracer the OTEL_* variables ask for, told to `service`'s runs too; None: none.
+    Its spans are flushed at exit within `shutdown_timeout` seconds."""
     exporter = settings().traces
     if not exporter:
         return None
@@ -344,7 +345,7 @@ def traced(service: Any, transport: str) -> Any:
             file=sys.stderr,
         )
         return None
-    found = tracer(exporter, transport)
+    found = tracer(exporter, transport, shutdown_timeout)
     service.runs.ledger.tracer = found
     return found
 
