@@ -59,6 +59,14 @@ def add_serve(sub: Any) -> None:
         help="another Origin to accept, e.g. https://app.example.com (repeatable)",
     )
     serve.add_argument(
+        "--trust-proxy",
+        action="append",
+        default=[],
+        metavar="ADDR",
+        help="a proxy (address or network, e.g. 10.0.0.5 or 10.0.0.0/24) whose Forwarded or "
+        "X-Forwarded-Host/-Proto headers name the origin browsers use (repeatable)",
+    )
+    serve.add_argument(
         "--tokens",
         default=None,
         metavar="FILE",
@@ -97,7 +105,7 @@ def add_dashboard(sub: Any) -> None:
         "--port", type=options.port_number, default=8766, help="port on 127.0.0.1 (default 8766)"
     )
     options.add_serving_options(dashboard)
-    dashboard.set_defaults(host="127.0.0.1", allow_host=[], allow_origin=[], tokens=None)
+    dashboard.set_defaults(host="127.0.0.1", allow_host=[], allow_origin=[], trust_proxy=[], tokens=None)
     _unlisted(dashboard, options.add_limit_options)
     options.add_check_options(dashboard)
     options.add_run_options(dashboard)
@@ -271,6 +279,13 @@ def serve_command(args: argparse.Namespace) -> int:
     people = people_of(args)
     if people is False:
         return EXIT_USAGE
+    from handrail.forwarded import parse_proxies  # lazy: loaded when the command runs
+
+    try:
+        proxies = parse_proxies(args.trust_proxy)
+    except ValueError as exc:
+        print(f"handrail {args.command}: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     key = signing_key_of(args, args.command)
     if key is False:
         return EXIT_USAGE
@@ -326,6 +341,7 @@ def serve_command(args: argparse.Namespace) -> int:
                 metrics=getattr(args, "metrics", False),
                 tracer=traced(service, "tcp", args.shutdown_timeout),
                 metrics_token=settings(args).metrics_token or None,
+                trusted_proxies=proxies,
             )
     finally:
         catalog.close()

@@ -1,9 +1,10 @@
 """The dashboard's routes, mounted beside /mcp (see handrail.transport.http.create_app).
 
-Sign-in: a person posts their token once; the server keeps a session and gives the
-browser only an opaque id in an HttpOnly, SameSite=Strict cookie. Scripts may also
-send the token as `Authorization: Bearer`. Forms that change something (approve,
-decline, sign out) carry the session's CSRF token and must come from our own Origin.
+Sign-in: a person posts their token once; the run store keeps a session (shared by
+every server on it) and gives the browser only an opaque id in an HttpOnly,
+SameSite=Strict cookie. Scripts may also send the token as `Authorization: Bearer`.
+Forms that change something (approve, decline, sign out) carry the session's CSRF
+token and must come from our own Origin.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, quote, urlsplit
+from urllib.parse import parse_qsl, quote
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.concurrency import run_in_threadpool
@@ -21,10 +22,12 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from handrail import forwarded
 from handrail.dashboard import insights, views
 from handrail.dashboard.passkey_pages import Challenges, Kit, passkey_routes, presence_of, sign_page_url
 from handrail.dashboard.sessions import COOKIE, Identifies, Session, Sessions
 from handrail.errors import HandrailError, RunNotFound
+from handrail.forwarded import Network
 from handrail.notify.targets import shown
 from handrail.runs.presence import PresenceNeeded
 from handrail.runs.records import ACTIVE_STATUSES, STATUSES, EventType
@@ -69,14 +72,17 @@ class TextJSONResponse(JSONResponse):
 Refuse = Callable[..., Response | None]
 
 
-def dashboard_routes(service: Any, refuse: Refuse, people: Identifies | None) -> list[BaseRoute]:
+def dashboard_routes(
+    service: Any, refuse: Refuse, people: Identifies | None, proxies: frozenset[Network] = frozenset()
+) -> list[BaseRoute]:
     """`refuse(request, authenticate=False)`: the transport's Host and Origin checks;
-    `people`: whom the tokens name (None: no token asked, one person's server)."""
+    `people`: whom the tokens name (None: no token asked, one person's server);
+    `proxies`: those whose forwarded origin counts (`--trust-proxy`)."""
     templates = Environment(
         loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(default=True)
     )
     templates.filters["duration"] = views.duration  # seconds as people read them
-    sessions = Sessions()
+    sessions = Sessions(service.runs.sign_ins)  # in the store: every server on it knows them
     challenges = Challenges()  # the passkey challenges handed out, each taken once
     runs = service.runs
 
@@ -96,7 +102,7 @@ def dashboard_routes(service: Any, refuse: Refuse, people: Identifies | None) ->
             session.id,
             httponly=True,
             samesite="strict",
-            secure=request.url.scheme == "https",
+            secure=request.url.scheme == "https" or getattr(where(request), "scheme", None) == "https",
             path="/",
         )
         return response
@@ -129,14 +135,17 @@ def dashboard_routes(service: Any, refuse: Refuse, people: Identifies | None) ->
         signed-in person (their runs, and those waiting for their approval)."""
         return run_in_threadpool(work, Asking(owner=session.person, scope=PERSON), *args)
 
+    def where(request: Request) -> forwarded.Public | None:
+        """Where the browser sent the request: a trusted proxy's word, else `Host`."""
+        peer = request.client.host if request.client is not None else None
+        return forwarded.public(request.headers, peer, proxies)
+
     def same_origin(request: Request) -> bool:
         """A form post must name this very host and port (browsers send Origin on every
-        POST); the scheme is not compared, so that a TLS-terminating proxy is no obstacle."""
+        POST); the scheme is compared only when a trusted proxy names it, so that a
+        TLS-terminating proxy is no obstacle."""
         origin = request.headers.get("origin") or request.headers.get("referer")
-        if origin is None:
-            return False
-        parts = urlsplit(origin)
-        return parts.scheme in ("http", "https") and parts.netloc == request.headers.get("host")
+        return origin is not None and forwarded.same_origin(origin, where(request))
 
     async def form(request: Request) -> dict[str, str] | None:
         """A small urlencoded form (no multipart parser needed); None when it is not one."""
@@ -158,7 +167,7 @@ def dashboard_routes(service: Any, refuse: Refuse, people: Identifies | None) ->
             refused = refuse(request, authenticate=False)
             if refused is not None:
                 return refused
-            session, new = signed_in(request)
+            session, new = await run_in_threadpool(signed_in, request)  # reads the store
             if session is None and agent_only(bearer_of(request)):
                 return JSONResponse({"error": AGENT_REFUSED, "rule": "scope"}, 403)
             if session is None:
@@ -430,18 +439,19 @@ def dashboard_routes(service: Any, refuse: Refuse, people: Identifies | None) ->
         if person is None:
             # back to the form by a redirect: a 401 page would be logged by the browser as an error
             return RedirectResponse("/signin?failed&next=" + quote(target), 303)
-        return with_cookie(RedirectResponse(target, 303), request, sessions.create(person))
+        made = await run_in_threadpool(sessions.create, person)
+        return with_cookie(RedirectResponse(target, 303), request, made)
 
     async def signout(request: Request) -> Response:
         refused = refuse(request, authenticate=False)
         if refused is not None:
             return refused
         fields = await form(request)
-        session = sessions.get(request.cookies.get(COOKIE))
+        session = await run_in_threadpool(sessions.get, request.cookies.get(COOKIE))
         if fields is None or not same_origin(request) or session is None:
             return HTMLResponse("Forbidden", 403, headers=SECURITY_HEADERS)
         if hmac.compare_digest(fields.get("csrf", "").encode(), session.csrf.encode()):
-            sessions.end(session.id)
+            await run_in_threadpool(sessions.end, session.id)
         response = RedirectResponse("/signin", 303)
         response.delete_cookie(COOKIE, path="/")
         return response

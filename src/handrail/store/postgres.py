@@ -27,7 +27,7 @@ import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from handrail.errors import StorageError
-from handrail.store import claims, outbox, passkeys, summary
+from handrail.store import claims, outbox, passkeys, sessions, summary
 from handrail.store.base import (
     LIST_LIMIT,
     STUCK_PART,
@@ -60,6 +60,7 @@ from handrail.store.rows import (
     seal_backfill,
 )
 from handrail.store.schema import MIGRATIONS_TABLE, SEAL_MIGRATION, migrations, newer_than_known
+from handrail.store.sessions import KeptSession
 
 MIGRATIONS = migrations("postgresql")
 MIGRATION_LOCK = 0x68616E64  # any constant: the advisory lock replicas take to migrate
@@ -352,6 +353,23 @@ class PostgresStore:
     def remove_passkey(self, person: str, credential_id: str) -> bool:
         with self._connection() as db:
             return db.execute(passkeys.delete("%s"), (person, credential_id)).rowcount > 0
+
+    # -- dashboard sessions (store/sessions.py) -----------------------------------------
+    def keep_session(self, session_id: str, kept: KeptSession, now: float) -> None:
+        with self._connection() as db:
+            db.execute(sessions.prune("%s"), (now, kept.person, kept.person))
+            db.execute(
+                sessions.insert("%s"), (sessions.key_of(session_id), kept.person, kept.csrf, kept.expires)
+            )
+
+    def kept_session(self, session_id: str, now: float) -> KeptSession | None:
+        with self._connection() as db:
+            row = db.execute(sessions.select("%s"), (sessions.key_of(session_id), now)).fetchone()
+        return None if row is None else KeptSession(str(row[0]), str(row[1]), float(row[2]))
+
+    def end_session(self, session_id: str) -> None:
+        with self._connection() as db:
+            db.execute(sessions.delete("%s"), (sessions.key_of(session_id),))
 
     def close(self) -> None:
         if not self._closed.is_set():

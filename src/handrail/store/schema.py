@@ -338,8 +338,18 @@ MIGRATIONS: tuple[str, ...] = (
     -- are sealed as they stand when this is applied (chain.seal_backfill)
     ALTER TABLE runs ADD COLUMN seal TEXT
     """,
+    """
+    -- the dashboard's sessions (store/sessions.py), shared by every server on the store
+    CREATE TABLE dashboard_sessions (
+        id_hash TEXT PRIMARY KEY,
+        person TEXT NOT NULL,
+        csrf TEXT NOT NULL,
+        expires DOUBLE PRECISION NOT NULL
+    );
+    CREATE INDEX dashboard_sessions_person ON dashboard_sessions (person, expires)
+    """,
 )
-SEAL_MIGRATION = len(MIGRATIONS)  # the version that adds the seal
+SEAL_MIGRATION = 11  # the version that adds the seal (the 11th above)
 
 STATS_TABLES = ("stats_visits", "stats_waits", "stats_checks", "stats_issues", "stats_gate")
 

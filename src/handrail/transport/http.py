@@ -52,6 +52,7 @@ from handrail.errors import (
     INVALID_REQUEST,
     SERVER_ERROR,
 )
+from handrail.forwarded import Network
 from handrail.limits import TransportLimits
 from handrail.observe import Tracer
 from handrail.protocol.core import Protocol, parse_error, valid_id
@@ -94,6 +95,7 @@ class HttpSettings:
     metrics: bool = False  # --metrics: /metrics in the Prometheus text format
     metrics_token: str | None = None  # --metrics-token: the one token /metrics asks for, if set
     tracer: Tracer | None = None  # OpenTelemetry (handrail/tracing.py): a span per request
+    trusted_proxies: frozenset[Network] = frozenset()  # --trust-proxy: their forwarded origin counts
 
 
 def _error(status: int, code: int, message: str, rid: Any = None, **data: Any) -> Response:
@@ -127,7 +129,7 @@ def create_app(service: Service, settings: HttpSettings | None = None) -> Starle
     pool = WorkerPool(limits.workers or default_workers(), limits.max_queued)
     people = People.combined(config.people, People.shared(config.token) if config.token else None)
 
-    guard = Guard(config.allowed_hosts, config.allowed_origins, people)
+    guard = Guard(config.allowed_hosts, config.allowed_origins, people, config.trusted_proxies)
     scraper = (  # a scraper's own token, when given, instead of the people's
         Guard(config.allowed_hosts, config.allowed_origins, People.shared(config.metrics_token))
         if config.metrics_token
@@ -138,7 +140,8 @@ def create_app(service: Service, settings: HttpSettings | None = None) -> Starle
         """Host, Origin and (with `authenticate`) token checks; the person asking is
         kept in `request.state.person`."""
         try:
-            asking = guard.check(request.headers, authenticate=authenticate)
+            peer = request.client.host if request.client is not None else None
+            asking = guard.check(request.headers, authenticate=authenticate, peer=peer)
         except Refused as refused:
             return _refused(refused)
         if asking is not None:
@@ -378,7 +381,7 @@ def create_app(service: Service, settings: HttpSettings | None = None) -> Starle
             Route("/hooks/{harness}", hook, methods=["GET", "POST"]),
             Route("/.well-known/handrail-key", published_key, methods=["GET"]),
             *([Route("/metrics", scrape, methods=["GET"])] if metrics is not None else []),
-            *dashboard_routes(service, refuse, people),
+            *dashboard_routes(service, refuse, people, config.trusted_proxies),
         ]
     )
 
@@ -419,6 +422,7 @@ def serve(
     metrics: bool = False,
     metrics_token: str | None = None,
     tracer: Tracer | None = None,
+    trusted_proxies: frozenset[Network] = frozenset(),
 ) -> int:
     import uvicorn  # lazy: loaded only when HTTP is served
     from uvicorn.protocols.http.h11_impl import H11Protocol  # lazy: loaded only when HTTP is served
@@ -450,6 +454,7 @@ def serve(
         metrics=metrics,
         metrics_token=metrics_token,
         tracer=tracer,
+        trusted_proxies=trusted_proxies,
     )
     app = create_app(service, settings)
 
@@ -497,6 +502,7 @@ def serve(
         timeout_keep_alive=bounds.keep_alive,
         limit_concurrency=bounds.max_connections,
         timeout_graceful_shutdown=max(1, round(bounds.shutdown_timeout)),
+        proxy_headers=False,  # whose forwarded headers count is --trust-proxy's say alone
     )
     Server(config).run(sockets=[sock if sock is not None else bind(host, port)])
     return 0
