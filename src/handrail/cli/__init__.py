@@ -77,6 +77,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_key(sub)
     stats.add_stats(sub)
+    from handrail.cli.audit import add_audit  # lazy: as add_key
+
+    add_audit(sub)
     notify.add_notify_parser(sub)
     from handrail.cli.gate import add_gate  # lazy: loaded when the command runs
 
@@ -100,6 +103,12 @@ def _key(args: argparse.Namespace) -> int:
     from handrail.cli.record import key_command  # as _runs
 
     return key_command(args)
+
+
+def _audit(args: argparse.Namespace) -> int:
+    from handrail.cli.audit import audit_command  # as _runs
+
+    return audit_command(args)
 
 
 def _person(args: argparse.Namespace) -> int:
@@ -137,6 +146,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "gate": _gate,
     "person": _person,
     "stats": stats.stats_command,
+    "audit": _audit,
     "notify": notify.notify_command,
     "completion": _completion,
 }

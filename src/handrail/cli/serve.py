@@ -59,6 +59,12 @@ def add_serve(sub: Any) -> None:
         help="another Origin to accept, e.g. https://app.example.com (repeatable)",
     )
     serve.add_argument(
+        "--audit-log",
+        default=None,
+        metavar="FILE",
+        help="append every run event, as it is written, to FILE as a JSON line (see `handrail audit`)",
+    )
+    serve.add_argument(
         "--trust-proxy",
         action="append",
         default=[],
@@ -185,6 +191,30 @@ def background(service: Any, notifying: Any) -> Iterator[None]:
         if worker is not None:
             worker.stop()
         sweeping.set()
+
+
+@contextmanager
+def audit_log(service: Any, path: str | None) -> Iterator[None]:
+    """`--audit-log FILE`: the store's events from now on appended to FILE while serving."""
+    if path is None:
+        yield
+        return
+    from pathlib import Path  # lazy: only a server with --audit-log
+
+    from handrail.runs.audit import AuditLog  # as Path
+    from handrail.store.rows import now  # as Path
+
+    try:
+        Path(path).open("ab").close()
+    except OSError as exc:
+        print(f"handrail serve: --audit-log: cannot append to {path}: {exc.strerror or exc}", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE) from None
+    appender = AuditLog(service.runs.ledger.store, Path(path), now())
+    appender.start()
+    try:
+        yield
+    finally:
+        appender.stop()
 
 
 def sweep_approvals(service: Any) -> threading.Event:
@@ -323,7 +353,7 @@ def serve_command(args: argparse.Namespace) -> int:
             people=served_people,
             with_tokens=bool(served_people or shared),
         )
-        with background(service, notifying):
+        with background(service, notifying), audit_log(service, getattr(args, "audit_log", None)):
             return serve(
                 service,
                 args.host,

@@ -336,6 +336,10 @@ class RunStore(Protocol):
 
     def remove_passkey(self, person: str, credential_id: str) -> bool: ...
 
+    def events_since(self, at: str, limit: int) -> list[tuple[str, Event, str | None]]:
+        """Up to `limit` events of every run whose time is `at` or later, oldest first,
+        each as (run id, event, the hash of the event before it in its run)."""
+
     def keep_session(self, session_id: str, kept: KeptSession, now: float) -> None:
         """A dashboard session, kept for every server on the store (its id hashed); the
         expired ones, and the person's beyond their newest hundred, are dropped."""

@@ -49,6 +49,7 @@ from handrail.store.passkeys import Passkey
 from handrail.store.rows import (
     _COLUMNS,
     EVENTS_QUERY,
+    EVENTS_SINCE_QUERY,
     _record,
     insert_events,
     insert_run,
@@ -57,6 +58,7 @@ from handrail.store.rows import (
     move,
     now,
     read_events,
+    read_linked,
     seal_backfill,
 )
 from handrail.store.schema import MIGRATIONS_TABLE, SEAL_MIGRATION, migrations, newer_than_known
@@ -291,6 +293,11 @@ class PostgresStore:
     def events(self, run_id: str) -> list[Event]:
         with self._connection() as db:
             return read_events(db.execute(EVENTS_QUERY.format(mark="%s"), (run_id,)).fetchall())
+
+    def events_since(self, at: str, limit: int) -> list[tuple[str, Event, str | None]]:
+        with self._connection() as db:
+            rows = db.execute(EVENTS_SINCE_QUERY.format(mark="%s"), (at, limit)).fetchall()
+        return read_linked(rows)
 
     def gate_events(self, run_id: str, recent: int) -> list[Event]:
         with self._connection() as db:

@@ -55,6 +55,7 @@ from handrail.store.passkeys import Passkey
 from handrail.store.rows import (
     _COLUMNS,
     EVENTS_QUERY,
+    EVENTS_SINCE_QUERY,
     _record,
     insert_events,
     insert_run,
@@ -64,6 +65,7 @@ from handrail.store.rows import (
     move,
     now,
     read_events,
+    read_linked,
     seal_backfill,
 )
 from handrail.store.schema import MIGRATIONS_TABLE, SEAL_MIGRATION, migrations, newer_than_known, statements
@@ -360,6 +362,11 @@ class SqliteStore:
     def events(self, run_id: str) -> list[Event]:
         with self._read() as db:
             return read_events(db.execute(EVENTS_QUERY.format(mark="?"), (run_id,)).fetchall())
+
+    def events_since(self, at: str, limit: int) -> list[tuple[str, Event, str | None]]:
+        with self._read() as db:
+            rows = db.execute(EVENTS_SINCE_QUERY.format(mark="?"), (at, limit)).fetchall()
+        return read_linked(rows)
 
     def gate_events(self, run_id: str, recent: int) -> list[Event]:
         """As `RunStore.gate_events`; a run read before is read on from its newest event
