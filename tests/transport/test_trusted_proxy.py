@@ -4,6 +4,7 @@ is no address is a usage error naming it."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -74,3 +75,17 @@ def test_a_trust_proxy_that_is_no_address_is_a_usage_error(tmp_path: Path) -> No
     )
     assert done.returncode == 2, done.stderr
     assert "--trust-proxy: `nginx.internal` is not an IP address or network" in done.stderr
+
+
+def test_a_passkey_behind_the_named_proxy_is_made_for_the_host_the_browser_used(tmp_path: Path) -> None:
+    with (
+        HttpServer(*serve_args(tmp_path, "--trust-proxy", "127.0.0.1")) as http,
+        httpx.Client(base_url=http.base, headers=PROXIED, timeout=15, follow_redirects=True) as browser,
+    ):
+        signed = browser.post("/signin", data={"token": TOKEN}, headers={"Origin": PUBLIC})
+        assert signed.status_code == 200 and signed.url.path == "/", signed.text
+        found = re.search(r'name="csrf" value="([^"]+)"', browser.get("/passkeys").text)
+        assert found is not None
+        asked = browser.post("/passkeys/options", data={"csrf": found.group(1)}, headers={"Origin": PUBLIC})
+        assert asked.status_code == 200, asked.text
+        assert asked.json()["rp"]["id"] == "team.example"  # not the proxy's handrail.internal

@@ -466,7 +466,7 @@ def dashboard_routes(
             headers={"Cache-Control": "max-age=3600", "X-Content-Type-Options": "nosniff"},
         )
 
-    kit = Kit(gate, page, form, same_origin, as_person, runs, shared=people is None)
+    kit = Kit(gate, page, form, same_origin, as_person, runs, shared=people is None, where=where)
     return [
         *passkey_routes(kit, challenges),
         Route("/", gate(runs_page), methods=["GET"]),
