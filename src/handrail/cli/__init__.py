@@ -123,6 +123,12 @@ COMMANDS: dict[str, Command] = {
         "stats_command",
         "what the runs of each workflow tell: funnel, rejections, checks",
     ),
+    "audit": Command(
+        "audit",
+        "add_audit",
+        "audit_command",
+        "every run event as a JSON line: who, what, run, step, from where",
+    ),
     "notify": Command(
         "notify", "add_notify", "notify_command", "send a sample notification to a webhook receiver"
     ),

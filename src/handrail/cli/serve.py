@@ -56,6 +56,20 @@ def add_serve(serve: argparse.ArgumentParser) -> None:
         help="another Origin to accept, e.g. https://app.example.com (repeatable)",
     )
     serve.add_argument(
+        "--audit-log",
+        default=None,
+        metavar="FILE",
+        help="append every run event, as it is written, to FILE as a JSON line (see `handrail audit`)",
+    )
+    serve.add_argument(
+        "--trust-proxy",
+        action="append",
+        default=[],
+        metavar="ADDR",
+        help="a proxy (address or network, e.g. 10.0.0.5 or 10.0.0.0/24) whose Forwarded or "
+        "X-Forwarded-Host/-Proto headers name the origin browsers use (repeatable)",
+    )
+    serve.add_argument(
         "--tokens",
         default=None,
         metavar="FILE",
@@ -90,7 +104,7 @@ def add_dashboard(dashboard: argparse.ArgumentParser) -> None:
         "--port", type=options.port_number, default=8766, help="port on 127.0.0.1 (default 8766)"
     )
     options.add_serving_options(dashboard)
-    dashboard.set_defaults(host="127.0.0.1", allow_host=[], allow_origin=[], tokens=None)
+    dashboard.set_defaults(host="127.0.0.1", allow_host=[], allow_origin=[], trust_proxy=[], tokens=None)
     _unlisted(dashboard, options.add_limit_options)
     options.add_check_options(dashboard)
     options.add_run_options(dashboard)
@@ -181,6 +195,30 @@ def background(service: Any, notifying: Any) -> Iterator[None]:
         sweeping.set()
 
 
+@contextmanager
+def audit_log(service: Any, path: str | None) -> Iterator[None]:
+    """`--audit-log FILE`: the store's events from now on appended to FILE while serving."""
+    if path is None:
+        yield
+        return
+    from pathlib import Path  # lazy: only a server with --audit-log
+
+    from handrail.runs.audit import AuditLog  # as Path
+    from handrail.store.rows import now  # as Path
+
+    try:
+        Path(path).open("ab").close()
+    except OSError as exc:
+        print(f"handrail serve: --audit-log: cannot append to {path}: {exc.strerror or exc}", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE) from None
+    appender = AuditLog(service.runs.ledger.store, Path(path), now())
+    appender.start()
+    try:
+        yield
+    finally:
+        appender.stop()
+
+
 def sweep_approvals(service: Any) -> threading.Event:
     """Record reminders and escalations while the server runs (a daemon thread: it dies
     with the server); set the returned event to stop it."""
@@ -250,7 +288,7 @@ def start(args: argparse.Namespace) -> int:
             # `initialize` is answered from a quick read of the sources; the workflows are
             # compiled (and watched) right after that first answer is out
             return serve(
-                Protocol(service, tracer=traced(service, "pipe")),
+                Protocol(service, tracer=traced(service, "pipe", args.shutdown_timeout)),
                 max_line=limits.max_line_bytes,
                 after_first_reply=lambda: catalog.watch(interval=args.reload_interval),
                 shutdown_timeout=args.shutdown_timeout,
@@ -273,6 +311,13 @@ def serve_command(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     people = people_of(args)
     if people is False:
+        return EXIT_USAGE
+    from handrail.forwarded import parse_proxies  # lazy: loaded when the command runs
+
+    try:
+        proxies = parse_proxies(args.trust_proxy)
+    except ValueError as exc:
+        print(f"handrail {args.command}: {exc}", file=sys.stderr)
         return EXIT_USAGE
     key = signing_key_of(args, args.command)
     if key is False:
@@ -311,7 +356,7 @@ def serve_command(args: argparse.Namespace) -> int:
             people=served_people,
             with_tokens=bool(served_people or shared),
         )
-        with background(service, notifying):
+        with background(service, notifying), audit_log(service, getattr(args, "audit_log", None)):
             return serve(
                 service,
                 args.host,
@@ -327,15 +372,17 @@ def serve_command(args: argparse.Namespace) -> int:
                 hooks=hooks_of(service, args),
                 public_key=key.public.published() if key else None,
                 metrics=getattr(args, "metrics", False),
-                tracer=traced(service, "tcp"),
+                tracer=traced(service, "tcp", args.shutdown_timeout),
                 metrics_token=settings(args).metrics_token or None,
+                trusted_proxies=proxies,
             )
     finally:
         catalog.close()
 
 
-def traced(service: Any, transport: str) -> Any:
-    """The tracer the OTEL_* variables ask for, told to `service`'s runs too; None: none."""
+def traced(service: Any, transport: str, shutdown_timeout: float) -> Any:
+    """The tracer the OTEL_* variables ask for, told to `service`'s runs too; None: none.
+    Its spans are flushed at exit within `shutdown_timeout` seconds."""
     exporter = settings().traces
     if not exporter:
         return None
@@ -347,7 +394,7 @@ def traced(service: Any, transport: str) -> Any:
             file=sys.stderr,
         )
         return None
-    found = tracer(exporter, transport)
+    found = tracer(exporter, transport, shutdown_timeout)
     service.runs.ledger.tracer = found
     return found
 

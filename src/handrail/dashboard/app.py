@@ -17,17 +17,30 @@ from handrail.dashboard.pages import Pages
 from handrail.dashboard.passkey_pages import Kit, passkey_routes
 from handrail.dashboard.sessions import Identifies
 from handrail.dashboard.signin import SignIn, static
-from handrail.dashboard.site import Refuse, Site, form, same_origin
+from handrail.dashboard.site import Refuse, Site, form
+from handrail.forwarded import Network
 
 
-def dashboard_routes(service: Any, refuse: Refuse, people: Identifies | None) -> list[BaseRoute]:
+def dashboard_routes(
+    service: Any, refuse: Refuse, people: Identifies | None, proxies: frozenset[Network] = frozenset()
+) -> list[BaseRoute]:
     """`refuse(request, authenticate=False)`: the transport's Host and Origin checks;
-    `people`: whom the tokens name (None: no token asked, one person's server)."""
-    site = Site(service, refuse, people)
+    `people`: whom the tokens name (None: no token asked, one person's server);
+    `proxies`: those whose forwarded origin counts (`--trust-proxy`)."""
+    site = Site(service, refuse, people, proxies)
     pages, signin = Pages(site), SignIn(site)
     api = Api(site, pages)
     gate = site.gate
-    kit = Kit(gate, site.page, form, same_origin, site.as_person, site.runs, shared=people is None)
+    kit = Kit(
+        gate,
+        site.page,
+        form,
+        site.same_origin,
+        site.as_person,
+        site.runs,
+        shared=people is None,
+        where=site.where,
+    )
     return [
         *link_routes(kit),
         *passkey_routes(kit, site.challenges),

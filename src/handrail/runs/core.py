@@ -33,6 +33,7 @@ from handrail.runs.presence import signature_break
 from handrail.runs.refusals import not_active
 from handrail.runs.replay import replay_break
 from handrail.runs.shapes import recap, shaped, summary, view
+from handrail.runs.sign_ins import SignIns
 from handrail.runs.tree import Tree
 from handrail.store.base import (
     ACTIVE_STATUSES,
@@ -76,6 +77,7 @@ class Runs:
         self.tree = Tree(self.ledger)
         self.passkeys = Passkeys(self.ledger)
         self.links = Links(self.ledger)
+        self.sign_ins = SignIns(self.ledger)  # the dashboard's sessions, shared by its servers
         self.advance = Advance(self.ledger, self.decisions, self.tree)
         # workflow_continue is the advance's own: its signature is written once, there
         self.continue_ = self.advance.continue_

@@ -251,7 +251,7 @@ class Decisions:
             roles = self.ledger.roles(person)
             if _decided_by(events, person):
                 pass
-            elif waiting is None or not (waiting.rule.approvers or waiting.rule.separate):
+            elif waiting is None or not waiting.open_to_others:
                 found = None
             elif not waiting.may_see(person, roles):
                 raise not_allowed(found, waiting.refusal(person, roles, approve=False) or "approvers")
@@ -512,7 +512,7 @@ class Decisions:
         if question is not None:
             decided["question"] = question[0]
         found = self.waiting(run)
-        unruled = found is not None and not (found.rule.approvers or found.rule.separate)
+        unruled = found is not None and not found.open_to_others
         if unruled and run.owner != self.ledger.owner(request):  # a step no rule opens: its owner's
             raise RunNotFound(data={"runId": run_id})
         if found is not None:

@@ -14,6 +14,7 @@ from enum import StrEnum
 from typing import Any, Protocol, TypedDict, Unpack
 
 from handrail.store.passkeys import Passkey
+from handrail.store.sessions import KeptSession
 
 
 class RunStatus(StrEnum):
@@ -346,5 +347,18 @@ class RunStore(Protocol):
         """Keep the signature counter an approval's assertion carried."""
 
     def remove_passkey(self, person: str, credential_id: str) -> bool: ...
+
+    def events_since(self, at: str, limit: int) -> list[tuple[str, Event, str | None]]:
+        """Up to `limit` events of every run whose time is `at` or later, oldest first,
+        each as (run id, event, the hash of the event before it in its run)."""
+
+    def keep_session(self, session_id: str, kept: KeptSession, now: float) -> None:
+        """A dashboard session, kept for every server on the store (its id hashed); the
+        expired ones, and the person's beyond their newest hundred, are dropped."""
+
+    def kept_session(self, session_id: str, now: float) -> KeptSession | None:
+        """The session, unless it has expired by `now` or was ended."""
+
+    def end_session(self, session_id: str) -> None: ...
 
     def close(self) -> None: ...

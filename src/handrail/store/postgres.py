@@ -27,7 +27,7 @@ import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from handrail.errors import StorageError
-from handrail.store import claims, outbox, passkeys, summary
+from handrail.store import claims, outbox, passkeys, sessions, summary
 from handrail.store.base import (
     LIST_LIMIT,
     STUCK_PART,
@@ -48,6 +48,7 @@ from handrail.store.gate_query import gate_events_query, gate_events_values
 from handrail.store.passkeys import Passkey
 from handrail.store.rows import (
     EVENTS_QUERY,
+    EVENTS_SINCE_QUERY,
     RUN_COLUMNS,
     insert_events,
     insert_run,
@@ -56,10 +57,12 @@ from handrail.store.rows import (
     move,
     now,
     read_events,
+    read_linked,
     run_record,
     seal_backfill,
 )
 from handrail.store.schema import MIGRATIONS_TABLE, SEAL_MIGRATION, migrations, newer_than_known
+from handrail.store.sessions import KeptSession
 from handrail.store.shown_query import shown_events_query, shown_events_values
 
 MIGRATIONS = migrations("postgresql")
@@ -292,6 +295,11 @@ class PostgresStore:
         with self._connection() as db:
             return read_events(db.execute(EVENTS_QUERY.format(mark="%s"), (run_id,)).fetchall())
 
+    def events_since(self, at: str, limit: int) -> list[tuple[str, Event, str | None]]:
+        with self._connection() as db:
+            rows = db.execute(EVENTS_SINCE_QUERY.format(mark="%s"), (at, limit)).fetchall()
+        return read_linked(rows)
+
     def gate_events(self, run_id: str, recent: int) -> list[Event]:
         with self._connection() as db:
             rows = db.execute(gate_events_query("%s"), gate_events_values(run_id, recent)).fetchall()
@@ -358,6 +366,23 @@ class PostgresStore:
     def remove_passkey(self, person: str, credential_id: str) -> bool:
         with self._connection() as db:
             return db.execute(passkeys.delete("%s"), (person, credential_id)).rowcount > 0
+
+    # -- dashboard sessions (store/sessions.py) -----------------------------------------
+    def keep_session(self, session_id: str, kept: KeptSession, now: float) -> None:
+        with self._connection() as db:
+            db.execute(sessions.prune("%s"), (now, kept.person, kept.person))
+            db.execute(
+                sessions.insert("%s"), (sessions.key_of(session_id), kept.person, kept.csrf, kept.expires)
+            )
+
+    def kept_session(self, session_id: str, now: float) -> KeptSession | None:
+        with self._connection() as db:
+            row = db.execute(sessions.select("%s"), (sessions.key_of(session_id), now)).fetchone()
+        return None if row is None else KeptSession(str(row[0]), str(row[1]), float(row[2]))
+
+    def end_session(self, session_id: str) -> None:
+        with self._connection() as db:
+            db.execute(sessions.delete("%s"), (sessions.key_of(session_id),))
 
     def close(self) -> None:
         if not self._closed.is_set():

@@ -132,6 +132,22 @@ EVENTS_QUERY = (
     "SELECT seq, type, at, actor, step_id, data, hash FROM run_events WHERE run_id = {mark} ORDER BY seq"
 )
 
+# every run's events from a time on, oldest first, each with the hash of the event before
+# it in its run (its chain link): `handrail audit` and `serve --audit-log` (runs/audit.py)
+EVENTS_SINCE_QUERY = (
+    "SELECT e.run_id, e.seq, e.type, e.at, e.actor, e.step_id, e.data, e.hash, p.hash "
+    "FROM run_events e LEFT JOIN run_events p ON p.run_id = e.run_id AND p.seq = e.seq - 1 "
+    "WHERE e.at >= {mark} ORDER BY e.at, e.run_id, e.seq LIMIT {mark}"
+)
+
+
+def read_linked(found: Sequence[Sequence[Any]]) -> list[tuple[str, Event, str | None]]:
+    """(run id, event, the hash before it) from rows of `EVENTS_SINCE_QUERY`."""
+    return [
+        (run_id, Event(seq, kind, at, actor, step, decode_stored(data), link), prev)
+        for run_id, seq, kind, at, actor, step, data, link, prev in found
+    ]
+
 
 class Move(NamedTuple):
     """An update worked out before it is written: its time, the log rows it appends,

@@ -32,7 +32,7 @@ from typing import Any, Unpack
 
 from handrail import budget
 from handrail.errors import StorageError
-from handrail.store import claims, outbox, passkeys, summary
+from handrail.store import claims, outbox, passkeys, sessions, summary
 from handrail.store.base import (
     LIST_LIMIT,
     STUCK_PART,
@@ -54,6 +54,7 @@ from handrail.store.gate_window import NEWER_QUERY, GateWindows
 from handrail.store.passkeys import Passkey
 from handrail.store.rows import (
     EVENTS_QUERY,
+    EVENTS_SINCE_QUERY,
     RUN_COLUMNS,
     insert_events,
     insert_run,
@@ -63,10 +64,12 @@ from handrail.store.rows import (
     move,
     now,
     read_events,
+    read_linked,
     run_record,
     seal_backfill,
 )
 from handrail.store.schema import MIGRATIONS_TABLE, SEAL_MIGRATION, migrations, newer_than_known, statements
+from handrail.store.sessions import KeptSession
 from handrail.store.shown_query import shown_events_query, shown_events_values
 from handrail.store.stats import last_line
 from handrail.store.urls import sqlite_url
@@ -366,6 +369,11 @@ class SqliteStore:
         with self._read() as db:
             return read_events(db.execute(EVENTS_QUERY.format(mark="?"), (run_id,)).fetchall())
 
+    def events_since(self, at: str, limit: int) -> list[tuple[str, Event, str | None]]:
+        with self._read() as db:
+            rows = db.execute(EVENTS_SINCE_QUERY.format(mark="?"), (at, limit)).fetchall()
+        return read_linked(rows)
+
     def gate_events(self, run_id: str, recent: int) -> list[Event]:
         """As `RunStore.gate_events`; a run read before is read on from its newest event
         kept (store/gate_window.py), so a hook's cost does not follow the log's length."""
@@ -454,6 +462,23 @@ class SqliteStore:
     def remove_passkey(self, person: str, credential_id: str) -> bool:
         with self._write() as db:
             return db.execute(passkeys.delete("?"), (person, credential_id)).rowcount > 0
+
+    # -- dashboard sessions (store/sessions.py) -----------------------------------------
+    def keep_session(self, session_id: str, kept: KeptSession, now: float) -> None:
+        with self._write() as db:
+            db.execute(sessions.prune("?"), (now, kept.person, kept.person))
+            db.execute(
+                sessions.insert("?"), (sessions.key_of(session_id), kept.person, kept.csrf, kept.expires)
+            )
+
+    def kept_session(self, session_id: str, now: float) -> KeptSession | None:
+        with self._read() as db:
+            row = db.execute(sessions.select("?"), (sessions.key_of(session_id), now)).fetchone()
+        return None if row is None else KeptSession(str(row[0]), str(row[1]), float(row[2]))
+
+    def end_session(self, session_id: str) -> None:
+        with self._write() as db:
+            db.execute(sessions.delete("?"), (sessions.key_of(session_id),))
 
     def close(self) -> None:
         with self._lock, self._opened:

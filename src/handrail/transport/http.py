@@ -37,6 +37,7 @@ from typing import Any
 
 from starlette.applications import Starlette
 
+from handrail.forwarded import Network
 from handrail.limits import TransportLimits
 from handrail.observe import Tracer
 from handrail.service.core import Service
@@ -89,6 +90,7 @@ def serve(
     metrics: bool = False,
     metrics_token: str | None = None,
     tracer: Tracer | None = None,
+    trusted_proxies: frozenset[Network] = frozenset(),
 ) -> int:
     import uvicorn  # lazy: loaded only when HTTP is served
 
@@ -107,6 +109,7 @@ def serve(
         metrics=metrics,
         metrics_token=metrics_token,
         tracer=tracer,
+        trusted_proxies=trusted_proxies,
     )
     app = create_app(service, settings)
 
@@ -121,6 +124,7 @@ def serve(
         timeout_keep_alive=bounds.keep_alive,
         limit_concurrency=bounds.max_connections,
         timeout_graceful_shutdown=max(1, round(bounds.shutdown_timeout)),
+        proxy_headers=False,  # whose forwarded headers count is --trust-proxy's say alone
     )
     Server(config).run(sockets=[sock if sock is not None else bind(host, port)])
     return 0

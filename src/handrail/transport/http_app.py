@@ -23,6 +23,7 @@ from handrail.errors import (
     INVALID_REQUEST,
     SERVER_ERROR,
 )
+from handrail.forwarded import Network
 from handrail.limits import TransportLimits
 from handrail.observe import Tracer
 from handrail.protocol.core import Protocol, parse_error, valid_id
@@ -64,6 +65,7 @@ class HttpSettings:
     metrics: bool = False  # --metrics: /metrics in the Prometheus text format
     metrics_token: str | None = None  # --metrics-token: the one token /metrics asks for, if set
     tracer: Tracer | None = None  # OpenTelemetry (handrail/tracing.py): a span per request
+    trusted_proxies: frozenset[Network] = frozenset()  # --trust-proxy: their forwarded origin counts
 
 
 def _error(status: int, code: int, message: str, rid: Any = None, **data: Any) -> Response:
@@ -122,7 +124,7 @@ class HttpApp:
         self.pool = WorkerPool(limits.workers or default_workers(), limits.max_queued)
         self.people = People.combined(config.people, People.shared(config.token) if config.token else None)
 
-        self.guard = Guard(config.allowed_hosts, config.allowed_origins, self.people)
+        self.guard = Guard(config.allowed_hosts, config.allowed_origins, self.people, config.trusted_proxies)
         self.scraper = (  # a scraper's own token, when given, instead of the people's
             Guard(config.allowed_hosts, config.allowed_origins, People.shared(config.metrics_token))
             if config.metrics_token
@@ -133,7 +135,8 @@ class HttpApp:
         """Host, Origin and (with `authenticate`) token checks; the person asking is
         kept in `request.state.person`."""
         try:
-            asking = self.guard.check(request.headers, authenticate=authenticate)
+            peer = request.client.host if request.client is not None else None
+            asking = self.guard.check(request.headers, authenticate=authenticate, peer=peer)
         except Refused as refused:
             return _refused(refused)
         if asking is not None:
@@ -356,6 +359,6 @@ class HttpApp:
                 Route("/hooks/{harness}", self.hook, methods=["GET", "POST"]),
                 Route("/.well-known/handrail-key", self.published_key, methods=["GET"]),
                 *([Route("/metrics", self.scrape, methods=["GET"])] if self.metrics is not None else []),
-                *dashboard_routes(self.service, self.refuse, self.people),
+                *dashboard_routes(self.service, self.refuse, self.people, self.config.trusted_proxies),
             ]
         )
