@@ -90,6 +90,16 @@ def tail_cut(run_id: str) -> None:
     db.close()
 
 
+def digest_loosened(run_id: str) -> None:
+    """The gate digest a hook decides by, made to allow every edit and command."""
+    with sqlite3.connect(database_file()) as db:
+        (text,) = db.execute("SELECT gate FROM runs WHERE id = ?", (run_id,)).fetchone()
+        digest = json.loads(text)
+        digest["rules"] = {"allow": ["read", "edit:*", "shell:*"], "deny": []}
+        db.execute("UPDATE runs SET gate = ? WHERE id = ?", (json.dumps(digest), run_id))
+    db.close()
+
+
 EDITS: dict[str, tuple[Callable[[str], None], str]] = {
     "position": (position_ahead, "position is at step `report` in the row, at `build` by its events"),
     "loop state": (loop_moved, "loop state is"),
@@ -106,6 +116,7 @@ EDITS: dict[str, tuple[Callable[[str], None], str]] = {
         "workspace is `/elsewhere` in the row",
     ),
     "the log's tail": (tail_cut, "accepted is 2 in the row, 1 by its events"),
+    "gate digest": (digest_loosened, "the gate digest (the step's rules a hook decides by) is not what"),
 }
 
 

@@ -16,12 +16,13 @@ the event that moves them so; their position is then left to the seal, and said 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from handrail.errors import HandrailError
-from handrail.runs import machine
+from handrail.runs import gate_digest, machine
 from handrail.runs.pinning import Pins
 from handrail.runs.position import Position, merge_context
 from handrail.runs.tree import ACTOR as TREE_ACTOR  # a parent moved on by its children
@@ -182,6 +183,25 @@ def _position_differences(row: dict[str, Any], events: dict[str, Any]) -> list[s
     return said
 
 
+def _digest_differences(
+    store: RunStore, run: RunRecord, position: Mapping[str, Any], started: Event
+) -> list[str]:
+    """The row's gate digest against the one its replayed step gives: a hook decides by
+    the digest, so a loosened one resealed would otherwise pass for the step's rules."""
+    text = store.get_source(str(run.source_hash))
+    try:
+        document = json.loads(text) if text is not None else None
+    except (ValueError, RecursionError):
+        document = None
+    if not isinstance(document, dict):
+        return ["its pinned workflow source cannot be read to check the gate digest"]
+    given = started.data.get("workflowFolders")
+    folders = given if isinstance(given, list) else gate_digest.folders_of(run.gate)
+    if gate_digest.compiled(document, position, folders) == run.gate:
+        return []
+    return ["the gate digest (the step's rules a hook decides by) is not what its events give"]
+
+
 def _step_id(position: Mapping[str, Any]) -> str | None:
     step = position.get("step")
     return str(step.get("id")) if isinstance(step, Mapping) else None
@@ -205,6 +225,8 @@ def replay_break(
     if derived.problem is not None:
         return Break(run.id, 0, f"its events cannot be replayed: {derived.problem}")
     said = differences(run, derived)
+    if derived.position is not None and run.gate is not None and run.source_hash:
+        said += _digest_differences(store, run, derived.position, events[0])
     if not said:
         return None
     return Break(run.id, 0, "the run row is not what its events give: " + "; ".join(said))
