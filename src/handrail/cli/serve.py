@@ -76,6 +76,7 @@ def add_serve(sub: Any) -> None:
         metavar="TOKEN",
         help="the token a scraper sends for /metrics instead (default $HANDRAIL_METRICS_TOKEN)",
     )
+    add_oidc_options(serve)
     options.add_serving_options(serve)
     options.add_limit_options(serve)
     options.add_check_options(serve)
@@ -83,6 +84,53 @@ def add_serve(sub: Any) -> None:
     notify.add_notify_options(serve)
     options.add_transport_options(serve, http=True)
     add_signing_key_option(serve, "signs run records; its public half is served at /.well-known/handrail-key")
+
+
+def add_oidc_options(serve: Any) -> None:
+    group = serve.add_argument_group("single sign-on (docs/team.md; the secret: HANDRAIL_OIDC_CLIENT_SECRET)")
+    group.add_argument(
+        "--oidc-issuer", metavar="URL", help="the team's OpenID provider (default $HANDRAIL_OIDC_ISSUER)"
+    )
+    group.add_argument("--oidc-client-id", metavar="ID", help="handrail's client id at the provider")
+    group.add_argument(
+        "--oidc-audience",
+        metavar="URL",
+        help="the audience /mcp's bearer JWTs must name (default: the public URL's /mcp)",
+    )
+    group.add_argument(
+        "--oidc-roles",
+        action="append",
+        metavar="ROLE=GROUP",
+        help="members of the provider's GROUP hold handrail's ROLE, e.g. lead=handrail-leads (repeatable)",
+    )
+
+
+def provider_of(args: argparse.Namespace, port: int) -> Any:
+    """The OpenID provider the settings name, None without one, False (said on stderr)
+    when they cannot be used."""
+    chosen = settings(args)
+    if not chosen.oidc_issuer:
+        return None
+    from handrail.service.identity_provider import Provider, parse_roles  # lazy: only with a provider
+
+    said = f"handrail {args.command}:"
+    if not chosen.oidc_issuer.lower().startswith(("https://", "http://")) or not chosen.oidc_client_id:
+        print(f"{said} --oidc-issuer needs an http(s) URL and --oidc-client-id", file=sys.stderr)
+        return False
+    try:
+        groups = parse_roles(chosen.oidc_roles)
+    except ValueError as exc:
+        print(f"{said} {exc}", file=sys.stderr)
+        return False
+    public = chosen.public_url.rstrip("/") or f"http://{args.host}:{port}"
+    return Provider(
+        issuer=chosen.oidc_issuer,
+        client_id=chosen.oidc_client_id,
+        client_secret=chosen.oidc_client_secret,
+        audience=chosen.oidc_audience or public + "/mcp",
+        groups=groups,
+        public_url=chosen.public_url,
+    )
 
 
 def add_dashboard(sub: Any) -> None:
@@ -288,6 +336,10 @@ def serve_command(args: argparse.Namespace) -> int:
             problem = f"port {args.port} on {args.host} {why}; choose another with --port"
         print(f"handrail {args.command}: {problem}", file=sys.stderr)
         return EXIT_USAGE
+    provider = provider_of(args, sock.getsockname()[1]) if args.command == "serve" else None
+    if provider is False:
+        sock.close()
+        return EXIT_USAGE
     options.warn_missing(args)
     catalog = options.catalog_of(args)
     catalog.watch(interval=args.reload_interval)
@@ -306,8 +358,12 @@ def serve_command(args: argparse.Namespace) -> int:
             checks,
             dashboard_url=_reachable(dashboard, args.host, port),
             people=served_people,
-            with_tokens=bool(served_people or shared),
+            with_tokens=bool(served_people or shared or provider),
         )
+        if provider is not None:  # a signed-in person's roles come from the provider's groups
+            from handrail.service.identity_provider import WithProvider  # lazy: only with a provider
+
+            service.runs.ledger.roles = WithProvider(served_people, provider).roles_of
         with background(service, notifying):
             return serve(
                 service,
@@ -326,6 +382,7 @@ def serve_command(args: argparse.Namespace) -> int:
                 metrics=getattr(args, "metrics", False),
                 tracer=traced(service, "tcp"),
                 metrics_token=settings(args).metrics_token or None,
+                provider=provider,
             )
     finally:
         catalog.close()

@@ -17,12 +17,29 @@ from handrail.dashboard.passkey_pages import Kit, passkey_routes
 from handrail.dashboard.sessions import Identifies
 from handrail.dashboard.signin import SignIn, static
 from handrail.dashboard.site import Refuse, Site, form, same_origin
+from handrail.service.identity_provider import Provider
 
 
-def dashboard_routes(service: Any, refuse: Refuse, people: Identifies | None) -> list[BaseRoute]:
+def oidc_routes(site: Site, provider: Provider | None) -> list[BaseRoute]:
+    if provider is None:
+        return []
+    from handrail.dashboard.oidc_signin import OidcSignIn  # Authlib: only with a provider
+
+    flow = OidcSignIn(site, provider)
+    return [
+        Route("/signin/oidc", flow.start, methods=["GET"]),
+        Route("/signin/oidc/callback", flow.callback, methods=["GET"]),
+    ]
+
+
+def dashboard_routes(
+    service: Any, refuse: Refuse, people: Identifies | None, provider: Provider | None = None
+) -> list[BaseRoute]:
     """`refuse(request, authenticate=False)`: the transport's Host and Origin checks;
-    `people`: whom the tokens name (None: no token asked, one person's server)."""
+    `people`: whom the tokens name (None: no token asked, one person's server);
+    `provider`: the team's OpenID provider, which signs people in too (oidc_signin)."""
     site = Site(service, refuse, people)
+    site.single_sign_on = provider is not None
     pages, signin = Pages(site), SignIn(site)
     api = Api(site, pages)
     gate = site.gate
@@ -39,5 +56,6 @@ def dashboard_routes(service: Any, refuse: Refuse, people: Identifies | None) ->
         Route("/api/runs/{run_id}/{verb:str}", api.api_decide, methods=["POST"]),
         Route("/signin", signin.signin, methods=["GET", "POST"]),
         Route("/signout", signin.signout, methods=["POST"]),
+        *oidc_routes(site, provider),
         Route("/static/{name}", static, methods=["GET"]),
     ]

@@ -118,12 +118,17 @@ class Site:
         self.templates.filters["duration"] = views.duration  # seconds as people read them
         self.sessions = Sessions()
         self.challenges = Challenges()  # the passkey challenges handed out, each taken once
+        self.single_sign_on = False  # an OpenID provider signs people in (/signin/oidc)
 
     def page(
         self, name: str, request: Request, session: Session | None, code: int = 200, **values: Any
     ) -> Response:
         html = self.templates.get_template(name).render(
-            session=session, signin_needed=self.people is not None, path=request.url.path, **values
+            session=session,
+            signin_needed=self.people is not None,
+            single_sign_on=self.single_sign_on,
+            path=request.url.path,
+            **values,
         )
         # text a run holds may be half of a UTF-16 pair (kept by an older handrail): escaped
         body = html.encode("utf-8", "backslashreplace")
