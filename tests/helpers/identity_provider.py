@@ -37,7 +37,9 @@ def require_provider() -> str:
     installed = (HARNESSES / "node_modules" / "oidc-provider" / "package.json").exists()
     if node is not None and installed:
         return node
-    reason = "no node on PATH" if node is None else "oidc-provider is not installed (npm ci in tests/harnesses)"
+    reason = (
+        "no node on PATH" if node is None else "oidc-provider is not installed (npm ci in tests/harnesses)"
+    )
     if os.environ.get("CI", "").lower() == "true":
         pytest.fail(reason)
     pytest.skip(reason)

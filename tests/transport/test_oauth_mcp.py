@@ -26,7 +26,9 @@ def test_a_providers_jwt_reaches_mcp_and_an_expired_or_foreign_one_is_refused_as
     with team(tmp_path) as (provider, http):
         token = provider.client_token("agent-bot", AGENT_SECRET, http.url)
         started = http.rpc(
-            "workflow_start", {"workflowId": "signoff", "goal": "Go"}, headers={"Authorization": f"Bearer {token}"}
+            "workflow_start",
+            {"workflowId": "signoff", "goal": "Go"},
+            headers={"Authorization": f"Bearer {token}"},
         )
         assert started["result"]["runId"], started
 
@@ -54,6 +56,8 @@ def test_a_providers_jwt_reaches_mcp_and_an_expired_or_foreign_one_is_refused_as
 def test_a_providers_jwt_scoped_person_does_not_reach_mcp(tmp_path: Path) -> None:
     with team(tmp_path) as (provider, http):
         token = provider.client_token("agent-bot", AGENT_SECRET, http.url, scope="person")
-        answer = http.post({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, {"Authorization": f"Bearer {token}"})
+        answer = http.post(
+            {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, {"Authorization": f"Bearer {token}"}
+        )
         assert answer.status_code == 403, answer.text
         assert "scope is `person`" in answer.json()["error"]["message"]
