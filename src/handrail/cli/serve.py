@@ -105,9 +105,16 @@ def add_oidc_options(serve: Any) -> None:
     )
 
 
-def provider_of(args: argparse.Namespace, port: int) -> Any:
-    """The OpenID provider the settings name, None without one, False (said on stderr)
-    when they cannot be used."""
+def provider_of(args: argparse.Namespace, sock: Any) -> Any:
+    """The OpenID provider the settings name, None without one, False (said on stderr,
+    `sock` closed) when they cannot be used."""
+    found = _provider(args, sock.getsockname()[1])
+    if found is False:
+        sock.close()
+    return found
+
+
+def _provider(args: argparse.Namespace, port: int) -> Any:
     chosen = settings(args)
     if not chosen.oidc_issuer:
         return None
@@ -336,9 +343,8 @@ def serve_command(args: argparse.Namespace) -> int:
             problem = f"port {args.port} on {args.host} {why}; choose another with --port"
         print(f"handrail {args.command}: {problem}", file=sys.stderr)
         return EXIT_USAGE
-    provider = provider_of(args, sock.getsockname()[1]) if args.command == "serve" else None
+    provider = provider_of(args, sock) if args.command == "serve" else None
     if provider is False:
-        sock.close()
         return EXIT_USAGE
     options.warn_missing(args)
     catalog = options.catalog_of(args)
@@ -361,9 +367,7 @@ def serve_command(args: argparse.Namespace) -> int:
             with_tokens=bool(served_people or shared or provider),
         )
         if provider is not None:  # a signed-in person's roles come from the provider's groups
-            from handrail.service.identity_provider import WithProvider  # lazy: only with a provider
-
-            service.runs.ledger.roles = WithProvider(served_people, provider).roles_of
+            service.runs.ledger.roles = provider.with_tokens(served_people).roles_of
         with background(service, notifying):
             return serve(
                 service,

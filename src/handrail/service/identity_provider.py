@@ -175,6 +175,10 @@ class Provider:
             found = self._people.get(person)
         return found.roles if found is not None else frozenset()
 
+    def with_tokens(self, tokens: Any) -> WithProvider:
+        """The people of a tokens file (People, or None) and this provider's, as one."""
+        return WithProvider(tokens, self)
+
     def access(self, token: str) -> tuple[str, str] | None:
         """(person, scope) of a bearer JWT for /mcp, or None when it is not one we accept."""
         if not self.audience or token.count(".") != 2:
