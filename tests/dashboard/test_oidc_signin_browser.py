@@ -32,6 +32,10 @@ def test_the_providers_groups_make_a_lead_who_approves_and_leave_a_plain_member_
     tmp_path: Path, page: Any
 ) -> None:
     with team(tmp_path) as (provider, http):
+        forged = http.client.get(
+            f"{http.base}/signin/oidc/callback?state=s&code=c", headers={"Cookie": "handrail_oidc=x.y"}
+        )
+        assert (forged.status_code, forged.headers["location"]) == (303, "/signin?failed")
         robot = {"Authorization": f"Bearer {ROBOT_TOKEN}"}
         run_id = http.rpc("workflow_start", {"workflowId": "signoff", "goal": "Go"}, headers=robot)["result"][
             "runId"
