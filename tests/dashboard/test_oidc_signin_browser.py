@@ -53,6 +53,9 @@ def test_the_providers_groups_make_a_lead_who_approves_and_leave_a_plain_member_
 
         sign_in_through_the_provider(page, http, "lena", f"/runs/{run_id}")
         assert page.locator(".who").inner_text() == f"lena@127.0.0.1:{provider.port}"
+        assert "handrail_oidc_roles" in {
+            cookie["name"] for cookie in page.context.cookies()
+        }  # for any replica
         page.fill("#comment", "Signed off")
         page.click("#approve")
         assert page.locator(".note").inner_text() == "Approved."

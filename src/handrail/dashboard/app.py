@@ -26,6 +26,7 @@ def oidc_routes(site: Site, provider: Provider | None) -> list[BaseRoute]:
     from handrail.dashboard.oidc_signin import OidcSignIn  # Authlib: only with a provider
 
     flow = OidcSignIn(site, provider)
+    site.recall = flow.recall
     return [
         Route("/signin/oidc", flow.start, methods=["GET"]),
         Route("/signin/oidc/callback", flow.callback, methods=["GET"]),

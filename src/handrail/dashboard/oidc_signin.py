@@ -27,12 +27,18 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
+from handrail.dashboard.sessions import SESSION_SECONDS
 from handrail.dashboard.site import SECURITY_HEADERS, Site, with_cookie
 from handrail.service.identity_provider import Provider, ProviderError, fetch_json
 
 FLOW_COOKIE = "handrail_oidc"
+ROLES_COOKIE = "handrail_oidc_roles"  # the roles a sign-in showed, for every replica (see recall)
 FLOW_SECONDS = 600  # a sign-in not finished in ten minutes starts again
 SCOPES = "openid profile email groups"
+
+
+def session_end() -> float:
+    return time.time() + SESSION_SECONDS
 
 
 def safe_next(target: str) -> str:
@@ -62,7 +68,10 @@ class OidcSignIn:
         expected = hmac.new(self.key, body.encode(), hashlib.sha256).hexdigest()
         if not body or not hmac.compare_digest(mac.encode(), expected.encode()):
             return None
-        values = json.loads(base64.urlsafe_b64decode(body))
+        try:
+            values = json.loads(base64.urlsafe_b64decode(body))
+        except ValueError:
+            return None
         return values if isinstance(values, dict) and values.get("until", 0) > time.time() else None
 
     async def start(self, request: Request) -> Response:
@@ -131,7 +140,25 @@ class OidcSignIn:
             headers=SECURITY_HEADERS,
         )
         page.delete_cookie(FLOW_COOKIE, path="/signin/oidc")
+        held = {"person": person, "roles": sorted(self.provider.roles_of(person)), "until": session_end()}
+        page.set_cookie(
+            ROLES_COOKIE,
+            self.seal(held),
+            max_age=SESSION_SECONDS,
+            httponly=True,
+            samesite="strict",
+            secure=request.url.scheme == "https",
+            path="/",
+        )
         return with_cookie(page, request, session)
+
+    def recall(self, request: Request, person: str) -> None:
+        """Tell this replica the roles the signed-in `person`'s groups gave at sign-in,
+        from the cookie the signing replica sealed (with the secret every replica shares)."""
+        held = self.unseal(request.cookies.get(ROLES_COOKIE))
+        roles = held.get("roles") if held is not None and held.get("person") == person else None
+        if isinstance(roles, list) and self.provider.roles_of(person) != frozenset(roles):
+            self.provider.remember(person, frozenset(str(role) for role in roles))
 
     def person(self, code: str, flow: dict[str, Any], redirect_uri: str) -> str:
         """The code traded for tokens, and the person their ID token names (on a worker thread)."""

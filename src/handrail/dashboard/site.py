@@ -119,6 +119,8 @@ class Site:
         self.sessions = Sessions()
         self.challenges = Challenges()  # the passkey challenges handed out, each taken once
         self.single_sign_on = False  # an OpenID provider signs people in (/signin/oidc)
+        # with one: tells this replica the roles a sign-in on any replica gave (oidc_signin)
+        self.recall: Callable[[Request, str], None] | None = None
 
     def page(
         self, name: str, request: Request, session: Session | None, code: int = 200, **values: Any
@@ -144,6 +146,8 @@ class Site:
         """The request's session, and whether it was made just now (its cookie must be set)."""
         session = self.sessions.get(request.cookies.get(COOKIE))
         if session is not None:
+            if self.recall is not None:
+                self.recall(request, session.person)
             return session, False
         given = bearer_of(request)
         if given is not None and self.people is not None:

@@ -158,12 +158,21 @@ class Provider:
             email=str(claims.get("email") or ""),
             roles=self.roles_of_groups(claims.get(self.groups_claim)),
         )
+        self._keep(found)
+        return found
+
+    def remember(self, person: str, roles: frozenset[str]) -> None:
+        """`person`'s roles as another replica read them from the groups claim."""
+        with self._lock:
+            known = self._people.get(person)
+        self._keep(Person(person, known.name if known else person, known.email if known else "", roles))
+
+    def _keep(self, found: Person) -> None:
         with self._lock:
             self._people[found.id] = found
             self._people.move_to_end(found.id)
             while len(self._people) > MAX_PEOPLE:
                 self._people.popitem(last=False)
-        return found
 
     def roles_of_groups(self, groups: Any) -> frozenset[str]:
         named = [groups] if isinstance(groups, str) else groups if isinstance(groups, list) else []
