@@ -85,7 +85,8 @@ class OidcSignIn:
         try:
             endpoint = await run_in_threadpool(self.provider.endpoint, "authorization_endpoint")
         except ProviderError as exc:
-            return HTMLResponse(f"The identity provider cannot be reached: {escape(str(exc))}", 502)
+            said = f"The identity provider cannot be reached: {escape(str(exc))}"
+            return HTMLResponse(said, 502, headers=SECURITY_HEADERS)
         flow = {
             "state": generate_token(32),
             "nonce": generate_token(32),
