@@ -22,7 +22,6 @@ from __future__ import annotations
 import json
 import threading
 import time
-import urllib.request
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -44,6 +43,8 @@ class ProviderError(Exception):
 
 def fetch_json(url: str, data: bytes | None = None, headers: Mapping[str, str] | None = None) -> Any:
     """A JSON object from `url` (POST when `data`), bounded in size and time."""
+    import urllib.request  # http.client and ssl: loaded only when a provider is asked
+
     if not url.lower().startswith(("https://", "http://")):
         raise ProviderError(f"{url!r} is not an http(s) URL")
     asked = urllib.request.Request(url, data=data, headers={"Accept": "application/json", **(headers or {})})
