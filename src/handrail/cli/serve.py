@@ -87,6 +87,7 @@ def add_serve(serve: argparse.ArgumentParser) -> None:
         metavar="TOKEN",
         help="the token a scraper sends for /metrics instead (default $HANDRAIL_METRICS_TOKEN)",
     )
+    add_oidc_options(serve)
     options.add_serving_options(serve)
     options.add_limit_options(serve)
     options.add_check_options(serve)
@@ -96,6 +97,60 @@ def add_serve(serve: argparse.ArgumentParser) -> None:
     from handrail.cli.record import add_signing_key_option  # lazy: `start` signs nothing
 
     add_signing_key_option(serve, "signs run records; its public half is served at /.well-known/handrail-key")
+
+
+def add_oidc_options(serve: Any) -> None:
+    group = serve.add_argument_group("single sign-on (docs/team.md; the secret: HANDRAIL_OIDC_CLIENT_SECRET)")
+    group.add_argument(
+        "--oidc-issuer", metavar="URL", help="the team's OpenID provider (default $HANDRAIL_OIDC_ISSUER)"
+    )
+    group.add_argument("--oidc-client-id", metavar="ID", help="handrail's client id at the provider")
+    group.add_argument(
+        "--oidc-audience",
+        metavar="URL",
+        help="the audience /mcp's bearer JWTs must name (default: the public URL's /mcp)",
+    )
+    group.add_argument(
+        "--oidc-roles",
+        action="append",
+        metavar="ROLE=GROUP",
+        help="members of the provider's GROUP hold handrail's ROLE, e.g. lead=handrail-leads (repeatable)",
+    )
+
+
+def provider_of(args: argparse.Namespace, sock: Any) -> Any:
+    """The OpenID provider the settings name, None without one, False (said on stderr,
+    `sock` closed) when they cannot be used."""
+    found = _provider(args, sock.getsockname()[1])
+    if found is False:
+        sock.close()
+    return found
+
+
+def _provider(args: argparse.Namespace, port: int) -> Any:
+    chosen = settings(args)
+    if not chosen.oidc_issuer:
+        return None
+    from handrail.service.identity_provider import Provider, parse_roles  # lazy: only with a provider
+
+    said = f"handrail {args.command}:"
+    if not chosen.oidc_issuer.lower().startswith(("https://", "http://")) or not chosen.oidc_client_id:
+        print(f"{said} --oidc-issuer needs an http(s) URL and --oidc-client-id", file=sys.stderr)
+        return False
+    try:
+        groups = parse_roles(chosen.oidc_roles)
+    except ValueError as exc:
+        print(f"{said} {exc}", file=sys.stderr)
+        return False
+    public = chosen.public_url.rstrip("/") or f"http://{args.host}:{port}"
+    return Provider(
+        issuer=chosen.oidc_issuer,
+        client_id=chosen.oidc_client_id,
+        client_secret=chosen.oidc_client_secret,
+        audience=chosen.oidc_audience or public + "/mcp",
+        groups=groups,
+        public_url=chosen.public_url,
+    )
 
 
 def add_dashboard(dashboard: argparse.ArgumentParser) -> None:
@@ -336,6 +391,9 @@ def serve_command(args: argparse.Namespace) -> int:
             problem = f"port {args.port} on {args.host} {why}; choose another with --port"
         print(f"handrail {args.command}: {problem}", file=sys.stderr)
         return EXIT_USAGE
+    provider = provider_of(args, sock) if args.command == "serve" else None
+    if provider is False:
+        return EXIT_USAGE
     options.warn_missing(args)
     catalog = options.catalog_of(args)
     catalog.watch(interval=args.reload_interval)
@@ -354,8 +412,10 @@ def serve_command(args: argparse.Namespace) -> int:
             checks,
             dashboard_url=_reachable(dashboard, args.host, port),
             people=served_people,
-            with_tokens=bool(served_people or shared),
+            with_tokens=bool(served_people or shared or provider),
         )
+        if provider is not None:  # a signed-in person's roles come from the provider's groups
+            service.runs.ledger.roles = provider.with_tokens(served_people).roles_of
         with background(service, notifying), audit_log(service, getattr(args, "audit_log", None)):
             return serve(
                 service,
@@ -375,6 +435,7 @@ def serve_command(args: argparse.Namespace) -> int:
                 tracer=traced(service, "tcp", args.shutdown_timeout),
                 metrics_token=settings(args).metrics_token or None,
                 trusted_proxies=proxies,
+                provider=provider,
             )
     finally:
         catalog.close()

@@ -19,15 +19,35 @@ from handrail.dashboard.sessions import Identifies
 from handrail.dashboard.signin import SignIn, static
 from handrail.dashboard.site import Refuse, Site, form
 from handrail.forwarded import Network
+from handrail.service.identity_provider import Provider
+
+
+def oidc_routes(site: Site, provider: Provider | None) -> list[BaseRoute]:
+    if provider is None:
+        return []
+    from handrail.dashboard.oidc_signin import OidcSignIn  # Authlib: only with a provider
+
+    flow = OidcSignIn(site, provider)
+    site.recall = flow.recall
+    return [
+        Route("/signin/oidc", flow.start, methods=["GET"]),
+        Route("/signin/oidc/callback", flow.callback, methods=["GET"]),
+    ]
 
 
 def dashboard_routes(
-    service: Any, refuse: Refuse, people: Identifies | None, proxies: frozenset[Network] = frozenset()
+    service: Any,
+    refuse: Refuse,
+    people: Identifies | None,
+    proxies: frozenset[Network] = frozenset(),
+    provider: Provider | None = None,
 ) -> list[BaseRoute]:
     """`refuse(request, authenticate=False)`: the transport's Host and Origin checks;
     `people`: whom the tokens name (None: no token asked, one person's server);
-    `proxies`: those whose forwarded origin counts (`--trust-proxy`)."""
+    `proxies`: those whose forwarded origin counts (`--trust-proxy`);
+    `provider`: the team's OpenID provider, which signs people in too (oidc_signin)."""
     site = Site(service, refuse, people, proxies)
+    site.single_sign_on = provider is not None
     pages, signin = Pages(site), SignIn(site)
     api = Api(site, pages)
     gate = site.gate
@@ -54,5 +74,6 @@ def dashboard_routes(
         Route("/api/runs/{run_id}/{verb:str}", api.api_decide, methods=["POST"]),
         Route("/signin", signin.signin, methods=["GET", "POST"]),
         Route("/signout", signin.signout, methods=["POST"]),
+        *oidc_routes(site, provider),
         Route("/static/{name}", static, methods=["GET"]),
     ]

@@ -105,6 +105,9 @@ class Site:
         self.templates.filters["duration"] = views.duration  # seconds as people read them
         self.sessions = Sessions(service.runs.sign_ins)  # in the store: every server on it knows them
         self.challenges = Challenges()  # the passkey challenges handed out, each taken once
+        self.single_sign_on = False  # an OpenID provider signs people in (/signin/oidc)
+        # with one: tells this replica the roles a sign-in on any replica gave (oidc_signin)
+        self.recall: Callable[[Request, str], None] | None = None
 
     def where(self, request: Request) -> forwarded.Public | None:
         """Where the browser sent the request: a trusted proxy's word, else `Host`."""
@@ -134,7 +137,11 @@ class Site:
         self, name: str, request: Request, session: Session | None, code: int = 200, **values: Any
     ) -> Response:
         html = self.templates.get_template(name).render(
-            session=session, signin_needed=self.people is not None, path=request.url.path, **values
+            session=session,
+            signin_needed=self.people is not None,
+            single_sign_on=self.single_sign_on,
+            path=request.url.path,
+            **values,
         )
         # text a run holds may be half of a UTF-16 pair (kept by an older handrail): escaped
         body = html.encode("utf-8", "backslashreplace")
@@ -150,6 +157,8 @@ class Site:
         """The request's session, and whether it was made just now (its cookie must be set)."""
         session = self.sessions.get(request.cookies.get(COOKIE))
         if session is not None:
+            if self.recall is not None:
+                self.recall(request, session.person)
             return session, False
         given = bearer_of(request)
         if given is not None and self.people is not None:

@@ -13,6 +13,7 @@ from starlette.datastructures import Headers
 
 from handrail.errors import SERVER_ERROR, RpcError
 from handrail.forwarded import Network, public, same_origin, trusted
+from handrail.service.identity_provider import WithProvider
 from handrail.service.people import PERSON, People, bearer
 
 LOCAL_HOSTS = ("localhost", "127.0.0.1", "[::1]", "::1")
@@ -53,8 +54,9 @@ def host_name(value: str) -> str:
 class Guard:
     allowed_hosts: set[str] = field(default_factory=lambda: set(LOCAL_HOSTS))
     allowed_origins: set[str] = field(default_factory=set)  # beyond http(s)://<allowed host>[:port]
-    people: People | None = None  # None: no token asked for
+    people: People | WithProvider | None = None  # None: no token asked for
     proxies: frozenset[Network] = frozenset()  # --trust-proxy: whose forwarded origin counts
+    resource_metadata: str = ""  # with an OpenID provider: where /mcp's OAuth metadata is
 
     def origin_allowed(self, origin: str) -> bool:
         if origin in self.allowed_origins:
@@ -120,6 +122,8 @@ class Guard:
         if asking is None:
             given = headers.getlist("authorization")
             challenge = 'Bearer realm="handrail"'
+            if self.resource_metadata:  # MCP authorization: how a client finds the provider
+                challenge += f', resource_metadata="{self.resource_metadata}"'
             if not given:
                 why = "a bearer token is required"
             elif len(given) > 1:
