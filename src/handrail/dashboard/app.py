@@ -22,13 +22,10 @@ from handrail.forwarded import Network
 from handrail.service.identity_provider import Provider
 
 
-def oidc_routes(site: Site, provider: Provider | None) -> list[BaseRoute]:
-    if provider is None:
+def oidc_routes(site: Site) -> list[BaseRoute]:
+    flow = site.oidc
+    if flow is None:
         return []
-    from handrail.dashboard.oidc_signin import OidcSignIn  # Authlib: only with a provider
-
-    flow = OidcSignIn(site, provider)
-    site.recall = flow.recall
     return [
         Route("/signin/oidc", flow.start, methods=["GET"]),
         Route("/signin/oidc/callback", flow.callback, methods=["GET"]),
@@ -46,8 +43,7 @@ def dashboard_routes(
     `people`: whom the tokens name (None: no token asked, one person's server);
     `proxies`: those whose forwarded origin counts (`--trust-proxy`);
     `provider`: the team's OpenID provider, which signs people in too (oidc_signin)."""
-    site = Site(service, refuse, people, proxies)
-    site.single_sign_on = provider is not None
+    site = Site(service, refuse, people, proxies, provider)
     pages, signin = Pages(site), SignIn(site)
     api = Api(site, pages)
     gate = site.gate
@@ -74,6 +70,6 @@ def dashboard_routes(
         Route("/api/runs/{run_id}/{verb:str}", api.api_decide, methods=["POST"]),
         Route("/signin", signin.signin, methods=["GET", "POST"]),
         Route("/signout", signin.signout, methods=["POST"]),
-        *oidc_routes(site, provider),
+        *oidc_routes(site),
         Route("/static/{name}", static, methods=["GET"]),
     ]

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, quote
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
@@ -29,6 +29,10 @@ from handrail.errors import HandrailError
 from handrail.forwarded import Network
 from handrail.runs.request import Request as Asking
 from handrail.service.people import AGENT, PERSON, bearer
+
+if TYPE_CHECKING:
+    from handrail.dashboard.oidc_signin import OidcSignIn
+    from handrail.service.identity_provider import Provider
 
 HERE = Path(__file__).parent
 CSP = (
@@ -93,6 +97,7 @@ class Site:
         refuse: Refuse,
         people: Identifies | None,
         proxies: frozenset[Network] = frozenset(),
+        provider: Provider | None = None,
     ) -> None:
         self.service = service
         self.proxies = proxies  # those whose forwarded origin counts (`--trust-proxy`)
@@ -105,9 +110,12 @@ class Site:
         self.templates.filters["duration"] = views.duration  # seconds as people read them
         self.sessions = Sessions(service.runs.sign_ins)  # in the store: every server on it knows them
         self.challenges = Challenges()  # the passkey challenges handed out, each taken once
-        self.single_sign_on = False  # an OpenID provider signs people in (/signin/oidc)
-        # with one: tells this replica the roles a sign-in on any replica gave (oidc_signin)
-        self.recall: Callable[[Request, str], None] | None = None
+        self.single_sign_on = provider is not None  # an OpenID provider signs people in (/signin/oidc)
+        self.oidc: OidcSignIn | None = None
+        if provider is not None:
+            from handrail.dashboard.oidc_signin import OidcSignIn  # Authlib: only with a provider
+
+            self.oidc = OidcSignIn(self, provider)
 
     def where(self, request: Request) -> forwarded.Public | None:
         """Where the browser sent the request: a trusted proxy's word, else `Host`."""
@@ -157,8 +165,8 @@ class Site:
         """The request's session, and whether it was made just now (its cookie must be set)."""
         session = self.sessions.get(request.cookies.get(COOKIE))
         if session is not None:
-            if self.recall is not None:
-                self.recall(request, session.person)
+            if self.oidc is not None:  # the roles a sign-in on any replica gave, told to this one
+                self.oidc.recall(request, session.person)
             return session, False
         given = bearer_of(request)
         if given is not None and self.people is not None:
