@@ -90,12 +90,12 @@ def layer_table() -> list[set[str]]:
     return rows
 
 
-def named_rows() -> list[tuple[set[str], set[str]]]:
+def named_rows(text: str | None = None) -> list[tuple[set[str], set[str]]]:
     """Each row of the table as (the folders or files of its first column, the names its
     second gives in backticks that read as a module's: lowercase words, `/` between a
     package and its module). Other code names are written so as not to read as one:
     `Runs`, `serve()`, `/mcp`, `grammar/condition.lark`."""
-    text = TABLE.read_text("utf-8")
+    text = TABLE.read_text("utf-8") if text is None else text
     section = text.split("## Layers, and where a change goes", 1)[1].split("\n## ", 1)[0]
     rows: list[tuple[set[str], set[str]]] = []
     for line in section.splitlines():
@@ -408,3 +408,17 @@ def test_an_oversized_function_nested_or_in_a_class_and_an_oversized_module_are_
     small = tmp_path / "small.py"
     small.write_text("def f():\n" + "    pass\n" * (MAX_FUNCTION - 1))
     assert oversized("handrail.small", small) == {}
+
+
+def test_a_rows_module_names_are_read_and_other_code_names_are_not() -> None:
+    table = (
+        "## Layers, and where a change goes\n\n| folder | holds | change |\n|---|---|---|\n"
+        "| `entry.py` | to `gate/hook` | start |\n"
+        "| `protocol/` | `core` (`Protocol`, `serve()`, `/mcp`), `surface/`: `surface/texts` | a method |\n"
+        "| top level | `__init__`, `codec` (`Encoded`, `grammar/condition.lark`) | all |\n"
+    )
+    assert named_rows(table) == [
+        ({"=entry"}, {"gate/hook"}),
+        ({"protocol"}, {"core", "surface", "surface/texts"}),
+        ({""}, {"__init__", "codec"}),
+    ]
