@@ -3,6 +3,7 @@ an upgrade of Python or fastjsonschema that changes one fails here, naming the v
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 
@@ -51,3 +52,65 @@ def test_a_schema_validators_patterns_are_swapped_for_the_linear_time_engines() 
         compiled("aab")
     with pytest.raises(fastjsonschema.JsonSchemaValueException):
         compiled("aa-")  # not a date: the format's anchored .match
+
+
+# Names with one leading underscore that are public all the same: os._exit, and the
+# methods and fields of a NamedTuple.
+PUBLIC_UNDERSCORED = {"_exit", "_replace", "_asdict", "_fields", "_make"}
+
+
+def private_reads(source: str) -> list[tuple[int, str]]:
+    """Where a module reads another's private interface: an import of a `_` name (from
+    any module) or of a `_` module of another package, and an attribute `x._name` on
+    anything but `self` or `cls` that the module itself never assigns."""
+    tree = ast.parse(source)
+    own = {
+        node.attr
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store)
+    }
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            base = node.module or "" if isinstance(node, ast.ImportFrom) else ""
+            for alias in node.names:
+                path = f"{base}.{alias.name}" if base else alias.name
+                outside = path.split(".")[0] != "handrail"
+                if any(
+                    part.startswith("_") and not part.startswith("__")
+                    for part in path.split(".")[1 if outside else -1 :]
+                ):
+                    found.append((node.lineno, path))
+        elif isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
+            reader = node.value.id if isinstance(node.value, ast.Name) else ""
+            if reader not in ("self", "cls") and node.attr not in own | PUBLIC_UNDERSCORED:
+                found.append((node.lineno, ast.unparse(node)))
+    return sorted(found)
+
+
+def test_no_module_but_the_adapter_reads_a_private_interface() -> None:
+    source = Path(internals.__file__).parent
+    found = [
+        f"{path.relative_to(source)}:{line}: {text}"
+        for path in sorted(source.rglob("*.py"))
+        if path.name != "internals.py" and "_generated" not in path.parts
+        for line, text in private_reads(path.read_text("utf-8"))
+    ]
+    assert found == [], "private interfaces read outside handrail/internals.py:\n" + "\n".join(found)
+
+
+def test_a_private_import_and_a_private_attribute_are_found_and_public_ones_are_not() -> None:
+    source = (
+        "import argparse, os\n"
+        "from watchfiles._rust_notify import RustNotify\n"
+        "from handrail.cli.options import _missing\n"
+        "from handrail._resources import resource_path\n"
+        "if isinstance(a, argparse._SubParsersAction): os._exit(1)\n"
+        "self._own = p._actions\n"
+    )
+    assert private_reads(source) == [
+        (2, "watchfiles._rust_notify.RustNotify"),
+        (3, "handrail.cli.options._missing"),
+        (5, "argparse._SubParsersAction"),
+        (6, "p._actions"),
+    ]

@@ -90,6 +90,76 @@ def layer_table() -> list[set[str]]:
     return rows
 
 
+def named_rows(text: str | None = None) -> list[tuple[set[str], set[str]]]:
+    """Each row of the table as (the folders or files of its first column, the names its
+    second gives in backticks that read as a module's: lowercase words, `/` between a
+    package and its module). Other code names are written so as not to read as one:
+    `Runs`, `serve()`, `/mcp`, `grammar/condition.lark`."""
+    text = TABLE.read_text("utf-8") if text is None else text
+    section = text.split("## Layers, and where a change goes", 1)[1].split("\n## ", 1)[0]
+    rows: list[tuple[set[str], set[str]]] = []
+    for line in section.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if not line.startswith("|") or len(cells) < 2:
+            continue
+        first, holds = cells[0], cells[1]
+        if first == "top level":
+            folders = {""}
+        elif not (folders := set(re.findall(r"`(\w+)/`", first))):
+            folders = {name.removesuffix(".py") for name in re.findall(r"`(\w+\.py)`", first)}
+            folders = {f"={name}" for name in folders}
+        if folders:
+            rows.append((folders, set(re.findall(r"`([a-z_][a-z0-9_]*(?:/[a-z_][a-z0-9_]*)*)/?`", holds))))
+    return rows
+
+
+def needs_naming(module: str, path: Path) -> bool:
+    """Every module but generated code and a package's `__init__` that holds no more than
+    its docstring."""
+    if module.startswith(f"{FACADE}._generated") or module == f"{FACADE}.__main__":
+        return False
+    if path.name != "__init__.py":
+        return True
+    body = parsed(path)[1].body
+    return len(body) > (1 if body and isinstance(body[0], ast.Expr) else 0)
+
+
+def spellings(module: str, path: Path) -> tuple[str, set[str]]:
+    """The folder a module's row names it under (`=entry` for a top-level module with a
+    row of its own), and the ways the row may name it: its path below the folder, or
+    from src/handrail (`surface/approvals`, `protocol/surface/approvals`)."""
+    parts = module.split(".")[1:] + (["__init__"] if path.name == "__init__.py" else [])
+    if len(parts) == 1:
+        return "", {parts[0]}
+    folder = parts[0]
+    return folder, {"/".join(parts[1:]), "/".join(parts)}
+
+
+def test_the_layer_table_names_every_module_in_its_folders_row_and_only_modules_that_exist() -> None:
+    rows = named_rows()
+    modules = all_modules()
+    unnamed: list[str] = []
+    for module, path in modules.items():
+        if not needs_naming(module, path):
+            continue
+        folder, ways = spellings(module, path)
+        own = f"={module.rsplit('.', 1)[-1]}"
+        if not any((folder in folders and ways & names) or own in folders for folders, names in rows):
+            unnamed.append(f"{module}: not in the row of {folder or 'top level'}/ as `{min(ways, key=len)}`")
+    paths = {str(path.relative_to(SRC).with_suffix("")) for path in modules.values()}
+    paths |= {str(path.relative_to(SRC).parent) for path in modules.values()}
+    dead: list[str] = []
+    for folders, names in rows:
+        for name in sorted(names):
+            bases = [folder for folder in folders if not folder.startswith("=")]
+            if not any(f"{base}/{name}".lstrip("/") in paths for base in ["", *bases]):
+                dead.append(f"`{name}` in the row of {sorted(folders)}")
+    assert not unnamed, "\n".join([f"modules the layer table of {TABLE} does not name:", *unnamed])
+    assert not dead, "\n".join(
+        [f"names in the layer table of {TABLE} that are no module of src/handrail:", *dead]
+    )
+
+
 def module_name(path: Path) -> str:
     parts = [FACADE, *path.relative_to(SRC).with_suffix("").parts]
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
@@ -338,3 +408,17 @@ def test_an_oversized_function_nested_or_in_a_class_and_an_oversized_module_are_
     small = tmp_path / "small.py"
     small.write_text("def f():\n" + "    pass\n" * (MAX_FUNCTION - 1))
     assert oversized("handrail.small", small) == {}
+
+
+def test_a_rows_module_names_are_read_and_other_code_names_are_not() -> None:
+    table = (
+        "## Layers, and where a change goes\n\n| folder | holds | change |\n|---|---|---|\n"
+        "| `entry.py` | to `gate/hook` | start |\n"
+        "| `protocol/` | `core` (`Protocol`, `serve()`, `/mcp`), `surface/`: `surface/texts` | a method |\n"
+        "| top level | `__init__`, `codec` (`Encoded`, `grammar/condition.lark`) | all |\n"
+    )
+    assert named_rows(table) == [
+        ({"=entry"}, {"gate/hook"}),
+        ({"protocol"}, {"core", "surface", "surface/texts"}),
+        ({""}, {"__init__", "codec"}),
+    ]

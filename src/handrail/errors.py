@@ -150,10 +150,6 @@ class WorkflowNotFound(HandrailError, code=-32001, title="Workflow not found"):
         )
 
 
-class InvalidWorkflow(HandrailError, code=-32002, title="Invalid workflow"):
-    """A workflow that does not compile."""
-
-
 class StepNotFound(HandrailError, code=-32003, title="Step not found"):
     """The workflow has no step with this id."""
 

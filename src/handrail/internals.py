@@ -9,6 +9,14 @@
   source; a format's pattern under `<format>_re_pattern`, called with `.match`,
   the others with `.search`) and its `validate...` functions, which call each other
   by name (`$ref`). rules/closures.py swaps the patterns and wraps those functions.
+- argparse's tree of parsers (Python 3.11 to 3.13): a parser's actions are
+  `parser._actions`; its subcommands are the `argparse._SubParsersAction` among them,
+  whose `choices` map each name to its parser and whose `_choices_actions` carry their
+  help; a `HelpFormatter` lines help up at `_action_max_length`, indented by
+  `_current_indent`. The command line (cli/) reads its own tree through these, for each
+  command's --help, the subcommand a command line chose, and the shell completion.
+- watchfiles' notifier, `watchfiles._rust_notify.RustNotify` (1.x): catalog/watch.py
+  waits on it directly, as `watchfiles.watch` does less its filtering.
 
 `check()` says, naming the versions, which of these is not as expected; the contract
 tests (tests/test_internals.py) run it, so an upgrade that changes one fails loudly
@@ -19,8 +27,11 @@ from __future__ import annotations
 
 import importlib
 import sys
-from collections.abc import Callable, MutableMapping
-from typing import Any
+from collections.abc import Callable, Iterator, MutableMapping
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import argparse
 
 sre_parse: Any = importlib.import_module("re._parser")  # no stubs: private
 sre_constants: Any = importlib.import_module("re._constants")
@@ -87,6 +98,48 @@ def is_format_pattern(name: str) -> bool:
     return name.endswith(FORMAT_PATTERN_SUFFIX)
 
 
+def parser_actions(parser: argparse.ArgumentParser) -> list[argparse.Action]:
+    """Every action of a parser, its options and its subcommands, hidden ones too."""
+    actions: list[argparse.Action] = parser._actions
+    return actions
+
+
+def is_subcommands(action: argparse.Action) -> bool:
+    """Whether an action is a parser's subcommands (what `add_subparsers` returns)."""
+    # argparse is loaded already wherever there is an action: the command line only
+    import argparse
+
+    return isinstance(action, argparse._SubParsersAction)
+
+
+def subcommands(parser: argparse.ArgumentParser) -> Iterator[tuple[str, str, argparse.ArgumentParser, str]]:
+    """A parser's subcommands: the namespace field the chosen one is stored in, then
+    each name with its parser and its one-line help ("" without one)."""
+    for action in parser_actions(parser):
+        if is_subcommands(action):
+            helps = {choice.dest: choice.help or "" for choice in action._choices_actions}  # type: ignore[attr-defined]
+            choices: dict[str, argparse.ArgumentParser] = action.choices or {}  # type: ignore[assignment]
+            for name, child in choices.items():
+                yield action.dest, name, child, helps.get(name, "")
+
+
+def widen_help(formatter: argparse.HelpFormatter, action: argparse.Action) -> None:
+    """Line a formatter's help up past a subcommands action's longest name: argparse
+    measures the names one indent short, so the longest lost its line."""
+    if is_subcommands(action):
+        longest = max(map(len, action.choices or ()), default=0)
+        width = longest + formatter._current_indent + 2
+        formatter._action_max_length = max(formatter._action_max_length, width)
+
+
+def rust_notify() -> Any:
+    """watchfiles' notifier class, `RustNotify`, which its public `watch` wraps."""
+    # watchfiles loads its Rust extension: only when a catalog is watched
+    from watchfiles._rust_notify import RustNotify
+
+    return RustNotify
+
+
 def check() -> list[str]:
     """What is not as expected, each naming the version found; empty when all is."""
     python = "Python " + sys.version.split()[0]
@@ -113,7 +166,29 @@ def check() -> list[str]:
             )
     except InternalsChanged as exc:
         problems.append(str(exc))
+    problems += _argparse_problems(python)
+    try:
+        rust_notify()
+    except ImportError as exc:
+        problems.append(f"watchfiles {_version('watchfiles')}: no watchfiles._rust_notify.RustNotify ({exc})")
     return problems
+
+
+def _argparse_problems(python: str) -> list[str]:
+    import argparse  # lazy: read only when the internals are checked
+
+    parser = argparse.ArgumentParser(prog="p")
+    parser.add_subparsers(dest="command").add_parser("sub", help="a sub")
+    try:
+        found = [(dest, name, help_) for dest, name, _, help_ in subcommands(parser)]
+        formatter = parser._get_formatter()
+        for action in parser_actions(parser):
+            widen_help(formatter, action)
+    except (AttributeError, TypeError) as exc:
+        return [f"{python}: argparse's parser tree is not as written against ({exc!r})"]
+    if found != [("command", "sub", "a sub")]:
+        return [f"{python}: argparse's subcommands read as {found!r}, not [('command', 'sub', 'a sub')]"]
+    return []
 
 
 def _version(package: str) -> str:

@@ -29,6 +29,7 @@ START_UP = {
         "entry",
         "errors",
         "home",
+        "internals",  # the command line reads argparse's tree of parsers through it
         "limits",
         "observe",
         "processes",

@@ -47,7 +47,7 @@ _original = Service.workflow_get
 _ERRORS = {
     cls.code: cls
     for cls in (
-        errors.WorkflowNotFound, errors.InvalidWorkflow, errors.StepNotFound,
+        errors.WorkflowNotFound, errors.StepNotFound,
         errors.ValidationEngineError, errors.StateError, errors.StorageError,
         errors.SecurityError,
     )

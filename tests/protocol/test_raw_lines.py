@@ -769,7 +769,6 @@ def faulty() -> Iterator[Server]:
 
 TITLES = {
     -32001: "Workflow not found",
-    -32002: "Invalid workflow",
     -32003: "Step not found",
     -32004: "Validation error",
     -32005: "State error",

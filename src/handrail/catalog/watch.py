@@ -12,6 +12,8 @@ import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from handrail.internals import rust_notify
+
 WAKE_MS = 1000  # with no event, wake this often: a new source folder, a file still settling
 
 
@@ -37,7 +39,7 @@ def changes(folders: tuple[str, ...], stop: threading.Event, *, debounce_ms: int
         while not stop.wait(WAKE_MS / 1000):
             yield False
         return
-    from watchfiles._rust_notify import RustNotify  # watchfiles.watch, less its filtering
+    RustNotify = rust_notify()  # watchfiles.watch, less its filtering
 
     with RustNotify(list(folders), False, False, 300, True, True) as watcher:
         yield None

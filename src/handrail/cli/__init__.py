@@ -14,6 +14,7 @@ from typing import Any, NamedTuple, NoReturn
 
 from handrail import __version__
 from handrail.cli.options import EXIT_ERRORS, EXIT_OK, EXIT_USAGE
+from handrail.internals import subcommands, widen_help
 
 __all__ = ["COMMANDS", "EXIT_ERRORS", "EXIT_OK", "EXIT_USAGE", "Command", "build_parser", "main"]
 
@@ -24,10 +25,7 @@ class _Formatter(argparse.HelpFormatter):
 
     def add_argument(self, action: argparse.Action) -> None:
         super().add_argument(action)
-        if isinstance(action, argparse._SubParsersAction):
-            # argparse measures the commands one indent short, so `dashboard` lost its line
-            longest = max(map(len, action.choices), default=0)
-            self._action_max_length = max(self._action_max_length, longest + self._current_indent + 2)
+        widen_help(self, action)  # else `dashboard` loses its line
 
 
 class _Parser(argparse.ArgumentParser):
@@ -45,13 +43,10 @@ class _Parser(argparse.ArgumentParser):
 
 def _describe(parser: argparse.ArgumentParser) -> None:
     """Each command's --help opens with what it does: its line of the command list."""
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for choice in action._choices_actions:
-                command = action.choices[choice.dest]
-                if command.description is None and choice.help:
-                    command.description = choice.help[0].upper() + choice.help[1:] + "."
-                _describe(command)
+    for _, _, command, help_line in subcommands(parser):
+        if command.description is None and help_line:
+            command.description = help_line[0].upper() + help_line[1:] + "."
+        _describe(command)
 
 
 class Command(NamedTuple):
@@ -179,11 +174,9 @@ def _chosen(argv: Sequence[str]) -> str | None:
 
 def _innermost(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
     """The parser of the (sub)command `args` were parsed for: `handrail runs list`'s."""
-    for action in parser._actions:  # as _describe
-        if isinstance(action, argparse._SubParsersAction):
-            chosen = action.choices.get(getattr(args, action.dest, None) or "")
-            if chosen is not None:
-                return _innermost(chosen, args)
+    for dest, name, chosen, _ in subcommands(parser):
+        if getattr(args, dest, None) == name:
+            return _innermost(chosen, args)
     return parser
 
 

@@ -10,6 +10,7 @@ import sys
 from collections.abc import Iterator
 
 from handrail.cli.options import EXIT_OK
+from handrail.internals import parser_actions, subcommands
 
 SHELLS = ("bash", "zsh", "fish")
 Node = tuple[tuple[str, ...], argparse.ArgumentParser]  # (the words after `handrail`, its parser)
@@ -17,19 +18,14 @@ Node = tuple[tuple[str, ...], argparse.ArgumentParser]  # (the words after `hand
 
 def _children(parser: argparse.ArgumentParser) -> dict[str, tuple[argparse.ArgumentParser, str]]:
     """The (sub)commands of `parser`: name -> (parser, one-line help)."""
-    found: dict[str, tuple[argparse.ArgumentParser, str]] = {}
-    for action in parser._actions:  # argparse has no public walk of its tree
-        if isinstance(action, argparse._SubParsersAction):
-            helps = {choice.dest: choice.help or "" for choice in action._choices_actions}
-            for name, child in action.choices.items():
-                found[name] = (child, helps.get(name, ""))
-    return found
+    # argparse has no public walk of its tree: handrail.internals reads it
+    return {name: (child, help_line) for _, name, child, help_line in subcommands(parser)}
 
 
 def _options(parser: argparse.ArgumentParser) -> list[tuple[str, str]]:
     """The option strings `parser` takes, each with its help (unlisted ones included)."""
     found: list[tuple[str, str]] = []
-    for action in parser._actions:
+    for action in parser_actions(parser):
         help_text = "" if action.help in (None, argparse.SUPPRESS) else str(action.help)
         found += [(flag, help_text) for flag in action.option_strings]
     return found

@@ -34,7 +34,6 @@ from handrail.gate.claude_code import EVENTS
 from handrail.gate.json_settings import runs_the_gate
 
 HTTP_PATH = "/hooks/claude-code"
-PLUGIN = "handrail"
 # handrail's plugin from the marketplace integrations/ ships (.claude-plugin/marketplace.json)
 PLUGIN_SOURCES = ("handrail@handrail-local",)
 PROGRAM = "handrail"

@@ -27,7 +27,6 @@ CHECK_FAILING = "run.check_failing"
 APPROVAL_LINK = "run.approval_link"
 STUCK = "run.stuck"
 TEST = "test"
-EVENT_TYPES = (*NOTIFYING.values(), CHECK_FAILING, STUCK, APPROVAL_LINK)
 
 
 def payload(

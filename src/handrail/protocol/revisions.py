@@ -39,15 +39,6 @@ def envelope(message: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
-def modern_capabilities(params: dict[str, Any]) -> dict[str, Any] | None:
-    """The client capabilities a 2026-07-28 request carries, or None for a handshake-era one."""
-    meta = params.get("_meta")
-    if isinstance(meta, dict) and PROTOCOL_VERSION_KEY in meta:
-        capabilities = meta.get(CLIENT_CAPABILITIES_KEY)
-        return capabilities if isinstance(capabilities, dict) else {}
-    return None
-
-
 def negotiate(requested: str) -> str | None:
     if requested in KNOWN_VERSIONS:
         return requested

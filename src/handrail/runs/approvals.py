@@ -31,8 +31,6 @@ import secrets
 from dataclasses import dataclass
 from typing import Protocol
 
-ASKED = "approval_asked"  # the event of a question put to a client
-
 
 @dataclass(frozen=True, slots=True)
 class Decision:

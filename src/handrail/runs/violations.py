@@ -9,7 +9,7 @@ while a run is active.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
@@ -107,8 +107,3 @@ def event_data(
     if tool:
         data["tool"] = tool[:100]
     return data
-
-
-def violations_of(events: Iterable[tuple[str, Mapping[str, Any]]]) -> list[Mapping[str, Any]]:
-    """The data of a run's `violation` events, in order."""
-    return [data for type_, data in events if type_ == VIOLATION]
