@@ -36,7 +36,7 @@ START_UP = {
         "settings",
         "wide_integers",
     },
-    "cli": {"cli", "cli.notify_options", "cli.options", "cli.serve"},
+    "cli": {"cli", "cli.notify_options", "cli.oidc_options", "cli.options", "cli.serve"},
     "transport": {"transport", "transport.stdio"},
     "protocol": {
         "protocol",

@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from handrail.cli import notify_options, options
+from handrail.cli.oidc_options import add_oidc_options, provider_of
 from handrail.cli.options import EXIT_USAGE
 from handrail.errors import StorageError
 from handrail.settings import settings
@@ -97,60 +98,6 @@ def add_serve(serve: argparse.ArgumentParser) -> None:
     from handrail.cli.record import add_signing_key_option  # lazy: `start` signs nothing
 
     add_signing_key_option(serve, "signs run records; its public half is served at /.well-known/handrail-key")
-
-
-def add_oidc_options(serve: Any) -> None:
-    group = serve.add_argument_group("single sign-on (docs/team.md; the secret: HANDRAIL_OIDC_CLIENT_SECRET)")
-    group.add_argument(
-        "--oidc-issuer", metavar="URL", help="the team's OpenID provider (default $HANDRAIL_OIDC_ISSUER)"
-    )
-    group.add_argument("--oidc-client-id", metavar="ID", help="handrail's client id at the provider")
-    group.add_argument(
-        "--oidc-audience",
-        metavar="URL",
-        help="the audience /mcp's bearer JWTs must name (default: the public URL's /mcp)",
-    )
-    group.add_argument(
-        "--oidc-roles",
-        action="append",
-        metavar="ROLE=GROUP",
-        help="members of the provider's GROUP hold handrail's ROLE, e.g. lead=handrail-leads (repeatable)",
-    )
-
-
-def provider_of(args: argparse.Namespace, sock: Any) -> Any:
-    """The OpenID provider the settings name, None without one, False (said on stderr,
-    `sock` closed) when they cannot be used."""
-    found = _provider(args, sock.getsockname()[1])
-    if found is False:
-        sock.close()
-    return found
-
-
-def _provider(args: argparse.Namespace, port: int) -> Any:
-    chosen = settings(args)
-    if not chosen.oidc_issuer:
-        return None
-    from handrail.service.identity_provider import Provider, parse_roles  # lazy: only with a provider
-
-    said = f"handrail {args.command}:"
-    if not chosen.oidc_issuer.lower().startswith(("https://", "http://")) or not chosen.oidc_client_id:
-        print(f"{said} --oidc-issuer needs an http(s) URL and --oidc-client-id", file=sys.stderr)
-        return False
-    try:
-        groups = parse_roles(chosen.oidc_roles)
-    except ValueError as exc:
-        print(f"{said} {exc}", file=sys.stderr)
-        return False
-    public = chosen.public_url.rstrip("/") or f"http://{args.host}:{port}"
-    return Provider(
-        issuer=chosen.oidc_issuer,
-        client_id=chosen.oidc_client_id,
-        client_secret=chosen.oidc_client_secret,
-        audience=chosen.oidc_audience or public + "/mcp",
-        groups=groups,
-        public_url=chosen.public_url,
-    )
 
 
 def add_dashboard(dashboard: argparse.ArgumentParser) -> None:
@@ -352,6 +299,25 @@ def start(args: argparse.Namespace) -> int:
         catalog.close()
 
 
+def _bound(args: argparse.Namespace) -> Any:
+    """The listening socket of --host and --port; None when it cannot be had (said)."""
+    from handrail.transport.http import bind  # lazy: loaded when the command runs
+
+    try:
+        return bind(args.host, args.port)
+    except OSError as exc:
+        import errno  # lazy: loaded when the command runs
+        import socket  # lazy: loaded when the command runs
+
+        if isinstance(exc, socket.gaierror):  # the name, not the port, is what is wrong
+            problem = f"host {args.host!r} cannot be found ({exc.strerror or exc}); check --host"
+        else:
+            why = "is in use" if exc.errno == errno.EADDRINUSE else f"cannot be used ({exc.strerror or exc})"
+            problem = f"port {args.port} on {args.host} {why}; choose another with --port"
+        print(f"handrail {args.command}: {problem}", file=sys.stderr)
+        return None
+
+
 def serve_command(args: argparse.Namespace) -> int:
     logging.basicConfig(
         stream=sys.stderr,
@@ -359,7 +325,7 @@ def serve_command(args: argparse.Namespace) -> int:
         format="handrail %(levelname)s %(name)s: %(message)s",
     )
     from handrail.cli.record import signing_key_of  # lazy: `start` signs nothing
-    from handrail.transport.http import bind, serve  # lazy: loaded when the command runs
+    from handrail.transport.http import serve  # lazy: loaded when the command runs
 
     checks = options.check_config_of(args, "serve")
     if checks is None:
@@ -378,18 +344,8 @@ def serve_command(args: argparse.Namespace) -> int:
     if key is False:
         return EXIT_USAGE
     notifying = notify_options.config_of(args)
-    try:
-        sock = bind(args.host, args.port)
-    except OSError as exc:
-        import errno  # lazy: loaded when the command runs
-        import socket  # lazy: loaded when the command runs
-
-        if isinstance(exc, socket.gaierror):  # the name, not the port, is what is wrong
-            problem = f"host {args.host!r} cannot be found ({exc.strerror or exc}); check --host"
-        else:
-            why = "is in use" if exc.errno == errno.EADDRINUSE else f"cannot be used ({exc.strerror or exc})"
-            problem = f"port {args.port} on {args.host} {why}; choose another with --port"
-        print(f"handrail {args.command}: {problem}", file=sys.stderr)
+    sock = _bound(args)
+    if sock is None:
         return EXIT_USAGE
     provider = provider_of(args, sock) if args.command == "serve" else None
     if provider is False:

@@ -22,10 +22,12 @@ from handrail.forwarded import Network
 from handrail.service.identity_provider import Provider
 
 
-def oidc_routes(site: Site) -> list[BaseRoute]:
-    flow = site.oidc
-    if flow is None:
+def oidc_routes(site: Site, provider: Provider | None) -> list[BaseRoute]:
+    if provider is None:
         return []
+    from handrail.dashboard.oidc_signin import OidcSignIn  # Authlib: only with a provider
+
+    flow = OidcSignIn(site, provider)
     return [
         Route("/signin/oidc", flow.start, methods=["GET"]),
         Route("/signin/oidc/callback", flow.callback, methods=["GET"]),
@@ -70,6 +72,6 @@ def dashboard_routes(
         Route("/api/runs/{run_id}/{verb:str}", api.api_decide, methods=["POST"]),
         Route("/signin", signin.signin, methods=["GET", "POST"]),
         Route("/signout", signin.signout, methods=["POST"]),
-        *oidc_routes(site),
+        *oidc_routes(site, provider),
         Route("/static/{name}", static, methods=["GET"]),
     ]

@@ -14,10 +14,7 @@ page of our own, so that the SameSite=Strict session cookie goes with it.
 from __future__ import annotations
 
 import base64
-import hashlib
 import hmac
-import json
-import secrets
 import time
 from html import escape
 from typing import Any
@@ -27,12 +24,12 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
+from handrail.dashboard.oidc_cookies import ROLES_COOKIE, OidcCookies
 from handrail.dashboard.sessions import SESSION_SECONDS
 from handrail.dashboard.site import SECURITY_HEADERS, Site
 from handrail.service.identity_provider import Provider, ProviderError, fetch_json
 
 FLOW_COOKIE = "handrail_oidc"
-ROLES_COOKIE = "handrail_oidc_roles"  # the roles a sign-in showed, for every replica (see recall)
 FLOW_SECONDS = 600  # a sign-in not finished in ten minutes starts again
 SCOPES = "openid profile email groups"
 
@@ -50,29 +47,12 @@ class OidcSignIn:
     def __init__(self, site: Site, provider: Provider) -> None:
         self.site = site
         self.provider = provider
-        # the flow cookie's key: the client secret every replica shares, or this process's own
-        seed = provider.client_secret.encode() or secrets.token_bytes(32)
-        self.key = hashlib.sha256(b"handrail oidc flow\0" + seed).digest()
+        # sealed with the key every replica shares: the site's, which the roles are read with
+        self.cookies = site.oidc_cookies or OidcCookies(provider)
 
     def callback_url(self, request: Request) -> str:
         base = self.provider.public_url.rstrip("/") or str(request.base_url).rstrip("/")
         return base + "/signin/oidc/callback"
-
-    def seal(self, values: dict[str, Any]) -> str:
-        body = base64.urlsafe_b64encode(json.dumps(values).encode()).decode()
-        mac = hmac.new(self.key, body.encode(), hashlib.sha256).hexdigest()
-        return f"{body}.{mac}"
-
-    def unseal(self, sealed: str | None) -> dict[str, Any] | None:
-        body, _, mac = (sealed or "").rpartition(".")
-        expected = hmac.new(self.key, body.encode(), hashlib.sha256).hexdigest()
-        if not body or not hmac.compare_digest(mac.encode(), expected.encode()):
-            return None
-        try:
-            values = json.loads(base64.urlsafe_b64decode(body))
-        except ValueError:
-            return None
-        return values if isinstance(values, dict) and values.get("until", 0) > time.time() else None
 
     async def start(self, request: Request) -> Response:
         from authlib.common.security import generate_token  # Authlib: only with a provider
@@ -109,7 +89,7 @@ class OidcSignIn:
         # Lax: the provider's redirect back is a top-level navigation from its site
         response.set_cookie(
             FLOW_COOKIE,
-            self.seal(flow),
+            self.cookies.seal(flow),
             max_age=FLOW_SECONDS,
             httponly=True,
             samesite="lax",
@@ -122,7 +102,7 @@ class OidcSignIn:
         refused = self.site.refuse(request, authenticate=False)
         if refused is not None:
             return refused
-        flow = self.unseal(request.cookies.get(FLOW_COOKIE))
+        flow = self.cookies.unseal(request.cookies.get(FLOW_COOKIE))
         given = request.query_params
         state = given.get("state", "").encode()
         if flow is None or not hmac.compare_digest(state, str(flow["state"]).encode()):
@@ -144,7 +124,7 @@ class OidcSignIn:
         held = {"person": person, "roles": sorted(self.provider.roles_of(person)), "until": session_end()}
         page.set_cookie(
             ROLES_COOKIE,
-            self.seal(held),
+            self.cookies.seal(held),
             max_age=SESSION_SECONDS,
             httponly=True,
             samesite="strict",
@@ -152,14 +132,6 @@ class OidcSignIn:
             path="/",
         )
         return self.site.with_cookie(page, request, session)
-
-    def recall(self, request: Request, person: str) -> None:
-        """Tell this replica the roles the signed-in `person`'s groups gave at sign-in,
-        from the cookie the signing replica sealed (with the secret every replica shares)."""
-        held = self.unseal(request.cookies.get(ROLES_COOKIE))
-        roles = held.get("roles") if held is not None and held.get("person") == person else None
-        if isinstance(roles, list) and self.provider.roles_of(person) != frozenset(roles):
-            self.provider.remember(person, frozenset(str(role) for role in roles))
 
     def person(self, code: str, flow: dict[str, Any], redirect_uri: str) -> str:
         """The code traded for tokens, and the person their ID token names (on a worker thread)."""

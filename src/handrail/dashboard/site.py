@@ -31,7 +31,7 @@ from handrail.runs.request import Request as Asking
 from handrail.service.people import AGENT, PERSON, bearer
 
 if TYPE_CHECKING:
-    from handrail.dashboard.oidc_signin import OidcSignIn
+    from handrail.dashboard.oidc_cookies import OidcCookies
     from handrail.service.identity_provider import Provider
 
 HERE = Path(__file__).parent
@@ -111,11 +111,11 @@ class Site:
         self.sessions = Sessions(service.runs.sign_ins)  # in the store: every server on it knows them
         self.challenges = Challenges()  # the passkey challenges handed out, each taken once
         self.single_sign_on = provider is not None  # an OpenID provider signs people in (/signin/oidc)
-        self.oidc: OidcSignIn | None = None
+        self.oidc_cookies: OidcCookies | None = None
         if provider is not None:
-            from handrail.dashboard.oidc_signin import OidcSignIn  # Authlib: only with a provider
+            from handrail.dashboard.oidc_cookies import OidcCookies  # only with a provider
 
-            self.oidc = OidcSignIn(self, provider)
+            self.oidc_cookies = OidcCookies(provider)
 
     def where(self, request: Request) -> forwarded.Public | None:
         """Where the browser sent the request: a trusted proxy's word, else `Host`."""
@@ -165,8 +165,8 @@ class Site:
         """The request's session, and whether it was made just now (its cookie must be set)."""
         session = self.sessions.get(request.cookies.get(COOKIE))
         if session is not None:
-            if self.oidc is not None:  # the roles a sign-in on any replica gave, told to this one
-                self.oidc.recall(request, session.person)
+            if self.oidc_cookies is not None:  # the roles a sign-in on any replica gave, told here
+                self.oidc_cookies.recall(request, session.person)
             return session, False
         given = bearer_of(request)
         if given is not None and self.people is not None:
