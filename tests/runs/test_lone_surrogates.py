@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from handrail.runs import gate_digest
 from handrail.runs.pinning import Pins
 from handrail.runs.position import Position
 from handrail.store import NewEvent, RunUpdate
@@ -91,13 +92,16 @@ def _old_run(tmp_path: Path, database: str, *, bearer: str | None = None) -> tup
         run = store.get(run_id)
         assert run is not None
         context = {"note": "ctx \udcff"}
-        # the row as its events give it (`runs verify` replays them): the plan accepted
+        # the row as its events give it (`runs verify` replays them): the plan accepted, the
+        # gate digest of the next step
         after = Position.stored(run.position).advanced(
             Pins().workflow(run.source_hash, None, store), context, "plan"
         )
+        source = json.loads(store.get_source(run.source_hash) or "{}")
+        digest = gate_digest.compiled(source, after[0].to_stored(), gate_digest.folders_of(run.gate))
         store.update(
             run,
-            RunUpdate(accepted=1, context=context, position=after[0].to_stored()),
+            RunUpdate(accepted=1, context=context, position=after[0].to_stored(), gate=digest),
             [NewEvent("accepted", "plan", {"output": "Plan: ok \ud800", "contextChanges": context})],
             run.owner,
         )
