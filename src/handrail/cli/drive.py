@@ -16,7 +16,12 @@ from typing import Any
 from handrail.cli import options, serve
 from handrail.cli.options import EXIT_USAGE
 
-AGENTS = ("claude-code",)  # codex and gemini: issue 36, not yet driven
+AGENTS = ("claude-code", "codex", "gemini")  # the names of drive.agents.AGENTS
+PROGRAMS = {
+    "claude-code": ("claude", "Claude Code"),
+    "codex": ("codex", "Codex"),
+    "gemini": ("gemini", "Gemini CLI"),
+}
 NOT_PASSED = ("HANDRAIL_TOKEN",)  # a person's token would let the agent's shell act as them
 
 
@@ -97,11 +102,33 @@ def _server_args(args: argparse.Namespace, database: str) -> list[str]:
     return given
 
 
+def _hooks(agent: str, database: str) -> dict[str, Any]:
+    """The gate's hooks for the store, as the agent's settings shape them (Codex: none,
+    docs/drive.md says why)."""
+    from handrail.gate import json_settings, program  # lazy: loaded when the command runs
+    from handrail.gate.install import claude_entries  # lazy: as json_settings
+
+    if agent == "claude-code":
+        given = argparse.Namespace(server=None, database=database, require_run=None, on_error="allow")
+        return claude_entries(given)
+    if agent != "gemini":
+        return {}
+    settings: dict[str, Any] = {}
+    words = [*program.words(), "gate"]
+    json_settings.merge(
+        json_settings.HARNESSES["gemini"],
+        settings,
+        lambda event: [*words, event, "--harness", "gemini", "--database", database],
+        True,
+    )
+    hooks: dict[str, Any] = settings["hooks"]
+    return hooks
+
+
 def drive_command(args: argparse.Namespace) -> int:
     from handrail.drive.driver import Driver, Plan  # lazy: loaded when the command runs
     from handrail.drive.report import as_json, junit, markdown  # lazy: as Driver
     from handrail.gate import program  # lazy: as Driver
-    from handrail.gate.install import claude_entries  # lazy: as Driver
     from handrail.store.open import default_url  # lazy: as Driver
 
     if (args.workflow is None) == (args.resume is None):
@@ -109,9 +136,10 @@ def drive_command(args: argparse.Namespace) -> int:
     context = _context(args.context)
     if isinstance(context, str):
         return _usage(context)
-    harness = args.agent_command or shutil.which("claude")
+    found, named = PROGRAMS[args.agent]
+    harness = args.agent_command or shutil.which(found)
     if not harness:
-        return _usage("Claude Code's `claude` is not on PATH: install it, or name it with --agent-command")
+        return _usage(f"{named}'s `{found}` is not on PATH: install it, or name it with --agent-command")
     workspace = os.path.abspath(args.workspace or os.getcwd())
     if not os.path.isdir(workspace):
         return _usage(f"--workspace {workspace!r} is not a folder")
@@ -121,15 +149,15 @@ def drive_command(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     options.warn_missing(args)
     catalog = options.catalog_of(args)
-    hooks = claude_entries(
-        argparse.Namespace(server=None, database=args.database, require_run=None, on_error="allow")
-    )
+    env = {k: v for k, v in os.environ.items() if k not in NOT_PASSED}
     plan = Plan(
         workspace=workspace,
         program=harness,
         server=(*program.words(), *_server_args(args, args.database)),
-        hooks=hooks,
-        env={k: v for k, v in os.environ.items() if k not in NOT_PASSED},
+        hooks=_hooks(args.agent, args.database),
+        env=env,
+        agent=args.agent,
+        server_env={k: v for k, v in env.items() if k.startswith("HANDRAIL_")},
         workflow=args.workflow,
         resume=args.resume,
         goal=args.goal,

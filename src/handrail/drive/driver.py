@@ -8,14 +8,16 @@ the run's position admits once."""
 
 from __future__ import annotations
 
+import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 from handrail import processes
-from handrail.drive import claude_code
-from handrail.drive.claude_code import Usage
+from handrail.drive.agents import AGENTS, Attempt
+from handrail.drive.usage import Usage
 from handrail.errors import HandrailError
 from handrail.runs import machine
 from handrail.runs.request import Request
@@ -40,8 +42,10 @@ class Plan:
     workspace: str
     program: str  # the harness's program: `claude`, or --agent-command
     server: tuple[str, ...]  # this handrail's MCP server: the program and its arguments
-    hooks: Mapping[str, Any]  # the gate's Claude Code hooks for the run's store
+    hooks: Mapping[str, Any]  # the gate's hooks for the run's store, shaped for the agent
     env: Mapping[str, str]
+    agent: str = "claude-code"  # a name of drive.agents.AGENTS
+    server_env: Mapping[str, str] = field(default_factory=dict)
     workflow: str | None = None
     resume: str | None = None
     goal: str = ""
@@ -163,17 +167,30 @@ class Driver:
         report.attempts += 1
         seen = len(self.service.runs.ledger.events(run.id))
         prompt = self._prompt(run, report.issues)
-        self.say(f"step {step}: attempt {report.attempts} of {self.plan.attempts}, {claude_code.NAME}")
-        finished = processes.run(
-            claude_code.command(self.plan.program, prompt, self.plan.hooks, self.plan.server, run.accepted),
-            self.plan.workspace,
-            self._time_left(),
-            KEEP_BYTES,
-            env=self.plan.env,
-            separate_errors=True,
-            die_with_parent=True,
-        )
-        used = claude_code.usage(processes.decode_tail(finished.output, finished.truncated))
+        agent = AGENTS[self.plan.agent]
+        self.say(f"step {step}: attempt {report.attempts} of {self.plan.attempts}, {agent.name}")
+        with tempfile.TemporaryDirectory(prefix="handrail-drive-") as scratch:
+            given = Attempt(
+                self.plan.program,
+                prompt,
+                self.plan.server,
+                self.plan.server_env,
+                self.plan.hooks,
+                run.accepted,
+                Path(scratch),
+                self.plan.env,
+            )
+            argv, added = agent.start(given)
+            finished = processes.run(
+                argv,
+                self.plan.workspace,
+                self._time_left(),
+                KEEP_BYTES,
+                env={**self.plan.env, **added},
+                separate_errors=True,
+                die_with_parent=True,
+            )
+        used = agent.usage(processes.decode_tail(finished.output, finished.truncated))
         report.usage.append(used)
         self.spent += used.cost_usd
         self._record_usage(run.id, step, used, report.attempts, finished, self._budget_crossed(self.spent))
@@ -270,7 +287,7 @@ class Driver:
     ) -> None:
         """The usage event; `crossed`: the budget this process crossed, which the run then waits on."""
         data = {
-            "agent": claude_code.NAME,
+            "agent": self.plan.agent,
             "attempt": attempt,
             "durationMs": finished.duration_ms,
             **({"exitCode": finished.exit_code} if finished.exit_code is not None else {}),
