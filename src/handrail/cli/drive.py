@@ -43,6 +43,13 @@ def add_drive(sub: Any) -> None:
     drive.add_argument(
         "--attempts", type=options.positive_int, default=3, metavar="N", help="tries per step (default 3)"
     )
+    drive.add_argument(
+        "--agents",
+        type=options.positive_int,
+        default=1,
+        metavar="N",
+        help="at a parallel loop, N agents at once, each on a branch it claims, in its own worktree",
+    )
     drive.add_argument("--max-usd", type=_non_negative, metavar="X", help="stop once the run has cost more")
     drive.add_argument("--max-minutes", type=_non_negative, metavar="M", help="stop after this long")
     drive.add_argument("--no-wait", action="store_true", help="exit 3 when a step waits for a person")
@@ -99,6 +106,8 @@ def _server_args(args: argparse.Namespace, database: str) -> list[str]:
         given += ["--approval-channels", ",".join(sorted(args.approval_channels))]
     if args.require_presence:
         given.append("--require-presence")
+    if args.lease_seconds is not None:
+        given += ["--lease-seconds", repr(args.lease_seconds)]
     return given
 
 
@@ -166,6 +175,7 @@ def drive_command(args: argparse.Namespace) -> int:
         max_usd=args.max_usd,
         max_minutes=args.max_minutes,
         wait=not args.no_wait,
+        agents=args.agents,
     )
     try:
         service = serve.service_of(catalog, args, checks)

@@ -9,6 +9,7 @@ the run's position admits once."""
 from __future__ import annotations
 
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from handrail import processes
+from handrail.drive import parallel
 from handrail.drive.agents import AGENTS, Attempt
 from handrail.drive.usage import Usage
 from handrail.errors import HandrailError
@@ -55,6 +57,7 @@ class Plan:
     max_minutes: float | None = None
     wait: bool = True
     poll_seconds: float = 1.0
+    agents: int = 1  # at a parallel loop, this many agent processes at once
 
 
 @dataclass
@@ -98,6 +101,7 @@ class Driver:
         self.started = time.monotonic()
         self.steps: list[StepReport] = []
         self.spent = 0.0  # the run's recorded cost, earlier drives' included
+        self.fan_in = ""  # where the last parallel loop's branches did their work, for the next step
 
     # -- the run ------------------------------------------------------------------------
     def drive(self) -> Outcome:
@@ -148,6 +152,12 @@ class Driver:
             crossed = self._budget_crossed(self.spent)
             if crossed:
                 return self._end(EXIT_NOT_COMPLETED, run_id, crossed)
+            loop = parallel.waiting_loop(run)
+            if loop is not None:
+                stopped = self._branches(run, loop)
+                if stopped:
+                    return self._end(EXIT_NOT_COMPLETED, run_id, stopped)
+                continue
             report = self._step(run)
             crossed = self._budget_crossed(self.spent)
             if not report.accepted and (crossed or report.attempts >= self.plan.attempts):
@@ -167,8 +177,32 @@ class Driver:
         report.attempts += 1
         seen = len(self.service.runs.ledger.events(run.id))
         prompt = self._prompt(run, report.issues)
+        self.say(f"step {step}: attempt {report.attempts} of {self.plan.attempts}, {self.plan.agent}")
+        finished, used = self._process(prompt, run.accepted)
+        report.usage.append(used)
+        self.spent += used.cost_usd
+        self._record_usage(run.id, step, used, report.attempts, finished, self._budget_crossed(self.spent))
+        after = self._read(run.id)
+        moved = after.accepted > run.accepted or after.status in (
+            RunStatus.COMPLETED,
+            RunStatus.AWAITING_APPROVAL,
+        )
+        elapsed = time.monotonic() - self.started
+        if moved:  # a step waiting for a person passed its rules and checks: the person decides
+            report.accepted, report.issues = True, []
+            self.fan_in = ""
+            self.say(
+                f"step {step}: accepted after {report.attempts} attempt(s), "
+                f"${report.cost_usd:.4f}, {elapsed:.0f}s"
+            )
+        else:
+            report.issues = self._issues(run.id, seen, finished)
+            self.say(f"step {step}: not accepted: {'; '.join(report.issues)}")
+        return report
+
+    def _process(self, prompt: str, driven_from: int) -> tuple[processes.Finished, Usage]:
+        """One agent process run to its end, and what it reported."""
         agent = AGENTS[self.plan.agent]
-        self.say(f"step {step}: attempt {report.attempts} of {self.plan.attempts}, {agent.name}")
         with tempfile.TemporaryDirectory(prefix="handrail-drive-") as scratch:
             given = Attempt(
                 self.plan.program,
@@ -176,7 +210,7 @@ class Driver:
                 self.plan.server,
                 self.plan.server_env,
                 self.plan.hooks,
-                run.accepted,
+                driven_from,
                 Path(scratch),
                 self.plan.env,
             )
@@ -190,26 +224,37 @@ class Driver:
                 separate_errors=True,
                 die_with_parent=True,
             )
-        used = agent.usage(processes.decode_tail(finished.output, finished.truncated))
-        report.usage.append(used)
-        self.spent += used.cost_usd
-        self._record_usage(run.id, step, used, report.attempts, finished, self._budget_crossed(self.spent))
-        after = self._read(run.id)
-        moved = after.accepted > run.accepted or after.status in (
-            RunStatus.COMPLETED,
-            RunStatus.AWAITING_APPROVAL,
+        return finished, agent.usage(processes.decode_tail(finished.output, finished.truncated))
+
+    def _branches(self, run: RunRecord, loop: str) -> str | None:
+        """The parallel loop `loop`'s branches, worked by up to --agents processes at once,
+        each claiming its own; None once the run moved on, else why the driver stops."""
+        store = self.service.runs.ledger.store
+        branches = store.list_runs(parent_id=run.id)
+        where = parallel.places(self.plan.workspace, run, branches)
+        report = StepReport(loop, loop, run.accepted)
+        self.steps.append(report)
+        lock = threading.Lock()
+
+        def agent(text: str) -> None:
+            finished, used = self._process(text, run.accepted)
+            with lock:
+                report.attempts += 1
+                report.usage.append(used)
+                self.spent += used.cost_usd
+                attempt = report.attempts
+            self._record_usage(run.id, loop, used, attempt, finished, None)
+
+        self.say(f"loop {loop}: {len(where)} branches, up to {self.plan.agents} agents at once")
+        pool = parallel.Pool(self.plan.agents, self.plan.attempts * max(1, len(where)), self._read, self.say)
+        stopped = pool.work(
+            run.id, lambda: store.list_runs(parent_id=run.id), agent, parallel.prompt(run, loop, where)
         )
-        elapsed = time.monotonic() - self.started
-        if moved:  # a step waiting for a person passed its rules and checks: the person decides
-            report.accepted, report.issues = True, []
-            self.say(
-                f"step {step}: accepted after {report.attempts} attempt(s), "
-                f"${report.cost_usd:.4f}, {elapsed:.0f}s"
-            )
-        else:
-            report.issues = self._issues(run.id, seen, finished)
-            self.say(f"step {step}: not accepted: {'; '.join(report.issues)}")
-        return report
+        report.accepted = stopped is None and self._read(run.id).accepted > run.accepted
+        if stopped is None:
+            self.fan_in = parallel.fan_in(loop, where)
+            self.say(f"loop {loop}: its branches are done, ${report.cost_usd:.4f}")
+        return stopped
 
     def _issues(self, run_id: str, seen: int, finished: processes.Finished) -> list[str]:
         """The issues of the last rejection since the attempt began, else why there is none."""
@@ -242,6 +287,8 @@ class Driver:
             "step asks you to set. Once it is accepted, or waits for a person, stop: another session "
             "does the next step.",
         ]
+        if self.fan_in:
+            lines += ["", self.fan_in]
         if issues:
             lines += ["", "Your last attempt at this step was not accepted. Its issues:"]
             lines += [f"- {issue}" for issue in issues]
