@@ -136,6 +136,7 @@ def _hooks(agent: str, database: str) -> dict[str, Any]:
 
 def drive_command(args: argparse.Namespace) -> int:
     from handrail.drive.driver import Driver, Plan  # lazy: loaded when the command runs
+    from handrail.drive.live import watcher  # lazy: as Driver
     from handrail.drive.report import as_json, junit, markdown  # lazy: as Driver
     from handrail.gate import program  # lazy: as Driver
     from handrail.store.open import default_url  # lazy: as Driver
@@ -177,12 +178,12 @@ def drive_command(args: argparse.Namespace) -> int:
         wait=not args.no_wait,
         agents=args.agents,
     )
+    shown = watcher(sys.stderr.isatty, args.attempts)
     try:
         service = serve.service_of(catalog, args, checks)
-        outcome = Driver(
-            service, plan, lambda line: print(f"handrail drive: {line}", file=sys.stderr)
-        ).drive()
+        outcome = Driver(service, plan, shown.say, shown).drive()
     finally:
+        shown.close()
         catalog.close()
     summary = markdown(outcome)
     if args.report:

@@ -93,11 +93,28 @@ class Outcome:
         return sum(s.cost_usd for s in self.steps)
 
 
+class Watcher(Protocol):  # drive.live's: what is shown of each step while it runs
+    def began(self, key: Any, step: str, attempt: int, agent: str) -> None: ...
+
+    def ended(self, key: Any, accepted: bool, cost_usd: float) -> None: ...
+
+
+class _Unwatched:
+    def began(self, key: Any, step: str, attempt: int, agent: str) -> None:
+        return None
+
+    def ended(self, key: Any, accepted: bool, cost_usd: float) -> None:
+        return None
+
+
 class Driver:
-    def __init__(self, service: Service, plan: Plan, say: Callable[[str], None]) -> None:
+    def __init__(
+        self, service: Service, plan: Plan, say: Callable[[str], None], watch: Watcher | None = None
+    ) -> None:
         self.service = service
         self.plan = plan
         self.say = say
+        self.watch = watch or _Unwatched()
         self.started = time.monotonic()
         self.steps: list[StepReport] = []
         self.spent = 0.0  # the run's recorded cost, earlier drives' included
@@ -178,6 +195,8 @@ class Driver:
         seen = len(self.service.runs.ledger.events(run.id))
         prompt = self._prompt(run, report.issues)
         self.say(f"step {step}: attempt {report.attempts} of {self.plan.attempts}, {self.plan.agent}")
+        key = (step, run.accepted)
+        self.watch.began(key, step, report.attempts, self.plan.agent)
         finished, used = self._process(prompt, run.accepted)
         report.usage.append(used)
         self.spent += used.cost_usd
@@ -188,6 +207,7 @@ class Driver:
             RunStatus.AWAITING_APPROVAL,
         )
         elapsed = time.monotonic() - self.started
+        self.watch.ended(key, moved, report.cost_usd)
         if moved:  # a step waiting for a person passed its rules and checks: the person decides
             report.accepted, report.issues = True, []
             self.fan_in = ""
@@ -236,13 +256,17 @@ class Driver:
         self.steps.append(report)
         lock = threading.Lock()
 
+        key = (loop, run.accepted)
+
         def agent(text: str) -> None:
-            finished, used = self._process(text, run.accepted)
             with lock:
                 report.attempts += 1
+                attempt = report.attempts
+                self.watch.began(key, loop, attempt, self.plan.agent)
+            finished, used = self._process(text, run.accepted)
+            with lock:
                 report.usage.append(used)
                 self.spent += used.cost_usd
-                attempt = report.attempts
             self._record_usage(run.id, loop, used, attempt, finished, None)
 
         self.say(f"loop {loop}: {len(where)} branches, up to {self.plan.agents} agents at once")
@@ -251,6 +275,7 @@ class Driver:
             run.id, lambda: store.list_runs(parent_id=run.id), agent, parallel.prompt(run, loop, where)
         )
         report.accepted = stopped is None and self._read(run.id).accepted > run.accepted
+        self.watch.ended(key, report.accepted, report.cost_usd)
         if stopped is None:
             self.fan_in = parallel.fan_in(loop, where)
             self.say(f"loop {loop}: its branches are done, ${report.cost_usd:.4f}")
