@@ -50,6 +50,13 @@ def add_drive(sub: Any) -> None:
         metavar="N",
         help="at a parallel loop, N agents at once, each on a branch it claims, in its own worktree",
     )
+    drive.add_argument(
+        "--session",
+        choices=("per-step", "per-run"),
+        default="per-step",
+        help="per-step (default): a fresh harness session each step; per-run: each step goes on with "
+        "the run's one session (Claude Code's --resume)",
+    )
     drive.add_argument("--max-usd", type=_non_negative, metavar="X", help="stop once the run has cost more")
     drive.add_argument("--max-minutes", type=_non_negative, metavar="M", help="stop after this long")
     drive.add_argument("--no-wait", action="store_true", help="exit 3 when a step waits for a person")
@@ -146,6 +153,8 @@ def drive_command(args: argparse.Namespace) -> int:
     context = _context(args.context)
     if isinstance(context, str):
         return _usage(context)
+    if args.session == "per-run" and args.agent != "claude-code":
+        return _usage("--session per-run goes on with a Claude Code session: give --agent claude-code")
     found, named = PROGRAMS[args.agent]
     harness = args.agent_command or shutil.which(found)
     if not harness:
@@ -177,6 +186,7 @@ def drive_command(args: argparse.Namespace) -> int:
         max_minutes=args.max_minutes,
         wait=not args.no_wait,
         agents=args.agents,
+        session=args.session,
     )
     shown = watcher(sys.stderr.isatty, args.attempts)
     try:

@@ -26,6 +26,7 @@ class Attempt:
     driven_from: int  # the run's accepted steps now, after which the gate lets it stop
     scratch: Path  # a folder of this attempt's own, removed after it
     env: Mapping[str, str]  # the driver's environment, as the process gets it
+    resume: str | None = None  # --session per-run: the harness session to go on with
 
 
 Started = tuple[list[str], dict[str, str]]  # the command line, and what the environment adds
@@ -40,7 +41,7 @@ class Agent:
 
 
 def _claude(a: Attempt) -> Started:
-    return claude_code.command(a.program, a.prompt, a.hooks, a.server, a.driven_from), {}
+    return claude_code.command(a.program, a.prompt, a.hooks, a.server, a.driven_from, resume=a.resume), {}
 
 
 AGENTS = {

@@ -25,6 +25,7 @@ def command(
     server: Sequence[str],
     driven_from: int,
     name: str = "handrail",
+    resume: str | None = None,
 ) -> list[str]:
     """The command line of one step's process. `hooks`: the gate's Claude Code hooks
     (as `gate install` writes them); `server`: this handrail's MCP server command;
@@ -44,6 +45,8 @@ def command(
         # gate's hooks hold it to the step instead
         "--permission-mode",
         "bypassPermissions",
+        # --session per-run: the run's one session, its conversation carried from step to step
+        *(["--resume", resume] if resume else []),
     ]
 
 

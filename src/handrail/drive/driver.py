@@ -58,6 +58,7 @@ class Plan:
     wait: bool = True
     poll_seconds: float = 1.0
     agents: int = 1  # at a parallel loop, this many agent processes at once
+    session: str = "per-step"  # per-run: each step's process goes on with the last one's session
 
 
 @dataclass
@@ -118,6 +119,7 @@ class Driver:
         self.started = time.monotonic()
         self.steps: list[StepReport] = []
         self.spent = 0.0  # the run's recorded cost, earlier drives' included
+        self.session: str | None = None  # --session per-run: the run's harness session
         self.fan_in = ""  # where the last parallel loop's branches did their work, for the next step
 
     # -- the run ------------------------------------------------------------------------
@@ -156,6 +158,8 @@ class Driver:
 
     def _loop(self, run_id: str) -> Outcome:
         self.spent = self._spent_before(run_id)
+        if self.plan.session == "per-run":
+            self.session = self._session_before(run_id)
         while True:
             run = self._read(run_id)
             if run.status == RunStatus.COMPLETED:
@@ -197,7 +201,9 @@ class Driver:
         self.say(f"step {step}: attempt {report.attempts} of {self.plan.attempts}, {self.plan.agent}")
         key = (step, run.accepted)
         self.watch.began(key, step, report.attempts, self.plan.agent)
-        finished, used = self._process(prompt, run.accepted)
+        finished, used = self._process(prompt, run.accepted, self.session)
+        if self.plan.session == "per-run" and used.session:
+            self.session = used.session
         report.usage.append(used)
         self.spent += used.cost_usd
         self._record_usage(run.id, step, used, report.attempts, finished, self._budget_crossed(self.spent))
@@ -220,7 +226,9 @@ class Driver:
             self.say(f"step {step}: not accepted: {'; '.join(report.issues)}")
         return report
 
-    def _process(self, prompt: str, driven_from: int) -> tuple[processes.Finished, Usage]:
+    def _process(
+        self, prompt: str, driven_from: int, resume: str | None = None
+    ) -> tuple[processes.Finished, Usage]:
         """One agent process run to its end, and what it reported."""
         agent = AGENTS[self.plan.agent]
         with tempfile.TemporaryDirectory(prefix="handrail-drive-") as scratch:
@@ -233,6 +241,7 @@ class Driver:
                 driven_from,
                 Path(scratch),
                 self.plan.env,
+                resume,
             )
             argv, added = agent.start(given)
             finished = processes.run(
@@ -335,6 +344,13 @@ class Driver:
         """What earlier drives of this run spent: --max-usd counts the whole run."""
         events = self.service.runs.ledger.events(run_id)
         return sum(float(e.data.get("costUsd") or 0) for e in events if e.type == EventType.USAGE)
+
+    def _session_before(self, run_id: str) -> str | None:
+        """The harness session the run's last agent process reported, for --resume RUN."""
+        events = self.service.runs.ledger.events(run_id)
+        found = [e.data.get("session") for e in events if e.type == EventType.USAGE]
+        sessions = [s for s in found if isinstance(s, str) and s]
+        return sessions[-1] if sessions else None
 
     def _budget_crossed(self, spent: float) -> str | None:
         if self.plan.max_usd is not None and spent > self.plan.max_usd:
