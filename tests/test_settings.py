@@ -113,3 +113,21 @@ def test_a_no_word_for_bundled_workflows_leaves_them_out_of_handrail_sources(tmp
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("1. user ")
+
+
+def test_the_providers_settings_come_from_the_environment_and_options_add_roles() -> None:
+    env = {
+        "HANDRAIL_OIDC_ISSUER": " https://idp.test ",
+        "HANDRAIL_OIDC_CLIENT_ID": "handrail",
+        "HANDRAIL_OIDC_CLIENT_SECRET": "s3cret",
+        "HANDRAIL_OIDC_ROLES": "lead=leads qa=testers",
+    }
+    args = argparse.Namespace(oidc_roles=["admin=ops"], oidc_audience="https://h.test/mcp")
+    read = settings(args, env)
+    assert (read.oidc_issuer, read.oidc_client_id, read.oidc_client_secret) == (
+        "https://idp.test",
+        "handrail",
+        "s3cret",
+    )
+    assert read.oidc_roles == ("lead=leads", "qa=testers", "admin=ops")
+    assert read.oidc_audience == "https://h.test/mcp"

@@ -5,8 +5,11 @@ child spans for checks, store writes and approvals; and none of it without OTEL_
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
+import socket
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -182,6 +185,51 @@ def test_spans_reach_an_otlp_receiver_with_mcp_names_attributes_and_parent_links
     )
 
 
+class Silent:
+    """A TCP endpoint that accepts every connection and never answers (a hung collector)."""
+
+    def __init__(self) -> None:
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.held: list[socket.socket] = []
+        self.thread = threading.Thread(target=self._accept, daemon=True)
+        self.thread.start()
+
+    def _accept(self) -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                self.held.append(self.sock.accept()[0])
+
+    def close(self) -> None:
+        self.sock.close()
+        for held in self.held:
+            held.close()
+
+
+def test_sigterm_stops_the_server_within_its_shutdown_timeout_while_the_collector_never_answers(
+    tmp_path: Path,
+) -> None:
+    silent = Silent()
+    env = {
+        "OTEL_EXPORTER_OTLP_ENDPOINT": silent.url,
+        "OTEL_EXPORTER_OTLP_TIMEOUT": "30",  # the exporter alone would wait 30 s and retry
+        "OTEL_BSP_SCHEDULE_DELAY": "60000",  # the spans wait in the queue for the exit flush
+    }
+    args = ("--no-bundled", "--database", f"sqlite:///{tmp_path / 'runs.db'}", "--shutdown-timeout", "1")
+    try:
+        with HttpServer(*args, env=env) as http:
+            assert http.rpc("tools/list", {})["result"]["tools"] is not None
+            http.proc.terminate()
+            try:
+                code = http.proc.wait(1 + 4)  # the timeout, and the interpreter's own start and exit
+            except subprocess.TimeoutExpired:
+                pytest.fail(f"still running past --shutdown-timeout 1:\n{http.stderr}")
+            assert code == 0, http.stderr
+        assert silent.held, "the exit flush never reached the collector"
+    finally:
+        silent.close()
+
+
 def test_without_otel_variables_the_server_loads_no_opentelemetry(tmp_path: Path) -> None:
     import subprocess
     import sys
@@ -191,7 +239,7 @@ def test_without_otel_variables_the_server_loads_no_opentelemetry(tmp_path: Path
     code = (
         "import sys\n"
         "from handrail.cli.serve import traced\n"
-        "assert traced(None, 'tcp') is None\n"
+        "assert traced(None, 'tcp', 5.0) is None\n"
         "print(sorted(m for m in sys.modules if m.startswith('opentelemetry')))\n"
     )
     env = {k: v for k, v in clean_env(tmp_path).items() if not k.startswith("OTEL_")}

@@ -18,8 +18,7 @@ The names below are imported on first use, so that `handrail start` can answer
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-
-from handrail.typing_light import TYPE_CHECKING
+from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
 

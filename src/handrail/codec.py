@@ -1,7 +1,7 @@
 """The one JSON codec: `encode` and `decode` for every message, and `Encoded`, a value
 that is already JSON and is spliced into a reply as bytes instead of encoded again;
 then the other forms handrail writes and reads: a workflow's document, a size, the
-store's JSON columns, a workflow file read exactly.
+store's JSON columns, a workflow file read exactly, a workflow file's revision.
 
 orjson does the work; the standard library takes what it refuses (integers past 64
 bits, lone surrogates), held to the same rules (UTF-8 only, no NaN or Infinity).
@@ -9,6 +9,7 @@ bits, lone surrogates), held to the same rules (UTF-8 only, no NaN or Infinity).
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any
 
@@ -215,3 +216,10 @@ def decode_exact(text: str) -> Any:
         return json.loads(text)
     except RecursionError:
         return document
+
+
+def source_revision(body: bytes) -> str:
+    """`Workflow.revision` of a workflow file's bytes, a UTF-8 BOM left out: hashed once
+    per file read, by the catalog (or by the compiler when nobody has). Here, not with
+    the workflow model, so that the catalog lists files without loading the model."""
+    return hashlib.sha256(body).hexdigest()[:16]

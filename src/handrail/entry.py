@@ -1,17 +1,13 @@
 """The `handrail` command's entry point. A hook event of `handrail gate` goes straight
 to the hook (handrail/gate/hook.py): it runs on every tool call an agent makes, so it
-must not load the command table and the layers behind it; every other command goes
-to the command table (handrail/cli)."""
+loads the hook's options and nothing of the command table and the layers behind it;
+every other command goes to the command table (handrail/cli)."""
 
 from __future__ import annotations
 
 import os
 import sys
-
-from handrail.typing_light import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from typing import NoReturn
+from typing import NoReturn
 
 
 def main() -> int:
@@ -20,12 +16,15 @@ def main() -> int:
         from handrail.gate import hook  # lazy: a hook's start-up
 
         if argv[1] in hook.HOOK_EVENTS:
-            quick = hook.quick_args(argv[1:])
-            if quick is not None:
-                exit_now(hook.run_hook(quick))
+            import gc  # lazy: a hook's start-up
+
+            # a hook is a short process that ends with os._exit: collecting cycles while
+            # its modules load (each class a few) frees nothing it would reuse
+            gc.disable()
             import argparse  # lazy: a hook's start-up
 
-            # a width given: argparse then loads no shutil (and its compression modules)
+            # a width given: argparse then asks no terminal size of shutil, whose
+            # compression modules a hook has no use for
             parser = argparse.ArgumentParser(
                 prog="handrail gate", formatter_class=lambda prog: argparse.HelpFormatter(prog, width=100)
             )
@@ -34,7 +33,7 @@ def main() -> int:
                 args = parser.parse_args(argv[1:])
             except SystemExit as exc:
                 return 0 if exc.code in (0, None) else 2
-            return hook.run_hook(args)
+            exit_now(hook.run_hook(args))
     from handrail.cli import main as command  # lazy: a hook's start-up
 
     return command()

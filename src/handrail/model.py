@@ -6,7 +6,6 @@ closures inside are what `next` and `validate` call.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -210,12 +209,6 @@ class Parallel:
 
 
 AnyStep = Step | Loop
-
-
-def source_revision(body: bytes) -> str:
-    """`Workflow.revision` of a file's bytes, a UTF-8 BOM left out: hashed once per
-    file read, by the catalog (or by the compiler when nobody has)."""
-    return hashlib.sha256(body).hexdigest()[:16]
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-
-from handrail.typing_light import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     from typing import Any
@@ -40,6 +39,11 @@ VARIABLES: dict[str, str] = {
     "HANDRAIL_PUBLIC_URL": "the dashboard's address in notifications' links (`--public-url`)",
     "HANDRAIL_METRICS_TOKEN": "the token a scraper sends for `/metrics` (`--metrics-token`)",
     "HANDRAIL_LEASE_SECONDS": "how long a claimed branch stays an agent's (`--lease-seconds`; default 300)",
+    "HANDRAIL_OIDC_ISSUER": "the team's OpenID provider: people sign in through it (`--oidc-issuer`)",
+    "HANDRAIL_OIDC_CLIENT_ID": "handrail's client id at that provider (`--oidc-client-id`)",
+    "HANDRAIL_OIDC_CLIENT_SECRET": "the client secret there (no option: off the command line)",
+    "HANDRAIL_OIDC_AUDIENCE": "the audience /mcp's JWTs must name (`--oidc-audience`; default its URL)",
+    "HANDRAIL_OIDC_ROLES": "roles from the provider's groups: `lead=leads qa=testers` (`--oidc-roles` adds)",
     "OTEL_EXPORTER_OTLP_ENDPOINT": "where traces go (OTLP over HTTP); set, traces are on (`handrail[otel]`)",
     "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "where traces go, for traces alone; set, it turns traces on",
     "OTEL_TRACES_EXPORTER": "`otlp` or `console` (stderr) turns traces on; `none` keeps them off",
@@ -75,6 +79,11 @@ class Settings(NamedTuple):  # not a dataclass: the gate's hook reads it and loa
     metrics_token: str = ""  # empty: /metrics asks for the tokens /mcp asks for
     traces: str = ""  # the OpenTelemetry exporter ("otlp", "console"); empty: no traces
     lease_seconds: float = 300.0  # a claimed branch's lease, renewed by each call of its holder
+    oidc_issuer: str = ""  # empty: no OpenID provider
+    oidc_client_id: str = ""
+    oidc_client_secret: str = ""
+    oidc_audience: str = ""  # empty: the server's own /mcp URL
+    oidc_roles: tuple[str, ...] = ()  # ROLE=GROUP items (identity_provider.parse_roles)
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -104,6 +113,11 @@ class Settings(NamedTuple):  # not a dataclass: the gate's hook reads it and loa
             metrics_token=env.get("HANDRAIL_METRICS_TOKEN", ""),
             traces=_traces(env),
             lease_seconds=_seconds(env.get("HANDRAIL_LEASE_SECONDS"), default.lease_seconds),
+            oidc_issuer=env.get("HANDRAIL_OIDC_ISSUER", "").strip(),
+            oidc_client_id=env.get("HANDRAIL_OIDC_CLIENT_ID", "").strip(),
+            oidc_client_secret=env.get("HANDRAIL_OIDC_CLIENT_SECRET", ""),
+            oidc_audience=env.get("HANDRAIL_OIDC_AUDIENCE", "").strip(),
+            oidc_roles=tuple(env.get("HANDRAIL_OIDC_ROLES", "").split()),
         )
 
     def with_options(self, args: Any) -> Settings:
@@ -132,6 +146,11 @@ class Settings(NamedTuple):  # not a dataclass: the gate's hook reads it and loa
             given["metrics_token"] = args.metrics_token
         if getattr(args, "lease_seconds", None):
             given["lease_seconds"] = args.lease_seconds
+        for name in ("oidc_issuer", "oidc_client_id", "oidc_audience"):
+            if getattr(args, name, None):
+                given[name] = getattr(args, name)
+        if getattr(args, "oidc_roles", None):
+            given["oidc_roles"] = self.oidc_roles + tuple(args.oidc_roles)
         return self._replace(**given)
 
 

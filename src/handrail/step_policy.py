@@ -5,8 +5,7 @@ model nor dataclasses to compile one step's policy (rules/policy.py)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-
-from handrail.typing_light import NamedTuple
+from typing import NamedTuple
 
 
 class GateRule(NamedTuple):

@@ -13,7 +13,9 @@ The SDK reads its other OTEL_* variables itself (service name, headers, sampling
 
 from __future__ import annotations
 
+import atexit
 import sys
+import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
@@ -87,15 +89,30 @@ class _OtelSpan:
             self._span.set_status(Status(StatusCode.ERROR))
 
 
-def tracer(exporter: str, transport: str) -> Tracer:
+def tracer(exporter: str, transport: str, shutdown_timeout: float) -> Tracer:
     """The server's tracer for OTEL_TRACES_EXPORTER `exporter` ("otlp": OTLP over HTTP,
-    "console": stderr, never stdout, which carries the protocol)."""
+    "console": stderr, never stdout, which carries the protocol). The spans still queued
+    at exit are flushed for at most `shutdown_timeout` seconds (`--shutdown-timeout`),
+    whatever the collector does: a collector that accepts and never answers must not
+    hold a stopping server."""
+    # the SDK's own exit hook waits as long as the exporter's retries take: ours is bounded
     provider = TracerProvider(
-        resource=Resource.create({"service.name": "handrail", "service.version": __version__})
+        resource=Resource.create({"service.name": "handrail", "service.version": __version__}),
+        shutdown_on_exit=False,
     )
     # OTLPSpanExporter's endpoint, headers and timeout come from OTEL_EXPORTER_OTLP_*
     chosen: SpanExporter = (
         ConsoleSpanExporter(out=sys.stderr) if exporter == "console" else OTLPSpanExporter()
     )
-    provider.add_span_processor(BatchSpanProcessor(chosen))  # flushed at exit by the provider
+    provider.add_span_processor(BatchSpanProcessor(chosen))
+    atexit.register(shut_down_within, provider, shutdown_timeout)
     return OtelTracer(provider.get_tracer("handrail"), transport)
+
+
+def shut_down_within(provider: TracerProvider, seconds: float) -> bool:
+    """Flush and shut `provider` down on a daemon thread, waiting at most `seconds`; True
+    when it finished. A thread left blocked on the collector dies with the process."""
+    done = threading.Thread(target=provider.shutdown, name="handrail-trace-flush", daemon=True)
+    done.start()
+    done.join(seconds)
+    return not done.is_alive()

@@ -217,3 +217,36 @@ def test_bad_keys_and_files_are_named_not_crashed_on(
     assert code == 2 and "--key checks an exported record" in err
     code, _, err = run_cli(capsys, "runs", "export", "run_" + "0" * 32)
     assert code == 1 and "Run not found" in err
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("owner", "mallory"),
+        ("status", "abandoned"),
+        ("goal", "Something else"),
+        ("workflowId", "other-flow"),
+        ("workflowVersion", "9.9.9"),
+    ],
+)
+def test_a_header_changed_digest_recomputed_and_signed_anew_does_not_verify(
+    run_id: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], field: str, value: str
+) -> None:
+    from handrail.runs.signing import generate
+    from handrail.store.chain_form import canonical
+
+    exported = tmp_path / "record.json"
+    assert run_cli(capsys, "runs", "export", run_id, "-o", str(exported))[0] == 0
+    record = json.loads(exported.read_bytes())
+    record["run"][field] = value
+    content = {k: v for k, v in record.items() if k not in ("digest", "signature")}
+    record["digest"] = hashlib.sha256(canonical(content)).hexdigest()
+    key = generate(tmp_path / "forger.pem")
+    record["signature"] = {
+        **key.public.published(),
+        "value": base64.b64encode(key.sign(canonical(record))).decode(),
+    }
+    (tmp_path / "forged.json").write_bytes(canonical(record) + b"\n")
+    code, out, _ = run_cli(capsys, "runs", "verify", "--file", str(tmp_path / "forged.json"))
+    assert code == 1, out
+    assert f"header's `{field}`" in out and "NOT VERIFIED" in out

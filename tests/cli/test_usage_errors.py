@@ -136,3 +136,22 @@ def test_the_command_list_gives_every_command_its_own_line(capsys: pytest.Captur
     shown = capsys.readouterr().out
     for name in ("start", "dashboard", "check", "token"):
         assert re.search(rf"^    {name} +\w", shown, re.MULTILINE), shown
+
+
+@pytest.mark.parametrize(
+    ("given", "said"),
+    [
+        (["--oidc-issuer", "https://idp.test"], "--oidc-issuer needs an http(s) URL and --oidc-client-id"),
+        (["--oidc-issuer", "idp.test", "--oidc-client-id", "h"], "--oidc-issuer needs an http(s) URL"),
+        (
+            ["--oidc-issuer", "https://idp.test", "--oidc-client-id", "h", "--oidc-roles", "lead"],
+            "ROLE=GROUP",
+        ),
+    ],
+)
+def test_single_sign_on_settings_that_cannot_be_used_stop_serve_naming_them(
+    tmp_path: Path, given: list[str], said: str
+) -> None:
+    done = _handrail(tmp_path, "serve", "--port", "0", "--no-bundled", *given)
+    assert done.returncode == 2, done.stderr
+    assert said in done.stderr and "Traceback" not in done.stderr

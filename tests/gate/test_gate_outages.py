@@ -29,7 +29,8 @@ def test_an_outage_is_allowed_with_a_warning_and_recorded_once_the_store_answers
     during = world.gate("stop", stop, "--database", f"sqlite:///{broken}")
     assert during.exit_code == 0
     # that store holds no run and the gate never saw one there: allowed, with the reason
-    assert "cannot read the run database" in during.stderr and "allowing" in during.json()["systemMessage"]
+    said = during.json()["systemMessage"]
+    assert f"the run database {broken} is damaged" in during.stderr and "allowing" in said
     unreachable = world.gate("stop", stop, "--server", "http://127.0.0.1:9")
     assert unreachable.exit_code == 0 and "cannot reach http://127.0.0.1:9" in unreachable.stderr
     spool = world.handrail_home / outages.NAME

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from handrail.errors import StorageError
 from handrail.runs.request import LOCAL
 from tests.gate.runs import GateWorld
 from tests.gate.shortcuts import CART, PLAN, Shop, files, hooks_folder
@@ -360,3 +362,25 @@ def test_a_run_tool_that_leaves_the_step_where_it_was_takes_no_change_in(shop: S
     )
     assert "src/cart.py (modified: put back)" in json.loads(listed.stdout)["reason"]
     assert (shop.path / "src" / "cart.py").read_text() == CART
+
+
+def test_a_gate_digest_loosened_with_sqlite3_is_detected_and_nothing_gets_through(shop: Shop) -> None:
+    shop.world.start("plan")
+    shop.prompt()
+    shop.world.close()
+    with sqlite3.connect(shop.world.database) as db:
+        (text,) = db.execute("SELECT gate FROM runs WHERE id = ?", (shop.world.run_id,)).fetchone()
+        digest = json.loads(text)
+        assert digest["step"] == "plan" and "edit:docs/plan.md" in digest["rules"]["allow"]
+        loosened = json.dumps({**digest, "rules": None})  # the plan step allowing everything
+        db.execute("UPDATE runs SET gate = ? WHERE id = ?", (loosened, shop.world.run_id))
+    db.close()
+    store = shop.world.database.read_bytes()
+    tried = shop.write("src/cart.py", CART + "# discount\n")
+    assert tried.refused_before and tried.ran is None
+    assert "gate is not as sealed" in tried.pre.stderr and "refusing" in tried.pre.stderr
+    assert (shop.path / "src" / "cart.py").read_text() == CART
+    assert shop.world.database.read_bytes() == store  # nothing written by the row's word
+    with pytest.raises(StorageError) as raised:  # and the run layer serves nothing of it
+        shop.world.runs.resume(LOCAL, shop.world.snapshot(), shop.world.run_id, None)
+    assert raised.value.code == -32006 and "gate is not as sealed" in str(raised.value)

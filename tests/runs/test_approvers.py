@@ -500,3 +500,39 @@ def test_a_flood_of_other_waiting_runs_hides_no_run_from_its_approver_nor_from_t
             time.sleep(1)
             kinds = [e["type"] for e in events(http, nudged, tmp_path)]
         assert "reminded" in kinds, kinds
+
+
+def test_a_quorum_whose_step_names_nobody_is_shown_to_every_person_who_may_give_it(
+    tmp_path: Path,
+) -> None:
+    write(
+        tmp_path / "flows",
+        {
+            "id": "pair",
+            "name": "Pair",
+            "description": "Two people sign off; the step names none.",
+            "version": "1.0.0",
+            "steps": [
+                {
+                    "id": "ship",
+                    "title": "Ship",
+                    "prompt": "Ship it.",
+                    "requireConfirmation": True,
+                    "approvals": 2,
+                },
+                {"id": "tell", "title": "Tell", "prompt": "Tell everyone."},
+            ],
+        },
+    )
+    with HttpServer(*serve_args(tmp_path)) as http:
+        run_id = waiting_run(http, "pair", "ship")
+        assert api(http, run_id, "approve", "erin").status_code == 200
+        gina, _ = signed_in(http, "gina")
+        try:
+            assert run_id in gina.get("/").text
+            assert gina.get(f"/runs/{run_id}").status_code == 200
+        finally:
+            gina.close()
+        second = api(http, run_id, "approve", "gina")
+        assert second.status_code == 200, second.text
+        assert second.json()["status"] == "active"

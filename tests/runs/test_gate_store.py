@@ -1,11 +1,13 @@
-"""The gate's reads and writes on a full `RunStore` (PostgreSQL's path, a server's own
-store): the same facts as the light SQLite path, and a `gate` event that still lands
-when another writer moved the run after the gate read it."""
+"""The gate's reads and writes on the run store: the facts of the current step from
+the row's gate digest (the same as its pinned source gives), and a `gate` event that
+still lands when another writer moved the run after the gate read it."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +17,6 @@ from handrail.runs import gate_store
 from handrail.runs.gate import RunFacts
 from handrail.store.base import EventType, NewEvent, RunUpdate
 from handrail.store.sqlite import SqliteStore
-from handrail.store.sqlite_light import open_light
 from tests.gate.runs import GateWorld
 
 
@@ -43,33 +44,31 @@ def test_a_gate_event_lands_after_another_writer_moved_the_run(world: GateWorld)
         store.close()
 
 
-def test_the_full_store_and_the_light_path_give_the_same_facts(world: GateWorld) -> None:
-    full = SqliteStore(world.database)
-    light = open_light(str(world.database))
-    assert light is not None
+def test_the_facts_of_the_step_come_from_the_row_s_digest_as_its_pinned_source_gives_them(
+    world: GateWorld,
+) -> None:
+    store = SqliteStore(world.database)
     try:
-        for store in (full, light):
-            run = gate_store.active_run(store, [str(world.workspace)])
-            assert run is not None
-            gate_store.record(store, run, "implement", {"event": "stop", "decision": "block"})
-        facts = []
-        for store in (full, light):
-            run = gate_store.active_run(store, [str(world.workspace)])
-            assert run is not None
-            facts.append(gate_store.facts(store, run))
-        by_full, by_light = facts
-        assert by_full._replace(policy=None) == by_light._replace(policy=None)
-        assert by_full.stop_refusals == 2 and by_full.accepted == ("plan",) and by_full.step_id == "implement"
-        assert by_full.policy is not None and by_light.policy is not None
-        assert [r.text for r in by_full.policy.deny] == [r.text for r in by_light.policy.deny]
+        run = gate_store.active_run(store, [str(world.workspace)])
+        assert run is not None and run.gate is not None
+        digest = json.loads(run.gate)
+        assert digest["step"] == "implement" and digest["number"] == 2
+        gate_store.record(store, run, "implement", {"event": "stop", "decision": "block"})
+        run = store.get(run.id)
+        assert run is not None
+        by_digest = gate_store.facts(store, run)
+        by_source = gate_store.facts(store, replace(run, gate=None))  # a row kept before digests
+        assert by_digest._replace(policy=None) == by_source._replace(policy=None)
+        assert by_digest.stop_refusals == 1 and by_digest.accepted == ("plan",)
+        assert by_digest.policy is not None and by_source.policy is not None
+        assert [r.text for r in by_digest.policy.deny] == [r.text for r in by_source.policy.deny]
+        assert by_digest.policy.allow is None and by_source.policy.allow is None  # the step allows all
     finally:
-        full.close()
-        light.close()
+        store.close()
 
 
 def test_a_helpers_refused_stops_are_counted_apart_from_the_agents_own(world: GateWorld) -> None:
-    store = open_light(str(world.database))
-    assert store is not None
+    store = SqliteStore(world.database)
     try:
         run = gate_store.active_run(store, [str(world.workspace)])
         assert run is not None
@@ -104,10 +103,9 @@ def padded(world: GateWorld, tools: int) -> None:
 
 
 def instructions_to_decide(world: GateWorld) -> tuple[int, int, RunFacts]:
-    """The SQLite instructions (in hundreds) and the events the light path takes to find
+    """The SQLite instructions (in hundreds) and the events a hook's store takes to find
     the run and its facts, and the facts."""
-    light = open_light(str(world.database))
-    assert light is not None
+    store = SqliteStore(world.database, reading=True)
     steps = [0]
 
     def count() -> int:
@@ -115,16 +113,18 @@ def instructions_to_decide(world: GateWorld) -> tuple[int, int, RunFacts]:
         return 0
 
     try:
-        light._db.set_progress_handler(count, 100)
-        found = gate_store.session_run(light, [str(world.workspace)], None, "s-1")
+        with store._read() as db:
+            db.set_progress_handler(count, 100)
+        found = gate_store.session_run(store, [str(world.workspace)], None, "s-1")
         assert found is not None
-        facts = gate_store.facts(light, found[0], found[1])
-        light._db.set_progress_handler(None, 100)
-        whole = gate_store.facts(light, found[0], light.events(found[0].id))
+        facts = gate_store.facts(store, found[0], found[1])
+        with store._read() as db:
+            db.set_progress_handler(None, 100)
+        whole = gate_store.facts(store, found[0], store.events(found[0].id))
         assert facts._replace(policy=None) == whole._replace(policy=None)  # as read from the whole log
         return steps[0], len(found[1]), facts
     finally:
-        light.close()
+        store.close()
 
 
 def test_a_long_run_is_decided_reading_a_bounded_part_of_its_log(tmp_path: Path) -> None:
@@ -177,23 +177,6 @@ def test_a_refusal_is_committed_without_waiting_for_the_disk_and_the_writer_is_f
         store.close()
 
 
-def test_the_light_path_commits_a_refusal_without_waiting_for_the_disk_and_a_binding_with_it(
-    world: GateWorld,
-) -> None:
-    light = open_light(str(world.database))
-    assert light is not None
-    try:
-        run = light.get(str(world.run_id))
-        assert run is not None
-        levels = synchronous_levels_of(light._db)
-        gate_store.record(light, run, "implement", {"event": "before-tool", "decision": "deny"})
-        binding = {"event": "before-tool", "decision": "deny", "session": "s-1", "bind": True}
-        gate_store.record(light, run, "implement", binding)
-        assert levels == ["NORMAL", "FULL"]
-    finally:
-        light.close()
-
-
 @pytest.mark.parametrize(
     ("data", "refusal"),
     [
@@ -203,10 +186,12 @@ def test_the_light_path_commits_a_refusal_without_waiting_for_the_disk_and_a_bin
         ({"event": "session", "decision": "bind", "session": "s", "bind": True}, False),
         ({"event": "prompt", "decision": "context"}, False),
         ({"event": "after-tool", "decision": "allow"}, False),
+        ({"event": "after-tool", "decision": "record", "tool": "Read"}, True),
+        ({"event": "after-tool", "decision": "record", "session": "s", "bind": True}, False),
         ({"event": "outage", "decision": "deny", "count": 2}, False),
     ],
 )
-def test_only_a_refusal_that_binds_no_session_may_wait_for_no_fsync(
+def test_only_a_refusal_or_a_tool_record_that_binds_no_session_may_wait_for_no_fsync(
     data: dict[str, Any], refusal: bool
 ) -> None:
-    assert gate_store.refusal_only(data) is refusal
+    assert gate_store.without_fsync(data) is refusal

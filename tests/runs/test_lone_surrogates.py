@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from handrail.runs.pinning import Pins
+from handrail.runs.position import Position
 from handrail.store import NewEvent, RunUpdate
 from handrail.store.sqlite import SqliteStore
 from tests.helpers.http import HttpServer
@@ -88,10 +90,15 @@ def _old_run(tmp_path: Path, database: str, *, bearer: str | None = None) -> tup
     try:
         run = store.get(run_id)
         assert run is not None
+        context = {"note": "ctx \udcff"}
+        # the row as its events give it (`runs verify` replays them): the plan accepted
+        after = Position.stored(run.position).advanced(
+            Pins().workflow(run.source_hash, None, store), context, "plan"
+        )
         store.update(
             run,
-            RunUpdate(accepted=1, context={"note": "ctx \udcff"}),
-            [NewEvent("accepted", "plan", {"output": "Plan: ok \ud800"})],
+            RunUpdate(accepted=1, context=context, position=after[0].to_stored()),
+            [NewEvent("accepted", "plan", {"output": "Plan: ok \ud800", "contextChanges": context})],
             run.owner,
         )
     finally:

@@ -217,7 +217,7 @@ def test_any_json_an_event_holds_chains_and_exports_to_a_record_that_verifies(da
         try:
             source = hashlib.sha256(b"{}").hexdigest()
             store.put_source(source, "wf", b"{}")
-            started = [NewEvent("started", data={"goal": "g", "sourceHash": source})]
+            started = [NewEvent("started", data={"goal": record("r1").goal, "sourceHash": source})]
             run = store.create(replace(record("r1"), source_hash=source), started)
             run = store.update(run, RunUpdate(), [NewEvent("context", None, data)], "alice")
             events = store.events("r1")

@@ -10,7 +10,6 @@ from handrail.store import NewEvent, RunStore, RunUpdate, open_store
 from handrail.store.base import Event, EventType
 from handrail.store.gate_query import BINDINGS_READ
 from handrail.store.gate_window import GateWindows
-from handrail.store.sqlite_light import open_light
 from handrail.store.urls import sqlite_url
 from tests.store.test_store import record
 
@@ -39,13 +38,12 @@ def append(store: RunStore, events: list[NewEvent]) -> None:
 
 
 def whole_query(path: Path) -> list[tuple[int, str, dict[str, object]]]:
-    """What a store that never read the run before finds (the hook's own light store)."""
-    light = open_light(str(path))
-    assert light is not None
+    """What a store that never read the run before finds (a hook's own store)."""
+    fresh = open_store(sqlite_url(path), reading=True)
     try:
-        return [(e.seq, e.type, dict(e.data)) for e in light.gate_events("r1", RECENT)]
+        return [(e.seq, e.type, dict(e.data)) for e in fresh.gate_events("r1", RECENT)]
     finally:
-        light.close()
+        fresh.close()
 
 
 def test_a_second_gate_read_decodes_only_the_events_written_since_the_first(tmp_path: Path) -> None:

@@ -69,6 +69,12 @@ EDITS: dict[str, tuple[Callable[[str], None], str]] = {
     ),
     "tail": (cut_the_tail, "head (the hash of the last event) is not the one sealed"),
     "seal": (lambda run: edit("UPDATE runs SET seal = NULL WHERE id = ?", run), "keeps no seal"),
+    # the gate digest a hook decides by: moved to another step, or taken away
+    "gate": (
+        lambda run: edit("UPDATE runs SET gate = json_set(gate, '$.step', 'report') WHERE id = ?", run),
+        "gate is not as sealed",
+    ),
+    "no gate": (lambda run: edit("UPDATE runs SET gate = NULL WHERE id = ?", run), "gate is not as sealed"),
 }
 
 
@@ -94,7 +100,9 @@ def test_a_run_row_edited_with_sqlite3_is_refused_on_read_and_broken_in_verify(
     out = json.loads(capsys.readouterr().out)
     assert out["broken"] == 1 and said in out["runs"][0]["broken"]["problem"]
     assert main(["runs", "show", run]) != 0
-    assert said in capsys.readouterr().err
+    shown = capsys.readouterr()
+    assert said in shown.err
+    assert shown.out.startswith("TAMPERED") and said in shown.out  # the run is shown, marked
     assert main(["runs", "list"]) == 0
     assert "TAMPERED: " in capsys.readouterr().out
 

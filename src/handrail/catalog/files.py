@@ -13,9 +13,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from handrail.catalog import folders
-from handrail.codec import loads
+from handrail.codec import loads, source_revision
 from handrail.errors import Diagnostic
-from handrail.model import source_revision
 
 if TYPE_CHECKING:  # the compiler is loaded on first compile, after `initialize` is answered
     from handrail.compiler import Compiled

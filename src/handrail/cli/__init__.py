@@ -1,20 +1,21 @@
 """The `handrail` command: its parser and the table of commands. Each group of
 commands lives in a module of its own: `serve` (start, serve, dashboard), `catalog`
-(check, list, sources, graph, walk), `setup` (init, token), `runs` (runs), `stats`; `options`
-holds the options they share."""
+(check, list, sources, graph, walk), `setup` (init, token), `runs` (runs), `stats`, ...;
+`options` holds the options they share. A command's module loads only when it runs:
+`handrail start` answers `initialize` without the modules of the others."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any, NoReturn
+from importlib import import_module
+from typing import Any, NamedTuple, NoReturn
 
 from handrail import __version__
-from handrail.cli import catalog, notify, serve, setup, stats
 from handrail.cli.options import EXIT_ERRORS, EXIT_OK, EXIT_USAGE
 
-__all__ = ["EXIT_ERRORS", "EXIT_OK", "EXIT_USAGE", "build_parser", "main"]
+__all__ = ["COMMANDS", "EXIT_ERRORS", "EXIT_OK", "EXIT_USAGE", "Command", "build_parser", "main"]
 
 
 class _Formatter(argparse.HelpFormatter):
@@ -53,103 +54,127 @@ def _describe(parser: argparse.ArgumentParser) -> None:
                 _describe(command)
 
 
-def build_parser() -> argparse.ArgumentParser:
+class Command(NamedTuple):
+    """One command of the table: the module under handrail.cli that holds it, the names
+    there of the function that adds its options to its parser and of the one that runs
+    it, its line in `handrail --help`, and the note closing its own --help."""
+
+    module: str
+    add: str
+    run: str
+    help: str
+    epilog: str | None = None
+
+
+CHECK_EXITS = "Exit status: 0 no errors (warnings allowed), 1 errors, 2 a path not found or a usage mistake."
+LIST_EXITS = (
+    "Exit status: 0; 1 when a workflow file is broken; 2 when a --workflows path does not exist "
+    "(as `check` exits 2 for a path not found; the listing is printed all the same)."
+)
+DASHBOARD_NOTE = (
+    "It also takes the limits and transport options of `handrail serve` (see `handrail serve --help`)."
+)
+
+# In the order `handrail --help` lists them. A command's module is imported only when that
+# command is given (or for its --help, or the completion script, which needs them all).
+COMMANDS: dict[str, Command] = {
+    "start": Command("serve", "add_start", "start", "serve the workflows over stdio (for MCP clients)"),
+    "serve": Command(
+        "serve", "add_serve", "serve_command", "serve the workflows over Streamable HTTP at /mcp"
+    ),
+    # the same server on loopback, for one person's local store
+    "dashboard": Command(
+        "serve",
+        "add_dashboard",
+        "serve_command",
+        "watch and approve this machine's runs in a browser",
+        DASHBOARD_NOTE,
+    ),
+    "check": Command("catalog", "add_check", "check", "report every problem in workflow files", CHECK_EXITS),
+    "list": Command(
+        "catalog", "add_list", "list_command", "the workflows in service, and broken files", LIST_EXITS
+    ),
+    "sources": Command("catalog", "add_sources", "sources", "where workflows come from, in precedence order"),
+    "init": Command(
+        "setup",
+        "add_init",
+        "init",
+        "create ~/.handrail/workflows (or $HANDRAIL_HOME/workflows) with a sample workflow",
+    ),
+    "graph": Command(
+        "catalog", "add_graph", "graph", "draw a workflow's step graph (Mermaid or Graphviz dot)"
+    ),
+    "walk": Command(
+        "catalog", "add_walk", "walk_command", "play a workflow in the terminal, as an agent would"
+    ),
+    "runs": Command(
+        "runs",
+        "add_runs",
+        "runs_command",
+        "list, show, approve, decline, abandon, verify, export and migrate workflow runs",
+    ),
+    "token": Command("setup", "add_token", "token", "make a new random token and its tokens-file line"),
+    "key": Command(
+        "record", "add_key", "key_command", "make the Ed25519 key that signs exported run records"
+    ),
+    "stats": Command(
+        "stats",
+        "add_stats",
+        "stats_command",
+        "what the runs of each workflow tell: funnel, rejections, checks",
+    ),
+    "audit": Command(
+        "audit",
+        "add_audit",
+        "audit_command",
+        "every run event as a JSON line: who, what, run, step, from where",
+    ),
+    "notify": Command(
+        "notify", "add_notify", "notify_command", "send a sample notification to a webhook receiver"
+    ),
+    "gate": Command(
+        "gate",
+        "add_gate",
+        "gate_command",
+        "hold an agent's harness to the run: hooks for Claude Code, Gemini CLI, Codex, Cursor and git",
+    ),
+    "person": Command(
+        "person",
+        "add_person",
+        "person_command",
+        "a person's passkeys, which approvals the agent could reach need",
+    ),
+    "drive": Command(
+        "drive", "add_drive", "drive_command", "run a workflow from start to end with headless agents"
+    ),
+    "completion": Command("completion", "add_completion", "run", "a completion script for bash, zsh or fish"),
+}
+
+
+def _function(command: Command, name: str) -> Callable[..., Any]:
+    found: Callable[..., Any] = getattr(import_module(f"handrail.cli.{command.module}"), name)
+    return found
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line's parser; with `only`, every command is listed but only
+    that one's options are added (and its module loaded): what parsing it needs."""
     parser = _Parser(prog="handrail", description="Step-by-step workflows for AI agents, over MCP.")
     parser.add_argument("-V", "--version", action="version", version=f"handrail {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    serve.add_start(sub)
-    serve.add_serve(sub)
-    serve.add_dashboard(sub)
-    catalog.add_check(sub)
-    catalog.add_list(sub)
-    catalog.add_sources(sub)
-    setup.add_init(sub)
-    catalog.add_graph(sub)
-    catalog.add_walk(sub)
-    from handrail.cli.runs import add_runs_parser  # lazy: loaded when the command runs
-
-    verbs = add_runs_parser(sub)
-    from handrail.cli.migrate import add_migrate_verb  # as add_runs_parser
-
-    add_migrate_verb(verbs)
-    setup.add_token(sub)
-    from handrail.cli.record import add_key  # as runs: its verbs load more only when run
-
-    add_key(sub)
-    stats.add_stats(sub)
-    notify.add_notify_parser(sub)
-    from handrail.cli.gate import add_gate  # lazy: loaded when the command runs
-
-    add_gate(sub)
-    from handrail.cli.person import add_person  # lazy: as add_gate
-
-    add_person(sub)
-    from handrail.cli.drive import add_drive  # lazy: as add_gate
-
-    add_drive(sub)
-    completion = sub.add_parser("completion", help="a completion script for bash, zsh or fish")
-    completion.add_argument("shell", choices=("bash", "zsh", "fish"), help="the shell it is for")
+    for name, command in COMMANDS.items():
+        made = sub.add_parser(name, help=command.help, epilog=command.epilog)
+        if only is None or only == name:
+            _function(command, command.add)(made)
     _describe(parser)
     return parser
 
 
-def _gate(args: argparse.Namespace) -> int:
-    from handrail.cli.gate import gate_command  # lazy: loaded when the command runs
-
-    return gate_command(args)
-
-
-def _key(args: argparse.Namespace) -> int:
-    from handrail.cli.record import key_command  # as _runs
-
-    return key_command(args)
-
-
-def _person(args: argparse.Namespace) -> int:
-    from handrail.cli.person import person_command  # as _runs
-
-    return person_command(args)
-
-
-def _drive(args: argparse.Namespace) -> int:
-    from handrail.cli.drive import drive_command  # as _runs
-
-    return drive_command(args)
-
-
-def _runs(args: argparse.Namespace) -> int:
-    from handrail.cli.runs import runs_command  # lazy: loaded when the command runs
-
-    return runs_command(args)
-
-
-def _completion(args: argparse.Namespace) -> int:
-    from handrail.cli.completion import script  # lazy: loaded when the command runs
-
-    sys.stdout.write(script(build_parser(), args.shell))
-    return EXIT_OK
-
-
-COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
-    "start": serve.start,
-    "serve": serve.serve_command,
-    "dashboard": serve.serve_command,  # the same server on loopback, for one person's local store
-    "check": catalog.check,
-    "list": catalog.list_command,
-    "sources": catalog.sources,
-    "init": setup.init,
-    "graph": catalog.graph,
-    "walk": catalog.walk_command,
-    "runs": _runs,
-    "token": setup.token,
-    "key": _key,
-    "gate": _gate,
-    "person": _person,
-    "drive": _drive,
-    "stats": stats.stats_command,
-    "notify": notify.notify_command,
-    "completion": _completion,
-}
+def _chosen(argv: Sequence[str]) -> str | None:
+    """The command `argv` names: its first word that is not an option (the top level's
+    options, -h and -V, take no value), if the table has it."""
+    word = next((arg for arg in argv if not arg.startswith("-")), None)
+    return word if word in COMMANDS else None
 
 
 def _innermost(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
@@ -163,9 +188,11 @@ def _innermost(parser: argparse.ArgumentParser, args: argparse.Namespace) -> arg
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    given = sys.argv[1:] if argv is None else list(argv)
+    chosen = _chosen(given)
+    parser = build_parser(only=chosen or "")
     try:
-        args, unknown = parser.parse_known_args(argv)
+        args, unknown = parser.parse_known_args(given)
         if unknown:  # named by the command they were given to, which lists its options
             _innermost(parser, args).error(f"unrecognized arguments: {' '.join(unknown)}")
     except SystemExit as exc:
@@ -173,9 +200,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
-    handler = COMMANDS[args.command]
+    command = COMMANDS[args.command]
     try:
-        code: int = handler(args)
+        code: int = _function(command, command.run)(args)
     except BrokenPipeError:  # `handrail check ... | head`: the reader left; no traceback
         import os  # lazy: loaded when the command runs
 

@@ -15,13 +15,7 @@ from handrail.cli import options
 from handrail.cli.options import EXIT_ERRORS, EXIT_OK, EXIT_USAGE
 
 
-def add_check(sub: Any) -> None:
-    check = sub.add_parser(
-        "check",
-        help="report every problem in workflow files",
-        epilog="Exit status: 0 no errors (warnings allowed), 1 errors, 2 a path not found or a "
-        "usage mistake.",
-    )
+def add_check(check: argparse.ArgumentParser) -> None:
     check.add_argument("paths", nargs="+", metavar="PATH", help="files or folders (recursive)")
     check.add_argument(
         "--format",
@@ -36,25 +30,17 @@ def add_check(sub: Any) -> None:
     add_against_runs_options(check)
 
 
-def add_list(sub: Any) -> None:
-    listing = sub.add_parser(
-        "list",
-        help="the workflows in service, and broken files",
-        epilog="Exit status: 0; 1 when a workflow file is broken; 2 when a --workflows path does not "
-        "exist (as `check` exits 2 for a path not found; the listing is printed all the same).",
-    )
+def add_list(listing: argparse.ArgumentParser) -> None:
     options.add_source_options(listing)
     listing.add_argument("--format", choices=["text", "json"], default="text", help="default text")
 
 
-def add_sources(sub: Any) -> None:
-    sources = sub.add_parser("sources", help="where workflows come from, in precedence order")
+def add_sources(sources: argparse.ArgumentParser) -> None:
     options.add_source_options(sources)
     sources.add_argument("--json", action="store_true", help="the sources as JSON")
 
 
-def add_graph(sub: Any) -> None:
-    graph = sub.add_parser("graph", help="draw a workflow's step graph (Mermaid or Graphviz dot)")
+def add_graph(graph: argparse.ArgumentParser) -> None:
     graph.add_argument("workflow_id", metavar="ID", help="the workflow's id")
     graph.add_argument(
         "--format", choices=["mermaid", "dot"], default="mermaid", help="Mermaid (default) or Graphviz dot"
@@ -62,8 +48,7 @@ def add_graph(sub: Any) -> None:
     options.add_source_options(graph)
 
 
-def add_walk(sub: Any) -> None:
-    walk = sub.add_parser("walk", help="play a workflow in the terminal, as an agent would")
+def add_walk(walk: argparse.ArgumentParser) -> None:
     walk.add_argument("workflow_id", metavar="ID", help="the workflow's id")
     walk.add_argument("--context", default=None, metavar="JSON", help="the initial context, a JSON object")
     walk.add_argument(

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import argparse
 import shlex
+import sys
 from collections.abc import Iterator
+
+from handrail.cli.options import EXIT_OK
 
 SHELLS = ("bash", "zsh", "fish")
 Node = tuple[tuple[str, ...], argparse.ArgumentParser]  # (the words after `handrail`, its parser)
@@ -36,6 +39,17 @@ def _walk(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()) -> Iterat
     yield path, parser
     for name, (child, _) in _children(parser).items():
         yield from _walk(child, (*path, name))
+
+
+def add_completion(completion: argparse.ArgumentParser) -> None:
+    completion.add_argument("shell", choices=SHELLS, help="the shell it is for")
+
+
+def run(args: argparse.Namespace) -> int:
+    from handrail.cli import build_parser  # the whole parser: every command's module, loaded now
+
+    sys.stdout.write(script(build_parser(), args.shell))
+    return EXIT_OK
 
 
 def script(parser: argparse.ArgumentParser, shell: str) -> str:

@@ -25,8 +25,7 @@ PROGRAMS = {
 NOT_PASSED = ("HANDRAIL_TOKEN",)  # a person's token would let the agent's shell act as them
 
 
-def add_drive(sub: Any) -> None:
-    drive = sub.add_parser("drive", help="run a workflow from start to end with headless agents")
+def add_drive(drive: argparse.ArgumentParser) -> None:
     drive.add_argument("workflow", nargs="?", metavar="WORKFLOW", help="the workflow to start a run of")
     drive.add_argument("--resume", metavar="RUN", help="go on with this run instead of starting one")
     drive.add_argument(

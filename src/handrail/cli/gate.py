@@ -5,16 +5,11 @@ harness's settings (handrail/gate/install.py)."""
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from handrail.gate.hook import MANAGE, add_arguments, run_hook
 
 
-def add_gate(sub: Any) -> None:
-    gate = sub.add_parser(
-        "gate",
-        help="hold an agent's harness to the run: hooks for Claude Code, Gemini CLI, Codex, Cursor and git",
-    )
+def add_gate(gate: argparse.ArgumentParser) -> None:
     add_arguments(gate)
     gate.add_argument("--json", action="store_true", help="doctor: the findings as JSON")
 

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from handrail.cli import options
-from handrail.cli.runs import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, _missing_database, add_database_option
+from handrail.cli.options import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, add_database_option, missing_database
 from handrail.errors import HandrailError, InvalidParams, RunNotFound
 from handrail.store.base import ACTIVE_STATUSES
 
@@ -151,7 +151,7 @@ def stranded(args: argparse.Namespace, workflows: Sequence[Workflow]) -> int:
     from handrail.service.core import default_runs  # lazy: the run store loads only with --against-runs
 
     out = sys.stdout if args.format == "text" else sys.stderr  # json and sarif keep stdout to themselves
-    missing = _missing_database(args.database)
+    missing = missing_database(args.database)
     if missing is not None:
         print(f"--against-runs: no run database at {missing}: no run to strand", file=out)
         return 0

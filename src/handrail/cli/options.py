@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from handrail.settings import settings
+
 EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
 
 
@@ -265,10 +267,44 @@ def limits_of(args: argparse.Namespace) -> Any:
     )
 
 
-def add_run_options(parser: argparse.ArgumentParser) -> None:
-    # lazy: loaded when the command runs
-    from handrail.cli.runs import add_database_option, add_runs_only_option
+def add_database_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--database",
+        default=None,
+        metavar="URL",
+        help="the run store, sqlite:///path/to/file.db or postgresql://user@host/db "
+        "(default $HANDRAIL_DATABASE_URL, else ~/.handrail/handrail.db; $HANDRAIL_HOME moves ~/.handrail)",
+    )
 
+
+def add_runs_only_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--runs-only",
+        action="store_true",
+        default=settings().runs_only,
+        help="offer workflow_list and the run tools only; workflow_get/next/validate are refused "
+        "(also HANDRAIL_RUNS_ONLY=1)",
+    )
+
+
+def missing_database(database: str | None) -> str | None:
+    """The path of the SQLite database `database` names when it does not exist yet: no
+    command here creates one (folders included), since it would hold no run."""
+    from handrail.errors import StorageError  # lazy: loaded when the command runs
+    from handrail.store.open import default_url  # lazy: loaded when the command runs
+    from handrail.store.urls import sqlite_path  # lazy: loaded when the command runs
+
+    url = database or default_url()
+    if not url.lower().startswith("sqlite:"):
+        return None
+    try:
+        path = sqlite_path(url)
+    except StorageError:  # said when the store is opened
+        return None
+    return None if path.exists() else str(path)
+
+
+def add_run_options(parser: argparse.ArgumentParser) -> None:
     add_database_option(parser)
     add_runs_only_option(parser)
     parser.add_argument(

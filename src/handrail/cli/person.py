@@ -6,17 +6,15 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
 
+from handrail.cli.options import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, add_database_option
 from handrail.errors import StorageError
 from handrail.store.base import LOCAL_OWNER
 
-EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2  # as cli/runs.py
 DASHBOARD = "http://localhost:8766"  # `handrail dashboard`: WebAuthn needs a host name, not 127.0.0.1
 
 
-def add_person(sub: Any) -> None:
-    person = sub.add_parser("person", help="a person's passkeys, which approvals the agent could reach need")
+def add_person(person: argparse.ArgumentParser) -> None:
     things = person.add_subparsers(dest="person_command", metavar="WHAT")
     passkey = things.add_parser("passkey", help="register, list or remove a person's passkeys")
     verbs = passkey.add_subparsers(dest="passkey_command", metavar="VERB")
@@ -30,8 +28,6 @@ def add_person(sub: Any) -> None:
     listing = verbs.add_parser("list", help="the passkeys a person registered")
     remove = verbs.add_parser("remove", help="forget one of a person's passkeys")
     remove.add_argument("credential", metavar="ID", help="the passkey's id, as `list` shows it")
-    from handrail.cli.runs import add_database_option  # lazy: as the runs command's
-
     for verb in (listing, remove):
         verb.add_argument(
             "--as",

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from handrail.cli.options import EXIT_ERRORS, EXIT_OK, EXIT_USAGE
 from handrail.errors import StorageError
 from handrail.settings import settings
 from handrail.store.chain import check_run
@@ -21,7 +22,6 @@ if TYPE_CHECKING:
     from handrail.runs.signing import PublicKey, SigningKey
     from handrail.store.base import RunStore
 
-EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2  # as cli/runs.py: options imports runs, runs imports this
 ALL_RUNS = 2**62  # --all: no limit a store could reach
 
 
@@ -62,8 +62,7 @@ def add_record_verbs(verbs: Any, add_database_option: Any, run_help: str) -> Non
     add_database_option(export)
 
 
-def add_key(sub: Any) -> None:
-    key = sub.add_parser("key", help="make the Ed25519 key that signs exported run records")
+def add_key(key: argparse.ArgumentParser) -> None:
     verbs = key.add_subparsers(dest="key_command", metavar="VERB")
     generate = verbs.add_parser("generate", help="write a new private key to FILE, readable by you only")
     generate.add_argument("file", metavar="FILE", help="the PEM file to write (never overwritten)")
@@ -71,7 +70,7 @@ def add_key(sub: Any) -> None:
 
 
 def key_command(args: argparse.Namespace) -> int:
-    # loaded here only: every `handrail` command imports this module, few use a key (cryptography)
+    # loaded here only: `serve` and `runs` import this module, few of their uses need a key (cryptography)
     from handrail.runs.signing import KeyFileError, generate
 
     if getattr(args, "key_command", None) is None:
@@ -90,7 +89,7 @@ def key_command(args: argparse.Namespace) -> int:
 def signing_key_of(args: argparse.Namespace, command: str) -> SigningKey | Literal[False] | None:
     """The key --signing-key (or HANDRAIL_SIGNING_KEY) names, None without one, False
     (said on stderr) when it cannot be used: nothing is served or exported unsigned by mistake."""
-    # loaded here only: every `handrail` command imports this module, few use a key (cryptography)
+    # loaded here only: `serve` and `runs` import this module, few of their uses need a key (cryptography)
     from handrail.runs.signing import KeyFileError, load_signing_key
 
     path = settings(args).signing_key
@@ -152,7 +151,7 @@ def _open(args: argparse.Namespace) -> RunStore:
 
 
 def _export(store: RunStore, args: argparse.Namespace, key: SigningKey | None) -> int:
-    # loaded here only: every `handrail` command imports this module, few use a key (cryptography)
+    # loaded here only: `serve` and `runs` import this module, few of their uses need a key (cryptography)
     from handrail.runs.record import export
 
     run = store.get(args.run_id)
@@ -190,7 +189,11 @@ def _verify_store(store: RunStore, args: argparse.Namespace) -> int:
     results: list[dict[str, Any]] = []
     for run in runs:
         events = store.events(run.id)
-        broken = check_run(store, run.id, run, events) or passkey_break(store, run.id, events)
+        broken = (
+            check_run(store, run.id, run, events)
+            or passkey_break(store, run.id, events)
+            or replayed_break(store, run, events)
+        )
         results.append(
             {"runId": run.id, "events": run.events, "verified": broken is None}
             | ({"broken": broken.as_dict()} if broken else {})
@@ -209,7 +212,7 @@ def _verify_store(store: RunStore, args: argparse.Namespace) -> int:
 
 
 def _verify_file(args: argparse.Namespace) -> int:
-    # loaded here only: every `handrail` command imports this module, few use a key (cryptography)
+    # loaded here only: `serve` and `runs` import this module, few of their uses need a key (cryptography)
     from handrail.runs.record import verify
     from handrail.runs.signing import KeyFileError, load_public_key  # as verify
 
@@ -260,6 +263,13 @@ def _verify_file(args: argparse.Namespace) -> int:
         for note in said["notes"]:
             print(f"  note: {note}")
     return EXIT_OK if verdict.problem is None else EXIT_ERRORS
+
+
+def replayed_break(store: RunStore, run: Any, events: Any) -> Any:
+    """What of the run's row its events, replayed, do not give (runs/replay.py)."""
+    from handrail.runs.replay import replay_break  # lazy: as the record modules
+
+    return replay_break(store, run, events)
 
 
 def passkey_break(store: RunStore, run_id: str, events: Any) -> Any:

@@ -11,53 +11,30 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
+from handrail.cli.migrate import add_migrate_verb
+from handrail.cli.notify_options import queue_from_environment
+from handrail.cli.options import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, add_database_option, missing_database
+from handrail.cli.record import add_record_verbs, record_command
 from handrail.errors import HandrailError, InvalidParams, RunNotActive, RunNotFound, StorageError
 from handrail.notify.targets import shown as shown_receiver
 from handrail.settings import settings
 from handrail.store import ACTIVE_STATUSES
 from handrail.store.base import LOCAL_OWNER, STATUSES, EventType, Notification, RunStatus
-from handrail.store.open import default_url
-from handrail.store.urls import sqlite_path
 
 if TYPE_CHECKING:
     from handrail.runs import Runs
     from handrail.runs.request import Request  # lazy: the run modules load only for `handrail runs`
     from handrail.store import Event, RunRecord
-
-EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
-
-
-def add_database_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--database",
-        default=None,
-        metavar="URL",
-        help="the run store, sqlite:///path/to/file.db or postgresql://user@host/db "
-        "(default $HANDRAIL_DATABASE_URL, else ~/.handrail/handrail.db; $HANDRAIL_HOME moves ~/.handrail)",
-    )
-
-
-def add_runs_only_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--runs-only",
-        action="store_true",
-        default=settings().runs_only,
-        help="offer workflow_list and the run tools only; workflow_get/next/validate are refused "
-        "(also HANDRAIL_RUNS_ONLY=1)",
-    )
-
+    from handrail.store.chain import Break
 
 RUN_HELP = "the run's id, run_... (`handrail runs list` shows them)"
 READING_VERBS = ("list", "show")  # the file is not checked whole for them (store/sqlite.py)
 SHOWN_EVENTS = 200  # `runs show`'s last events: its cost stays the same however long the log
 
 
-def add_runs_parser(sub: Any) -> Any:
-    """The `runs` command and its verbs; returns the verbs, for those another module adds
-    (`migrate`, which sets `runs_handler` to its own function)."""
-    runs = sub.add_parser(
-        "runs", help="list, show, approve, decline, abandon, verify, export and migrate workflow runs"
-    )
+def add_runs(runs: argparse.ArgumentParser) -> None:
+    """The `runs` command's verbs, with those of other modules: `verify` and `export`
+    (record.py), `migrate` (migrate.py, which sets `runs_handler` to its own function)."""
     verbs = runs.add_subparsers(dest="runs_command", metavar="VERB")
     listing = verbs.add_parser("list", help="runs, most recently updated first")
     listing.add_argument(
@@ -119,13 +96,9 @@ def add_runs_parser(sub: Any) -> Any:
         help="why, for the run's record",
     )
     add_database_option(abandon)
-    from handrail.cli.record import (
-        add_record_verbs,  # options imports this module, record imports options' settings
-    )
-
     add_record_verbs(verbs, add_database_option, RUN_HELP)
+    add_migrate_verb(verbs)
     runs.set_defaults(runs_parser=runs)
-    return verbs
 
 
 def _count(text: str) -> int:
@@ -143,19 +116,6 @@ def _event_count(text: str) -> int:
         return _count(text)
     except argparse.ArgumentTypeError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a count of events (0 or more)") from None
-
-
-def _missing_database(database: str | None) -> str | None:
-    """The path of the SQLite database `database` names when it does not exist yet: no
-    command here creates one (folders included), since it would hold no run."""
-    url = database or default_url()
-    if not url.lower().startswith("sqlite:"):
-        return None
-    try:
-        path = sqlite_path(url)
-    except StorageError:  # said when the store is opened
-        return None
-    return None if path.exists() else str(path)
 
 
 def _no_database(args: argparse.Namespace, path: str) -> int:
@@ -179,20 +139,16 @@ def runs_command(args: argparse.Namespace) -> int:
         args.runs_parser.print_help(sys.stderr)
         return EXIT_USAGE
     if verb in ("verify", "export"):
-        from handrail.cli.record import record_command  # lazy: as add_record_verbs
-
         return record_command(args)
     from handrail.service.core import default_runs  # lazy: the service loads only for `handrail runs`
 
     if (unfit := _not_utf8(args)) is not None:
         print(f"handrail runs {verb}: {unfit}", file=sys.stderr)
         return EXIT_USAGE
-    missing = _missing_database(args.database)
+    missing = missing_database(args.database)
     if missing is not None:
         return _no_database(args, missing)
     runs = default_runs(args.database, reading=verb in READING_VERBS)
-    from handrail.cli.notify import queue_from_environment  # the notification options load here only
-
     queue_from_environment(runs, f"runs {verb}")
     try:
         if verb == "list":
@@ -353,7 +309,16 @@ def _as_owner(runs: Runs, run_id: str) -> Request:
 
 
 def _show(runs: Runs, args: argparse.Namespace) -> int:
-    run = runs.run(_as_owner(runs, args.run_id), args.run_id)
+    try:
+        run = runs.run(_as_owner(runs, args.run_id), args.run_id)
+    except StorageError as exc:
+        found = runs.store.get(args.run_id) if exc.data.get("tampered") else None
+        if found is None:
+            raise
+        run = found  # shown as the store holds it, marked (spec/runs.md)
+    broken = _broken(runs, run)
+    tampered = None if broken is None else "TAMPERED" + (f" at event {broken.seq}" if broken.seq else "")
+    tampered = None if broken is None else f"{tampered}: {broken.problem}"
     events = runs.shown_events(run, args.events)  # a gated run's log grows with every tool call
     hidden = max(0, run.events - len(events))
     notes = runs.notifications(run)
@@ -364,22 +329,37 @@ def _show(runs: Runs, args: argparse.Namespace) -> int:
         document: dict[str, Any] = {"run": _run_dict(run), "events": [_event_dict(e) for e in events]}
         if hidden:
             document["eventsNotShown"] = hidden
+        if broken is not None:
+            document["tampered"] = broken.as_dict()
         if tree is not None:
             document["tree"] = tree
         if notes:
             document["notifications"] = [n.as_dict() | {"target": shown_receiver(n.target)} for n in notes]
         _say(json.dumps(document, indent=2, ensure_ascii=False))
     elif args.format == "md":
-        _say(_markdown(run, events, _hidden_line(hidden)))
+        _say((f"> **{tampered}**\n\n" if tampered else "") + _markdown(run, events, _hidden_line(hidden)))
     else:
-        _say(_text(run, events, _hidden_line(hidden)))
+        _say((f"{tampered}\n" if tampered else "") + _text(run, events, _hidden_line(hidden)))
     if args.format == "md" and tree is not None:
         _say("\n## Tree\n\n```\n" + "\n".join(tree_lines(tree, marked=run.id)) + "\n```")
     elif args.format == "text" and tree is not None:
         _say("\ntree\n" + "\n".join("  " + line for line in tree_lines(tree, marked=run.id)))
     if args.format != "json" and (undelivered := [n for n in notes if n.last_error is not None]):
         _say("\n" + "\n".join(_notification_line(n) for n in undelivered))
-    return EXIT_OK
+    return EXIT_OK if broken is None else EXIT_ERRORS
+
+
+def _broken(runs: Runs, run: RunRecord) -> Break | None:
+    """What of the run does not hold (its chain, signatures, row by replay), said on stderr.
+    The check reads the whole log, though the page shows only its window: a resealed edit
+    of the row is seen only by replaying every event."""
+    broken = runs.chain_break(run)
+    if broken is not None:
+        _say(
+            f"handrail runs show: run {run.id} was changed outside handrail: {broken.problem}",
+            file=sys.stderr,
+        )
+    return broken
 
 
 def _hidden_line(hidden: int) -> str | None:
@@ -542,9 +522,31 @@ def _needs_presence(args: argparse.Namespace, exc: HandrailError) -> int:
     return EXIT_ERRORS
 
 
+def _link_sent(runs: Runs, args: argparse.Namespace, person: str) -> bool:
+    """Where the run's notifications go somewhere, a one-time link for this decision sent
+    there (runs/links.py): said on stderr, the link itself never shown, since this
+    terminal is one the agent shares. False: no channel took it."""
+    from handrail.cli.notify import send_link  # the notification modules load here only
+
+    sent = send_link(runs, args.run_id, person, args.runs_command == "approve", args.comment)
+    if sent is None:
+        return False
+    where, expires, signed = sent
+    _say(
+        f"handrail runs {args.runs_command}: run {args.run_id}: this decision needs the person, and the "
+        f"gate watches this run from this machine and user, so it is not taken here. A one-time "
+        f"{'signed ' if signed else ''}link to {args.runs_command} it as {person} was sent to "
+        f"{', '.join(where)}, the channels the run's notifications go to; the person decides by "
+        f"opening it there (until {expires}). The link is not shown here: this terminal is one the "
+        "agent shares.",
+        file=sys.stderr,
+    )
+    return True
+
+
 def _decide(runs: Runs, args: argparse.Namespace) -> int:
     from handrail.runs.approvals import local_person  # lazy: the run modules load only for `handrail runs`
-    from handrail.runs.presence import PresenceNeeded  # as local_person
+    from handrail.runs.presence import GATE_WATCHES, PresenceNeeded  # as local_person
 
     person = args.person or local_person()
     tokens = settings(args).tokens_file or None
@@ -563,6 +565,10 @@ def _decide(runs: Runs, args: argparse.Namespace) -> int:
             _as_owner(runs, args.run_id), args.run_id, person=person, comment=args.comment, shared=True
         )
     except PresenceNeeded as exc:
+        # only the shared channel's reason lets a link do: the workflow's or the server's asks for the passkey
+        shared = GATE_WATCHES in str(exc.data.get("details", ""))
+        if shared and _link_sent(runs, args, person):
+            return EXIT_ERRORS  # nothing is decided until the person opens the link
         return _needs_presence(args, exc)
     except RunNotActive as exc:
         if exc.data.get("status") != RunStatus.ACTIVE.value:

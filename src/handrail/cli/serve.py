@@ -10,17 +10,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from handrail.cli import notify, options
+from handrail.cli import notify_options, options
 from handrail.cli.options import EXIT_USAGE
-from handrail.cli.record import add_signing_key_option, signing_key_of
 from handrail.errors import StorageError
 from handrail.settings import settings
 
 
-def add_start(sub: Any) -> None:
+def add_start(start: argparse.ArgumentParser) -> None:
     from handrail import limits  # lazy: loaded when the command runs
 
-    start = sub.add_parser("start", help="serve the workflows over stdio (for MCP clients)")
     options.add_source_options(start)
     options.add_serving_options(start)
     start.add_argument(
@@ -33,12 +31,11 @@ def add_start(sub: Any) -> None:
     options.add_limit_options(start)
     options.add_check_options(start)
     options.add_run_options(start)
-    notify.add_notify_options(start)
+    notify_options.add_notify_options(start)
     options.add_transport_options(start, http=False)
 
 
-def add_serve(sub: Any) -> None:
-    serve = sub.add_parser("serve", help="serve the workflows over Streamable HTTP at /mcp")
+def add_serve(serve: argparse.ArgumentParser) -> None:
     options.add_source_options(serve)
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     serve.add_argument(
@@ -59,6 +56,20 @@ def add_serve(sub: Any) -> None:
         help="another Origin to accept, e.g. https://app.example.com (repeatable)",
     )
     serve.add_argument(
+        "--audit-log",
+        default=None,
+        metavar="FILE",
+        help="append every run event, as it is written, to FILE as a JSON line (see `handrail audit`)",
+    )
+    serve.add_argument(
+        "--trust-proxy",
+        action="append",
+        default=[],
+        metavar="ADDR",
+        help="a proxy (address or network, e.g. 10.0.0.5 or 10.0.0.0/24) whose Forwarded or "
+        "X-Forwarded-Host/-Proto headers name the origin browsers use (repeatable)",
+    )
+    serve.add_argument(
         "--tokens",
         default=None,
         metavar="FILE",
@@ -76,33 +87,86 @@ def add_serve(sub: Any) -> None:
         metavar="TOKEN",
         help="the token a scraper sends for /metrics instead (default $HANDRAIL_METRICS_TOKEN)",
     )
+    add_oidc_options(serve)
     options.add_serving_options(serve)
     options.add_limit_options(serve)
     options.add_check_options(serve)
     options.add_run_options(serve)
-    notify.add_notify_options(serve)
+    notify_options.add_notify_options(serve)
     options.add_transport_options(serve, http=True)
+    from handrail.cli.record import add_signing_key_option  # lazy: `start` signs nothing
+
     add_signing_key_option(serve, "signs run records; its public half is served at /.well-known/handrail-key")
 
 
-def add_dashboard(sub: Any) -> None:
-    dashboard = sub.add_parser(
-        "dashboard",
-        help="watch and approve this machine's runs in a browser",
-        epilog="It also takes the limits and transport options of `handrail serve` "
-        "(see `handrail serve --help`).",
+def add_oidc_options(serve: Any) -> None:
+    group = serve.add_argument_group("single sign-on (docs/team.md; the secret: HANDRAIL_OIDC_CLIENT_SECRET)")
+    group.add_argument(
+        "--oidc-issuer", metavar="URL", help="the team's OpenID provider (default $HANDRAIL_OIDC_ISSUER)"
     )
+    group.add_argument("--oidc-client-id", metavar="ID", help="handrail's client id at the provider")
+    group.add_argument(
+        "--oidc-audience",
+        metavar="URL",
+        help="the audience /mcp's bearer JWTs must name (default: the public URL's /mcp)",
+    )
+    group.add_argument(
+        "--oidc-roles",
+        action="append",
+        metavar="ROLE=GROUP",
+        help="members of the provider's GROUP hold handrail's ROLE, e.g. lead=handrail-leads (repeatable)",
+    )
+
+
+def provider_of(args: argparse.Namespace, sock: Any) -> Any:
+    """The OpenID provider the settings name, None without one, False (said on stderr,
+    `sock` closed) when they cannot be used."""
+    found = _provider(args, sock.getsockname()[1])
+    if found is False:
+        sock.close()
+    return found
+
+
+def _provider(args: argparse.Namespace, port: int) -> Any:
+    chosen = settings(args)
+    if not chosen.oidc_issuer:
+        return None
+    from handrail.service.identity_provider import Provider, parse_roles  # lazy: only with a provider
+
+    said = f"handrail {args.command}:"
+    if not chosen.oidc_issuer.lower().startswith(("https://", "http://")) or not chosen.oidc_client_id:
+        print(f"{said} --oidc-issuer needs an http(s) URL and --oidc-client-id", file=sys.stderr)
+        return False
+    try:
+        groups = parse_roles(chosen.oidc_roles)
+    except ValueError as exc:
+        print(f"{said} {exc}", file=sys.stderr)
+        return False
+    public = chosen.public_url.rstrip("/") or f"http://{args.host}:{port}"
+    return Provider(
+        issuer=chosen.oidc_issuer,
+        client_id=chosen.oidc_client_id,
+        client_secret=chosen.oidc_client_secret,
+        audience=chosen.oidc_audience or public + "/mcp",
+        groups=groups,
+        public_url=chosen.public_url,
+    )
+
+
+def add_dashboard(dashboard: argparse.ArgumentParser) -> None:
     options.add_source_options(dashboard)
     dashboard.add_argument(
         "--port", type=options.port_number, default=8766, help="port on 127.0.0.1 (default 8766)"
     )
     options.add_serving_options(dashboard)
-    dashboard.set_defaults(host="127.0.0.1", allow_host=[], allow_origin=[], tokens=None)
+    dashboard.set_defaults(host="127.0.0.1", allow_host=[], allow_origin=[], trust_proxy=[], tokens=None)
     _unlisted(dashboard, options.add_limit_options)
     options.add_check_options(dashboard)
     options.add_run_options(dashboard)
-    notify.add_notify_options(dashboard)
+    notify_options.add_notify_options(dashboard)
     _unlisted(dashboard, lambda parser: options.add_transport_options(parser, http=True))
+    from handrail.cli.record import add_signing_key_option  # lazy: `start` signs nothing
+
     add_signing_key_option(
         dashboard, "signs run records; its public half is served at /.well-known/handrail-key"
     )
@@ -130,7 +194,7 @@ def service_of(
     """The service of `start` and `serve`: the catalog, the limits, the run store, the checks,
     the dashboard's address when the server serves one, and who may approve: the roles of
     `people` (the tokens file) and the channels approvals come through."""
-    from handrail.service.core import Service, default_runs  # lazy: loaded when the command runs
+    from handrail.service.core import Service, later_runs  # lazy: loaded when the command runs
     from handrail.store.open import check_url  # lazy: loaded when the command runs
 
     try:
@@ -138,28 +202,34 @@ def service_of(
     except StorageError as exc:
         print(f"handrail {args.command}: --database: {exc.message}", file=sys.stderr)
         raise SystemExit(EXIT_USAGE) from None
-    from handrail.runs.approvers import default_channels  # with the service, after the parser
 
     public = settings(args).public_url
     if public and not public.lower().startswith(("http://", "https://")):
         print(f"handrail {args.command}: --public-url: {public!r} is not an http(s) URL", file=sys.stderr)
         raise SystemExit(EXIT_USAGE)
-    service = Service(
+    chosen = getattr(args, "approval_channels", None)
+    lease_seconds = settings(args).lease_seconds
+
+    def settled(runs: Any) -> None:
+        """The server's settings for its runs, given as they are made (on first use)."""
+        from handrail.runs.approvers import default_channels  # with the runs, after `initialize`
+
+        runs.ledger.approval_channels = chosen or default_channels(with_tokens)
+        runs.ledger.lease_seconds = lease_seconds
+        runs.ledger.require_presence = bool(getattr(args, "require_presence", False))
+        if people is not None:
+            runs.ledger.roles = people.roles_of
+
+    return Service(
         catalog,
         options.limits_of(args),
-        runs=default_runs(args.database),
+        # the run modules load when the runs are first used: `initialize` needs none of them
+        runs=later_runs(args.database, settled),
         runs_only=args.runs_only,
         checks=checks,
         # where a person opens the dashboard: the run's page in approval questions and notices
         dashboard_url=public or dashboard_url,
     )
-    chosen = getattr(args, "approval_channels", None)
-    service.runs.ledger.approval_channels = chosen or default_channels(with_tokens)
-    service.runs.ledger.lease_seconds = settings(args).lease_seconds
-    service.runs.ledger.require_presence = bool(getattr(args, "require_presence", False))
-    if people is not None:
-        service.runs.ledger.roles = people.roles_of
-    return service
 
 
 SWEEP_SECONDS = 5.0  # how often pending approvals are looked at for remindAfter and escalateAfter
@@ -169,7 +239,8 @@ SWEEP_SECONDS = 5.0  # how often pending approvals are looked at for remindAfter
 def background(service: Any, notifying: Any) -> Iterator[None]:
     """A serving process's own threads while it serves: the notification worker (with
     receivers) and the sweep that records reminders and escalations."""
-    worker = notify.start_worker(service.runs, notifying)
+    # without receivers there is no worker, and the runs stay unmade until used
+    worker = notify_options.start_worker(service.runs, notifying) if notifying is not None else None
     sweeping = sweep_approvals(service)
     try:
         yield
@@ -177,6 +248,30 @@ def background(service: Any, notifying: Any) -> Iterator[None]:
         if worker is not None:
             worker.stop()
         sweeping.set()
+
+
+@contextmanager
+def audit_log(service: Any, path: str | None) -> Iterator[None]:
+    """`--audit-log FILE`: the store's events from now on appended to FILE while serving."""
+    if path is None:
+        yield
+        return
+    from pathlib import Path  # lazy: only a server with --audit-log
+
+    from handrail.runs.audit import AuditLog  # as Path
+    from handrail.store.rows import now  # as Path
+
+    try:
+        Path(path).open("ab").close()
+    except OSError as exc:
+        print(f"handrail serve: --audit-log: cannot append to {path}: {exc.strerror or exc}", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE) from None
+    appender = AuditLog(service.runs.ledger.store, Path(path), now())
+    appender.start()
+    try:
+        yield
+    finally:
+        appender.stop()
 
 
 def sweep_approvals(service: Any) -> threading.Event:
@@ -239,7 +334,7 @@ def start(args: argparse.Namespace) -> int:
     checks = options.check_config_of(args, "start")
     if checks is None:
         return EXIT_USAGE
-    notifying = notify.config_of(args)
+    notifying = notify_options.config_of(args)
     catalog = options.catalog_of(args)
     limits = options.limits_of(args)
     try:
@@ -248,7 +343,7 @@ def start(args: argparse.Namespace) -> int:
             # `initialize` is answered from a quick read of the sources; the workflows are
             # compiled (and watched) right after that first answer is out
             return serve(
-                Protocol(service, tracer=traced(service, "pipe")),
+                Protocol(service, tracer=traced(service, "pipe", args.shutdown_timeout)),
                 max_line=limits.max_line_bytes,
                 after_first_reply=lambda: catalog.watch(interval=args.reload_interval),
                 shutdown_timeout=args.shutdown_timeout,
@@ -263,6 +358,7 @@ def serve_command(args: argparse.Namespace) -> int:
         level=args.log_level.upper(),
         format="handrail %(levelname)s %(name)s: %(message)s",
     )
+    from handrail.cli.record import signing_key_of  # lazy: `start` signs nothing
     from handrail.transport.http import bind, serve  # lazy: loaded when the command runs
 
     checks = options.check_config_of(args, "serve")
@@ -271,10 +367,17 @@ def serve_command(args: argparse.Namespace) -> int:
     people = people_of(args)
     if people is False:
         return EXIT_USAGE
+    from handrail.forwarded import parse_proxies  # lazy: loaded when the command runs
+
+    try:
+        proxies = parse_proxies(args.trust_proxy)
+    except ValueError as exc:
+        print(f"handrail {args.command}: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     key = signing_key_of(args, args.command)
     if key is False:
         return EXIT_USAGE
-    notifying = notify.config_of(args)
+    notifying = notify_options.config_of(args)
     try:
         sock = bind(args.host, args.port)
     except OSError as exc:
@@ -287,6 +390,9 @@ def serve_command(args: argparse.Namespace) -> int:
             why = "is in use" if exc.errno == errno.EADDRINUSE else f"cannot be used ({exc.strerror or exc})"
             problem = f"port {args.port} on {args.host} {why}; choose another with --port"
         print(f"handrail {args.command}: {problem}", file=sys.stderr)
+        return EXIT_USAGE
+    provider = provider_of(args, sock) if args.command == "serve" else None
+    if provider is False:
         return EXIT_USAGE
     options.warn_missing(args)
     catalog = options.catalog_of(args)
@@ -306,9 +412,11 @@ def serve_command(args: argparse.Namespace) -> int:
             checks,
             dashboard_url=_reachable(dashboard, args.host, port),
             people=served_people,
-            with_tokens=bool(served_people or shared),
+            with_tokens=bool(served_people or shared or provider),
         )
-        with background(service, notifying):
+        if provider is not None:  # a signed-in person's roles come from the provider's groups
+            service.runs.ledger.roles = provider.with_tokens(served_people).roles_of
+        with background(service, notifying), audit_log(service, getattr(args, "audit_log", None)):
             return serve(
                 service,
                 args.host,
@@ -324,15 +432,18 @@ def serve_command(args: argparse.Namespace) -> int:
                 hooks=hooks_of(service, args),
                 public_key=key.public.published() if key else None,
                 metrics=getattr(args, "metrics", False),
-                tracer=traced(service, "tcp"),
+                tracer=traced(service, "tcp", args.shutdown_timeout),
                 metrics_token=settings(args).metrics_token or None,
+                trusted_proxies=proxies,
+                provider=provider,
             )
     finally:
         catalog.close()
 
 
-def traced(service: Any, transport: str) -> Any:
-    """The tracer the OTEL_* variables ask for, told to `service`'s runs too; None: none."""
+def traced(service: Any, transport: str, shutdown_timeout: float) -> Any:
+    """The tracer the OTEL_* variables ask for, told to `service`'s runs too; None: none.
+    Its spans are flushed at exit within `shutdown_timeout` seconds."""
     exporter = settings().traces
     if not exporter:
         return None
@@ -344,7 +455,7 @@ def traced(service: Any, transport: str) -> Any:
             file=sys.stderr,
         )
         return None
-    found = tracer(exporter, transport)
+    found = tracer(exporter, transport, shutdown_timeout)
     service.runs.ledger.tracer = found
     return found
 

@@ -6,15 +6,11 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
 
 from handrail.cli.options import EXIT_OK, EXIT_USAGE, invoked_as
 
 
-def add_init(sub: Any) -> None:
-    init = sub.add_parser(
-        "init", help="create ~/.handrail/workflows (or $HANDRAIL_HOME/workflows) with a sample workflow"
-    )
+def add_init(init: argparse.ArgumentParser) -> None:
     init.add_argument(
         "--dir",
         type=Path,
@@ -23,8 +19,7 @@ def add_init(sub: Any) -> None:
     )
 
 
-def add_token(sub: Any) -> None:
-    token = sub.add_parser("token", help="make a new random token and its tokens-file line")
+def add_token(token: argparse.ArgumentParser) -> None:
     token.add_argument("name", metavar="NAME", help="the person the token is for")
     token.add_argument(
         "--scope",

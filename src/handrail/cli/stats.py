@@ -9,14 +9,13 @@ import sys
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
-from handrail.cli.runs import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, _missing_database, add_database_option
+from handrail.cli.options import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, add_database_option, missing_database
 from handrail.errors import HandrailError
 from handrail.store.open import open_store
 from handrail.store.stats import StatsFilter, workflow_stats
 
 
-def add_stats(sub: Any) -> None:
-    stats = sub.add_parser("stats", help="what the runs of each workflow tell: funnel, rejections, checks")
+def add_stats(stats: argparse.ArgumentParser) -> None:
     stats.add_argument("workflow", nargs="?", default=None, metavar="WORKFLOW", help="only this workflow")
     stats.add_argument("--since", default=None, metavar="DATE", help="runs started on or after DATE (UTC)")
     stats.add_argument(
@@ -56,7 +55,7 @@ def stats_command(args: argparse.Namespace) -> int:
             print(f"handrail stats: --{option}: {exc}", file=sys.stderr)
             return EXIT_USAGE
     where = StatsFilter(args.workflow, times["since"], times["until"], args.person)
-    missing = _missing_database(args.database)
+    missing = missing_database(args.database)
     if missing is not None:
         print(f"handrail stats: no run database at {missing} yet", file=sys.stderr)
         return EXIT_ERRORS

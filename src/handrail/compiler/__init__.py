@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from handrail.codec import source_revision
 from handrail.compiler.build import build_workflow
 from handrail.compiler.checks import Commands
 from handrail.compiler.derive import derive
@@ -20,7 +21,7 @@ from handrail.compiler.schema_errors import schema_diagnostics
 from handrail.compiler.source import SourceMap, parse_json
 from handrail.errors import Diagnostic, Finding, Findings
 from handrail.limits import MAX_FILE_BYTES
-from handrail.model import Workflow, WorkflowOrigin, source_revision
+from handrail.model import Workflow, WorkflowOrigin
 from handrail.rules.schemas import check_workflow
 from handrail.wide_integers import may_hold_wide_integers
 

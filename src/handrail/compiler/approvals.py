@@ -50,11 +50,20 @@ def compile_approval(
             f"{at}/approvals",
             "name more people, add a role (`role:NAME`), or lower `approvals`",
         )
+    separate = bool(raw.get("separateApprover", workflow_default))
+    if not approvers and not separate and escalation is None and approvals > 1 and confirmation is not False:
+        report.warning(
+            "H216",
+            f"`approvals` is {approvals} but the step names no `approvers`: the run's owner can "
+            f"give one, so {approvals - 1} more must come from other people of the server",
+            f"{at}/approvals",
+            "name the approvers (a role as `role:NAME`), or lower `approvals` to 1",
+        )
     remind = raw.get("remindAfter")
     rule = ApprovalRule(
         approvers=approvers,
         approvals=approvals,
-        separate=bool(raw.get("separateApprover", workflow_default)),
+        separate=separate,
         remind_after=seconds(remind) if isinstance(remind, str) else None,
         escalate_after=seconds(escalation["after"]) if isinstance(escalation, Mapping) else None,
         escalate_role=str(escalation["role"]) if isinstance(escalation, Mapping) else None,

@@ -23,6 +23,7 @@ CODES = {
     "H213": "A loop that cannot be parallel",
     "H214": "A sub-workflow step names no workflow",
     "H215": "Sub-workflows that start each other in a cycle",
+    "H216": "A quorum whose step names no approvers",
     "H300": "Condition syntax error",
     "H301": "Unknown condition operator",
     "H302": "A condition always holds",

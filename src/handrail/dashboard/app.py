@@ -12,22 +12,53 @@ from typing import Any
 from starlette.routing import BaseRoute, Route
 
 from handrail.dashboard.api import Api
+from handrail.dashboard.link_pages import link_routes
 from handrail.dashboard.pages import Pages
 from handrail.dashboard.passkey_pages import Kit, passkey_routes
 from handrail.dashboard.sessions import Identifies
 from handrail.dashboard.signin import SignIn, static
-from handrail.dashboard.site import Refuse, Site, form, same_origin
+from handrail.dashboard.site import Refuse, Site, form
+from handrail.forwarded import Network
+from handrail.service.identity_provider import Provider
 
 
-def dashboard_routes(service: Any, refuse: Refuse, people: Identifies | None) -> list[BaseRoute]:
+def oidc_routes(site: Site) -> list[BaseRoute]:
+    flow = site.oidc
+    if flow is None:
+        return []
+    return [
+        Route("/signin/oidc", flow.start, methods=["GET"]),
+        Route("/signin/oidc/callback", flow.callback, methods=["GET"]),
+    ]
+
+
+def dashboard_routes(
+    service: Any,
+    refuse: Refuse,
+    people: Identifies | None,
+    proxies: frozenset[Network] = frozenset(),
+    provider: Provider | None = None,
+) -> list[BaseRoute]:
     """`refuse(request, authenticate=False)`: the transport's Host and Origin checks;
-    `people`: whom the tokens name (None: no token asked, one person's server)."""
-    site = Site(service, refuse, people)
+    `people`: whom the tokens name (None: no token asked, one person's server);
+    `proxies`: those whose forwarded origin counts (`--trust-proxy`);
+    `provider`: the team's OpenID provider, which signs people in too (oidc_signin)."""
+    site = Site(service, refuse, people, proxies, provider)
     pages, signin = Pages(site), SignIn(site)
     api = Api(site, pages)
     gate = site.gate
-    kit = Kit(gate, site.page, form, same_origin, site.as_person, site.runs, shared=people is None)
+    kit = Kit(
+        gate,
+        site.page,
+        form,
+        site.same_origin,
+        site.as_person,
+        site.runs,
+        shared=people is None,
+        where=site.where,
+    )
     return [
+        *link_routes(kit),
         *passkey_routes(kit, site.challenges),
         Route("/", gate(pages.runs_page), methods=["GET"]),
         Route("/runs/{run_id}", gate(pages.run_page), methods=["GET"]),
@@ -39,5 +70,6 @@ def dashboard_routes(service: Any, refuse: Refuse, people: Identifies | None) ->
         Route("/api/runs/{run_id}/{verb:str}", api.api_decide, methods=["POST"]),
         Route("/signin", signin.signin, methods=["GET", "POST"]),
         Route("/signout", signin.signout, methods=["POST"]),
+        *oidc_routes(site),
         Route("/static/{name}", static, methods=["GET"]),
     ]

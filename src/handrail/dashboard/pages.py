@@ -14,7 +14,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from handrail.dashboard import insights, views
 from handrail.dashboard.passkey_pages import presence_of, sign_page_url
 from handrail.dashboard.sessions import Session
-from handrail.dashboard.site import LISTED, SECURITY_HEADERS, Site, form, same_origin
+from handrail.dashboard.site import LISTED, SECURITY_HEADERS, Site, form
 from handrail.errors import HandrailError
 from handrail.notify.targets import shown
 from handrail.runs.presence import PresenceNeeded
@@ -141,7 +141,7 @@ class Pages:
         if verb not in ("approve", "decline"):
             return Response(status_code=404)
         fields = await form(request)
-        if fields is None or not same_origin(request):
+        if fields is None or not self.site.same_origin(request):
             return HTMLResponse("Forbidden: cross-site request", 403, headers=SECURITY_HEADERS)
         if not hmac.compare_digest(fields.get("csrf", "").encode(), session.csrf.encode()):
             return HTMLResponse("Forbidden: the form's token does not match", 403, headers=SECURITY_HEADERS)

@@ -23,6 +23,7 @@ from starlette.routing import BaseRoute, Route
 
 from handrail.dashboard.sessions import Session
 from handrail.errors import HandrailError
+from handrail.forwarded import Public
 from handrail.runs.passkeys import credential_of
 from handrail.runs.presence import Presence, challenge, new_nonce
 from handrail.runs.request import Request as Asking
@@ -43,6 +44,8 @@ class Kit:
     as_person: Callable[..., Awaitable[Any]]
     runs: Any
     shared: bool  # the dashboard runs without tokens: the agent on this machine reaches it too
+    # where the browser sent the request: a `--trust-proxy` proxy's word, else Host (app.py)
+    where: Callable[[Request], Public | None] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,10 +79,15 @@ class Challenges:
             return self._items.pop(key, None)
 
 
-def relying_party(request: Request) -> tuple[str, str]:
-    """The relying party's id (the host name the browser used) and the origin."""
-    host = request.headers.get("host", "")
-    return urlsplit(f"//{host}").hostname or "", f"{request.url.scheme}://{host}"
+def relying_party(
+    request: Request, where: Callable[[Request], Public | None] | None = None
+) -> tuple[str, str]:
+    """The relying party's id (the host name the browser used: behind a trusted proxy
+    the one it forwards, not the proxy's own Host) and the origin."""
+    said = where(request) if where is not None else None
+    host = said.netloc if said is not None else request.headers.get("host", "")
+    scheme = said.scheme if said is not None and said.scheme else request.url.scheme
+    return urlsplit(f"//{host}").hostname or "", f"{scheme}://{host}"
 
 
 def is_ip(host: str) -> bool:
@@ -127,7 +135,7 @@ class PasskeyPages:
 
     async def passkeys_page(self, request: Request, session: Session) -> Response:
         keys = await self.kit.as_person(session, lambda _asking: self.runs.passkeys.of(session.person))
-        rp_id, _ = relying_party(request)
+        rp_id, _ = relying_party(request, self.kit.where)
         return self.kit.page(
             "passkeys.html",
             request,
@@ -142,7 +150,7 @@ class PasskeyPages:
         fields = await self.checked(request, session)
         if isinstance(fields, Response):
             return fields
-        rp_id, origin = relying_party(request)
+        rp_id, origin = relying_party(request, self.kit.where)
         if is_ip(rp_id):
             return JSONResponse({"error": "a passkey needs a host name: open the page at localhost"}, 400)
         watched = (
@@ -208,7 +216,7 @@ class PasskeyPages:
         run_id, verb = request.path_params["run_id"], request.path_params["verb"]
         if verb not in ("approve", "decline"):
             return JSONResponse({"error": f"no such decision `{verb[:40]}`"}, 404)
-        rp_id, origin = relying_party(request)
+        rp_id, origin = relying_party(request, self.kit.where)
         if is_ip(rp_id):
             return JSONResponse({"error": "a passkey needs a host name: open the page at localhost"}, 400)
         try:
@@ -228,7 +236,7 @@ class PasskeyPages:
         verb = request.query_params.get("verb", "approve")
         verb = verb if verb in ("approve", "decline") else "approve"
         keys = await self.kit.as_person(session, lambda _asking: self.runs.passkeys.of(session.person))
-        rp_id, _ = relying_party(request)
+        rp_id, _ = relying_party(request, self.kit.where)
         return self.kit.page(
             "sign.html",
             request,

@@ -1,18 +1,17 @@
-"""Who is signed in: server-side sessions behind an opaque cookie. The person a
-token names comes from the transport's `People` (handrail.service.people)."""
+"""Who is signed in: sessions kept in the run store behind an opaque cookie, so that
+any server on a shared store serves any request of a person signed in on another, and
+signing out or expiring ends the session on all of them (runs/sign_ins.py). The
+person a token names comes from the transport's `People` (handrail.service.people)."""
 
 from __future__ import annotations
 
 import secrets
-import threading
 import time
-from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 COOKIE = "handrail_session"
 SESSION_SECONDS = 12 * 3600
-MAX_SESSIONS = 10_000  # the oldest is forgotten first: sign-ins cannot grow memory without bound
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,24 +19,31 @@ class Session:
     id: str
     person: str
     csrf: str  # the token every form that changes something must carry
-    expires: float
+    expires: float  # seconds since the epoch
+
+
+class Kept(Protocol):
+    """handrail.runs.sign_ins.SignIns: the sessions in the shared store."""
+
+    def keep(self, session_id: str, person: str, csrf: str, expires: float) -> None: ...
+
+    def find(self, session_id: str) -> Any: ...
+
+    def end(self, session_id: str) -> None: ...
 
 
 class Sessions:
-    def __init__(self, seconds: float = SESSION_SECONDS, limit: int = MAX_SESSIONS) -> None:
+    """Blocking: each call reads or writes the store (call it off the event loop)."""
+
+    def __init__(self, kept: Kept, seconds: float = SESSION_SECONDS) -> None:
+        self._kept = kept
         self._seconds = seconds
-        self._limit = limit
-        self._items: OrderedDict[str, Session] = OrderedDict()
-        self._lock = threading.Lock()
 
     def create(self, person: str) -> Session:
         session = Session(
-            secrets.token_urlsafe(32), person, secrets.token_urlsafe(32), time.monotonic() + self._seconds
+            secrets.token_urlsafe(32), person, secrets.token_urlsafe(32), time.time() + self._seconds
         )
-        with self._lock:
-            self._items[session.id] = session
-            while len(self._items) > self._limit:
-                self._items.popitem(last=False)
+        self._kept.keep(session.id, session.person, session.csrf, session.expires)
         return session
 
     @staticmethod
@@ -46,18 +52,14 @@ class Sessions:
         return Session("", person, secrets.token_urlsafe(32), 0.0)
 
     def get(self, session_id: str | None) -> Session | None:
-        if not session_id:
+        if not session_id or len(session_id) > 128:
             return None
-        with self._lock:
-            session = self._items.get(session_id)
-            if session is not None and session.expires < time.monotonic():
-                del self._items[session_id]
-                return None
-        return session
+        found = self._kept.find(session_id)
+        return None if found is None else Session(session_id, found.person, found.csrf, found.expires)
 
     def end(self, session_id: str | None) -> None:
-        with self._lock:
-            self._items.pop(session_id or "", None)
+        if session_id:
+            self._kept.end(session_id)
 
 
 class Identifies(Protocol):

@@ -5,11 +5,12 @@ from __future__ import annotations
 import hmac
 from urllib.parse import quote
 
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 
 from handrail.dashboard.sessions import COOKIE
-from handrail.dashboard.site import HERE, SECURITY_HEADERS, Site, form, same_origin, with_cookie
+from handrail.dashboard.site import HERE, SECURITY_HEADERS, Site, form
 from handrail.service.people import PERSON
 
 STATIC = {
@@ -38,7 +39,7 @@ class SignIn:
                 "signin.html", request, None, next=target, failed=failed is not None, agent=failed == "agent"
             )
         fields = await form(request)
-        if fields is None or not same_origin(request):
+        if fields is None or not site.same_origin(request):
             return HTMLResponse("Forbidden: cross-site request", 403, headers=SECURITY_HEADERS)
         token = fields.get("token", "")
         if site.agent_only(token):
@@ -47,7 +48,8 @@ class SignIn:
         if person is None:
             # back to the form by a redirect: a 401 page would be logged by the browser as an error
             return RedirectResponse("/signin?failed&next=" + quote(target), 303)
-        return with_cookie(RedirectResponse(target, 303), request, site.sessions.create(person))
+        made = await run_in_threadpool(site.sessions.create, person)
+        return site.with_cookie(RedirectResponse(target, 303), request, made)
 
     async def signout(self, request: Request) -> Response:
         sessions = self.site.sessions
@@ -55,11 +57,11 @@ class SignIn:
         if refused is not None:
             return refused
         fields = await form(request)
-        session = sessions.get(request.cookies.get(COOKIE))
-        if fields is None or not same_origin(request) or session is None:
+        session = await run_in_threadpool(sessions.get, request.cookies.get(COOKIE))
+        if fields is None or not self.site.same_origin(request) or session is None:
             return HTMLResponse("Forbidden", 403, headers=SECURITY_HEADERS)
         if hmac.compare_digest(fields.get("csrf", "").encode(), session.csrf.encode()):
-            sessions.end(session.id)
+            await run_in_threadpool(sessions.end, session.id)
         response = RedirectResponse("/signin", 303)
         response.delete_cookie(COOKIE, path="/")
         return response

@@ -13,20 +13,26 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
-from urllib.parse import parse_qsl, quote, urlsplit
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qsl, quote
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
+from handrail import forwarded
 from handrail.dashboard import views
 from handrail.dashboard.passkey_pages import Challenges
 from handrail.dashboard.sessions import COOKIE, Identifies, Session, Sessions
 from handrail.errors import HandrailError
+from handrail.forwarded import Network
 from handrail.runs.request import Request as Asking
 from handrail.service.people import AGENT, PERSON, bearer
+
+if TYPE_CHECKING:
+    from handrail.dashboard.oidc_signin import OidcSignIn
+    from handrail.service.identity_provider import Provider
 
 HERE = Path(__file__).parent
 CSP = (
@@ -64,16 +70,6 @@ def bearer_of(request: Request) -> str | None:
     return bearer(headers[0]) if len(headers) == 1 else None
 
 
-def same_origin(request: Request) -> bool:
-    """A form post must name this very host and port (browsers send Origin on every
-    POST); the scheme is not compared, so that a TLS-terminating proxy is no obstacle."""
-    origin = request.headers.get("origin") or request.headers.get("referer")
-    if origin is None:
-        return False
-    parts = urlsplit(origin)
-    return parts.scheme in ("http", "https") and parts.netloc == request.headers.get("host")
-
-
 async def form(request: Request) -> dict[str, str] | None:
     """A small urlencoded form (no multipart parser needed); None when it is not one."""
     declared = request.headers.get("content-length", "")
@@ -90,25 +86,21 @@ async def form(request: Request) -> dict[str, str] | None:
     return dict(pairs)
 
 
-def with_cookie(response: Response, request: Request, session: Session) -> Response:
-    response.set_cookie(
-        COOKIE,
-        session.id,
-        httponly=True,
-        samesite="strict",
-        secure=request.url.scheme == "https",
-        path="/",
-    )
-    return response
-
-
 class Site:
     """One dashboard's state: `refuse(request, authenticate=False)` is the transport's
     Host and Origin checks; `people` whom the tokens name (None: no token asked, one
     person's server)."""
 
-    def __init__(self, service: Any, refuse: Refuse, people: Identifies | None) -> None:
+    def __init__(
+        self,
+        service: Any,
+        refuse: Refuse,
+        people: Identifies | None,
+        proxies: frozenset[Network] = frozenset(),
+        provider: Provider | None = None,
+    ) -> None:
         self.service = service
+        self.proxies = proxies  # those whose forwarded origin counts (`--trust-proxy`)
         self.runs = service.runs
         self.refuse = refuse
         self.people = people
@@ -116,14 +108,48 @@ class Site:
             loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(default=True)
         )
         self.templates.filters["duration"] = views.duration  # seconds as people read them
-        self.sessions = Sessions()
+        self.sessions = Sessions(service.runs.sign_ins)  # in the store: every server on it knows them
         self.challenges = Challenges()  # the passkey challenges handed out, each taken once
+        self.single_sign_on = provider is not None  # an OpenID provider signs people in (/signin/oidc)
+        self.oidc: OidcSignIn | None = None
+        if provider is not None:
+            from handrail.dashboard.oidc_signin import OidcSignIn  # Authlib: only with a provider
+
+            self.oidc = OidcSignIn(self, provider)
+
+    def where(self, request: Request) -> forwarded.Public | None:
+        """Where the browser sent the request: a trusted proxy's word, else `Host`."""
+        peer = request.client.host if request.client is not None else None
+        return forwarded.public(request.headers, peer, self.proxies)
+
+    def same_origin(self, request: Request) -> bool:
+        """A form post must name this very host and port (browsers send Origin on every
+        POST); the scheme is compared only when a trusted proxy names it, so that a
+        TLS-terminating proxy is no obstacle."""
+        origin = request.headers.get("origin") or request.headers.get("referer")
+        return origin is not None and forwarded.same_origin(origin, self.where(request))
+
+    def with_cookie(self, response: Response, request: Request, session: Session) -> Response:
+        said = self.where(request)
+        response.set_cookie(
+            COOKIE,
+            session.id,
+            httponly=True,
+            samesite="strict",
+            secure=request.url.scheme == "https" or (said is not None and said.scheme == "https"),
+            path="/",
+        )
+        return response
 
     def page(
         self, name: str, request: Request, session: Session | None, code: int = 200, **values: Any
     ) -> Response:
         html = self.templates.get_template(name).render(
-            session=session, signin_needed=self.people is not None, path=request.url.path, **values
+            session=session,
+            signin_needed=self.people is not None,
+            single_sign_on=self.single_sign_on,
+            path=request.url.path,
+            **values,
         )
         # text a run holds may be half of a UTF-16 pair (kept by an older handrail): escaped
         body = html.encode("utf-8", "backslashreplace")
@@ -139,6 +165,8 @@ class Site:
         """The request's session, and whether it was made just now (its cookie must be set)."""
         session = self.sessions.get(request.cookies.get(COOKIE))
         if session is not None:
+            if self.oidc is not None:  # the roles a sign-in on any replica gave, told to this one
+                self.oidc.recall(request, session.person)
             return session, False
         given = bearer_of(request)
         if given is not None and self.people is not None:
@@ -179,7 +207,7 @@ class Guarded:
         refused = site.refuse(request, authenticate=False)
         if refused is not None:
             return refused
-        session, new = site.signed_in(request)
+        session, new = await run_in_threadpool(site.signed_in, request)  # reads the store
         if session is None and site.agent_only(bearer_of(request)):
             return JSONResponse({"error": AGENT_REFUSED, "rule": "scope"}, 403)
         if session is None:
@@ -191,4 +219,4 @@ class Guarded:
                 )
             return RedirectResponse("/signin?next=" + quote(request.url.path), 303)
         response: Response = await self.handler(request, session)
-        return with_cookie(response, request, session) if new else response
+        return site.with_cookie(response, request, session) if new else response

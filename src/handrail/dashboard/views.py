@@ -66,6 +66,8 @@ def run_row(run: RunRecord, workflow: Workflow | None = None, now: datetime | No
     row["currentStep"] = step
     row["updatedAgo"] = ago(run.updated_at, now)
     row["completed"] = row.pop("completed")  # last, as the page's JSON has always had it
+    if run.tampered:  # its row is not as its last write sealed it: marked on the list (spec/runs.md)
+        row["tampered"] = list(run.tampered)
     return row
 
 

@@ -12,22 +12,20 @@ adapters without going through the command line.
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
-from handrail.typing_light import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     import argparse
     from typing import TypeAlias
 
-    Args: TypeAlias = argparse.Namespace | SimpleNamespace  # a hook's options: argparse's, or quick_args'
+    Args: TypeAlias = argparse.Namespace  # a hook's options, as argparse read them
 
 
 class HookInputError(Exception):
     """The hook input cannot be read: one line for stderr, never a traceback."""
 
 
-class Answer(NamedTuple):  # a NamedTuple: a hook loads no dataclasses of its own
+class Answer(NamedTuple):
     stdout: str
     stderr: str
     exit_code: int

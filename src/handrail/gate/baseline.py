@@ -14,13 +14,12 @@ from __future__ import annotations
 import hashlib
 import os
 import subprocess
-
-from handrail.typing_light import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     from typing import Any
 
-from handrail import json_light
+import json
 
 # the harnesses' settings files that hold the gate's hooks, relative to the workspace
 SETTINGS_FILES = (
@@ -304,7 +303,7 @@ def save(folder: GateFolder, snapshot: Snapshot, repo: Repo | None, step: str | 
     os.makedirs(folder.path, exist_ok=True)
     temporary = os.path.join(folder.path, "baseline.json.tmp")
     with open(temporary, "w", encoding="utf-8") as written:
-        written.write(json_light.dumps(body))
+        written.write(json.dumps(body))
     os.replace(temporary, os.path.join(folder.path, "baseline.json"))
 
 
@@ -313,7 +312,7 @@ def load(folder: GateFolder) -> tuple[Snapshot, Repo | None] | None:
     (or one that cannot be read: a new one is taken)."""
     try:
         with open(os.path.join(folder.path, "baseline.json"), encoding="utf-8") as opened:
-            body = json_light.loads(opened.read())
+            body = json.loads(opened.read())
         raw = body["snapshot"]
         snapshot = Snapshot(
             raw["tree"], dict(raw["refs"]), [list(p) for p in raw["config"]], dict(raw["files"])
@@ -328,7 +327,7 @@ def step_of(folder: GateFolder) -> str | None:
     """The step the last baseline was taken at (None: none, or not known)."""
     try:
         with open(os.path.join(folder.path, "baseline.json"), encoding="utf-8") as opened:
-            step = json_light.loads(opened.read()).get("step")
+            step = json.loads(opened.read()).get("step")
     except (OSError, ValueError, AttributeError):
         return None
     return step if isinstance(step, str) else None

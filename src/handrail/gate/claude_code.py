@@ -10,10 +10,10 @@ object on stdout would be obeyed even then.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from handrail.gate import Answer, HookInputError, hook_input
 from handrail.runs.gate import Action, Decision, GateEvent
-from handrail.typing_light import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any

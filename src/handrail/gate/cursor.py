@@ -15,10 +15,10 @@ from __future__ import annotations
 import os
 import shlex
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from handrail.gate import Answer, HookInputError, hook_input
 from handrail.runs.gate import Action, Decision, GateEvent
-from handrail.typing_light import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any

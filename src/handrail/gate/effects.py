@@ -10,8 +10,9 @@ person's.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from handrail.runs.gate import ACTIVE, Decision, own_tool
-from handrail.typing_light import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any

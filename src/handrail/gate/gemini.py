@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from handrail.gate import Answer, hook_input
 from handrail.runs.gate import Action, Decision, GateEvent
-from handrail.typing_light import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any

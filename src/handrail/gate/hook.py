@@ -9,20 +9,15 @@ from __future__ import annotations
 
 import os
 import sys
-from types import SimpleNamespace
-
-from handrail.typing_light import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
-    from typing import Any, Protocol
+    import argparse
+    from typing import Any
 
     from handrail.gate import Answer, Args  # lazy: a hook's start-up
     from handrail.runs.gate import Decision, GateEvent, Verdict  # lazy: a hook's start-up
-
-    class Adds(Protocol):  # for type checkers only: a hook creates no Protocol class
-        """What `add_arguments` needs of a parser: argparse's, or the hook's own reading."""
-
-        def add_argument(self, *names: str, **given: Any) -> Any: ...
+    from handrail.store.base import RunStore
 
 
 HARNESSES = ("claude-code", "git", "cursor", "gemini", "codex")
@@ -55,7 +50,7 @@ MANAGE = ("install", "uninstall", "doctor")
 HOOK_EVENTS = (*CLAUDE_EVENTS, *GIT_HOOKS, *OTHER_EVENTS)
 
 
-def add_arguments(gate: Adds) -> None:
+def add_arguments(gate: argparse.ArgumentParser) -> None:
     gate.add_argument(
         "event",
         choices=[*HOOK_EVENTS, *MANAGE],
@@ -128,74 +123,10 @@ def _stop_limit(text: str) -> int:
     except ValueError:
         value = 0
     if not 1 <= value <= 7:  # Claude Code stops honouring stop hooks after 8 in a row
-        import argparse  # lazy: a hook's start-up (only a wrong value needs it)
+        import argparse  # lazy: only a wrong value needs it here
 
         raise argparse.ArgumentTypeError(f"{text!r} is not a stop limit from 1 to 7")
     return value
-
-
-class _Declared:
-    """The options `add_arguments` declares, recorded without argparse."""
-
-    def __init__(self) -> None:
-        self.values: dict[str, tuple[str, Any, Any]] = {}  # --name: (dest, type, choices)
-        self.flags: dict[str, str] = {}  # --name: dest
-        self.defaults: dict[str, Any] = {}
-        self.unknown = False  # an option of a kind quick_args does not read
-
-    def add_argument(self, *names: str, **given: Any) -> None:
-        if not names[0].startswith("-"):
-            return  # the event and git's arguments: quick_args reads them itself
-        long = [n for n in names if n.startswith("--")]
-        dest = given.get("dest") or (long or names)[0].lstrip("-").replace("-", "_")
-        action = given.get("action", "store")
-        if action == "store_true":
-            self.flags.update(dict.fromkeys(names, dest))
-            self.defaults[dest] = given.get("default", False)
-        elif action == "store" and given.get("nargs") is None:
-            self.values.update(dict.fromkeys(names, (dest, given.get("type"), given.get("choices"))))
-            self.defaults[dest] = given.get("default")
-        else:
-            self.unknown = True
-
-
-def quick_args(argv: list[str]) -> SimpleNamespace | None:
-    """A hook event's command line (`EVENT [ARG...] [--option value | --flag]...`) read
-    as argparse would read it, without loading argparse (a good part of a hook's start);
-    None for anything else (help, an abbreviation, a wrong value...): argparse then
-    reads it and says what is wrong."""
-    declared = _Declared()
-    add_arguments(declared)
-    if declared.unknown or not argv or argv[0] not in HOOK_EVENTS:
-        return None
-    given = dict(declared.defaults)
-    index = 1
-    while index < len(argv) and not argv[index].startswith("-"):
-        index += 1
-    given["event"], given["args"] = argv[0], argv[1:index]
-    while index < len(argv):
-        name, equals, value = argv[index].partition("=")
-        if name in declared.flags and not equals:
-            given[declared.flags[name]] = True
-            index += 1
-            continue
-        if name not in declared.values:
-            return None
-        if not equals:
-            if index + 1 >= len(argv) or argv[index + 1].startswith("-"):
-                return None
-            value = argv[index + 1]
-            index += 1
-        index += 1
-        dest, convert, choices = declared.values[name]
-        try:
-            read = convert(value) if convert is not None else value
-        except Exception:  # argparse reads it again and words the error
-            return None
-        if choices is not None and read not in choices:
-            return None
-        given[dest] = read
-    return SimpleNamespace(**given)
 
 
 def run_hook(args: Args) -> int:
@@ -323,8 +254,8 @@ def _decide(args: Args, event: GateEvent, harness: str, more: list[GateEvent] | 
         stop_limit=args.stop_limit,
         driven_from=args.driven_from,
     )
-    place = _place(args.database)
-    store = _open_store(args.database, place)
+    place = locate(args.database)
+    store = open_store(args.database, place)
     if store is None:
         from handrail.runs.gate_store import first_refusal  # lazy: a hook's start-up
 
@@ -442,7 +373,7 @@ def _run_active(database: str | None, folders: list[str]) -> bool:
     cannot be read."""
     from handrail.runs import gate_store  # lazy: a hook's start-up
 
-    store = _open_store(database)
+    store = open_store(database)
     if store is None:
         return False
     try:
@@ -463,7 +394,7 @@ def _refuses(
         return False
     from handrail.gate import active_marks  # lazy: a hook's start-up
 
-    home = home if home is not None else _place(None).home
+    home = home if home is not None else locate(None).home
     return bool(require) or active_marks.marked(home, [event.cwd]) is not None
 
 
@@ -489,7 +420,7 @@ def replay_outages(store: Any, folders: list[str], owner: str | None = None, hom
         outages.replay(store, folders, owner)
 
 
-class _Place(NamedTuple):
+class Place(NamedTuple):
     """Where the run store and handrail's files are, as the settings say."""
 
     url: str  # the database URL given, or "" for the default SQLite file
@@ -498,7 +429,7 @@ class _Place(NamedTuple):
     workflows: tuple[str, ...]  # the workflow sources the environment names
 
 
-def _place(database: str | None) -> _Place:
+def locate(database: str | None) -> Place:
     """As home.py and store/open.py find them, without loading pathlib or urllib: the
     default SQLite file needs neither."""
     from handrail.settings import Settings  # lazy: a hook's start-up
@@ -518,41 +449,36 @@ def _place(database: str | None) -> _Place:
 
         with contextlib.suppress(Exception):  # a URL that names no file: open_store says so
             sqlite_file = str(sqlite_path(url))
-    return _Place(url, sqlite_file, home, tuple(path for _, path in settings.workflow_paths))
+    return Place(url, sqlite_file, home, tuple(path for _, path in settings.workflow_paths))
 
 
-def _open_store(database: str | None, place: _Place | None = None) -> Any:
+def open_store(database: str | None, place: Place | None = None) -> RunStore | None:
     """The run store, or None when its SQLite file does not exist (no run was ever
-    started there, and the gate creates no database). SQLite at this handrail's schema
-    version is read through the light path; anything else through the full store,
-    which upgrades an older schema and refuses a newer one."""
-    place = place or _place(database)
-    if place.sqlite_file is not None:
-        if not os.path.exists(place.sqlite_file):
-            return None
-        from handrail.store.sqlite_light import open_light  # lazy: a hook's start-up
-
-        light = open_light(place.sqlite_file)
-        if light is not None:
-            return light
-    from handrail.store.open import open_store  # lazy: not on the light path
-    from handrail.store.urls import sqlite_url  # lazy: not on the light path
+    started there, and the gate creates no database). The one store: it upgrades an
+    older schema and refuses a newer one, naming it. Opened as a reader: a hook appends
+    one event at most, and SQLite refuses any damaged page it touches, so the whole
+    file is not checked first on every tool call."""
+    place = place or locate(database)
+    if place.sqlite_file is not None and not os.path.exists(place.sqlite_file):
+        return None
+    from handrail.store import open as opening  # lazy: a hook's start-up
+    from handrail.store.urls import sqlite_url  # lazy: a hook's start-up
 
     if place.url:
-        return open_store(place.url)
-    from pathlib import Path  # lazy: not on the light path
+        return opening.open_store(place.url, reading=True)
+    from pathlib import Path  # lazy: a hook's start-up
 
     assert place.sqlite_file is not None
-    return open_store(sqlite_url(Path(place.sqlite_file)))
+    return opening.open_store(sqlite_url(Path(place.sqlite_file)), reading=True)
 
 
 def protected_paths(database: str | None, more: tuple[str, ...] = ()) -> Any:
     """What no agent may touch while a run is active: the run store (`database`, else
     the default one), handrail's home, the workflow sources of the environment and `more`."""
-    return _protected(_place(database), more)
+    return _protected(locate(database), more)
 
 
-def _protected(place: _Place, more: tuple[str, ...] = ()) -> Any:
+def _protected(place: Place, more: tuple[str, ...] = ()) -> Any:
     from handrail.runs.gate import Protected  # lazy: a hook's start-up
 
     paths = [place.home, *place.workflows, *more]

@@ -4,12 +4,12 @@ what the contracts that follow Claude Code's (Codex, Gemini CLI) share beyond th
 
 from __future__ import annotations
 
+import json
 from collections.abc import Collection, Mapping
+from typing import TYPE_CHECKING, NamedTuple
 
-from handrail import json_light
 from handrail.gate import Answer, HookInputError
 from handrail.runs.gate import Action, Decision, GateEvent
-from handrail.typing_light import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     from typing import Any
@@ -26,12 +26,12 @@ def parse(data: bytes) -> dict[str, Any]:
     if not data.strip():
         raise HookInputError("hook input is empty")
     try:
-        body = json_light.loads(data)
+        body = json.loads(data)
     except UnicodeDecodeError:
         raise HookInputError("hook input is not UTF-8") from None
     except RecursionError:  # deeper than the reader goes: nothing in it can be judged
         raise HookInputError("hook input nests too deep to read") from None
-    except json_light.JSONDecodeError as exc:
+    except json.JSONDecodeError as exc:
         what = exc.msg.removesuffix(" at")  # "Unterminated string starting at"
         raise HookInputError(
             f"hook input is not JSON ({what} at line {exc.lineno} column {exc.colno})"
@@ -184,7 +184,7 @@ def malformed(message: str) -> Answer:
 
 
 def dump(body: Mapping[str, Any]) -> str:
-    return json_light.dumps(body, ensure_ascii=False, separators=(",", ":"))
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":"))
 
 
 def text(value: Any) -> str:

@@ -507,11 +507,11 @@ def _json_state(harness: json_settings.Harness, scope: str) -> str:
 
 def _test_event(args: argparse.Namespace) -> str:
     """Whether a session-start event reaches the store, and what it finds here."""
-    from handrail.gate.hook import _open_store  # lazy: a hook's start-up
+    from handrail.gate.hook import open_store  # lazy: a hook's start-up
     from handrail.runs import gate_store  # lazy: a hook's start-up
 
     try:
-        store = _open_store(args.database)
+        store = open_store(args.database)
     except Exception as exc:
         return f"test event: the store cannot be opened ({' '.join(str(exc).split())[:200]})"
     if store is None:

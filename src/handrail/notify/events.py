@@ -22,9 +22,12 @@ NOTIFYING: dict[str, str] = {
     EventType.ABANDONED: "run.abandoned",
 }
 CHECK_FAILING = "run.check_failing"
+# a one-time link for a decision the command line could not take (runs/links.py): sent at
+# once to the run's own receivers, never queued in the store, which the agent can read
+APPROVAL_LINK = "run.approval_link"
 STUCK = "run.stuck"
 TEST = "test"
-EVENT_TYPES = (*NOTIFYING.values(), CHECK_FAILING, STUCK)
+EVENT_TYPES = (*NOTIFYING.values(), CHECK_FAILING, STUCK, APPROVAL_LINK)
 
 
 def payload(
@@ -151,3 +154,13 @@ def stuck(
         details={"idleSince": run.updated_at, "stuckAfterSeconds": config.stuck_after},
     )
     return [NewNotification(target.spec, STUCK, body) for target in config.targets]
+
+
+def approval_link(
+    run: RunRecord, *, at: str, person: str, link: str, decision: str, expires: str
+) -> dict[str, Any]:
+    """The notification that carries a one-time approval link to the person."""
+    details = {"decision": decision, "expires": expires, "once": True}
+    return payload(
+        APPROVAL_LINK, run, at=at, person=person, step=run.current_step, link=link, details=details
+    )

@@ -18,6 +18,7 @@ HEADLINES = {
     "run.abandoned": "was abandoned",
     "run.check_failing": "keeps failing a check",
     "run.stuck": "has been idle",
+    "run.approval_link": "waits for your decision: open the one-time link to take it",
     "test": "is a test notification from handrail",
 }
 

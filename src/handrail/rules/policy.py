@@ -10,10 +10,10 @@ needs nothing else. The compiled types, `GateRule` and `Policy`, are the model's
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING
 
 from handrail.shell_line import glob_matches
 from handrail.step_policy import GateRule, Policy
-from handrail.typing_light import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any

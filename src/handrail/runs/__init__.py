@@ -3,8 +3,9 @@ passes the step's rules. See spec/runs.md."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from handrail import lazy_attributes
-from handrail.typing_light import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from handrail.runs.core import Runs

@@ -95,10 +95,18 @@ class Pending:
                 )
         return None
 
+    @property
+    def open_to_others(self) -> bool:
+        """Whether people besides the owner may decide: the step names approvers, keeps
+        the owner out, or asks for more distinct people than the owner alone (a quorum
+        with no `approvers` is open to every person of the server, or it could never
+        be reached)."""
+        return bool(self.rule.approvers) or self.rule.separate or self.rule.approvals > 1
+
     def may_see(self, person: str, roles: frozenset[str]) -> bool:
         """Whether the run's page is shown to `person` though it is not theirs: they are
         among those who may decide on it."""
-        if not self.rule.approvers and not self.rule.separate:
+        if not self.open_to_others:
             return False  # the run's owner decides, as ever
         return self.refusal(person, roles, approve=False) is None
 

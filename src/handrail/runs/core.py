@@ -25,11 +25,15 @@ from handrail.runs.approvers import CHANNELS, reminders_due
 from handrail.runs.claims import Claims, admitted, renewed
 from handrail.runs.decisions import Decisions
 from handrail.runs.ledger import Ledger, LedgerOptions, new_run_id
+from handrail.runs.links import VIA, Link, Links
 from handrail.runs.migration import Migrations
 from handrail.runs.passkeys import Passkeys
 from handrail.runs.position import Position, merge_context
+from handrail.runs.presence import signature_break
 from handrail.runs.refusals import not_active
+from handrail.runs.replay import replay_break
 from handrail.runs.shapes import recap, shaped, summary, view
+from handrail.runs.sign_ins import SignIns
 from handrail.runs.tree import Tree
 from handrail.store.base import (
     ACTIVE_STATUSES,
@@ -72,6 +76,8 @@ class Runs:
         self.decisions = Decisions(self.ledger)
         self.tree = Tree(self.ledger)
         self.passkeys = Passkeys(self.ledger)
+        self.links = Links(self.ledger)
+        self.sign_ins = SignIns(self.ledger)  # the dashboard's sessions, shared by its servers
         self.advance = Advance(self.ledger, self.decisions, self.tree)
         # workflow_continue is the advance's own: its signature is written once, there
         self.continue_ = self.advance.continue_
@@ -147,6 +153,16 @@ class Runs:
             request, run_id, person=person, comment=comment, via=via, presence=presence, shared=shared
         )
         return self.tree.answered(answer)  # an accepted step may reach a parallel loop
+
+    def by_link(self, run_id: str, token: str, person: str | None = None) -> tuple[Link, dict[str, Any]]:
+        """The decision a one-time link (runs/links.py) was sent for, made as its person,
+        who opened it; `person`: who opened it, when the server knows (its tokens)."""
+        link = self.links.usable(run_id, token)
+        if person is not None and person != link.person:
+            raise self.links.refused(run_id, f"it was sent for {link.person}, not for {person}")
+        decide = self.approve if link.approve else self.decline
+        owner = self.links.owner_request(run_id)
+        return link, decide(owner, run_id, person=link.person, comment=link.comment, via=VIA)
 
     def decline(
         self,
@@ -343,9 +359,14 @@ class Runs:
         return self.store.shown_events(run.id, recent)
 
     def chain_break(self, run: RunRecord, events: Sequence[Event] | None = None) -> Break | None:
-        """Where the run's hash chain first fails to hold (store/chain.py), or None;
-        `events`: its log as already read."""
-        return check_run(self.store, run.id, run, events)
+        """Where the run's hash chain first fails to hold (store/chain.py), a passkey's
+        signature that does not (runs/presence.py), or what of its row its events do not
+        give (runs/replay.py); None when all holds. `events`: its log as already read."""
+        events = events if events is not None else self.events(run)
+        broken = check_run(self.store, run.id, run, events) or signature_break(self.store, run.id, events)
+        if broken is None:
+            broken = replay_break(self.store, run, events, self.ledger.pins)
+        return broken
 
     def notifications(self, run: RunRecord) -> list[Notification]:
         """The run's webhook notifications and how their delivery went."""

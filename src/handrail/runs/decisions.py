@@ -15,8 +15,10 @@ from handrail.notify.targets import shown
 from handrail.runs import machine
 from handrail.runs.approvers import Pending, pending
 from handrail.runs.ledger import Ledger, off_the_clock
+from handrail.runs.links import VIA as LINK_VIA
 from handrail.runs.position import Position
 from handrail.runs.presence import (
+    GATE_WATCHES,
     TREE_DEPTH,
     Presence,
     PresenceError,
@@ -249,7 +251,7 @@ class Decisions:
             roles = self.ledger.roles(person)
             if _decided_by(events, person):
                 pass
-            elif waiting is None or not (waiting.rule.approvers or waiting.rule.separate):
+            elif waiting is None or not waiting.open_to_others:
                 found = None
             elif not waiting.may_see(person, roles):
                 raise not_allowed(found, waiting.refusal(person, roles, approve=False) or "approvers")
@@ -510,12 +512,13 @@ class Decisions:
         if question is not None:
             decided["question"] = question[0]
         found = self.waiting(run)
-        unruled = found is not None and not (found.rule.approvers or found.rule.separate)
+        unruled = found is not None and not found.open_to_others
         if unruled and run.owner != self.ledger.owner(request):  # a step no rule opens: its owner's
             raise RunNotFound(data={"runId": run_id})
         if found is not None:
-            # a client's answer (to a question) comes through the `elicitation` channel
-            channel = "elicitation" if question is not None else via
+            # a client's answer (to a question) comes through the `elicitation` channel; a
+            # link opened by the person confirms their command line's (runs/links.py)
+            channel = "elicitation" if question is not None else ("cli" if via == LINK_VIA else via)
             refused = self.refusal(request, found, person, channel, approve)
             if refused is not None:
                 raise not_allowed(run, refused)
@@ -595,8 +598,7 @@ class Decisions:
             return 'the workflow says "approval": {"presence": "passkey"} for this step'
         if shared and self.gate_watches(run):
             return (
-                f"the gate watches this run, and the {channel} is a channel the agent shares "
-                "(the same machine and user)"
+                f"{GATE_WATCHES}, and the {channel} is a channel the agent shares (the same machine and user)"
             )
         if channel == "dashboard" and self.ledger.store.passkeys(person):
             return f"{person} registered a passkey, so every dashboard approval asks for it"

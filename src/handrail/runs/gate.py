@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, NamedTuple
 
 from handrail.shell_line import commands, git_options, glob_matches
-from handrail.typing_light import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     from typing import Any, Literal

@@ -1,18 +1,20 @@
 """What the gate reads from and writes to the run store: the active run of a working
 folder with the facts a decision needs, and the `gate` events.
 
-Only the store is read: the current step's policy is compiled from the run's
-pinned workflow source (kept in the store when the run started), so a hook loads
-no catalog and no other workflow. The store is a `RunStore`, or, for the hook on
-SQLite, the light path (store/sqlite_light.py), which reads with the same calls and
-appends the event its own way.
+Only the store is read: the current step's policy comes from the run row's gate
+digest (runs/gate_digest.py), written when the step changed and covered by the row's
+seal, so a hook loads no catalog and parses no workflow. A row without a digest (a
+run started before the digest existed) has its step's policy compiled from its
+pinned source. Every event is written through the ledger's compare-and-set retry.
 """
 
 from __future__ import annotations
 
+import json
 import os
+from typing import TYPE_CHECKING, NamedTuple
 
-from handrail import json_light
+from handrail.runs import gate_digest
 from handrail.runs.gate import (
     ACTIVE,
     RunFacts,
@@ -22,8 +24,6 @@ from handrail.runs.gate import (
     inside,
     stop_refusals,
 )
-from handrail.store.sqlite_light import LightSqlite
-from handrail.typing_light import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
@@ -31,7 +31,6 @@ if TYPE_CHECKING:
 
     from handrail.runs.gate import Decision, GateEvent, Options, Protected
     from handrail.store.base import Event, RunRecord, RunStore
-    from handrail.store.sqlite_light import LightEvent, OpenRun
 
 OPEN_RUNS_READ = 200
 # a waiting run's open children read to find the one a session works: a parallel loop
@@ -46,7 +45,7 @@ GATE = "gate"  # EventType.GATE, whose module the hook does not load
 
 
 def judge(
-    store: RunStore | LightSqlite,
+    store: RunStore,
     event: GateEvent,
     options: Options,
     protected: Protected,
@@ -67,12 +66,12 @@ def judge(
 
 class Judged(NamedTuple):
     decision: Decision
-    run: RunRecord | OpenRun | None  # the run the decision was written against
+    run: RunRecord | None  # the run the decision was written against
     facts: RunFacts | None  # its facts, as decided on
 
 
 def judged(
-    store: RunStore | LightSqlite,
+    store: RunStore,
     event: GateEvent,
     options: Options,
     protected: Protected,
@@ -108,8 +107,8 @@ def judged(
 
 
 def recorded(
-    store: RunStore | LightSqlite,
-    run: RunRecord | OpenRun,
+    store: RunStore,
+    run: RunRecord,
     step_id: str | None,
     data: Mapping[str, Any],
     decision: Decision,
@@ -147,7 +146,7 @@ def resolved(event: GateEvent) -> GateEvent:
 
 
 def strictest(
-    store: RunStore | LightSqlite, folders: Sequence[str], owner: str | None, event: GateEvent
+    store: RunStore, folders: Sequence[str], owner: str | None, event: GateEvent
 ) -> list[Found] | None:
     """The open runs a session is held to all at once: several open runs (not below
     one another) hold the workspace, and the session is bound to none of them and names
@@ -169,7 +168,7 @@ def strictest(
 
 
 def held_to_all(
-    store: RunStore | LightSqlite,
+    store: RunStore,
     held: Sequence[Found],
     event: GateEvent,
     options: Options,
@@ -224,11 +223,11 @@ def first_refusal(decisions: Iterable[Decision]) -> Decision:
     return last
 
 
-Found = tuple["RunRecord | OpenRun", "Sequence[Event | LightEvent]"]
+Found = tuple["RunRecord", "Sequence[Event]"]
 
 
 def session_run(
-    store: RunStore | LightSqlite,
+    store: RunStore,
     folders: Sequence[str],
     owner: str | None,
     session: str | None,
@@ -263,7 +262,7 @@ def session_run(
     return descend(store, found, session, named)
 
 
-def descend(store: RunStore | LightSqlite, found: Found, session: str | None, named: str | None) -> Found:
+def descend(store: RunStore, found: Found, session: str | None, named: str | None) -> Found:
     """The run whose step the session works while `found` waits (its position's
     `waitingOn`): among its open children in its workspace, the one the event names
     (a run tool called with its runId), else one bound to `session`, else one bound to
@@ -275,7 +274,7 @@ def descend(store: RunStore | LightSqlite, found: Found, session: str | None, na
         if "waitingOn" not in run.position:
             return found
         children = [
-            child
+            sound(child)
             for child in store.list_runs(statuses=ACTIVE, parent_id=run.id, limit=CHILDREN_READ)
             if child.workspace == run.workspace
         ]
@@ -297,23 +296,32 @@ def descend(store: RunStore | LightSqlite, found: Found, session: str | None, na
     return found
 
 
-def holding(
-    store: RunStore | LightSqlite, folders: Sequence[str], owner: str | None = None
-) -> list[RunRecord | OpenRun]:
+def holding(store: RunStore, folders: Sequence[str], owner: str | None = None) -> list[RunRecord]:
     """The open runs whose workspace holds the first of `folders` that one holds, most
     recently updated first."""
     runs = store.list_runs(statuses=ACTIVE, owner=owner, limit=OPEN_RUNS_READ)
     for folder in folders:
         folder = os.path.normpath(folder)
-        found = [run for run in runs if inside(folder, run.workspace)]
+        found = [sound(run) for run in runs if inside(folder, run.workspace)]
         if found:
             return found
     return []
 
 
-def active_run(
-    store: RunStore | LightSqlite, folders: Sequence[str], owner: str | None = None
-) -> RunRecord | OpenRun | None:
+class Tampered(Exception):
+    """A run's row no longer matches its seal (store/state_seal.py): the gate cannot
+    judge by it, and refuses while it may be active (spec/runs.md)."""
+
+
+def sound(run: RunRecord) -> RunRecord:
+    """`run` as read, or `Tampered` when its row was edited past the store: its step,
+    its gate digest or its status may then say anything."""
+    if run.tampered:
+        raise Tampered(f"run {run.id} was changed outside handrail: " + "; ".join(run.tampered))
+    return run
+
+
+def active_run(store: RunStore, folders: Sequence[str], owner: str | None = None) -> RunRecord | None:
     """The open run whose workspace holds the first of `folders` that one holds; the
     most recently updated when several do."""
     found = holding(store, folders, owner)
@@ -321,30 +329,23 @@ def active_run(
 
 
 def facts(
-    store: RunStore | LightSqlite,
-    run: RunRecord | OpenRun,
-    events: Sequence[Event | LightEvent] | None = None,
+    store: RunStore,
+    run: RunRecord,
+    events: Sequence[Event] | None = None,
 ) -> RunFacts:
-    from handrail.rules.policy import iter_steps, policy_of_source  # lazy: a hook's start-up
-
-    source = store.get_source(run.source_hash)
-    document: Mapping[str, Any] = {}
-    if source is not None:
-        try:
-            loaded = json_light.loads(source)
-        except (ValueError, RecursionError):
-            loaded = {}
-        document = loaded if isinstance(loaded, dict) else {}
-    ids = [raw.get("id") for raw in iter_steps(document.get("steps"))]
     step = run.position.get("step")
     step = step if isinstance(step, dict) else {}
     step_id = step.get("id") if isinstance(step.get("id"), str) else None
+    digest = gate_digest.read(run.gate)
+    if digest is None or digest.step_id != step_id:  # written before digests, or past the ledger
+        digest = gate_digest.read(pinned_digest(store, run))
+    assert digest is not None, "a digest just compiled reads back"
     if events is None:
         events = store.gate_events(run.id, RECENT_EVENTS_READ)
     bound = bound_session([(e.type, e.data) for e in events])
     recent = [e for e in events if e.seq > events[-1].seq - RECENT_EVENTS_READ] if events else []
     accepted = tuple(e.step_id for e in events if e.type == "accepted" and e.step_id is not None)
-    folders = started_with(store, run, events)
+    folders = list(digest.folders) or started_with(store, run, events)
     waiting = run.position.get("waitingOn")
     waiting = waiting if isinstance(waiting, dict) else None
     return RunFacts(
@@ -356,11 +357,11 @@ def facts(
         step_id=step_id,
         step_title=step.get("title") if isinstance(step.get("title"), str) else step_id,
         step_prompt=step.get("prompt") if isinstance(step.get("prompt"), str) else None,
-        step_number=ids.index(step_id) + 1 if step_id in ids else run.accepted + 1,
-        step_count=len(ids),
+        step_number=digest.number if digest.number is not None else run.accepted + 1,
+        step_count=digest.steps,
         accepted=accepted,
         accepted_count=run.accepted,
-        policy=policy_of_source(document, step_id) if step_id is not None else None,
+        policy=gate_digest.policy(digest),
         stop_refusals=stop_refusals([(str(e.type), e.step_id, e.data) for e in recent], step_id, bound),
         workflow_folders=tuple(f for f in folders if isinstance(f, str) and f)
         if isinstance(folders, list)
@@ -374,9 +375,18 @@ def facts(
     )
 
 
-def started_with(
-    store: RunStore | LightSqlite, run: RunRecord | OpenRun, events: Sequence[Event | LightEvent]
-) -> Any:
+def pinned_digest(store: RunStore, run: RunRecord) -> str:
+    """The digest of the run's current step compiled from its pinned source: for a row
+    that keeps none (or one not of its step)."""
+    source = store.get_source(run.source_hash)
+    try:
+        loaded = json.loads(source) if source is not None else {}
+    except (ValueError, RecursionError):
+        loaded = {}
+    return gate_digest.compiled(loaded if isinstance(loaded, dict) else {}, run.position, ())
+
+
+def started_with(store: RunStore, run: RunRecord, events: Sequence[Event]) -> Any:
     """The workflow folders the run's tree was started with (its first event's): a
     branch or child run is started by the server, not by a person, so its root's
     hold for it too. Read up the tree at most TREE_DEPTH runs."""
@@ -391,23 +401,19 @@ def started_with(
 
 
 def record(
-    store: RunStore | LightSqlite,
-    run: RunRecord | OpenRun,
+    store: RunStore,
+    run: RunRecord,
     step_id: str | None,
     data: Mapping[str, Any],
     kind: str = GATE,
 ) -> None:
-    """Append one `gate` event to the run. The light path appends holding the write lock,
-    so no other writer can move the run meanwhile; a `RunStore` goes through the
-    compare-and-set retry every run write uses."""
-    durable = not refusal_only(data)
-    if isinstance(store, LightSqlite):
-        store.append(run.id, kind, step_id, data, ACTOR, durable)
-        return
-    from handrail.runs.ledger import Ledger  # lazy: a hook on SQLite never needs it
-    from handrail.store.base import EventType, NewEvent, RunRecord, RunUpdate  # lazy: as above
+    """Append one `gate` event to the run, through the compare-and-set retry every run
+    write uses (runs/ledger.py)."""
+    durable = not without_fsync(data)
+    from handrail.runs.ledger import Ledger  # lazy: only a hook that writes needs it
+    from handrail.store.base import EventType, NewEvent, RunUpdate  # lazy: as above
 
-    listed: list[RunRecord] = [run] if isinstance(run, RunRecord) else []
+    listed: list[RunRecord] = [run]
 
     def attempt() -> None:
         # the run as just listed; a write in between is a conflict, and a retry reads it afresh
@@ -420,10 +426,15 @@ def record(
     Ledger.retrying(run.id, attempt)
 
 
-def refusal_only(data: Mapping[str, Any]) -> bool:
-    """A record of a refusal just answered that binds no session: committed without
-    waiting for the disk (spec/gate.md, "What the records survive"). The agent's action
-    was refused whether or not the record outlives an OS crash; a lost refused stop only
-    lowers the count of stops refused in a row, so the gate refuses once more, never
-    less. An outage's record is the only trace of what was answered without the store."""
-    return data.get("decision") in ("deny", "block") and "bind" not in data and data.get("event") != "outage"
+def without_fsync(data: Mapping[str, Any]) -> bool:
+    """A record committed without waiting for the disk (spec/gate.md, "What the records
+    survive"): a refusal just answered, or a tool call's after-tool record, that binds
+    no session. The agent's action was refused whether or not the record outlives an OS
+    crash; a lost refused stop only lowers the count of stops refused in a row, so the
+    gate refuses once more, never less; a tool call's record decides nothing (it ends no
+    row of refused stops). An outage's record is the only trace of what was answered
+    without the store, and a binding decides whose the run is: both wait for the disk."""
+    if "bind" in data or data.get("event") == "outage":
+        return False
+    refusal = data.get("decision") in ("deny", "block")
+    return refusal or (data.get("event") == "after-tool" and data.get("decision") == "record")

@@ -4,8 +4,8 @@ table (runs/machine.py), and the compare-and-set retry every write goes through.
 
 from __future__ import annotations
 
+import json
 import os
-import secrets
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -16,13 +16,8 @@ from handrail import budget
 from handrail.codec import json_size
 from handrail.errors import InvalidParams, RunNotFound, StateError, StorageError
 from handrail.limits import MAX_CONTEXT_BYTES
-from handrail.notify.events import notices
-from handrail.notify.targets import NotifyConfig
-from handrail.observe import Observer, Tracer
-from handrail.runs import machine
-from handrail.runs.approvers import Roles, no_roles
+from handrail.runs import gate_digest, machine
 from handrail.runs.pinning import Pins
-from handrail.runs.request import Request
 from handrail.store.base import (
     LOCAL_OWNER,
     Conflict,
@@ -39,16 +34,23 @@ if TYPE_CHECKING:
     from handrail.catalog import Snapshot
     from handrail.checks import CheckConfig
     from handrail.model import Workflow
+    from handrail.notify.targets import NotifyConfig
+    from handrail.observe import Observer, Tracer
+    from handrail.runs.approvers import Roles
+    from handrail.runs.request import Request
     from handrail.store import RunStore
 
 MAX_RETRIES = 8  # compare-and-set retries when another writer touched the run meanwhile
 LEASE_SECONDS = 300.0  # a branch's lease, renewed by each call of its holder on it
 RECENT_RUNS = 256  # runs whose last write this process keeps, to skip a read on the next one
+SOURCES_KEPT = 32  # pinned sources kept parsed, for the gate digests of the steps they move to
 
 T = TypeVar("T")
 
 
 def new_run_id() -> str:
+    import secrets  # lazy: a gate hook writes through the ledger and starts no run
+
     return "run_" + secrets.token_hex(16)  # 128 random bits
 
 
@@ -98,6 +100,8 @@ class Ledger:
         self.queued: Callable[[], None] = lambda: None
         self.on_close: Callable[[], None] = lambda: None  # stops what uses the store first
         # each person's roles, from the tokens file (spec/runs.md, "Who may approve")
+        from handrail.runs.approvers import no_roles  # lazy: the workflow model, which a hook never loads
+
         self.roles: Roles = no_roles
         # the channels this server takes approvals from (--approval-channels); None: all
         self.approval_channels: frozenset[str] | None = None
@@ -106,6 +110,7 @@ class Ledger:
         self.observer: Observer | None = None  # `handrail serve --metrics` counts writes
         self.tracer: Tracer | None = None  # traces (handrail/tracing.py): a span per write
         self.lease_seconds = LEASE_SECONDS  # how long a claim holds a branch (--lease-seconds)
+        self._sources: dict[str, Mapping[str, Any]] = {}  # source hash -> its document, parsed
 
     @property
     def store(self) -> RunStore:
@@ -203,7 +208,9 @@ class Ledger:
         status = machine.after(None, [e.type for e in events])
         if status is None:
             raise StateError("a run cannot start with these events", {"runId": run.id})
-        run = replace(run, status=status)
+        run = replace(
+            run, status=status, gate=self.digest(run.source_hash, run.position, self._folders(run, events))
+        )
         notes = self._notices(run, events, run.owner, lambda: ())
         if self.tracer is not None:
             with self.tracer.span(**self._write_span("create", run, events)):
@@ -225,6 +232,13 @@ class Ledger:
             )
         if status != run.status:
             change = replace(change, status=status)
+        if change.position is not None or change.source_hash is not None:  # the step may have moved
+            position = run.position if change.position is None else change.position
+            digest = self.digest(
+                change.source_hash or run.source_hash, position, gate_digest.folders_of(run.gate)
+            )
+            if digest != run.gate:
+                change = replace(change, gate=digest)
         try:
             notes = (
                 []
@@ -251,12 +265,48 @@ class Ledger:
             self.queued()
         return result
 
+    # -- the gate digest (runs/gate_digest.py) ---------------------------------------
+    def digest(self, source_hash: str, position: Mapping[str, Any], folders: Sequence[str]) -> str:
+        """The gate digest of the step `position` names, in the run's pinned source."""
+        return gate_digest.compiled(self._document(source_hash), position, folders)
+
+    def _document(self, source_hash: str) -> Mapping[str, Any]:
+        with self._opening:
+            found = self._sources.get(source_hash)
+        if found is not None:
+            return found
+        text = self.store.get_source(source_hash)
+        try:
+            loaded = json.loads(text) if text is not None else {}
+        except (ValueError, RecursionError):  # compiled when pinned: cannot happen but by an edit
+            loaded = {}
+        document: Mapping[str, Any] = loaded if isinstance(loaded, dict) else {}
+        with self._opening:
+            self._sources[source_hash] = document
+            while len(self._sources) > SOURCES_KEPT:
+                self._sources.pop(next(iter(self._sources)), None)
+        return document
+
+    def _folders(self, run: RunRecord, events: Sequence[NewEvent]) -> Sequence[str]:
+        """The workflow folders of a new run: its `started` event's, else (a branch or
+        child, started by the server) its parent's digest's."""
+        given = events[0].data.get("workflowFolders") if events else None
+        if isinstance(given, list):
+            return given
+        if run.parent_id is not None:
+            parent = self.recent.get(run.parent_id) or self.store.get(run.parent_id)
+            if parent is not None:
+                return gate_digest.folders_of(parent.gate)
+        return ()
+
     def _notices(
         self, run: RunRecord, events: Sequence[NewEvent], actor: str, history: Callable[[], Sequence[Event]]
     ) -> list[NewNotification]:
         """The notifications the write causes (written with it, in its transaction)."""
         if self.notify is None:
             return []
+        from handrail.notify.events import notices  # lazy: a gate hook notifies no one
+
         return notices(self.notify, run, events, actor, history, dashboard_url=self.dashboard_url)
 
     def _write_span(self, operation: str, run: RunRecord, events: Sequence[NewEvent]) -> dict[str, Any]:

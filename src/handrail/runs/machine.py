@@ -33,6 +33,7 @@ TRANSITIONS: Mapping[tuple[RunStatus | None, EventType], RunStatus] = MappingPro
         (_S.AWAITING_APPROVAL, _E.APPROVAL_GIVEN): _S.AWAITING_APPROVAL,
         (_S.AWAITING_APPROVAL, _E.REMINDED): _S.AWAITING_APPROVAL,
         (_S.AWAITING_APPROVAL, _E.ESCALATED): _S.AWAITING_APPROVAL,
+        (_S.AWAITING_APPROVAL, _E.APPROVAL_LINK): _S.AWAITING_APPROVAL,
         (_S.AWAITING_APPROVAL, _E.APPROVED): _S.ACTIVE,
         (_S.AWAITING_APPROVAL, _E.DECLINED): _S.ACTIVE,
         (_S.AWAITING_APPROVAL, _E.ABANDONED): _S.ABANDONED,
@@ -74,6 +75,8 @@ MEANING: Mapping[EventType, str] = MappingProxyType(
         "in time): no decision",
         _E.VIOLATION: "the gate found a change the step forbids, undid it and kept it",
         _E.USAGE: "an agent process of `handrail drive` ended: its tokens and cost, from its harness",
+        _E.APPROVAL_LINK: "`handrail runs approve|decline`, refused for want of the passkey, sent the "
+        "person a one-time link out of band",
     }
 )
 

@@ -13,13 +13,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from handrail.engine.results import LoopPosition
 from handrail.errors import HandrailError, InvalidParams, StateError
 from handrail.model import Loop, Step
 from handrail.runs.position import Position
 from handrail.store.base import ACTIVE_STATUSES, EventType, NewEvent, RunRecord, RunStatus, RunUpdate
 
 if TYPE_CHECKING:
+    from handrail.engine.results import LoopPosition
     from handrail.model import Workflow
     from handrail.runs.ledger import Ledger
     from handrail.runs.request import Request
@@ -177,7 +177,7 @@ def _loops(
                 f"it is in iteration {loop.iteration} of loop `{loop.id}`, a {was.kind} loop "
                 f"that is a {now.kind} loop in version {new.version}: its state cannot be carried"
             )
-        carried.append(LoopPosition(name, loop.iteration))
+        carried.append(replace(loop, id=name))  # its iteration kept
     return tuple(carried)
 
 

@@ -9,13 +9,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from handrail.engine.results import LoopPosition
 from handrail.errors import StateError
-from handrail.expr import lookup
 from handrail.model import Loop, Step, SubWorkflow
 
 if TYPE_CHECKING:
-    from handrail.engine.results import NextResult
+    from handrail.engine.results import LoopPosition, NextResult
     from handrail.model import Workflow
 
 
@@ -51,6 +49,8 @@ class Position:
     @classmethod
     def stored(cls, data: Mapping[str, Any]) -> Position:
         """A run row's position (written by `to_stored`, by this or an earlier handrail)."""
+        from handrail.engine.results import LoopPosition  # the engine's types load with the first run read
+
         try:
             state = data.get("state") or {}
             loops = tuple(LoopPosition(str(p["id"]), int(p["iteration"])) for p in state.get("loops", ()))
@@ -144,6 +144,8 @@ def scoped(workflow: Workflow, context: Mapping[str, Any], position: Position, b
                 position, loops=(), step=None, loop=None, is_complete=True, guidance=_guidance(BRANCH_DONE)
             )
     elif isinstance(entered, Loop) and entered.parallel is not None:
+        from handrail.expr import lookup  # the conditions' modules load with the engine, after start-up
+
         items = lookup(context, entered.items or "")
         count = min(len(items), entered.max_iterations) if isinstance(items, list) else 0
         waiting = {"kind": "branches", "stepId": entered.id, "count": count}
@@ -196,6 +198,8 @@ def _guidance(prompt: str) -> dict[str, Any]:
 
 def _inside(workflow: Workflow, position: Position, scope: Mapping[str, Any]) -> bool:
     """Whether the position is still in the branch's own iteration of its loop."""
+    from handrail.engine.results import LoopPosition  # as in Position.stored
+
     if position.is_complete or position.loops[:1] != (
         LoopPosition(str(scope.get("loopId")), int(scope.get("iteration", 0))),
     ):

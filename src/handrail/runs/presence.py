@@ -32,6 +32,9 @@ if TYPE_CHECKING:
 
 PASSKEY = "passkey"
 DECISIONS = (EventType.APPROVED, EventType.DECLINED, EventType.APPROVAL_GIVEN)
+# the reason a shared channel's decision needs the person: the one a link may do instead of
+# the passkey (runs/links.py)
+GATE_WATCHES = "the gate watches this run"
 # a run's tree is followed this far up for the gate's events (as the gate follows it down)
 TREE_DEPTH = 8
 

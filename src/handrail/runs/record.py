@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from handrail.runs import machine
 from handrail.runs.signing import PublicKey, SigningKey, fingerprint
 from handrail.store.base import Event, EventType, RunRecord
 from handrail.store.chain import Break, first_break
@@ -196,11 +197,47 @@ def _verify(verdict: Verdict, record: dict[str, Any], key: PublicKey | None) -> 
             followed = moved["sourceHash"]
     if followed != source_hash:
         return _failed(verdict, "the workflow's hash is not the one the run started on (or last migrated to)")
+    told = _header_problem(run, events)
+    if told is not None:
+        return _failed(verdict, told)
     if record["checks"] != checks_of(events):
         return _failed(verdict, "its check results are not the ones its events hold")
     if record["approvals"] != approvals_of(events):
         return _failed(verdict, "its approvals are not the ones its events hold")
     return _signature(verdict, record, key)
+
+
+def _header_problem(run: Mapping[str, Any], events: Sequence[Event]) -> str | None:
+    """The first field of the record's `run` header its events do not bear out: who
+    started it, on which workflow and version (the last migration's), for what goal, in
+    which folder, when, and the status the transition table gives for the events. The
+    header is the run row as the store kept it; the row is a cache of the log, so a
+    header the log does not give was changed after it was written."""
+    if not events or events[0].type != EventType.STARTED:
+        return "its first event is not `started`: the record is not a whole run"
+    started = events[0]
+    said: dict[str, Any] = {"owner": started.actor, "createdAt": started.at}
+    for key in ("workflowId", "workflowVersion", "goal", "workspace"):
+        if key in started.data:  # every run starts with them; a record from before may lack one
+            said[key] = started.data[key]
+    for e in events:
+        moved = e.data.get("to") if e.type == EventType.MIGRATED else None
+        if isinstance(moved, Mapping) and "workflowVersion" in moved:
+            said["workflowVersion"] = moved["workflowVersion"]
+    try:
+        status = machine.after(None, [EventType(e.type) for e in events])
+    except ValueError as exc:
+        return f"its events hold a type no run has ({exc})"
+    if status is None:
+        return "its events are not a sequence the run's transition table allows"
+    said["status"] = str(status)
+    for key, value in said.items():
+        if run.get(key) != value:
+            return (
+                f"its run header's `{key}` is {run.get(key)!r}, but its events say {value!r}: "
+                "the header was changed after it was written"
+            )
+    return None
 
 
 def _signature(verdict: Verdict, record: dict[str, Any], key: PublicKey | None) -> Verdict:

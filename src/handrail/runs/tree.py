@@ -22,8 +22,6 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from handrail.codec import json_size
-from handrail.engine.results import LoopPosition
-from handrail.expr import lookup
 from handrail.model import Loop
 from handrail.runs import machine
 from handrail.runs.holders import shown_holder
@@ -356,6 +354,9 @@ class Tree:
         """Branch `index` of the loop, made once whoever asks (its id is derived)."""
         run_id = branch_id(parent, waiting, index)
         context = dict(parent.context)
+        from handrail.engine.results import LoopPosition  # the engine's types load with the first loop
+        from handrail.expr import lookup  # the conditions' modules load with the first loop
+
         items = lookup(context, loop.items or "")
         item = items[index] if isinstance(items, list) and index < len(items) else None
         scope = {"loopId": loop.id, "iteration": index + 1, "item": item}
@@ -520,6 +521,8 @@ class Tree:
     ) -> list[dict[str, Any]]:
         """Each branch's result in item order: its status, the recap of its last accepted
         steps and the context it changed; cut down to fit the parent's context limit."""
+        from handrail.expr import lookup  # as in _open
+
         items = lookup(run.context, loop.items or "")
         full: list[dict[str, Any]] = []
         for index, child in enumerate(children):

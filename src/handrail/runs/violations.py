@@ -10,8 +10,7 @@ while a run is active.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-
-from handrail.typing_light import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     from typing import Any

@@ -8,6 +8,8 @@ its person (an approval, 2026-07-28) returns `InputRequired`.
 
 from __future__ import annotations
 
+import os
+import threading
 from collections.abc import Callable
 from functools import cache
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -34,32 +36,42 @@ if TYPE_CHECKING:
 Handler = Callable[[Request, Snapshot, dict[str, Any]], Any]
 
 
+class LaterRuns(NamedTuple):
+    """A server's run operations, made when first used rather than at start-up (their
+    modules are most of a server's): `make()` makes them, and `database_file` is the
+    SQLite file they will open (None: another store), which `initialize` looks for
+    without making them."""
+
+    make: Callable[[], Runs]
+    database_file: str | None
+
+
 class Service:
     def __init__(
         self,
         catalog: Catalog,
         limits: Limits | None = None,
         *,
-        runs: Runs | None = None,
+        runs: Runs | LaterRuns | None = None,
         runs_only: bool = False,
         checks: CheckConfig | None = None,
         dashboard_url: str | None = None,
     ) -> None:
-        """`runs`: the run store's operations (default: the store `HANDRAIL_DATABASE_URL` or
-        ~/.handrail names, opened on first use). `runs_only`: see spec/runs.md. `checks`:
+        """`runs`: the run store's operations, or what makes them on first use (default: over
+        the store `HANDRAIL_DATABASE_URL` or ~/.handrail names, made on first use).
+        `runs_only`: see spec/runs.md. `checks`:
         what runs' checks may do (commands allowed, named commands); None: nothing allowed.
         `dashboard_url`: the dashboard's address, when this server serves it (named in
         what a run waiting for approval says)."""
         self.catalog = catalog
         self.limits = limits or Limits()
         self.check_config = checks
-        self.runs = runs if runs is not None else default_runs()
-        self.runs.configure(
-            max_context_bytes=self.limits.max_context_bytes,
-            checks=checks,
-            dashboard_url=dashboard_url,
-            catalog=self.catalog.snapshot,
-        )
+        self.dashboard_url = dashboard_url
+        self._later = later_runs() if runs is None else runs if isinstance(runs, LaterRuns) else None
+        self._runs: Runs | None = None
+        self._making = threading.Lock()  # HTTP answers from several threads: the runs are made once
+        if not isinstance(runs, LaterRuns) and runs is not None:
+            self._configured(runs)
         self.runs_only = runs_only
         # name -> (the admission of its arguments, quick and thorough; its handler; whether
         # the handler reads the request)
@@ -70,10 +82,39 @@ class Service:
         self._handlers: dict[str, Callable[[Snapshot, dict[str, Any]], Any]] = {
             t.name: getattr(self, t.handler) for t in TABLE if not t.runs
         }
-        from handrail.runs.handlers import run_handlers  # lazy: after `initialize` is answered
+        self._made_run_handlers: dict[str, Handler] | None = None
 
-        found = run_handlers(self.runs, self.workflow)
-        self._run_handlers: dict[str, Handler] = {t.name: found[t.handler] for t in TABLE if t.runs}
+    @property
+    def runs(self) -> Runs:
+        """The run operations, made on first use when the service was given `LaterRuns`."""
+        made = self._runs
+        if made is None:
+            with self._making:
+                if self._runs is None:
+                    assert self._later is not None
+                    self._configured(self._later.make())
+                assert self._runs is not None
+                made = self._runs
+        return made
+
+    def _configured(self, runs: Runs) -> None:
+        runs.configure(
+            max_context_bytes=self.limits.max_context_bytes,
+            checks=self.check_config,
+            dashboard_url=self.dashboard_url,
+            catalog=self.catalog.snapshot,
+        )
+        self._runs = runs
+
+    @property
+    def _run_handlers(self) -> dict[str, Handler]:
+        """The run tools' handlers, made with the first tool call (and the runs with them)."""
+        if self._made_run_handlers is None:
+            from handrail.runs.handlers import run_handlers  # lazy: after `initialize` is answered
+
+            found = run_handlers(self.runs, self.workflow)
+            self._made_run_handlers = {t.name: found[t.handler] for t in TABLE if t.runs}
+        return self._made_run_handlers
 
     @staticmethod
     def knows(name: str) -> bool:
@@ -137,6 +178,9 @@ class Service:
     def open_runs_note(self, request: Request, *, roots: bool = False) -> str:
         """What `initialize` says about the asking person's unfinished runs in the server's
         workspace. `roots`: the client offers MCP roots (its workspace is known only later)."""
+        file = self._later.database_file if self._runs is None and self._later is not None else None
+        if file is not None and not os.path.exists(file):
+            return ""  # no database yet: no run to tell of, and the runs stay unmade
         from handrail.runs.handlers import open_runs_note  # lazy: after `initialize` is answered
 
         return open_runs_note(self.runs, request, roots=roots)
@@ -149,7 +193,8 @@ class Service:
         kill_running()
 
     def close(self) -> None:
-        self.runs.close()
+        if self._runs is not None:  # runs never made have no store to close
+            self._runs.close()
 
     def workflow(self, snapshot: Snapshot, workflow_id: str) -> Workflow:
         found = snapshot.get(workflow_id)
@@ -261,16 +306,38 @@ def default_runs(database: str | None = None, *, reading: bool = False) -> Runs:
     `reading`: the caller only reads (see handrail.store.open_store)."""
     from handrail.runs import Runs  # lazy: loaded on first use, after `initialize` is answered
     from handrail.store import default_url, open_store  # lazy: after `initialize` is answered
-    from handrail.store.urls import sqlite_path  # lazy: loaded on first use, after `initialize` is answered
 
     url = database or default_url()
-    database_file = None
-    if url.startswith("sqlite:"):
-        try:
-            database_file = str(sqlite_path(url))
-        except Exception:  # reported when the store is opened
-            database_file = None
-    return Runs(lambda: open_store(url, reading=reading), database_file=database_file)
+    return Runs(lambda: open_store(url, reading=reading), database_file=database_file(url))
+
+
+def later_runs(database: str | None = None, then: Callable[[Runs], None] | None = None) -> LaterRuns:
+    """`default_runs(database)` made on first use, and given to `then` (a server's settings
+    for them) as they are made."""
+    from handrail.store import default_url  # lazy: after `initialize` is answered
+
+    url = database or default_url()
+
+    def make() -> Runs:
+        made = default_runs(url)
+        if then is not None:
+            then(made)
+        return made
+
+    return LaterRuns(make, database_file(url))
+
+
+def database_file(url: str) -> str | None:
+    """The SQLite file a database URL names; None for another store, or a URL whose
+    mistake is reported when the store is opened."""
+    if not url.startswith("sqlite:"):
+        return None
+    from handrail.store.urls import sqlite_path  # lazy: loaded on first use, after `initialize` is answered
+
+    try:
+        return str(sqlite_path(url))
+    except Exception:  # reported when the store is opened
+        return None
 
 
 def _bounded(result: Any, limit: int) -> Encoded:

@@ -3,13 +3,13 @@
 `RunStore` is the interface the run layer talks to; `open_store(url)` picks an
 implementation from a database URL (sqlite:/// or postgresql://).
 
-The names below load on first use: the gate's hook imports store/sqlite_light.py
-(and the schema) on every tool call, and nothing else of the store.
+The names below load on first use: a gate hook opens one store on every tool call
+and loads nothing else of the package.
 """
 
 from __future__ import annotations
 
-from handrail.typing_light import TYPE_CHECKING
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any

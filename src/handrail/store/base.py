@@ -14,6 +14,7 @@ from enum import StrEnum
 from typing import Any, Protocol, TypedDict, Unpack
 
 from handrail.store.passkeys import Passkey
+from handrail.store.sessions import KeptSession
 
 
 class RunStatus(StrEnum):
@@ -50,6 +51,9 @@ class EventType(StrEnum):
     APPROVAL_UNANSWERED = "approval_unanswered"
     VIOLATION = "violation"  # the gate undid a change the step forbids, however it was made
     USAGE = "usage"  # what one agent process `handrail drive` started spent on a step
+    # a one-time link for the person's decision, sent out of band (runs/links.py): only its
+    # token's hash is kept
+    APPROVAL_LINK = "approval_link"
 
 
 STATUSES: tuple[RunStatus, ...] = tuple(RunStatus)
@@ -89,6 +93,8 @@ class RunRecord:
     # who holds it (a claimed branch) and until when, ISO time as `updated_at`
     holder: str | None = None
     lease_until: str | None = None
+    # the current step's gate digest (runs/gate_digest.py), JSON; None before one was written
+    gate: str | None = None
     # the row's seal as read (store/state_seal.py), and what of the row does not match it
     # (empty: all does); a read that finds a mismatch says so (spec/runs.md)
     seal: str | None = field(default=None, compare=False)
@@ -135,6 +141,7 @@ class RunUpdate:
     accepted: int | None = None
     workflow_version: str | None = None  # a migration moves the run to another version
     source_hash: str | None = None
+    gate: str | None = None  # the new step's gate digest (runs/gate_digest.py)
 
 
 STUCK_PART = 100_000  # a stuck run's notifications sort after those of the write that left it idle
@@ -245,6 +252,7 @@ def written(
         accepted=run.accepted if change.accepted is None else change.accepted,
         workflow_version=run.workflow_version if change.workflow_version is None else change.workflow_version,
         source_hash=run.source_hash if change.source_hash is None else change.source_hash,
+        gate=run.gate if change.gate is None else change.gate,
         updated_at=at,
         version=run.version + 1,
         events=run.events + events,
@@ -339,5 +347,18 @@ class RunStore(Protocol):
         """Keep the signature counter an approval's assertion carried."""
 
     def remove_passkey(self, person: str, credential_id: str) -> bool: ...
+
+    def events_since(self, at: str, limit: int) -> list[tuple[str, Event, str | None]]:
+        """Up to `limit` events of every run whose time is `at` or later, oldest first,
+        each as (run id, event, the hash of the event before it in its run)."""
+
+    def keep_session(self, session_id: str, kept: KeptSession, now: float) -> None:
+        """A dashboard session, kept for every server on the store (its id hashed); the
+        expired ones, and the person's beyond their newest hundred, are dropped."""
+
+    def kept_session(self, session_id: str, now: float) -> KeptSession | None:
+        """The session, unless it has expired by `now` or was ended."""
+
+    def end_session(self, session_id: str) -> None: ...
 
     def close(self) -> None: ...

@@ -1,33 +1,19 @@
-"""The bytes an event's hash is taken over (spec/record.md), in a module that loads
-only json's C parts and a SHA-256: the gate's light SQLite path chains its events with it."""
+"""The bytes an event's hash is taken over (spec/record.md), and the one byte form
+handrail hashes and signs."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
-
-from handrail import json_light
-from handrail.typing_light import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from hashlib import sha256
-    from typing import Any
-else:
-    # CPython's own SHA-256, the same digest: hashlib loads OpenSSL first, which takes
-    # a tenth of a hook's start
-    try:
-        from _sha256 import sha256
-    except ImportError:
-        try:
-            from _sha2 import sha256  # Python 3.12 and later
-        except ImportError:
-            from hashlib import sha256
+from hashlib import sha256
+from typing import Any
 
 
 def canonical(value: Any) -> bytes:
     """The one byte form handrail hashes and signs: keys sorted by code point, no
     whitespace, ASCII only (\\u escapes, lowercase hex), integers exact, floats in
     Python's shortest round-trip form, no NaN or Infinity."""
-    text = json_light.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
     return text.encode("ascii")
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from handrail.store.base import ClaimFilter, EventType, NewEvent, RunRecord
 from handrail.store.chain import EventRow, chained_rows, new_head
-from handrail.store.rows import _COLUMNS, sealed
+from handrail.store.rows import RUN_COLUMNS, sealed
 
 
 def free_branch(where: ClaimFilter, at: str, mark: str, lock: str = "") -> tuple[str, list[Any]]:
@@ -39,7 +39,7 @@ def free_branch(where: ClaimFilter, at: str, mark: str, lock: str = "") -> tuple
             values.append(value)
     unheld = " AND ".join([*common, "holder IS NULL"])
     lapsed = " AND ".join([*common, "holder IS NOT NULL", f"lease_until < {mark}"])
-    pick = f"SELECT {_COLUMNS} FROM runs WHERE {{}} ORDER BY parent_id, branch LIMIT 1 {lock}"
+    pick = f"SELECT {RUN_COLUMNS} FROM runs WHERE {{}} ORDER BY parent_id, branch LIMIT 1 {lock}"
     query = (
         f"WITH unheld AS ({pick.format(unheld)}), lapsed AS ({pick.format(lapsed)}) "
         "SELECT * FROM unheld UNION ALL SELECT * FROM lapsed ORDER BY parent_id, branch LIMIT 1"

@@ -27,7 +27,7 @@ import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from handrail.errors import StorageError
-from handrail.store import claims, outbox, passkeys, summary
+from handrail.store import claims, outbox, passkeys, sessions, summary
 from handrail.store.base import (
     LIST_LIMIT,
     STUCK_PART,
@@ -47,9 +47,9 @@ from handrail.store.chain import EVENT_COLUMNS, backfill, chained_rows, new_head
 from handrail.store.gate_query import gate_events_query, gate_events_values
 from handrail.store.passkeys import Passkey
 from handrail.store.rows import (
-    _COLUMNS,
     EVENTS_QUERY,
-    _record,
+    EVENTS_SINCE_QUERY,
+    RUN_COLUMNS,
     insert_events,
     insert_run,
     list_filter,
@@ -57,9 +57,12 @@ from handrail.store.rows import (
     move,
     now,
     read_events,
+    read_linked,
+    run_record,
     seal_backfill,
 )
 from handrail.store.schema import MIGRATIONS_TABLE, SEAL_MIGRATION, migrations, newer_than_known
+from handrail.store.sessions import KeptSession
 from handrail.store.shown_query import shown_events_query, shown_events_values
 
 MIGRATIONS = migrations("postgresql")
@@ -257,17 +260,17 @@ class PostgresStore:
 
     def get(self, run_id: str) -> RunRecord | None:
         with self._connection() as db:
-            row = db.execute(f"SELECT {_COLUMNS} FROM runs WHERE id = %s", (run_id,)).fetchone()
-        return _record(row) if row else None
+            row = db.execute(f"SELECT {RUN_COLUMNS} FROM runs WHERE id = %s", (run_id,)).fetchone()
+        return run_record(row) if row else None
 
     def list_runs(self, **filters: Unpack[RunFilter]) -> list[RunRecord]:
         clause, values = list_filter(filters, "%s")
         # no rowid here: ties in the update time (same millisecond) go to the newer start
         order = list_order(filters, "updated_at DESC, created_at DESC, id DESC")
-        query = f"SELECT {_COLUMNS} FROM runs {clause} {order} LIMIT %s"
+        query = f"SELECT {RUN_COLUMNS} FROM runs {clause} {order} LIMIT %s"
         with self._connection() as db:
             rows = db.execute(query, (*values, filters.get("limit", LIST_LIMIT))).fetchall()
-        return [_record(r) for r in rows]
+        return [run_record(r) for r in rows]
 
     def claim(self, where: ClaimFilter, holder: str, until: str) -> RunRecord | None:
         """The picked row stays locked until the write commits; a claim racing this one,
@@ -278,7 +281,7 @@ class PostgresStore:
             row = db.execute(query.encode(), values).fetchone()
             if row is None:
                 return None
-            update, values, rows, after = claims.claim_write(_record(row), holder, until, at, "%s")
+            update, values, rows, after = claims.claim_write(run_record(row), holder, until, at, "%s")
             db.execute(update.encode(), values)
             insert_events(db, rows, "%s")
         return after
@@ -291,6 +294,11 @@ class PostgresStore:
     def events(self, run_id: str) -> list[Event]:
         with self._connection() as db:
             return read_events(db.execute(EVENTS_QUERY.format(mark="%s"), (run_id,)).fetchall())
+
+    def events_since(self, at: str, limit: int) -> list[tuple[str, Event, str | None]]:
+        with self._connection() as db:
+            rows = db.execute(EVENTS_SINCE_QUERY.format(mark="%s"), (at, limit)).fetchall()
+        return read_linked(rows)
 
     def gate_events(self, run_id: str, recent: int) -> list[Event]:
         with self._connection() as db:
@@ -310,8 +318,8 @@ class PostgresStore:
     # -- the notification outbox ------------------------------------------------------
     def idle_runs(self, before: str, limit: int) -> list[RunRecord]:
         with self._connection() as db:
-            rows = db.execute(outbox.idle("%s").format(columns=_COLUMNS), (before, limit)).fetchall()
-        return [_record(r) for r in rows]
+            rows = db.execute(outbox.idle("%s").format(columns=RUN_COLUMNS), (before, limit)).fetchall()
+        return [run_record(r) for r in rows]
 
     def notify_idle(self, run: RunRecord, notifications: Sequence[NewNotification]) -> int:
         added = 0
@@ -358,6 +366,23 @@ class PostgresStore:
     def remove_passkey(self, person: str, credential_id: str) -> bool:
         with self._connection() as db:
             return db.execute(passkeys.delete("%s"), (person, credential_id)).rowcount > 0
+
+    # -- dashboard sessions (store/sessions.py) -----------------------------------------
+    def keep_session(self, session_id: str, kept: KeptSession, now: float) -> None:
+        with self._connection() as db:
+            db.execute(sessions.prune("%s"), (now, kept.person, kept.person))
+            db.execute(
+                sessions.insert("%s"), (sessions.key_of(session_id), kept.person, kept.csrf, kept.expires)
+            )
+
+    def kept_session(self, session_id: str, now: float) -> KeptSession | None:
+        with self._connection() as db:
+            row = db.execute(sessions.select("%s"), (sessions.key_of(session_id), now)).fetchone()
+        return None if row is None else KeptSession(str(row[0]), str(row[1]), float(row[2]))
+
+    def end_session(self, session_id: str) -> None:
+        with self._connection() as db:
+            db.execute(sessions.delete("%s"), (sessions.key_of(session_id),))
 
     def close(self) -> None:
         if not self._closed.is_set():

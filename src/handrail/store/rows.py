@@ -5,6 +5,8 @@ listing. `mark` is the driver's placeholder (`?` for sqlite3, `%s` for psycopg).
 
 from __future__ import annotations
 
+import json
+import sys
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -15,6 +17,18 @@ from handrail.store import state_seal
 from handrail.store.base import Event, NewEvent, RunFilter, RunRecord, RunStatus, RunUpdate, written
 from handrail.store.chain import EVENT_COLUMNS, EventRow, chained_rows, new_head
 from handrail.store.summary import Summary, plan
+
+BIG_COLUMN = 32 * 1024  # past this, orjson's faster reading pays back its import
+
+
+def decode_column(text: str) -> Any:
+    """A JSON column read back, to the value `codec.decode_stored` reads. The text is
+    orjson's own (or, after a space, json's escaped form), which json reads to the same
+    value; so a process that has not loaded orjson (a gate hook: its import costs more
+    than the hook's whole reading) reads a small column with json."""
+    if "orjson" in sys.modules or len(text) > BIG_COLUMN:
+        return decode_stored(text)
+    return json.loads(text)
 
 
 def now() -> str:
@@ -27,17 +41,17 @@ def later(seconds: float) -> str:
     return at.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-_COLUMNS = (
+RUN_COLUMNS = (
     "id, owner, workspace, workflow_id, workflow_version, source_hash, goal, status, "
     "context, position, accepted, created_at, updated_at, version, events, head, stats, "
-    "parent_id, parent_step, branch, holder, lease_until, seal"
+    "parent_id, parent_step, branch, holder, lease_until, gate, seal"
 )
 
 
-def _record(row: Sequence[Any]) -> RunRecord:
-    """A runs row, checked against its seal; `_COLUMNS` lists RunRecord's fields in their order."""
-    values = list(row[:23])
-    values[7:10] = RunStatus(row[7]), decode_stored(row[8]), decode_stored(row[9])
+def run_record(row: Sequence[Any]) -> RunRecord:
+    """A runs row, checked against its seal; `RUN_COLUMNS` lists RunRecord's fields in their order."""
+    values = list(row[:24])
+    values[7:10] = RunStatus(row[7]), decode_column(row[8]), decode_column(row[9])
     run = RunRecord(*values)
     problems = state_seal.differs(run, run.seal)
     return replace(run, tampered=tuple(problems)) if problems else run
@@ -57,7 +71,7 @@ def sealed(run: RunRecord, head: str | None, events: int) -> str:
 
 
 def run_row(run: RunRecord, events: int, head: str | None, stats: str | None = None) -> tuple[Any, ...]:
-    """A new run's values, in the order of `_COLUMNS`."""
+    """A new run's values, in the order of `RUN_COLUMNS`."""
     return (
         run.id,
         run.owner,
@@ -81,6 +95,7 @@ def run_row(run: RunRecord, events: int, head: str | None, stats: str | None = N
         run.branch,
         run.holder,
         run.lease_until,
+        run.gate,
         sealed(run, head, events),
     )
 
@@ -89,7 +104,7 @@ def insert_run(
     run: RunRecord, events: int, head: str | None, mark: str, stats: str | None = None
 ) -> tuple[str, tuple[Any, ...]]:
     """The statement that inserts a new run row, and its values."""
-    return f"INSERT INTO runs ({_COLUMNS}) VALUES ({', '.join([mark] * 23)})", run_row(
+    return f"INSERT INTO runs ({RUN_COLUMNS}) VALUES ({', '.join([mark] * 24)})", run_row(
         run, events, head, stats
     )
 
@@ -108,7 +123,7 @@ def insert_events(db: Any, rows: Sequence[EventRow], mark: str) -> None:
 def read_events(found: Sequence[Sequence[Any]]) -> list[Event]:
     """Events from rows of `EVENTS_QUERY`."""
     return [
-        Event(seq, kind, at, actor, step, decode_stored(data), link)
+        Event(seq, kind, at, actor, step, decode_column(data), link)
         for seq, kind, at, actor, step, data, link in found
     ]
 
@@ -116,6 +131,22 @@ def read_events(found: Sequence[Sequence[Any]]) -> list[Event]:
 EVENTS_QUERY = (
     "SELECT seq, type, at, actor, step_id, data, hash FROM run_events WHERE run_id = {mark} ORDER BY seq"
 )
+
+# every run's events from a time on, oldest first, each with the hash of the event before
+# it in its run (its chain link): `handrail audit` and `serve --audit-log` (runs/audit.py)
+EVENTS_SINCE_QUERY = (
+    "SELECT e.run_id, e.seq, e.type, e.at, e.actor, e.step_id, e.data, e.hash, p.hash "
+    "FROM run_events e LEFT JOIN run_events p ON p.run_id = e.run_id AND p.seq = e.seq - 1 "
+    "WHERE e.at >= {mark} ORDER BY e.at, e.run_id, e.seq LIMIT {mark}"
+)
+
+
+def read_linked(found: Sequence[Sequence[Any]]) -> list[tuple[str, Event, str | None]]:
+    """(run id, event, the hash before it) from rows of `EVENTS_SINCE_QUERY`."""
+    return [
+        (run_id, Event(seq, kind, at, actor, step, decode_stored(data), link), prev)
+        for run_id, seq, kind, at, actor, step, data, link, prev in found
+    ]
 
 
 class Move(NamedTuple):
@@ -166,6 +197,7 @@ def update_sets(
         ("accepted", change.accepted),
         ("workflow_version", change.workflow_version),
         ("source_hash", change.source_hash),
+        ("gate", change.gate),
         ("stats", stats),
     ):
         if value is not None:
@@ -220,9 +252,9 @@ def _ascii_lower(text: str) -> str:
 def seal_backfill(db: Any, mark: str) -> int:
     """Seal the rows of runs kept before the seal existed, as they stand, inside the
     caller's migration transaction (only there: a seal taken away later stays missing)."""
-    rows = db.execute(f"SELECT {_COLUMNS} FROM runs WHERE seal IS NULL").fetchall()
+    rows = db.execute(f"SELECT {RUN_COLUMNS} FROM runs WHERE seal IS NULL").fetchall()
     for row in rows:
-        run = _record(row)
+        run = run_record(row)
         seal = sealed(run, run.head, run.events)
         db.execute(f"UPDATE runs SET seal = {mark} WHERE id = {mark}", (seal, run.id))
     return len(rows)

@@ -338,8 +338,23 @@ MIGRATIONS: tuple[str, ...] = (
     -- are sealed as they stand when this is applied (chain.seal_backfill)
     ALTER TABLE runs ADD COLUMN seal TEXT
     """,
+    """
+    -- the current step's gate digest (runs/gate_digest.py), written by the run layer when
+    -- the step changes and covered by the seal: a hook reads the row and decides
+    ALTER TABLE runs ADD COLUMN gate TEXT
+    """,
+    """
+    -- the dashboard's sessions (store/sessions.py), shared by every server on the store
+    CREATE TABLE dashboard_sessions (
+        id_hash TEXT PRIMARY KEY,
+        person TEXT NOT NULL,
+        csrf TEXT NOT NULL,
+        expires DOUBLE PRECISION NOT NULL
+    );
+    CREATE INDEX dashboard_sessions_person ON dashboard_sessions (person, expires)
+    """,
 )
-SEAL_MIGRATION = len(MIGRATIONS)  # the version that adds the seal
+SEAL_MIGRATION = 11  # the version that adds the seal (the 11th above)
 
 STATS_TABLES = ("stats_visits", "stats_waits", "stats_checks", "stats_issues", "stats_gate")
 

@@ -32,7 +32,7 @@ from typing import Any, Unpack
 
 from handrail import budget
 from handrail.errors import StorageError
-from handrail.store import claims, outbox, passkeys, summary
+from handrail.store import claims, outbox, passkeys, sessions, summary
 from handrail.store.base import (
     LIST_LIMIT,
     STUCK_PART,
@@ -53,9 +53,9 @@ from handrail.store.gate_query import gate_events_query, gate_events_values
 from handrail.store.gate_window import NEWER_QUERY, GateWindows
 from handrail.store.passkeys import Passkey
 from handrail.store.rows import (
-    _COLUMNS,
     EVENTS_QUERY,
-    _record,
+    EVENTS_SINCE_QUERY,
+    RUN_COLUMNS,
     insert_events,
     insert_run,
     later,
@@ -64,9 +64,12 @@ from handrail.store.rows import (
     move,
     now,
     read_events,
+    read_linked,
+    run_record,
     seal_backfill,
 )
 from handrail.store.schema import MIGRATIONS_TABLE, SEAL_MIGRATION, migrations, newer_than_known, statements
+from handrail.store.sessions import KeptSession
 from handrail.store.shown_query import shown_events_query, shown_events_values
 from handrail.store.stats import last_line
 from handrail.store.urls import sqlite_url
@@ -332,16 +335,16 @@ class SqliteStore:
 
     def get(self, run_id: str) -> RunRecord | None:
         with self._read() as db:
-            row = db.execute(f"SELECT {_COLUMNS} FROM runs WHERE id = ?", (run_id,)).fetchone()
-        return _record(row) if row else None
+            row = db.execute(f"SELECT {RUN_COLUMNS} FROM runs WHERE id = ?", (run_id,)).fetchone()
+        return run_record(row) if row else None
 
     def list_runs(self, **filters: Unpack[RunFilter]) -> list[RunRecord]:
         clause, values = list_filter(filters, "?")
         order = list_order(filters, "updated_at DESC, rowid DESC")
-        query = f"SELECT {_COLUMNS} FROM runs {clause} {order} LIMIT ?"
+        query = f"SELECT {RUN_COLUMNS} FROM runs {clause} {order} LIMIT ?"
         with self._read() as db:
             rows = db.execute(query, (*values, filters.get("limit", LIST_LIMIT))).fetchall()
-        return [_record(r) for r in rows]
+        return [run_record(r) for r in rows]
 
     def claim(self, where: ClaimFilter, holder: str, until: str) -> RunRecord | None:
         """Inside the write transaction: no other claim, here or in another process, runs
@@ -352,7 +355,7 @@ class SqliteStore:
             row = db.execute(query, values).fetchone()
             if row is None:
                 return None
-            update, values, rows, after = claims.claim_write(_record(row), holder, until, at, "?")
+            update, values, rows, after = claims.claim_write(run_record(row), holder, until, at, "?")
             db.execute(update, values)
             insert_events(db, rows, "?")
         return after
@@ -365,6 +368,11 @@ class SqliteStore:
     def events(self, run_id: str) -> list[Event]:
         with self._read() as db:
             return read_events(db.execute(EVENTS_QUERY.format(mark="?"), (run_id,)).fetchall())
+
+    def events_since(self, at: str, limit: int) -> list[tuple[str, Event, str | None]]:
+        with self._read() as db:
+            rows = db.execute(EVENTS_SINCE_QUERY.format(mark="?"), (at, limit)).fetchall()
+        return read_linked(rows)
 
     def gate_events(self, run_id: str, recent: int) -> list[Event]:
         """As `RunStore.gate_events`; a run read before is read on from its newest event
@@ -395,8 +403,8 @@ class SqliteStore:
     # -- the notification outbox ------------------------------------------------------
     def idle_runs(self, before: str, limit: int) -> list[RunRecord]:
         with self._read() as db:
-            rows = db.execute(outbox.idle("?").format(columns=_COLUMNS), (before, limit)).fetchall()
-        return [_record(r) for r in rows]
+            rows = db.execute(outbox.idle("?").format(columns=RUN_COLUMNS), (before, limit)).fetchall()
+        return [run_record(r) for r in rows]
 
     def notify_idle(self, run: RunRecord, notifications: Sequence[NewNotification]) -> int:
         with self._write() as db:
@@ -454,6 +462,23 @@ class SqliteStore:
     def remove_passkey(self, person: str, credential_id: str) -> bool:
         with self._write() as db:
             return db.execute(passkeys.delete("?"), (person, credential_id)).rowcount > 0
+
+    # -- dashboard sessions (store/sessions.py) -----------------------------------------
+    def keep_session(self, session_id: str, kept: KeptSession, now: float) -> None:
+        with self._write() as db:
+            db.execute(sessions.prune("?"), (now, kept.person, kept.person))
+            db.execute(
+                sessions.insert("?"), (sessions.key_of(session_id), kept.person, kept.csrf, kept.expires)
+            )
+
+    def kept_session(self, session_id: str, now: float) -> KeptSession | None:
+        with self._read() as db:
+            row = db.execute(sessions.select("?"), (sessions.key_of(session_id), now)).fetchone()
+        return None if row is None else KeptSession(str(row[0]), str(row[1]), float(row[2]))
+
+    def end_session(self, session_id: str) -> None:
+        with self._write() as db:
+            db.execute(sessions.delete("?"), (sessions.key_of(session_id),))
 
     def close(self) -> None:
         with self._lock, self._opened:

@@ -10,11 +10,12 @@ the store can recompute all of it (SECURITY.md).
 
 from __future__ import annotations
 
-from handrail import json_light
-from handrail.store.chain_form import canonical, digest
-from handrail.typing_light import TYPE_CHECKING
+import json
+from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # a hook loads this module: no typing at run time
+from handrail.store.chain_form import canonical, digest
+
+if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any
 
@@ -34,12 +35,17 @@ SEALED = (
     "parent_step",
     "branch",
 )
+# sealed once the row holds it: a row sealed before the column existed has none, and
+# a digest added, changed or taken away later is a mismatch all the same
+SEALED_ONCE = ("gate",)
 
 
 def digests(run: Any) -> dict[str, str]:
     """Each sealed field of `run` (a RunRecord, its JSON fields as read back) as a short
     digest of its canonical form."""
-    return {name: _digest(getattr(run, name)) for name in SEALED}
+    found = {name: _digest(getattr(run, name)) for name in SEALED}
+    found.update({name: _digest(value) for name in SEALED_ONCE if (value := getattr(run, name)) is not None})
+    return found
 
 
 def _digest(value: Any) -> str:
@@ -50,14 +56,14 @@ def _digest(value: Any) -> str:
 def seal(fields: Mapping[str, str], head: str | None, events: int) -> str:
     """The row's `seal` column: the digests, the head and the count, and a hash of them."""
     body = {"fields": dict(fields), "head": head, "events": events}
-    return json_light.dumps({**body, "seal": digest(canonical(body))}, separators=(",", ":"))
+    return json.dumps({**body, "seal": digest(canonical(body))}, separators=(",", ":"))
 
 
 def reseal(text: str | None, head: str | None, events: int) -> str | None:
     """A seal moved on to a new head and count, its fields unchanged (a `gate` event,
     which decides none of them); None when there was none to move."""
     try:
-        found = json_light.loads(text) if text else None
+        found = json.loads(text) if text else None
     except ValueError:
         return None
     if not isinstance(found, dict) or not isinstance(found.get("fields"), dict):
@@ -70,7 +76,7 @@ def differs(run: Any, text: str | None) -> list[str]:
     if not text:
         return ["the row keeps no seal"]
     try:
-        found = json_light.loads(text)
+        found = json.loads(text)
     except (ValueError, RecursionError):
         return ["its seal is not JSON"]
     if not isinstance(found, dict) or not isinstance(found.get("fields"), dict):
@@ -84,5 +90,8 @@ def differs(run: Any, text: str | None) -> list[str]:
     if found.get("events") != run.events:
         problems.append(f"events ({run.events}) is not the count sealed ({found.get('events')})")
     mine = digests(run)
-    problems += [f"{name} is not as sealed" for name in SEALED if found["fields"].get(name) != mine[name]]
+    fields = found["fields"]
+    problems += [
+        f"{name} is not as sealed" for name in (*SEALED, *SEALED_ONCE) if fields.get(name) != mine.get(name)
+    ]
     return problems

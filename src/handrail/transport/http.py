@@ -37,9 +37,11 @@ from typing import Any
 
 from starlette.applications import Starlette
 
+from handrail.forwarded import Network
 from handrail.limits import TransportLimits
 from handrail.observe import Tracer
 from handrail.service.core import Service
+from handrail.service.identity_provider import Provider
 from handrail.service.people import People
 from handrail.transport.http_app import HookAnswer, HttpApp, HttpSettings
 from handrail.transport.security import LOCAL_HOSTS
@@ -89,13 +91,16 @@ def serve(
     metrics: bool = False,
     metrics_token: str | None = None,
     tracer: Tracer | None = None,
+    trusted_proxies: frozenset[Network] = frozenset(),
+    provider: Provider | None = None,
 ) -> int:
     import uvicorn  # lazy: loaded only when HTTP is served
 
     from handrail.transport.uvicorn_parts import Server, with_header_timeout  # lazy: as uvicorn
 
     bounds = limits or TransportLimits()
-    hosts = _allowed_hosts(host, extra_hosts, open_to_anyone=token is None and people is None)
+    anyone = token is None and people is None and provider is None
+    hosts = _allowed_hosts(host, extra_hosts, open_to_anyone=anyone)
     settings = HttpSettings(
         allowed_hosts=hosts,
         allowed_origins=set(extra_origins),
@@ -107,6 +112,8 @@ def serve(
         metrics=metrics,
         metrics_token=metrics_token,
         tracer=tracer,
+        trusted_proxies=trusted_proxies,
+        provider=provider,
     )
     app = create_app(service, settings)
 
@@ -121,6 +128,7 @@ def serve(
         timeout_keep_alive=bounds.keep_alive,
         limit_concurrency=bounds.max_connections,
         timeout_graceful_shutdown=max(1, round(bounds.shutdown_timeout)),
+        proxy_headers=False,  # whose forwarded headers count is --trust-proxy's say alone
     )
     Server(config).run(sockets=[sock if sock is not None else bind(host, port)])
     return 0

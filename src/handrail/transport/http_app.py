@@ -8,6 +8,7 @@ import asyncio
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 from starlette.applications import Starlette
 from starlette.datastructures import Headers
@@ -23,6 +24,7 @@ from handrail.errors import (
     INVALID_REQUEST,
     SERVER_ERROR,
 )
+from handrail.forwarded import Network
 from handrail.limits import TransportLimits
 from handrail.observe import Tracer
 from handrail.protocol.core import Protocol, parse_error, valid_id
@@ -36,6 +38,7 @@ from handrail.protocol.revisions import (
 )
 from handrail.runs import request as asking_request
 from handrail.service.core import Service
+from handrail.service.identity_provider import Provider, WithProvider
 from handrail.service.people import People
 from handrail.transport.http_headers import accepts_json, header_mismatch, status_of
 from handrail.transport.security import LOCAL_HOSTS, Guard, Refused
@@ -64,6 +67,8 @@ class HttpSettings:
     metrics: bool = False  # --metrics: /metrics in the Prometheus text format
     metrics_token: str | None = None  # --metrics-token: the one token /metrics asks for, if set
     tracer: Tracer | None = None  # OpenTelemetry (handrail/tracing.py): a span per request
+    trusted_proxies: frozenset[Network] = frozenset()  # --trust-proxy: their forwarded origin counts
+    provider: Provider | None = None  # --oidc-issuer: the team's OpenID provider
 
 
 def _error(status: int, code: int, message: str, rid: Any = None, **data: Any) -> Response:
@@ -120,9 +125,20 @@ class HttpApp:
         self.protocol = Protocol(service, stateless=True, observer=self.metrics, tracer=config.tracer)
         self.limits = limits = config.transport
         self.pool = WorkerPool(limits.workers or default_workers(), limits.max_queued)
-        self.people = People.combined(config.people, People.shared(config.token) if config.token else None)
+        tokens = People.combined(config.people, People.shared(config.token) if config.token else None)
+        self.people: People | WithProvider | None = tokens
+        metadata = ""
+        if config.provider is not None:
+            self.people = WithProvider(tokens, config.provider)
+            metadata = self.people.resource_metadata() if config.provider.audience else ""
 
-        self.guard = Guard(config.allowed_hosts, config.allowed_origins, self.people)
+        self.guard = Guard(
+            config.allowed_hosts,
+            config.allowed_origins,
+            self.people,
+            proxies=config.trusted_proxies,
+            resource_metadata=metadata,
+        )
         self.scraper = (  # a scraper's own token, when given, instead of the people's
             Guard(config.allowed_hosts, config.allowed_origins, People.shared(config.metrics_token))
             if config.metrics_token
@@ -133,7 +149,8 @@ class HttpApp:
         """Host, Origin and (with `authenticate`) token checks; the person asking is
         kept in `request.state.person`."""
         try:
-            asking = self.guard.check(request.headers, authenticate=authenticate)
+            peer = request.client.host if request.client is not None else None
+            asking = self.guard.check(request.headers, authenticate=authenticate, peer=peer)
         except Refused as refused:
             return _refused(refused)
         if asking is not None:
@@ -346,6 +363,26 @@ class HttpApp:
             return Response(b"server busy\n", status_code=503, headers={"Retry-After": "1"})
         return Response(body, media_type=CONTENT_TYPE)
 
+    def resource_routes(self) -> list[Route]:
+        """RFC 9728 protected resource metadata: which provider /mcp's tokens come from,
+        at the root and at the path-suffixed address the MCP authorization spec names."""
+        provider = self.config.provider
+        if provider is None or not provider.audience:
+            return []
+        document = {
+            "resource": provider.audience,
+            "authorization_servers": [provider.issuer],
+            "scopes_supported": ["agent", "person"],
+            "bearer_methods_supported": ["header"],
+        }
+
+        async def metadata(request: Request) -> Response:
+            return _json(document)
+
+        suffix = urlsplit(provider.audience).path.rstrip("/")
+        paths = {"/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource" + suffix}
+        return [Route(path, metadata, methods=["GET"]) for path in sorted(paths)]
+
     def starlette(self) -> Starlette:
         from handrail.dashboard import dashboard_routes  # the web pages at /
 
@@ -356,6 +393,9 @@ class HttpApp:
                 Route("/hooks/{harness}", self.hook, methods=["GET", "POST"]),
                 Route("/.well-known/handrail-key", self.published_key, methods=["GET"]),
                 *([Route("/metrics", self.scrape, methods=["GET"])] if self.metrics is not None else []),
-                *dashboard_routes(self.service, self.refuse, self.people),
+                *self.resource_routes(),
+                *dashboard_routes(
+                    self.service, self.refuse, self.people, self.config.trusted_proxies, self.config.provider
+                ),
             ]
         )

@@ -12,6 +12,8 @@ from urllib.parse import urlsplit
 from starlette.datastructures import Headers
 
 from handrail.errors import SERVER_ERROR, RpcError
+from handrail.forwarded import Network, public, same_origin, trusted
+from handrail.service.identity_provider import WithProvider
 from handrail.service.people import PERSON, People, bearer
 
 LOCAL_HOSTS = ("localhost", "127.0.0.1", "[::1]", "::1")
@@ -52,13 +54,19 @@ def host_name(value: str) -> str:
 class Guard:
     allowed_hosts: set[str] = field(default_factory=lambda: set(LOCAL_HOSTS))
     allowed_origins: set[str] = field(default_factory=set)  # beyond http(s)://<allowed host>[:port]
-    people: People | None = None  # None: no token asked for
+    people: People | WithProvider | None = None  # None: no token asked for
+    proxies: frozenset[Network] = frozenset()  # --trust-proxy: whose forwarded origin counts
+    resource_metadata: str = ""  # with an OpenID provider: where /mcp's OAuth metadata is
 
     def origin_allowed(self, origin: str) -> bool:
         if origin in self.allowed_origins:
             return True
         parts = urlsplit(origin)
         return parts.scheme in ("http", "https") and host_name(parts.netloc) in self.allowed_hosts
+
+    def forwarded_to(self, origin: str, headers: Headers, peer: str | None) -> bool:
+        """Whether a trusted proxy says the browser sent this request to `origin`."""
+        return trusted(peer, self.proxies) and same_origin(origin, public(headers, peer, self.proxies))
 
     def credential(self, headers: Headers) -> tuple[str, str] | None:
         """(person, scope) the request's bearer token names (None: no token, or one nobody holds)."""
@@ -71,9 +79,11 @@ class Guard:
         found = self.credential(headers)
         return None if found is None else found[0]
 
-    def check(self, headers: Headers, *, authenticate: bool = True) -> str | None:
+    def check(self, headers: Headers, *, authenticate: bool = True, peer: str | None = None) -> str | None:
         """The person asking (None when no token is asked for, or not `authenticate`);
-        raises Refused for a Host, Origin or token the server does not accept."""
+        raises Refused for a Host, Origin or token the server does not accept. `peer`: the
+        address the connection comes from; a proxy of `proxies` may say the origin the
+        browser used (forwarded.py), and an Origin that names it is allowed."""
         hosts = headers.getlist("host")
         if len(hosts) != 1:  # a second Host could be the one a proxy or the app reads
             raise Refused(
@@ -89,7 +99,11 @@ class Guard:
             raise Refused(
                 403, SERVER_ERROR, "Forbidden: more than one Origin header", {"origins": len(origins)}
             )
-        if origins and not self.origin_allowed(origins[0]):
+        if (
+            origins
+            and not self.origin_allowed(origins[0])
+            and not self.forwarded_to(origins[0], headers, peer)
+        ):
             refused = origins[0][:100]
             message = f"Forbidden: Origin `{refused}` not allowed (a server allows it with --allow-origin)"
             raise Refused(403, SERVER_ERROR, message, {"origin": origins[0]})
@@ -108,6 +122,8 @@ class Guard:
         if asking is None:
             given = headers.getlist("authorization")
             challenge = 'Bearer realm="handrail"'
+            if self.resource_metadata:  # MCP authorization: how a client finds the provider
+                challenge += f', resource_metadata="{self.resource_metadata}"'
             if not given:
                 why = "a bearer token is required"
             elif len(given) > 1:

@@ -3,15 +3,15 @@
 Only protocol messages reach stdout; anything else that tries to print while
 serving is sent to stderr.
 
-One thread both reads and answers: it reads what the pipe has, answers every line
-of it into an output buffer of its own, and flushes when it is about to wait for more
-input, or when an answer has waited `HOLD_S` for those after it, so pipelined
-requests cost few reads and writes, and a line is never handed from thread to
-thread. A second thread watches: once a request
-has been in hand for a tick (`WATCH_S`), it takes over the reading until that
-request ends, so that the end of input, and the client's answer to a request of
-ours (elicitation), are still seen while a long request runs. The calling thread
-only waits, and takes the signals.
+A `StdioServer` holds one client's session. One thread both reads and answers: it
+reads what the pipe has, answers every line of it into an output buffer of its own,
+and flushes when it is about to wait for more input, or when an answer has waited
+`HOLD_S` for those after it, so pipelined requests cost few reads and writes, and a
+line is never handed from thread to thread. A second thread watches: once a request
+has been in hand for a tick (`WATCH_S`), it takes over the reading until that request
+ends, so that the end of input, and the client's answer to a request of ours
+(elicitation), are still seen while a long request runs. The calling thread only
+waits, and takes the signals.
 """
 
 from __future__ import annotations
@@ -161,166 +161,193 @@ def serve(
     source = cast(io.BufferedIOBase, stdin or _standard_input())  # read1: what the pipe has
     sink = stdout or _standard_output()
     sys.stdout = sys.stderr  # stray prints must not corrupt the protocol stream
-    requests = protocol.client_requests
-    lines = _Lines(source, limit, requests.awaited, requests.route)
-    finished = threading.Event()  # the answering thread is done: shutdown, end of input, broken pipe
-    stopping = [False]  # take no further line (a flag the signal handler sets)
-    in_hand = [False]  # a line is being answered
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        stopping[0] = True
-        raise _Stop
-
+    server = StdioServer(protocol, source, sink, limit, after_first_reply, shutdown_timeout)
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(ValueError):  # not the main thread (tests): signals stay
-            signal.signal(sig, on_signal)
+            signal.signal(sig, server.on_signal)
+    return server.run()
 
-    writing = threading.Lock()  # the catalog watcher sends notifications from its own thread
 
-    def send(data: bytes) -> None:
-        with writing:
-            sink.write(data + b"\n")
-            sink.flush()
+class StdioServer:
+    """One client on a pipe: the answering thread (`answer`), the watcher (`watch`) and
+    the calling thread's wait (`run`), over the state they share, kept here."""
 
-    def on_change(snapshot: object) -> None:
-        for note in protocol.list_changed():
+    def __init__(
+        self,
+        protocol: Protocol,
+        source: io.BufferedIOBase,
+        sink: BinaryIO,
+        limit: int,
+        after_first_reply: Callable[[], None] | None,
+        shutdown_timeout: float,
+    ) -> None:
+        self.protocol = protocol
+        self.requests = protocol.client_requests
+        self.lines = _Lines(source, limit, self.requests.awaited, self.requests.route)
+        self.sink = sink
+        self.limit = limit
+        self.after_first_reply = after_first_reply
+        self.shutdown_timeout = shutdown_timeout
+        self.finished = threading.Event()  # the answering thread is done: shutdown, end of input, broken pipe
+        self.stopping = False  # take no further line (a flag the signal handler sets)
+        self.in_hand = False  # a line is being answered
+        self.writing = threading.Lock()  # the catalog watcher sends notifications from its own thread
+        self.held_since = 0.0  # when the oldest answer not yet flushed was written, or 0
+        protocol.on_catalog_change(self.on_change)
+        protocol.sink = self.send  # log records for the client (logging/setLevel)
+        self.requests.sender = self.send  # elicitation/create, sent while a request is answered
+
+    def on_signal(self, signum: int, frame: FrameType | None) -> None:
+        self.stopping = True
+        raise _Stop
+
+    def send(self, data: bytes) -> None:
+        with self.writing:
+            self.sink.write(data + b"\n")
+            self.sink.flush()
+
+    def on_change(self, snapshot: object) -> None:
+        for note in self.protocol.list_changed():
             with contextlib.suppress(OSError, ValueError):
-                send(note)
+                self.send(note)
 
-    protocol.on_catalog_change(on_change)
-    protocol.sink = send  # log records for the client (logging/setLevel)
-    requests.sender = send  # elicitation/create, sent while a request is answered
+    def flush(self) -> None:
+        with self.writing:
+            if self.held_since:
+                self.held_since = 0.0
+                self.sink.flush()
 
-    held_since = [0.0]  # when the oldest answer not yet flushed was written, or 0
-
-    def flush() -> None:
-        with writing:
-            if held_since[0]:
-                held_since[0] = 0.0
-                sink.flush()
-
-    def next_lines() -> list[bytes] | None:
+    def next_lines(self) -> list[bytes] | None:
         """The lines waiting to be answered, all of them (reading, after a flush, when
         none waits); None at the end. Taken together, so a burst costs one look under
         the lock, not one per line."""
+        lines = self.lines
         while True:
             with lines.lock:
                 if lines.waiting:
                     batch = list(lines.waiting)
                     lines.waiting.clear()
                     return batch
-                if lines.ended or stopping[0]:
+                if lines.ended or self.stopping:
                     return None
                 mine = lines.claim()
                 if not mine:
-                    flush()  # the watcher reads: what is answered goes out meanwhile
+                    self.flush()  # the watcher reads: what is answered goes out meanwhile
                     lines.sleepers += 1
                     lines.changed.wait()
                     lines.sleepers -= 1
                     continue
-            flush()  # nothing more to answer: out it goes before we wait for input
+            self.flush()  # nothing more to answer: out it goes before we wait for input
             found = lines.pull(keep=False)
             if found:
                 return found
 
-    def answer() -> None:
-        nonlocal after_first_reply
-        handle, write, monotonic = protocol.handle, sink.write, time.monotonic  # looked up once
+    def answer(self) -> None:
+        """The answering thread: every line in turn, until the end, `shutdown` or a signal."""
         try:
-            while not stopping[0]:
-                batch = next_lines()
-                if batch is None:
+            while not self.stopping:
+                batch = self.next_lines()
+                if batch is None or not self.answer_batch(batch):
                     return
-                for line in batch:
-                    if stopping[0]:
-                        return
-                    lines.taken += 1  # only this thread writes it; the others only look
-                    in_hand[0] = True
-                    out: bytes | None
-                    if line is OVERSIZED:
-                        out = encode(_too_long(limit))
-                    elif line and not line.isspace():
-                        try:
-                            out = handle(line)
-                        except Exception:  # `handle` answers every failure; should one escape it
-                            out = _internal_error()
-                    else:
-                        out = None
-                    with writing:
-                        if out is not None:
-                            write(out + b"\n")
-                        now = monotonic()
-                        if not held_since[0]:
-                            held_since[0] = now
-                        elif now - held_since[0] > HOLD_S:  # a long burst: its first answers go now
-                            held_since[0] = 0.0
-                            sink.flush()
-                    in_hand[0] = False
-                    if out is not None and after_first_reply is not None:
-                        flush()  # the first answer goes out before the workflows are compiled
-                        after_first_reply()
-                        after_first_reply = None
-                    if protocol.shutdown_requested:
-                        return
-                owed()
+                self.owed()
         except (OSError, ValueError):  # stdout closed (BrokenPipeError) or unusable
             return
         finally:
             with contextlib.suppress(OSError, ValueError):
-                owed()
-                flush()
-            finished.set()
-            with lines.changed:
-                lines.changed.notify_all()
+                self.owed()
+                self.flush()
+            self.finished.set()
+            with self.lines.changed:
+                self.lines.changed.notify_all()
 
-    def owed() -> None:
+    def answer_batch(self, batch: list[bytes]) -> bool:
+        """Answer the lines of one burst into the buffer; False: stop (a signal, `shutdown`)."""
+        protocol, lines, writing = self.protocol, self.lines, self.writing
+        handle, write, monotonic = protocol.handle, self.sink.write, time.monotonic  # looked up once
+        for line in batch:
+            if self.stopping:
+                return False
+            lines.taken += 1  # only this thread writes it; the others only look
+            self.in_hand = True
+            out: bytes | None
+            if line is OVERSIZED:
+                out = encode(_too_long(self.limit))
+            elif line and not line.isspace():
+                try:
+                    out = handle(line)
+                except Exception:  # `handle` answers every failure; should one escape it
+                    out = _internal_error()
+            else:
+                out = None
+            with writing:
+                if out is not None:
+                    write(out + b"\n")
+                now = monotonic()
+                if not self.held_since:
+                    self.held_since = now
+                elif now - self.held_since > HOLD_S:  # a long burst: its first answers go now
+                    self.held_since = 0.0
+                    self.sink.flush()
+            self.in_hand = False
+            if out is not None and self.after_first_reply is not None:
+                self.flush()  # the first answer goes out before the workflows are compiled
+                self.after_first_reply()
+                self.after_first_reply = None
+            if protocol.shutdown_requested:
+                return False
+        return True
+
+    def owed(self) -> None:
         """What the client is owed besides answers: list_changed notes, our requests (e.g.
         roots/list); looked at once per burst of lines, after their answers."""
-        notes, outgoing = protocol.list_changed(), requests.take_outgoing()
+        notes, outgoing = self.protocol.list_changed(), self.requests.take_outgoing()
         if notes or outgoing:
-            with writing:
+            with self.writing:
                 for note in notes:
-                    sink.write(note + b"\n")
+                    self.sink.write(note + b"\n")
                 for request in outgoing:
-                    sink.write(encode(request) + b"\n")
-                held_since[0] = held_since[0] or time.monotonic()
+                    self.sink.write(encode(request) + b"\n")
+                self.held_since = self.held_since or time.monotonic()
 
-    def watch() -> None:
+    def watch(self) -> None:
         """Read for the request in hand once it has run a tick, until it is answered."""
-        seen = -1
-        while not finished.wait(WATCH_S):
+        lines, seen = self.lines, -1
+        while not self.finished.wait(WATCH_S):
             with lines.lock:
                 taken = lines.taken
-                if not in_hand[0] or taken != seen:
+                if not self.in_hand or taken != seen:
                     seen = taken  # a new request (or none): give it a tick first
                     continue
                 if lines.ended or len(lines.waiting) >= QUEUED_LINES or not lines.claim():
                     continue
-            flush()  # the answers before the long request go out now, not after it
+            self.flush()  # the answers before the long request go out now, not after it
             lines.pull()
 
-    try:  # a signal may come as soon as the first answer is out, before `start` returns
-        for target, name in ((watch, "handrail-watch"), (answer, "handrail-answer")):
-            threading.Thread(target=target, name=name, daemon=True).start()
-        while not finished.wait(0.05):
-            if lines.ended and lines.taken == lines.read:
-                # no more input, and the last line is in hand: it may still finish, briefly
-                finished.wait(shutdown_timeout)
-                break
-    except (_Stop, KeyboardInterrupt):
-        stopping[0] = True
-        protocol.interrupt()  # a check's processes die now; a wait for the client ends
-        if in_hand[0]:  # finish the message in hand, if it is quick enough
-            with contextlib.suppress(_Stop, KeyboardInterrupt):
-                finished.wait(shutdown_timeout)
-        else:
-            protocol.close()
-            return 0
-    if not finished.is_set():
-        log.warning("stopping with a request still running after %gs", shutdown_timeout)
-        protocol.interrupt()
-    protocol.close()
-    return 0
+    def run(self) -> int:
+        """Start both threads and wait, taking the signals, until the answering one is done
+        (or the grace period of the request in hand is over)."""
+        finished, protocol = self.finished, self.protocol
+        try:  # a signal may come as soon as the first answer is out, before `start` returns
+            for target, name in ((self.watch, "handrail-watch"), (self.answer, "handrail-answer")):
+                threading.Thread(target=target, name=name, daemon=True).start()
+            while not finished.wait(0.05):
+                if self.lines.ended and self.lines.taken == self.lines.read:
+                    # no more input, and the last line is in hand: it may still finish, briefly
+                    finished.wait(self.shutdown_timeout)
+                    break
+        except (_Stop, KeyboardInterrupt):
+            self.stopping = True
+            protocol.interrupt()  # a check's processes die now; a wait for the client ends
+            if not self.in_hand:
+                protocol.close()
+                return 0
+            with contextlib.suppress(_Stop, KeyboardInterrupt):  # finish the message in hand, if quick
+                finished.wait(self.shutdown_timeout)
+        if not finished.is_set():
+            log.warning("stopping with a request still running after %gs", self.shutdown_timeout)
+            protocol.interrupt()
+        protocol.close()
+        return 0
 
 
 OVERSIZED = b"\x00oversized"  # a marker, never a line: a read line is never this object

@@ -53,7 +53,7 @@ function timeCell(at, ago) {
 function runRow(r) {
   const tr = document.createElement("tr");
   tr.className = "run" + (r.status === "awaiting_approval" ? " awaiting" : "")
-    + (r.depth ? " below depth-" + Number(r.depth) : "");
+    + (r.depth ? " below depth-" + Number(r.depth) : "") + (r.tampered ? " tampered" : "");
   tr.dataset.run = r.runId;
   if (r.parentId) tr.dataset.parent = r.parentId;
   const first = document.createElement("td");
@@ -72,6 +72,14 @@ function runRow(r) {
     link.textContent = r.goal || r.runId;
   }
   first.appendChild(link);
+  if (r.tampered) {
+    // its row is not as handrail last wrote it: said as the page first drew it
+    const mark = document.createElement("span");
+    mark.className = "tampered-mark";
+    mark.title = r.tampered.join("; ");
+    mark.textContent = "tampered: " + r.tampered.join("; ");
+    first.append(" ", mark);
+  }
   tr.appendChild(first);
   const flow = cell(r.workflowId, true);
   flow.className = "wide";

@@ -1,0 +1,132 @@
+"""The notification options of the serving commands (and of `handrail runs`, which
+queues what its writes notify) and the delivery worker a server starts (spec/notify.md).
+`handrail notify test` is notify.py's: a server loads none of its sending modules."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING, Any
+
+from handrail.cli.options import EXIT_USAGE
+from handrail.notify.targets import FAILURES_IN_A_ROW, STUCK_AFTER_S, NotifyConfig, Target, parse_duration
+from handrail.settings import settings
+
+if TYPE_CHECKING:
+    from handrail.runs import Runs
+
+
+def _duration(text: str) -> float:
+    try:
+        return parse_duration(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive whole number")
+    return value
+
+
+def add_secret_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--notify-secret",
+        default=None,
+        metavar="SECRET",
+        help="sign notifications with this key (or HANDRAIL_NOTIFY_SECRET; `whsec_`+base64 also read)",
+    )
+
+
+def add_notify_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--notify",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="POST run notifications to URL; slack:URL and teams:URL send those services' messages "
+        "(repeatable; or HANDRAIL_NOTIFY, separated by spaces)",
+    )
+    add_secret_option(parser)
+    parser.add_argument(
+        "--public-url",
+        default=None,
+        metavar="URL",
+        help="the dashboard's address, for the run pages named in notifications and approval questions "
+        "(or HANDRAIL_PUBLIC_URL; default the server's)",
+    )
+    parser.add_argument(
+        "--stuck-after",
+        type=_duration,
+        default=STUCK_AFTER_S,
+        metavar="TIME",
+        help="notify when an open run has been idle this long: seconds, or 90s, 30m, 2h (default 30m)",
+    )
+    parser.add_argument(
+        "--notify-after-failures",
+        type=_count,
+        default=FAILURES_IN_A_ROW,
+        metavar="N",
+        help=f"notify when the same check fails N times in a row (default {FAILURES_IN_A_ROW})",
+    )
+
+
+def config_of(args: argparse.Namespace) -> NotifyConfig | None:
+    """The notification settings of the options and the environment: None without any
+    receiver; a usage error (said on stderr) when one cannot be used."""
+    given = settings(args)
+    if not given.notify:
+        return None
+    try:
+        targets = tuple(dict.fromkeys(Target.parse(spec) for spec in given.notify))
+    except ValueError as exc:
+        print(f"handrail {args.command}: --notify: {exc}", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE) from None
+    if given.public_url:
+        try:
+            Target.parse(given.public_url)
+        except ValueError:
+            print(
+                f"handrail {args.command}: --public-url: {given.public_url!r} is not an http(s) URL",
+                file=sys.stderr,
+            )
+            raise SystemExit(EXIT_USAGE) from None
+    return NotifyConfig(
+        targets,
+        secret=given.notify_secret,
+        public_url=given.public_url,
+        stuck_after=args.stuck_after,
+        failures_in_a_row=args.notify_after_failures,
+    )
+
+
+def start_worker(runs: Runs, config: NotifyConfig | None) -> Any:
+    """Queue notifications with every run write and deliver them from a thread; None
+    without receivers."""
+    if config is None:
+        return None
+    from handrail.notify.worker import Deliverer  # a thread's module: loaded by servers that notify
+
+    runs.ledger.notify = config
+    worker = Deliverer(lambda: runs.store, config, dashboard_url=runs.ledger.dashboard_url).start()
+    runs.ledger.queued = worker.wake
+    runs.ledger.on_close = worker.stop  # before the store closes, so it is not opened again
+    return worker
+
+
+def queue_from_environment(runs: Runs, command: str) -> None:
+    """`handrail runs` writes runs without serving them: the notifications its writes
+    cause (HANDRAIL_NOTIFY) are queued in the store, for a server's worker to deliver."""
+    given = settings()
+    if not given.notify:
+        return
+    try:
+        targets = tuple(dict.fromkeys(Target.parse(spec) for spec in given.notify))
+    except ValueError as exc:
+        print(f"handrail {command}: HANDRAIL_NOTIFY: {exc}; no notifications are queued", file=sys.stderr)
+        return
+    runs.ledger.notify = NotifyConfig(targets, public_url=given.public_url)

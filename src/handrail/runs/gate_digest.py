@@ -1,0 +1,112 @@
+"""A run's gate digest: what the gate needs of the current step, worked out once by
+the run layer when the step changes (start, advance, a loop's move, a branch) and
+kept in the run row's `gate` column, under the row's seal (store/state_seal.py).
+
+A hook then reads the row and decides (runs/gate.py); it never parses the pinned
+workflow. The digest holds the step's id, its place among the workflow's steps, its
+`allow` and `deny` lists as written (the workflow's own where the step gives none),
+and the workflow folders its baseline and protected paths take in (the folders the
+run's tree was started with). JSON, keys sorted, so the same step gives the same text.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
+
+from handrail.rules.policy import compile_rules, iter_steps
+from handrail.step_policy import Policy
+
+FORM = 1  # the digest's own version: another is not read, the source is compiled instead
+
+
+class Digest(NamedTuple):
+    """A gate digest as read back."""
+
+    step_id: str | None
+    number: int | None  # 1-based place of the step among the workflow's steps
+    steps: int  # how many steps the workflow has
+    rules: Mapping[str, Any] | None  # {"allow": [...] or None, "deny": [...]}; None: no rules at all
+    folders: tuple[str, ...]
+
+
+def compiled(document: Mapping[str, Any], position: Mapping[str, Any], folders: Sequence[str]) -> str:
+    """The digest of the step `position` names, from the workflow source `document`."""
+    step = position.get("step")
+    step_id = step.get("id") if isinstance(step, Mapping) and isinstance(step.get("id"), str) else None
+    steps = list(iter_steps(document.get("steps")))
+    ids = [raw.get("id") for raw in steps]
+    raw = next((each for each in steps if step_id is not None and each.get("id") == step_id), {})
+    body = {
+        "form": FORM,
+        "step": step_id,
+        "number": ids.index(step_id) + 1 if step_id in ids else None,
+        "count": len(ids),
+        "rules": rules_of(document, raw) if step_id is not None else None,
+        "folders": [f for f in folders if isinstance(f, str) and f],
+    }
+    return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def rules_of(document: Mapping[str, Any], step: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A step's lists as rules/policy.py's `step_policy` takes them: its own, each
+    falling back on the workflow's; None when neither gives any."""
+    if not any(name in source for source in (document, step) for name in ("allow", "deny")):
+        return None
+    allow = step["allow"] if "allow" in step else document.get("allow")
+    deny = step["deny"] if "deny" in step else document.get("deny", [])
+    return {"allow": allow, "deny": deny}
+
+
+def read(text: str | None) -> Digest | None:
+    """The digest in a row's `gate` column; None when there is none or it is not one
+    this handrail writes (the caller then compiles the pinned source)."""
+    if not text:
+        return None
+    try:
+        body = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(body, dict) or body.get("form") != FORM:
+        return None
+    step, number, count = body.get("step"), body.get("number"), body.get("count")
+    rules, folders = body.get("rules"), body.get("folders")
+    if not (
+        (step is None or isinstance(step, str))
+        and (number is None or isinstance(number, int))
+        and isinstance(count, int)
+        and (rules is None or isinstance(rules, dict))
+        and isinstance(folders, list)
+    ):
+        return None
+    return Digest(step, number, count, rules, tuple(f for f in folders if isinstance(f, str)))
+
+
+def folders_of(text: str | None) -> tuple[str, ...]:
+    found = read(text)
+    return found.folders if found is not None else ()
+
+
+class _Silent:
+    """The rules were reported when the workflow was compiled: nothing is said again."""
+
+    def error(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+    def warning(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+
+def policy(digest: Digest) -> Policy | None:
+    """The step's compiled policy: its lists turned into matchers (a few globs)."""
+    rules = digest.rules
+    if rules is None:
+        return None
+    silent: Any = _Silent()
+    allow = rules.get("allow")
+    deny = rules.get("deny")
+    return Policy(
+        compile_rules(allow, "/allow", silent) if isinstance(allow, list) else None,
+        compile_rules(deny, "/deny", silent) if isinstance(deny, list) else (),
+    )

@@ -1,0 +1,185 @@
+"""What `handrail start` loads before it answers `initialize`: the modules that answer
+needs and no others, so that a new import on the start-up path fails here, naming it.
+Run as an MCP client runs the server, a process of its own through `handrail.entry`,
+in a home of its own with no run database yet."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.environment import child_env
+
+pytestmark = pytest.mark.slow
+
+# Every handrail module loaded when the first answer goes out, by package. A change that
+# adds one here says why `initialize` needs it; one it no longer loads leaves the list.
+# The run operations (runs.core and what it loads, the store's rows) are made on first
+# use: with no run database, `initialize` has no run to tell of.
+START_UP = {
+    "top level": {
+        "",
+        "_resources",
+        "budget",
+        "codec",
+        "entry",
+        "errors",
+        "home",
+        "limits",
+        "observe",
+        "processes",
+        "settings",
+        "wide_integers",
+    },
+    "cli": {"cli", "cli.notify_options", "cli.options", "cli.serve"},
+    "transport": {"transport", "transport.stdio"},
+    "protocol": {
+        "protocol",
+        "protocol.client_requests",
+        "protocol.core",
+        "protocol.revisions",
+        "protocol.session",
+        "protocol.surface",
+        "protocol.surface.approvals",
+        "protocol.surface.completion",
+        "protocol.surface.logging_bridge",
+        "protocol.surface.prompts",
+        "protocol.surface.resources",
+        "protocol.surface.subscriptions",
+        "protocol.surface.surface",
+        "protocol.surface.texts",
+        "protocol.surface.tool_methods",
+    },
+    "service": {
+        "service",
+        "service.argument_check",
+        "service.argument_limits",
+        "service.core",
+        "service.definitions",
+        "service.identifiers",
+        "service.portable_schema",
+        "service.run_definitions",
+        "service.tool_table",
+    },
+    "runs": {"runs", "runs.approvals", "runs.request"},
+    "notify": {"notify", "notify.targets"},
+    "checks": {"checks", "checks.config"},
+    "store": {"store", "store.open", "store.urls"},
+    "catalog": {
+        "catalog",
+        "catalog.files",
+        "catalog.folders",
+        "catalog.git_sources",
+        "catalog.live",
+        "catalog.snapshot",
+        "catalog.sources",
+        "catalog.suggest",
+    },
+    "patterns": {"patterns", "patterns.caching"},
+}
+
+PINNED = {("handrail." + name).rstrip(".") for names in START_UP.values() for name in names}
+
+# what the first answer must never wait for: the other commands, the compiler, the
+# workflow model and the engine (the workflows are compiled right after it), and the heavy standard modules
+# they bring (a webhook's urllib.request alone loaded http.client, email and ssl)
+NOT_LOADED = (
+    "handrail.cli.notify",
+    "handrail.cli.runs",
+    "handrail.cli.catalog",
+    "handrail.cli.record",
+    "handrail.gate.hook",
+    "handrail.runs.core",
+    "handrail.store.rows",
+    "handrail.compiler",
+    "handrail.model",
+    "handrail.engine.next",
+    "handrail.expr",
+    "handrail.expr.ast",
+    "handrail.notify.send",
+    "handrail.dashboard",
+    "urllib.request",
+    "http.client",
+    "email",
+    "ssl",
+    "jsonschema",
+    "fastjsonschema",
+    "lark",
+    "watchfiles",
+)
+
+# the server answers its first line, then notes every module it has loaded and ends
+PROBE = """
+import os, sys
+sys.argv = ["handrail", "start"]
+import handrail.transport.stdio as stdio
+serving = stdio.serve
+
+def noting(*args, after_first_reply=None, **options):
+    def noted():
+        with open(OUT, "w") as out:
+            out.write("\\n".join(sorted(sys.modules)))
+        os._exit(0)
+    return serving(*args, after_first_reply=noted, **options)
+
+stdio.serve = noting
+from handrail.entry import main
+main()
+"""
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 0,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"},
+    },
+}
+
+
+@pytest.fixture(scope="module")
+def first_answer(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, object], set[str]]:
+    """`handrail start`'s answer to `initialize`, and every module loaded when it went out."""
+    folder = tmp_path_factory.mktemp("start-up")
+    out = folder / "modules.txt"
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE.replace("OUT", repr(str(out)))],
+        input=json.dumps(INITIALIZE) + "\n",
+        capture_output=True,
+        text=True,
+        cwd=folder,
+        env=child_env(folder),
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.splitlines()[0]), set(Path(out).read_text().split("\n"))
+
+
+def test_the_probe_sees_a_real_answer_to_initialize(first_answer: tuple[dict[str, object], set[str]]) -> None:
+    answer, modules = first_answer
+    assert answer["id"] == 0 and "instructions" in answer["result"]  # type: ignore[operator]
+    assert "handrail.transport.stdio" in modules
+
+
+def test_handrail_start_loads_exactly_the_modules_its_first_answer_needs(
+    first_answer: tuple[dict[str, object], set[str]],
+) -> None:
+    _, modules = first_answer
+    loaded = {name for name in modules if name == "handrail" or name.startswith("handrail.")}
+    assert loaded - PINNED == set(), (
+        "new on the start-up path: load it after the first answer, or pin it here"
+    )
+    assert PINNED - loaded == set(), "no longer loaded before the first answer: take it off START_UP"
+
+
+def test_handrail_start_loads_neither_the_other_commands_nor_the_compiler_nor_a_webhook_client(
+    first_answer: tuple[dict[str, object], set[str]],
+) -> None:
+    _, modules = first_answer
+    assert modules & set(NOT_LOADED) == set()
