@@ -1,8 +1,8 @@
 """The store's figures a metrics scrape reads: how many runs stand in each status, how
 long the oldest approval has waited, and what driven agents spent. Each is one
 aggregate (a handful of rows back), through `aggregate`: the first two over the runs
-table, whatever the number of runs; the spending over the `usage` events, which reads
-the event log (no summary holds them yet)."""
+table, whatever the number of runs; the spending over the `usage` events, through the
+index that holds those alone."""
 
 from __future__ import annotations
 

@@ -139,8 +139,8 @@ def branch_visits(q: Query) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]
 
 def usage(q: Query) -> list[tuple[Any, ...]]:
     """What the agents `handrail drive` started spent at each step: its `usage` events,
-    one per agent process, summed. No summary table holds them: they are read from the
-    log, a run's events found by its id, and only a driven run has any."""
+    one per agent process, summed. No summary table holds them: they are read through
+    the index of `usage` events alone (schema.py), and only a driven run has any."""
     d = q.d
     number = {
         k: f"COALESCE({d['number']('ev.data', k)}, 0)" for k in ("inputTokens", "outputTokens", "costUsd")
