@@ -4,6 +4,7 @@ step table, the top issues linking to a run that shows them; readable without Ja
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -112,3 +113,20 @@ def test_each_person_signed_in_sees_the_insights_of_their_own_runs_only(tmp_path
             alice_client.close()
     assert "No run yet" in seen_by_bob and run_id not in seen_by_bob
     assert "Start the plan with" in seen_by_alice and f"/runs/{run_id}" in seen_by_alice
+
+
+def test_the_insights_page_shows_what_driven_agents_spent_per_step_and_in_all(tmp_path: Path) -> None:
+    import httpx
+
+    from tests.drive.test_driver import RESULT, drive
+
+    # two processes of a stand-in agent at `write`, each reporting $0.25, 9 tokens in and 4 out
+    done, _, usage = drive(tmp_path, f"echo '{RESULT}'", "--attempts", "2")
+    assert done.returncode == 1 and len(usage) == 2
+    url = "sqlite:///" + str(tmp_path / "runs.db").lstrip("/")
+    with HttpServer("--no-bundled", "--workflows", str(tmp_path / "workflows"), "--database", url) as http:
+        page = httpx.get(http.base + "/insights", timeout=15).text
+    rows = re.findall(r'<tr data-usage="([\w-]+)">(.*?)</tr>', page)
+    cells = {step: re.findall(r'<td data-label="[^"]+">([^<]*)</td>', row) for step, row in rows}
+    assert cells == {"write": ["2", "18", "8", "0.5000"]}
+    assert '<td data-label="Cost (USD)" class="usage-total">0.5000</td>' in page

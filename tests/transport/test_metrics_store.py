@@ -48,3 +48,28 @@ def test_a_write_on_a_moved_run_counts_a_retry_and_a_refused_write_an_error(tmp_
     assert not isinstance(refused.value, Conflict)
     assert _figure(metrics, "handrail_store_errors_total") == 1
     assert _figure(metrics, "handrail_store_up") == 0  # the scrape still answers
+
+
+def test_what_driven_agents_spent_is_counted_by_workflow_and_step_from_the_usage_events(
+    tmp_path: Path,
+) -> None:
+    from handrail.store.urls import sqlite_url
+    from tests.helpers.event_log import fill_case
+
+    url = sqlite_url(tmp_path / "golden.db")
+    fill_case(url)  # spec/cases/stats: two agent processes at `understand`, one at `plan`
+    runs = Runs(lambda: open_store(url))
+    (tmp_path / "flows").mkdir()
+    try:
+        metrics = attach(Service(load_catalog(tmp_path / "flows", bundled=False), runs=runs))
+        families = {f.name: f for f in text_string_to_metric_families(metrics.exposition().decode())}
+    finally:
+        runs.close()
+    tokens = {
+        (s.labels["step"], s.labels["kind"]): s.value for s in families["handrail_agent_tokens"].samples
+    }
+    assert tokens == {("understand", "input"): 2000, ("understand", "output"): 500,
+                      ("plan", "input"): 500, ("plan", "output"): 50}  # fmt: skip
+    cost = {s.labels["step"]: s.value for s in families["handrail_agent_cost_usd"].samples}
+    assert cost == {"understand": pytest.approx(0.02), "plan": 0.0}
+    assert {s.labels["workflow"] for s in families["handrail_agent_cost_usd"].samples} == {"demo"}

@@ -16,7 +16,12 @@ from typing import Any
 from handrail.cli import options, serve
 from handrail.cli.options import EXIT_USAGE
 
-AGENTS = ("claude-code",)  # codex and gemini: issue 36, not yet driven
+AGENTS = ("claude-code", "codex", "gemini")  # the names of drive.agents.AGENTS
+PROGRAMS = {
+    "claude-code": ("claude", "Claude Code"),
+    "codex": ("codex", "Codex"),
+    "gemini": ("gemini", "Gemini CLI"),
+}
 NOT_PASSED = ("HANDRAIL_TOKEN",)  # a person's token would let the agent's shell act as them
 
 
@@ -36,6 +41,20 @@ def add_drive(drive: argparse.ArgumentParser) -> None:
     drive.add_argument("--workspace", metavar="DIR", help="the folder the agents work in (default: here)")
     drive.add_argument(
         "--attempts", type=options.positive_int, default=3, metavar="N", help="tries per step (default 3)"
+    )
+    drive.add_argument(
+        "--agents",
+        type=options.positive_int,
+        default=1,
+        metavar="N",
+        help="at a parallel loop, N agents at once, each on a branch it claims, in its own worktree",
+    )
+    drive.add_argument(
+        "--session",
+        choices=("per-step", "per-run"),
+        default="per-step",
+        help="per-step (default): a fresh harness session each step; per-run: each step goes on with "
+        "the run's one session (Claude Code's --resume)",
     )
     drive.add_argument("--max-usd", type=_non_negative, metavar="X", help="stop once the run has cost more")
     drive.add_argument("--max-minutes", type=_non_negative, metavar="M", help="stop after this long")
@@ -93,14 +112,39 @@ def _server_args(args: argparse.Namespace, database: str) -> list[str]:
         given += ["--approval-channels", ",".join(sorted(args.approval_channels))]
     if args.require_presence:
         given.append("--require-presence")
+    if args.lease_seconds is not None:
+        given += ["--lease-seconds", repr(args.lease_seconds)]
     return given
+
+
+def _hooks(agent: str, database: str) -> dict[str, Any]:
+    """The gate's hooks for the store, as the agent's settings shape them (Codex: none,
+    docs/drive.md says why)."""
+    from handrail.gate import json_settings, program  # lazy: loaded when the command runs
+    from handrail.gate.install import claude_entries  # lazy: as json_settings
+
+    if agent == "claude-code":
+        given = argparse.Namespace(server=None, database=database, require_run=None, on_error="allow")
+        return claude_entries(given)
+    if agent != "gemini":
+        return {}
+    settings: dict[str, Any] = {}
+    words = [*program.words(), "gate"]
+    json_settings.merge(
+        json_settings.HARNESSES["gemini"],
+        settings,
+        lambda event: [*words, event, "--harness", "gemini", "--database", database],
+        True,
+    )
+    hooks: dict[str, Any] = settings["hooks"]
+    return hooks
 
 
 def drive_command(args: argparse.Namespace) -> int:
     from handrail.drive.driver import Driver, Plan  # lazy: loaded when the command runs
+    from handrail.drive.live import watcher  # lazy: as Driver
     from handrail.drive.report import as_json, junit, markdown  # lazy: as Driver
     from handrail.gate import program  # lazy: as Driver
-    from handrail.gate.install import claude_entries  # lazy: as Driver
     from handrail.store.open import default_url  # lazy: as Driver
 
     if (args.workflow is None) == (args.resume is None):
@@ -108,9 +152,12 @@ def drive_command(args: argparse.Namespace) -> int:
     context = _context(args.context)
     if isinstance(context, str):
         return _usage(context)
-    harness = args.agent_command or shutil.which("claude")
+    if args.session == "per-run" and args.agent != "claude-code":
+        return _usage("--session per-run goes on with a Claude Code session: give --agent claude-code")
+    found, named = PROGRAMS[args.agent]
+    harness = args.agent_command or shutil.which(found)
     if not harness:
-        return _usage("Claude Code's `claude` is not on PATH: install it, or name it with --agent-command")
+        return _usage(f"{named}'s `{found}` is not on PATH: install it, or name it with --agent-command")
     workspace = os.path.abspath(args.workspace or os.getcwd())
     if not os.path.isdir(workspace):
         return _usage(f"--workspace {workspace!r} is not a folder")
@@ -120,15 +167,15 @@ def drive_command(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     options.warn_missing(args)
     catalog = options.catalog_of(args)
-    hooks = claude_entries(
-        argparse.Namespace(server=None, database=args.database, require_run=None, on_error="allow")
-    )
+    env = {k: v for k, v in os.environ.items() if k not in NOT_PASSED}
     plan = Plan(
         workspace=workspace,
         program=harness,
         server=(*program.words(), *_server_args(args, args.database)),
-        hooks=hooks,
-        env={k: v for k, v in os.environ.items() if k not in NOT_PASSED},
+        hooks=_hooks(args.agent, args.database),
+        env=env,
+        agent=args.agent,
+        server_env={k: v for k, v in env.items() if k.startswith("HANDRAIL_")},
         workflow=args.workflow,
         resume=args.resume,
         goal=args.goal,
@@ -137,13 +184,15 @@ def drive_command(args: argparse.Namespace) -> int:
         max_usd=args.max_usd,
         max_minutes=args.max_minutes,
         wait=not args.no_wait,
+        agents=args.agents,
+        session=args.session,
     )
+    shown = watcher(sys.stderr.isatty, args.attempts)
     try:
         service = serve.service_of(catalog, args, checks)
-        outcome = Driver(
-            service, plan, lambda line: print(f"handrail drive: {line}", file=sys.stderr)
-        ).drive()
+        outcome = Driver(service, plan, shown.say, shown).drive()
     finally:
+        shown.close()
         catalog.close()
     summary = markdown(outcome)
     if args.report:

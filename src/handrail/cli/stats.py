@@ -147,6 +147,23 @@ def _table(head: list[str], rows: list[list[str]], markdown: bool) -> list[str]:
     return ["  " + "  ".join(c.ljust(widths[i]) for i, c in enumerate(r)).rstrip() for r in [head, *rows]]
 
 
+def _agents(steps: list[dict[str, Any]], markdown: bool) -> list[str]:
+    """What the agents `handrail drive` started spent per step; nothing when none ran."""
+    driven = [s for s in steps if s["usage"]["processes"]]
+    if not driven:
+        return []
+    rows = [
+        [s["id"], str(u["processes"]), str(u["inputTokens"]), str(u["outputTokens"]), f"{u['costUsd']:.4f}"]
+        for s in driven
+        for u in [s["usage"]]
+    ]
+    total = sum(s["usage"]["costUsd"] for s in driven)
+    head = ["step", "agent processes", "input tokens", "output tokens", "cost USD"]
+    title = "## Agents" if markdown else "Agents:"
+    end = ["", f"Total: ${total:.4f}"] if markdown else [f"  Total: ${total:.4f}"]
+    return [title, *_table(head, rows, markdown), *end, ""]
+
+
 def _version(workflow_id: str, v: dict[str, Any], markdown: bool) -> list[str]:
     r = v["runs"]
     title = f"{workflow_id} {v['version']}"
@@ -177,6 +194,7 @@ def _version(workflow_id: str, v: dict[str, Any], markdown: bool) -> list[str]:
                 f"- {step_id}: {i['count']} × `{text}`" if markdown else f"  {step_id}: {i['count']} x {text}"
             )
         out.append("")
+    out += _agents(v["steps"], markdown)
     if v["checks"]:
         out.append("## Checks" if markdown else "Checks:")
         rows = [

@@ -8,37 +8,14 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
+
+from handrail.drive.usage import Usage
+
+__all__ = ["Usage", "bound", "command", "usage"]
 
 NAME = "claude-code"
 PROGRAM = "claude"
-
-
-@dataclass(frozen=True, slots=True)
-class Usage:
-    """What one agent process spent, as its harness reported it."""
-
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_read_tokens: int = 0
-    cache_creation_tokens: int = 0
-    cost_usd: float = 0.0
-    turns: int = 0
-    session: str | None = None
-    reported: bool = False  # False: the harness printed no result (killed, crashed)
-
-    def as_event(self) -> dict[str, Any]:
-        return {
-            "inputTokens": self.input_tokens,
-            "outputTokens": self.output_tokens,
-            "cacheReadTokens": self.cache_read_tokens,
-            "cacheCreationTokens": self.cache_creation_tokens,
-            "costUsd": self.cost_usd,
-            "turns": self.turns,
-            **({"session": self.session} if self.session else {}),
-            "reported": self.reported,
-        }
 
 
 def command(
@@ -48,6 +25,7 @@ def command(
     server: Sequence[str],
     driven_from: int,
     name: str = "handrail",
+    resume: str | None = None,
 ) -> list[str]:
     """The command line of one step's process. `hooks`: the gate's Claude Code hooks
     (as `gate install` writes them); `server`: this handrail's MCP server command;
@@ -67,6 +45,8 @@ def command(
         # gate's hooks hold it to the step instead
         "--permission-mode",
         "bypassPermissions",
+        # --session per-run: the run's one session, its conversation carried from step to step
+        *(["--resume", resume] if resume else []),
     ]
 
 

@@ -8,14 +8,18 @@ the run's position admits once."""
 
 from __future__ import annotations
 
+import tempfile
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 from handrail import processes
-from handrail.drive import claude_code
-from handrail.drive.claude_code import Usage
+from handrail.drive import parallel
+from handrail.drive.agents import AGENTS, Attempt
+from handrail.drive.usage import Usage
 from handrail.errors import HandrailError
 from handrail.runs import machine
 from handrail.runs.request import Request
@@ -40,8 +44,10 @@ class Plan:
     workspace: str
     program: str  # the harness's program: `claude`, or --agent-command
     server: tuple[str, ...]  # this handrail's MCP server: the program and its arguments
-    hooks: Mapping[str, Any]  # the gate's Claude Code hooks for the run's store
+    hooks: Mapping[str, Any]  # the gate's hooks for the run's store, shaped for the agent
     env: Mapping[str, str]
+    agent: str = "claude-code"  # a name of drive.agents.AGENTS
+    server_env: Mapping[str, str] = field(default_factory=dict)
     workflow: str | None = None
     resume: str | None = None
     goal: str = ""
@@ -51,6 +57,8 @@ class Plan:
     max_minutes: float | None = None
     wait: bool = True
     poll_seconds: float = 1.0
+    agents: int = 1  # at a parallel loop, this many agent processes at once
+    session: str = "per-step"  # per-run: each step's process goes on with the last one's session
 
 
 @dataclass
@@ -86,14 +94,33 @@ class Outcome:
         return sum(s.cost_usd for s in self.steps)
 
 
+class Watcher(Protocol):  # drive.live's: what is shown of each step while it runs
+    def began(self, key: Any, step: str, attempt: int, agent: str) -> None: ...
+
+    def ended(self, key: Any, accepted: bool, cost_usd: float) -> None: ...
+
+
+class _Unwatched:
+    def began(self, key: Any, step: str, attempt: int, agent: str) -> None:
+        return None
+
+    def ended(self, key: Any, accepted: bool, cost_usd: float) -> None:
+        return None
+
+
 class Driver:
-    def __init__(self, service: Service, plan: Plan, say: Callable[[str], None]) -> None:
+    def __init__(
+        self, service: Service, plan: Plan, say: Callable[[str], None], watch: Watcher | None = None
+    ) -> None:
         self.service = service
         self.plan = plan
         self.say = say
+        self.watch = watch or _Unwatched()
         self.started = time.monotonic()
         self.steps: list[StepReport] = []
         self.spent = 0.0  # the run's recorded cost, earlier drives' included
+        self.session: str | None = None  # --session per-run: the run's harness session
+        self.fan_in = ""  # where the last parallel loop's branches did their work, for the next step
 
     # -- the run ------------------------------------------------------------------------
     def drive(self) -> Outcome:
@@ -131,6 +158,8 @@ class Driver:
 
     def _loop(self, run_id: str) -> Outcome:
         self.spent = self._spent_before(run_id)
+        if self.plan.session == "per-run":
+            self.session = self._session_before(run_id)
         while True:
             run = self._read(run_id)
             if run.status == RunStatus.COMPLETED:
@@ -144,6 +173,12 @@ class Driver:
             crossed = self._budget_crossed(self.spent)
             if crossed:
                 return self._end(EXIT_NOT_COMPLETED, run_id, crossed)
+            loop = parallel.waiting_loop(run)
+            if loop is not None:
+                stopped = self._branches(run, loop)
+                if stopped:
+                    return self._end(EXIT_NOT_COMPLETED, run_id, stopped)
+                continue
             report = self._step(run)
             crossed = self._budget_crossed(self.spent)
             if not report.accepted and (crossed or report.attempts >= self.plan.attempts):
@@ -163,17 +198,12 @@ class Driver:
         report.attempts += 1
         seen = len(self.service.runs.ledger.events(run.id))
         prompt = self._prompt(run, report.issues)
-        self.say(f"step {step}: attempt {report.attempts} of {self.plan.attempts}, {claude_code.NAME}")
-        finished = processes.run(
-            claude_code.command(self.plan.program, prompt, self.plan.hooks, self.plan.server, run.accepted),
-            self.plan.workspace,
-            self._time_left(),
-            KEEP_BYTES,
-            env=self.plan.env,
-            separate_errors=True,
-            die_with_parent=True,
-        )
-        used = claude_code.usage(processes.decode_tail(finished.output, finished.truncated))
+        self.say(f"step {step}: attempt {report.attempts} of {self.plan.attempts}, {self.plan.agent}")
+        key = (step, run.accepted)
+        self.watch.began(key, step, report.attempts, self.plan.agent)
+        finished, used = self._process(prompt, run.accepted, self.session)
+        if self.plan.session == "per-run" and used.session:
+            self.session = used.session
         report.usage.append(used)
         self.spent += used.cost_usd
         self._record_usage(run.id, step, used, report.attempts, finished, self._budget_crossed(self.spent))
@@ -183,8 +213,10 @@ class Driver:
             RunStatus.AWAITING_APPROVAL,
         )
         elapsed = time.monotonic() - self.started
+        self.watch.ended(key, moved, report.cost_usd)
         if moved:  # a step waiting for a person passed its rules and checks: the person decides
             report.accepted, report.issues = True, []
+            self.fan_in = ""
             self.say(
                 f"step {step}: accepted after {report.attempts} attempt(s), "
                 f"${report.cost_usd:.4f}, {elapsed:.0f}s"
@@ -193,6 +225,70 @@ class Driver:
             report.issues = self._issues(run.id, seen, finished)
             self.say(f"step {step}: not accepted: {'; '.join(report.issues)}")
         return report
+
+    def _process(
+        self, prompt: str, driven_from: int, resume: str | None = None
+    ) -> tuple[processes.Finished, Usage]:
+        """One agent process run to its end, and what it reported."""
+        agent = AGENTS[self.plan.agent]
+        with tempfile.TemporaryDirectory(prefix="handrail-drive-") as scratch:
+            given = Attempt(
+                self.plan.program,
+                prompt,
+                self.plan.server,
+                self.plan.server_env,
+                self.plan.hooks,
+                driven_from,
+                Path(scratch),
+                self.plan.env,
+                resume,
+            )
+            argv, added = agent.start(given)
+            finished = processes.run(
+                argv,
+                self.plan.workspace,
+                self._time_left(),
+                KEEP_BYTES,
+                env={**self.plan.env, **added},
+                separate_errors=True,
+                die_with_parent=True,
+            )
+        return finished, agent.usage(processes.decode_tail(finished.output, finished.truncated))
+
+    def _branches(self, run: RunRecord, loop: str) -> str | None:
+        """The parallel loop `loop`'s branches, worked by up to --agents processes at once,
+        each claiming its own; None once the run moved on, else why the driver stops."""
+        store = self.service.runs.ledger.store
+        branches = store.list_runs(parent_id=run.id)
+        where = parallel.places(self.plan.workspace, run, branches)
+        report = StepReport(loop, loop, run.accepted)
+        self.steps.append(report)
+        lock = threading.Lock()
+
+        key = (loop, run.accepted)
+
+        def agent(text: str) -> None:
+            with lock:
+                report.attempts += 1
+                attempt = report.attempts
+                self.watch.began(key, loop, attempt, self.plan.agent)
+            finished, used = self._process(text, run.accepted)
+            with lock:
+                report.usage.append(used)
+                self.spent += used.cost_usd
+            self._record_usage(run.id, loop, used, attempt, finished, None)
+
+        self.say(f"loop {loop}: {len(where)} branches, up to {self.plan.agents} agents at once")
+        pool = parallel.Pool(self.plan.agents, self.plan.attempts * max(1, len(where)), self._read, self.say)
+        stopped = pool.work(
+            run.id, lambda: store.list_runs(parent_id=run.id), agent, parallel.prompt(run, loop, where)
+        )
+        report.accepted = stopped is None and self._read(run.id).accepted > run.accepted
+        self.watch.ended(key, report.accepted, report.cost_usd)
+        if stopped is None:
+            self.fan_in = parallel.fan_in(loop, where)
+            self.say(f"loop {loop}: its branches are done, ${report.cost_usd:.4f}")
+        return stopped
 
     def _issues(self, run_id: str, seen: int, finished: processes.Finished) -> list[str]:
         """The issues of the last rejection since the attempt began, else why there is none."""
@@ -225,6 +321,8 @@ class Driver:
             "step asks you to set. Once it is accepted, or waits for a person, stop: another session "
             "does the next step.",
         ]
+        if self.fan_in:
+            lines += ["", self.fan_in]
         if issues:
             lines += ["", "Your last attempt at this step was not accepted. Its issues:"]
             lines += [f"- {issue}" for issue in issues]
@@ -246,6 +344,13 @@ class Driver:
         """What earlier drives of this run spent: --max-usd counts the whole run."""
         events = self.service.runs.ledger.events(run_id)
         return sum(float(e.data.get("costUsd") or 0) for e in events if e.type == EventType.USAGE)
+
+    def _session_before(self, run_id: str) -> str | None:
+        """The harness session the run's last agent process reported, for --resume RUN."""
+        events = self.service.runs.ledger.events(run_id)
+        found = [e.data.get("session") for e in events if e.type == EventType.USAGE]
+        sessions = [s for s in found if isinstance(s, str) and s]
+        return sessions[-1] if sessions else None
 
     def _budget_crossed(self, spent: float) -> str | None:
         if self.plan.max_usd is not None and spent > self.plan.max_usd:
@@ -270,7 +375,7 @@ class Driver:
     ) -> None:
         """The usage event; `crossed`: the budget this process crossed, which the run then waits on."""
         data = {
-            "agent": claude_code.NAME,
+            "agent": self.plan.agent,
             "attempt": attempt,
             "durationMs": finished.duration_ms,
             **({"exitCode": finished.exit_code} if finished.exit_code is not None else {}),

@@ -1,12 +1,15 @@
-"""The store's figures a metrics scrape reads: how many runs stand in each status, and
-how long the oldest approval has waited. Each is one aggregate over the runs table
-(a handful of rows back, whatever the number of runs), through `aggregate`."""
+"""The store's figures a metrics scrape reads: how many runs stand in each status, how
+long the oldest approval has waited, and what driven agents spent. Each is one
+aggregate (a handful of rows back), through `aggregate`: the first two over the runs
+table, whatever the number of runs; the spending over the `usage` events, through the
+index that holds those alone."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 
 from handrail.store.base import RunStatus, RunStore
+from handrail.store.stats_sql import DIALECT
 
 
 def runs_by_status(store: RunStore) -> dict[str, int]:
@@ -30,3 +33,19 @@ def oldest_waiting_seconds(store: RunStore, now: datetime | None = None) -> floa
     if since.tzinfo is None:
         since = since.replace(tzinfo=UTC)
     return max(0.0, ((now or datetime.now(UTC)) - since).total_seconds())
+
+
+def usage_by_step(store: RunStore) -> list[tuple[str, str, int, int, float]]:
+    """Per workflow and step, what the agents `handrail drive` started spent, from the
+    `usage` events: (workflow, step, input tokens, output tokens, cost in USD)."""
+    number = DIALECT[store.dialect]["number"]
+    given = {
+        k: f"SUM(COALESCE({number('ev.data', k)}, 0))" for k in ("inputTokens", "outputTokens", "costUsd")
+    }
+    rows = store.aggregate(
+        f"SELECT r.workflow_id, ev.step_id, {given['inputTokens']}, {given['outputTokens']}, "
+        f"{given['costUsd']} FROM run_events ev JOIN runs r ON r.id = ev.run_id "
+        "WHERE ev.type = 'usage' AND ev.step_id IS NOT NULL GROUP BY r.workflow_id, ev.step_id",
+        (),
+    )
+    return [(str(wf), str(step), int(i), int(o), float(c)) for wf, step, i, o, c in rows]

@@ -353,6 +353,11 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX dashboard_sessions_person ON dashboard_sessions (person, expires)
     """,
+    """
+    -- what driven agents spent (`usage` events, docs/drive.md): handrail stats and /metrics
+    -- sum them without reading the rest of the log
+    CREATE INDEX run_events_usage ON run_events (run_id, seq) WHERE type = 'usage'
+    """,
 )
 SEAL_MIGRATION = 11  # the version that adds the seal (the 11th above)
 

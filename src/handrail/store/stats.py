@@ -77,6 +77,7 @@ def workflow_stats(store: Aggregates, where: StatsFilter) -> list[dict[str, Any]
     figures.gate()
     figures.checks()
     figures.failing_lines()
+    figures.usage()
     figures.read()
     return figures.workflows(versions, order)
 
@@ -111,6 +112,7 @@ class _Figures:
                 "topIssues": [],
                 "approvals": {"approved": 0, "declined": 0, "waitSeconds": {"median": None, "p90": None}},
                 "gate": {"denied": 0, "blocked": 0},
+                "usage": {"processes": 0, "inputTokens": 0, "outputTokens": 0, "costUsd": 0.0},
             }
         return found[step_id]
 
@@ -243,6 +245,15 @@ class _Figures:
         for wf, ver, step_id, idx, _kind, line, count, _run, _ in sorted(lines, key=lambda row: row[-1]):
             found = self.found_checks[(wf, ver)][(step_id, _int(idx))]["failingLines"]
             found.append({"line": line[:MESSAGE_CHARS], "count": _int(count)})
+
+    def usage(self) -> None:
+        for wf, ver, step_id, processes, tokens_in, tokens_out, cost in sql.usage(self.q):
+            self.step(wf, ver, step_id)["usage"] = {
+                "processes": _int(processes),
+                "inputTokens": _int(tokens_in),
+                "outputTokens": _int(tokens_out),
+                "costUsd": round(float(cost), 6),
+            }
 
     def read(self) -> None:
         """The percentiles asked for, read in one statement and put where they belong."""

@@ -44,6 +44,7 @@ DIALECT: dict[str, dict[str, Callable[..., str]]] = {
         "bytes": lambda col: col,  # BINARY: UTF-8 bytes, the code point order
         "same": lambda col, mark: f"{col} IS {mark}",
         # the run has a visit at the step: its marks (store/summary.py) list the steps it reached
+        "number": lambda col, key: f"json_extract({_plain(col)}, '$.{key}')",
         "reached": lambda marks, step: (
             f"EXISTS (SELECT 1 FROM json_each({marks}, '$[5]') j WHERE j.key = {step})"
         ),
@@ -53,6 +54,7 @@ DIALECT: dict[str, dict[str, Callable[..., str]]] = {
         # compared as bytes, not by the locale's rules: the code point order
         "bytes": lambda col: f'{col} COLLATE "C"',
         "same": lambda col, mark: f"{col} IS NOT DISTINCT FROM {mark}",
+        "number": lambda col, key: f"CAST(CAST({_plain(col)} AS json) ->> '{key}' AS double precision)",
         "reached": lambda marks, step: f"((CAST({marks} AS json) -> 5 -> {step}) IS NOT NULL)",
     },
 }
@@ -133,6 +135,22 @@ def branch_visits(q: Query) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]
         "SELECT wf, ver, step, COUNT(*) FROM u GROUP BY wf, ver, step"
     )
     return sums, parents
+
+
+def usage(q: Query) -> list[tuple[Any, ...]]:
+    """What the agents `handrail drive` started spent at each step: its `usage` events,
+    one per agent process, summed. No summary table holds them: they are read through
+    the index of `usage` events alone (schema.py), and only a driven run has any."""
+    d = q.d
+    number = {
+        k: f"COALESCE({d['number']('ev.data', k)}, 0)" for k in ("inputTokens", "outputTokens", "costUsd")
+    }
+    return q(
+        f"SELECT r.wf, r.ver, ev.step_id, COUNT(*), SUM({number['inputTokens']}), "
+        f"SUM({number['outputTokens']}), SUM({number['costUsd']}) "
+        "FROM r JOIN run_events ev ON ev.run_id = r.id WHERE ev.type = 'usage' AND ev.step_id IS NOT NULL "
+        "GROUP BY r.wf, r.ver, ev.step_id"
+    )
 
 
 GROUP = "workflow_id, workflow_version, step_id"

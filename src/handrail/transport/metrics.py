@@ -16,11 +16,11 @@ import os
 from collections.abc import Iterator
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from handrail.service.core import Service
-from handrail.store.gauges import oldest_waiting_seconds, runs_by_status
+from handrail.store.gauges import oldest_waiting_seconds, runs_by_status, usage_by_step
 
 log = logging.getLogger("handrail.transport.metrics")
 
@@ -131,11 +131,13 @@ class _Collector(Collector):
         )
         counts: dict[str, int] = {}
         oldest = 0.0
+        spent: list[tuple[str, str, int, int, float]] = []
         # a server that has written no run has no database yet: a scrape does not make one
         if ledger.database_file is None or os.path.exists(ledger.database_file):
             try:
                 counts = runs_by_status(ledger.store)
                 oldest = oldest_waiting_seconds(ledger.store)
+                spent = usage_by_step(ledger.store)
             except Exception as exc:  # a store that cannot answer must not fail the scrape
                 log.warning("metrics: the run store did not answer: %s", exc)
                 up = GaugeMetricFamily("handrail_store_up", "1 when the run store answered the scrape")
@@ -152,6 +154,27 @@ class _Collector(Collector):
         yield waiting
         yield age
         yield up
+        yield from _spent(spent)
+
+
+def _spent(rows: list[tuple[str, str, int, int, float]]) -> Iterator[Metric]:
+    """What driven agents spent (their `usage` events), as counters: the log only grows."""
+    tokens = CounterMetricFamily(
+        "handrail_agent_tokens",
+        "Tokens the agents `handrail drive` started used, by workflow, step and kind (input, output)",
+        labels=["workflow", "step", "kind"],
+    )
+    cost = CounterMetricFamily(
+        "handrail_agent_cost_usd",
+        "What the agents `handrail drive` started cost, as their harness reported it, by workflow and step",
+        labels=["workflow", "step"],
+    )
+    for workflow, step, tokens_in, tokens_out, usd in rows:
+        tokens.add_metric([workflow, step, "input"], tokens_in)
+        tokens.add_metric([workflow, step, "output"], tokens_out)
+        cost.add_metric([workflow, step], usd)
+    yield tokens
+    yield cost
 
 
 def attach(service: Service) -> Metrics:

@@ -1,0 +1,64 @@
+"""`handrail drive --agent codex` with Codex CLI itself (`codex exec`) and the scripted
+Responses API playing the agent: a whole run, one step tried again with its issues,
+the MCP server given by `-c` overrides and the person's CODEX_HOME left as it was."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.drive.harness_worlds import CodexDriveWorld, codex_first_text, codex_turns
+from tests.gate.real_harness.agent_world import require
+from tests.gate.real_harness.openai_codex_home import CODEX
+from tests.gate.real_harness.openai_model import ResponsesModel, call, say, search
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> Iterator[CodexDriveWorld]:
+    require(CODEX)
+    model = ResponsesModel()
+    try:
+        yield CodexDriveWorld(tmp_path, model)
+    finally:
+        model.close()
+
+
+def test_a_run_is_driven_to_completion_by_codex_processes_one_a_step(world: CodexDriveWorld) -> None:
+    outputs = {"write": lambda attempt: "Nothing yet." if attempt == 1 else "The note is written."}
+
+    def play(run_id: str, step: str, taken: int) -> Any:
+        attempt = sum(1 for p in world.prompts if f'stepId "{step}"' in p)
+        if taken == 0:  # Codex defers its MCP tools: the agent finds them first
+            return search("handrail workflow_continue")
+        if taken == 1:
+            output = outputs.get(step, lambda a: "The note is reviewed.")(attempt)
+            arguments = {"runId": run_id, "stepId": step, "output": output}
+            return call("workflow_continue", arguments, "mcp__handrail")
+        return say(f"Step {step} is submitted.")
+
+    world.play(codex_first_text, codex_turns, play)
+    done = world.drive("two-steps", "--json")
+
+    assert done.exit_code == 0, done.stderr[-3000:]
+    outcome = json.loads(done.stdout)
+    run_id = outcome["runId"]
+    assert outcome["status"] == "completed"
+    assert [(s["stepId"], s["attempts"]) for s in outcome["steps"]] == [("write", 2), ("review", 1)]
+    assert "Say that the note is written" in world.prompts[1]
+    assert [e["stepId"] for e in world.events(run_id, "accepted")] == ["write", "review"]
+    usage = world.events(run_id, "usage")
+    assert [e["stepId"] for e in usage] == ["write", "write", "review"]
+    # the scripted model's usage, as Codex's turn.completed events report it; no price
+    assert all(e["agent"] == "codex" and e["reported"] for e in usage)
+    assert all(e["inputTokens"] >= 100 and e["outputTokens"] >= 10 and e["costUsd"] == 0 for e in usage)
+    assert all(re.fullmatch(r"[0-9a-f-]{36}", e["session"]) for e in usage)
+    # the person's configuration is read, never written
+    assert (world.codex_home / "config.toml").read_text() == world.config
+    assert not (world.workspace / ".codex").exists()

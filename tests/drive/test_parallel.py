@@ -1,0 +1,102 @@
+"""`handrail drive --agents N` at a parallel loop, with a stand-in agent that speaks MCP
+(tests/drive/mcp_agent.py) in place of a harness: each agent claims a branch itself,
+works it in the branch's own git worktree, and the step after the loop is told where
+each branch's work is; an agent that dies holding a branch leaves it to the next
+agent once its lease ends."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from handrail.store import open_store
+from tests.helpers.environment import child_env
+
+pytestmark = pytest.mark.slow
+HANDRAIL = Path(sys.executable).parent / "handrail"
+AGENT = Path(__file__).with_name("mcp_agent.py")
+FAN = Path(__file__).with_name("fan.json")
+ITEMS = ["a", "b", "c", "d", "e", "f"]
+
+
+def git(repo: Path, *args: str) -> str:
+    done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=True)
+    return done.stdout
+
+
+def test_six_branches_are_worked_by_three_agents_each_in_its_worktree_a_dead_agents_branch_by_another(
+    tmp_path: Path,
+) -> None:
+    repo, flows = tmp_path / "repo", tmp_path / "flows"
+    repo.mkdir()
+    flows.mkdir()
+    (flows / FAN.name).write_text(FAN.read_text())
+    git(repo, "init", "-q", "-b", "main")
+    git(
+        repo,
+        "-c",
+        "user.name=ana",
+        "-c",
+        "user.email=ana@example.com",
+        "commit",
+        "-q",
+        "--allow-empty",
+        "-m",
+        "first",
+    )
+    agent = tmp_path / "agent.sh"
+    agent.write_text(f'#!/bin/sh\nexec {sys.executable} {AGENT} "$@"\n')
+    agent.chmod(0o755)
+    log = tmp_path / "agent.log"
+    env = {**child_env(tmp_path), "DRIVE_AGENT_LOG": str(log), "DRIVE_AGENT_DIES": str(tmp_path / "died")}
+    database = "sqlite:///" + str(tmp_path / "runs.db").lstrip("/")
+    argv = [str(HANDRAIL), "drive", "fan", "--agents", "3", "--context", f"items={json.dumps(ITEMS)}"]
+    argv += [
+        "--no-bundled",
+        "--workflows",
+        str(flows),
+        "--agent-command",
+        str(agent),
+        "--workspace",
+        str(repo),
+    ]
+    argv += ["--database", database, "--lease-seconds", "1", "--json"]
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
+
+    assert done.returncode == 0, done.stderr
+    outcome = json.loads(done.stdout)
+    assert outcome["status"] == "completed"
+    lines = log.read_text().splitlines()
+    died = int((tmp_path / "died").read_text())
+    assert f"died holding branch {died}" in lines
+    worked = sorted(line for line in lines if line.startswith("did branch"))
+    assert len(worked) == 6  # the dead agent's branch too, by another agent once its lease ended
+    folders = {}
+    for line in worked:
+        index, folder = line.removeprefix("did branch ").split(" in ")
+        folders[int(index)] = Path(folder)
+    assert sorted(folders) == list(range(6)) and len(set(folders.values())) == 6
+    run_id = outcome["runId"]
+    for index, folder in folders.items():
+        assert (folder / "item.txt").read_text() == ITEMS[index]
+        assert git(folder, "branch", "--show-current").strip() == f"handrail/{run_id}/branch-{index}"
+    assert not (repo / "item.txt").exists()  # the workspace itself is left alone
+    # the step after the loop was told where each branch's work is
+    (gather,) = [json.loads(line.split(": ", 1)[1]) for line in lines if line.startswith("step gather")]
+    for index, folder in folders.items():
+        on = f"on git branch handrail/{run_id}/branch-{index}"
+        assert f"- branch {index} (item {ITEMS[index]!r}): {folder}, {on}" in gather
+    # each agent process spent, recorded on the run at the loop: at least 7 at the loop (one died)
+    store = open_store(database)
+    try:
+        usage = [e for e in store.events(run_id) if e.type == "usage"]
+    finally:
+        store.close()
+    at_loop = [e for e in usage if e.step_id == "each"]
+    assert len(at_loop) >= 7 and [e.step_id for e in usage][-1] == "gather"
+    assert "up to 3 agents at once" in done.stderr and "(3 running)" in done.stderr
+    assert "(4 running)" not in done.stderr
