@@ -11,10 +11,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from typing import Any, Protocol, TypedDict, Unpack
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict, Unpack
 
-from handrail.store.passkeys import Passkey
-from handrail.store.sessions import KeptSession
+if TYPE_CHECKING:  # only the servers' stores use them: a gate hook loads neither
+    from handrail.store.passkeys import Passkey
+    from handrail.store.sessions import KeptSession
 
 
 class RunStatus(StrEnum):
