@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Sequence
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -56,13 +55,12 @@ def run_record(row: Sequence[Any]) -> RunRecord:
     values[7:10] = RunStatus(row[7]), decode_column(row[8]), decode_column(row[9])
     run = RunRecord(*values)
     problems = state_seal.differs(run, run.seal)
-    return replace(run, tampered=tuple(problems)) if problems else run
+    return run._replace(tampered=tuple(problems)) if problems else run
 
 
 def read_back(run: RunRecord) -> RunRecord:
     """`run` with its JSON fields as the store reads them back: what a seal is taken over."""
-    return replace(
-        run,
+    return run._replace(
         context=decode_stored(encode_stored(run.context)),
         position=decode_stored(encode_stored(run.position)),
     )
@@ -172,7 +170,7 @@ def move(run: RunRecord, change: RunUpdate, events: Sequence[NewEvent], actor: s
     after = written(run, change, at, len(events))
     rows = chained_rows(run.id, run.events, run.head, events, actor, at)
     head = new_head(rows, run.head)
-    from handrail.store.summary import plan
+    from handrail.store.summary import plan  # lazy: a hook's read writes no statistics
 
     summary, stats = plan(run.stats, rows)
     sets, values = update_sets(change, at, len(events), mark, head, stats)

@@ -27,7 +27,6 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Unpack
 
@@ -82,7 +81,7 @@ __all__ = ["MIGRATIONS", "SqliteStore", "now"]
 
 def _last_line(text: str | None) -> str | None:
     """SQL's `last_line`, for the statistics and their migration (store/stats.py)."""
-    from handrail.store.stats import last_line
+    from handrail.store.stats import last_line  # lazy: a hook's read does not call it
 
     return last_line(text)
 
@@ -318,7 +317,7 @@ class SqliteStore:
     ) -> RunRecord:
         rows = chained_rows(run.id, 0, None, events, run.owner, run.created_at)
         head = new_head(rows, None)
-        from handrail.store import summary
+        from handrail.store import summary  # lazy: a hook's read writes no statistics
 
         found, stats = summary.plan(None, rows)
         with self._write() as db:
@@ -329,7 +328,7 @@ class SqliteStore:
                 db.executemany(
                     outbox.insert("?"), outbox.rows(run.id, run.version, notifications, run.created_at)
                 )
-        return replace(run, events=len(events), head=head, stats=stats)
+        return run._replace(events=len(events), head=head, stats=stats)
 
     def update(
         self,
@@ -340,7 +339,7 @@ class SqliteStore:
         notifications: Sequence[NewNotification] = (),
         durable: bool = True,
     ) -> RunRecord:
-        from handrail.store import summary
+        from handrail.store import summary  # lazy: a hook's read writes no statistics
 
         at, rows, head, sets, values, found, stats = move(run, change, events, actor, "?")
         with self._write(durable) as db:
@@ -372,7 +371,7 @@ class SqliteStore:
     def claim(self, where: ClaimFilter, holder: str, until: str) -> RunRecord | None:
         """Inside the write transaction: no other claim, here or in another process, runs
         between the pick and the write."""
-        from handrail.store import claims
+        from handrail.store import claims  # lazy: what a hook never calls
 
         at = now()
         query, values = claims.free_branch(where, at, "?")
@@ -386,7 +385,7 @@ class SqliteStore:
         return after
 
     def renew(self, run_id: str, holder: str, until: str) -> bool:
-        from handrail.store import claims
+        from handrail.store import claims  # lazy: what a hook never calls
 
         query, values = claims.renewal(run_id, holder, until, now(), "?")
         with self._write() as db:
@@ -474,33 +473,33 @@ class SqliteStore:
 
     # -- passkeys (store/passkeys.py) ---------------------------------------------------
     def passkeys(self, person: str | None = None) -> list[Passkey]:
-        from handrail.store import passkeys
+        from handrail.store import passkeys  # lazy: what a hook never calls
 
         with self._read() as db:
             rows = db.execute(passkeys.select("?", person), () if person is None else (person,)).fetchall()
         return [passkeys.passkey(r) for r in rows]
 
     def add_passkey(self, key: Passkey) -> None:
-        from handrail.store import passkeys
+        from handrail.store import passkeys  # lazy: what a hook never calls
 
         with self._write() as db:
             db.execute(passkeys.insert("?"), key.values())
 
     def passkey_used(self, credential_id: str, sign_count: int) -> None:
-        from handrail.store import passkeys
+        from handrail.store import passkeys  # lazy: what a hook never calls
 
         with self._write() as db:
             db.execute(passkeys.count_used("?"), (sign_count, credential_id))
 
     def remove_passkey(self, person: str, credential_id: str) -> bool:
-        from handrail.store import passkeys
+        from handrail.store import passkeys  # lazy: what a hook never calls
 
         with self._write() as db:
             return db.execute(passkeys.delete("?"), (person, credential_id)).rowcount > 0
 
     # -- dashboard sessions (store/sessions.py) -----------------------------------------
     def keep_session(self, session_id: str, kept: KeptSession, now: float) -> None:
-        from handrail.store import sessions
+        from handrail.store import sessions  # lazy: what a hook never calls
 
         with self._write() as db:
             db.execute(sessions.prune("?"), (now, kept.person, kept.person))
@@ -509,14 +508,14 @@ class SqliteStore:
             )
 
     def kept_session(self, session_id: str, now: float) -> KeptSession | None:
-        from handrail.store import sessions
+        from handrail.store import sessions  # lazy: what a hook never calls
 
         with self._read() as db:
             row = db.execute(sessions.select("?"), (sessions.key_of(session_id), now)).fetchone()
-        return None if row is None else KeptSession(str(row[0]), str(row[1]), float(row[2]))
+        return None if row is None else sessions.KeptSession(str(row[0]), str(row[1]), float(row[2]))
 
     def end_session(self, session_id: str) -> None:
-        from handrail.store import sessions
+        from handrail.store import sessions  # lazy: what a hook never calls
 
         with self._write() as db:
             db.execute(sessions.delete("?"), (sessions.key_of(session_id),))
