@@ -130,7 +130,7 @@ def test_an_allowed_read_and_a_git_commit_load_no_layer_a_hook_does_not_use(worl
     assert modules & set(NOT_LOADED) == set()
 
 
-def test_an_allowed_read_of_a_bound_run_writes_nothing_and_loads_nothing_a_write_needs(world: GateWorld) -> None:
+def test_a_bound_run_s_allowed_read_writes_nothing_and_loads_nothing_writes_need(world: GateWorld) -> None:
     read = claude_input(world, "PreToolUse", tool_name="Read", tool_input={"file_path": "src/cart.py"})
     world.gate("pre-tool-use", read)  # the session binds the run: a write, which encodes with orjson
     events = len(world.events())
