@@ -18,7 +18,6 @@ import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -40,8 +39,8 @@ def fan_out(store: RunStore, parent_id: str, branches: int) -> None:
                        {}, {"step": {"id": "each", "title": "Each"}}, 0, at, at, 1)  # fmt: skip
     store.create(parent, [NewEvent(EventType.STARTED)])
     for index in range(branches):
-        branch = replace(
-            parent, id=f"{parent_id}_b{index}", parent_id=parent_id, parent_step="each", branch=index
+        branch = parent._replace(
+            id=f"{parent_id}_b{index}", parent_id=parent_id, parent_step="each", branch=index
         )
         store.create(branch, [NewEvent(EventType.STARTED)])
 

@@ -6,7 +6,6 @@ protocol layer maps it to the wire without knowing what went wrong.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
 Severity = Literal["error", "warning"]
@@ -24,8 +23,9 @@ MISSING_CLIENT_CAPABILITY = -32021  # 2026-07-28
 UNSUPPORTED_PROTOCOL_VERSION = -32022  # 2026-07-28: data {supported, requested}
 
 
-@dataclass(frozen=True, slots=True)
-class Diagnostic:
+# a NamedTuple, not a dataclass: every gate hook imports this module, and need not load
+# dataclasses (with inspect and dis) for it
+class Diagnostic(NamedTuple):
     """One problem in a workflow file, located by JSON pointer and by line and column."""
 
     code: str

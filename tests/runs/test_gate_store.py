@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +56,7 @@ def test_the_facts_of_the_step_come_from_the_row_s_digest_as_its_pinned_source_g
         run = store.get(run.id)
         assert run is not None
         by_digest = gate_store.facts(store, run)
-        by_source = gate_store.facts(store, replace(run, gate=None))  # a row kept before digests
+        by_source = gate_store.facts(store, run._replace(gate=None))  # a row kept before digests
         assert by_digest._replace(policy=None) == by_source._replace(policy=None)
         assert by_digest.stop_refusals == 1 and by_digest.accepted == ("plan",)
         assert by_digest.policy is not None and by_source.policy is not None

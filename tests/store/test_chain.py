@@ -9,7 +9,6 @@ import json
 import sqlite3
 import tempfile
 from collections.abc import Callable, Iterator
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -218,7 +217,7 @@ def test_any_json_an_event_holds_chains_and_exports_to_a_record_that_verifies(da
             source = hashlib.sha256(b"{}").hexdigest()
             store.put_source(source, "wf", b"{}")
             started = [NewEvent("started", data={"goal": record("r1").goal, "sourceHash": source})]
-            run = store.create(replace(record("r1"), source_hash=source), started)
+            run = store.create(record("r1")._replace(source_hash=source), started)
             run = store.update(run, RunUpdate(), [NewEvent("context", None, data)], "alice")
             events = store.events("r1")
             assert first_break("r1", events, run.head, run.events) is None

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -42,7 +41,7 @@ def branches(store: RunStore, count: int, parent: str = "run_parent") -> list[Ru
     store.create(record(parent), [NewEvent("started")])  # type: ignore[arg-type]
     made = []
     for index in range(count):
-        branch = replace(record(f"run_b{index:03}"), parent_id=parent, parent_step="each", branch=index)
+        branch = record(f"run_b{index:03}")._replace(parent_id=parent, parent_step="each", branch=index)
         made.append(store.create(branch, [NewEvent("started")]))  # type: ignore[arg-type]
     return made
 
@@ -95,7 +94,7 @@ def test_a_holders_write_carries_its_renewed_lease(two_stores: tuple[RunStore, R
     branches(store, 1)
     claimed = store.claim(ClaimFilter(owner="local"), "a", later(10))
     assert claimed is not None
-    renewed = replace(claimed, lease_until=later(100))
+    renewed = claimed._replace(lease_until=later(100))
     written = store.update(renewed, RunUpdate(accepted=1), [], "local")
     read = store.get(claimed.id)
     assert read is not None and read.lease_until == renewed.lease_until == written.lease_until

@@ -115,7 +115,6 @@ def test_runs_are_listed_newest_first_by_workspace_status_and_owner(store: RunSt
 def test_a_child_run_keeps_its_parent_step_branch_and_lease_and_is_listed_by_parent(
     store: RunStore,
 ) -> None:
-    from dataclasses import replace
 
     store.put_source("h1", "wf", b"{}")
     store.create(record("parent"), [])
@@ -123,7 +122,7 @@ def test_a_child_run_keeps_its_parent_step_branch_and_lease_and_is_listed_by_par
     for n in (1, 0):
         held = {"holder": "ann", "lease_until": until} if n else {}
         store.create(
-            replace(record(f"branch-{n}"), parent_id="parent", parent_step="each-file", branch=n, **held), []
+            record(f"branch-{n}")._replace(parent_id="parent", parent_step="each-file", branch=n, **held), []
         )
     child = store.get("branch-1")
     assert child is not None
@@ -142,10 +141,9 @@ def test_a_child_run_keeps_its_parent_step_branch_and_lease_and_is_listed_by_par
 def test_a_listing_filtered_by_workflow_and_text_finds_a_run_older_than_the_500_newest(
     store: RunStore,
 ) -> None:
-    from dataclasses import replace
 
     store.put_source("h1", "wf", b"{}")
-    store.create(replace(record("old-one"), workflow_id="rare", goal="Fix the 50% Login_bug"), [])
+    store.create(record("old-one")._replace(workflow_id="rare", goal="Fix the 50% Login_bug"), [])
     for n in range(600):
         store.create(record(f"r{n:03}", at=f"2026-02-01T00:{n // 60:02}:{n % 60:02}.000Z"), [])
     assert "old-one" not in [r.id for r in store.list_runs(limit=500)]

@@ -4,7 +4,6 @@ a scrape shows `handrail_store_up 0` instead of failing the scrape."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -44,7 +43,7 @@ def test_a_write_on_a_moved_run_counts_a_retry_and_a_refused_write_an_error(tmp_
     assert _figure(metrics, "handrail_runs") >= 0 and _figure(metrics, "handrail_store_up") == 1
     ledger.store.close()  # the database goes away under the server
     with pytest.raises(Exception) as refused:
-        ledger.write(replace(stale, version=stale.version + 1), RunUpdate(), note, "agent")
+        ledger.write(stale._replace(version=stale.version + 1), RunUpdate(), note, "agent")
     assert not isinstance(refused.value, Conflict)
     assert _figure(metrics, "handrail_store_errors_total") == 1
     assert _figure(metrics, "handrail_store_up") == 0  # the scrape still answers

@@ -15,7 +15,6 @@ load balancer) keeps its branch.
 from __future__ import annotations
 
 import secrets
-from dataclasses import replace
 from typing import Any
 
 from handrail.errors import BranchHeld
@@ -55,7 +54,7 @@ def admitted(ledger: Ledger, request: Request, run: RunRecord) -> RunRecord:
     if run.holder is None or run.lease_until is None:
         return run
     if session_of(run.holder) == holder(request):
-        return replace(run, lease_until=later(ledger.lease_seconds))
+        return run._replace(lease_until=later(ledger.lease_seconds))
     if run.lease_until < now():
         return run
     kind = holder_kind(run.holder)
@@ -89,7 +88,7 @@ def _by_token(ledger: Ledger, token: str, run: RunRecord) -> RunRecord:
             "and each call on the branch renews it); claim the branch again with workflow_claim"
         )
         raise _lease_refused(run, "expired", why)
-    return replace(run, lease_until=later(ledger.lease_seconds))
+    return run._replace(lease_until=later(ledger.lease_seconds))
 
 
 def _lease_refused(run: RunRecord, problem: str, why: str) -> BranchHeld:
@@ -116,7 +115,7 @@ def renewed(ledger: Ledger, request: Request, run: RunRecord) -> RunRecord:
     assert run.holder is not None  # for the type checker: `_by_token` refuses a branch nobody holds
     until = later(ledger.lease_seconds)
     if ledger.store.renew(run.id, run.holder, until):
-        return replace(run, lease_until=until)
+        return run._replace(lease_until=until)
     return run
 
 

@@ -9,10 +9,8 @@ import os
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 
-from handrail import budget
 from handrail.codec import json_size
 from handrail.errors import InvalidParams, RunNotFound, StateError, StorageError
 from handrail.limits import MAX_CONTEXT_BYTES
@@ -208,8 +206,8 @@ class Ledger:
         status = machine.after(None, [e.type for e in events])
         if status is None:
             raise StateError("a run cannot start with these events", {"runId": run.id})
-        run = replace(
-            run, status=status, gate=self.digest(run.source_hash, run.position, self._folders(run, events))
+        run = run._replace(
+            status=status, gate=self.digest(run.source_hash, run.position, self._folders(run, events))
         )
         notes = self._notices(run, events, run.owner, lambda: ())
         if self.tracer is not None:
@@ -231,14 +229,14 @@ class Ledger:
                 {"runId": run.id, "status": run.status},
             )
         if status != run.status:
-            change = replace(change, status=status)
+            change = change._replace(status=status)
         if change.position is not None or change.source_hash is not None:  # the step may have moved
             position = run.position if change.position is None else change.position
             digest = self.digest(
                 change.source_hash or run.source_hash, position, gate_digest.folders_of(run.gate)
             )
             if digest != run.gate:
-                change = replace(change, gate=digest)
+                change = change._replace(gate=digest)
         try:
             notes = (
                 []
@@ -339,6 +337,8 @@ class off_the_clock:
         self.start = time.monotonic()
 
     def __exit__(self, *exc: object) -> None:
+        from handrail import budget  # lazy: a gate hook's write runs no budget
+
         spent = budget.current()
         if spent is not None:
             spent.deadline += time.monotonic() - self.start

@@ -9,12 +9,12 @@ so two writers racing on one run cannot both move it.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from typing import Any, Protocol, TypedDict, Unpack
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypedDict, Unpack
 
-from handrail.store.passkeys import Passkey
-from handrail.store.sessions import KeptSession
+if TYPE_CHECKING:  # only the servers' stores use them: a gate hook loads neither
+    from handrail.store.passkeys import Passkey
+    from handrail.store.sessions import KeptSession
 
 
 class RunStatus(StrEnum):
@@ -66,8 +66,10 @@ class Conflict(Exception):
     """The run moved since it was read: its version is no longer the one expected."""
 
 
-@dataclass(frozen=True, slots=True)
-class RunRecord:
+# The records are NamedTuples, not dataclasses: every gate hook reads them, and creating
+# a dataclass costs several times more at import (and loads dataclasses, inspect, dis);
+# a change is made with `_replace`.
+class RunRecord(NamedTuple):
     id: str
     owner: str
     workspace: str
@@ -97,8 +99,20 @@ class RunRecord:
     gate: str | None = None
     # the row's seal as read (store/state_seal.py), and what of the row does not match it
     # (empty: all does); a read that finds a mismatch says so (spec/runs.md)
-    seal: str | None = field(default=None, compare=False)
-    tampered: tuple[str, ...] = field(default=(), compare=False)
+    seal: str | None = None
+    tampered: tuple[str, ...] = ()
+
+    # the seal as read, and what of it failed, are not part of the run: compared without them
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, RunRecord):
+            return NotImplemented
+        return self[:_COMPARED] == other[:_COMPARED]
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    def __hash__(self) -> int:
+        return hash(self[:_COMPARED])
 
     @property
     def current_step(self) -> dict[str, Any] | None:
@@ -106,15 +120,16 @@ class RunRecord:
         return {"id": step["id"], "title": step["title"]} if isinstance(step, dict) else None
 
 
-@dataclass(frozen=True, slots=True)
-class NewEvent:
+_COMPARED = RunRecord._fields.index("seal")  # the fields before it are the run's
+
+
+class NewEvent(NamedTuple):
     type: EventType
     step_id: str | None = None
-    data: Mapping[str, Any] = field(default_factory=dict)  # output, issues, contextChanges, reason ...
+    data: Mapping[str, Any] = {}  # output, issues, contextChanges, reason ... (shared: never changed)
 
 
-@dataclass(frozen=True, slots=True)
-class Event:
+class Event(NamedTuple):
     seq: int  # 1, 2, ... within the run
     type: str  # as stored: one of EventType's values
     at: str
@@ -131,8 +146,7 @@ class Event:
         return out
 
 
-@dataclass(frozen=True, slots=True)
-class RunUpdate:
+class RunUpdate(NamedTuple):
     """What one accepted write changes; None leaves a field as it is."""
 
     status: RunStatus | None = None
@@ -147,8 +161,7 @@ class RunUpdate:
 STUCK_PART = 100_000  # a stuck run's notifications sort after those of the write that left it idle
 
 
-@dataclass(frozen=True, slots=True)
-class NewNotification:
+class NewNotification(NamedTuple):
     """A webhook to send, written to the outbox with the run event that causes it: `target`
     is the receiver as configured (`slack:URL`, `teams:URL` or a plain URL), `payload` the
     plain JSON event (spec/notify.md), formatted for the target when it is sent. A write's
@@ -159,8 +172,7 @@ class NewNotification:
     payload: Mapping[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
-class Notification:
+class Notification(NamedTuple):
     """One outbox row: `id` is the idempotency key every delivery attempt sends."""
 
     id: str
@@ -193,8 +205,7 @@ class Notification:
         return out
 
 
-@dataclass(frozen=True, slots=True)
-class Outcome:
+class Outcome(NamedTuple):
     """What one delivery attempt came to: delivered, or the error and when to try again
     (`retry_at` None: given up, the row is marked failed)."""
 
@@ -224,8 +235,7 @@ class RunFilter(TypedDict, total=False):
 LIST_LIMIT = 100
 
 
-@dataclass(frozen=True, slots=True)
-class ClaimFilter:
+class ClaimFilter(NamedTuple):
     """Which branches a claim may pick (store/claims.py): `owner`'s, narrowed by the
     parent run, the workflow and the workspace when they are given."""
 
@@ -244,8 +254,7 @@ def written(
     stats: str | None = None,
 ) -> RunRecord:
     """The record a successful `update` of `run` leaves in the store."""
-    return replace(
-        run,
+    return run._replace(
         status=run.status if change.status is None else change.status,
         context=run.context if change.context is None else change.context,
         position=run.position if change.position is None else change.position,

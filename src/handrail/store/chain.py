@@ -12,15 +12,13 @@ whole log and the run row alike can recompute every hash: only a signed export
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from handrail.codec import decode_stored, encode_stored
 from handrail.store.chain_form import event_hash, hashed_form
 
 
-@dataclass(frozen=True, slots=True)
-class EventRow:
+class EventRow(NamedTuple):  # a hook writes these: NamedTuples load no dataclasses
     """One row of `run_events` as written: its columns in the table's order."""
 
     run_id: str
@@ -65,8 +63,7 @@ def new_head(rows: Sequence[EventRow], head: str | None) -> str | None:
     return rows[-1].hash if rows else head
 
 
-@dataclass(frozen=True, slots=True)
-class Break:
+class Break(NamedTuple):
     """The first place a run's chain does not hold: the event (its seq; 0 for the run
     row itself) and what differs, in words."""
 

@@ -11,7 +11,6 @@ passes over the locked row to the next free branch instead of waiting for it).
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from handrail.store.base import ClaimFilter, EventType, NewEvent, RunRecord
@@ -72,8 +71,7 @@ def claim_write(
     )
     # a claim decides none of the sealed fields: the seal moves on to the new head
     values = [holder, until, at, head, sealed(run, head, run.events + 1), run.id, run.version]
-    after = replace(
-        run,
+    after = run._replace(
         holder=holder,
         lease_until=until,
         updated_at=at,

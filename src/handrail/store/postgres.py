@@ -19,7 +19,6 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import replace
 from typing import Any, Unpack
 from urllib.parse import urlsplit, urlunsplit
 
@@ -210,7 +209,7 @@ class PostgresStore:
                     cursor.executemany(
                         outbox.insert("%s"), outbox.rows(run.id, run.version, notifications, run.created_at)
                     )
-        return replace(run, events=len(events), head=head, stats=stats)
+        return run._replace(events=len(events), head=head, stats=stats)
 
     def update(
         self,

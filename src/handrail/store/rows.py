@@ -8,15 +8,16 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Sequence
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from handrail.codec import decode_stored, encode_stored
 from handrail.store import state_seal
 from handrail.store.base import Event, NewEvent, RunFilter, RunRecord, RunStatus, RunUpdate, written
 from handrail.store.chain import EVENT_COLUMNS, EventRow, chained_rows, new_head
-from handrail.store.summary import Summary, plan
+
+if TYPE_CHECKING:  # a write plans the statistics' summary; a hook's read loads none of it
+    from handrail.store.summary import Summary
 
 BIG_COLUMN = 32 * 1024  # past this, orjson's faster reading pays back its import
 
@@ -54,13 +55,12 @@ def run_record(row: Sequence[Any]) -> RunRecord:
     values[7:10] = RunStatus(row[7]), decode_column(row[8]), decode_column(row[9])
     run = RunRecord(*values)
     problems = state_seal.differs(run, run.seal)
-    return replace(run, tampered=tuple(problems)) if problems else run
+    return run._replace(tampered=tuple(problems)) if problems else run
 
 
 def read_back(run: RunRecord) -> RunRecord:
     """`run` with its JSON fields as the store reads them back: what a seal is taken over."""
-    return replace(
-        run,
+    return run._replace(
         context=decode_stored(encode_stored(run.context)),
         position=decode_stored(encode_stored(run.position)),
     )
@@ -170,6 +170,8 @@ def move(run: RunRecord, change: RunUpdate, events: Sequence[NewEvent], actor: s
     after = written(run, change, at, len(events))
     rows = chained_rows(run.id, run.events, run.head, events, actor, at)
     head = new_head(rows, run.head)
+    from handrail.store.summary import plan  # lazy: a hook's read writes no statistics
+
     summary, stats = plan(run.stats, rows)
     sets, values = update_sets(change, at, len(events), mark, head, stats)
     sets += f", seal = {mark}"

@@ -22,17 +22,16 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
+import sys
 import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import replace
 from pathlib import Path
-from typing import Any, Unpack
+from typing import TYPE_CHECKING, Any, Unpack
 
-from handrail import budget
 from handrail.errors import StorageError
-from handrail.store import claims, outbox, passkeys, sessions, summary
+from handrail.store import outbox
 from handrail.store.base import (
     LIST_LIMIT,
     STUCK_PART,
@@ -51,7 +50,6 @@ from handrail.store.base import (
 from handrail.store.chain import backfill, chained_rows, new_head
 from handrail.store.gate_query import gate_events_query, gate_events_values
 from handrail.store.gate_window import NEWER_QUERY, GateWindows
-from handrail.store.passkeys import Passkey
 from handrail.store.rows import (
     EVENTS_QUERY,
     EVENTS_SINCE_QUERY,
@@ -69,12 +67,32 @@ from handrail.store.rows import (
     seal_backfill,
 )
 from handrail.store.schema import MIGRATIONS_TABLE, SEAL_MIGRATION, migrations, newer_than_known, statements
-from handrail.store.sessions import KeptSession
 from handrail.store.shown_query import shown_events_query, shown_events_values
-from handrail.store.stats import last_line
 from handrail.store.urls import sqlite_url
 
+# what only a server's calls need (claims, passkeys, dashboard sessions, statistics) is
+# imported where it is used, so that a gate hook, which reads one run, does not load it
+if TYPE_CHECKING:
+    from handrail.store.passkeys import Passkey
+    from handrail.store.sessions import KeptSession
+
 __all__ = ["MIGRATIONS", "SqliteStore", "now"]
+
+
+def _last_line(text: str | None) -> str | None:
+    """SQL's `last_line`, for the statistics and their migration (store/stats.py)."""
+    from handrail.store.stats import last_line  # lazy: a hook's read does not call it
+
+    return last_line(text)
+
+
+def _time_left() -> float | None:
+    """Seconds left to the running request's budget. No budget runs in a process that
+    never loaded handrail.budget (a gate hook), which then need not load it."""
+    running = sys.modules.get("handrail.budget")
+    left: float | None = None if running is None else running.remaining()
+    return left
+
 
 CLAIM_S = 30.0  # how long claimed notifications are another process's (a batch of sends takes less)
 BUSY_TIMEOUT_S = 5.0  # how long a write waits for another process's write lock
@@ -138,7 +156,7 @@ class SqliteStore:
             self.path, isolation_level=None, check_same_thread=False, timeout=self.busy_timeout
         )
         db.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
-        db.create_function("last_line", 1, last_line, deterministic=True)  # stats and their migration
+        db.create_function("last_line", 1, _last_line, deterministic=True)  # stats and their migration
         return db
 
     def _check(self) -> None:
@@ -248,7 +266,7 @@ class SqliteStore:
         `durable`: committed without the WAL's fsync (see `RunStore.update`)."""
         self._usable()
         wait = self.busy_timeout
-        left = budget.remaining()
+        left = _time_left()
         if left is not None:
             wait = min(wait, max(0.0, left - 0.25))  # answer within the request's budget
         deadline = time.monotonic() + wait
@@ -299,6 +317,8 @@ class SqliteStore:
     ) -> RunRecord:
         rows = chained_rows(run.id, 0, None, events, run.owner, run.created_at)
         head = new_head(rows, None)
+        from handrail.store import summary  # lazy: a hook's read writes no statistics
+
         found, stats = summary.plan(None, rows)
         with self._write() as db:
             db.execute(*insert_run(run, len(events), head, "?", stats))
@@ -308,7 +328,7 @@ class SqliteStore:
                 db.executemany(
                     outbox.insert("?"), outbox.rows(run.id, run.version, notifications, run.created_at)
                 )
-        return replace(run, events=len(events), head=head, stats=stats)
+        return run._replace(events=len(events), head=head, stats=stats)
 
     def update(
         self,
@@ -319,6 +339,8 @@ class SqliteStore:
         notifications: Sequence[NewNotification] = (),
         durable: bool = True,
     ) -> RunRecord:
+        from handrail.store import summary  # lazy: a hook's read writes no statistics
+
         at, rows, head, sets, values, found, stats = move(run, change, events, actor, "?")
         with self._write(durable) as db:
             moved = db.execute(
@@ -349,6 +371,8 @@ class SqliteStore:
     def claim(self, where: ClaimFilter, holder: str, until: str) -> RunRecord | None:
         """Inside the write transaction: no other claim, here or in another process, runs
         between the pick and the write."""
+        from handrail.store import claims  # lazy: what a hook never calls
+
         at = now()
         query, values = claims.free_branch(where, at, "?")
         with self._write() as db:
@@ -361,6 +385,8 @@ class SqliteStore:
         return after
 
     def renew(self, run_id: str, holder: str, until: str) -> bool:
+        from handrail.store import claims  # lazy: what a hook never calls
+
         query, values = claims.renewal(run_id, holder, until, now(), "?")
         with self._write() as db:
             return bool(db.execute(query, values).rowcount)
@@ -447,24 +473,34 @@ class SqliteStore:
 
     # -- passkeys (store/passkeys.py) ---------------------------------------------------
     def passkeys(self, person: str | None = None) -> list[Passkey]:
+        from handrail.store import passkeys  # lazy: what a hook never calls
+
         with self._read() as db:
             rows = db.execute(passkeys.select("?", person), () if person is None else (person,)).fetchall()
         return [passkeys.passkey(r) for r in rows]
 
     def add_passkey(self, key: Passkey) -> None:
+        from handrail.store import passkeys  # lazy: what a hook never calls
+
         with self._write() as db:
             db.execute(passkeys.insert("?"), key.values())
 
     def passkey_used(self, credential_id: str, sign_count: int) -> None:
+        from handrail.store import passkeys  # lazy: what a hook never calls
+
         with self._write() as db:
             db.execute(passkeys.count_used("?"), (sign_count, credential_id))
 
     def remove_passkey(self, person: str, credential_id: str) -> bool:
+        from handrail.store import passkeys  # lazy: what a hook never calls
+
         with self._write() as db:
             return db.execute(passkeys.delete("?"), (person, credential_id)).rowcount > 0
 
     # -- dashboard sessions (store/sessions.py) -----------------------------------------
     def keep_session(self, session_id: str, kept: KeptSession, now: float) -> None:
+        from handrail.store import sessions  # lazy: what a hook never calls
+
         with self._write() as db:
             db.execute(sessions.prune("?"), (now, kept.person, kept.person))
             db.execute(
@@ -472,11 +508,15 @@ class SqliteStore:
             )
 
     def kept_session(self, session_id: str, now: float) -> KeptSession | None:
+        from handrail.store import sessions  # lazy: what a hook never calls
+
         with self._read() as db:
             row = db.execute(sessions.select("?"), (sessions.key_of(session_id), now)).fetchone()
-        return None if row is None else KeptSession(str(row[0]), str(row[1]), float(row[2]))
+        return None if row is None else sessions.KeptSession(str(row[0]), str(row[1]), float(row[2]))
 
     def end_session(self, session_id: str) -> None:
+        from handrail.store import sessions  # lazy: what a hook never calls
+
         with self._write() as db:
             db.execute(sessions.delete("?"), (sessions.key_of(session_id),))
 

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 TOP = 5  # messages and failing lines listed per step or check
 
@@ -20,8 +19,7 @@ class Aggregates(Protocol):
     def aggregate(self, sql: str, values: Sequence[Any]) -> list[tuple[Any, ...]]: ...
 
 
-@dataclass(frozen=True, slots=True)
-class StatsFilter:
+class StatsFilter(NamedTuple):  # a hook's write loads this module: no dataclasses
     """Which runs count: of one workflow (or all), started at `since` or later and before
     `until` (ISO times as the store keeps them), owned by `person`."""
 

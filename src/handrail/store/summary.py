@@ -20,9 +20,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from handrail.store.chain import EventRow
 from handrail.store.stats import last_line
@@ -33,8 +32,9 @@ SUMMARISED = frozenset((*STEP_EVENTS, "check", "gate"))
 GATE_DECISIONS = ("deny", "block")  # the only decisions the figures count
 
 
-@dataclass(frozen=True, slots=True)
-class RunKeys:
+# NamedTuples and slotted classes, not dataclasses: a gate hook's write plans a summary,
+# and need not load dataclasses (with inspect and dis) for it
+class RunKeys(NamedTuple):
     """What every summary row of a run repeats, so the figures filter without a join."""
 
     run_id: str
@@ -47,14 +47,26 @@ class RunKeys:
         return (self.workflow_id, self.version, self.owner, self.created_at)
 
 
-@dataclass(slots=True)
 class Marks:
-    since_seq: int = 0  # the run's last `started` or `accepted` (0: none yet)
-    since_ms: int | None = None
-    asked_ms: int | None = None  # the latest `awaiting_approval`
-    check_seq: int = 0  # the last check event, and its place among its submission's checks
-    check_idx: int = 0
-    steps: dict[str, int] = field(default_factory=dict)  # step -> 1 once accepted, else 0
+    """Where a run's summary stands: changed in place as its events are folded."""
+
+    __slots__ = ("asked_ms", "check_idx", "check_seq", "since_ms", "since_seq", "steps")
+
+    def __init__(
+        self,
+        since_seq: int = 0,  # the run's last `started` or `accepted` (0: none yet)
+        since_ms: int | None = None,
+        asked_ms: int | None = None,  # the latest `awaiting_approval`
+        check_seq: int = 0,  # the last check event, and its place among its submission's checks
+        check_idx: int = 0,
+        steps: dict[str, int] | None = None,  # step -> 1 once accepted, else 0
+    ) -> None:
+        self.since_seq = since_seq
+        self.since_ms = since_ms
+        self.asked_ms = asked_ms
+        self.check_seq = check_seq
+        self.check_idx = check_idx
+        self.steps: dict[str, int] = {} if steps is None else steps
 
     def values(self) -> tuple[Any, ...]:
         return (
@@ -86,14 +98,18 @@ def _number(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
-@dataclass(slots=True)
 class Summary:
-    marks: Marks
-    visits: dict[tuple[int, str], list[Any]] = field(default_factory=dict)
-    waits: list[tuple[Any, ...]] = field(default_factory=list)
-    checks: list[tuple[Any, ...]] = field(default_factory=list)
-    issues: list[tuple[Any, ...]] = field(default_factory=list)
-    gates: list[tuple[Any, ...]] = field(default_factory=list)
+    """The summary rows a write adds, by table, and the run's marks after them."""
+
+    __slots__ = ("checks", "gates", "issues", "marks", "visits", "waits")
+
+    def __init__(self, marks: Marks) -> None:
+        self.marks = marks
+        self.visits: dict[tuple[int, str], list[Any]] = {}
+        self.waits: list[tuple[Any, ...]] = []
+        self.checks: list[tuple[Any, ...]] = []
+        self.issues: list[tuple[Any, ...]] = []
+        self.gates: list[tuple[Any, ...]] = []
 
 
 def fold(marks: Marks, rows: Sequence[EventRow]) -> Summary:
