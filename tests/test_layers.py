@@ -52,7 +52,6 @@ MAX_MODULE = 450
 SIZE_DEBT: dict[str, int] = {
     "function handrail.runs.advance.Advance._continue_once": 104,
     "function handrail.transport.stdio.serve": 181,
-    "module handrail.cli.runs": 552,
     "module handrail.gate.hook": 598,
     "module handrail.gate.install": 527,
     "module handrail.protocol.core": 475,

@@ -16,7 +16,6 @@ advance heals the next time anyone looks.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar, cast
@@ -24,10 +23,10 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from handrail.codec import json_size
 from handrail.model import Loop
 from handrail.runs import machine
-from handrail.runs.holders import shown_holder
 from handrail.runs.ledger import Ledger
 from handrail.runs.position import Position, merge_context
 from handrail.runs.shapes import recap, view
+from handrail.runs.tree_rows import branch_id, branch_row, derived_id
 from handrail.store.base import ACTIVE_STATUSES, EventType, NewEvent, RunRecord, RunStatus, RunUpdate
 from handrail.store.rows import now
 
@@ -110,7 +109,7 @@ class Tree:
         # opened by the parent at a visit of the step it has since moved past (its id
         # says which); a run its parent never derived is not the tree's to cancel
         visits = range(parent.accepted, max(-1, parent.accepted - VISITS_SEARCHED), -1)
-        return any(_derived_id(parent.id, run.parent_step, k, index) == run.id for k in visits)
+        return any(derived_id(parent.id, run.parent_step, k, index) == run.id for k in visits)
 
     def healed(self, run: RunRecord) -> RunRecord:
         """`run`, cancelled first when its parent no longer waits on it."""
@@ -568,31 +567,6 @@ class Tree:
         written = self.ledger.retrying(run_id, once)
         if written is not None:
             self._cascade(written)
-
-
-def branch_id(parent: RunRecord, waiting: Mapping[str, Any], index: int) -> str:
-    """A branch's run id: the same for every server that opens it, unguessable as its
-    parent's (the parent's own id, secret, goes into the hash)."""
-    return _derived_id(parent.id, waiting.get("stepId"), parent.accepted, index)
-
-
-def _derived_id(parent_id: str, step_id: Any, accepted: int, index: int) -> str:
-    key = f"{parent_id}\n{step_id}\n{accepted}\n{index}"
-    return "run_" + hashlib.sha256(key.encode()).hexdigest()[:32]
-
-
-def branch_row(run: RunRecord) -> dict[str, Any]:
-    """A child run as its parent's answers and `handrail runs show` list it."""
-    row: dict[str, Any] = {"branch": run.branch, "runId": run.id, "status": run.status.value}
-    scope = run.position.get("branchOf")
-    if isinstance(scope, Mapping) and "item" in scope:
-        row["item"] = scope["item"]
-    step = run.current_step
-    row["currentStep"] = step["id"] if step is not None else None
-    row["holder"] = shown_holder(run.holder)  # its kind and a short id, never the raw session
-    if run.lease_until is not None:
-        row["leaseUntil"] = run.lease_until
-    return row
 
 
 def _in_tree(run: RunRecord) -> bool:
