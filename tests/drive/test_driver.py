@@ -61,12 +61,13 @@ def test_an_agent_that_submits_nothing_is_tried_again_and_its_usage_recorded_eac
 
 
 def test_the_time_budget_ends_the_running_agent_and_the_run_waits_with_the_reason(tmp_path: Path) -> None:
-    done, status, usage = drive(tmp_path, "exec sleep 60", "--max-minutes", "0.02")
+    # six seconds: enough for the run to start on a loaded machine before the budget ends it
+    done, status, usage = drive(tmp_path, "exec sleep 60", "--max-minutes", "0.1")
 
     assert done.returncode == 1, done.stderr
     outcome = json.loads(done.stdout)
-    assert outcome["reason"].startswith("the budget of 0.02 minutes is crossed")
+    assert outcome["reason"].startswith("the budget of 0.1 minutes is crossed")
     assert "the time budget (--max-minutes) ended the agent" in outcome["reason"]
     (used,) = usage
-    assert not used["reported"] and used["stopped"] == "the budget of 0.02 minutes is crossed"
+    assert not used["reported"] and used["stopped"] == "the budget of 0.1 minutes is crossed"
     assert status == "active" and used["stepId"] == "write"
