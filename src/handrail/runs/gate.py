@@ -170,7 +170,29 @@ def decide(run: RunFacts | None, event: GateEvent, options: Options, protected: 
     if other and event.run_id == run.run_id and event.action is not None and own_tool(event.action.target):
         # this session takes the run over by calling its run tools with the run's id
         return Decision("allow", record={**_data(event, "bind"), "bind": True})
+    if options.driven_from is not None and run.accepted_count > options.driven_from:
+        return _driven_done(run, event) or _before_tool(run, event, protected)
     return _before_tool(run, event, protected)
+
+
+DRIVEN_DONE_TOOLS = ("workflow_continue", "workflow_claim")  # what would carry it into a later step
+
+
+def _driven_done(run: RunFacts, event: GateEvent) -> Decision | None:
+    """A session `handrail drive` started for one step, once that step is accepted: it
+    may read and stop, but its edits, commands and submissions would belong to a later
+    step, which the driver gives a fresh session (and budget)."""
+    action = event.action
+    if action is None or action.kind not in ("edit", "shell", "mcp"):
+        return None
+    if action.kind == "mcp" and not (own_tool(action.target) and action.target.endswith(DRIVEN_DONE_TOOLS)):
+        return None
+    what = _cut(action.words(run.workspace, event.cwd), TARGET_CHARS)
+    reason = (
+        f"handrail: the step this session was started for is accepted (run {run.run_id}); {what} "
+        "would belong to a later step, which handrail drive starts a fresh session for. Stop here."
+    )
+    return Decision("deny", reason, _data(event, "deny:driven-step-accepted", reason, run=run))
 
 
 def other_session(run: RunFacts, event: GateEvent) -> bool:
