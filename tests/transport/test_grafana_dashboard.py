@@ -14,21 +14,26 @@ from handrail.catalog import load_catalog
 from handrail.runs import Runs
 from handrail.service.core import Service
 from handrail.store import open_store
+from handrail.store.urls import sqlite_url
 from handrail.transport.metrics import attach
+from tests.helpers.event_log import fill_case
 
 DASHBOARD = Path(__file__).resolve().parents[2] / "docs" / "grafana-dashboard.json"
 NAME = re.compile(r"\bhandrail_[a-z_]+\b")
 
 
 def _exposed(tmp: Path) -> tuple[set[str], set[str]]:
-    """The sample names and the family names of a scrape after a request and a check."""
-    url = f"sqlite:///{tmp / 'runs.db'}"
+    """The sample names and the family names of a scrape after a request, a check and
+    driven agents' usage (spec/cases/stats' event log)."""
+    url = sqlite_url(tmp / "runs.db")
+    fill_case(url)
     service = Service(load_catalog(bundled=True), runs=Runs(lambda: open_store(url)))
     metrics = attach(service)
     metrics.request("tools/call", "workflow_list", "ok", 0.001)
     metrics.check("file", "passed", 0.01)
     families = list(text_string_to_metric_families(metrics.exposition().decode()))
     figures = {f.name for f in families if not f.name.endswith("_created")}  # a counter's start time
+    service.runs.close()
     return {s.name for f in families for s in f.samples}, figures
 
 

@@ -14,6 +14,7 @@ from handrail.model import ApprovalRule, Step
 from handrail.notify.targets import shown
 from handrail.runs import machine
 from handrail.runs.approvers import Pending, pending
+from handrail.runs.decision_words import approved_message, decision_data, declined_issue, next_time_round
 from handrail.runs.ledger import Ledger, off_the_clock
 from handrail.runs.links import VIA as LINK_VIA
 from handrail.runs.position import Position
@@ -398,16 +399,16 @@ class Decisions:
                     break
                 if event.type == EventType.APPROVED:
                     if previous == EventType.ACCEPTED and _current_id(run) == step_id:
-                        raise _next_time_round(run, step_id, event.data)
+                        raise next_time_round(run, step_id, event.data)
                     return {
                         "runId": run.id,
                         "accepted": True,
                         "status": run.status.value,
-                        "approved": _decision_data(event.data),
-                        "message": _approved_message(run, step_id, event.data),
+                        "approved": decision_data(event.data),
+                        "message": approved_message(run, step_id, event.data),
                         **view(run),
                     }
-                issues, suggestions = _declined_issue(event.data)
+                issues, suggestions = declined_issue(event.data)
                 return {
                     "runId": run.id,
                     "accepted": False,
@@ -529,12 +530,12 @@ class Decisions:
                 decided["approvers"] = [*found.given, person]
         if not approve:
             written = self.ledger.write(run, RunUpdate(), [NewEvent(decision, step_id, decided)], person)
-            issues, suggestions = _declined_issue(decided)
+            issues, suggestions = declined_issue(decided)
             return {
                 "runId": run.id,
                 "accepted": False,
                 "status": written.status.value,
-                "declined": _decision_data(decided),
+                "declined": decision_data(decided),
                 "issues": issues,
                 "suggestions": suggestions,
                 **view(written),
@@ -554,8 +555,8 @@ class Decisions:
             "runId": run.id,
             "accepted": True,
             "status": written.status.value,
-            "approved": _decision_data(decided),
-            "message": _approved_message(written, step_id, decided),
+            "approved": decision_data(decided),
+            "message": approved_message(written, step_id, decided),
             **view(written),
         }
 
@@ -627,7 +628,7 @@ class Decisions:
             "runId": run.id,
             "accepted": False,
             "status": written.status.value,
-            "approvalGiven": _decision_data(decided),
+            "approvalGiven": decision_data(decided),
             "approvals": {"given": people, "needed": found.rule.approvals},
             "message": f"{decided['person']} approved step `{step_id}`; {more} more "
             f"{'person' if more == 1 else 'people'} must approve it before it is accepted.",
@@ -640,43 +641,5 @@ def _decided_by(events: list[Event], person: str) -> bool:
     return any(e.type in decisions and e.data.get("person") == person for e in events)
 
 
-def _decision_data(data: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: data[k] for k in ("person", "comment") if k in data}
-
-
-def _declined_issue(data: Mapping[str, Any]) -> tuple[list[str], list[str]]:
-    issue = f"{data.get('person', 'a person')} declined this step"
-    comment = data.get("comment")
-    if comment:
-        issue += f": {comment}"
-    return [issue], ["Change the output as the comment asks, then submit the step again."]
-
-
 def _current_id(run: RunRecord) -> str | None:
     return Position.stored(run.position).step_id
-
-
-def _next_time_round(run: RunRecord, step_id: str, data: Mapping[str, Any]) -> InvalidParams:
-    """A call without output on a loop's step that is current again: the approval in the
-    log was for the time before, and this time has none."""
-    person = data.get("person", "a person")
-    return InvalidParams(
-        data={
-            "runId": run.id,
-            "stepId": step_id,
-            "earlierApproval": _decision_data(data),
-            "details": f"output is required with stepId: `{step_id}` is the current step again, the "
-            f"next time round its loop. {person} approved it the time before; this time has no "
-            "output and no decision yet, so send this time's output",
-        }
-    )
-
-
-def _approved_message(run: RunRecord, step_id: str, data: Mapping[str, Any]) -> str:
-    said = f"{data.get('person', 'A person')} approved step `{step_id}` and it was accepted"
-    if run.status == RunStatus.COMPLETED:
-        return said + "; the run is completed, nothing is left to do."
-    current = _current_id(run)
-    if current is None:
-        return said + "; the run waits for context (see guidance)."
-    return said + f"; the run goes on with step `{current}`."

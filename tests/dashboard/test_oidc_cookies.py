@@ -5,27 +5,25 @@ share, and another replica reads them back only for the person its session names
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from starlette.requests import Request
 
-from handrail.dashboard.oidc_signin import ROLES_COOKIE, OidcSignIn
+from handrail.dashboard.oidc_cookies import ROLES_COOKIE, OidcCookies
 from handrail.service.identity_provider import Provider
 
 SECRET = "the-client-secret-every-replica-shares"
 
 
-def replica(secret: str = SECRET) -> tuple[OidcSignIn, Provider]:
+def replica(secret: str = SECRET) -> tuple[OidcCookies, Provider]:
     provider = Provider("https://idp.test", "handrail", client_secret=secret)
-    site: Any = None  # recall and seal read no page, session or template
-    return OidcSignIn(site, provider), provider
+    return OidcCookies(provider), provider
 
 
 def request_with(cookie: str) -> Request:
     return Request({"type": "http", "method": "GET", "path": "/", "headers": [(b"cookie", cookie.encode())]})
 
 
-def sealed_roles(signer: OidcSignIn, person: str, roles: list[str], until: float | None = None) -> str:
+def sealed_roles(signer: OidcCookies, person: str, roles: list[str], until: float | None = None) -> str:
     held = {"person": person, "roles": roles, "until": time.time() + 60 if until is None else until}
     return f"{ROLES_COOKIE}={signer.seal(held)}"
 
