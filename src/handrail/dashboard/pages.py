@@ -149,7 +149,7 @@ class Pages:
         method = runs.approve if verb == "approve" else runs.decline
         # a passkey's signed answer, to the challenge this session was given (passkey_pages.py)
         presence = (
-            presence_of(self.site.challenges, session, run_id, verb, fields["assertion"])
+            await presence_of(self.site.challenges, session, run_id, verb, fields["assertion"])
             if "assertion" in fields
             else None
         )

@@ -2,21 +2,24 @@
 page where a decision that needs the person is signed (/runs/RUN/sign), with the
 challenges both ceremonies sign (spec/runs.md, "Presence").
 
-A challenge is made for one session and used once: it is kept here, server side, and
-taken away when the answer comes back. A decision's challenge is made of the run's
-chain head at that moment (runs/presence.py), so the signature anchors the log."""
+A challenge is made for one session and used once: it is kept server side, in the
+store every server shares (runs/sign_ins.py), so that the answer may come back through
+another server behind the load balancer, and it is taken away when the answer comes.
+A decision's challenge is made of the run's chain head at that moment
+(runs/presence.py), so the signature anchors the log."""
 
 from __future__ import annotations
 
+import base64
 import hmac
+import json
 import secrets
-import threading
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import quote, urlsplit
 
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
@@ -28,7 +31,7 @@ from handrail.runs.passkeys import credential_of
 from handrail.runs.presence import Presence, challenge, new_nonce
 from handrail.runs.request import Request as Asking
 
-MAX_CHALLENGES = 10_000  # the oldest is forgotten first: asking cannot grow memory without bound
+CHALLENGE_SECONDS = 600.0  # a ceremony not finished in ten minutes asks again
 FORBIDDEN = {"Content-Security-Policy": "default-src 'none'", "Cache-Control": "no-store"}
 
 
@@ -61,22 +64,40 @@ class Asked:
     raw: bytes = b""  # a registration's challenge bytes
 
 
+class Kept(Protocol):
+    """handrail.runs.sign_ins.SignIns: the challenges in the shared store."""
+
+    def ask(self, key: str, person: str, body: str, seconds: float) -> None: ...
+
+    def taken(self, key: str) -> str | None: ...
+
+
 class Challenges:
-    def __init__(self, limit: int = MAX_CHALLENGES) -> None:
-        self._items: OrderedDict[str, Asked] = OrderedDict()
-        self._lock = threading.Lock()
-        self._limit = limit
+    """The challenges handed out, each under its session's key. The store is read and
+    written off the event loop, so one slow database stalls no other request."""
 
-    def put(self, key: str, asked: Asked) -> None:
-        with self._lock:
-            self._items[key] = asked
-            self._items.move_to_end(key)
-            while len(self._items) > self._limit:
-                self._items.popitem(last=False)
+    def __init__(self, kept: Kept, seconds: float = CHALLENGE_SECONDS) -> None:
+        self._kept = kept
+        self._seconds = seconds
 
-    def take(self, key: str) -> Asked | None:
-        with self._lock:
-            return self._items.pop(key, None)
+    async def put(self, key: str, person: str, asked: Asked) -> None:
+        fields = {name: getattr(asked, name) for name in Asked.__slots__ if name != "raw"}
+        body = json.dumps({**fields, "raw": base64.b64encode(asked.raw).decode()})
+        await run_in_threadpool(self._kept.ask, key, person, body, self._seconds)
+
+    async def take(self, key: str) -> Asked | None:
+        body = await run_in_threadpool(self._kept.taken, key)
+        return None if body is None else _asked(body)
+
+
+def _asked(body: str) -> Asked | None:
+    """A kept challenge read back; a row that is not one of ours (the store is the
+    agent's to write too) is no challenge, so the ceremony asks again."""
+    try:
+        fields = json.loads(body)
+        return Asked(**{**fields, "raw": base64.b64decode(fields["raw"], validate=True)})
+    except (ValueError, TypeError, KeyError):
+        return None
 
 
 def relying_party(
@@ -100,12 +121,12 @@ def localhost(request: Request) -> str:
     return f"{request.url.scheme}://localhost{f':{port}' if port else ''}{request.url.path}"
 
 
-def presence_of(
+async def presence_of(
     challenges: Challenges, session: Session, run_id: str, verb: str, text: str
 ) -> Presence | str:
     """The assertion a decision's form carries, with the challenge this session was
     given for it; else why there is none that can count."""
-    asked = challenges.take(f"{session.id}:{run_id}")
+    asked = await challenges.take(f"{session.id}:{run_id}")
     credential = credential_of(text)
     if credential is None:
         return "the passkey's answer is not a WebAuthn credential"
@@ -166,7 +187,7 @@ class PasskeyPages:
             )
             return JSONResponse({"error": said}, 409)
         raw = secrets.token_bytes(32)
-        self.challenges.put(f"{session.id}:register", Asked(rp_id, origin, "", raw=raw))
+        await self.challenges.put(f"{session.id}:register", session.person, Asked(rp_id, origin, "", raw=raw))
         text = await self.kit.as_person(
             session, lambda _asking: self.runs.passkeys.registration_options(session.person, rp_id, raw)
         )
@@ -176,7 +197,7 @@ class PasskeyPages:
         fields = await self.checked(request, session)
         if isinstance(fields, Response):
             return fields
-        asked = self.challenges.take(f"{session.id}:register")
+        asked = await self.challenges.take(f"{session.id}:register")
         credential = credential_of(fields.get("credential", ""))
         if asked is None or credential is None:
             note = "No passkey was registered: ask for one again."
@@ -226,8 +247,10 @@ class PasskeyPages:
         except (HandrailError, ValueError) as exc:
             said = exc.message if isinstance(exc, HandrailError) else str(exc)
             return JSONResponse({"error": said}, 409)
-        self.challenges.put(
-            f"{session.id}:{run_id}", Asked(rp_id, origin, nonce, head=head, run_id=run_id, verb=verb)
+        await self.challenges.put(
+            f"{session.id}:{run_id}",
+            session.person,
+            Asked(rp_id, origin, nonce, head=head, run_id=run_id, verb=verb),
         )
         return Response(text, media_type="application/json", headers={"Cache-Control": "no-store"})
 

@@ -109,7 +109,7 @@ class Site:
         )
         self.templates.filters["duration"] = views.duration  # seconds as people read them
         self.sessions = Sessions(service.runs.sign_ins)  # in the store: every server on it knows them
-        self.challenges = Challenges()  # the passkey challenges handed out, each taken once
+        self.challenges = Challenges(service.runs.sign_ins)  # passkey challenges, in the store too
         self.single_sign_on = provider is not None  # an OpenID provider signs people in (/signin/oidc)
         self.oidc_cookies: OidcCookies | None = None
         if provider is not None:

@@ -370,4 +370,11 @@ class RunStore(Protocol):
 
     def end_session(self, session_id: str) -> None: ...
 
+    def keep_challenge(self, key: str, person: str, body: str, expires: float, now: float) -> None:
+        """A passkey challenge handed out under `key` (hashed), for any server on the store
+        to take; the expired ones, and the person's beyond their newest twenty, are dropped."""
+
+    def take_challenge(self, key: str, now: float) -> str | None:
+        """The challenge's body, removed as it is read: one taker only, on any server."""
+
     def close(self) -> None: ...

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any, Unpack
 from urllib.parse import urlsplit, urlunsplit
 
@@ -26,7 +26,7 @@ import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from handrail.errors import StorageError
-from handrail.store import claims, outbox, passkeys, sessions, summary
+from handrail.store import claims, outbox, passkeys, summary
 from handrail.store.base import (
     LIST_LIMIT,
     STUCK_PART,
@@ -44,6 +44,7 @@ from handrail.store.base import (
 )
 from handrail.store.chain import EVENT_COLUMNS, backfill, chained_rows, new_head
 from handrail.store.gate_query import gate_events_query, gate_events_values
+from handrail.store.kept_rows import KeptRows
 from handrail.store.passkeys import Passkey
 from handrail.store.rows import (
     EVENTS_QUERY,
@@ -61,7 +62,6 @@ from handrail.store.rows import (
     seal_backfill,
 )
 from handrail.store.schema import MIGRATIONS_TABLE, SEAL_MIGRATION, migrations, newer_than_known
-from handrail.store.sessions import KeptSession
 from handrail.store.shown_query import shown_events_query, shown_events_values
 
 MIGRATIONS = migrations("postgresql")
@@ -96,8 +96,9 @@ def _scrub(message: str, url: str) -> str:
     return text.replace(secret, "***") if secret else text
 
 
-class PostgresStore:
+class PostgresStore(KeptRows):
     dialect = "postgresql"
+    _mark = "%s"
     replicated = True  # several servers write to it: the run layer reads before each write
 
     def __init__(self, url: str, *, pool_max: int = POOL_MAX) -> None:
@@ -366,22 +367,8 @@ class PostgresStore:
         with self._connection() as db:
             return db.execute(passkeys.delete("%s"), (person, credential_id)).rowcount > 0
 
-    # -- dashboard sessions (store/sessions.py) -----------------------------------------
-    def keep_session(self, session_id: str, kept: KeptSession, now: float) -> None:
-        with self._connection() as db:
-            db.execute(sessions.prune("%s"), (now, kept.person, kept.person))
-            db.execute(
-                sessions.insert("%s"), (sessions.key_of(session_id), kept.person, kept.csrf, kept.expires)
-            )
-
-    def kept_session(self, session_id: str, now: float) -> KeptSession | None:
-        with self._connection() as db:
-            row = db.execute(sessions.select("%s"), (sessions.key_of(session_id), now)).fetchone()
-        return None if row is None else KeptSession(str(row[0]), str(row[1]), float(row[2]))
-
-    def end_session(self, session_id: str) -> None:
-        with self._connection() as db:
-            db.execute(sessions.delete("%s"), (sessions.key_of(session_id),))
+    def _kept(self, write: bool = True) -> AbstractContextManager[psycopg.Connection[Any]]:
+        return self._connection()
 
     def close(self) -> None:
         if not self._closed.is_set():

@@ -358,6 +358,17 @@ MIGRATIONS: tuple[str, ...] = (
     -- sum them without reading the rest of the log
     CREATE INDEX run_events_usage ON run_events (run_id, seq) WHERE type = 'usage'
     """,
+    """
+    -- the passkey challenges the dashboard handed out (store/challenges.py), shared by every
+    -- server on the store so that the answer may reach any of them, each taken once
+    CREATE TABLE passkey_challenges (
+        key_hash TEXT PRIMARY KEY,
+        person TEXT NOT NULL,
+        body TEXT NOT NULL,
+        expires DOUBLE PRECISION NOT NULL
+    );
+    CREATE INDEX passkey_challenges_person ON passkey_challenges (person, expires)
+    """,
 )
 SEAL_MIGRATION = 11  # the version that adds the seal (the 11th above)
 

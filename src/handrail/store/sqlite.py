@@ -50,6 +50,7 @@ from handrail.store.base import (
 from handrail.store.chain import backfill, chained_rows, new_head
 from handrail.store.gate_query import gate_events_query, gate_events_values
 from handrail.store.gate_window import NEWER_QUERY, GateWindows
+from handrail.store.kept_rows import KeptRows
 from handrail.store.rows import (
     EVENTS_QUERY,
     EVENTS_SINCE_QUERY,
@@ -74,7 +75,6 @@ from handrail.store.urls import sqlite_url
 # imported where it is used, so that a gate hook, which reads one run, does not load it
 if TYPE_CHECKING:
     from handrail.store.passkeys import Passkey
-    from handrail.store.sessions import KeptSession
 
 __all__ = ["MIGRATIONS", "SqliteStore", "now"]
 
@@ -103,8 +103,9 @@ LOCKED = ("SQLITE_BUSY", "SQLITE_LOCKED")
 MIGRATIONS = migrations("sqlite")
 
 
-class SqliteStore:
+class SqliteStore(KeptRows):
     dialect = "sqlite"
+    _mark = "?"
 
     def __init__(
         self,
@@ -497,28 +498,8 @@ class SqliteStore:
         with self._write() as db:
             return db.execute(passkeys.delete("?"), (person, credential_id)).rowcount > 0
 
-    # -- dashboard sessions (store/sessions.py) -----------------------------------------
-    def keep_session(self, session_id: str, kept: KeptSession, now: float) -> None:
-        from handrail.store import sessions  # lazy: what a hook never calls
-
-        with self._write() as db:
-            db.execute(sessions.prune("?"), (now, kept.person, kept.person))
-            db.execute(
-                sessions.insert("?"), (sessions.key_of(session_id), kept.person, kept.csrf, kept.expires)
-            )
-
-    def kept_session(self, session_id: str, now: float) -> KeptSession | None:
-        from handrail.store import sessions  # lazy: what a hook never calls
-
-        with self._read() as db:
-            row = db.execute(sessions.select("?"), (sessions.key_of(session_id), now)).fetchone()
-        return None if row is None else sessions.KeptSession(str(row[0]), str(row[1]), float(row[2]))
-
-    def end_session(self, session_id: str) -> None:
-        from handrail.store import sessions  # lazy: what a hook never calls
-
-        with self._write() as db:
-            db.execute(sessions.delete("?"), (sessions.key_of(session_id),))
+    def _kept(self, write: bool = True) -> contextlib.AbstractContextManager[sqlite3.Connection]:
+        return self._write() if write else self._read()
 
     def close(self) -> None:
         with self._lock, self._opened:

@@ -1,0 +1,37 @@
+"""The passkey challenges the dashboard hands out, as the store keeps them: shared by
+every server on the store, so that the browser's answer may reach another server than
+the one that asked, and each taken at most once whichever server takes it (the DELETE
+that returns it is the one use). Only the SHA-256 of a challenge's key is kept: the key
+names the person's session. `mark` is the driver's placeholder (`?` or `%s`)."""
+
+from __future__ import annotations
+
+from handrail.store.sessions import key_of
+
+PER_PERSON = 20  # a person's newest open challenges: asking cannot grow the table without bound
+
+__all__ = ["PER_PERSON", "insert", "key_of", "prune", "take"]
+
+
+def insert(mark: str) -> str:
+    """One challenge per key: asking again replaces the one asked before."""
+    marks = ", ".join([mark] * 4)
+    return (
+        f"INSERT INTO passkey_challenges (key_hash, person, body, expires) VALUES ({marks}) "
+        "ON CONFLICT (key_hash) DO UPDATE SET person = excluded.person, body = excluded.body, "
+        "expires = excluded.expires"
+    )
+
+
+def take(mark: str) -> str:
+    return f"DELETE FROM passkey_challenges WHERE key_hash = {mark} AND expires > {mark} RETURNING body"
+
+
+def prune(mark: str) -> str:
+    """The expired challenges, and the person's beyond their newest PER_PERSON - 1, which
+    leaves room for the one kept next (params: now, person, person)."""
+    return (
+        f"DELETE FROM passkey_challenges WHERE expires <= {mark} OR (person = {mark} AND expires < "
+        f"(SELECT expires FROM passkey_challenges WHERE person = {mark} "
+        f"ORDER BY expires DESC LIMIT 1 OFFSET {PER_PERSON - 2}))"
+    )
