@@ -38,7 +38,7 @@ def test_codex_usage_is_the_sum_of_its_completed_turns() -> None:
         {"type": "turn.completed", "usage": {"input_tokens": 50, "output_tokens": "x"}},
     ]
     stdout = "\n".join(["not json", *map(json.dumps, events)])
-    assert codex.usage(stdout) == Usage(150, 9, 40, 0, 0.0, 2, "t-1", True)
+    assert codex.usage(stdout) == Usage(110, 9, 40, 0, 0.0, 2, "t-1", True)  # 150 in, 40 of it cached
     assert codex.usage(json.dumps(events[0])) == Usage(session="t-1")
 
 

@@ -62,3 +62,24 @@ def test_a_run_is_driven_to_completion_by_codex_processes_one_a_step(world: Code
     # the person's configuration is read, never written
     assert (world.codex_home / "config.toml").read_text() == world.config
     assert not (world.workspace / ".codex").exists()
+
+
+def test_codex_tokens_priced_with_price_count_toward_the_budget(world: CodexDriveWorld) -> None:
+    def play(run_id: str, step: str, taken: int) -> Any:
+        if taken == 0:
+            return search("handrail workflow_continue")
+        if taken == 1:
+            arguments = {"runId": run_id, "stepId": step, "output": "The note is written."}
+            return call("workflow_continue", arguments, "mcp__handrail")
+        return say(f"Step {step} is submitted.")
+
+    world.play(codex_first_text, codex_turns, play)
+    done = world.drive("two-steps", "--price", "3,15,0.3", "--max-usd", "0.0001", "--json")
+
+    assert done.exit_code == 1, done.stderr[-3000:]
+    outcome = json.loads(done.stdout)
+    assert outcome["reason"].startswith("the budget of $0.0001 is crossed"), outcome
+    (used,) = world.events(outcome["runId"], "usage")  # the write step's one process, then no more
+    counted = used["inputTokens"] * 3 + used["outputTokens"] * 15 + used["cacheReadTokens"] * 0.3
+    assert used["priced"] is True and used["costUsd"] == pytest.approx(counted / 1_000_000)
+    assert outcome["costUsd"] == pytest.approx(used["costUsd"], abs=1e-6) and used["costUsd"] > 0.0001

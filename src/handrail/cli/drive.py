@@ -58,6 +58,13 @@ def add_drive(drive: argparse.ArgumentParser) -> None:
     )
     drive.add_argument("--max-usd", type=_non_negative, metavar="X", help="stop once the run has cost more")
     drive.add_argument("--max-minutes", type=_non_negative, metavar="M", help="stop after this long")
+    drive.add_argument(
+        "--price",
+        type=_price,
+        metavar="IN,OUT[,CACHED]",
+        help="dollars per million input, output and cached input tokens, for a harness that reports "
+        "tokens without a price (Codex, Gemini CLI), so that cost and --max-usd count them",
+    )
     drive.add_argument("--no-wait", action="store_true", help="exit 3 when a step waits for a person")
     drive.add_argument(
         "--report", metavar="FILE", help="a Markdown summary, or JUnit XML if FILE ends in .xml"
@@ -76,6 +83,15 @@ def _non_negative(text: str) -> float:
     if not 0 <= value < float("inf"):
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of 0 or more")
     return value
+
+
+def _price(text: str) -> Any:
+    from handrail.drive.usage import price_of  # lazy: the driver loads with its command
+
+    try:
+        return price_of(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _usage(message: str) -> int:
@@ -186,6 +202,7 @@ def drive_command(args: argparse.Namespace) -> int:
         wait=not args.no_wait,
         agents=args.agents,
         session=args.session,
+        price=args.price,
     )
     shown = watcher(sys.stderr.isatty, args.attempts)
     try:

@@ -71,7 +71,8 @@ def usage(stdout: str) -> Usage:
     if not found["turns"]:
         return Usage(session=session)
     return Usage(
-        input_tokens=found["input"],
+        # OpenAI counts the cached part inside the input: the input here is what was not cached
+        input_tokens=max(found["input"] - found["cached"], 0),
         output_tokens=found["output"],
         cache_read_tokens=found["cached"],
         turns=found["turns"],

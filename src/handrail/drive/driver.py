@@ -19,7 +19,7 @@ from typing import Any, Protocol
 from handrail import processes
 from handrail.drive import parallel
 from handrail.drive.agents import AGENTS, Attempt
-from handrail.drive.usage import Usage
+from handrail.drive.usage import Price, Usage
 from handrail.errors import HandrailError
 from handrail.runs import machine
 from handrail.runs.request import Request
@@ -59,6 +59,7 @@ class Plan:
     poll_seconds: float = 1.0
     agents: int = 1  # at a parallel loop, this many agent processes at once
     session: str = "per-step"  # per-run: each step's process goes on with the last one's session
+    price: Price | None = None  # --price: the cost of counts a harness reports without one
 
 
 @dataclass
@@ -253,7 +254,8 @@ class Driver:
                 separate_errors=True,
                 die_with_parent=True,
             )
-        return finished, agent.usage(processes.decode_tail(finished.output, finished.truncated))
+        used = agent.usage(processes.decode_tail(finished.output, finished.truncated))
+        return finished, used if self.plan.price is None else self.plan.price.of(used)
 
     def _branches(self, run: RunRecord, loop: str) -> str | None:
         """The parallel loop `loop`'s branches, worked by up to --agents processes at once,
