@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,29 @@ def test_codex_gets_the_mcp_server_as_config_overrides_and_the_prompt_after_them
         'mcp_servers.handrail.env={ HANDRAIL_HOME = "/h" }',
     ]
     assert argv[:3] == ["codex", "exec", "--json"] and argv[-2:] == ["--", "-Do the step."]
+
+
+def test_codex_gets_the_gates_hooks_bound_to_the_step_as_toml_overrides_trusted_for_this_run_only() -> None:
+    hooks = {
+        "Stop": [
+            {
+                "hooks": [
+                    {"type": "command", "command": "/v/handrail gate stop --harness codex", "timeout": 30}
+                ]
+            }
+        ]
+    }
+    argv = codex.command("codex", "Do it.", SERVER, {}, hooks, 2)
+    overrides = [argv[at + 1] for at, word in enumerate(argv) if word == "-c"]
+    (given,) = [o for o in overrides if o.startswith("hooks.")]
+    key, _, value = given.partition("=")
+    assert key == "hooks.Stop"
+    command = "/v/handrail gate stop --harness codex --driven-from 2 --stop-limit 1"
+    assert tomllib.loads(f"v = {value}")["v"] == [
+        {"hooks": [{"type": "command", "command": command, "timeout": 30}]}
+    ]
+    assert "--dangerously-bypass-hook-trust" in argv[: argv.index("-c")]
+    assert "--dangerously-bypass-hook-trust" not in codex.command("codex", "Do it.", SERVER, {})
 
 
 def test_codex_usage_is_the_sum_of_its_completed_turns() -> None:
@@ -89,3 +113,24 @@ def test_gemini_usage_is_read_from_the_stats_of_its_json_result() -> None:
         200, 20, 100, 0, 0.0, 2, "s-2", True
     )
     assert gemini.usage("") == Usage() and not gemini.usage("killed").reported
+
+
+def test_codex_is_not_started_in_a_workspace_that_carries_hooks_of_its_own(tmp_path: Path) -> None:
+    hooks = {"Stop": [{"hooks": [{"type": "command", "command": "handrail gate stop --harness codex"}]}]}
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    work = repo / "pkg"
+    (work / ".codex").mkdir(parents=True)
+    (work / ".codex" / "config.toml").write_text('model = "m"\n')  # no hooks: fine
+    assert codex.start("codex", "Do it.", SERVER, {}, hooks, 0, str(work))[0][0] == "codex"
+    (repo / ".codex").mkdir()
+    (repo / ".codex" / "hooks.json").write_text("{}")  # the repository's own, at its root
+    (tmp_path / ".codex").mkdir()
+    (tmp_path / ".codex" / "hooks.json").write_text("{}")  # above the git root: not Codex's project
+    with pytest.raises(HandrailError, match=r"hooks of its own \(.*repo/\.codex/hooks\.json\)"):
+        codex.start("codex", "Do it.", SERVER, {}, hooks, 0, str(work))
+    (repo / ".codex" / "hooks.json").unlink()
+    (work / ".codex" / "config.toml").write_text("[hooks]\nStop = []\n")
+    assert codex.own_hooks(work) == [work / ".codex" / "config.toml"]
+    (work / ".codex" / "config.toml").write_text("not = [toml")  # unreadable: it may hold hooks
+    assert codex.own_hooks(work) == [work / ".codex" / "config.toml"]

@@ -1,6 +1,7 @@
 """`handrail drive --agent codex` with Codex CLI itself (`codex exec`) and the scripted
 Responses API playing the agent: a whole run, one step tried again with its issues,
-the MCP server given by `-c` overrides and the person's CODEX_HOME left as it was."""
+the MCP server and the gate's hooks given by `-c` overrides, the hooks holding the
+session to its step, and the person's CODEX_HOME left as it was."""
 
 from __future__ import annotations
 
@@ -59,6 +60,13 @@ def test_a_run_is_driven_to_completion_by_codex_processes_one_a_step(world: Code
     assert all(e["agent"] == "codex" and e["reported"] for e in usage)
     assert all(e["inputTokens"] >= 100 and e["outputTokens"] >= 10 and e["costUsd"] == 0 for e in usage)
     assert all(re.fullmatch(r"[0-9a-f-]{36}", e["session"]) for e in usage)
+    # the gate's hooks, given by -c overrides for the invocation alone, held each session
+    gate = world.events(run_id, "gate")
+    assert [e["event"] for e in gate].count("session") == 3, gate
+    # the first write's stop refused once (not accepted), the second's let go once accepted;
+    # the review's ended the run
+    stops = [e["decision"] for e in gate if e["event"] == "stop"]
+    assert stops == ["block", "allow:limit", "allow:driven-step-accepted"], stops
     # the person's configuration is read, never written
     assert (world.codex_home / "config.toml").read_text() == world.config
     assert not (world.workspace / ".codex").exists()
@@ -83,3 +91,31 @@ def test_codex_tokens_priced_with_price_count_toward_the_budget(world: CodexDriv
     counted = used["inputTokens"] * 3 + used["outputTokens"] * 15 + used["cacheReadTokens"] * 0.3
     assert used["priced"] is True and used["costUsd"] == pytest.approx(counted / 1_000_000)
     assert outcome["costUsd"] == pytest.approx(used["costUsd"], abs=1e-6) and used["costUsd"] > 0.0001
+
+
+def test_a_codex_session_whose_step_is_accepted_is_refused_the_next_steps_edit(
+    world: CodexDriveWorld,
+) -> None:
+    note = world.workspace / "review.md"
+
+    def play(run_id: str, step: str, taken: int) -> Any:
+        if taken == 0:
+            return search("handrail workflow_continue")
+        if taken == 1:
+            output = "The note is written." if step == "write" else "The note is reviewed."
+            return call(
+                "workflow_continue", {"runId": run_id, "stepId": step, "output": output}, "mcp__handrail"
+            )
+        if taken == 2 and step == "write":  # on into the review, in the write's session
+            return call("exec_command", {"cmd": f"echo reviewed > {note}"})
+        return say(f"Step {step} is submitted.")
+
+    world.play(codex_first_text, codex_turns, play)
+    done = world.drive("two-steps", "--json")
+
+    assert done.exit_code == 0, done.stderr[-3000:]
+    run_id = json.loads(done.stdout)["runId"]
+    assert not note.exists()  # refused before it ran
+    gate = world.events(run_id, "gate")
+    refused = [e for e in gate if e["decision"] == "deny:driven-step-accepted"]
+    assert len(refused) == 1 and "review.md" in refused[0]["action"], gate

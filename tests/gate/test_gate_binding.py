@@ -105,3 +105,28 @@ def test_each_session_keeps_its_own_run_when_a_newer_one_starts_in_the_workspace
             "user-prompt-submit", claude_input(world, "UserPromptSubmit", session_id="ana-1", prompt="again")
         ).stdout
     )
+
+
+def test_a_session_handrail_drive_starts_for_a_step_takes_the_run_at_its_start(world: GateWorld) -> None:
+    # Codex runs no PreToolUse for MCP calls: a driven session binds the run when it starts
+    world.start("plan")
+    driven = ("--driven-from", "0", "--stop-limit", "1")
+    first = claude_input(world, "SessionStart", session_id="step-1", source="startup")
+    world.gate("session-start", first, *driven)
+    assert "refused 1 of 1" in stop_driven(world, "step-1", driven)
+    second = claude_input(world, "SessionStart", session_id="step-2", source="startup")
+    told = world.gate("session-start", second, *driven).json()["hookSpecificOutput"]["additionalContext"]
+    assert "bound to another session" not in told
+    assert "refused 1 of 1" in stop_driven(world, "step-2", driven)  # its stops are the ones held
+    assert stop_driven(world, "step-1", driven) == ""  # the last step's session holds it no more
+    # a session without --driven-from still takes it only through the run tools
+    world.gate("session-start", claude_input(world, "SessionStart", session_id="side", source="startup"))
+    assert stop(world, "side") == ""
+    assert [e["session"] for e in world.gate_events() if e.get("bind")] == ["step-1", "step-2"]
+
+
+def stop_driven(world: GateWorld, session: str, driven: tuple[str, ...]) -> str:
+    asked = claude_input(world, "Stop", session_id=session, stop_hook_active=False)
+    ran = world.gate("stop", asked, *driven)
+    assert ran.exit_code == 0, ran.stderr
+    return ran.json()["reason"] if ran.stdout else ""

@@ -134,22 +134,19 @@ def _server_args(args: argparse.Namespace, database: str) -> list[str]:
 
 
 def _hooks(agent: str, database: str) -> dict[str, Any]:
-    """The gate's hooks for the store, as the agent's settings shape them (Codex: none,
-    docs/drive.md says why)."""
+    """The gate's hooks for the store, as the agent's settings shape them."""
     from handrail.gate import json_settings, program  # lazy: loaded when the command runs
     from handrail.gate.install import claude_entries  # lazy: as json_settings
 
     if agent == "claude-code":
         given = argparse.Namespace(server=None, database=database, require_run=None, on_error="allow")
         return claude_entries(given)
-    if agent != "gemini":
-        return {}
     settings: dict[str, Any] = {}
     words = [*program.words(), "gate"]
-    json_settings.merge(
-        json_settings.HARNESSES["gemini"],
+    json_settings.merge(  # Gemini CLI's and Codex's hooks: the same shape
+        json_settings.HARNESSES[agent],
         settings,
-        lambda event: [*words, event, "--harness", "gemini", "--database", database],
+        lambda event: [*words, event, "--harness", agent, "--database", database],
         True,
     )
     hooks: dict[str, Any] = settings["hooks"]

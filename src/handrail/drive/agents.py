@@ -27,6 +27,7 @@ class Attempt:
     scratch: Path  # a folder of this attempt's own, removed after it
     env: Mapping[str, str]  # the driver's environment, as the process gets it
     resume: str | None = None  # --session per-run: the harness session to go on with
+    workspace: str = "."  # the folder the process works in
 
 
 Started = tuple[list[str], dict[str, str]]  # the command line, and what the environment adds
@@ -49,7 +50,9 @@ AGENTS = {
     codex.NAME: Agent(
         codex.NAME,
         codex.PROGRAM,
-        lambda a: (codex.command(a.program, a.prompt, a.server, a.server_env), {}),
+        lambda a: codex.start(
+            a.program, a.prompt, a.server, a.server_env, a.hooks, a.driven_from, a.workspace
+        ),
         codex.usage,
     ),
     gemini.NAME: Agent(

@@ -1,20 +1,29 @@
 """Codex, headless: `codex exec --json PROMPT`, with this handrail as its MCP server
-given through `-c` overrides of its configuration, so the user's CODEX_HOME (its
-config.toml, its login) is read as it is and never written. Its JSON events say what
-the process spent: each `turn.completed` carries that turn's token counts; Codex
-reports no price.
+and the gate's hooks given through `-c` overrides of its configuration, so the user's
+CODEX_HOME (its config.toml, its login) is read as it is and never written. Its JSON
+events say what the process spent: each `turn.completed` carries that turn's token
+counts; Codex reports no price.
 
-The gate's hooks are not given: Codex runs a hook only once a person has trusted it in
-`/hooks` (the trust is kept in the user's config.toml), and writing that trust for
-them is what a driver must not do. The driver still reads the run after each process,
-so a step is done only when the agent's own `workflow_continue` was accepted."""
+Codex runs a hook only once a person has trusted it in `/hooks`, a trust kept in the
+user's config.toml, which the driver must not write. The hooks given here are the
+driver's own, for this invocation only, so `--dangerously-bypass-hook-trust` lets
+them run without that trust: it trusts every hook Codex finds for the session, the
+user's own included. So a workspace that carries Codex hooks of its own (a
+repository's `.codex/hooks.json`, or a `[hooks]` table in its `.codex/config.toml`,
+from the workspace up to its git root) is refused before each process starts: the
+repository is not trusted, and its hooks would run unreviewed."""
 
 from __future__ import annotations
 
 import json
+import tomllib
 from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
 
+from handrail.drive.gemini import bound  # Codex's hooks have Gemini CLI's shape: groups per event
 from handrail.drive.usage import Usage, count
+from handrail.errors import HandrailError
 
 NAME = "codex"
 PROGRAM = "codex"
@@ -24,13 +33,30 @@ def _toml(text: str) -> str:
     return json.dumps(text)  # a JSON string is a TOML basic string
 
 
+def _toml_value(value: Any) -> str:
+    """A hook's settings as a TOML value: inline tables, arrays, strings, numbers."""
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{_toml(str(k))} = {_toml_value(v)}" for k, v in value.items()) + " }"
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return str(value)
+    return _toml(str(value))
+
+
 def command(
     program: str,
     prompt: str,
     server: Sequence[str],
     server_env: Mapping[str, str],
+    hooks: Mapping[str, Any] | None = None,
+    driven_from: int = 0,
     name: str = "handrail",
 ) -> list[str]:
+    """`hooks`: the gate's, each event a list of groups (cli/drive.py), bound to the step
+    the session is started for with `--driven-from` as Claude Code's are."""
     args = ", ".join(_toml(a) for a in server[1:])
     overrides = [
         f"mcp_servers.{name}.command={_toml(server[0])}",
@@ -39,12 +65,59 @@ def command(
     if server_env:  # Codex starts an MCP server with a few of its own variables only
         pairs = ", ".join(f"{key} = {_toml(value)}" for key, value in sorted(server_env.items()))
         overrides.append(f"mcp_servers.{name}.env={{ {pairs} }}")
+    for event, groups in bound(hooks or {}, driven_from).items():
+        overrides.append(f"hooks.{event}={_toml_value(groups)}")
     argv = [program, "exec", "--json", "--skip-git-repo-check"]
     # a headless process cannot answer Codex's own approval prompts
     argv.append("--dangerously-bypass-approvals-and-sandbox")
+    if hooks:
+        argv.append("--dangerously-bypass-hook-trust")  # the hooks are the driver's own (above)
     for override in overrides:
         argv += ["-c", override]
     return [*argv, "--", prompt]
+
+
+def start(
+    program: str,
+    prompt: str,
+    server: Sequence[str],
+    server_env: Mapping[str, str],
+    hooks: Mapping[str, Any],
+    driven_from: int,
+    workspace: str,
+) -> tuple[list[str], dict[str, str]]:
+    """The command line, once the workspace is seen to carry no hooks of its own."""
+    if hooks:
+        found = own_hooks(Path(workspace))
+        if found:
+            raise HandrailError(
+                f"the workspace carries Codex hooks of its own ({', '.join(map(str, found))}): "
+                "handrail drive gives Codex the gate's hooks with --dangerously-bypass-hook-trust, "
+                "which would run them unreviewed; remove them, or drive with another --agent"
+            )
+    return command(program, prompt, server, server_env, hooks, driven_from), {}
+
+
+def own_hooks(workspace: Path) -> list[Path]:
+    """The Codex hook files of the workspace and each folder above it, up to its git
+    root: a `hooks.json`, or a `config.toml` with a `hooks` table (or one that cannot be
+    read, which may have one)."""
+    found: list[Path] = []
+    for folder in (workspace, *workspace.parents):
+        listed = folder / ".codex" / "hooks.json"
+        if listed.exists():
+            found.append(listed)
+        config = folder / ".codex" / "config.toml"
+        if config.exists():
+            try:
+                table = tomllib.loads(config.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+                table = {"hooks": None}
+            if "hooks" in table:
+                found.append(config)
+        if (folder / ".git").exists():
+            break
+    return found
 
 
 def usage(stdout: str) -> Usage:

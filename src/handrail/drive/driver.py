@@ -243,6 +243,7 @@ class Driver:
                 Path(scratch),
                 self.plan.env,
                 resume,
+                self.plan.workspace,
             )
             argv, added = agent.start(given)
             finished = processes.run(

@@ -143,9 +143,10 @@ def decide(run: RunFacts | None, event: GateEvent, options: Options, protected: 
         return _without_run(run, event, options)
     other = other_session(run, event)
     if event.kind == "session":
-        text = context(run)
-        if other:
-            text += "\n" + _held_elsewhere(run)
+        if other and options.driven_from is not None and not event.agent:
+            # the driver started it for the run's step (Codex's MCP calls reach no PreToolUse)
+            return Decision("context", context(run), {**_data(event, "context"), "bind": True})
+        text = context(run) + ("\n" + _held_elsewhere(run) if other else "")
         return _record(Decision("context", text), event, run)
     if event.kind == "prompt":
         if run.compacted and not other:  # a harness that adds no context after compaction: now
