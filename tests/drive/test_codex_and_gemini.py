@@ -134,3 +134,8 @@ def test_codex_is_not_started_in_a_workspace_that_carries_hooks_of_its_own(tmp_p
     assert codex.own_hooks(work) == [work / ".codex" / "config.toml"]
     (work / ".codex" / "config.toml").write_text("not = [toml")  # unreadable: it may hold hooks
     assert codex.own_hooks(work) == [work / ".codex" / "config.toml"]
+
+
+def test_codex_goes_on_with_a_thread_through_exec_resume() -> None:
+    argv = codex.command("codex", "Next step.", SERVER, {}, resume="thread-1")
+    assert argv[:4] == ["codex", "exec", "resume", "--json"] and argv[-3:] == ["--", "thread-1", "Next step."]

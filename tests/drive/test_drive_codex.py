@@ -8,15 +8,17 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.drive.harness_worlds import CodexDriveWorld, codex_first_text, codex_turns
+from tests.drive.harness_worlds import NAMED, CodexDriveWorld, codex_first_text, codex_turns
 from tests.gate.real_harness.agent_world import require
 from tests.gate.real_harness.openai_codex_home import CODEX
 from tests.gate.real_harness.openai_model import ResponsesModel, call, say, search
+from tests.gate.real_harness.scripted_sse import Request
 
 pytestmark = pytest.mark.slow
 
@@ -119,3 +121,42 @@ def test_a_codex_session_whose_step_is_accepted_is_refused_the_next_steps_edit(
     gate = world.events(run_id, "gate")
     refused = [e for e in gate if e["decision"] == "deny:driven-step-accepted"]
     assert len(refused) == 1 and "review.md" in refused[0]["action"], gate
+
+
+def test_with_a_session_per_run_each_step_goes_on_with_the_runs_one_codex_thread(
+    world: CodexDriveWorld,
+) -> None:
+    seen: list[list[str]] = []  # per process's first request: the steps its conversation names
+
+    def answer(request: Request) -> Any:
+        items = request.body.get("input", [])
+        named = [
+            (at, NAMED.search(text_of(item))) for at, item in enumerate(items) if item.get("role") == "user"
+        ]
+        found = [(at, match) for at, match in named if match is not None]
+        assert found, "no step was named"
+        at, last = found[-1]
+        taken = codex_turns(replace(request, body={**request.body, "input": items[at:]}))
+        run_id, step = last.groups()
+        if taken == 0:
+            seen.append([match.group(2) for _, match in found])
+            return search("handrail workflow_continue")
+        if taken == 1:
+            output = "The note is written." if step == "write" else "The note is reviewed."
+            arguments = {"runId": run_id, "stepId": step, "output": output}
+            return call("workflow_continue", arguments, "mcp__handrail")
+        return say(f"Step {step} is submitted.")
+
+    world.model.script(*[answer] * 40)
+    done = world.drive("two-steps", "--session", "per-run", "--json")
+
+    assert done.exit_code == 0, done.stderr[-3000:]
+    outcome = json.loads(done.stdout)
+    assert outcome["status"] == "completed"
+    assert seen == [["write"], ["write", "review"]]  # the review's process had the write's conversation
+    threads = [e["session"] for e in world.events(outcome["runId"], "usage")]
+    assert len(threads) == 2 and threads[0] == threads[1]
+
+
+def text_of(item: dict[str, Any]) -> str:
+    return "\n".join(str(p.get("text", "")) for p in item.get("content") or () if isinstance(p, dict))

@@ -51,7 +51,7 @@ AGENTS = {
         codex.NAME,
         codex.PROGRAM,
         lambda a: codex.start(
-            a.program, a.prompt, a.server, a.server_env, a.hooks, a.driven_from, a.workspace
+            a.program, a.prompt, a.server, a.server_env, a.hooks, a.driven_from, a.workspace, a.resume
         ),
         codex.usage,
     ),

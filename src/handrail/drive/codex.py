@@ -53,10 +53,12 @@ def command(
     server_env: Mapping[str, str],
     hooks: Mapping[str, Any] | None = None,
     driven_from: int = 0,
+    resume: str | None = None,
     name: str = "handrail",
 ) -> list[str]:
     """`hooks`: the gate's, each event a list of groups (cli/drive.py), bound to the step
-    the session is started for with `--driven-from` as Claude Code's are."""
+    the session is started for with `--driven-from` as Claude Code's are. `resume`
+    (--session per-run): the thread to go on with, `codex exec resume ID`."""
     args = ", ".join(_toml(a) for a in server[1:])
     overrides = [
         f"mcp_servers.{name}.command={_toml(server[0])}",
@@ -67,14 +69,14 @@ def command(
         overrides.append(f"mcp_servers.{name}.env={{ {pairs} }}")
     for event, groups in bound(hooks or {}, driven_from).items():
         overrides.append(f"hooks.{event}={_toml_value(groups)}")
-    argv = [program, "exec", "--json", "--skip-git-repo-check"]
+    argv = [program, "exec", *(["resume"] if resume else []), "--json", "--skip-git-repo-check"]
     # a headless process cannot answer Codex's own approval prompts
     argv.append("--dangerously-bypass-approvals-and-sandbox")
     if hooks:
         argv.append("--dangerously-bypass-hook-trust")  # the hooks are the driver's own (above)
     for override in overrides:
         argv += ["-c", override]
-    return [*argv, "--", prompt]
+    return [*argv, "--", *([resume] if resume else []), prompt]
 
 
 def start(
@@ -85,6 +87,7 @@ def start(
     hooks: Mapping[str, Any],
     driven_from: int,
     workspace: str,
+    resume: str | None = None,
 ) -> tuple[list[str], dict[str, str]]:
     """The command line, once the workspace is seen to carry no hooks of its own."""
     if hooks:
@@ -95,7 +98,7 @@ def start(
                 "handrail drive gives Codex the gate's hooks with --dangerously-bypass-hook-trust, "
                 "which would run them unreviewed; remove them, or drive with another --agent"
             )
-    return command(program, prompt, server, server_env, hooks, driven_from), {}
+    return command(program, prompt, server, server_env, hooks, driven_from, resume), {}
 
 
 def own_hooks(workspace: Path) -> list[Path]:
