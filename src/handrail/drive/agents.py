@@ -28,6 +28,7 @@ class Attempt:
     env: Mapping[str, str]  # the driver's environment, as the process gets it
     resume: str | None = None  # --session per-run: the harness session to go on with
     workspace: str = "."  # the folder the process works in
+    driven_run: str = ""  # the run `driven_from` counts: a branch its agent claims is held as any
 
 
 Started = tuple[list[str], dict[str, str]]  # the command line, and what the environment adds
@@ -42,7 +43,10 @@ class Agent:
 
 
 def _claude(a: Attempt) -> Started:
-    return claude_code.command(a.program, a.prompt, a.hooks, a.server, a.driven_from, resume=a.resume), {}
+    started = claude_code.command(
+        a.program, a.prompt, a.hooks, a.server, a.driven_from, resume=a.resume, driven_run=a.driven_run
+    )
+    return started, {}
 
 
 AGENTS = {
@@ -51,14 +55,24 @@ AGENTS = {
         codex.NAME,
         codex.PROGRAM,
         lambda a: codex.start(
-            a.program, a.prompt, a.server, a.server_env, a.hooks, a.driven_from, a.workspace, a.resume
+            a.program,
+            a.prompt,
+            a.server,
+            a.server_env,
+            a.hooks,
+            a.driven_from,
+            a.workspace,
+            a.resume,
+            a.driven_run,
         ),
         codex.usage,
     ),
     gemini.NAME: Agent(
         gemini.NAME,
         gemini.PROGRAM,
-        lambda a: gemini.start(a.program, a.prompt, a.server, a.hooks, a.driven_from, a.scratch, a.env),
+        lambda a: gemini.start(
+            a.program, a.prompt, a.server, a.hooks, a.driven_from, a.scratch, a.env, driven_run=a.driven_run
+        ),
         gemini.usage,
     ),
 }

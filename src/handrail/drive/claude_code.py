@@ -26,6 +26,7 @@ def command(
     driven_from: int,
     name: str = "handrail",
     resume: str | None = None,
+    driven_run: str = "",
 ) -> list[str]:
     """The command line of one step's process. `hooks`: the gate's Claude Code hooks
     (as `gate install` writes them); `server`: this handrail's MCP server command;
@@ -38,7 +39,7 @@ def command(
         "--output-format",
         "json",
         "--settings",
-        json.dumps({"hooks": bound(hooks, driven_from)}),
+        json.dumps({"hooks": bound(hooks, driven_from, driven_run)}),
         "--mcp-config",
         json.dumps(mcp),
         # a headless process cannot answer Claude Code's own permission prompts: the
@@ -50,11 +51,12 @@ def command(
     ]
 
 
-def bound(hooks: Mapping[str, Any], driven_from: int) -> dict[str, Any]:
+def bound(hooks: Mapping[str, Any], driven_from: int, driven_run: str = "") -> dict[str, Any]:
     """Claude Code's `hooks` setting (each event a list of matcher groups), `--driven-from
     N` on each command: the session is bound to its step. A stop before the step is
     accepted is refused once (`--stop-limit 1`): the driver, not the gate, tries again."""
-    given = shlex.join(["--driven-from", str(driven_from), "--stop-limit", "1"])
+    run = ["--driven-run", driven_run] if driven_run else []
+    given = shlex.join(["--driven-from", str(driven_from), *run, "--stop-limit", "1"])
 
     def handler(h: Any) -> Any:
         if isinstance(h, dict) and h.get("type") == "command":

@@ -55,6 +55,7 @@ def command(
     driven_from: int = 0,
     resume: str | None = None,
     name: str = "handrail",
+    driven_run: str = "",
 ) -> list[str]:
     """`hooks`: the gate's, each event a list of groups (cli/drive.py), bound to the step
     the session is started for with `--driven-from` as Claude Code's are. `resume`
@@ -67,7 +68,7 @@ def command(
     if server_env:  # Codex starts an MCP server with a few of its own variables only
         pairs = ", ".join(f"{key} = {_toml(value)}" for key, value in sorted(server_env.items()))
         overrides.append(f"mcp_servers.{name}.env={{ {pairs} }}")
-    for event, groups in bound(hooks or {}, driven_from).items():
+    for event, groups in bound(hooks or {}, driven_from, driven_run).items():
         overrides.append(f"hooks.{event}={_toml_value(groups)}")
     argv = [program, "exec", *(["resume"] if resume else []), "--json", "--skip-git-repo-check"]
     # a headless process cannot answer Codex's own approval prompts
@@ -88,6 +89,7 @@ def start(
     driven_from: int,
     workspace: str,
     resume: str | None = None,
+    driven_run: str = "",
 ) -> tuple[list[str], dict[str, str]]:
     """The command line, once the workspace is seen to carry no hooks of its own."""
     if hooks:
@@ -98,7 +100,7 @@ def start(
                 "handrail drive gives Codex the gate's hooks with --dangerously-bypass-hook-trust, "
                 "which would run them unreviewed; remove them, or drive with another --agent"
             )
-    return command(program, prompt, server, server_env, hooks, driven_from, resume), {}
+    return command(program, prompt, server, server_env, hooks, driven_from, resume, driven_run=driven_run), {}
 
 
 def own_hooks(workspace: Path) -> list[Path]:

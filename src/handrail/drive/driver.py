@@ -202,7 +202,7 @@ class Driver:
         self.say(f"step {step}: attempt {report.attempts} of {self.plan.attempts}, {self.plan.agent}")
         key = (step, run.accepted)
         self.watch.began(key, step, report.attempts, self.plan.agent)
-        finished, used = self._process(prompt, run.accepted, self.session)
+        finished, used = self._process(prompt, run, self.session)
         if self.plan.session == "per-run" and used.session:
             self.session = used.session
         report.usage.append(used)
@@ -228,7 +228,7 @@ class Driver:
         return report
 
     def _process(
-        self, prompt: str, driven_from: int, resume: str | None = None
+        self, prompt: str, run: RunRecord, resume: str | None = None
     ) -> tuple[processes.Finished, Usage]:
         """One agent process run to its end, and what it reported."""
         agent = AGENTS[self.plan.agent]
@@ -239,11 +239,12 @@ class Driver:
                 self.plan.server,
                 self.plan.server_env,
                 self.plan.hooks,
-                driven_from,
+                run.accepted,
                 Path(scratch),
                 self.plan.env,
                 resume,
                 self.plan.workspace,
+                run.id,
             )
             argv, added = agent.start(given)
             finished = processes.run(
@@ -275,7 +276,7 @@ class Driver:
                 report.attempts += 1
                 attempt = report.attempts
                 self.watch.began(key, loop, attempt, self.plan.agent)
-            finished, used = self._process(text, run.accepted)
+            finished, used = self._process(text, run)
             with lock:
                 report.usage.append(used)
                 self.spent += used.cost_usd

@@ -34,6 +34,7 @@ def start(
     scratch: Path,
     env: Mapping[str, str],
     name: str = "handrail",
+    driven_run: str = "",
 ) -> tuple[list[str], dict[str, str]]:
     """The command line, and the environment naming the attempt's Gemini CLI home."""
     users = Path(env.get(HOME) or env.get("HOME") or Path.home()) / ".gemini"
@@ -42,7 +43,7 @@ def start(
         **_dict(settings.get("mcpServers")),
         name: {"command": server[0], "args": list(server[1:])},
     }
-    settings["hooks"] = {**_dict(settings.get("hooks")), **bound(hooks, driven_from)}
+    settings["hooks"] = {**_dict(settings.get("hooks")), **bound(hooks, driven_from, driven_run)}
     home = scratch / "gemini-home"
     (home / ".gemini").mkdir(parents=True)
     if users.is_dir():
@@ -74,10 +75,11 @@ def _user_settings(path: Path) -> dict[str, Any]:
     return found
 
 
-def bound(hooks: Mapping[str, Any], driven_from: int) -> dict[str, Any]:
+def bound(hooks: Mapping[str, Any], driven_from: int, driven_run: str = "") -> dict[str, Any]:
     """Gemini CLI's `hooks` (each event a list of groups), `--driven-from N --stop-limit 1`
     on each handrail command: the session is bound to its step, as Claude Code's is."""
-    given = shlex.join(["--driven-from", str(driven_from), "--stop-limit", "1"])
+    run = ["--driven-run", driven_run] if driven_run else []
+    given = shlex.join(["--driven-from", str(driven_from), *run, "--stop-limit", "1"])
 
     def handler(h: Any) -> Any:
         if isinstance(h, dict) and h.get("type") == "command":

@@ -110,6 +110,12 @@ def add_arguments(gate: argparse.ArgumentParser) -> None:
         "once the next one is",
     )
     gate.add_argument(
+        "--driven-run",
+        metavar="RUN",
+        help="with --driven-from: the run it counts the steps of (a branch the session claims holds it "
+        "as any session's)",
+    )
+    gate.add_argument(
         "--scope", choices=["project", "user"], default="project", help="install: which settings file"
     )
     gate.add_argument(
@@ -253,6 +259,7 @@ def _decide(args: Args, event: GateEvent, harness: str, more: list[GateEvent] | 
         reminder=not args.no_reminder,
         stop_limit=args.stop_limit,
         driven_from=args.driven_from,
+        driven_run=args.driven_run,
     )
     place = locate(args.database)
     store = open_store(args.database, place)

@@ -45,7 +45,7 @@ log = logging.getLogger("handrail.gate.http")
 JSON_HARNESSES = ("cursor", "gemini", "codex")
 HARNESSES = ("claude-code", "git", *JSON_HARNESSES)
 MAX_BODY = hook_input.MAX_INPUT
-QUERY = ("require-run", "stop-limit", "reminder", "on-error", "driven-from")
+QUERY = ("require-run", "stop-limit", "reminder", "on-error", "driven-from", "driven-run")
 
 
 class Posted(NamedTuple):
@@ -132,6 +132,7 @@ def options_of(query: Mapping[str, str]) -> tuple[Options, str]:
         reminder=reminder == "on",
         stop_limit=int(limit_text),
         driven_from=int(driven) if driven is not None else None,
+        driven_run=(query.get("driven-run") or "")[:100] or None,
     )
     return options, on_error
 

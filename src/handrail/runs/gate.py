@@ -112,9 +112,10 @@ class Options(NamedTuple):
     require_run: str | None = None
     reminder: bool = True
     stop_limit: int = DEFAULT_STOP_LIMIT
-    # a session `handrail drive` started for the step after this many accepted ones: it is
-    # done, and may stop, once that step is accepted (the driver starts the next session)
+    # a session `handrail drive` started for the step after this many accepted ones of run
+    # `driven_run` (a branch it claims holds it as any session): done once that is accepted
     driven_from: int | None = None
+    driven_run: str | None = None
 
 
 class Decision(NamedTuple):
@@ -141,6 +142,7 @@ def inside(path: str, folder: str) -> bool:
 def decide(run: RunFacts | None, event: GateEvent, options: Options, protected: Protected) -> Decision:
     if run is None or run.status not in ACTIVE:
         return _without_run(run, event, options)
+    options = options if options.driven_run in (None, run.run_id) else options._replace(driven_from=None)
     other = other_session(run, event)
     if event.kind == "session":
         if other and options.driven_from is not None and not event.agent:
@@ -436,10 +438,8 @@ def _cut(text: str, chars: int) -> str:
 
 
 def _cut_bytes(text: str, size: int) -> str:
-    if len(text.encode()) <= size:
-        return text
     cut = text.encode()[: max(0, size - 3)].decode(errors="ignore")
-    return cut.rstrip() + "…"
+    return text if len(text.encode()) <= size else cut.rstrip() + "…"
 
 
 def bound_session(events: Sequence[tuple[str, Mapping[str, Any]]]) -> str | None:
