@@ -12,10 +12,11 @@ from typing import Any
 
 import pytest
 
-from tests.drive.harness_worlds import DriveAgentWorld, gemini_first_text, gemini_turns
+from tests.drive.harness_worlds import NAMED, DriveAgentWorld, gemini_first_text, gemini_turns
 from tests.gate.real_harness.agent_world import HANDRAIL, require
 from tests.gate.real_harness.gemini_fixtures import GEMINI, GeminiWorld
 from tests.gate.real_harness.gemini_model import GeminiModel, call, say
+from tests.gate.real_harness.scripted_sse import Request
 
 pytestmark = pytest.mark.slow
 
@@ -76,3 +77,39 @@ def test_a_run_is_driven_to_completion_by_gemini_processes_one_a_step(world: Gem
     assert (world.gemini.gemini_home / "settings.json").read_text() == world.settings
     assert not (world.workspace / ".gemini").exists()
     assert str(HANDRAIL) not in world.settings
+
+
+def test_with_a_session_per_run_each_step_goes_on_with_the_runs_one_gemini_session(
+    world: GeminiDriveWorld,
+) -> None:
+    # per process's first request: what the model said before the driver's prompt
+    seen: list[list[str]] = []
+
+    def answer(request: Request) -> Any:
+        contents = request.body.get("contents", [])
+        texts = [" ".join(str(p.get("text", "")) for p in c.get("parts", [])) for c in contents]
+        found = [
+            (at, NAMED.search(text)) for at, text in enumerate(texts) if contents[at].get("role") == "user"
+        ]
+        at, last = next((at, match) for at, match in reversed(found) if match is not None)
+        run_id, step = last.groups()
+        if not any(c.get("role") == "model" for c in contents[at:]):
+            seen.append(
+                [t for c, t in zip(contents[:at], texts[:at], strict=True) if c.get("role") == "model" and t]
+            )
+            output = "The note is reviewed." if step == "review" else "The note is written."
+            return call("mcp_handrail_workflow_continue", {"runId": run_id, "stepId": step, "output": output})
+        return say(f"Step {step} is submitted.")
+
+    world.model.script(*[answer] * 40)
+    done = world.drive("two-steps", "--session", "per-run", "--json")
+
+    assert done.exit_code == 0, done.stderr[-3000:]
+    outcome = json.loads(done.stdout)
+    assert outcome["status"] == "completed"
+    assert seen == [[], ["Step write is submitted."]]  # the review's process had the write's conversation
+    sessions = [e["session"] for e in world.events(outcome["runId"], "usage")]
+    assert len(sessions) == 2 and sessions[0] == sessions[1]
+    # kept where Gemini CLI keeps its sessions, the person's own home; the settings untouched
+    assert (world.gemini.gemini_home / "tmp").is_dir()
+    assert (world.gemini.gemini_home / "settings.json").read_text() == world.settings

@@ -69,8 +69,3 @@ def test_each_step_goes_on_with_the_runs_one_claude_code_session(world: DriveWor
     assert seen == [["write"], ["write", "review"]]
     sessions = [e["session"] for e in world.events(outcome["runId"], "usage")]
     assert len(sessions) == 2 and sessions[0] == sessions[1]
-
-
-def test_a_session_per_run_is_not_gemini_clis(world: DriveWorld) -> None:
-    done = world.drive("two-steps", "--session", "per-run", "--agent", "gemini")
-    assert done.returncode == 2 and "not --agent gemini" in done.stderr

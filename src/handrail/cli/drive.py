@@ -54,7 +54,7 @@ def add_drive(drive: argparse.ArgumentParser) -> None:
         choices=("per-step", "per-run"),
         default="per-step",
         help="per-step (default): a fresh harness session each step; per-run: each step goes on with "
-        "the run's one session (Claude Code's --resume, codex exec resume)",
+        "the run's one session (the harness's own resume)",
     )
     drive.add_argument("--max-usd", type=_non_negative, metavar="X", help="stop once the run has cost more")
     drive.add_argument("--max-minutes", type=_non_negative, metavar="M", help="stop after this long")
@@ -165,8 +165,6 @@ def drive_command(args: argparse.Namespace) -> int:
     context = _context(args.context)
     if isinstance(context, str):
         return _usage(context)
-    if args.session == "per-run" and args.agent == "gemini":
-        return _usage("--session per-run goes on with a Claude Code or Codex session: not --agent gemini")
     found, named = PROGRAMS[args.agent]
     harness = args.agent_command or shutil.which(found)
     if not harness:

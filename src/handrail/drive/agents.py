@@ -71,7 +71,15 @@ AGENTS = {
         gemini.NAME,
         gemini.PROGRAM,
         lambda a: gemini.start(
-            a.program, a.prompt, a.server, a.hooks, a.driven_from, a.scratch, a.env, driven_run=a.driven_run
+            a.program,
+            a.prompt,
+            a.server,
+            a.hooks,
+            a.driven_from,
+            a.scratch,
+            a.env,
+            driven_run=a.driven_run,
+            resume=a.resume,
         ),
         gemini.usage,
     ),

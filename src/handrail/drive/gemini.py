@@ -35,9 +35,15 @@ def start(
     env: Mapping[str, str],
     name: str = "handrail",
     driven_run: str = "",
+    resume: str | None = None,
 ) -> tuple[list[str], dict[str, str]]:
-    """The command line, and the environment naming the attempt's Gemini CLI home."""
+    """The command line, and the environment naming the attempt's Gemini CLI home.
+    `resume` (--session per-run): the session to go on with. Gemini CLI keeps its
+    sessions in its home's `tmp` folder, which is linked in as the person's own (made if
+    missing, as Gemini CLI makes it on a first run), so a session outlives the attempt's
+    home, as it does when the person runs Gemini CLI."""
     users = Path(env.get(HOME) or env.get("HOME") or Path.home()) / ".gemini"
+    (users / "tmp").mkdir(parents=True, exist_ok=True)
     settings = _user_settings(users / "settings.json")
     settings["mcpServers"] = {
         **_dict(settings.get("mcpServers")),
@@ -52,7 +58,8 @@ def start(
                 os.symlink(entry, home / ".gemini" / entry.name)
     (home / ".gemini" / "settings.json").write_text(json.dumps(settings), encoding="utf-8")
     # --yolo: a headless process cannot answer Gemini CLI's own confirmations
-    return [program, "-p", prompt, "--output-format", "json", "--yolo"], {HOME: str(home)}
+    argv = [program, "-p", prompt, "--output-format", "json", "--yolo"]
+    return argv + (["--resume", resume] if resume else []), {HOME: str(home)}
 
 
 def _dict(value: Any) -> dict[str, Any]:
