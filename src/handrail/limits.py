@@ -10,8 +10,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, NamedTuple
 
 MAX_FILE_BYTES = 1_000_000  # a workflow file larger than this is refused
 MAX_LINE_BYTES = 4 * 1024 * 1024  # one JSON-RPC message on stdio or over HTTP
@@ -34,8 +33,7 @@ MAX_COMPILED_WORKFLOWS = 256
 RELOAD_INTERVAL_S = 0.5  # a server gathers changed workflow files this long before a reload
 
 
-@dataclass(frozen=True, slots=True)
-class Limits:
+class _Limits(NamedTuple):
     max_line_bytes: int = MAX_LINE_BYTES
     max_output_length: int = MAX_OUTPUT_LENGTH
     max_context_bytes: int = MAX_CONTEXT_BYTES
@@ -48,15 +46,23 @@ class Limits:
     max_workflow_steps: int = MAX_WORKFLOW_STEPS
     max_workflow_depth: int = MAX_WORKFLOW_DEPTH
 
-    def __post_init__(self) -> None:
-        for item in fields(self):
-            value = getattr(self, item.name)
+
+class Limits(_Limits):
+    """Checked as they are made. A NamedTuple, not a dataclass: the ledger reads one
+    constant of this module, and a gate hook that writes loads it (docs/performance.md)."""
+
+    __slots__ = ()
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Limits:
+        made = super().__new__(cls, *args, **kwargs)
+        for name, value in zip(made._fields, made, strict=True):
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{wire_name(item.name)} must be a positive integer, not {value!r}")
+                raise ValueError(f"{wire_name(name)} must be a positive integer, not {value!r}")
+        return made
 
     def describe(self) -> dict[str, Any]:
         """The limits by the names errors use for them."""
-        return {wire_name(item.name): getattr(self, item.name) for item in fields(self)}
+        return {wire_name(name): value for name, value in zip(self._fields, self, strict=True)}
 
 
 def wire_name(field: str) -> str:
@@ -74,8 +80,7 @@ MAX_CONNECTIONS = 1000  # open connections (and requests in hand) before new req
 SHUTDOWN_TIMEOUT_S = 5.0  # on SIGTERM, how long requests in hand may still take
 
 
-@dataclass(frozen=True, slots=True)
-class TransportLimits:
+class TransportLimits(NamedTuple):
     workers: int = 0  # threads answering requests; 0: a default for this machine (transport/workers.py)
     max_queued: int = MAX_QUEUED_REQUESTS
     header_timeout: float = HEADER_TIMEOUT_S

@@ -244,22 +244,18 @@ def add_transport_options(parser: argparse.ArgumentParser, *, http: bool) -> Non
 
 
 def transport_limits(args: argparse.Namespace) -> Any:
-    from dataclasses import fields  # lazy: loaded when the command runs
-
     from handrail.limits import TransportLimits  # lazy: loaded when the command runs
 
-    given = {item.name: getattr(args, item.name) for item in fields(TransportLimits)}
+    given = {name: getattr(args, name) for name in TransportLimits._fields}
     given["workers"] = given["workers"] or 0  # None: a default for this machine
     return TransportLimits(**given)
 
 
 def limits_of(args: argparse.Namespace) -> Any:
     """The Limits of a server's options: add_limit_options names each after its field."""
-    from dataclasses import fields  # lazy: loaded when the command runs
-
     from handrail.limits import MAX_LINE_BYTES, Limits  # lazy: loaded when the command runs
 
-    given = {item.name: getattr(args, item.name) for item in fields(Limits) if hasattr(args, item.name)}
+    given = {name: getattr(args, name) for name in Limits._fields if hasattr(args, name)}
     return Limits(
         **given,
         max_line_bytes=getattr(args, "max_line", MAX_LINE_BYTES),
