@@ -28,9 +28,12 @@ def git(repo: Path, *args: str) -> str:
     return done.stdout
 
 
-def test_six_branches_are_worked_by_three_agents_each_in_its_worktree_a_dead_agents_branch_by_another(
-    tmp_path: Path,
-) -> None:
+def drive_fan(
+    tmp_path: Path, *extra: str, dies: bool = True
+) -> tuple[subprocess.CompletedProcess[str], Path, str]:
+    """`handrail drive fan` over the six items in a fresh git repository, with the
+    stand-in agent (`dies`: the first to claim a branch dies holding it): what it did,
+    its log, and the database."""
     repo, flows = tmp_path / "repo", tmp_path / "flows"
     repo.mkdir()
     flows.mkdir()
@@ -52,9 +55,11 @@ def test_six_branches_are_worked_by_three_agents_each_in_its_worktree_a_dead_age
     agent.write_text(f'#!/bin/sh\nexec {sys.executable} {AGENT} "$@"\n')
     agent.chmod(0o755)
     log = tmp_path / "agent.log"
-    env = {**child_env(tmp_path), "DRIVE_AGENT_LOG": str(log), "DRIVE_AGENT_DIES": str(tmp_path / "died")}
+    env = {**child_env(tmp_path), "DRIVE_AGENT_LOG": str(log)}
+    if dies:
+        env["DRIVE_AGENT_DIES"] = str(tmp_path / "died")
     database = "sqlite:///" + str(tmp_path / "runs.db").lstrip("/")
-    argv = [str(HANDRAIL), "drive", "fan", "--agents", "3", "--context", f"items={json.dumps(ITEMS)}"]
+    argv = [str(HANDRAIL), "drive", "fan", "--context", f"items={json.dumps(ITEMS)}", *extra]
     argv += [
         "--no-bundled",
         "--workflows",
@@ -66,6 +71,14 @@ def test_six_branches_are_worked_by_three_agents_each_in_its_worktree_a_dead_age
     ]
     argv += ["--database", database, "--lease-seconds", "1", "--json"]
     done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
+    return done, log, database
+
+
+def test_six_branches_are_worked_by_three_agents_each_in_its_worktree_a_dead_agents_branch_by_another(
+    tmp_path: Path,
+) -> None:
+    done, log, database = drive_fan(tmp_path, "--agents", "3")
+    repo = tmp_path / "repo"
 
     assert done.returncode == 0, done.stderr
     outcome = json.loads(done.stdout)
@@ -100,3 +113,19 @@ def test_six_branches_are_worked_by_three_agents_each_in_its_worktree_a_dead_age
     assert len(at_loop) >= 7 and [e.step_id for e in usage][-1] == "gather"
     assert "up to 3 agents at once" in done.stderr and "(3 running)" in done.stderr
     assert "(4 running)" not in done.stderr
+
+
+def test_a_budget_crossed_at_a_parallel_loop_starts_no_more_agents(tmp_path: Path) -> None:
+    # each stand-in agent reports $0.01: the budget is crossed once two have finished
+    done, _, database = drive_fan(tmp_path, "--agents", "2", "--max-usd", "0.015", dies=False)
+
+    assert done.returncode == 1, done.stderr
+    outcome = json.loads(done.stdout)
+    assert outcome["reason"].startswith("the budget of $0.015 is crossed"), outcome
+    store = open_store(database)
+    try:
+        usage = [e for e in store.events(outcome["runId"]) if e.type == "usage"]
+    finally:
+        store.close()
+    assert 2 <= len(usage) <= 3  # those running when it was crossed finished; none started after
+    assert any(e.data.get("stopped", "").startswith("the budget") for e in usage)

@@ -280,10 +280,14 @@ class Driver:
             with lock:
                 report.usage.append(used)
                 self.spent += used.cost_usd
-            self._record_usage(run.id, loop, used, attempt, finished, None)
+                crossed = self._budget_crossed(self.spent)
+            self._record_usage(run.id, loop, used, attempt, finished, crossed)
 
         self.say(f"loop {loop}: {len(where)} branches, up to {self.plan.agents} agents at once")
-        pool = parallel.Pool(self.plan.agents, self.plan.attempts * max(1, len(where)), self._read, self.say)
+        most = self.plan.attempts * max(1, len(where))
+        pool = parallel.Pool(
+            self.plan.agents, most, self._read, self.say, lambda: self._budget_crossed(self.spent)
+        )
         stopped = pool.work(
             run.id, lambda: store.list_runs(parent_id=run.id), agent, parallel.prompt(run, loop, where)
         )

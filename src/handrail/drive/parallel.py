@@ -103,15 +103,24 @@ Start = Callable[[str], Any]  # one agent process with this prompt, run to its e
 class Pool:
     """Up to `agents` processes at once while the parent waits on its branches."""
 
-    def __init__(self, agents: int, most: int, read: Callable[[str], RunRecord], say: Callable[[str], None]):
+    def __init__(
+        self,
+        agents: int,
+        most: int,
+        read: Callable[[str], RunRecord],
+        say: Callable[[str], None],
+        crossed: Callable[[], str | None] = lambda: None,
+    ):
         self.agents, self.most, self.read, self.say = agents, most, read, say
+        self.crossed = crossed  # a budget crossed (--max-usd, --max-minutes): no agent starts then
         self.started = 0
         self.lock = threading.Lock()
 
     def work(
         self, parent_id: str, branches: Callable[[], list[RunRecord]], start: Start, text: str
     ) -> str | None:
-        """Until the parent moves on: None; or why the driver stops (too many agents)."""
+        """Until the parent moves on: None; or why the driver stops (too many agents, or a
+        budget crossed: the agents running then finish, none starts after)."""
         running: set[Future[Any]] = set()
         with ThreadPoolExecutor(max_workers=self.agents) as pool:
             while True:
@@ -120,6 +129,10 @@ class Pool:
                     return None
                 free = _claimable(branches())
                 while len(running) < min(self.agents, free):
+                    crossed = self.crossed()
+                    if crossed:
+                        wait(running)
+                        return crossed
                     if self.started >= self.most:
                         wait(running)
                         return f"{self.started} agent processes did not finish the loop's branches"
