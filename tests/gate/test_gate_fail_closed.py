@@ -1,7 +1,8 @@
 """A hook that cannot judge refuses while a run is or may be active (spec/gate.md, "When
 the gate cannot judge"): input nested too deep, a full disk, a store that cannot be
-read. Each is played through a real `handrail gate` process, as the harness runs it,
-against a real SQLite store; the full disk is a real tmpfs of a few hundred KiB."""
+read or is held locked, a bug planted in the decision and in the refusal itself. Each
+is played through a real `handrail gate` process, as the harness runs it, against a
+real SQLite store; the full disk is a real tmpfs of a few hundred KiB."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import pytest
 
 from handrail.gate import outages
 from handrail.runs.request import LOCAL
-from tests.gate.runs import GateWorld, claude_input
+from tests.gate.runs import GateWorld, claude_input, gate_command
 
 
 @pytest.fixture
@@ -190,3 +191,85 @@ def test_a_run_row_moved_on_with_sqlite3_does_not_move_the_gate_on(world: GateWo
     ran = world.gate("pre-tool-use", edit(world))  # what step 'implement' would allow
     assert "cannot judge" in denied(ran)
     assert f"run {world.run_id} was changed outside handrail: position is not as sealed" in ran.stderr
+
+
+CRASH = """
+import handrail.runs.gate as gate
+
+def crash(*args, **kwargs):
+    raise RuntimeError("a bug in the decision")
+
+gate.decide = crash
+"""
+CRASH_TWICE = (
+    CRASH
+    + """
+import handrail.gate.hook as hook
+
+def also(*args, **kwargs):
+    raise MemoryError("and a bug in the refusal")
+
+hook.store_failed = also
+"""
+)
+
+
+def with_bug(world: GateWorld, tmp_path: Path, bug: str, stdin: str) -> subprocess.CompletedProcess[str]:
+    """The hook run as the harness runs it, with `bug` planted in it (a sitecustomize,
+    which the interpreter runs before the hook)."""
+    planted = tmp_path / "planted"
+    planted.mkdir(exist_ok=True)
+    (planted / "sitecustomize.py").write_text(bug)
+    env = world.env()
+    env["PYTHONPATH"] = f"{planted}{os.pathsep}{env['PYTHONPATH']}"
+    return subprocess.run(
+        gate_command("pre-tool-use"),
+        input=stdin,
+        capture_output=True,
+        text=True,
+        cwd=world.workspace,
+        env=env,
+    )
+
+
+def test_a_bug_in_the_decision_refuses_even_a_read_while_a_run_is_active(
+    world: GateWorld, tmp_path: Path
+) -> None:
+    world.start("plan")
+    for asked in (edit(world), read(world)):
+        ran = with_bug(world, tmp_path, CRASH, asked)
+        out = json.loads(ran.stdout)["hookSpecificOutput"]
+        assert (ran.returncode, out["permissionDecision"]) == (0, "deny"), ran.stderr
+        assert "a bug in the decision" in out["permissionDecisionReason"]
+
+
+def test_a_bug_in_the_refusal_too_is_still_a_refusal_the_harness_reads_as_one(
+    world: GateWorld, tmp_path: Path
+) -> None:
+    world.start("plan")
+    ran = with_bug(world, tmp_path, CRASH_TWICE, read(world))
+    assert ran.returncode == 2 and ran.stdout == ""  # every harness's blocking error
+    assert "cannot judge this" in ran.stderr and "and a bug in the refusal" in ran.stderr
+
+
+def test_a_bug_with_no_run_active_stops_nothing(world: GateWorld, tmp_path: Path) -> None:
+    ran = with_bug(world, tmp_path, CRASH, edit(world))
+    assert ran.returncode == 0 and "deny" not in ran.stdout, ran.stdout
+
+
+@pytest.mark.slow  # the hook waits out the store's busy timeout (5 s)
+def test_a_store_held_locked_past_the_hooks_wait_still_refuses_and_records_later(
+    world: GateWorld,
+) -> None:
+    world.start("plan")
+    holder = sqlite3.connect(world.database, isolation_level=None)
+    try:
+        holder.execute("BEGIN IMMEDIATE")  # another writer holds the lock past the busy timeout
+        ran = world.gate("pre-tool-use", edit(world))
+        assert "src/cart.py" in denied(ran)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert not any(e["decision"] == "deny" for e in world.gate_events())  # it could not be written
+    world.gate("pre-tool-use", read(world))  # the next hook writes what the last one could not
+    assert any(e["decision"] == "deny" for e in world.gate_events())
