@@ -10,6 +10,7 @@ process spent, per model; Gemini CLI reports no price."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
@@ -43,7 +44,8 @@ def start(
     missing, as Gemini CLI makes it on a first run), so a session outlives the attempt's
     home, as it does when the person runs Gemini CLI."""
     users = Path(env.get(HOME) or env.get("HOME") or Path.home()) / ".gemini"
-    (users / "tmp").mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(OSError):  # a home it cannot write: the sessions stay the attempt's
+        (users / "tmp").mkdir(parents=True, exist_ok=True)
     settings = _user_settings(users / "settings.json")
     settings["mcpServers"] = {
         **_dict(settings.get("mcpServers")),
