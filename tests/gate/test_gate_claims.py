@@ -56,3 +56,36 @@ def test_a_claimed_branchs_step_policy_denies_in_the_branchs_workspace(world: Ga
     [other] = branches - {claimed["runId"]}
     [lead_denied] = [e for e in store.events(other) if e.type == "gate"]
     assert lead_denied.data["session"] == "lead" and lead_denied.step_id == "plan"
+
+
+@pytest.mark.parametrize("shape", ["content", "structured"])
+def test_the_branch_a_claims_answer_names_is_bound_to_the_session_that_claimed_it(
+    world: GateWorld, shape: str
+) -> None:
+    snap = world.snapshot()
+    parent_id = world.runs.start(LOCAL, snap.get("fan-out"), "Fan out", str(world.workspace), {})["runId"]
+    world.runs.continue_(LOCAL, snap, parent_id, "collect", "Two items.", {"items": ["cart", "checkout"]})
+    first = world.runs.claims.claim(Request(session="stdio:agent-1"), parent_id, None, None)
+    second = world.runs.claims.claim(Request(session="stdio:agent-2"), parent_id, None, None)
+    # agent-1's harness is told of its claim after agent-2's: the latest write is agent-2's branch
+    answer = json.dumps(first)
+    response = (
+        [{"type": "text", "text": answer}]
+        if shape == "content"
+        else {"structuredContent": first, "content": []}
+    )
+    told = claude_input(
+        world,
+        "PostToolUse",
+        session_id="agent-1",
+        tool_name="mcp__handrail__workflow_claim",
+        tool_input={"runId": parent_id},
+        tool_response=response,
+    )
+    assert world.gate("post-tool-use", told).exit_code == 0
+    assert write_file(world, "agent-1") == "deny"  # the claimed branch's step: plan
+    store = world.runs.store
+    mine = [e for e in store.events(first["runId"]) if e.type == "gate"]
+    assert [e.data.get("bind") for e in mine if e.data["event"] == "after-tool"] == [True]
+    assert any(e.data["decision"] == "deny" and e.data["session"] == "agent-1" for e in mine)
+    assert not [e for e in store.events(second["runId"]) if e.type == "gate"]  # not agent-2's branch

@@ -121,6 +121,8 @@ def read_event(data: bytes, event: str | None) -> tuple[str, GateEvent]:
         )
     named = tool_input.get("runId") if isinstance(tool_input, Mapping) else None
     run_id = named[:100] if isinstance(named, str) and action is not None and action.kind == "mcp" else None
+    if kind == "after-tool" and run_id is not None and action and action.target.endswith("/workflow_claim"):
+        run_id = hook_input.claimed(body.get("tool_response"))  # the branch it claimed, not the parent
     return event, GateEvent(kind, cwd, session, action=action, outcome=outcome, run_id=run_id)
 
 

@@ -207,3 +207,26 @@ def from_the_gate(prompt: Any) -> bool:
 
 def shown(value: Any) -> str:
     return f"'{value[:60]}'" if isinstance(value, str) else "missing"
+
+
+def claimed(response: Any) -> str | None:
+    """The branch a `workflow_claim` answer gave the session (its runId, when it says
+    `claimed`), read from the tool's response as the harness passes it on: the result's
+    structured content, or its JSON text; None when it claimed nothing."""
+    found = response
+    if isinstance(found, Mapping) and "structuredContent" in found:
+        found = found["structuredContent"]
+    elif isinstance(found, Mapping) and "content" in found:
+        found = found["content"]
+    if isinstance(found, list):  # content blocks: the first text block holds the JSON
+        found = next(
+            (b.get("text") for b in found if isinstance(b, Mapping) and b.get("type") == "text"), None
+        )
+    if isinstance(found, str) and len(found) <= MAX_INPUT:
+        try:
+            found = json.loads(found)
+        except ValueError:
+            return None
+    if isinstance(found, Mapping) and found.get("claimed") is True and isinstance(found.get("runId"), str):
+        return str(found["runId"])[:100]
+    return None

@@ -144,9 +144,10 @@ def decide(run: RunFacts | None, event: GateEvent, options: Options, protected: 
         return _without_run(run, event, options)
     options = options if options.driven_run in (None, run.run_id) else options._replace(driven_from=None)
     other = other_session(run, event)
+    tool = event.action is not None and own_tool(event.action.target)  # one of handrail's run tools
+    takes = other and event.run_id == run.run_id and tool
     if event.kind == "session":
-        if other and options.driven_from is not None and not event.agent:
-            # the driver started it for the run's step (Codex's MCP calls reach no PreToolUse)
+        if other and options.driven_from is not None and not event.agent:  # the driver started it
             return Decision("context", context(run), {**_data(event, "context"), "bind": True})
         text = context(run) + ("\n" + _held_elsewhere(run) if other else "")
         return _record(Decision("context", text), event, run)
@@ -156,8 +157,9 @@ def decide(run: RunFacts | None, event: GateEvent, options: Options, protected: 
         if not options.reminder:
             return Decision("allow", record=_data(event, "allow"))
         return _record(Decision("context", reminder(run)), event, run)
-    if event.kind == "after-tool":
-        return Decision("allow", record=_data(event, "record", run=run))
+    if event.kind == "after-tool":  # a claim's answer names the branch it binds (gate/hook_input.py)
+        record = _data(event, "record", run=run)
+        return Decision("allow", record={**record, "bind": True} if takes else record)
     if event.kind == "config":
         return _config(run, event)
     if event.kind == "compact":
@@ -170,8 +172,7 @@ def decide(run: RunFacts | None, event: GateEvent, options: Options, protected: 
         if other and not event.internal:  # the bound session's stops are the ones held back
             return Decision("allow", record=_data(event, "allow:other-session"))
         return _stop(run, event, options)
-    if other and event.run_id == run.run_id and event.action is not None and own_tool(event.action.target):
-        # this session takes the run over by calling its run tools with the run's id
+    if takes:  # this session takes the run over by calling its run tools with the run's id
         return Decision("allow", record={**_data(event, "bind"), "bind": True})
     if options.driven_from is not None and run.accepted_count > options.driven_from:
         return _driven_done(run, event) or _before_tool(run, event, protected)
