@@ -72,3 +72,5 @@ def test_what_driven_agents_spent_is_counted_by_workflow_and_step_from_the_usage
     cost = {s.labels["step"]: s.value for s in families["handrail_agent_cost_usd"].samples}
     assert cost == {"understand": pytest.approx(0.02), "plan": 0.0}
     assert {s.labels["workflow"] for s in families["handrail_agent_cost_usd"].samples} == {"demo"}
+    versions = {s.labels["version"] for s in families["handrail_agent_cost_usd"].samples}
+    assert versions == {"1.0.0"}  # the version the driven runs were pinned to

@@ -35,17 +35,19 @@ def oldest_waiting_seconds(store: RunStore, now: datetime | None = None) -> floa
     return max(0.0, ((now or datetime.now(UTC)) - since).total_seconds())
 
 
-def usage_by_step(store: RunStore) -> list[tuple[str, str, int, int, float]]:
-    """Per workflow and step, what the agents `handrail drive` started spent, from the
-    `usage` events: (workflow, step, input tokens, output tokens, cost in USD)."""
+def usage_by_step(store: RunStore) -> list[tuple[str, str, str, int, int, float]]:
+    """Per workflow, version and step, what the agents `handrail drive` started spent,
+    from the `usage` events: (workflow, version, step, input tokens, output tokens, cost
+    in USD)."""
     number = DIALECT[store.dialect]["number"]
     given = {
         k: f"SUM(COALESCE({number('ev.data', k)}, 0))" for k in ("inputTokens", "outputTokens", "costUsd")
     }
     rows = store.aggregate(
-        f"SELECT r.workflow_id, ev.step_id, {given['inputTokens']}, {given['outputTokens']}, "
-        f"{given['costUsd']} FROM run_events ev JOIN runs r ON r.id = ev.run_id "
-        "WHERE ev.type = 'usage' AND ev.step_id IS NOT NULL GROUP BY r.workflow_id, ev.step_id",
+        f"SELECT r.workflow_id, r.workflow_version, ev.step_id, {given['inputTokens']}, "
+        f"{given['outputTokens']}, {given['costUsd']} FROM run_events ev JOIN runs r ON r.id = ev.run_id "
+        "WHERE ev.type = 'usage' AND ev.step_id IS NOT NULL "
+        "GROUP BY r.workflow_id, r.workflow_version, ev.step_id",
         (),
     )
-    return [(str(wf), str(step), int(i), int(o), float(c)) for wf, step, i, o, c in rows]
+    return [(str(wf), str(v), str(step), int(i), int(o), float(c)) for wf, v, step, i, o, c in rows]

@@ -131,7 +131,7 @@ class _Collector(Collector):
         )
         counts: dict[str, int] = {}
         oldest = 0.0
-        spent: list[tuple[str, str, int, int, float]] = []
+        spent: list[tuple[str, str, str, int, int, float]] = []
         # a server that has written no run has no database yet: a scrape does not make one
         if ledger.database_file is None or os.path.exists(ledger.database_file):
             try:
@@ -157,22 +157,24 @@ class _Collector(Collector):
         yield from _spent(spent)
 
 
-def _spent(rows: list[tuple[str, str, int, int, float]]) -> Iterator[Metric]:
+def _spent(rows: list[tuple[str, str, str, int, int, float]]) -> Iterator[Metric]:
     """What driven agents spent (their `usage` events), as counters: the log only grows."""
     tokens = CounterMetricFamily(
         "handrail_agent_tokens",
-        "Tokens the agents `handrail drive` started used, by workflow, step and kind (input, output)",
-        labels=["workflow", "step", "kind"],
+        "Tokens the agents `handrail drive` started used, by workflow, version, step and kind "
+        "(input, output)",
+        labels=["workflow", "version", "step", "kind"],
     )
     cost = CounterMetricFamily(
         "handrail_agent_cost_usd",
-        "What the agents `handrail drive` started cost, as their harness reported it, by workflow and step",
-        labels=["workflow", "step"],
+        "What the agents `handrail drive` started cost, as their harness reported it (or --price), by "
+        "workflow, version and step",
+        labels=["workflow", "version", "step"],
     )
-    for workflow, step, tokens_in, tokens_out, usd in rows:
-        tokens.add_metric([workflow, step, "input"], tokens_in)
-        tokens.add_metric([workflow, step, "output"], tokens_out)
-        cost.add_metric([workflow, step], usd)
+    for workflow, version, step, tokens_in, tokens_out, usd in rows:
+        tokens.add_metric([workflow, version, step, "input"], tokens_in)
+        tokens.add_metric([workflow, version, step, "output"], tokens_out)
+        cost.add_metric([workflow, version, step], usd)
     yield tokens
     yield cost
 
