@@ -94,7 +94,10 @@ def test_a_whole_coding_task_is_driven_through_retries_and_a_persons_approval_to
     # understand (twice refused), understand, plan (waiting on a person), implement-part; verify ended the run
     assert stops == [*refused, *refused, "allow:driven-step-accepted", "allow", "allow:driven-step-accepted"]
     assert not (world.repo / ".claude").exists() and not (world.home / ".claude" / "settings.json").exists()
-    assert "completed" in report.read_text()
+    summary = report.read_text()
+    assert "completed" in summary
+    # the report says which checks the verify step's evidence ran, and how they came out
+    assert "Checks of `verify`, its last attempt:" in summary and ": passed" in summary
 
 
 TWO_STEPS = Path(__file__).with_name("two-steps.json")  # a note written, then reviewed

@@ -133,7 +133,9 @@ def test_three_claude_code_processes_work_six_branches_each_in_its_worktree_unde
     world.add_workflow(json.loads(FAN.read_text()))
     agents = BranchAgents()
     world.model.play(*([agents.answer] * 400))
-    done = world.drive("fan", "--agents", "3", "--context", f"items={json.dumps(ITEMS)}", "--json")
+    report = world.root / "report.md"
+    items = f"items={json.dumps(ITEMS)}"
+    done = world.drive("fan", "--agents", "3", "--context", items, "--report", str(report), "--json")
 
     assert done.returncode == 0, done.stderr[-4000:]
     outcome = json.loads(done.stdout)
@@ -145,8 +147,10 @@ def test_three_claude_code_processes_work_six_branches_each_in_its_worktree_unde
         assert (folder / "item.txt").read_text() == f"{item}\n"
         assert git(folder, "branch", "--show-current").strip() == f"handrail/{run_id}/branch-{index}"
     assert not (world.repo / "item.txt").exists()
+    summary = report.read_text()
     for index in range(6):
         assert f"- branch {index} (item {ITEMS[index]!r}): " in agents.gathered
+        assert f"- branch {index} (item {ITEMS[index]!r}): " in summary  # where its work is
     assert "(3 running)" in done.stderr and "(4 running)" not in done.stderr
     # each agent's edit was judged, and recorded, on the branch it claimed: its claim bound it
     store = open_store(world.url)

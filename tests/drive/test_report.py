@@ -13,6 +13,8 @@ def outcome() -> Outcome:
     plan = StepReport("plan", "Plan | the change", 0, 1, True, [Usage(100, 20, cost_usd=0.5, reported=True)])
     build = StepReport("build", "Build it", 1, 2, False, [Usage(cost_usd=0.25), Usage(cost_usd=0.25)])
     build.issues = ["Say <passed> & mean it"]
+    build.checks = ["the tests pass: failed"]
+    build.work = "The branches of the parallel loop `each` did their work here:\n- branch 0: /w/b0"
     return Outcome(1, "run_1", "active", "step 'build' was not accepted", "task", [plan, build])
 
 
@@ -24,12 +26,15 @@ def test_the_json_has_each_step_with_its_attempts_cost_and_issues() -> None:
         ("build", 2, False, 0),
     ]
     assert found["steps"][1]["issues"] == ["Say <passed> & mean it"]
+    assert found["steps"][1]["checks"] == ["the tests pass: failed"] and "work" in found["steps"][1]
 
 
 def test_the_markdown_is_a_table_of_the_steps_with_the_issues_below() -> None:
     text = markdown(outcome())
     assert "| Plan \\| the change | 1 | yes | 120 | 0.5000 |" in text
     assert "Issues of `build`:\n- Say <passed> & mean it" in text
+    assert "Checks of `build`, its last attempt:\n- the tests pass: failed" in text
+    assert "did their work here:\n- branch 0: /w/b0" in text  # where each branch's work is
 
 
 def test_the_junit_xml_parses_and_fails_the_step_not_accepted() -> None:

@@ -71,6 +71,8 @@ class StepReport:
     accepted: bool = False
     usage: list[Usage] = field(default_factory=list)
     issues: list[str] = field(default_factory=list)
+    checks: list[str] = field(default_factory=list)  # its last attempt's checks: "label: passed"
+    work: str = ""  # a parallel loop: where each branch's work is
 
     @property
     def cost_usd(self) -> float:
@@ -208,6 +210,7 @@ class Driver:
         report.usage.append(used)
         self.spent += used.cost_usd
         self._record_usage(run.id, step, used, report.attempts, finished, self._budget_crossed(self.spent))
+        report.checks = self._checks(run.id, seen)
         after = self._read(run.id)
         moved = after.accepted > run.accepted or after.status in (
             RunStatus.COMPLETED,
@@ -292,11 +295,20 @@ class Driver:
             run.id, lambda: store.list_runs(parent_id=run.id), agent, parallel.prompt(run, loop, where)
         )
         report.accepted = stopped is None and self._read(run.id).accepted > run.accepted
+        report.work = parallel.fan_in(loop, where)
         self.watch.ended(key, report.accepted, report.cost_usd)
         if stopped is None:
             self.fan_in = parallel.fan_in(loop, where)
             self.say(f"loop {loop}: its branches are done, ${report.cost_usd:.4f}")
         return stopped
+
+    def _checks(self, run_id: str, seen: int) -> list[str]:
+        """The checks the step's evidence ran since the attempt began, each with its outcome."""
+        checks = [e.data for e in self.service.runs.ledger.events(run_id)[seen:] if e.type == EventType.CHECK]
+        return [
+            f"{c.get('description') or c.get('check')}: {'passed' if c.get('passed') else 'failed'}"
+            for c in checks
+        ]
 
     def _issues(self, run_id: str, seen: int, finished: processes.Finished) -> list[str]:
         """The issues of the last rejection since the attempt began, else why there is none."""

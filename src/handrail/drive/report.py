@@ -27,6 +27,8 @@ def as_json(outcome: Outcome) -> dict[str, Any]:
                 "costUsd": round(s.cost_usd, 6),
                 "tokens": s.tokens,
                 "issues": s.issues,
+                "checks": s.checks,
+                **({"work": s.work} if s.work else {}),
             }
             for s in outcome.steps
         ],
@@ -46,8 +48,12 @@ def markdown(outcome: Outcome) -> str:
         accepted = "yes" if s.accepted else "no"
         lines.append(f"| {_cell(s.title)} | {s.attempts} | {accepted} | {s.tokens} | {s.cost_usd:.4f} |")
     for s in outcome.steps:
+        if s.checks:
+            lines += ["", f"Checks of `{s.step}`, its last attempt:", *(f"- {_cell(c)}" for c in s.checks)]
         if s.issues:
             lines += ["", f"Issues of `{s.step}`:", *(f"- {_cell(i)}" for i in s.issues)]
+        if s.work:
+            lines += ["", *s.work.splitlines()]
     return "\n".join(lines) + "\n"
 
 
