@@ -18,7 +18,7 @@ import pytest
 
 from tests.drive.scripted_agent import Agent, submit, tool
 from tests.drive.world import DriveWorld
-from tests.gate.real_harness.anthropic_model import ScriptedModel
+from tests.gate.real_harness.anthropic_model import ScriptedModel, Turn, say
 from tests.gate.real_harness.claude_code_world import require_claude
 from tests.gate.real_harness.coding_task_agent import DISCOUNTED, IMPLEMENTED, PARTS, UNDERSTAND, VERIFIED
 
@@ -125,6 +125,61 @@ def test_an_agent_that_never_passes_stops_the_driver_naming_the_step_and_its_las
     assert [e["stepId"] for e in world.events(run_id, "rejected")] == ["write", "write"]
     assert '<testcase classname="two-steps" name="write"><failure message=' in report.read_text()
     assert "| Write the note | 2 | no |" in summary.read_text()
+
+
+CHECKED = {
+    "id": "checked",
+    "name": "Checked",
+    "description": "A change whose step is done when the project's test command passes.",
+    "version": "1.0.0",
+    "steps": [
+        {
+            "id": "change",
+            "title": "Make the change",
+            "prompt": "Give the cart's total a discount, then report it.",
+            "checks": [
+                {
+                    "type": "command",
+                    "run": {"command": "test"},
+                    "message": "The project's test command passes",
+                }
+            ],
+        }
+    ],
+}
+
+
+def test_an_agent_whose_check_fails_twice_is_started_again_with_the_checks_words_and_then_passes(
+    world: DriveWorld,
+) -> None:
+    world.add_workflow(CHECKED)
+    cart = str(world.repo / "src" / "cart.py")
+    use_write = tool("Write", file_path=cart, content=DISCOUNTED)
+    report = submit("change", "The discount is in.")
+
+    def first(run_id: str, attempt: int) -> Turn:  # twice it reports the change without making it
+        return use_write(run_id, attempt) if attempt == 3 else report(run_id, attempt)
+
+    def then(run_id: str, attempt: int) -> Turn:
+        return report(run_id, attempt) if attempt == 3 else say("Reported.")
+
+    agent = Agent({"change": [first, then]})
+    agent.play_on(world.model)
+    done = world.drive("checked", "--json")
+
+    assert done.returncode == 0, done.stderr
+    outcome = json.loads(done.stdout)
+    assert outcome["status"] == "completed" and outcome["steps"][0]["attempts"] == 3
+    run_id = outcome["runId"]
+    checks = world.events(run_id, "check")
+    assert [(e["check"], e["passed"]) for e in checks] == [
+        ("command", False),
+        ("command", False),
+        ("command", True),
+    ]
+    assert [e["stepId"] for e in world.events(run_id, "rejected")] == ["change", "change"]
+    assert "The project's test command passes" in agent.prompts[1]  # the retry is told which check failed
+    assert outcome["steps"][0]["checks"] == ["The project's test command passes: passed"]
 
 
 def test_a_budget_crossed_stops_the_driver_before_the_next_step(world: DriveWorld) -> None:

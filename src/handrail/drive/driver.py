@@ -305,9 +305,11 @@ class Driver:
     def _checks(self, run_id: str, seen: int) -> list[str]:
         """The checks the step's evidence ran since the attempt began, each with its outcome."""
         checks = [e.data for e in self.service.runs.ledger.events(run_id)[seen:] if e.type == EventType.CHECK]
+        # named by the author's message, as the dashboard names them, else by what they ran
+        named = [str(c.get("message") or c.get("description") or c.get("check")) for c in checks]
         return [
-            f"{c.get('description') or c.get('check')}: {'passed' if c.get('passed') else 'failed'}"
-            for c in checks
+            f"{name}: {'passed' if c.get('passed') else 'failed'}"
+            for name, c in zip(named, checks, strict=True)
         ]
 
     def _issues(self, run_id: str, seen: int, finished: processes.Finished) -> list[str]:
