@@ -21,6 +21,7 @@ from tests.drive.world import DriveWorld
 from tests.gate.real_harness.anthropic_model import ScriptedModel, Turn, say
 from tests.gate.real_harness.claude_code_world import require_claude
 from tests.gate.real_harness.coding_task_agent import DISCOUNTED, IMPLEMENTED, PARTS, UNDERSTAND, VERIFIED
+from tests.helpers.receiver import Receiver
 
 pytestmark = pytest.mark.slow
 
@@ -180,6 +181,47 @@ def test_an_agent_whose_check_fails_twice_is_started_again_with_the_checks_words
     assert [e["stepId"] for e in world.events(run_id, "rejected")] == ["change", "change"]
     assert "The project's test command passes" in agent.prompts[1]  # the retry is told which check failed
     assert outcome["steps"][0]["checks"] == ["The project's test command passes: passed"]
+
+
+SIGNOFF = {
+    "id": "signoff",
+    "name": "Sign-off",
+    "description": "A note a person signs off before it is sent.",
+    "version": "1.0.0",
+    "steps": [
+        {"id": "draft", "title": "Draft the note", "prompt": "Draft the note.", "requireConfirmation": True},
+        {"id": "send", "title": "Send the note", "prompt": "Send the note."},
+    ],
+}
+
+
+def test_a_step_waiting_for_a_person_is_notified_and_the_driver_goes_on_once_they_approve(
+    world: DriveWorld,
+) -> None:
+    world.add_workflow(SIGNOFF)
+    Agent({"draft": [submit("draft", "The draft.")], "send": [submit("send", "Sent.")]}).play_on(world.model)
+    receiver = Receiver()
+    try:
+        approved: list[str] = []
+
+        def person() -> None:  # approves once the notification reaches them
+            (told,) = receiver.wait_for(1, timeout=120)
+            approved.append(told.json["run"]["id"])
+            world.approve(told.json["run"]["id"])
+
+        thread = threading.Thread(target=person, daemon=True)
+        thread.start()
+        done = world.drive("signoff", "--notify", receiver.url, "--notify-secret", "whsec-test", "--json")
+        thread.join(5)
+    finally:
+        receiver.stop()
+
+    assert done.returncode == 0, done.stderr
+    outcome = json.loads(done.stdout)
+    assert outcome["status"] == "completed" and approved == [outcome["runId"]]
+    (first,) = receiver.received[:1]
+    assert first.json["type"] == "run.awaiting_approval" and first.json["step"]["id"] == "draft", first.json
+    assert "webhook-signature" in first.headers  # signed with the driver's secret
 
 
 def test_a_budget_crossed_stops_the_driver_before_the_next_step(world: DriveWorld) -> None:

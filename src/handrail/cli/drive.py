@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from handrail.cli import options, serve
+from handrail.cli import notify_options, options, serve
 from handrail.cli.options import EXIT_USAGE
 
 AGENTS = ("claude-code", "codex", "gemini")  # the names of drive.agents.AGENTS
@@ -73,6 +73,7 @@ def add_drive(drive: argparse.ArgumentParser) -> None:
     options.add_source_options(drive)
     options.add_check_options(drive)
     options.add_run_options(drive)
+    notify_options.add_notify_options(drive)
 
 
 def _non_negative(text: str) -> float:
@@ -130,6 +131,12 @@ def _server_args(args: argparse.Namespace, database: str) -> list[str]:
         given.append("--require-presence")
     if args.lease_seconds is not None:
         given += ["--lease-seconds", repr(args.lease_seconds)]
+    # the agent's server queues the notifications its writes cause (a step waiting for a
+    # person), as `handrail serve` would; the driver's own worker delivers them
+    for receiver in args.notify:
+        given += ["--notify", receiver]
+    if args.public_url:
+        given += ["--public-url", args.public_url]
     return given
 
 
@@ -179,6 +186,8 @@ def drive_command(args: argparse.Namespace) -> int:
     options.warn_missing(args)
     catalog = options.catalog_of(args)
     env = {k: v for k, v in os.environ.items() if k not in NOT_PASSED}
+    if args.notify_secret:  # the agents' servers sign what they deliver as the driver does
+        env["HANDRAIL_NOTIFY_SECRET"] = args.notify_secret
     plan = Plan(
         workspace=workspace,
         program=harness,
@@ -202,7 +211,8 @@ def drive_command(args: argparse.Namespace) -> int:
     shown = watcher(sys.stderr.isatty, args.attempts)
     try:
         service = serve.service_of(catalog, args, checks)
-        outcome = Driver(service, plan, shown.say, shown).drive()
+        with serve.background(service, notify_options.config_of(args)):
+            outcome = Driver(service, plan, shown.say, shown).drive()
     finally:
         shown.close()
         catalog.close()
