@@ -71,3 +71,18 @@ def test_the_time_budget_ends_the_running_agent_and_the_run_waits_with_the_reaso
     (used,) = usage
     assert not used["reported"] and used["stopped"] == "the budget of 0.1 minutes is crossed"
     assert status == "active" and used["stepId"] == "write"
+
+
+def test_a_run_abandoned_while_its_step_is_worked_ends_the_driver_with_exit_1(tmp_path: Path) -> None:
+    database = "sqlite:///" + str(tmp_path / "runs.db").lstrip("/")
+    # the agent's process ends the run as a person would, from the command line
+    abandon = (
+        'run=$(printf "%s" "$*" | sed -n \'s/.*runId "\\(run_[0-9a-f]*\\)".*/\\1/p\' | head -n 1)\n'
+        f'{HANDRAIL} runs abandon "$run" --database {database} >/dev/null\n'
+        f"echo '{RESULT}'"
+    )
+    done, status, usage = drive(tmp_path, abandon)
+
+    assert done.returncode == 1, done.stderr
+    assert json.loads(done.stdout)["reason"] == "the run was abandoned"
+    assert status == "abandoned" and usage == []  # an ended run takes no more events
