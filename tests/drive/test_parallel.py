@@ -7,8 +7,11 @@ agent once its lease ends."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -28,12 +31,10 @@ def git(repo: Path, *args: str) -> str:
     return done.stdout
 
 
-def drive_fan(
-    tmp_path: Path, *extra: str, dies: bool = True
-) -> tuple[subprocess.CompletedProcess[str], Path, str]:
-    """`handrail drive fan` over the six items in a fresh git repository, with the
-    stand-in agent (`dies`: the first to claim a branch dies holding it): what it did,
-    its log, and the database."""
+def fan_world(tmp_path: Path, dies: bool = True) -> tuple[list[str], dict[str, str], Path, str]:
+    """A fresh git repository, the `fan` workflow and the stand-in agent (`dies`: the
+    first to claim a branch dies holding it): the drive's command line (without its
+    own options), its environment, the agent's log, and the database."""
     repo, flows = tmp_path / "repo", tmp_path / "flows"
     repo.mkdir()
     flows.mkdir()
@@ -59,17 +60,17 @@ def drive_fan(
     if dies:
         env["DRIVE_AGENT_DIES"] = str(tmp_path / "died")
     database = "sqlite:///" + str(tmp_path / "runs.db").lstrip("/")
-    argv = [str(HANDRAIL), "drive", "fan", "--context", f"items={json.dumps(ITEMS)}", *extra]
-    argv += [
-        "--no-bundled",
-        "--workflows",
-        str(flows),
-        "--agent-command",
-        str(agent),
-        "--workspace",
-        str(repo),
-    ]
-    argv += ["--database", database, "--lease-seconds", "1", "--json"]
+    argv = [str(HANDRAIL), "drive", "--no-bundled", "--workflows", str(flows), "--agent-command", str(agent)]
+    argv += ["--workspace", str(repo), "--database", database, "--lease-seconds", "1", "--json"]
+    return argv, env, log, database
+
+
+def drive_fan(
+    tmp_path: Path, *extra: str, dies: bool = True
+) -> tuple[subprocess.CompletedProcess[str], Path, str]:
+    """`handrail drive fan` over the six items: what it did, the agent's log, the database."""
+    argv, env, log, database = fan_world(tmp_path, dies)
+    argv += ["fan", "--context", f"items={json.dumps(ITEMS)}", *extra]
     done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
     return done, log, database
 
@@ -129,3 +130,52 @@ def test_a_budget_crossed_at_a_parallel_loop_starts_no_more_agents(tmp_path: Pat
         store.close()
     assert 2 <= len(usage) <= 3  # those running when it was crossed finished; none started after
     assert any(e.data.get("stopped", "").startswith("the budget") for e in usage)
+
+
+def test_the_driver_killed_mid_loop_is_resumed_with_every_worktree_kept_and_no_branch_done_twice(
+    tmp_path: Path,
+) -> None:
+    argv, env, log, database = fan_world(tmp_path, dies=False)
+    process = subprocess.Popen(
+        [*argv, "fan", "--agents", "1", "--context", f"items={json.dumps(ITEMS)}"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:  # two branches done: kill the driver, and its agent with it
+            if log.exists() and log.read_text().count("did branch") >= 2:
+                break
+            time.sleep(0.05)
+        os.killpg(process.pid, signal.SIGKILL)
+    finally:
+        process.wait(10)
+    store = open_store(database)
+    try:
+        (run,) = [r for r in store.list_runs() if r.parent_id is None]
+    finally:
+        store.close()
+    resumed = subprocess.run(
+        [*argv, "--resume", run.id, "--agents", "2"], env=env, capture_output=True, text=True, timeout=120
+    )
+
+    assert resumed.returncode == 0, resumed.stderr
+    assert json.loads(resumed.stdout)["status"] == "completed"
+    store = open_store(database)
+    try:
+        branches = store.list_runs(parent_id=run.id)
+        assert sorted(b.branch for b in branches) == list(range(6)) and {str(b.status) for b in branches} == {
+            "completed"
+        }
+        for branch in branches:  # each branch's step accepted once, across both drives
+            accepted = [e for e in store.events(branch.id) if e.type == "accepted"]
+            assert len(accepted) == 1, branch.branch
+        parent_accepted = [e.step_id for e in store.events(run.id) if e.type == "accepted"]
+        assert parent_accepted == ["each", "gather"]
+    finally:
+        store.close()
+    for index, item in enumerate(ITEMS):  # the worktrees of the first drive are all still there
+        folder = tmp_path / "repo" / ".git" / "handrail-worktrees" / run.id / f"branch-{index}"
+        assert (folder / "item.txt").read_text() == item
