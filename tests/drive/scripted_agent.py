@@ -49,7 +49,7 @@ class Agent:
         model.play(*([self.answer] * turns))
 
     def answer(self, request: Request) -> Turn:
-        first = _first_user_text(request)
+        first = first_user_text(request)
         found = re.search(r'runId "(run_\w+)", stepId "([\w-]+)"', first)
         if found is None:
             return say("No step was named.")
@@ -69,7 +69,7 @@ class Agent:
         return say(f"Step {step} is submitted.")
 
 
-def _first_user_text(request: Request) -> str:
+def first_user_text(request: Request) -> str:
     for message in request.messages:
         if message.get("role") != "user":
             continue

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from handrail.store import open_store
-from tests.drive.scripted_agent import TOOLS
+from tests.drive.scripted_agent import TOOLS, first_user_text
 from tests.drive.world import DriveWorld
 from tests.gate.real_harness.anthropic_model import Request, ScriptedModel, Turn, say, use
 from tests.gate.real_harness.claude_code_world import require_claude
@@ -49,7 +49,7 @@ class BranchAgents:
         self.gathered = ""
 
     def answer(self, request: Request) -> Turn:
-        first = _first_user_text(request)
+        first = first_user_text(request)
         turns = sum(1 for m in request.messages if m.get("role") == "assistant")
         if "Stop hook" in request.last_user_text():
             return say("Stopping.")
@@ -82,24 +82,6 @@ class BranchAgents:
             given = {"runId": claim["runId"], "stepId": step["id"], "lease": lease["token"]}
             return use(TOOLS + "workflow_continue", **given, output=f"Wrote item {item}.")
         return say(f"Branch {index} is complete.")
-
-
-def _first_user_text(request: Request) -> str:
-    for message in request.messages:
-        content = message.get("content") if message.get("role") == "user" else None
-        texts = (
-            [content]
-            if isinstance(content, str)
-            else [
-                str(b.get("text", ""))
-                for b in content or ()
-                if isinstance(b, dict) and b.get("type") == "text"
-            ]
-        )
-        joined = "\n".join(texts)
-        if "runId" in joined or "parallel loop" in joined:
-            return joined
-    return ""
 
 
 def _claim_of(request: Request) -> dict[str, Any] | None:
