@@ -48,6 +48,7 @@ VARIABLES: dict[str, str] = {
     "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "where traces go, for traces alone; set, it turns traces on",
     "OTEL_TRACES_EXPORTER": "`otlp` or `console` (stderr) turns traces on; `none` keeps them off",
 }
+NOTIFY_SECRET = "HANDRAIL_NOTIFY_SECRET"  # `handrail drive` passes it on to its agents' servers
 PATH_VARIABLES = ("WORKFLOW_STORAGE_PATH", "HANDRAIL_WORKFLOWS")  # in increasing precedence
 
 
@@ -108,7 +109,7 @@ class Settings(NamedTuple):  # not a dataclass: the gate's hook reads it and loa
             git_repos=tuple(p.strip() for p in env.get("WORKFLOW_GIT_REPOS", "").split(",") if p.strip()),
             signing_key=env.get("HANDRAIL_SIGNING_KEY", ""),
             notify=tuple(env.get("HANDRAIL_NOTIFY", "").split()),  # a URL holds no whitespace
-            notify_secret=env.get("HANDRAIL_NOTIFY_SECRET", ""),
+            notify_secret=env.get(NOTIFY_SECRET, ""),
             public_url=env.get("HANDRAIL_PUBLIC_URL", "").strip(),
             metrics_token=env.get("HANDRAIL_METRICS_TOKEN", ""),
             traces=_traces(env),

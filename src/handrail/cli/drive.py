@@ -187,7 +187,9 @@ def drive_command(args: argparse.Namespace) -> int:
     catalog = options.catalog_of(args)
     env = {k: v for k, v in os.environ.items() if k not in NOT_PASSED}
     if args.notify_secret:  # the agents' servers sign what they deliver as the driver does
-        env["HANDRAIL_NOTIFY_SECRET"] = args.notify_secret
+        from handrail.settings import NOTIFY_SECRET  # lazy: as Driver
+
+        env[NOTIFY_SECRET] = args.notify_secret
     plan = Plan(
         workspace=workspace,
         program=harness,
