@@ -12,19 +12,12 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
+from tests.dashboard.test_passkeys_browser import AUTHENTICATOR
 from tests.helpers.http import HttpServer
 from tests.helpers.nginx import Nginx
 from tests.transport.test_team_proxy import TOKENS, balanced, waiting_run  # noqa: F401  # the fixture
 
 pytestmark = pytest.mark.slow
-
-AUTHENTICATOR = {
-    "protocol": "ctap2",
-    "transport": "internal",
-    "hasResidentKey": True,
-    "hasUserVerification": True,
-    "isUserVerified": True,
-}
 
 
 class Served:

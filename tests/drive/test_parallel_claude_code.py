@@ -10,7 +10,6 @@ import json
 import re
 import subprocess
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,25 +17,15 @@ import pytest
 
 from handrail.store import open_store
 from tests.drive.scripted_agent import TOOLS, first_user_text
+from tests.drive.test_drive_claude_code import world  # noqa: F401  # the fixture
 from tests.drive.world import DriveWorld
-from tests.gate.real_harness.anthropic_model import Request, ScriptedModel, Turn, say, use
-from tests.gate.real_harness.claude_code_world import require_claude
+from tests.gate.real_harness.anthropic_model import Request, Turn, say, use
 
 pytestmark = pytest.mark.slow
 FAN = Path(__file__).with_name("fan.json")
 ITEMS = ["a", "b", "c", "d", "e", "f"]
 BRANCH_PROMPT = re.compile(r"parallel loop `(\w+)` of run (run_\w+)")
 STEP_PROMPT = re.compile(r'runId "(run_\w+)", stepId "([\w-]+)"')
-
-
-@pytest.fixture
-def world(tmp_path: Path) -> Iterator[DriveWorld]:
-    require_claude()
-    model = ScriptedModel()
-    try:
-        yield DriveWorld(tmp_path, model)
-    finally:
-        model.close()
 
 
 class BranchAgents:
@@ -110,7 +99,7 @@ def git(repo: Path, *args: str) -> str:
 
 
 def test_three_claude_code_processes_work_six_branches_each_in_its_worktree_under_the_gate(
-    world: DriveWorld,
+    world: DriveWorld,  # noqa: F811
 ) -> None:
     world.add_workflow(json.loads(FAN.read_text()))
     agents = BranchAgents()

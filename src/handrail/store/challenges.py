@@ -6,7 +6,7 @@ names the person's session. `mark` is the driver's placeholder (`?` or `%s`)."""
 
 from __future__ import annotations
 
-from handrail.store.sessions import key_of
+from handrail.store.sessions import key_of, pruned
 
 PER_PERSON = 20  # a person's newest open challenges: asking cannot grow the table without bound
 
@@ -28,10 +28,5 @@ def take(mark: str) -> str:
 
 
 def prune(mark: str) -> str:
-    """The expired challenges, and the person's beyond their newest PER_PERSON - 1, which
-    leaves room for the one kept next (params: now, person, person)."""
-    return (
-        f"DELETE FROM passkey_challenges WHERE expires <= {mark} OR (person = {mark} AND expires < "
-        f"(SELECT expires FROM passkey_challenges WHERE person = {mark} "
-        f"ORDER BY expires DESC LIMIT 1 OFFSET {PER_PERSON - 2}))"
-    )
+    """The expired challenges, and the person's beyond their newest PER_PERSON - 1."""
+    return pruned("passkey_challenges", PER_PERSON, mark)

@@ -37,10 +37,14 @@ def delete(mark: str) -> str:
 
 
 def prune(mark: str) -> str:
-    """The expired sessions, and the person's beyond their newest PER_PERSON - 1, which
-    leaves room for the one kept next (params: now, person, person)."""
+    return pruned("dashboard_sessions", PER_PERSON, mark)
+
+
+def pruned(table: str, per_person: int, mark: str) -> str:
+    """The expired rows of `table`, and the person's beyond their newest `per_person` - 1,
+    which leaves room for the one kept next (params: now, person, person)."""
     return (
-        f"DELETE FROM dashboard_sessions WHERE expires <= {mark} OR (person = {mark} AND expires < "
-        f"(SELECT expires FROM dashboard_sessions WHERE person = {mark} "
-        f"ORDER BY expires DESC LIMIT 1 OFFSET {PER_PERSON - 2}))"
+        f"DELETE FROM {table} WHERE expires <= {mark} OR (person = {mark} AND expires < "
+        f"(SELECT expires FROM {table} WHERE person = {mark} "
+        f"ORDER BY expires DESC LIMIT 1 OFFSET {per_person - 2}))"
     )
