@@ -36,6 +36,18 @@ class Call(NamedTuple):
     changes: Mapping[str, Any] | None
 
 
+class Submitted(NamedTuple):
+    """A step's output as the run stood when it came: the step current, its context
+    with the call's changes merged."""
+
+    workflow: Workflow
+    position: Position
+    current: Mapping[str, Any]
+    context: Mapping[str, Any]
+    step_id: str
+    output: str
+
+
 class Advance:
     """workflow_continue; a step may wait for a person (`decisions`)."""
 
@@ -93,11 +105,8 @@ class Advance:
         return self.tree.answered(ledger.retrying(run_id, once))
 
     def _continue_once(self, call: Call, run: RunRecord) -> dict[str, Any] | InputRequired:
-        from handrail.engine import validate_output  # lazy: loaded with the first step a run continues
-
         request, snapshot, step_id, output, changes = call
-
-        ledger, decisions = self.ledger, self.decisions
+        decisions = self.decisions
         if run.status == RunStatus.AWAITING_APPROVAL:  # a person approves (or declines) the step first
             return decisions.while_waiting(request, run, step_id, changes)
         if step_id is not None and output is None:
@@ -109,7 +118,7 @@ class Advance:
                 if last is not None:
                     return decisions.after_decision(run, last)
             raise not_active(run)
-        workflow = ledger.pinned(snapshot, run)
+        workflow = self.ledger.pinned(snapshot, run)
         position = Position.stored(run.position)
         # the step the agent names is checked against the step current before its context
         # merges: the context it sends with a step's output (a runCondition's variable set
@@ -118,76 +127,68 @@ class Advance:
         if submitting and (current is None or current.get("id") != step_id):
             raise not_current(str(step_id), run, position=position)
         context: Mapping[str, Any] = run.context
-        changed = bool(changes)
         if changes:
             context = merge_context(run.context, changes)
-            ledger.check_size(context)
-        change_data = {"contextChanges": dict(changes)} if changes else {}
+            self.ledger.check_size(context)
         if step_id is None or output is None or current is None:  # context only
-            moved = position.advanced(workflow, context)[0].to_stored() if changed else None
-            update = RunUpdate(context=context if changed else None, position=moved)
-            context_event = NewEvent(EventType.CONTEXT, data=change_data)
-            written = ledger.write(run, update, [context_event], ledger.owner(request))
-            return {
-                "runId": run.id,
-                "accepted": False,
-                "status": written.status.value,
-                "message": _context_message(changes, written),
-                **view(written),
-            }
-        verdict = validate_output(workflow, step_id, output, context)
-        title = position.shown_title()
+            return self._context_only(call, run, workflow, position, context)
+        return self._submit(call, run, Submitted(workflow, position, current, context, step_id, output))
 
-        def rejected(
-            issues: list[str], suggestions: list[str], checked: list[NewEvent], shown: dict[str, Any]
-        ) -> dict[str, Any]:
-            """The output refused: a `rejected` event after the `check` events, the same step
-            again, the run's context as it was (the event keeps the changes sent with it)."""
-            data = {"output": output, **title, "issues": issues, "suggestions": suggestions, **change_data}
-            event = NewEvent(EventType.REJECTED, step_id, data)
-            written = ledger.write(run, RunUpdate(), [*checked, event], ledger.owner(request))
-            return {
-                "runId": run.id,
-                "accepted": False,
-                "status": written.status.value,
-                "issues": issues,
-                "suggestions": suggestions,
-                **shown,
-                **view(written),  # the same step, with its loop where it has one
-            }
+    def _context_only(
+        self, call: Call, run: RunRecord, workflow: Workflow, position: Position, context: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """A call with no output: the context changed (and the run moved where a condition
+        now lets it), no step accepted."""
+        changed = bool(call.changes)
+        moved = position.advanced(workflow, context)[0].to_stored() if changed else None
+        update = RunUpdate(context=context if changed else None, position=moved)
+        event = NewEvent(EventType.CONTEXT, data=_change_data(call.changes))
+        written = self.ledger.write(run, update, [event], self.ledger.owner(call.request))
+        return {
+            "runId": run.id,
+            "accepted": False,
+            "status": written.status.value,
+            "message": _context_message(call.changes, written),
+            **view(written),
+        }
 
+    def _submit(self, call: Call, run: RunRecord, step: Submitted) -> dict[str, Any] | InputRequired:
+        """A step's output: its rules, then its checks, then a person where the step asks
+        for one; accepted, and the run moved on, when all pass."""
+        from handrail.engine import validate_output  # lazy: loaded with the first step a run continues
+
+        ledger, step_id, output, context = self.ledger, step.step_id, step.output, step.context
+        changed, change_data = bool(call.changes), _change_data(call.changes)
+        verdict = validate_output(step.workflow, step_id, output, context)
         if not verdict.valid:
-            return rejected(list(verdict.issues), list(verdict.suggestions), [], {})
+            return self._rejected(call, run, step, (list(verdict.issues), list(verdict.suggestions)), [], {})
         # the step's checks (after the rules pass, before acceptance); then a person, when
         # the step's confirmation holds
-        results = self._evidence(workflow, run, step_id, context)
+        results = self._evidence(step.workflow, run, step_id, context)
         checked = [NewEvent(EventType.CHECK, step_id, r.to_event()) for r in results]
         failed = [r.issue() for r in results if not r.passed]
         if failed:
-            issues, suggestions = [i for i, _ in failed], [s for _, s in failed]
-            return rejected(issues, suggestions, checked, {"checks": [r.to_event() for r in results]})
-        if current.get("requireConfirmation"):
+            found = ([i for i, _ in failed], [s for _, s in failed])
+            return self._rejected(
+                call, run, step, found, checked, {"checks": [r.to_event() for r in results]}
+            )
+        title = step.position.shown_title()
+        if step.current.get("requireConfirmation"):
             waiting = NewEvent(
                 EventType.AWAITING_APPROVAL, step_id, {"output": output, **title, **change_data}
             )
             # the context goes with the output; the step stays current until a person decides
             update = RunUpdate(context=context if changed else None)
-            written = ledger.write(run, update, [*checked, waiting], ledger.owner(request))
-            return decisions.ask(request, written, current, output)
-        after, _ = position.advanced(workflow, context, done=step_id)
+            written = ledger.write(run, update, [*checked, waiting], ledger.owner(call.request))
+            return self.decisions.ask(call.request, written, step.current, output)
+        after, _ = step.position.advanced(step.workflow, context, done=step_id)
         events = [*checked, NewEvent(EventType.ACCEPTED, step_id, {"output": output, **title, **change_data})]
         if after.is_complete:
             events.append(NewEvent(EventType.COMPLETED))
-        written = ledger.write(
-            run,
-            RunUpdate(
-                context=context if changed else None,
-                position=after.to_stored(),
-                accepted=run.accepted + 1,
-            ),
-            events,
-            ledger.owner(request),
+        update = RunUpdate(
+            context=context if changed else None, position=after.to_stored(), accepted=run.accepted + 1
         )
+        written = ledger.write(run, update, events, ledger.owner(call.request))
         evidence = {"checks": [r.to_event() for r in results]} if results else {}
         return {
             "runId": run.id,
@@ -195,6 +196,32 @@ class Advance:
             "status": written.status.value,
             **evidence,
             **view(written),
+        }
+
+    def _rejected(
+        self,
+        call: Call,
+        run: RunRecord,
+        step: Submitted,
+        found: tuple[list[str], list[str]],
+        checked: list[NewEvent],
+        shown: dict[str, Any],
+    ) -> dict[str, Any]:
+        """The output refused: a `rejected` event after the `check` events, the same step
+        again, the run's context as it was (the event keeps the changes sent with it)."""
+        issues, suggestions = found
+        title = step.position.shown_title()
+        data = {"output": step.output, **title, "issues": issues, "suggestions": suggestions}
+        event = NewEvent(EventType.REJECTED, step.step_id, {**data, **_change_data(call.changes)})
+        written = self.ledger.write(run, RunUpdate(), [*checked, event], self.ledger.owner(call.request))
+        return {
+            "runId": run.id,
+            "accepted": False,
+            "status": written.status.value,
+            "issues": issues,
+            "suggestions": suggestions,
+            **shown,
+            **view(written),  # the same step, with its loop where it has one
         }
 
     def _last_approved(self, run: RunRecord) -> str | None:
@@ -259,6 +286,11 @@ class Advance:
                 wire = event.data.get("baseline")
                 return Baseline.from_wire(wire) if isinstance(wire, Mapping) else None
         return None
+
+
+def _change_data(changes: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The context changes a call sent, as its event keeps them."""
+    return {"contextChanges": dict(changes)} if changes else {}
 
 
 def _context_message(changes: Mapping[str, Any] | None, run: RunRecord) -> str:
