@@ -37,20 +37,17 @@ from handrail.errors import (
     METHOD_NOT_FOUND,
     PARSE_ERROR,
     SERVER_ERROR,
-    UNSUPPORTED_PROTOCOL_VERSION,
     RpcError,
     error_response,
 )
 from handrail.limits import Limits
 from handrail.observe import Observer, Span, Tracer
+from handrail.protocol.envelope import enveloped, stamped
 from handrail.protocol.revisions import (
-    CLIENT_CAPABILITIES_KEY,
-    CLIENT_INFO_KEY,
     KNOWN_VERSIONS,
     MODERN_VERSIONS,
     PROTOCOL_VERSION_KEY,
     SERVER_INFO,
-    SERVER_INFO_KEY,
     negotiate,
 )
 from handrail.protocol.session import Session
@@ -64,22 +61,6 @@ log = logging.getLogger("handrail.protocol.core")
 _MISSING = object()
 _TOOL_NAMES = frozenset(tool_names())  # a metric's labels name only tools that exist
 
-# How long (ms) a 2026-07-28 client may reuse a result, and whether shared caches may.
-# The tool list changes only with the server's version; what the workflow catalog
-# feeds changes when a workflow file does (the catalog looks twice a second), and a
-# private deployment's workflows are nobody else's business.
-STATIC_TTL_MS = 300_000
-CATALOG_TTL_MS = 5_000
-CACHE_HINTS: dict[str, tuple[int, str]] = {
-    "server/discover": (CATALOG_TTL_MS, "private"),
-    "tools/list": (STATIC_TTL_MS, "public"),
-    "resources/templates/list": (STATIC_TTL_MS, "public"),
-    "resources/list": (CATALOG_TTL_MS, "private"),
-    "resources/read": (CATALOG_TTL_MS, "private"),
-    "prompts/list": (CATALOG_TTL_MS, "private"),
-}
-_SERVER_STAMP = {SERVER_INFO_KEY: SERVER_INFO}  # `_meta` of every 2026 result (encoded, never mutated)
-_STAMP_TAIL = b',"resultType":"complete","_meta":' + encode(_SERVER_STAMP) + b"}"
 _BEFORE_INITIALIZE = frozenset({"initialize", "ping", "server/discover"})
 # the handshake era's own methods: the 2026-07-28 revision has no handshake, no ping, no
 # shutdown, no session (logging, subscriptions), and not the seed's direct tool methods
@@ -229,11 +210,11 @@ class Protocol:
                 and PROTOCOL_VERSION_KEY in meta
                 and method != "initialize"
             ):
-                request = _enveloped(request, meta)
+                request = enveloped(request, meta)
                 handler = self.handlers.get(method)
                 if handler is None or method in _HANDSHAKE_ONLY:
                     raise RpcError(METHOD_NOT_FOUND, "Method not found", {"method": method})
-                result = _stamped(method, handler(request, params))
+                result = stamped(method, handler(request, params))
             else:
                 if not self.initialized and method not in _BEFORE_INITIALIZE:
                     raise RpcError(SERVER_ERROR, "Server not initialized", {"method": method})
@@ -242,7 +223,7 @@ class Protocol:
                     raise RpcError(METHOD_NOT_FOUND, "Method not found", {"method": method})
                 result = handler(request, params)
                 if method == "server/discover":
-                    result = _stamped(method, result)
+                    result = stamped(method, result)
         except RpcError as exc:  # HandrailError included
             return exc.response(rid)
         except Exception:
@@ -416,54 +397,12 @@ def _value(reply: Any) -> Any:
     return Encoded(reply) if type(reply) is bytes else reply
 
 
-def _enveloped(request: Request, meta: dict[str, Any]) -> Request:
-    """The request a 2026-07-28 message makes of `request`, its envelope checked."""
-    if CLIENT_CAPABILITIES_KEY not in meta:
-        raise _bad_envelope(f"_meta is missing {CLIENT_CAPABILITIES_KEY}")
-    requested = meta[PROTOCOL_VERSION_KEY]
-    if not isinstance(requested, str):
-        raise _bad_envelope(f"_meta {PROTOCOL_VERSION_KEY} must be a string")
-    if requested not in MODERN_VERSIONS:
-        raise RpcError(
-            UNSUPPORTED_PROTOCOL_VERSION,
-            "Unsupported protocol version",
-            {"supported": list(MODERN_VERSIONS), "requested": requested},
-        )
-    capabilities = meta[CLIENT_CAPABILITIES_KEY]
-    if not isinstance(capabilities, dict):
-        raise _bad_envelope(f"_meta {CLIENT_CAPABILITIES_KEY} must be an object")
-    info = meta.get(CLIENT_INFO_KEY)
-    if info is not None and not isinstance(info, dict):
-        raise _bad_envelope(f"_meta {CLIENT_INFO_KEY} must be an object")
-    return replace(request, version=requested, modern=True, capabilities=capabilities)
-
-
-def _stamped(method: str, result: Any) -> Any:
-    """A 2026 result: `resultType`, the cache hints where the method has them, serverInfo.
-    A tool's result, already encoded, is stamped as bytes (the same bytes the dict would
-    encode to: no hints for tools/call)."""
-    if type(result) is Encoded:
-        data = result.data
-        tail = _STAMP_TAIL if data.strip() != b"{}" else _STAMP_TAIL[1:]
-        return Encoded(data[: data.rindex(b"}")] + tail)
-    result.setdefault("resultType", "complete")  # or input_required (an approval)
-    hint = CACHE_HINTS.get(method)
-    if hint is not None:
-        result["ttlMs"], result["cacheScope"] = hint
-    result["_meta"] = _SERVER_STAMP
-    return result
-
-
 def _internal_error(rid: Any, method: str) -> dict[str, Any]:
     """The answer to a request that failed in a way nobody foresaw: logged in full under
     an id the client is given, nothing else about it shown."""
     error_id = os.urandom(6).hex()
     log.exception("internal error %s while handling %s", error_id, method)
     return error_response(rid, INTERNAL_ERROR, "Internal error", {"errorId": error_id})
-
-
-def _bad_envelope(details: str) -> RpcError:
-    return RpcError(INVALID_PARAMS, "Invalid params", {"details": details})
 
 
 def parse_error(exc: ValueError) -> dict[str, Any]:
