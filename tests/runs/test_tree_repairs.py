@@ -10,7 +10,7 @@ import pytest
 
 from handrail.errors import HandrailError
 from handrail.runs.request import Request
-from handrail.runs.tree import Tree
+from handrail.runs.tree_writes import TreeWrites
 from tests.runs.test_tree import FILES, _finish, _service, _waiting_parent
 from tests.runs.workflows import review_files
 
@@ -20,10 +20,10 @@ B = Request(session="stdio:agent-b")
 def _crash_after_fan_in(service: Any, monkeypatch: Any, branch: str) -> None:
     """The branch completes and the parent moves on; the server dies before cancelling."""
 
-    def killed(self: Tree, run_id: str, reason: str) -> None:
+    def killed(self: TreeWrites, run_id: str, reason: str) -> None:
         raise KeyboardInterrupt("server killed after the parent moved on")
 
-    monkeypatch.setattr(Tree, "_abandon", killed)
+    monkeypatch.setattr(TreeWrites, "abandon", killed)
     with pytest.raises(KeyboardInterrupt):
         _finish(service, branch)
     monkeypatch.undo()

@@ -25,7 +25,7 @@ from handrail.errors import HandrailError
 from handrail.runs import gate_digest, machine
 from handrail.runs.pinning import Pins
 from handrail.runs.position import Position, merge_context
-from handrail.runs.tree import ACTOR as TREE_ACTOR  # a parent moved on by its children
+from handrail.runs.tree_writes import ACTOR as TREE_ACTOR  # a parent moved on by its children
 from handrail.store.base import Event, EventType, RunRecord, RunStatus
 from handrail.store.chain import Break
 

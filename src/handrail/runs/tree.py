@@ -17,31 +17,25 @@ advance heals the next time anyone looks.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from handrail.codec import json_size
 from handrail.model import Loop
-from handrail.runs import machine
 from handrail.runs.ledger import Ledger
-from handrail.runs.position import Position, merge_context
+from handrail.runs.position import Position
 from handrail.runs.shapes import recap, view
+from handrail.runs.tree_results import FINISHED, RECAP_STEPS, branch_results, fitted
 from handrail.runs.tree_rows import branch_id, branch_row, derived_id
-from handrail.store.base import ACTIVE_STATUSES, EventType, NewEvent, RunRecord, RunStatus, RunUpdate
-from handrail.store.rows import now
+from handrail.runs.tree_writes import CHILDREN_READ, TreeWrites
+from handrail.store.base import ACTIVE_STATUSES, EventType, RunRecord, RunStatus
 
 if TYPE_CHECKING:
     from handrail.catalog import Snapshot
     from handrail.model import Workflow
 
 MAX_DEPTH = 8  # sub-workflows nested this deep at most: a run's ancestors, counted up
-RECAP_STEPS = 10  # a branch's result keeps the recap of its last accepted steps, at most
 LISTED_BRANCHES = 100  # a waiting run's answer lists its first branches, at most
-CHILDREN_READ = 5000  # a parent's children read at once, at most
-FINISHED = (RunStatus.COMPLETED, RunStatus.ABANDONED)
-ACTOR = "handrail"  # the actor of the events the tree itself writes
 VISITS_SEARCHED = 10_000  # a parent's past visits an open branch is looked for in, at most
-INHERITED = ("approvalChannels", "workflowFolders")  # copied from a parent's `started` event
 R = TypeVar("R")
 
 
@@ -50,6 +44,7 @@ class Tree:
 
     def __init__(self, ledger: Ledger) -> None:
         self.ledger = ledger
+        self.writes = TreeWrites(ledger)  # the rows a tree writes
         # the server's catalog, where a sub-workflow's child finds its workflow
         self.catalog: Callable[[], Snapshot] | None = None
 
@@ -76,7 +71,7 @@ class Tree:
             return run
         run = self.healed(run)
         if run.status == RunStatus.ABANDONED:
-            self._cascade(run)
+            self.writes.cascade(run)
         run = self._settle(run)
         parent_id = run.parent_id
         for _ in range(64):  # up the tree while each level finishes (depth is bounded)
@@ -115,7 +110,7 @@ class Tree:
         """`run`, cancelled first when its parent no longer waits on it."""
         if not self.orphaned(run):
             return run
-        self._abandon(run.id, f"cancelled: its parent run {run.parent_id} no longer waits on it")
+        self.writes.abandon(run.id, f"cancelled: its parent run {run.parent_id} no longer waits on it")
         return self.ledger.store.get(run.id) or run
 
     def shown(self, run: RunRecord) -> dict[str, Any]:
@@ -208,7 +203,7 @@ class Tree:
                     f"{failed} of loop `{loop.id}`'s {count} branches were abandoned, so fewer than the "
                     f"{need} it needs can complete"
                 )
-                return self._fail(run, waiting, children, reason)
+                return self.writes.fail(run, waiting, children, reason)
             opened = False
             for index in range(min(count, finished + loop.parallel.max_parallel)):
                 if children[index] is None:
@@ -226,7 +221,7 @@ class Tree:
         if child.status == RunStatus.ABANDONED:
             reason = _abandoned_reason(self.ledger.events(child.id))
             said = f"its child run {child.id} of workflow `{workflow_id}` was abandoned: {reason}"
-            return self._fail(run, waiting, (), said)
+            return self.writes.fail(run, waiting, (), said)
         if child.status != RunStatus.COMPLETED:
             return None
         workflow = self.ledger.pinned(None, run)
@@ -236,7 +231,8 @@ class Tree:
         if sub is None:
             return None
         child_workflow = self.ledger.pinned(None, child)
-        result = self._fit(
+        result = fitted(
+            self.ledger,
             run,
             [
                 {
@@ -251,7 +247,7 @@ class Tree:
             ],
         )
         output = f"Child run {child.id} of workflow `{workflow_id}` completed."
-        return self._accept(
+        return self.writes.accept(
             run, waiting, workflow, step_id, {sub.results_var: result[0] if result else {}}, output
         )
 
@@ -268,7 +264,7 @@ class Tree:
         if waiting.get("kind") == "branches":
             if child.branch is None or branch_id(parent, waiting, child.branch) != child.id:
                 return
-            self._abandon(child.id, f"declined: {issues[0]}")
+            self.writes.abandon(child.id, f"declined: {issues[0]}")
             ended = self.ledger.store.get(child.id)
             if ended is not None:
                 self.after(ended)  # the parent opens its next branch, or fails the loop
@@ -276,7 +272,7 @@ class Tree:
         if waiting.get("kind") != "child" or branch_id(parent, waiting, 0) != child.id:
             return
         said = f"its child run {child.id} of workflow `{waiting.get('workflowId')}` was declined: {issues[0]}"
-        self._fail(parent, waiting, [self.ledger.store.get(child.id)], said)
+        self.writes.fail(parent, waiting, [self.ledger.store.get(child.id)], said)
 
     def _start_child(self, run: RunRecord, waiting: Mapping[str, Any], workflow_id: str) -> RunRecord | None:
         depth, above, lineage = 0, run, [run.workflow_id]
@@ -291,16 +287,18 @@ class Tree:
             path = list(dict.fromkeys(reversed(lineage[: lineage.index(workflow_id) + 1])))
             cycle = " → ".join(f"`{w}`" for w in [*path, workflow_id])
             said = f"workflow `{workflow_id}` would start itself again ({cycle}): a cycle is not started"
-            return self._fail(run, waiting, (), said)
+            return self.writes.fail(run, waiting, (), said)
         if depth >= MAX_DEPTH:
             said = f"runs are nested {MAX_DEPTH} deep, the most there may be: `{workflow_id}` is not started"
-            return self._fail(run, waiting, (), said)
+            return self.writes.fail(run, waiting, (), said)
         snapshot = self.catalog() if self.catalog is not None else None
         if snapshot is None:
             return None  # a read with the catalog at hand starts it (workflow_resume, workflow_continue)
         workflow = snapshot.get(workflow_id)
         if workflow is None:
-            return self._fail(run, waiting, (), f"workflow `{workflow_id}` is not in the server's catalog")
+            return self.writes.fail(
+                run, waiting, (), f"workflow `{workflow_id}` is not in the server's catalog"
+            )
         context = dict(waiting.get("context") or {})
         size, limit = json_size(context), self.ledger.max_context_bytes
         if size > limit:
@@ -308,10 +306,10 @@ class Tree:
                 f"the context of its child run of workflow `{workflow_id}` would be {size} bytes as JSON, "
                 f"over the server's limit of {limit} (maxContextBytes)"
             )
-            return self._fail(run, waiting, (), said)
+            return self.writes.fail(run, waiting, (), said)
         position, _ = Position((), (), None, None, False).advanced(workflow, context)
         self.ledger.store.put_source(workflow.content_hash, workflow.id, workflow.document)
-        made = self._make_below(
+        made = self.writes.make_below(
             run,
             branch_id(run, waiting, 0),
             (workflow.id, workflow.version, workflow.content_hash),
@@ -322,25 +320,6 @@ class Tree:
         )
         settled = self.after(made)  # the child may wait for children of its own, or be done
         return self.ledger.store.get(run.id) if settled.status in FINISHED else None
-
-    def _create(self, run: RunRecord, events: Sequence[NewEvent]) -> RunRecord:
-        """A child run, made once whoever asks (its id is derived)."""
-        try:
-            return self.ledger.create(run, events)
-        except Exception:
-            made = self.ledger.store.get(run.id)  # another server made it first
-            if made is None:
-                raise
-            return made
-
-    def _inherited(self, parent: RunRecord) -> dict[str, Any]:
-        """What a run below `parent` keeps of the server that started the tree: the approval
-        channels it took and the workflow folders the gate protects, from the parent's
-        `started` event (which has them from its own parent, up to the root)."""
-        first = next((e for e in self.ledger.store.gate_events(parent.id, 1) if e.seq == 1), None)
-        if first is None or first.type != EventType.STARTED:
-            return {}
-        return {k: first.data[k] for k in INHERITED if k in first.data}
 
     def _children(self, run: RunRecord, waiting: Mapping[str, Any]) -> list[RunRecord | None]:
         ids = [branch_id(run, waiting, i) for i in range(int(waiting.get("count", 0)))]
@@ -368,7 +347,7 @@ class Tree:
             scope=scope,
         )
         position, _ = start.advanced(workflow, context)
-        return self._make_below(
+        return self.writes.make_below(
             parent,
             run_id,
             (parent.workflow_id, parent.workflow_version, parent.source_hash),
@@ -380,60 +359,6 @@ class Tree:
             {"item": item},
         )
 
-    def _make_below(
-        self,
-        parent: RunRecord,
-        run_id: str,
-        pinned: tuple[str, str, str],
-        goal: str,
-        context: Mapping[str, Any],
-        position: Position,
-        step: str,
-        branch: int | None = None,
-        more: Mapping[str, Any] | None = None,
-    ) -> RunRecord:
-        """Make run `run_id` below `parent` at its `step`, now, on the workflow `pinned`
-        (id, version, source hash), with its `started` event (and `completed` when its
-        position is already past its last step)."""
-        workflow_id, version, source_hash = pinned
-        at = now()
-        run = RunRecord(
-            id=run_id,
-            owner=parent.owner,
-            workspace=parent.workspace,
-            workflow_id=workflow_id,
-            workflow_version=version,
-            source_hash=source_hash,
-            goal=goal,
-            status=RunStatus.ACTIVE,
-            context=context,
-            position=position.to_stored(),
-            accepted=0,
-            created_at=at,
-            updated_at=at,
-            version=1,
-            parent_id=parent.id,
-            parent_step=step,
-            branch=branch,
-        )
-        started = {
-            "workflowId": workflow_id,
-            "workflowVersion": version,
-            "sourceHash": source_hash,
-            "goal": goal,
-            "workspace": parent.workspace,
-            "context": context,
-            "parentId": parent.id,
-            "parentStep": step,
-            **({} if branch is None else {"branch": branch}),
-            **(more or {}),
-            **self._inherited(parent),
-        }
-        events = [NewEvent(EventType.STARTED, data=started)]
-        if position.is_complete:
-            events.append(NewEvent(EventType.COMPLETED))
-        return self._create(run, events)
-
     def _gather(
         self,
         run: RunRecord,
@@ -444,129 +369,17 @@ class Tree:
     ) -> RunRecord:
         """Accept the loop on the parent, its results in item order; cancel the open branches."""
         assert loop.parallel is not None
-        results = self._results(run, workflow, loop, children)
+        results = branch_results(self.ledger, run, workflow, loop, children)
         done = sum(1 for c in children if c is not None and c.status == RunStatus.COMPLETED)
         output = f"{done} of the {len(children)} branches of loop `{loop.id}` completed."
-        written = self._accept(run, waiting, workflow, loop.id, {loop.parallel.results_var: results}, output)
+        written = self.writes.accept(
+            run, waiting, workflow, loop.id, {loop.parallel.results_var: results}, output
+        )
         reason = f"cancelled: loop `{loop.id}` of run {run.id} had the branches it needed"
         for child in children:
             if child is not None and child.status in ACTIVE_STATUSES:
-                self._abandon(child.id, reason)
+                self.writes.abandon(child.id, reason)
         return written
-
-    def _accept(
-        self,
-        run: RunRecord,
-        waiting: Mapping[str, Any],
-        workflow: Workflow,
-        step_id: str,
-        changes: Mapping[str, Any],
-        output: str,
-    ) -> RunRecord:
-        """The step the parent waited on accepted, `changes` merged into its context; once,
-        whoever else tries at the same moment (a compare-and-set write)."""
-
-        def once() -> RunRecord:
-            fresh = self._still_waiting(run.id, waiting)
-            if fresh is None:
-                return self.ledger.store.get(run.id) or run  # another server moved it on
-            position = Position.stored(fresh.position)
-            context = merge_context(fresh.context, changes)
-            after, _ = replace(position, waiting=None).advanced(workflow, context, done=step_id)
-            node = workflow.nodes.get(step_id)
-            shown = {"title": node.title} if node is not None else {}
-            events = [NewEvent(EventType.ACCEPTED, step_id, {"output": output, **shown})]
-            if after.is_complete:
-                events.append(NewEvent(EventType.COMPLETED))
-            change = RunUpdate(context=context, position=after.to_stored(), accepted=fresh.accepted + 1)
-            return self.ledger.write(fresh, change, events, ACTOR)
-
-        return self.ledger.retrying(run.id, once)
-
-    def _fail(
-        self, run: RunRecord, waiting: Mapping[str, Any], children: Sequence[RunRecord | None], reason: str
-    ) -> RunRecord:
-        """The parent's step fails: a `rejected` event, and the run waits on with the reason."""
-
-        def once() -> RunRecord:
-            fresh = self._still_waiting(run.id, waiting)
-            if fresh is None:
-                return self.ledger.store.get(run.id) or run
-            position = Position.stored(fresh.position)
-            guidance = {
-                **(position.guidance or {}),
-                "prompt": f"This run's step `{waiting.get('stepId')}` failed: {reason}. Abandon the run "
-                "(workflow_abandon) and start a new one to try again.",
-            }
-            failed = replace(position, waiting={**waiting, "failed": reason}, guidance=guidance)
-            data = {"output": "", "issues": [reason], "suggestions": []}
-            event = NewEvent(EventType.REJECTED, str(waiting.get("stepId")), data)
-            return self.ledger.write(fresh, RunUpdate(position=failed.to_stored()), [event], ACTOR)
-
-        written = self.ledger.retrying(run.id, once)
-        for child in children:
-            if child is not None and child.status in ACTIVE_STATUSES:
-                self._abandon(child.id, f"cancelled: {reason}")
-        return written
-
-    def _still_waiting(self, run_id: str, waiting: Mapping[str, Any]) -> RunRecord | None:
-        fresh = self.ledger.store.get(run_id)
-        if fresh is None or fresh.status != RunStatus.ACTIVE:
-            return None
-        return fresh if Position.stored(fresh.position).waiting == waiting else None
-
-    def _results(
-        self, run: RunRecord, workflow: Workflow, loop: Loop, children: Sequence[RunRecord | None]
-    ) -> list[dict[str, Any]]:
-        """Each branch's result in item order: its status, the recap of its last accepted
-        steps and the context it changed; cut down to fit the parent's context limit."""
-        from handrail.expr import lookup  # as in _open
-
-        items = lookup(run.context, loop.items or "")
-        full: list[dict[str, Any]] = []
-        for index, child in enumerate(children):
-            item = items[index] if isinstance(items, list) and index < len(items) else None
-            row: dict[str, Any] = {"index": index, "item": item}
-            if child is None:
-                full.append({**row, "status": "cancelled"})
-                continue
-            status = child.status.value if child.status in FINISHED else "cancelled"  # cancelled next
-            row.update({"runId": child.id, "status": status})
-            row["outputs"] = recap(self.ledger.store.shown_events(child.id, 0), workflow)[-RECAP_STEPS:]
-            row["context"] = {
-                k: v for k, v in child.context.items() if k not in run.context or run.context[k] != v
-            }
-            full.append(row)
-        return self._fit(run, full)
-
-    def _fit(self, run: RunRecord, full: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Results cut down, as little as will do, to fit the parent's context limit."""
-        room = self.ledger.max_context_bytes - json_size(run.context) - 64
-        for cut in (_whole, _without_context, _last_output, _status_only):
-            shaped = [cut(r) for r in full]
-            if json_size(shaped) <= room:
-                return shaped
-        return []
-
-    # -- cancelling -------------------------------------------------------------------
-    def _cascade(self, run: RunRecord) -> None:
-        """An abandoned run's open children are abandoned too, and theirs."""
-        reason = f"cancelled: its parent run {run.id} was abandoned"
-        store = self.ledger.store
-        for child in store.list_runs(parent_id=run.id, statuses=ACTIVE_STATUSES, limit=CHILDREN_READ):
-            self._abandon(child.id, reason)
-
-    def _abandon(self, run_id: str, reason: str) -> None:
-        def once() -> RunRecord | None:
-            found = self.ledger.store.get(run_id)
-            if found is None or not machine.allows(found.status, EventType.ABANDONED):
-                return None
-            event = NewEvent(EventType.ABANDONED, data={"reason": reason})
-            return self.ledger.write(found, RunUpdate(), [event], ACTOR)
-
-        written = self.ledger.retrying(run_id, once)
-        if written is not None:
-            self._cascade(written)
 
 
 def _in_tree(run: RunRecord) -> bool:
@@ -579,23 +392,3 @@ def _abandoned_reason(events: Sequence[Any]) -> str:
         if event.type == EventType.ABANDONED:
             return str(event.data.get("reason", "no reason given"))
     return "no reason given"
-
-
-def _whole(row: dict[str, Any]) -> dict[str, Any]:
-    return row
-
-
-def _without_context(row: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in row.items() if k != "context"}
-
-
-def _last_output(row: dict[str, Any]) -> dict[str, Any]:
-    outputs = row.get("outputs")
-    out = _without_context(row)
-    if outputs:
-        out["outputs"] = outputs[-1:]
-    return out
-
-
-def _status_only(row: dict[str, Any]) -> dict[str, Any]:
-    return {k: row[k] for k in ("index", "runId", "status") if k in row}
