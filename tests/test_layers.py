@@ -54,7 +54,6 @@ SIZE_DEBT: dict[str, int] = {
     "module handrail.gate.install": 527,
     "module handrail.runs.decisions": 645,
     "module handrail.runs.gate": 520,
-    "module handrail.store.sqlite": 509,
 }
 
 

@@ -1,5 +1,7 @@
-"""The dashboard's sessions (store/sessions.py) and passkey challenges
-(store/challenges.py), written and read the same way by both stores: the same SQL with
+"""The dashboard's sessions (store/sessions.py), passkey challenges
+(store/challenges.py), the people's passkeys (store/passkeys.py) and a run's
+notifications (store/outbox.py), the events a recap shows, the audit trail's and the
+idle runs, written and read the same way by both stores: the same SQL with
 the driver's placeholder, one transaction a call. A store names its placeholder and
 the transaction it writes in; the rest is here once."""
 
@@ -8,7 +10,13 @@ from __future__ import annotations
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
+from handrail.store import outbox
+from handrail.store.rows import EVENTS_SINCE_QUERY, RUN_COLUMNS, read_events, read_linked, run_record
+from handrail.store.shown_query import shown_events_query, shown_events_values
+
 if TYPE_CHECKING:  # loaded when a session is kept, never by a gate hook's read
+    from handrail.store.base import Event, Notification, RunRecord
+    from handrail.store.passkeys import Passkey
     from handrail.store.sessions import KeptSession
 
 
@@ -53,3 +61,52 @@ class KeptRows:
         with self._kept() as db:  # the DELETE that returns it is its one use, on any server
             rows = db.execute(challenges.take(self._mark), (challenges.key_of(key), now)).fetchall()
         return str(rows[0][0]) if rows else None
+
+    def notifications(self, run_id: str) -> list[Notification]:
+        from handrail.store import outbox  # lazy: what a hook never calls
+
+        with self._kept(write=False) as db:
+            rows = db.execute(outbox.listing(self._mark), (run_id,)).fetchall()
+        return [outbox.notification(r) for r in rows]
+
+    def passkeys(self, person: str | None = None) -> list[Passkey]:
+        from handrail.store import passkeys  # lazy: what a hook never calls
+
+        with self._kept(write=False) as db:
+            found = db.execute(passkeys.select(self._mark, person), () if person is None else (person,))
+            rows = found.fetchall()
+        return [passkeys.passkey(r) for r in rows]
+
+    def add_passkey(self, key: Passkey) -> None:
+        from handrail.store import passkeys  # lazy: what a hook never calls
+
+        with self._kept() as db:
+            db.execute(passkeys.insert(self._mark), key.values())
+
+    def passkey_used(self, credential_id: str, sign_count: int) -> None:
+        from handrail.store import passkeys  # lazy: what a hook never calls
+
+        with self._kept() as db:
+            db.execute(passkeys.count_used(self._mark), (sign_count, credential_id))
+
+    def remove_passkey(self, person: str, credential_id: str) -> bool:
+        from handrail.store import passkeys  # lazy: what a hook never calls
+
+        with self._kept() as db:
+            return bool(db.execute(passkeys.delete(self._mark), (person, credential_id)).rowcount > 0)
+
+    def events_since(self, at: str, limit: int) -> list[tuple[str, Event, str | None]]:
+        with self._kept(write=False) as db:
+            rows = db.execute(EVENTS_SINCE_QUERY.format(mark=self._mark), (at, limit)).fetchall()
+        return read_linked(rows)
+
+    def shown_events(self, run_id: str, recent: int) -> list[Event]:
+        with self._kept(write=False) as db:
+            found = db.execute(shown_events_query(self._mark), shown_events_values(run_id, recent))
+            rows = found.fetchall()
+        return read_events(sorted(rows, key=lambda row: int(row[0])))
+
+    def idle_runs(self, before: str, limit: int) -> list[RunRecord]:
+        with self._kept(write=False) as db:
+            rows = db.execute(outbox.idle(self._mark).format(columns=RUN_COLUMNS), (before, limit)).fetchall()
+        return [run_record(r) for r in rows]

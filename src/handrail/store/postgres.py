@@ -26,7 +26,7 @@ import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from handrail.errors import StorageError
-from handrail.store import claims, outbox, passkeys, summary
+from handrail.store import claims, outbox, summary
 from handrail.store.base import (
     LIST_LIMIT,
     STUCK_PART,
@@ -35,7 +35,6 @@ from handrail.store.base import (
     Event,
     NewEvent,
     NewNotification,
-    Notification,
     RunFilter,
     RunRecord,
     RunUpdate,
@@ -45,10 +44,8 @@ from handrail.store.base import (
 from handrail.store.chain import EVENT_COLUMNS, backfill, chained_rows, new_head
 from handrail.store.gate_query import gate_events_query, gate_events_values
 from handrail.store.kept_rows import KeptRows
-from handrail.store.passkeys import Passkey
 from handrail.store.rows import (
     EVENTS_QUERY,
-    EVENTS_SINCE_QUERY,
     RUN_COLUMNS,
     insert_events,
     insert_run,
@@ -57,12 +54,10 @@ from handrail.store.rows import (
     move,
     now,
     read_events,
-    read_linked,
     run_record,
     seal_backfill,
 )
 from handrail.store.schema import MIGRATIONS_TABLE, SEAL_MIGRATION, migrations, newer_than_known
-from handrail.store.shown_query import shown_events_query, shown_events_values
 
 MIGRATIONS = migrations("postgresql")
 MIGRATION_LOCK = 0x68616E64  # any constant: the advisory lock replicas take to migrate
@@ -295,19 +290,9 @@ class PostgresStore(KeptRows):
         with self._connection() as db:
             return read_events(db.execute(EVENTS_QUERY.format(mark="%s"), (run_id,)).fetchall())
 
-    def events_since(self, at: str, limit: int) -> list[tuple[str, Event, str | None]]:
-        with self._connection() as db:
-            rows = db.execute(EVENTS_SINCE_QUERY.format(mark="%s"), (at, limit)).fetchall()
-        return read_linked(rows)
-
     def gate_events(self, run_id: str, recent: int) -> list[Event]:
         with self._connection() as db:
             rows = db.execute(gate_events_query("%s"), gate_events_values(run_id, recent)).fetchall()
-        return read_events(sorted(rows, key=lambda row: int(row[0])))
-
-    def shown_events(self, run_id: str, recent: int) -> list[Event]:
-        with self._connection() as db:
-            rows = db.execute(shown_events_query("%s"), shown_events_values(run_id, recent)).fetchall()
         return read_events(sorted(rows, key=lambda row: int(row[0])))
 
     def aggregate(self, sql: str, values: Sequence[Any]) -> list[tuple[Any, ...]]:
@@ -316,11 +301,6 @@ class PostgresStore(KeptRows):
             return db.execute(sql.encode(), list(values)).fetchall()
 
     # -- the notification outbox ------------------------------------------------------
-    def idle_runs(self, before: str, limit: int) -> list[RunRecord]:
-        with self._connection() as db:
-            rows = db.execute(outbox.idle("%s").format(columns=RUN_COLUMNS), (before, limit)).fetchall()
-        return [run_record(r) for r in rows]
-
     def notify_idle(self, run: RunRecord, notifications: Sequence[NewNotification]) -> int:
         added = 0
         with self._connection() as db, db.transaction():
@@ -343,29 +323,6 @@ class PostgresStore(KeptRows):
                 outcome = send(n)
                 db.execute(outbox.record("%s"), outbox.recorded(n, outcome, now()))
         return len(claimed)
-
-    def notifications(self, run_id: str) -> list[Notification]:
-        with self._connection() as db:
-            rows = db.execute(outbox.listing("%s"), (run_id,)).fetchall()
-        return [outbox.notification(r) for r in rows]
-
-    # -- passkeys (store/passkeys.py) ---------------------------------------------------
-    def passkeys(self, person: str | None = None) -> list[Passkey]:
-        with self._connection() as db:
-            rows = db.execute(passkeys.select("%s", person), () if person is None else (person,)).fetchall()
-        return [passkeys.passkey(r) for r in rows]
-
-    def add_passkey(self, key: Passkey) -> None:
-        with self._connection() as db:
-            db.execute(passkeys.insert("%s"), key.values())
-
-    def passkey_used(self, credential_id: str, sign_count: int) -> None:
-        with self._connection() as db:
-            db.execute(passkeys.count_used("%s"), (sign_count, credential_id))
-
-    def remove_passkey(self, person: str, credential_id: str) -> bool:
-        with self._connection() as db:
-            return db.execute(passkeys.delete("%s"), (person, credential_id)).rowcount > 0
 
     def _kept(self, write: bool = True) -> AbstractContextManager[psycopg.Connection[Any]]:
         return self._connection()

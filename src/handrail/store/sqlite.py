@@ -40,7 +40,6 @@ from handrail.store.base import (
     Event,
     NewEvent,
     NewNotification,
-    Notification,
     RunFilter,
     RunRecord,
     RunUpdate,
@@ -53,7 +52,6 @@ from handrail.store.gate_window import NEWER_QUERY, GateWindows
 from handrail.store.kept_rows import KeptRows
 from handrail.store.rows import (
     EVENTS_QUERY,
-    EVENTS_SINCE_QUERY,
     RUN_COLUMNS,
     insert_events,
     insert_run,
@@ -63,18 +61,17 @@ from handrail.store.rows import (
     move,
     now,
     read_events,
-    read_linked,
     run_record,
     seal_backfill,
 )
 from handrail.store.schema import MIGRATIONS_TABLE, SEAL_MIGRATION, migrations, newer_than_known, statements
-from handrail.store.shown_query import shown_events_query, shown_events_values
+from handrail.store.sqlite_failures import DAMAGED, damaged, failed, locked
 from handrail.store.urls import sqlite_url
 
 # what only a server's calls need (claims, passkeys, dashboard sessions, statistics) is
 # imported where it is used, so that a gate hook, which reads one run, does not load it
 if TYPE_CHECKING:
-    from handrail.store.passkeys import Passkey
+    pass
 
 __all__ = ["MIGRATIONS", "SqliteStore", "now"]
 
@@ -96,9 +93,6 @@ def _time_left() -> float | None:
 
 CLAIM_S = 30.0  # how long claimed notifications are another process's (a batch of sends takes less)
 BUSY_TIMEOUT_S = 5.0  # how long a write waits for another process's write lock
-DAMAGED = ("SQLITE_CORRUPT", "SQLITE_NOTADB")  # sqlite3 error names, and their extended forms
-UNWRITABLE = ("SQLITE_FULL", "SQLITE_IOERR", "SQLITE_CANTOPEN", "SQLITE_READONLY")
-LOCKED = ("SQLITE_BUSY", "SQLITE_LOCKED")
 
 MIGRATIONS = migrations("sqlite")
 
@@ -167,41 +161,21 @@ class SqliteStore(KeptRows):
             raise self._damage("; ".join(str(f) for f in found))
         self._checked = True
 
-    # -- failures --------------------------------------------------------------------
+    # -- failures (store/sqlite_failures.py) ---------------------------------------
     def _damage(self, what: str) -> StorageError:
         """The store's answer, from now on, to every call: the file is damaged."""
         if self._damaged is None:
-            self._damaged = StorageError(
-                f"the run database {self.path} is damaged ({' '.join(what.split())[:200]}); handrail "
-                f"will neither read nor write it: restore it from a backup, or save what it still holds "
-                f"with `sqlite3 {self.path} .recover | sqlite3 {self.path}.recovered` and use that file",
-                {"database": str(self.path), "problem": "damaged"},
-            )
+            self._damaged = damaged(self.path, what)
         return self._damaged
 
     def _failed(self, exc: sqlite3.Error, doing: str = "the run database refused the call") -> StorageError:
         name = getattr(exc, "sqlite_errorname", "") or ""
         if name.startswith(DAMAGED):
             return self._damage(str(exc))
-        data: dict[str, Any] = {"database": str(self.path)}
-        if name.startswith(LOCKED):
-            return self._locked()
-        if name.startswith(UNWRITABLE):
-            return StorageError(
-                f"the run database {self.path} could not be written ({exc}); nothing of this call "
-                "was saved: is its disk full or read-only? Free space or fix its permissions, then "
-                "try again",
-                data | {"problem": "unwritable"},
-            )
-        return StorageError(f"{doing} {self.path}: {exc}", data)
+        return failed(self.path, exc, doing, self.busy_timeout)
 
     def _locked(self) -> StorageError:
-        return StorageError(
-            f"the run database {self.path} is locked: its write lock stayed taken (by another "
-            f"process, or by writes queued before this one) for the {self.busy_timeout:g} s a write "
-            f"waits; nothing was written, try again (`fuser {self.path}` shows who has it open)",
-            {"database": str(self.path), "problem": "locked", "lock": "write"},
-        )
+        return locked(self.path, self.busy_timeout)
 
     def _usable(self) -> None:
         if self._damaged is not None:
@@ -396,11 +370,6 @@ class SqliteStore(KeptRows):
         with self._read() as db:
             return read_events(db.execute(EVENTS_QUERY.format(mark="?"), (run_id,)).fetchall())
 
-    def events_since(self, at: str, limit: int) -> list[tuple[str, Event, str | None]]:
-        with self._read() as db:
-            rows = db.execute(EVENTS_SINCE_QUERY.format(mark="?"), (at, limit)).fetchall()
-        return read_linked(rows)
-
     def gate_events(self, run_id: str, recent: int) -> list[Event]:
         """As `RunStore.gate_events`; a run read before is read on from its newest event
         kept (store/gate_window.py), so a hook's cost does not follow the log's length."""
@@ -417,22 +386,12 @@ class SqliteStore(KeptRows):
         self._windows.put(run_id, recent, rows, events)
         return events
 
-    def shown_events(self, run_id: str, recent: int) -> list[Event]:
-        with self._read() as db:
-            rows = db.execute(shown_events_query("?"), shown_events_values(run_id, recent)).fetchall()
-        return read_events(sorted(rows, key=lambda row: int(row[0])))
-
     def aggregate(self, sql: str, values: Sequence[Any]) -> list[tuple[Any, ...]]:
         """One read-only query's rows (store/stats.py)."""
         with self._read() as db:
             return db.execute(sql, tuple(values)).fetchall()
 
     # -- the notification outbox ------------------------------------------------------
-    def idle_runs(self, before: str, limit: int) -> list[RunRecord]:
-        with self._read() as db:
-            rows = db.execute(outbox.idle("?").format(columns=RUN_COLUMNS), (before, limit)).fetchall()
-        return [run_record(r) for r in rows]
-
     def notify_idle(self, run: RunRecord, notifications: Sequence[NewNotification]) -> int:
         with self._write() as db:
             before = db.total_changes
@@ -466,37 +425,6 @@ class SqliteStore(KeptRows):
             with self._write() as db:
                 db.execute(outbox.record("?"), outbox.recorded(n, outcome, now()))
         return len(claimed)
-
-    def notifications(self, run_id: str) -> list[Notification]:
-        with self._read() as db:
-            rows = db.execute(outbox.listing("?"), (run_id,)).fetchall()
-        return [outbox.notification(r) for r in rows]
-
-    # -- passkeys (store/passkeys.py) ---------------------------------------------------
-    def passkeys(self, person: str | None = None) -> list[Passkey]:
-        from handrail.store import passkeys  # lazy: what a hook never calls
-
-        with self._read() as db:
-            rows = db.execute(passkeys.select("?", person), () if person is None else (person,)).fetchall()
-        return [passkeys.passkey(r) for r in rows]
-
-    def add_passkey(self, key: Passkey) -> None:
-        from handrail.store import passkeys  # lazy: what a hook never calls
-
-        with self._write() as db:
-            db.execute(passkeys.insert("?"), key.values())
-
-    def passkey_used(self, credential_id: str, sign_count: int) -> None:
-        from handrail.store import passkeys  # lazy: what a hook never calls
-
-        with self._write() as db:
-            db.execute(passkeys.count_used("?"), (sign_count, credential_id))
-
-    def remove_passkey(self, person: str, credential_id: str) -> bool:
-        from handrail.store import passkeys  # lazy: what a hook never calls
-
-        with self._write() as db:
-            return db.execute(passkeys.delete("?"), (person, credential_id)).rowcount > 0
 
     def _kept(self, write: bool = True) -> contextlib.AbstractContextManager[sqlite3.Connection]:
         return self._write() if write else self._read()
