@@ -51,7 +51,6 @@ MAX_FUNCTION = 80
 MAX_MODULE = 450
 SIZE_DEBT: dict[str, int] = {
     "module handrail.gate.hook": 598,
-    "module handrail.gate.install": 527,
     "module handrail.runs.decisions": 645,
     "module handrail.runs.gate": 520,
 }

@@ -15,6 +15,11 @@ def add_gate(gate: argparse.ArgumentParser) -> None:
 
 
 def gate_command(args: argparse.Namespace) -> int:
+    if args.event == "doctor":
+        from handrail.gate.doctor import doctor  # lazy: a hook's start-up
+
+        found: int = doctor(args)
+        return found
     if args.event in MANAGE:
         from handrail.gate.install import manage  # lazy: a hook's start-up
 
