@@ -30,7 +30,18 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from handrail.gate import Answer, HookInputError, claude_code, codex, cursor, gemini, git_hooks, hook_input
+from handrail.gate import (
+    Answer,
+    HookInputError,
+    active_marks,
+    claude_code,
+    codex,
+    cursor,
+    effects,
+    gemini,
+    git_hooks,
+    hook_input,
+)
 from handrail.gate.hook import protected_paths, replay_outages, store_failed
 from handrail.home import handrail_home
 from handrail.runs import gate_store
@@ -87,7 +98,7 @@ class HookServer:
             log.warning("gate: cannot read a hook body: %r", exc)
             return _error(400, f"handrail gate: hook input cannot be read ({type(exc).__name__})")
         try:
-            decision = self.decide(event, options, person, more)
+            decision = self.decide(harness, event, options, person, more)
         except Exception as exc:  # the store cannot be read: `on-error` says what happens
             log.warning("gate: cannot read the run store: %s", exc)
             owner = self.runs.owner(Request(owner=person))  # its outage record waits for this person's runs
@@ -99,11 +110,25 @@ class HookServer:
         return _posted(harness, claude_code.answer(name, decision))
 
     def decide(
-        self, event: GateEvent, options: Options, person: str | None, more: Sequence[GateEvent] = ()
+        self,
+        harness: str,
+        event: GateEvent,
+        options: Options,
+        person: str | None,
+        more: Sequence[GateEvent] = (),
     ) -> Decision:
+        """As the command hook decides: the judgement, then what the tool call did
+        (gate/effects.py). The workspace checked is the run's own, as its row says, found
+        because it holds the posted `cwd` and is this person's: a request names no other
+        folder the server reads or writes."""
         owner = self.runs.owner(Request(owner=person))
         store = self.runs.store
-        decision = gate_store.judge(store, event, options, self.protected, [event.cwd], owner, more)
+        seen: list[str] = []
+        judged = gate_store.judged(store, event, options, self.protected, [event.cwd], owner, more, seen)
+        active_marks.note(self.home, seen, [event.cwd], forget=False)
+        decision = judged.decision
+        if harness != "git":  # git's hooks refuse ref updates; what a tool call did is checked around it
+            decision = effects.follow(store, event, judged, options, self.protected, self.home)
         replay_outages(store, [event.cwd], owner, self.home)
         return decision
 
