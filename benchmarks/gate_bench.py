@@ -8,8 +8,9 @@ pre-commit hook. Budget: each at most `HOOK_BUDGET` times the floor (wall p50).
 
 Then the same events as Claude Code's HTTP hooks: POSTed to a real `handrail serve`
 on the same store, request to answer, on a kept-alive connection and on a new one
-each time, and a PostToolUse that changed nothing. Budget: at most `HTTP_BUDGET_MS`
-(p50, kept-alive).
+each time, and a PostToolUse of a Bash call that changed nothing, which runs the
+after-tool check (the workspace a small git repository, compared with its baseline).
+Budget: at most `HTTP_BUDGET_MS` (p50, kept-alive).
 
     python -m benchmarks.gate_bench [--rounds 30] [--events 5000]
 
@@ -152,6 +153,18 @@ def lengthen(world: Any, count: int) -> None:
         store.close()
 
 
+def repository(folder: Path, env: dict[str, str]) -> None:
+    """A small repository in `folder`: 50 files in a few folders, committed."""
+    for n in range(50):
+        path = folder / f"src/part{n % 5}/module{n}.py"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"VALUE = {n}\n" * 20)
+    identity = {"GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@example.invalid"}
+    identity |= {"GIT_COMMITTER_NAME": "b", "GIT_COMMITTER_EMAIL": "b@example.invalid"}
+    for argv in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "the code"]):
+        subprocess.run(["git", *argv], cwd=folder, env=env | identity, check=True, capture_output=True)
+
+
 def http_hooks(world: Any, rounds: int) -> dict[str, list[float]]:
     """Request to answer of POST /hooks/claude-code on a `handrail serve` of the world's store."""
     import http.client
@@ -160,11 +173,13 @@ def http_hooks(world: Any, rounds: int) -> dict[str, list[float]]:
     from tests.helpers.http import HttpServer
 
     read = {"file_path": str(world.workspace / "src" / "cart.py")}
+    repository(world.workspace, world.env())
     bodies = {
         "http pre-tool-use, allowed": claude_input(world, "PreToolUse", tool_name="Read", tool_input=read),
         "http pre-tool-use, denied": claude_input(world, "PreToolUse", tool_name="Edit", tool_input=read),
+        # a Bash call may change anything: the after-tool check compares the workspace
         "http post-tool-use, no change": claude_input(
-            world, "PostToolUse", tool_name="Read", tool_input=read, tool_response={}
+            world, "PostToolUse", tool_name="Bash", tool_input={"command": "ls"}, tool_response={}
         ),
     }
     headers = {"Content-Type": "application/json"}
@@ -188,6 +203,7 @@ def http_hooks(world: Any, rounds: int) -> dict[str, list[float]]:
                 connection.getresponse().read()
                 fresh.append(time.perf_counter() - start)
                 connection.close()
+    assert (world.handrail_home / "gate").is_dir(), "the after-tool check took no baseline"
     return times
 
 

@@ -56,7 +56,7 @@ def test_the_http_hook_answers_each_case_as_the_command_does(world: GateWorld, p
     runs = Runs(lambda: open_store(world.url))
     try:
         server = HookServer(runs, world.url)
-        status, body = server.answer(
+        status, body, _ = server.answer(
             "claude-code", filled(case["stdin"], world).encode(), query_of(case["options"]), None
         )
     finally:

@@ -153,16 +153,16 @@ SERVER_ANSWERS = "test event: the server's hooks answer, and take the token"
 
 
 def _server_answers(args: argparse.Namespace) -> str:
-    """Whether the server's hooks answer with this token: an empty hook input is
-    refused (400) by a server that took the token, and records nothing."""
+    """Whether the server's hooks answer with this token: an empty hook input is refused
+    by a server that took the token (400; 200 while a run is active), recording nothing."""
     from handrail.gate import remote  # lazy: a hook's start-up
     from handrail.runs.gate import GateEvent  # lazy: a hook's start-up
 
     try:
-        status, _ = remote.post(args, "claude-code", GateEvent("prompt", os.getcwd()), b"")
+        status, _, _ = remote.post(args, "claude-code", GateEvent("prompt", os.getcwd()), b"")
     except remote.Unreachable as exc:
         return f"test event: {exc}"
-    if status == 400:
+    if status in (200, 400):
         return SERVER_ANSWERS
     return f"test event: the server answered {status}"
 

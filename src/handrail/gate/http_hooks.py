@@ -4,15 +4,15 @@ server's own run store, as the person the request's token names.
 
 Claude Code posts its hook JSON (the command hook's stdin) and reads the answer the
 command would print: 200 with the same JSON, or 200 with an empty body for "no
-decision". Input the gate cannot read is 400 with `{"error": ...}`: Claude Code's
-non-blocking error for an HTTP hook, so the action goes on, as with the command's
-exit 1.
+decision". A body the gate cannot read, or a judgement that fails, is refused in the
+blocking form while a run could be the caller's, and is otherwise 400 with
+`{"error": ...}` (gate/http_refusals.py): Claude Code reads any non-2xx as "go on".
 
 Cursor, Gemini CLI and Codex run command hooks only: `handrail gate EVENT --harness H
 --server URL` posts their hook JSON as it came to `/hooks/<harness>`, whose
 `hook_event_name` says which event it is, and prints the answer: 200 with the JSON the
-command would print (Gemini CLI's and Cursor's `{}` included), 400 for input the gate
-cannot read.
+command would print (Gemini CLI's and Cursor's `{}` included); a refusal the command would
+make by its exit code is `{"exitCode", "stderr"}`, which the command exits with.
 
 git's hooks have no HTTP form; `handrail gate pre-commit --server URL` posts
 `{"hook", "args", "input", "cwd"}` to `/hooks/git` and the answer is
@@ -30,8 +30,22 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from handrail.gate import Answer, HookInputError, claude_code, codex, cursor, gemini, git_hooks, hook_input
+from handrail.gate import (
+    Answer,
+    HookInputError,
+    active_marks,
+    claude_code,
+    codex,
+    cursor,
+    effects,
+    gemini,
+    git_hooks,
+    hook_input,
+    http_refusals,
+    outages,
+)
 from handrail.gate.hook import protected_paths, replay_outages, store_failed
+from handrail.gate.http_refusals import RUN_HEADER
 from handrail.home import handrail_home
 from handrail.runs import gate_store
 from handrail.runs.gate import Decision, Options
@@ -49,10 +63,16 @@ QUERY = ("require-run", "stop-limit", "reminder", "on-error", "driven-from", "dr
 
 
 class Posted(NamedTuple):
-    """An HTTP answer: its status and JSON body (empty: no body)."""
+    """An HTTP answer: its status and JSON body (empty: no body), and its headers:
+    `Handrail-Run: active` when a run of the caller holds the folder, which a relaying
+    command keeps as a mark (gate/active_marks.py) for when the server cannot answer."""
 
     status: int
     body: bytes
+    headers: Mapping[str, str] = {}
+
+
+ACTIVE_RUN = {RUN_HEADER: "active"}
 
 
 class HookServer:
@@ -64,11 +84,26 @@ class HookServer:
         self.protected = protected_paths(database, tuple(workflow_folders))
         self.home = str(handrail_home())  # a server's environment does not change: found once
 
-    def answer(self, harness: str, body: bytes, query: Mapping[str, str], person: str | None) -> Posted:
+    def answer(
+        self, harness: str, body: bytes | None, query: Mapping[str, str], person: str | None
+    ) -> Posted:
+        """`body` None: one over the limit, not read."""
         if harness not in HARNESSES:
             known = ", ".join(f"/hooks/{name}" for name in HARNESSES)
             return _error(404, f"no hooks for harness '{harness[:60]}': the server answers {known}")
         try:
+            return self._answer(harness, body, query, person)
+        except Exception as exc:  # the last guard: a bug in the refusal too still refuses
+            log.warning("gate: a hook failed past its own guards: %r", exc)
+            text = http_refusals.refused_text(http_refusals.reason_of(exc))
+            return Posted(*http_refusals.refusal(harness, None, None, text))
+
+    def _answer(
+        self, harness: str, body: bytes | None, query: Mapping[str, str], person: str | None
+    ) -> Posted:
+        try:
+            if body is None:
+                raise HookInputError(f"hook input is larger than {MAX_BODY} bytes")
             options, on_error = options_of(query)
             more: list[GateEvent] = []
             warnings: list[str] = []
@@ -81,29 +116,82 @@ class HookServer:
                 event, more = events[0], events[1:]
             else:
                 name, event = claude_code.read_posted(body)
-        except HookInputError as exc:
-            return _error(400, f"handrail gate: {exc}")
-        except Exception as exc:  # a body of a shape no reader foresaw: still the client's, never a 500
-            log.warning("gate: cannot read a hook body: %r", exc)
-            return _error(400, f"handrail gate: hook input cannot be read ({type(exc).__name__})")
+        except Exception as exc:  # HookInputError, or a shape no reader foresaw: never a 500
+            return self.unreadable(harness, body, exc, person)
+        seen: list[str] = []
         try:
-            decision = self.decide(event, options, person, more)
-        except Exception as exc:  # the store cannot be read: `on-error` says what happens
-            log.warning("gate: cannot read the run store: %s", exc)
-            owner = self.runs.owner(Request(owner=person))  # its outage record waits for this person's runs
-            return _posted(harness, store_failed(on_error, harness, name, event, exc, owner))
+            decision = self.decide(harness, event, options, person, more, seen)
+        except Exception as exc:  # the store cannot be read, or a bug: refused while a run may be active
+            return self.undecided(harness, name, event, exc, on_error, options.require_run, person)
         if harness == "git":
-            return _posted(harness, git_hooks.answer(decision, warnings))
-        if harness in JSON_HARNESSES:
-            return _posted(harness, _adapter(harness).answer(name, decision))
-        return _posted(harness, claude_code.answer(name, decision))
+            answer = git_hooks.answer(decision, warnings)
+        elif harness in JSON_HARNESSES:
+            answer = _adapter(harness).answer(name, decision)
+        else:
+            answer = claude_code.answer(name, decision)
+        return _posted(harness, answer)._replace(headers=ACTIVE_RUN if seen else {})
+
+    def unreadable(self, harness: str, body: bytes | None, exc: Exception, person: str | None) -> Posted:
+        """A body the gate cannot read: the blocking form while a run could be the
+        caller's, else 400 naming the problem."""
+        if not isinstance(exc, HookInputError):
+            log.warning("gate: cannot read a hook body: %r", exc)
+        reason = http_refusals.reason_of(exc)
+        owner = self.runs.owner(Request(owner=person))
+        cwd = http_refusals.readable_cwd(body)
+        if not http_refusals.run_active(self.runs.store, self.home, cwd, owner):
+            return _error(400, f"handrail gate: {reason}")
+        events = {} if harness == "git" else _events(harness)
+        event = http_refusals.named_event(body, events)
+        kind = events[event][1] if event is not None else None
+        return Posted(
+            *http_refusals.refusal(harness, event, kind, http_refusals.refused_text(reason)), ACTIVE_RUN
+        )
+
+    def undecided(
+        self,
+        harness: str,
+        name: str,
+        event: GateEvent,
+        exc: Exception,
+        on_error: str,
+        require: str | None,
+        person: str | None,
+    ) -> Posted:
+        """`event` read but not judged: refused while a run is or may be active in its
+        folder (and always with on-error=deny), else `store_failed`'s warning."""
+        log.warning("gate: cannot judge a hook: %r", exc)
+        owner = self.runs.owner(Request(owner=person))  # its outage record waits for this person's runs
+        active = http_refusals.run_active(self.runs.store, self.home, event.cwd, owner)
+        refuse = on_error == "deny" or bool(active) or (active is None and bool(require))
+        if not refuse:
+            return _posted(harness, store_failed(on_error, harness, name, event, exc, owner, False, require))
+        reason = http_refusals.reason_of(exc)
+        outages.keep(event.cwd, event.kind, "deny", reason, owner=owner)
+        text = http_refusals.refused_text(reason)
+        return Posted(*http_refusals.refusal(harness, name, event.kind, text), ACTIVE_RUN)
 
     def decide(
-        self, event: GateEvent, options: Options, person: str | None, more: Sequence[GateEvent] = ()
+        self,
+        harness: str,
+        event: GateEvent,
+        options: Options,
+        person: str | None,
+        more: Sequence[GateEvent] = (),
+        seen: list[str] | None = None,
     ) -> Decision:
+        """As the command hook decides: the judgement, then what the tool call did
+        (gate/effects.py). The workspace checked is the run's own, as its row says, found
+        because it holds the posted `cwd` and is this person's: a request names no other
+        folder the server reads or writes."""
         owner = self.runs.owner(Request(owner=person))
         store = self.runs.store
-        decision = gate_store.judge(store, event, options, self.protected, [event.cwd], owner, more)
+        seen = [] if seen is None else seen
+        judged = gate_store.judged(store, event, options, self.protected, [event.cwd], owner, more, seen)
+        active_marks.note(self.home, seen, [event.cwd], forget=False)
+        decision = judged.decision
+        if harness != "git":  # git's hooks refuse ref updates; what a tool call did is checked around it
+            decision = effects.follow(store, event, judged, options, self.protected, self.home)
         replay_outages(store, [event.cwd], owner, self.home)
         return decision
 
@@ -141,6 +229,11 @@ def _adapter(harness: str) -> Any:
     return {"cursor": cursor, "gemini": gemini, "codex": codex}[harness]
 
 
+def _events(harness: str) -> Mapping[str, tuple[str, Any]]:
+    """The command's events of a harness with a JSON contract, and their posted names."""
+    return claude_code.EVENTS if harness == "claude-code" else _adapter(harness).EVENTS
+
+
 def _json_input(harness: str, body: bytes) -> tuple[str, list[GateEvent]]:
     """The command's event that a posted hook JSON names, and the gate's events of it."""
     adapter = _adapter(harness)
@@ -175,11 +268,7 @@ def _git_input(body: bytes) -> tuple[str, GateEvent, list[str]]:
 
 
 def _posted(harness: str, answer: Answer) -> Posted:
-    if harness == "git":
-        return Posted(200, _dump({"exitCode": answer.exit_code, "stderr": answer.stderr}))
-    if answer.exit_code != 0:  # the command's non-blocking error
-        return _error(400, answer.stderr.strip())
-    return Posted(200, answer.stdout.encode())
+    return Posted(*http_refusals.posted(harness, answer))
 
 
 def _error(status: int, message: str) -> Posted:

@@ -49,9 +49,12 @@ BATCH_VERSIONS = ("2024-11-05", "2025-03-26")  # JSON-RPC batching left the prot
 MAX_HOOK_BODY = 1 << 20  # the gate reads at most this much of a hook's input
 MAX_SESSION_ID = 200  # a longer Mcp-Session-Id header is not taken as the agent session
 
-# POST /hooks/<harness>: (harness, body, query, person asking) -> (status, JSON body or b"");
-# the gate's answer, given by the command that serves (the gate is a layer above this one)
-HookAnswer = Callable[[str, bytes, Mapping[str, str], str | None], tuple[int, bytes]]
+# POST /hooks/<harness>: (harness, body or None when over the limit, query, person asking)
+# -> (status, JSON body or b"", headers); the gate's answer, given by the command that
+# serves (the gate is a layer above this one)
+HookAnswer = Callable[
+    [str, bytes | None, Mapping[str, str], str | None], tuple[int, bytes, Mapping[str, str]]
+]
 
 
 @dataclass
@@ -302,15 +305,17 @@ class HttpApp:
             return Response(status_code=404)
         if request.method != "POST":
             return Response(status_code=405, headers={"Allow": "POST"})
-        body = await self.read_body(request, MAX_HOOK_BODY)
-        if isinstance(body, Response):
-            return body
+        read = await self.read_body(request, MAX_HOOK_BODY)
+        if isinstance(read, Response) and read.status_code != 413:
+            return read
+        # too big is the gate's to answer: refused while a run may be the caller's
+        body = None if isinstance(read, Response) else read
         answer = self.config.hooks
         harness = request.path_params["harness"]
         query = dict(request.query_params)
         person = getattr(request.state, "person", None)
         try:
-            status, reply = await self.pool.run(answer, harness, body, query, person)
+            status, reply, headers = await self.pool.run(answer, harness, body, query, person)
         except Busy:
             return Response(
                 b'{"error":"server busy: every worker is taken and the queue is full"}',
@@ -319,8 +324,8 @@ class HttpApp:
                 media_type="application/json",
             )
         if not reply:
-            return Response(status_code=status)
-        return Response(reply, status_code=status, media_type="application/json")
+            return Response(status_code=status, headers=dict(headers))
+        return Response(reply, status_code=status, headers=dict(headers), media_type="application/json")
 
     async def healthz(self, request: Request) -> Response:
         refused = self.refuse(request, authenticate=False)  # health checkers carry no token
