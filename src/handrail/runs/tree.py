@@ -16,7 +16,7 @@ advance heals the next time anyone looks.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -31,7 +31,6 @@ from handrail.store.base import ACTIVE_STATUSES, EventType, NewEvent, RunRecord,
 from handrail.store.rows import now
 
 if TYPE_CHECKING:
-    from handrail.catalog import Snapshot
     from handrail.model import Workflow
 
 MAX_DEPTH = 8  # sub-workflows nested this deep at most: a run's ancestors, counted up
@@ -50,8 +49,6 @@ class Tree:
 
     def __init__(self, ledger: Ledger) -> None:
         self.ledger = ledger
-        # the server's catalog, where a sub-workflow's child finds its workflow
-        self.catalog: Callable[[], Snapshot] | None = None
 
     # -- hooks ------------------------------------------------------------------------
     def answered(self, result: R) -> R:
@@ -295,14 +292,15 @@ class Tree:
         if depth >= MAX_DEPTH:
             said = f"runs are nested {MAX_DEPTH} deep, the most there may be: `{workflow_id}` is not started"
             return self._fail(run, waiting, (), said)
-        snapshot = self.catalog() if self.catalog is not None else None
+        catalog = self.ledger.settings.catalog
+        snapshot = catalog() if catalog is not None else None
         if snapshot is None:
             return None  # a read with the catalog at hand starts it (workflow_resume, workflow_continue)
         workflow = snapshot.get(workflow_id)
         if workflow is None:
             return self._fail(run, waiting, (), f"workflow `{workflow_id}` is not in the server's catalog")
         context = dict(waiting.get("context") or {})
-        size, limit = json_size(context), self.ledger.max_context_bytes
+        size, limit = json_size(context), self.ledger.settings.max_context_bytes
         if size > limit:
             said = (
                 f"the context of its child run of workflow `{workflow_id}` would be {size} bytes as JSON, "
@@ -541,7 +539,7 @@ class Tree:
 
     def _fit(self, run: RunRecord, full: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Results cut down, as little as will do, to fit the parent's context limit."""
-        room = self.ledger.max_context_bytes - json_size(run.context) - 64
+        room = self.ledger.settings.max_context_bytes - json_size(run.context) - 64
         for cut in (_whole, _without_context, _last_output, _status_only):
             shaped = [cut(r) for r in full]
             if json_size(shaped) <= room:
