@@ -31,7 +31,7 @@ from handrail.cli.runs import SHOWN_EVENTS
 from handrail.runs import Runs
 from handrail.runs.request import Request
 from handrail.runs.shapes import recap
-from handrail.service.core import Service, default_runs
+from handrail.service.core import Service, later_runs
 from handrail.store import NewEvent, RunUpdate
 from handrail.store.urls import sqlite_url
 
@@ -75,7 +75,7 @@ def measure(sizes: list[int], rounds: int) -> dict[str, dict[int, list[float]]]:
         os.environ["HANDRAIL_HOME"] = str(folder / "home")  # never the real ~/.handrail
         os.environ.pop("HANDRAIL_DATABASE_URL", None)
         url = sqlite_url(folder / "runs.db")
-        service = Service(load_catalog(folder / "flows", bundled=False), runs=default_runs(url))
+        service = Service(load_catalog(folder / "flows", bundled=False), runs=later_runs(url))
         runs = {size: gated_run(service, size) for size in sizes}
         workflow = service.runs.pinned(None, service.runs.store.get(runs[sizes[0]]))  # type: ignore[arg-type]
         calls: dict[str, Callable[[int], Callable[[], Any]]] = {

@@ -33,9 +33,9 @@ def measure(mode: str, rounds: int) -> dict[str, float]:
 
     service = Service(load_catalog(str(CORPUS)))
     if mode == "on":
-        from handrail.transport.metrics import attach
+        from handrail.transport.metrics import Metrics
 
-        protocol = Protocol(service, stateless=True, observer=attach(service))
+        protocol = Protocol(service, stateless=True, observer=Metrics(lambda: service))
     else:
         protocol = Protocol(service, stateless=True)
     figures: dict[str, float] = {}

@@ -239,7 +239,7 @@ def test_without_otel_variables_the_server_loads_no_opentelemetry(tmp_path: Path
     code = (
         "import sys\n"
         "from handrail.cli.serve import traced\n"
-        "assert traced(None, 'tcp', 5.0) is None\n"
+        "assert traced('tcp', 5.0) is None\n"
         "print(sorted(m for m in sys.modules if m.startswith('opentelemetry')))\n"
     )
     env = {k: v for k, v in clean_env(tmp_path).items() if not k.startswith("OTEL_")}

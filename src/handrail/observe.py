@@ -1,15 +1,16 @@
 """What the server tells an observer as it works (`handrail serve --metrics`).
 
-The layers that do the work (protocol, runs) hold an `Observer` or None and call it
-only when one is set, so a server without metrics pays one attribute test per event
-and the request path itself is left as it is (the protocol wraps its handler table
-only when an observer is given). transport/metrics.py is the one implementation.
+The run layer always holds an `Observer` and a `Tracer`: `NULL_OBSERVER` and
+`NULL_TRACER` when nothing watches, so its write path calls them without asking whether
+they are on. The protocol wraps its handler table only when an observer or tracer is
+given, so the request path of a server without them is left as it is.
+transport/metrics.py is the one observer, handrail/tracing.py the one tracer.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any, Protocol
 
 
@@ -53,3 +54,58 @@ class Tracer(Protocol):
 
     def finished(self, name: str, start_ns: int, end_ns: int, **attributes: str | int | float | bool) -> None:
         """A child span for work timed already (one check of several run together)."""
+
+
+class _NullObserver:
+    """Told everything, keeps nothing: the observer of a server without metrics."""
+
+    __slots__ = ()
+
+    def request(self, method: str, tool: str, outcome: str, seconds: float) -> None:
+        pass
+
+    def check(self, kind: str, outcome: str, seconds: float) -> None:
+        pass
+
+    def store_retry(self) -> None:
+        pass
+
+    def store_error(self) -> None:
+        pass
+
+
+class _NullSpan:
+    __slots__ = ()
+
+    def set(self, key: str, value: str | int | float | bool) -> None:
+        pass
+
+
+class _NullTracer:
+    """Opens spans that record nothing: the tracer of a server without traces. Its one
+    context manager is made once and entered again by every span."""
+
+    __slots__ = ("_open",)
+
+    def __init__(self) -> None:
+        self._open: AbstractContextManager[Span] = nullcontext(_NullSpan())
+
+    def request(
+        self,
+        method: str,
+        tool: str,
+        meta: Mapping[str, Any] | None,
+        request_id: str | None = None,
+        session_id: str | None = None,
+    ) -> AbstractContextManager[Span]:
+        return self._open
+
+    def span(self, name: str, **attributes: str | int | float | bool) -> AbstractContextManager[Span]:
+        return self._open
+
+    def finished(self, name: str, start_ns: int, end_ns: int, **attributes: str | int | float | bool) -> None:
+        pass
+
+
+NULL_OBSERVER: Observer = _NullObserver()
+NULL_TRACER: Tracer = _NullTracer()

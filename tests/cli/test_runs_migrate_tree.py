@@ -10,7 +10,7 @@ import pytest
 
 from handrail.catalog import load_catalog
 from handrail.cli import main
-from handrail.service.core import Service, default_runs
+from handrail.service.core import Service, later_runs
 from tests.runs.test_tree import FILES, _finish, _waiting_parent
 from tests.runs.workflows import review_files, write
 
@@ -18,7 +18,7 @@ from tests.runs.workflows import review_files, write
 def _served(tmp: Path) -> tuple[Service, str]:
     url = f"sqlite:///{tmp / 'runs.db'}"
     write(tmp / "flows", review_files(max_parallel=3))
-    return Service(load_catalog(tmp / "flows", bundled=False), runs=default_runs(url)), url
+    return Service(load_catalog(tmp / "flows", bundled=False), runs=later_runs(url)), url
 
 
 def _newer(tmp: Path, change: Any = None) -> Path:

@@ -11,7 +11,7 @@ import pytest
 
 from handrail.catalog import load_catalog
 from handrail.cli import main
-from handrail.service.core import Service, default_runs
+from handrail.service.core import Service, later_runs
 from handrail.store.urls import sqlite_url
 from tests.helpers.damage import damage_table
 from tests.runs.workflows import WORKFLOW_ID, build_feature, write
@@ -22,7 +22,7 @@ def database(tmp_path: Path) -> Path:
     """One active run, made through the tools, with a step accepted."""
     path = tmp_path / "runs.db"
     write(tmp_path / "flows", build_feature())
-    service = Service(load_catalog(tmp_path / "flows", bundled=False), runs=default_runs(sqlite_url(path)))
+    service = Service(load_catalog(tmp_path / "flows", bundled=False), runs=later_runs(sqlite_url(path)))
     run = service.call("workflow_start", {"workflowId": WORKFLOW_ID, "goal": "Add a flag"})["runId"]
     service.call("workflow_continue", {"runId": run, "stepId": "plan", "output": "Plan: one part."})
     service.close()

@@ -456,10 +456,8 @@ def test_a_flood_of_other_waiting_runs_hides_no_run_from_its_approver_nor_from_t
     tmp_path: Path,
 ) -> None:
     from handrail.catalog import load_catalog
-    from handrail.runs import Runs
     from handrail.runs.request import Request
-    from handrail.service.core import Service
-    from handrail.store import open_store
+    from handrail.service.core import Service, later_runs
 
     args = serve_args(tmp_path)
     for document in (
@@ -469,7 +467,7 @@ def test_a_flood_of_other_waiting_runs_hides_no_run_from_its_approver_nor_from_t
     ):
         write(tmp_path / "flows", document)
     url = f"sqlite:///{tmp_path / 'r.db'}"
-    service = Service(load_catalog(tmp_path / "flows", bundled=False), runs=Runs(lambda: open_store(url)))
+    service = Service(load_catalog(tmp_path / "flows", bundled=False), runs=later_runs(url))
     erin = Request(owner="erin")
 
     def waiting(workflow: str) -> str:

@@ -16,8 +16,9 @@ import pytest
 from handrail.catalog import load_catalog
 from handrail.errors import HandrailError
 from handrail.runs.holders import session_of, token_digest
+from handrail.runs.ledger import LEASE_SECONDS, RunSettings
 from handrail.runs.request import Request
-from handrail.service.core import Service, default_runs
+from handrail.service.core import Service, later_runs
 from handrail.store.base import RunRecord
 from tests.helpers.branches import write_branches
 from tests.runs.workflows import WORKFLOW_ID, build_feature, write
@@ -27,11 +28,14 @@ AGENT_B = Request(session="stdio:b")
 
 
 @pytest.fixture
-def service(tmp_path: Path) -> Iterator[Service]:
+def service(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Service]:
+    """The service of a server whose leases last LEASE_SECONDS, or as long as the test's
+    indirect parameter says."""
     write(tmp_path / "flows", build_feature())
+    lease = getattr(request, "param", LEASE_SECONDS)
     made = Service(
         load_catalog(tmp_path / "flows", bundled=False),
-        runs=default_runs(f"sqlite:///{tmp_path / 'runs.db'}"),
+        runs=later_runs(f"sqlite:///{tmp_path / 'runs.db'}", lambda: RunSettings(lease_seconds=lease)),
     )
     try:
         yield made
@@ -118,10 +122,10 @@ def test_another_session_is_refused_abandoning_a_held_branch_and_the_holder_may(
     assert ended["status"] == "abandoned"
 
 
+@pytest.mark.parametrize("service", [0.5], indirect=True)
 def test_a_lease_that_runs_out_mid_branch_lets_the_next_claimer_carry_on_from_the_last_accepted_step(
     service: Service, tmp_path: Path
 ) -> None:
-    service.runs.ledger.lease_seconds = 0.5
     _, made = branches(service, tmp_path, ["a.py"])
     mine = claim(service, AGENT_A)
     first = service.call(
@@ -220,8 +224,8 @@ def test_whoever_presents_the_lease_token_holds_the_branch_whatever_its_session(
     assert ended["status"] == "abandoned"
 
 
+@pytest.mark.parametrize("service", [0.2], indirect=True)
 def test_a_wrong_or_expired_lease_token_is_refused_saying_which(service: Service, tmp_path: Path) -> None:
-    service.runs.ledger.lease_seconds = 0.2
     _, made = branches(service, tmp_path, ["a.py", "b.py"])
     first, second = claim(service, AGENT_A), claim(service, AGENT_A)
     submit = {"runId": first["runId"], "stepId": "plan", "output": "Plan: one part."}

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from handrail.catalog import load_catalog
 from handrail.errors import HandrailError
 from handrail.runs.position import merge_context
-from handrail.service.core import Service, default_runs
+from handrail.service.core import Service, later_runs
 from tests.runs.workflows import write
 
 RULE = [{"type": "contains", "value": "Done", "message": "Say it is done"}]
@@ -99,7 +99,7 @@ def service() -> Iterator[Service]:
         for document, _ in KINDS.values():
             write(flows, document)
         write(flows, CHILD_FLOW)
-        served = Service(load_catalog(flows, bundled=False), runs=default_runs(f"sqlite:///{folder}/runs.db"))
+        served = Service(load_catalog(flows, bundled=False), runs=later_runs(f"sqlite:///{folder}/runs.db"))
         try:
             yield served
         finally:

@@ -16,7 +16,8 @@ import pytest
 from handrail.catalog import load_catalog
 from handrail.cli import main
 from handrail.runs import Runs
-from handrail.service.core import Service
+from handrail.runs.ledger import RunSettings
+from handrail.service.core import LaterRuns, Service
 from handrail.store import NewEvent, RunUpdate
 from handrail.store.base import EventType
 from handrail.store.sqlite import SqliteStore
@@ -47,8 +48,13 @@ class CountedStore(SqliteStore):
 def service(tmp_path: Path) -> Iterator[Service]:
     write(tmp_path / "flows", build_feature())
     path = tmp_path / "runs.db"
-    runs = Runs(lambda: CountedStore(path, url=sqlite_url(path)), database_file=str(path))
-    made = Service(load_catalog(tmp_path / "flows", bundled=False), runs=runs)
+
+    def runs(**served: Any) -> Runs:
+        return Runs(
+            lambda: CountedStore(path, url=sqlite_url(path)), RunSettings(database_file=str(path), **served)
+        )
+
+    made = Service(load_catalog(tmp_path / "flows", bundled=False), runs=LaterRuns(runs, str(path)))
     yield made
     made.close()
 

@@ -12,7 +12,7 @@ import pytest
 
 from handrail.catalog import load_catalog
 from handrail.cli import main
-from handrail.service.core import Service, default_runs
+from handrail.service.core import Service, later_runs
 from handrail.store.schema import migrations, statements
 from tests.runs.workflows import WORKFLOW_ID, build_feature, write
 
@@ -65,7 +65,7 @@ def test_a_run_an_earlier_handrail_wrote_goes_on_from_its_loop_iteration(
 ) -> None:
     url = old_database(tmp_path / "old.db", tmp_path)
     write(tmp_path / "flows", build_feature())
-    service = Service(load_catalog(tmp_path / "flows", bundled=False), runs=default_runs(url))
+    service = Service(load_catalog(tmp_path / "flows", bundled=False), runs=later_runs(url))
     try:
         resumed = service.call("workflow_resume", {"runId": RUN})
         assert (resumed["status"], resumed["step"]["id"], resumed["loop"]["part"]) == ("active", "build", "a")
@@ -94,7 +94,7 @@ def test_the_events_of_a_database_from_before_the_chain_are_chained_when_it_is_o
         ]
     assert len(head) == 64 and links[-1] == head and None not in links
     write(tmp_path / "flows", build_feature())
-    service = Service(load_catalog(tmp_path / "flows", bundled=False), runs=default_runs(url))
+    service = Service(load_catalog(tmp_path / "flows", bundled=False), runs=later_runs(url))
     try:  # a new event goes on from the head the upgrade wrote
         service.call("workflow_continue", {"runId": RUN, "stepId": "build", "output": "Built a"})
     finally:

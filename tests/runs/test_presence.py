@@ -15,8 +15,11 @@ import pytest
 
 from handrail.compiler import compile_text
 from handrail.model import Step
+from handrail.runs import Runs
+from handrail.runs.ledger import RunSettings
 from handrail.runs.presence import PresenceNeeded
 from handrail.runs.request import LOCAL, Request
+from handrail.store import open_store
 from tests.gate.runs import GateWorld, claude_input
 
 PERSON = Request(owner="local", scope="person")
@@ -102,11 +105,13 @@ def test_a_workflow_asking_for_presence_refuses_every_channel_without_a_passkey(
 
 def test_a_server_requiring_presence_refuses_a_persons_token_and_the_cli(world: GateWorld) -> None:
     run = waiting(world)
-    world.runs.ledger.require_presence = True
-    for via in ("api", "cli"):
-        with pytest.raises(PresenceNeeded, match="--require-presence"):
-            world.runs.decline(PERSON, run, person="local", comment="no", via=via)
-    world.runs.ledger.require_presence = False
+    requiring = Runs(lambda: open_store(world.url), RunSettings(require_presence=True))
+    try:
+        for via in ("api", "cli"):
+            with pytest.raises(PresenceNeeded, match="--require-presence"):
+                requiring.decline(PERSON, run, person="local", comment="no", via=via)
+    finally:
+        requiring.close()
     answer = world.runs.approve(LOCAL, run, person="local", via="api")
     assert answer["accepted"] is True
 

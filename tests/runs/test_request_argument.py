@@ -13,7 +13,7 @@ from handrail.catalog import load_catalog
 from handrail.protocol.surface.approvals import AnsweredOnRetry, input_required
 from handrail.runs.approvals import InputRequired
 from handrail.runs.request import Request
-from handrail.service.core import Service, default_runs
+from handrail.service.core import Service, later_runs
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "handrail"
 GATED = {
@@ -29,7 +29,7 @@ def _service(tmp_path: Path) -> Service:
     flows = tmp_path / "flows"
     flows.mkdir()
     (flows / "gated.json").write_text(json.dumps(GATED))
-    return Service(load_catalog(flows, bundled=False), runs=default_runs(f"sqlite:///{tmp_path / 'runs.db'}"))
+    return Service(load_catalog(flows, bundled=False), runs=later_runs(f"sqlite:///{tmp_path / 'runs.db'}"))
 
 
 def test_a_continue_whose_client_must_ask_its_person_returns_the_question_as_a_result(tmp_path: Path) -> None:

@@ -28,8 +28,9 @@ from handrail.checks import check_config
 from handrail.compiler import compile_text
 from handrail.errors import HandrailError
 from handrail.model import Workflow
+from handrail.runs.ledger import RunSettings
 from handrail.runs.request import LOCAL, Request
-from handrail.service.core import Service, default_runs
+from handrail.service.core import Service, later_runs
 from tests.checks.workspaces import write as write_files
 from tests.conftest import SPEC
 from tests.engine.test_traces import mismatches
@@ -82,9 +83,9 @@ def run_trace(trace: dict[str, Any], folder: Path) -> list[str]:
         allow_commands=server.get("allowCommands", False),
         commands=[f"{name}={line}" for name, line in server.get("commands", {}).items()],
     )
-    service = Service(catalog, runs=default_runs(f"sqlite:///{folder / 'runs.db'}"), checks=checks)  # type: ignore[arg-type]
-    if "leaseSeconds" in server:
-        service.runs.ledger.lease_seconds = server["leaseSeconds"]
+    leased = {"lease_seconds": server["leaseSeconds"]} if "leaseSeconds" in server else {}
+    runs = later_runs(f"sqlite:///{folder / 'runs.db'}", lambda: RunSettings(**leased))
+    service = Service(catalog, runs=runs, checks=checks)  # type: ignore[arg-type]
     problems: list[str] = []
     run_id: str | None = None
     claimed: list[str] = []

@@ -11,6 +11,7 @@ import pytest
 from handrail.catalog import load_catalog
 from handrail.errors import HandrailError
 from handrail.runs import Runs
+from handrail.runs.ledger import RunSettings
 from handrail.runs.request import LOCAL
 from handrail.store import open_store
 from tests.runs.workflows import review_files, write
@@ -22,8 +23,7 @@ def test_a_branch_keeps_the_approval_channels_of_the_server_that_started_its_run
     write(tmp_path / "flows", flow)
     snap = load_catalog(tmp_path / "flows", bundled=False).snapshot()
     url = "sqlite:///" + str(tmp_path / "runs.db").lstrip("/")
-    cli_only = Runs(lambda: open_store(url))
-    cli_only.ledger.approval_channels = frozenset({"cli"})
+    cli_only = Runs(lambda: open_store(url), RunSettings(approval_channels=frozenset({"cli"})))
     every_channel = Runs(lambda: open_store(url))
     try:
         parent = cli_only.start(LOCAL, snap.get("review-files"), "Review", str(tmp_path), {})["runId"]

@@ -20,7 +20,7 @@ from handrail.catalog import load_catalog
 from handrail.cli import main
 from handrail.runs.record import export
 from handrail.runs.record import verify as verify_record
-from handrail.service.core import Service, default_runs
+from handrail.service.core import Service, default_runs, later_runs
 from handrail.store import NewEvent, RunUpdate
 from handrail.store.chain import first_break
 from handrail.store.sqlite import SqliteStore
@@ -62,7 +62,7 @@ def made_runs(folder: Path, url: str) -> tuple[str, str]:
     """Two runs: one of five events (started, a rejected attempt, two accepted steps, a
     context change), one just started."""
     write(folder / "flows", build_feature())
-    service = Service(load_catalog(folder / "flows", bundled=False), runs=default_runs(url))
+    service = Service(load_catalog(folder / "flows", bundled=False), runs=later_runs(url))
     try:
         start = {"workflowId": WORKFLOW_ID, "goal": "Chain me", "workspace": str(folder)}
         first = service.call("workflow_start", {**start, "context": {"parts": ["a", "b"]}})["runId"]

@@ -10,8 +10,7 @@ import pytest
 
 from benchmarks.stats_bench import generate
 from handrail.catalog import load_catalog
-from handrail.runs import Runs
-from handrail.service.core import Service
+from handrail.service.core import Service, later_runs
 from handrail.store.open import open_store
 from handrail.store.schema import MIGRATIONS_TABLE, migrations, statements
 from handrail.store.stats import StatsFilter, workflow_stats
@@ -85,7 +84,7 @@ def test_a_parallel_loops_branches_count_their_run_once_on_both_databases(
 ) -> None:
     url = sqlite_url(tmp_path / "runs.db") if kind == "sqlite" else request.getfixturevalue("postgres_url")
     write(tmp_path / "flows", review_files(max_parallel=3))
-    service = Service(load_catalog(tmp_path / "flows", bundled=False), runs=Runs(lambda: open_store(url)))
+    service = Service(load_catalog(tmp_path / "flows", bundled=False), runs=later_runs(url))
     try:
         for n, files in enumerate((["a", "b", "c"], ["d", "e", "f"])):
             parent = service.call("workflow_start", {"workflowId": REVIEW_ID, "goal": f"Batch {n}"})["runId"]

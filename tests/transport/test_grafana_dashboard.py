@@ -15,7 +15,7 @@ from handrail.runs import Runs
 from handrail.service.core import Service
 from handrail.store import open_store
 from handrail.store.urls import sqlite_url
-from handrail.transport.metrics import attach
+from handrail.transport.metrics import Metrics
 from tests.helpers.event_log import fill_case
 
 DASHBOARD = Path(__file__).resolve().parents[2] / "docs" / "grafana-dashboard.json"
@@ -28,7 +28,7 @@ def _exposed(tmp: Path) -> tuple[set[str], set[str]]:
     url = sqlite_url(tmp / "runs.db")
     fill_case(url)
     service = Service(load_catalog(bundled=True), runs=Runs(lambda: open_store(url)))
-    metrics = attach(service)
+    metrics = Metrics(lambda: service)
     metrics.request("tools/call", "workflow_list", "ok", 0.001)
     metrics.check("file", "passed", 0.01)
     families = list(text_string_to_metric_families(metrics.exposition().decode()))

@@ -11,10 +11,11 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from handrail.catalog import load_catalog
 from handrail.runs import Runs
+from handrail.runs.ledger import RunSettings
 from handrail.service.core import Service
 from handrail.store import open_store
 from handrail.store.base import Conflict, EventType, NewEvent, RunUpdate
-from handrail.transport.metrics import Metrics, attach
+from handrail.transport.metrics import Metrics
 from tests.gate.runs import GateWorld
 
 
@@ -30,8 +31,9 @@ def test_a_write_on_a_moved_run_counts_a_retry_and_a_refused_write_an_error(tmp_
     world = GateWorld(tmp_path)
     run_id = world.start("implement")
     world.close()
-    runs = Runs(lambda: open_store(world.url))
-    metrics = attach(Service(load_catalog(world.workflows, bundled=False), runs=runs))
+    metrics = Metrics(lambda: service)
+    runs = Runs(lambda: open_store(world.url), RunSettings(observer=metrics))
+    service = Service(load_catalog(world.workflows, bundled=False), runs=runs)
     ledger = runs.ledger
     stale = ledger.store.get(run_id)
     assert stale is not None
@@ -60,7 +62,8 @@ def test_what_driven_agents_spent_is_counted_by_workflow_and_step_from_the_usage
     runs = Runs(lambda: open_store(url))
     (tmp_path / "flows").mkdir()
     try:
-        metrics = attach(Service(load_catalog(tmp_path / "flows", bundled=False), runs=runs))
+        service = Service(load_catalog(tmp_path / "flows", bundled=False), runs=runs)
+        metrics = Metrics(lambda: service)
         families = {f.name: f for f in text_string_to_metric_families(metrics.exposition().decode())}
     finally:
         runs.close()

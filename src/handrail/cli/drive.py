@@ -212,9 +212,9 @@ def drive_command(args: argparse.Namespace) -> int:
     )
     shown = watcher(sys.stderr.isatty, args.attempts)
     try:
-        service = serve.service_of(catalog, args, checks)
-        with serve.background(service, notify_options.config_of(args)):
-            outcome = Driver(service, plan, shown.say, shown).drive()
+        served = serve.service_of(catalog, args, checks, notifying=notify_options.config_of(args))
+        with serve.background(served):
+            outcome = Driver(served.service, plan, shown.say, shown).drive()
     finally:
         shown.close()
         catalog.close()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from handrail.cli.options import EXIT_USAGE
@@ -13,7 +14,7 @@ from handrail.notify.targets import FAILURES_IN_A_ROW, STUCK_AFTER_S, NotifyConf
 from handrail.settings import settings
 
 if TYPE_CHECKING:
-    from handrail.runs import Runs
+    from handrail.store import RunStore
 
 
 def _duration(text: str) -> float:
@@ -104,29 +105,27 @@ def config_of(args: argparse.Namespace) -> NotifyConfig | None:
     )
 
 
-def start_worker(runs: Runs, config: NotifyConfig | None) -> Any:
-    """Queue notifications with every run write and deliver them from a thread; None
+def worker_of(config: NotifyConfig | None, store: Callable[[], RunStore], dashboard_url: str | None) -> Any:
+    """The thread that delivers the store's outbox, made (not started) before the runs
+    whose writes wake it: `store` reaches their store when it first delivers. None
     without receivers."""
     if config is None:
         return None
     from handrail.notify.worker import Deliverer  # a thread's module: loaded by servers that notify
 
-    runs.ledger.notify = config
-    worker = Deliverer(lambda: runs.store, config, dashboard_url=runs.ledger.dashboard_url).start()
-    runs.ledger.queued = worker.wake
-    runs.ledger.on_close = worker.stop  # before the store closes, so it is not opened again
-    return worker
+    return Deliverer(store, config, dashboard_url=dashboard_url)
 
 
-def queue_from_environment(runs: Runs, command: str) -> None:
+def queued_from_environment(command: str) -> NotifyConfig | None:
     """`handrail runs` writes runs without serving them: the notifications its writes
-    cause (HANDRAIL_NOTIFY) are queued in the store, for a server's worker to deliver."""
+    cause (HANDRAIL_NOTIFY) are queued in the store, for a server's worker to deliver;
+    None: none are."""
     given = settings()
     if not given.notify:
-        return
+        return None
     try:
         targets = tuple(dict.fromkeys(Target.parse(spec) for spec in given.notify))
     except ValueError as exc:
         print(f"handrail {command}: HANDRAIL_NOTIFY: {exc}; no notifications are queued", file=sys.stderr)
-        return
-    runs.ledger.notify = NotifyConfig(targets, public_url=given.public_url)
+        return None
+    return NotifyConfig(targets, public_url=given.public_url)

@@ -12,7 +12,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from handrail.cli.migrate import add_migrate_verb
-from handrail.cli.notify_options import queue_from_environment
+from handrail.cli.notify_options import queued_from_environment
 from handrail.cli.options import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, add_database_option, missing_database
 from handrail.cli.record import add_record_verbs, record_command
 from handrail.cli.runs_show import as_owner, run_dict, say, show, tree_lines
@@ -23,6 +23,7 @@ from handrail.store.base import LOCAL_OWNER, STATUSES, RunStatus
 
 if TYPE_CHECKING:
     from handrail.runs import Runs
+    from handrail.runs.ledger import RunSettings
     from handrail.store import RunRecord
 
 RUN_HELP = "the run's id, run_... (`handrail runs list` shows them)"
@@ -146,8 +147,11 @@ def runs_command(args: argparse.Namespace) -> int:
     missing = missing_database(args.database)
     if missing is not None:
         return _no_database(args, missing)
-    runs = default_runs(args.database, reading=verb in READING_VERBS)
-    queue_from_environment(runs, f"runs {verb}")
+    try:
+        given = _run_settings(args, verb)
+    except HandrailError as exc:
+        return _failed(args, verb, exc)
+    runs = default_runs(args.database, reading=verb in READING_VERBS, settings=given)
     try:
         if verb == "list":
             return _list(runs, args)
@@ -161,15 +165,36 @@ def runs_command(args: argparse.Namespace) -> int:
             return code
         return _abandon(runs, args)
     except HandrailError as exc:
-        details = exc.data.get("details")
-        if isinstance(exc, RunNotFound):  # the wire message leaves the id to `data`
-            details = f"`{args.run_id}` (`handrail runs list` shows the runs)"
-        elif isinstance(details, str) and details in exc.message:  # said once is enough
-            details = None
-        say(f"handrail runs {verb}: {exc.message}" + (f": {details}" if details else ""), file=sys.stderr)
-        return EXIT_ERRORS
+        return _failed(args, verb, exc)
     finally:
         runs.close()
+
+
+def _failed(args: argparse.Namespace, verb: str, exc: HandrailError) -> int:
+    details = exc.data.get("details")
+    if isinstance(exc, RunNotFound):  # the wire message leaves the id to `data`
+        details = f"`{args.run_id}` (`handrail runs list` shows the runs)"
+    elif isinstance(details, str) and details in exc.message:  # said once is enough
+        details = None
+    say(f"handrail runs {verb}: {exc.message}" + (f": {details}" if details else ""), file=sys.stderr)
+    return EXIT_ERRORS
+
+
+def _run_settings(args: argparse.Namespace, verb: str) -> RunSettings:
+    """The settings of the runs `handrail runs VERB` writes: the notifications its writes
+    queue (HANDRAIL_NOTIFY) and, for a decision, the roles of the tokens file."""
+    from handrail.runs.ledger import RunSettings  # lazy: the run modules load only for `handrail runs`
+
+    notify = queued_from_environment(f"runs {verb}")
+    tokens = settings(args).tokens_file or None
+    if verb not in ("approve", "decline") or tokens is None:
+        return RunSettings(notify=notify)
+    from handrail.service.people import People, TokensFileError  # only with a tokens file
+
+    try:
+        return RunSettings(notify=notify, roles=People.load(tokens).roles_of)
+    except TokensFileError as exc:
+        raise InvalidParams(f"--tokens: {exc}") from None
 
 
 # the arguments a run keeps or looks up as text, as the command line names them
@@ -297,14 +322,6 @@ def _decide(runs: Runs, args: argparse.Namespace) -> int:
     from handrail.runs.presence import GATE_WATCHES, PresenceNeeded  # as local_person
 
     person = args.person or local_person()
-    tokens = settings(args).tokens_file or None
-    if tokens is not None:
-        from handrail.service.people import People, TokensFileError  # only with a tokens file
-
-        try:
-            runs.ledger.roles = People.load(tokens).roles_of
-        except TokensFileError as exc:
-            raise InvalidParams(f"--tokens: {exc}") from None
     decide = runs.approve if args.runs_command == "approve" else runs.decline
     try:
         # a served run is its owner's; the person decides

@@ -8,7 +8,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, NamedTuple
 
 from handrail.cli import notify_options, options
 from handrail.cli.oidc_options import add_oidc_options, provider_of
@@ -130,6 +130,14 @@ def _unlisted(parser: argparse.ArgumentParser, add: Any) -> None:
     add(Unlisted())
 
 
+class Served(NamedTuple):
+    """A server's service, and the notification worker its runs' writes wake (None
+    without receivers), which `background` starts and stops."""
+
+    service: Any
+    worker: Any
+
+
 def service_of(
     catalog: Any,
     args: argparse.Namespace,
@@ -137,10 +145,15 @@ def service_of(
     dashboard_url: str | None = None,
     people: Any = None,
     with_tokens: bool = False,
-) -> Any:
+    notifying: Any = None,
+    **hooks: Any,
+) -> Served:
     """The service of `start` and `serve`: the catalog, the limits, the run store, the checks,
     the dashboard's address when the server serves one, and who may approve: the roles of
-    `people` (the tokens file) and the channels approvals come through."""
+    `people` (the tokens file) and the channels approvals come through; `notifying`: the
+    notification settings (notify_options.config_of), None: none. `hooks`: more of
+    the runs' settings (runs/ledger.py's `RunSettings`: roles, observer, tracer). Every
+    setting of the runs is made here, before them, and given as they are made."""
     from handrail.service.core import Service, later_runs  # lazy: loaded when the command runs
     from handrail.store.open import check_url  # lazy: loaded when the command runs
 
@@ -155,19 +168,26 @@ def service_of(
         print(f"handrail {args.command}: --public-url: {public!r} is not an http(s) URL", file=sys.stderr)
         raise SystemExit(EXIT_USAGE)
     chosen = getattr(args, "approval_channels", None)
-    lease_seconds = settings(args).lease_seconds
+    # made before the runs, which it reaches when it first delivers; started by `background`
+    worker = notify_options.worker_of(notifying, lambda: service.runs.store, public or dashboard_url)
+    if people is not None:
+        hooks.setdefault("roles", people.roles_of)
+    if worker is not None:
+        hooks.update(notify=notifying, queued=worker.wake, on_close=worker.stop)
 
-    def settled(runs: Any) -> None:
-        """The server's settings for its runs, given as they are made (on first use)."""
+    def settled() -> Any:
+        """The server's settings for its runs, made with them (on first use)."""
         from handrail.runs.approvers import default_channels  # with the runs, after `initialize`
+        from handrail.runs.ledger import RunSettings  # as default_channels
 
-        runs.ledger.approval_channels = chosen or default_channels(with_tokens)
-        runs.ledger.lease_seconds = lease_seconds
-        runs.ledger.require_presence = bool(getattr(args, "require_presence", False))
-        if people is not None:
-            runs.ledger.roles = people.roles_of
+        return RunSettings(
+            approval_channels=chosen or default_channels(with_tokens),
+            lease_seconds=settings(args).lease_seconds,
+            require_presence=bool(getattr(args, "require_presence", False)),
+            **hooks,
+        )
 
-    return Service(
+    service = Service(
         catalog,
         options.limits_of(args),
         # the run modules load when the runs are first used: `initialize` needs none of them
@@ -177,17 +197,19 @@ def service_of(
         # where a person opens the dashboard: the run's page in approval questions and notices
         dashboard_url=public or dashboard_url,
     )
+    return Served(service, worker)
 
 
 SWEEP_SECONDS = 5.0  # how often pending approvals are looked at for remindAfter and escalateAfter
 
 
 @contextmanager
-def background(service: Any, notifying: Any) -> Iterator[None]:
+def background(served: Served) -> Iterator[None]:
     """A serving process's own threads while it serves: the notification worker (with
     receivers) and the sweep that records reminders and escalations."""
-    # without receivers there is no worker, and the runs stay unmade until used
-    worker = notify_options.start_worker(service.runs, notifying) if notifying is not None else None
+    service, worker = served
+    if worker is not None:  # without receivers there is none; the runs stay unmade until used
+        worker.start()
     sweeping = sweep_approvals(service)
     try:
         yield
@@ -285,12 +307,13 @@ def start(args: argparse.Namespace) -> int:
     catalog = options.catalog_of(args)
     limits = options.limits_of(args)
     try:
-        service = service_of(catalog, args, checks)
-        with background(service, notifying):
+        tracer = traced("pipe", args.shutdown_timeout)
+        served = service_of(catalog, args, checks, notifying=notifying, **_traced_by(tracer))
+        with background(served):
             # `initialize` is answered from a quick read of the sources; the workflows are
             # compiled (and watched) right after that first answer is out
             return serve(
-                Protocol(service, tracer=traced(service, "pipe", args.shutdown_timeout)),
+                Protocol(served.service, tracer=tracer),
                 max_line=limits.max_line_bytes,
                 after_first_reply=lambda: catalog.watch(interval=args.reload_interval),
                 shutdown_timeout=args.shutdown_timeout,
@@ -362,17 +385,22 @@ def serve_command(args: argparse.Namespace) -> int:
     try:
         served_people = None if args.command == "dashboard" else people
         shared = None if args.command == "dashboard" else (settings().token or None)
-        service = service_of(
+        service: Any  # made below; the metrics' scrapes read it
+        metrics, tracer = _watched(args, lambda: service)
+        served = service_of(
             catalog,
             args,
             checks,
             dashboard_url=_reachable(dashboard, args.host, port),
             people=served_people,
             with_tokens=bool(served_people or shared or provider),
+            notifying=notifying,
+            **_traced_by(tracer),
+            **_roles_of(provider, served_people),
+            **({} if metrics is None else {"observer": metrics}),
         )
-        if provider is not None:  # a signed-in person's roles come from the provider's groups
-            service.runs.ledger.roles = provider.with_tokens(served_people).roles_of
-        with background(service, notifying), audit_log(service, getattr(args, "audit_log", None)):
+        service = served.service
+        with background(served), audit_log(service, getattr(args, "audit_log", None)):
             return serve(
                 service,
                 args.host,
@@ -387,8 +415,8 @@ def serve_command(args: argparse.Namespace) -> int:
                 limits=options.transport_limits(args),
                 hooks=hooks_of(service, args),
                 public_key=key.public.published() if key else None,
-                metrics=getattr(args, "metrics", False),
-                tracer=traced(service, "tcp", args.shutdown_timeout),
+                metrics=metrics,
+                tracer=tracer,
                 metrics_token=settings(args).metrics_token or None,
                 trusted_proxies=proxies,
                 provider=provider,
@@ -397,8 +425,29 @@ def serve_command(args: argparse.Namespace) -> int:
         catalog.close()
 
 
-def traced(service: Any, transport: str, shutdown_timeout: float) -> Any:
-    """The tracer the OTEL_* variables ask for, told to `service`'s runs too; None: none.
+def _watched(args: argparse.Namespace, service: Any) -> tuple[Any, Any]:
+    """The metrics of `serve --metrics` (None without), whose scrapes read `service()`,
+    and the tracer the OTEL_* variables ask for (None: none): both made before the
+    service, whose runs are told of them as they are made."""
+    metrics = None
+    if getattr(args, "metrics", False):
+        from handrail.transport.metrics import Metrics  # prometheus_client: loaded only when asked
+
+        metrics = Metrics(service)
+    return metrics, traced("tcp", args.shutdown_timeout)
+
+
+def _traced_by(tracer: Any) -> dict[str, Any]:
+    return {} if tracer is None else {"tracer": tracer}
+
+
+def _roles_of(provider: Any, people: Any) -> dict[str, Any]:
+    """A signed-in person's roles, from the provider's groups, when there is one."""
+    return {} if provider is None else {"roles": provider.with_tokens(people).roles_of}
+
+
+def traced(transport: str, shutdown_timeout: float) -> Any:
+    """The tracer the OTEL_* variables ask for, for the protocol and the runs; None: none.
     Its spans are flushed at exit within `shutdown_timeout` seconds."""
     exporter = settings().traces
     if not exporter:
@@ -411,9 +460,7 @@ def traced(service: Any, transport: str, shutdown_timeout: float) -> Any:
             file=sys.stderr,
         )
         return None
-    found = tracer(exporter, transport, shutdown_timeout)
-    service.runs.ledger.tracer = found
-    return found
+    return tracer(exporter, transport, shutdown_timeout)
 
 
 def hooks_of(service: Any, args: argparse.Namespace) -> Any:

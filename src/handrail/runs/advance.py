@@ -255,27 +255,26 @@ class Advance:
                 run.workspace,
                 context,
                 baseline,
-                self.ledger.check_config or CheckConfig(),
+                self.ledger.settings.check_config or CheckConfig(),
                 workflow.origin,
             )
-        tracer = self.ledger.tracer
-        if tracer is not None:  # each check's span ends when it did; they ran one after another
-            end = time.time_ns()
-            for r in reversed(results):
-                start = end - (r.duration_ms or 0) * 1_000_000
-                attributes: dict[str, str | bool] = {
-                    "handrail.check.type": r.type,
-                    "handrail.check.passed": r.passed,
-                    "handrail.check.pointer": r.pointer,
-                }
-                tracer.finished(f"check {r.type}", start, end, **attributes)
-                end = start
-        observer = self.ledger.observer
-        if observer is not None:
-            spent = time.monotonic() - started  # for checks that time nothing themselves
-            for r in results:
-                seconds = r.duration_ms / 1000 if r.duration_ms is not None else spent / len(results)
-                observer.check(r.type, "passed" if r.passed else "failed", seconds)
+        tracer = self.ledger.settings.tracer
+        # each check's span ends when it did; they ran one after another
+        end = time.time_ns()
+        for r in reversed(results):
+            start = end - (r.duration_ms or 0) * 1_000_000
+            attributes: dict[str, str | bool] = {
+                "handrail.check.type": r.type,
+                "handrail.check.passed": r.passed,
+                "handrail.check.pointer": r.pointer,
+            }
+            tracer.finished(f"check {r.type}", start, end, **attributes)
+            end = start
+        observer = self.ledger.settings.observer
+        spent = time.monotonic() - started  # for checks that time nothing themselves
+        for r in results:
+            seconds = r.duration_ms / 1000 if r.duration_ms is not None else spent / len(results)
+            observer.check(r.type, "passed" if r.passed else "failed", seconds)
         return results
 
     def _baseline_of(self, run: RunRecord) -> Baseline | None:

@@ -54,7 +54,7 @@ def admitted(ledger: Ledger, request: Request, run: RunRecord) -> RunRecord:
     if run.holder is None or run.lease_until is None:
         return run
     if session_of(run.holder) == holder(request):
-        return run._replace(lease_until=later(ledger.lease_seconds))
+        return run._replace(lease_until=later(ledger.settings.lease_seconds))
     if run.lease_until < now():
         return run
     kind = holder_kind(run.holder)
@@ -88,7 +88,7 @@ def _by_token(ledger: Ledger, token: str, run: RunRecord) -> RunRecord:
             "and each call on the branch renews it); claim the branch again with workflow_claim"
         )
         raise _lease_refused(run, "expired", why)
-    return run._replace(lease_until=later(ledger.lease_seconds))
+    return run._replace(lease_until=later(ledger.settings.lease_seconds))
 
 
 def _lease_refused(run: RunRecord, problem: str, why: str) -> BranchHeld:
@@ -113,7 +113,7 @@ def renewed(ledger: Ledger, request: Request, run: RunRecord) -> RunRecord:
     elif run.holder is None or session_of(run.holder) != holder(request) or run.lease_until is None:
         return run
     assert run.holder is not None  # for the type checker: `_by_token` refuses a branch nobody holds
-    until = later(ledger.lease_seconds)
+    until = later(ledger.settings.lease_seconds)
     if ledger.store.renew(run.id, run.holder, until):
         return run._replace(lease_until=until)
     return run
@@ -150,7 +150,7 @@ class Claims:
         token = secrets.token_urlsafe(32)  # the lease's bearer secret: the store keeps its digest
         for _ in range(ORPHANS_PASSED):
             run = ledger.store.claim(
-                where, holder_with_lease(holder(request), token), later(ledger.lease_seconds)
+                where, holder_with_lease(holder(request), token), later(ledger.settings.lease_seconds)
             )
             if run is None or not self.tree.orphaned(run):
                 break

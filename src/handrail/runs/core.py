@@ -17,14 +17,14 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Unpack
+from typing import TYPE_CHECKING, Any
 
 from handrail.runs import abandons, machine
 from handrail.runs.advance import Advance
 from handrail.runs.approvers import CHANNELS, reminders_due
 from handrail.runs.claims import Claims, admitted, renewed
 from handrail.runs.decisions import Decisions
-from handrail.runs.ledger import Ledger, LedgerOptions, new_run_id
+from handrail.runs.ledger import Ledger, RunSettings, new_run_id
 from handrail.runs.links import VIA, Link, Links
 from handrail.runs.migration import Migrations
 from handrail.runs.passkeys import Passkeys
@@ -50,7 +50,6 @@ from handrail.store.stats import StatsFilter, workflow_stats
 
 if TYPE_CHECKING:
     from handrail.catalog import Snapshot
-    from handrail.checks import CheckConfig
     from handrail.model import Workflow
     from handrail.runs.approvers import Pending
     from handrail.runs.presence import Presence
@@ -70,9 +69,9 @@ class Runs:
     """The run operations of one server. `store_factory` opens the store on first use,
     so a server that nobody asks about runs never touches the database."""
 
-    def __init__(self, store_factory: Callable[[], RunStore], **options: Unpack[LedgerOptions]) -> None:
-        """`options`: the ledger's (the owner of runs nobody else claims, the SQLite file)."""
-        self.ledger = Ledger(store_factory, **options)
+    def __init__(self, store_factory: Callable[[], RunStore], settings: RunSettings | None = None) -> None:
+        """`settings`: the server's for its runs, made once (runs/ledger.py); None: the defaults."""
+        self.ledger = Ledger(store_factory, settings)
         self.decisions = Decisions(self.ledger)
         self.tree = Tree(self.ledger)
         self.passkeys = Passkeys(self.ledger)
@@ -92,28 +91,16 @@ class Runs:
         return self.ledger.store
 
     @property
+    def settings(self) -> RunSettings:
+        return self.ledger.settings
+
+    @property
     def default_owner(self) -> str:
-        return self.ledger.default_owner
+        return self.ledger.settings.owner
 
     @property
     def database_file(self) -> str | None:
-        return self.ledger.database_file
-
-    def configure(
-        self,
-        *,
-        max_context_bytes: int,
-        checks: CheckConfig | None,
-        dashboard_url: str | None,
-        catalog: Callable[[], Snapshot] | None = None,
-    ) -> None:
-        """The service's settings for its runs: the context's size limit, what checks may do,
-        the dashboard's address (named to a run waiting for a person), the catalog (where a
-        sub-workflow step finds the workflow of its child run)."""
-        self.tree.catalog = catalog
-        self.ledger.max_context_bytes = max_context_bytes
-        self.ledger.check_config = checks
-        self.ledger.dashboard_url = dashboard_url
+        return self.ledger.settings.database_file
 
     def owner(self, request: Request) -> str:
         return self.ledger.owner(request)
@@ -193,7 +180,7 @@ class Runs:
         return self.decisions.readable(request, run_id, person)
 
     def roles(self, person: str) -> frozenset[str]:
-        return self.ledger.roles(person)
+        return self.ledger.settings.roles(person)
 
     def may_decide(self, request: Request, run: RunRecord, person: str, via: str) -> str | None:
         """Why `person` may not decide on the run's pending approval through `via` (None:
@@ -250,7 +237,7 @@ class Runs:
     def waiting_for(self, request: Request, person: str, limit: int = 100) -> list[RunRecord]:
         """Runs awaiting an approval `person` may give, their own among them: the `limit`
         longest waiting, found among every waiting run."""
-        roles = self.ledger.roles(person)
+        roles = self.ledger.settings.roles(person)
 
         def theirs() -> Iterator[RunRecord]:
             for run in self.awaiting_approval():
@@ -312,7 +299,7 @@ class Runs:
                     "context": context,
                     **({"baseline": baseline} if baseline is not None else {}),
                     **({"workflowFolders": list(workflow_folders)} if workflow_folders else {}),
-                    **_channels(self.ledger.approval_channels),
+                    **_channels(self.ledger.settings.approval_channels),
                 },
             )
         ]

@@ -4,7 +4,6 @@ asked through the client when it can ask, else by `handrail runs approve|decline
 from __future__ import annotations
 
 from collections.abc import Mapping
-from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -77,13 +76,10 @@ class Decisions:
         if page is None and not (approver.form and self._client_may_answer(request, run)):
             return self._waiting_answer(run)  # its answer would not count: nobody is asked
         question = self._question(request, run, step, output, page)
-        with off_the_clock():  # a person takes their time
-            if self.ledger.tracer is not None:
-                with self.ledger.tracer.span("approval ask", **{"handrail.run.id": run.id}) as span:
-                    decision = approver.ask(question)
-                    span.set("handrail.approval.answered", decision is not None)
-            else:
-                decision = approver.ask(question)
+        asking = self.ledger.settings.tracer.span("approval ask", **{"handrail.run.id": run.id})
+        with off_the_clock(), asking as span:  # a person takes their time
+            decision = approver.ask(question)
+            span.set("handrail.approval.answered", decision is not None)
         if decision is None and page is None:  # asked, and no answer came in time
             return self._unanswered(request, run.id, question.step_id, question.asked, "none")
         if decision is None:
@@ -135,7 +131,7 @@ class Decisions:
     def page(self, run_id: str) -> str | None:
         """The run's dashboard page (`--public-url`, else the address this server serves
         the dashboard at); None when the server knows no dashboard address."""
-        url = self.ledger.dashboard_url
+        url = self.ledger.settings.dashboard_url
         return f"{url.rstrip('/')}/runs/{run_id}" if url else None
 
     def _page_for_client(self, run: RunRecord) -> str | None:
@@ -143,7 +139,7 @@ class Decisions:
         address, or when this server or the run takes no approval from the dashboard."""
         page = self.page(run.id)
         found = self.waiting(run) if page is not None else None
-        if found is not None and found.refused_channel("dashboard", self.ledger.approval_channels):
+        if found is not None and found.refused_channel("dashboard", self.ledger.settings.approval_channels):
             return None
         return page
 
@@ -206,7 +202,7 @@ class Decisions:
         found = self.waiting(run)
         if found is None:
             return True
-        channel_ok = found.refused_channel("elicitation", self.ledger.approval_channels) is None
+        channel_ok = found.refused_channel("elicitation", self.ledger.settings.approval_channels) is None
         return channel_ok and request.scope != "agent" and not found.rule.separate
 
     def waiting(self, run: RunRecord, events: list[Event] | None = None) -> Pending | None:
@@ -231,7 +227,7 @@ class Decisions:
         `found`; None when they may."""
         if request.scope == "agent":
             return AGENT_REFUSED
-        refused = found.refused_channel(channel, self.ledger.approval_channels)
+        refused = found.refused_channel(channel, self.ledger.settings.approval_channels)
         if refused is not None:
             return refused
         if found.rule.separate and channel == "elicitation":
@@ -239,7 +235,7 @@ class Decisions:
                 "separateApprover: an answer through the agent's client is the answer of whoever "
                 "started the run; another person must decide"
             )
-        return found.refusal(person, self.ledger.roles(person), approve=approve)
+        return found.refusal(person, self.ledger.settings.roles(person), approve=approve)
 
     def readable(self, request: Request, run_id: str, person: str) -> RunRecord:
         """The run, when it is the asking person's, waits for an approval they may give,
@@ -249,7 +245,7 @@ class Decisions:
         if found is not None and found.owner != self.ledger.owner(request):
             events = self.ledger.events(found.id)
             waiting = self.waiting(found, events)
-            roles = self.ledger.roles(person)
+            roles = self.ledger.settings.roles(person)
             if _decided_by(events, person):
                 pass
             elif waiting is None or not waiting.open_to_others:
@@ -360,7 +356,7 @@ class Decisions:
                 f"Ask the user to approve or decline it on the dashboard page {page}, or to run "
                 f"`{approve}` (or `{decline} --comment ...` to send it back)"
             )
-        notify = self.ledger.notify
+        notify = self.ledger.settings.notify
         notified = [shown(t.spec) for t in notify.targets] if notify is not None else []
         if notified:
             how += f"; the server also sent the request to {', '.join(notified)}"
@@ -473,13 +469,13 @@ class Decisions:
         """`question`: (seq, nonce) of the question a client's answer is for; the answer
         is used only while that question is open (checked on the run as it is written)."""
         signed = Signed(presence, shared)
-        tracer = self.ledger.tracer
+        tracer = self.ledger.settings.tracer
         attributes: dict[str, str | bool] = {
             "handrail.run.id": run_id,
             "handrail.approval.approved": approve,
             "handrail.via": via,
         }
-        with tracer.span("approval decide", **attributes) if tracer is not None else nullcontext():
+        with tracer.span("approval decide", **attributes):
             return self.ledger.retrying(
                 run_id,
                 lambda: self._decide_once(request, run_id, approve, question, person, comment, via, signed),
@@ -593,7 +589,7 @@ class Decisions:
     ) -> str | None:
         """Why a decision on `found` through `channel` needs the person's passkey; None
         when it does not (spec/runs.md, "Presence")."""
-        if self.ledger.require_presence:
+        if self.ledger.settings.require_presence:
             return "the server runs with --require-presence, so every approval needs the person's passkey"
         if found.rule.presence == "passkey":
             return 'the workflow says "approval": {"presence": "passkey"} for this step'

@@ -9,11 +9,12 @@ import os
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from handrail.codec import json_size
 from handrail.errors import InvalidParams, RunNotFound, StateError, StorageError
 from handrail.limits import MAX_CONTEXT_BYTES
+from handrail.observe import NULL_OBSERVER, NULL_TRACER
 from handrail.runs import gate_digest, machine
 from handrail.runs.pinning import Pins
 from handrail.store.base import (
@@ -61,11 +62,42 @@ def recordable(path: str) -> bool:
     return True
 
 
-class LedgerOptions(TypedDict, total=False):
-    """A ledger's settings beyond its store, which `Runs` passes on as they are."""
+def _nobody_s(person: str) -> frozenset[str]:
+    return frozenset()  # no tokens file: no one holds a role
 
-    owner: str
-    database_file: str | None
+
+def _nothing() -> None:
+    pass
+
+
+class RunSettings(NamedTuple):
+    """A server's settings for its runs, made once by whoever builds the runs (the command
+    line, the service) and given to the ledger at construction; nothing changes them
+    after. A NamedTuple: the gate's hook loads this module on a write, and a dataclass
+    would cost its start-up the inspect module."""
+
+    owner: str = LOCAL_OWNER  # whose runs are the ones no request names a person for
+    # the SQLite file, when there is one; a server looks for it before listing open runs
+    # at start-up, so that it never creates a database nobody uses
+    database_file: str | None = None
+    max_context_bytes: int = MAX_CONTEXT_BYTES  # the service's limit (maxContextBytes)
+    check_config: CheckConfig | None = None  # what checks may run; None: nothing allowed
+    # where a person approves in a browser, when this server serves the dashboard
+    dashboard_url: str | None = None
+    catalog: Callable[[], Snapshot] | None = None  # where a sub-workflow's child finds its workflow
+    notify: NotifyConfig | None = None  # where the server sends notifications (None: nowhere)
+    # the channels this server takes approvals from (--approval-channels); None: all
+    approval_channels: frozenset[str] | None = None
+    require_presence: bool = False  # every approval needs the person's passkey
+    roles: Roles = _nobody_s  # each person's roles, from the tokens file (spec/runs.md)
+    lease_seconds: float = LEASE_SECONDS  # how long a claim holds a branch (--lease-seconds)
+    observer: Observer = NULL_OBSERVER  # `handrail serve --metrics` counts writes
+    tracer: Tracer = NULL_TRACER  # traces (handrail/tracing.py): a span per write
+    queued: Callable[[], None] = _nothing  # told when a write queued notifications
+    on_close: Callable[[], None] = _nothing  # stops what uses the store, before it closes
+
+
+DEFAULTS = RunSettings()
 
 
 class Ledger:
@@ -73,41 +105,14 @@ class Ledger:
     them. `store_factory` opens the store on first use, so a server that nobody asks
     about runs never touches the database."""
 
-    def __init__(
-        self,
-        store_factory: Callable[[], RunStore],
-        *,
-        owner: str = LOCAL_OWNER,
-        database_file: str | None = None,
-    ) -> None:
-        """`database_file`: the SQLite file, when there is one; a server looks for it before
-        listing open runs at start-up, so that it never creates a database nobody uses."""
+    def __init__(self, store_factory: Callable[[], RunStore], settings: RunSettings | None = None) -> None:
+        """`settings`: the server's for its runs (None: `RunSettings()`'s defaults)."""
         self._store_factory = store_factory
-        self.database_file = database_file
+        self.settings = settings or DEFAULTS
         self._store: RunStore | None = None
-        self.default_owner = owner
         self.pins = Pins()
         self.recent: dict[str, RunRecord] = {}  # runs as this process last wrote them
-        self.max_context_bytes = MAX_CONTEXT_BYTES  # the service sets its own limit
         self._opening = threading.Lock()
-        self.check_config: CheckConfig | None = None  # the service sets the server's own
-        # where a person approves in a browser, when this server serves the dashboard
-        self.dashboard_url: str | None = None
-        # where the server sends notifications (None: nowhere), and who to tell of new ones
-        self.notify: NotifyConfig | None = None
-        self.queued: Callable[[], None] = lambda: None
-        self.on_close: Callable[[], None] = lambda: None  # stops what uses the store first
-        # each person's roles, from the tokens file (spec/runs.md, "Who may approve")
-        from handrail.runs.approvers import no_roles  # lazy: the workflow model, which a hook never loads
-
-        self.roles: Roles = no_roles
-        # the channels this server takes approvals from (--approval-channels); None: all
-        self.approval_channels: frozenset[str] | None = None
-        # every approval needs the person's passkey (`serve --require-presence`)
-        self.require_presence = False
-        self.observer: Observer | None = None  # `handrail serve --metrics` counts writes
-        self.tracer: Tracer | None = None  # traces (handrail/tracing.py): a span per write
-        self.lease_seconds = LEASE_SECONDS  # how long a claim holds a branch (--lease-seconds)
         self._sources: dict[str, Mapping[str, Any]] = {}  # source hash -> its document, parsed
 
     @property
@@ -121,12 +126,13 @@ class Ledger:
     @property
     def exists(self) -> bool:
         """Whether the store is open or there to open: a sweep never creates a database."""
-        return self._store is not None or self.database_file is None or os.path.exists(self.database_file)
+        file = self.settings.database_file
+        return self._store is not None or file is None or os.path.exists(file)
 
     def owner(self, request: Request) -> str:
         """Who is asking: the person the request names (a token's, a dashboard session's),
         else the server's one owner."""
-        return request.owner or self.default_owner
+        return request.owner or self.settings.owner
 
     def remember(self, run: RunRecord) -> RunRecord:
         with self._opening:
@@ -138,7 +144,7 @@ class Ledger:
         return run
 
     def close(self) -> None:
-        self.on_close()
+        self.settings.on_close()
         if self._store is not None:
             self._store.close()
             self._store = None
@@ -189,14 +195,14 @@ class Ledger:
 
     def check_size(self, context: Mapping[str, Any]) -> None:
         """A run's context, grown by many merges, stays within the limit each call's has."""
-        size = json_size(context)
-        if size > self.max_context_bytes:
+        size, limit = json_size(context), self.settings.max_context_bytes
+        if size > limit:
             raise InvalidParams(
                 data={
                     "details": f"the run's context would be {size} bytes as JSON, over the limit of "
-                    f"{self.max_context_bytes}; remove keys by setting them to null",
+                    f"{limit}; remove keys by setting them to null",
                     "limit": "maxContextBytes",
-                    "value": self.max_context_bytes,
+                    "value": limit,
                 }
             )
 
@@ -210,13 +216,10 @@ class Ledger:
             status=status, gate=self.digest(run.source_hash, run.position, self._folders(run, events))
         )
         notes = self._notices(run, events, run.owner, lambda: ())
-        if self.tracer is not None:
-            with self.tracer.span(**self._write_span("create", run, events)):
-                created = self.remember(self.store.create(run, events, notes))
-        else:
+        with self.settings.tracer.span(**self._write_span("create", run, events)):
             created = self.remember(self.store.create(run, events, notes))
         if notes:
-            self.queued()
+            self.settings.queued()
         return created
 
     def write(self, run: RunRecord, change: RunUpdate, events: Sequence[NewEvent], actor: str) -> RunRecord:
@@ -237,30 +240,26 @@ class Ledger:
             )
             if digest != run.gate:
                 change = change._replace(gate=digest)
+        settings = self.settings
         try:
             notes = (
                 []
-                if self.notify is None  # the usual server: nothing more on a write's path
+                if settings.notify is None  # the usual server: nothing more on a write's path
                 else self._notices(
                     written(run, change, now(), len(events)), events, actor, lambda: self.events(run.id)
                 )
             )
-            if self.tracer is not None:
-                with self.tracer.span(**self._write_span("update", run, events)):
-                    result = self.remember(self.store.update(run, change, events, actor, notes))
-            else:
+            with settings.tracer.span(**self._write_span("update", run, events)):
                 result = self.remember(self.store.update(run, change, events, actor, notes))
         except Conflict:
             self.recent.pop(run.id, None)
-            if self.observer is not None:
-                self.observer.store_retry()
+            settings.observer.store_retry()
             raise
         except Exception:
-            if self.observer is not None:
-                self.observer.store_error()
+            settings.observer.store_error()
             raise
         if notes:
-            self.queued()
+            settings.queued()
         return result
 
     # -- the gate digest (runs/gate_digest.py) ---------------------------------------
@@ -301,11 +300,12 @@ class Ledger:
         self, run: RunRecord, events: Sequence[NewEvent], actor: str, history: Callable[[], Sequence[Event]]
     ) -> list[NewNotification]:
         """The notifications the write causes (written with it, in its transaction)."""
-        if self.notify is None:
+        notify = self.settings.notify
+        if notify is None:
             return []
         from handrail.notify.events import notices  # lazy: a gate hook notifies no one
 
-        return notices(self.notify, run, events, actor, history, dashboard_url=self.dashboard_url)
+        return notices(notify, run, events, actor, history, dashboard_url=self.settings.dashboard_url)
 
     def _write_span(self, operation: str, run: RunRecord, events: Sequence[NewEvent]) -> dict[str, Any]:
         """The name and attributes of a store write's span (database conventions)."""

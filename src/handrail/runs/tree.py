@@ -16,7 +16,7 @@ advance heals the next time anyone looks.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from handrail.codec import json_size
@@ -30,7 +30,6 @@ from handrail.runs.tree_writes import CHILDREN_READ, TreeWrites
 from handrail.store.base import ACTIVE_STATUSES, EventType, RunRecord, RunStatus
 
 if TYPE_CHECKING:
-    from handrail.catalog import Snapshot
     from handrail.model import Workflow
 
 MAX_DEPTH = 8  # sub-workflows nested this deep at most: a run's ancestors, counted up
@@ -45,8 +44,6 @@ class Tree:
     def __init__(self, ledger: Ledger) -> None:
         self.ledger = ledger
         self.writes = TreeWrites(ledger)  # the rows a tree writes
-        # the server's catalog, where a sub-workflow's child finds its workflow
-        self.catalog: Callable[[], Snapshot] | None = None
 
     # -- hooks ------------------------------------------------------------------------
     def answered(self, result: R) -> R:
@@ -291,7 +288,8 @@ class Tree:
         if depth >= MAX_DEPTH:
             said = f"runs are nested {MAX_DEPTH} deep, the most there may be: `{workflow_id}` is not started"
             return self.writes.fail(run, waiting, (), said)
-        snapshot = self.catalog() if self.catalog is not None else None
+        catalog = self.ledger.settings.catalog
+        snapshot = catalog() if catalog is not None else None
         if snapshot is None:
             return None  # a read with the catalog at hand starts it (workflow_resume, workflow_continue)
         workflow = snapshot.get(workflow_id)
@@ -300,7 +298,7 @@ class Tree:
                 run, waiting, (), f"workflow `{workflow_id}` is not in the server's catalog"
             )
         context = dict(waiting.get("context") or {})
-        size, limit = json_size(context), self.ledger.max_context_bytes
+        size, limit = json_size(context), self.ledger.settings.max_context_bytes
         if size > limit:
             said = (
                 f"the context of its child run of workflow `{workflow_id}` would be {size} bytes as JSON, "

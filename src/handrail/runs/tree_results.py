@@ -46,7 +46,7 @@ def branch_results(
 
 def fitted(ledger: Ledger, run: RunRecord, full: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Results cut down, as little as will do, to fit the parent's context limit."""
-    room = ledger.max_context_bytes - json_size(run.context) - 64
+    room = ledger.settings.max_context_bytes - json_size(run.context) - 64
     for cut in (_whole, _without_context, _last_output, _status_only):
         shaped = [cut(r) for r in full]
         if json_size(shaped) <= room:

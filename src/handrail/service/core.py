@@ -32,17 +32,19 @@ if TYPE_CHECKING:
     from handrail.engine.results import NextResult, Verdict
     from handrail.model import Workflow
     from handrail.runs import Runs
+    from handrail.runs.ledger import RunSettings
 
 Handler = Callable[[Request, Snapshot, dict[str, Any]], Any]
 
 
 class LaterRuns(NamedTuple):
     """A server's run operations, made when first used rather than at start-up (their
-    modules are most of a server's): `make()` makes them, and `database_file` is the
-    SQLite file they will open (None: another store), which `initialize` looks for
-    without making them."""
+    modules are most of a server's): `make(**served)` makes them, with the service's own
+    settings for them (`RunSettings` fields: its limits, checks, dashboard, catalog), and
+    `database_file` is the SQLite file they will open (None: another store), which
+    `initialize` looks for without making them."""
 
-    make: Callable[[], Runs]
+    make: Callable[..., Runs]
     database_file: str | None
 
 
@@ -57,8 +59,9 @@ class Service:
         checks: CheckConfig | None = None,
         dashboard_url: str | None = None,
     ) -> None:
-        """`runs`: the run store's operations, or what makes them on first use (default: over
-        the store `HANDRAIL_DATABASE_URL` or ~/.handrail names, made on first use).
+        """`runs`: what makes the run store's operations on first use (default: over the store
+        `HANDRAIL_DATABASE_URL` or ~/.handrail names), given this service's limits, checks,
+        dashboard and catalog as they are made; or runs made already, with their own.
         `runs_only`: see spec/runs.md. `checks`:
         what runs' checks may do (commands allowed, named commands); None: nothing allowed.
         `dashboard_url`: the dashboard's address, when this server serves it (named in
@@ -68,10 +71,8 @@ class Service:
         self.check_config = checks
         self.dashboard_url = dashboard_url
         self._later = later_runs() if runs is None else runs if isinstance(runs, LaterRuns) else None
-        self._runs: Runs | None = None
+        self._runs: Runs | None = None if runs is None or isinstance(runs, LaterRuns) else runs
         self._making = threading.Lock()  # HTTP answers from several threads: the runs are made once
-        if not isinstance(runs, LaterRuns) and runs is not None:
-            self._configured(runs)
         self.runs_only = runs_only
         # name -> (the admission of its arguments, quick and thorough; its handler; whether
         # the handler reads the request)
@@ -92,19 +93,14 @@ class Service:
             with self._making:
                 if self._runs is None:
                     assert self._later is not None
-                    self._configured(self._later.make())
-                assert self._runs is not None
+                    self._runs = self._later.make(
+                        max_context_bytes=self.limits.max_context_bytes,
+                        check_config=self.check_config,
+                        dashboard_url=self.dashboard_url,
+                        catalog=self.catalog.snapshot,
+                    )
                 made = self._runs
         return made
-
-    def _configured(self, runs: Runs) -> None:
-        runs.configure(
-            max_context_bytes=self.limits.max_context_bytes,
-            checks=self.check_config,
-            dashboard_url=self.dashboard_url,
-            catalog=self.catalog.snapshot,
-        )
-        self._runs = runs
 
     @property
     def _run_handlers(self) -> dict[str, Handler]:
@@ -301,28 +297,33 @@ def _input_schema(name: str) -> dict[str, Any]:
     return schema
 
 
-def default_runs(database: str | None = None, *, reading: bool = False) -> Runs:
+def default_runs(
+    database: str | None = None, *, reading: bool = False, settings: RunSettings | None = None
+) -> Runs:
     """Runs over the store `database` names (default: see handrail.store.default_url);
-    `reading`: the caller only reads (see handrail.store.open_store)."""
+    `reading`: the caller only reads (see handrail.store.open_store); `settings`: the
+    server's for them (its SQLite file is filled in)."""
     from handrail.runs import Runs  # lazy: loaded on first use, after `initialize` is answered
+    from handrail.runs.ledger import RunSettings  # as Runs
     from handrail.store import default_url, open_store  # lazy: after `initialize` is answered
 
     url = database or default_url()
-    return Runs(lambda: open_store(url, reading=reading), database_file=database_file(url))
+    given = settings or RunSettings()
+    return Runs(lambda: open_store(url, reading=reading), given._replace(database_file=database_file(url)))
 
 
-def later_runs(database: str | None = None, then: Callable[[Runs], None] | None = None) -> LaterRuns:
-    """`default_runs(database)` made on first use, and given to `then` (a server's settings
-    for them) as they are made."""
+def later_runs(database: str | None = None, settings: Callable[[], RunSettings] | None = None) -> LaterRuns:
+    """`default_runs(database)` made on first use, with the settings `settings()` makes
+    (a server's: its roles, channels, hooks) and the service's own added to them."""
     from handrail.store import default_url  # lazy: after `initialize` is answered
 
     url = database or default_url()
 
-    def make() -> Runs:
-        made = default_runs(url)
-        if then is not None:
-            then(made)
-        return made
+    def make(**served: Any) -> Runs:
+        from handrail.runs.ledger import RunSettings  # lazy: with the runs, on first use
+
+        given = settings() if settings is not None else RunSettings()
+        return default_runs(url, settings=given._replace(**served))
 
     return LaterRuns(make, database_file(url))
 

@@ -33,7 +33,7 @@ import logging
 import socket
 import sys
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from starlette.applications import Starlette
 
@@ -45,6 +45,9 @@ from handrail.service.identity_provider import Provider
 from handrail.service.people import People
 from handrail.transport.http_app import HookAnswer, HttpApp, HttpSettings
 from handrail.transport.security import LOCAL_HOSTS
+
+if TYPE_CHECKING:
+    from handrail.transport.metrics import Metrics
 
 log = logging.getLogger("handrail.transport.http")
 
@@ -88,7 +91,7 @@ def serve(
     limits: TransportLimits | None = None,
     hooks: HookAnswer | None = None,
     public_key: dict[str, Any] | None = None,
-    metrics: bool = False,
+    metrics: Metrics | None = None,
     metrics_token: str | None = None,
     tracer: Tracer | None = None,
     trusted_proxies: frozenset[Network] = frozenset(),

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from starlette.applications import Starlette
@@ -44,6 +44,9 @@ from handrail.transport.http_headers import accepts_json, header_mismatch, statu
 from handrail.transport.security import LOCAL_HOSTS, Guard, Refused
 from handrail.transport.workers import Busy, WorkerPool, default_workers
 
+if TYPE_CHECKING:
+    from handrail.transport.metrics import Metrics
+
 MAX_BODY = 4 * 1024 * 1024
 BATCH_VERSIONS = ("2024-11-05", "2025-03-26")  # JSON-RPC batching left the protocol in 2025-06-18
 MAX_HOOK_BODY = 1 << 20  # the gate reads at most this much of a hook's input
@@ -67,7 +70,7 @@ class HttpSettings:
     transport: TransportLimits = field(default_factory=TransportLimits)
     hooks: HookAnswer | None = None  # the gate's HTTP hooks, when served
     public_key: dict[str, Any] | None = None  # --signing-key's public half, as published
-    metrics: bool = False  # --metrics: /metrics in the Prometheus text format
+    metrics: Metrics | None = None  # --metrics: /metrics in the Prometheus text format
     metrics_token: str | None = None  # --metrics-token: the one token /metrics asks for, if set
     tracer: Tracer | None = None  # OpenTelemetry (handrail/tracing.py): a span per request
     trusted_proxies: frozenset[Network] = frozenset()  # --trust-proxy: their forwarded origin counts
@@ -119,11 +122,7 @@ class HttpApp:
     def __init__(self, service: Service, settings: HttpSettings | None = None) -> None:
         self.service = service
         self.config = config = settings or HttpSettings()
-        self.metrics = None
-        if config.metrics:
-            from handrail.transport.metrics import attach  # prometheus_client: loaded only when asked
-
-            self.metrics = attach(service)
+        self.metrics = config.metrics
         # no session state: one core serves every request
         self.protocol = Protocol(service, stateless=True, observer=self.metrics, tracer=config.tracer)
         self.limits = limits = config.transport
@@ -359,7 +358,7 @@ class HttpApp:
         except Refused as refused:
             return _refused(refused)
         assert self.metrics is not None
-        from handrail.transport.metrics import CONTENT_TYPE  # loaded already by attach
+        from handrail.transport.metrics import CONTENT_TYPE  # loaded already with the metrics
 
         # the store's figures are read by a query: on a worker, never on the event loop
         try:

@@ -2,10 +2,11 @@
 /metrics, through the prometheus_client library.
 
 `Metrics` is the `Observer` (handrail/observe.py) the protocol and the run ledger are
-given: it counts requests, checks and store retries as they happen. What a database or
-the catalog already knows (runs by status, approvals waiting, workflows and broken
-files) is read at scrape time by `_Collector`, with one aggregate query each, so a
-scrape costs the same whatever the number of runs. Each app has its own registry: two
+given as they are built (the command line makes it first): it counts requests, checks
+and store retries as they happen. What a database or the catalog already knows (runs
+by status, approvals waiting, workflows and broken files) is read at scrape time by
+`_Collector`, with one aggregate query each, so a scrape costs the same whatever the
+number of runs. Each app has its own registry: two
 servers (or tests) in one process never share a count.
 """
 
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -33,7 +34,9 @@ CHECK_BUCKETS = (0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 120, 300, 600)
 class Metrics:
     """The counters, the histograms and the scrape-time figures of one server."""
 
-    def __init__(self, service: Service) -> None:
+    def __init__(self, service: Callable[[], Service]) -> None:
+        """`service()`: the service whose store and catalog a scrape reads. A callable, so
+        that the metrics are made first and given to the runs as they are built."""
         self.registry = CollectorRegistry(auto_describe=True)
         self.requests = Counter(
             "handrail_requests",
@@ -103,7 +106,7 @@ class Metrics:
 class _Collector(Collector):
     """The figures read at scrape time: the store's and the catalog's."""
 
-    def __init__(self, service: Service) -> None:
+    def __init__(self, service: Callable[[], Service]) -> None:
         self.service = service
 
     def describe(self) -> list[Metric]:
@@ -114,7 +117,7 @@ class _Collector(Collector):
         yield from self._runs()
 
     def _catalog(self) -> Iterator[Metric]:
-        snapshot = self.service.catalog.ready  # never waits for a first listing
+        snapshot = self.service().catalog.ready  # never waits for a first listing
         workflows = GaugeMetricFamily("handrail_catalog_workflows", "Workflows in service")
         broken = GaugeMetricFamily("handrail_catalog_broken_files", "Workflow files refused or broken")
         workflows.add_metric([], len(snapshot.entries) if snapshot is not None else 0)
@@ -123,7 +126,7 @@ class _Collector(Collector):
         yield broken
 
     def _runs(self) -> Iterator[Metric]:
-        ledger = self.service.runs.ledger
+        ledger = self.service().runs.ledger
         runs = GaugeMetricFamily("handrail_runs", "Runs in the store, by status", labels=["status"])
         waiting = GaugeMetricFamily("handrail_approvals_waiting", "Runs waiting for a person's approval")
         age = GaugeMetricFamily(
@@ -133,7 +136,7 @@ class _Collector(Collector):
         oldest = 0.0
         spent: list[tuple[str, str, str, int, int, float]] = []
         # a server that has written no run has no database yet: a scrape does not make one
-        if ledger.database_file is None or os.path.exists(ledger.database_file):
+        if ledger.settings.database_file is None or os.path.exists(ledger.settings.database_file):
             try:
                 counts = runs_by_status(ledger.store)
                 oldest = oldest_waiting_seconds(ledger.store)
@@ -177,10 +180,3 @@ def _spent(rows: list[tuple[str, str, str, int, int, float]]) -> Iterator[Metric
         cost.add_metric([workflow, version, step], usd)
     yield tokens
     yield cost
-
-
-def attach(service: Service) -> Metrics:
-    """Metrics for `service`, with its run ledger told of every write it retries."""
-    metrics = Metrics(service)
-    service.runs.ledger.observer = metrics
-    return metrics
