@@ -67,7 +67,7 @@ SIZE_DEBT: dict[str, int] = {
     "module handrail.gate.hook": 598,
     "module handrail.gate.install": 527,
     "module handrail.protocol.core": 475,
-    "module handrail.runs.decisions": 645,
+    "module handrail.runs.decisions": 641,
     "module handrail.runs.gate": 520,
     "module handrail.runs.tree": 622,
     "module handrail.store.sqlite": 509,
