@@ -45,6 +45,15 @@ class Budget:
     regex_ms: int = REGEX_TIMEOUT_MS  # one search on the backtracking regex engine
     rendered: int = 0  # characters templates have produced so far in this request
 
+    def render(self, size: int) -> int:
+        """`size` more characters rendered: the request's total so far."""
+        self.rendered += size
+        return self.rendered
+
+    def pause(self, seconds: float) -> None:
+        """`seconds` spent that do not count (a person, checks): the deadline moves by them."""
+        self.deadline += seconds
+
 
 _current: ContextVar[Budget | None] = ContextVar("handrail_budget", default=None)
 
@@ -118,9 +127,9 @@ def render(size: int) -> None:
     budget = _current.get()
     if budget is None:
         return
-    budget.rendered += size
-    if budget.rendered > budget.reply_bytes:
-        raise over_size(budget.rendered, "the text rendered from the step's templates")
+    rendered = budget.render(size)
+    if rendered > budget.reply_bytes:
+        raise over_size(rendered, "the text rendered from the step's templates")
 
 
 def reply_limit() -> int | None:

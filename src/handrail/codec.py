@@ -31,6 +31,15 @@ class Encoded:
     def value(self) -> Any:
         return loads(self.data)
 
+    def fragment(self) -> Any:
+        """orjson's Fragment of `data`, made when first spliced and kept: the same step is
+        spliced into reply after reply."""
+        if self._fragment is None:
+            import orjson  # lazy: orjson's 24 ms only for what encodes
+
+            self._fragment = orjson.Fragment(self.data)
+        return self._fragment
+
     def quoted(self) -> bytes:
         """This JSON as a JSON string (the text block of a tool result); made once, since
         the same listing or document is sent again and again."""
@@ -93,12 +102,7 @@ def encode_sized(value: Any) -> tuple[bytes, int]:
 def _spliced(value: Any) -> Any:
     """Results the service hands over already encoded are spliced in, not re-encoded."""
     if isinstance(value, Encoded):
-        fragment = value._fragment
-        if fragment is None:  # kept: the same step is spliced into reply after reply
-            import orjson  # lazy: orjson's 24 ms only for what encodes
-
-            fragment = value._fragment = orjson.Fragment(value.data)
-        return fragment
+        return value.fragment()
     raise TypeError(f"cannot encode {type(value).__name__}")
 
 

@@ -58,6 +58,10 @@ class Read:
     revision: str
     document: dict[str, Any] | None = None  # orjson's parse of `data`
 
+    def parsed(self, document: dict[str, Any]) -> None:
+        """The listing's parse of `data`, kept for the compiler."""
+        self.document = document
+
     @classmethod
     def of(cls, data: bytes) -> Read:
         return cls(data, source_revision(data.removeprefix(BOM)))
@@ -105,7 +109,7 @@ def listed(path: Path, read: Read, load: Callable[[Listed], Workflow | None]) ->
         return None
     if not isinstance(document, dict):
         return None
-    read.document = document
+    read.parsed(document)
     id_, name, description, version = (document.get(k) for k in ("id", "name", "description", "version"))
     category, steps = document.get("category", "general"), document.get("steps")
     if not (

@@ -177,8 +177,7 @@ def sarif(diagnostics: Sequence[Any]) -> dict[str, Any]:
 
 
 def list_command(args: argparse.Namespace) -> int:
-    catalog = options.catalog_of(args)
-    catalog.quiet = True  # every problem is printed below, once
+    catalog = options.catalog_of(args, quiet=True)  # every problem is printed below, once
     snapshot = catalog.snapshot()
     rows = [
         {

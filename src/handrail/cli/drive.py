@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from handrail.cli import notify_options, options, serve
+from handrail.cli import notify_options, options, serving
 from handrail.cli.options import EXIT_USAGE
 
 AGENTS = ("claude-code", "codex", "gemini")  # the names of drive.agents.AGENTS
@@ -179,7 +179,7 @@ def drive_command(args: argparse.Namespace) -> int:
     workspace = os.path.abspath(args.workspace or os.getcwd())
     if not os.path.isdir(workspace):
         return _usage(f"--workspace {workspace!r} is not a folder")
-    args.database = args.database or default_url()
+    args = argparse.Namespace(**{**vars(args), "database": args.database or default_url()})
     checks = options.check_config_of(args, "drive")
     if checks is None:
         return EXIT_USAGE
@@ -212,8 +212,8 @@ def drive_command(args: argparse.Namespace) -> int:
     )
     shown = watcher(sys.stderr.isatty, args.attempts)
     try:
-        served = serve.service_of(catalog, args, checks, notifying=notify_options.config_of(args))
-        with serve.background(served):
+        served = serving.service_of(catalog, args, checks, notifying=notify_options.config_of(args))
+        with serving.background(served):
             outcome = Driver(served.service, plan, shown.say, shown).drive()
     finally:
         shown.close()

@@ -346,7 +346,8 @@ def _channels(text: str) -> frozenset[str]:
         raise argparse.ArgumentTypeError(str(exc).removeprefix("--approval-channels: ")) from None
 
 
-def catalog_of(args: argparse.Namespace) -> Any:
+def catalog_of(args: argparse.Namespace, *, quiet: bool = False) -> Any:
+    """The catalog the source options name; `quiet`: it logs no problems (the command prints them)."""
     from handrail.catalog import Catalog, default_sources  # lazy: loaded when the command runs
     from handrail.catalog.git_sources import GitSpecError  # lazy: loaded when the command runs
 
@@ -359,7 +360,7 @@ def catalog_of(args: argparse.Namespace) -> Any:
     from handrail.limits import MAX_COMPILED_WORKFLOWS  # lazy: loaded when the command runs
 
     kept = getattr(args, "max_compiled_workflows", MAX_COMPILED_WORKFLOWS)  # a server's option
-    return Catalog(sources, max_bytes=args.max_file_size, max_compiled=kept)
+    return Catalog(sources, max_bytes=args.max_file_size, max_compiled=kept, quiet=quiet)
 
 
 def warn_missing(args: argparse.Namespace) -> None:

@@ -18,6 +18,11 @@ class Entry:
     parent: str | None  # enclosing loop id
     functions: tuple[str, ...]  # functions visible from here (loop scopes)
 
+    def nest(self, parent: str, functions: tuple[str, ...]) -> None:
+        """The step is the body of loop `parent`, and sees the functions of its scope."""
+        self.parent = parent
+        self.functions = functions
+
 
 @dataclass
 class Steps:
@@ -84,9 +89,7 @@ class Steps:
                 )
             else:
                 self.owner[body] = sid
-                target = self.entries[body]
-                target.parent = sid
-                target.functions = entry.functions + function_names(raw.get("functionDefinitions"))
+                self.entries[body].nest(sid, entry.functions + function_names(raw.get("functionDefinitions")))
         # loops that contain each other through their bodies would never end
         reported: set[str] = set()
         for sid in self.order:

@@ -72,6 +72,12 @@ class StepReport:
     usage: list[Usage] = field(default_factory=list)
     issues: list[str] = field(default_factory=list)
     checks: list[str] = field(default_factory=list)  # its last attempt's checks: "label: passed"
+
+    def attempted(self) -> int:
+        """One more attempt at the step: which one it is."""
+        self.attempts += 1
+        return self.attempts
+
     work: str = ""  # a parallel loop: where each branch's work is
 
     @property
@@ -276,8 +282,7 @@ class Driver:
 
         def agent(text: str) -> None:
             with lock:
-                report.attempts += 1
-                attempt = report.attempts
+                attempt = report.attempted()
                 self.watch.began(key, loop, attempt, self.plan.agent)
             finished, used = self._process(text, run)
             with lock:

@@ -42,6 +42,10 @@ class ClientRequests:
         # carry a request back while a request is being answered (stdio)
         self.sender: Callable[[bytes], None] | None = None
 
+    def send_through(self, sender: Callable[[bytes], None] | None) -> None:
+        """The transport's way to the client, for requests sent while one is answered."""
+        self.sender = sender
+
     def send(self, method: str, params: dict[str, Any] | None, on_answer: Callback) -> str:
         """Queue a request; `on_answer(result, error)` runs when the client answers."""
         rid = f"handrail-{next(self._ids)}"  # strings: never confused with the client's own ids

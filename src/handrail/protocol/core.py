@@ -122,9 +122,9 @@ class Protocol:
         """Where log records for the client go (set by a transport that can send them)."""
         return self.session.sink
 
-    @sink.setter
-    def sink(self, send: Callable[[bytes], None] | None) -> None:
-        self.session.sink = send
+    def connect(self, send: Callable[[bytes], None] | None) -> None:
+        """Log records for the client go to `send` (a transport that can send them)."""
+        self.session.connect(send)
 
     @property
     def request(self) -> Request:
@@ -253,7 +253,7 @@ class Protocol:
                 None, INVALID_REQUEST, "Invalid Request", {"details": "method must be a string"}
             )
         if method == "notifications/initialized" and self.initialized:
-            self.session.client_ready = True
+            self.session.ready()
             self.surface.ask_roots()
         elif method == "notifications/roots/list_changed" and self.session.client_ready:
             self.surface.ask_roots()
@@ -285,8 +285,8 @@ class Protocol:
         capabilities = params["capabilities"]
         if not self.stateless:  # HTTP: each request stands alone, and carries its own
             # the session's request, for the messages after this one: not this message's id
-            request = self.session.request = replace(
-                request, version=version, capabilities=capabilities, message_id=None
+            request = self.session.asking(
+                replace(request, version=version, capabilities=capabilities, message_id=None)
             )
         text = self.surface.essentials(self._runs_note(request, capabilities), told=True)
         return {
@@ -335,7 +335,7 @@ class Protocol:
 
     def close(self) -> None:
         """Stop sending log records to this client (the transport is closing)."""
-        self.session.sink = None
+        self.session.connect(None)
         self.surface.close()
 
 

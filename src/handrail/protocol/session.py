@@ -28,3 +28,16 @@ class Session:
     sink: Callable[[bytes], None] | None = None
     # URL-mode approval questions sent and not yet said complete: elicitationId -> (run, seq)
     url_questions: dict[str, tuple[str, int]] = field(default_factory=dict)
+
+    def connect(self, sink: Callable[[bytes], None] | None) -> None:
+        """Where messages outside a reply go from now on (None: nowhere)."""
+        self.sink = sink
+
+    def ready(self) -> None:
+        """The client said notifications/initialized."""
+        self.client_ready = True
+
+    def asking(self, request: Request) -> Request:
+        """The request the session's next messages start from, given back."""
+        self.request = request
+        return request

@@ -341,4 +341,4 @@ class off_the_clock:
 
         spent = budget.current()
         if spent is not None:
-            spent.deadline += time.monotonic() - self.start
+            spent.pause(time.monotonic() - self.start)

@@ -149,16 +149,16 @@ class HttpApp:
 
     def refuse(self, request: Request, *, authenticate: bool = True) -> Response | None:
         """Host, Origin and (with `authenticate`) token checks; the person asking is
-        kept in `request.state.person`."""
+        kept in the ASGI scope (`handrail.person`, `handrail.scope`)."""
         try:
             peer = request.client.host if request.client is not None else None
             asking = self.guard.check(request.headers, authenticate=authenticate, peer=peer)
         except Refused as refused:
             return _refused(refused)
         if asking is not None:
-            request.state.person = asking
+            request.scope["handrail.person"] = asking
             found = self.guard.credential(request.headers)
-            request.state.scope = found[1] if found is not None else None
+            request.scope["handrail.scope"] = found[1] if found is not None else None
         return None
 
     async def read_body(self, request: Request, max_body: int | None = None) -> bytes | Response:
@@ -258,13 +258,12 @@ class HttpApp:
         if isinstance(body, Response):
             return body
         try:
-            state = request.state
             return await self.pool.run(
                 self.work,
                 body,
                 request.headers,
-                getattr(state, "person", None),
-                getattr(state, "scope", None),
+                request.scope.get("handrail.person"),
+                request.scope.get("handrail.scope"),
                 agent_session(request),
             )
         except Busy as busy:
@@ -312,7 +311,7 @@ class HttpApp:
         answer = self.config.hooks
         harness = request.path_params["harness"]
         query = dict(request.query_params)
-        person = getattr(request.state, "person", None)
+        person = request.scope.get("handrail.person")
         try:
             status, reply, headers = await self.pool.run(answer, harness, body, query, person)
         except Busy:

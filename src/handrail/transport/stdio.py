@@ -75,6 +75,15 @@ class _Lines:
         self.dropping = False  # inside a line over the limit, already refused: skip to its end
         self.sleepers = 0  # threads in `changed.wait()`: none, usually, and then none to wake
 
+    def sleep(self) -> None:
+        """Wait, holding `lock`, until a reader says lines changed."""
+        self.sleepers += 1
+        self.changed.wait()
+        self.sleepers -= 1
+
+    def take(self) -> None:
+        self.taken += 1
+
     def claim(self) -> bool:
         """Become the reader (call with `lock` held): False when another thread reads."""
         if self.reading:
@@ -160,12 +169,12 @@ def serve(
     limit = max_line if max_line is not None else protocol.limits.max_line_bytes
     source = cast(io.BufferedIOBase, stdin or _standard_input())  # read1: what the pipe has
     sink = stdout or _standard_output()
-    sys.stdout = sys.stderr  # stray prints must not corrupt the protocol stream
-    server = StdioServer(protocol, source, sink, limit, after_first_reply, shutdown_timeout)
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        with contextlib.suppress(ValueError):  # not the main thread (tests): signals stay
-            signal.signal(sig, server.on_signal)
-    return server.run()
+    with contextlib.redirect_stdout(sys.stderr):  # stray prints must not corrupt the protocol stream
+        server = StdioServer(protocol, source, sink, limit, after_first_reply, shutdown_timeout)
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            with contextlib.suppress(ValueError):  # not the main thread (tests): signals stay
+                signal.signal(sig, server.on_signal)
+        return server.run()
 
 
 class StdioServer:
@@ -194,8 +203,8 @@ class StdioServer:
         self.writing = threading.Lock()  # the catalog watcher sends notifications from its own thread
         self.held_since = 0.0  # when the oldest answer not yet flushed was written, or 0
         protocol.on_catalog_change(self.on_change)
-        protocol.sink = self.send  # log records for the client (logging/setLevel)
-        self.requests.sender = self.send  # elicitation/create, sent while a request is answered
+        protocol.connect(self.send)  # log records for the client (logging/setLevel)
+        self.requests.send_through(self.send)  # elicitation/create, sent while a request is answered
 
     def on_signal(self, signum: int, frame: FrameType | None) -> None:
         self.stopping = True
@@ -233,9 +242,7 @@ class StdioServer:
                 mine = lines.claim()
                 if not mine:
                     self.flush()  # the watcher reads: what is answered goes out meanwhile
-                    lines.sleepers += 1
-                    lines.changed.wait()
-                    lines.sleepers -= 1
+                    lines.sleep()
                     continue
             self.flush()  # nothing more to answer: out it goes before we wait for input
             found = lines.pull(keep=False)
@@ -267,7 +274,7 @@ class StdioServer:
         for line in batch:
             if self.stopping:
                 return False
-            lines.taken += 1  # only this thread writes it; the others only look
+            lines.take()  # only this thread writes it; the others only look
             self.in_hand = True
             out: bytes | None
             if line is OVERSIZED:

@@ -146,7 +146,7 @@ class Surface:
         if isinstance(roots, list):
             uris = [r.get("uri") for r in roots if isinstance(r, dict)]
             folder = next((p for p in map(_root_folder, uris) if p is not None), None)
-            self.session.request = replace(self.session.request, workspace=folder)
+            self.session.asking(replace(self.session.request, workspace=folder))
 
     # -- logging, completion, subscriptions ---------------------------------------------
     def set_level(self, request: Request, params: dict[str, Any]) -> dict[str, Any]:
