@@ -19,7 +19,7 @@ import fastjsonschema
 
 from benchmarks.timing import per_call_ns
 from handrail.catalog import load_catalog
-from handrail.limits import Limits
+from handrail.model.limits import Limits
 from handrail.service.argument_limits import admission, check_limits
 from handrail.service.core import Service, default_runs
 from handrail.service.definitions import tools

@@ -13,9 +13,9 @@ import time
 from collections.abc import Callable
 
 from benchmarks.timing import percentile
-from handrail.codec import encode_stored
+from handrail.model.codec import encode_stored
+from handrail.model.runs import Event, NewEvent, RunRecord, RunStatus
 from handrail.runs.record import export, verify
-from handrail.store.base import Event, NewEvent, RunRecord, RunStatus
 from handrail.store.chain import chained_rows, first_break
 
 

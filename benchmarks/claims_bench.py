@@ -22,8 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.saving import save
-from handrail.store import NewEvent, RunRecord, RunStore, open_store
-from handrail.store.base import ClaimFilter, EventType, RunStatus
+from handrail.model.runs import EventType, NewEvent, RunRecord, RunStatus
+from handrail.store import RunStore, open_store
+from handrail.store.base import ClaimFilter
 from handrail.store.rows import later, now
 from tests.postgres import Cluster, unavailable
 

@@ -22,7 +22,7 @@ def engine_free() -> None:
     """Make every Service made from now on answer the engine's tools from a memo."""
     import orjson
 
-    from handrail.codec import Encoded, encode
+    from handrail.model.codec import Encoded, encode
     from handrail.service.core import Service
 
     made = Service.__init__

@@ -140,8 +140,8 @@ def main() -> int:
 
 def lengthen(world: Any, count: int) -> None:
     """`count` more events in the world's run: tool calls recorded at its step."""
+    from handrail.model.runs import EventType, NewEvent, RunUpdate
     from handrail.store import open_store
-    from handrail.store.base import EventType, NewEvent, RunUpdate
 
     store = open_store(world.url)
     try:

@@ -22,7 +22,7 @@ from benchmarks.corpus_path import corpus_folder
 from handrail.compiler import compile_text
 from handrail.engine import next_step, validate_output
 from handrail.engine.result_json import next_json, verdict_json
-from handrail.model import Loop, Step, Workflow
+from handrail.model.workflow import Loop, Step, Workflow
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = corpus_folder()

@@ -19,9 +19,9 @@ from typing import Any
 
 from benchmarks.naive import MISSING, _literal, _tree_holds, holds
 from handrail.engine.templates import render  # per call in both: a regex substitution
-from handrail.errors import IGNORE as ignore
 from handrail.expr.ast import literals_for, to_text, variables
 from handrail.expr.parse import _parser, parse_condition
+from handrail.model.errors import IGNORE as ignore
 from handrail.rules.closures import compile_criteria, criteria_text
 
 DEFAULTS = {"iterationVar": "currentIteration", "itemVar": "currentItem", "indexVar": "currentIndex"}

@@ -19,9 +19,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from handrail.model.runs import EventType, NewEvent, RunUpdate
 from handrail.notify.targets import NotifyConfig, Target
 from handrail.notify.worker import Deliverer
-from handrail.store.base import EventType, NewEvent, NewNotification, RunUpdate
+from handrail.store.base import NewNotification
 from handrail.store.sqlite import SqliteStore
 from tests.helpers.receiver import Receiver
 from tests.store.test_store import record

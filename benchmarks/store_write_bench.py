@@ -14,7 +14,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from handrail.store import NewEvent, RunRecord, RunUpdate, open_store
+from handrail.model.runs import NewEvent, RunRecord, RunUpdate
+from handrail.store import open_store
 from handrail.store.urls import sqlite_url
 
 STEPS = ("a", "b", "c", "d", "e", "f")

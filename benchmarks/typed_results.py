@@ -42,7 +42,7 @@ def inputs(corpus: Path) -> dict[str, list[dict[str, Any]]]:
 
     from benchmarks import inprocess
     from handrail.catalog import load_catalog
-    from handrail.model import Step
+    from handrail.model.workflow import Step
 
     logging.getLogger("handrail").setLevel(logging.CRITICAL)  # the corpus's broken files: known
     snapshot = load_catalog(corpus).snapshot()

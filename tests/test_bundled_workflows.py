@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 
 from handrail.compiler import compile_path
-from handrail.errors import Findings
 from handrail.expr.ast import All, Any_, Compare, Expr, Not
 from handrail.expr.parse import parse_condition
-from handrail.model import Loop, Step, Workflow
+from handrail.model.errors import Findings
+from handrail.model.workflow import Loop, Step, Workflow
 from tests.conftest import ROOT, bundled_files
 from tests.helpers.walker import Walk, engine_call, walk
 from tests.helpers.wire import wire_validate

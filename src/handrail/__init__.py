@@ -17,10 +17,10 @@ The names below are imported on first use, so that `handrail start` can answer
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
-__version__ = "0.1.0"
+from handrail.lazy import lazy_attributes
+from handrail.model.version import __version__
 
 _PUBLIC = {
     "Catalog": "handrail.catalog",
@@ -40,8 +40,6 @@ _PUBLIC = {
 }
 
 if TYPE_CHECKING:  # the same names for type checkers, each re-exported as itself
-    from typing import Any
-
     from handrail.catalog import Catalog as Catalog
     from handrail.catalog import load_catalog as load_catalog
     from handrail.compiler import Compiled as Compiled
@@ -56,23 +54,6 @@ if TYPE_CHECKING:  # the same names for type checkers, each re-exported as itsel
     from handrail.engine import Verdict as Verdict
     from handrail.engine import next_step as next_step
     from handrail.engine import validate_output as validate_output
-
-
-def lazy_attributes(package: str, homes: Mapping[str, str]) -> Callable[[str], Any]:
-    """A package's `__getattr__` (PEP 562) that imports each name of `homes` (name -> the
-    module defining it) on first use, so that importing the package loads none of them.
-    It lives here, in the module every import of handrail loads, so that the packages
-    that use it (this one, checks, patterns, runs) load no module more for it."""
-
-    def __getattr__(name: str) -> Any:
-        home = homes.get(name)
-        if home is None:
-            raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        from importlib import import_module  # lazy: a hook's start-up
-
-        return getattr(import_module(home), name)
-
-    return __getattr__
 
 
 __getattr__ = lazy_attributes("handrail", _PUBLIC)

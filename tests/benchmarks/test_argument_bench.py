@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from benchmarks import argument_bench
-from handrail.limits import Limits
+from handrail.model.limits import Limits
 from handrail.service.argument_limits import admission
 
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from handrail.catalog import Catalog, Source
-from handrail.errors import WorkflowNotFound
+from handrail.model.errors import WorkflowNotFound
 from handrail.service.core import Service
 from tests.helpers.server import Server
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from handrail.model import CommandCheck, GitCheck, Step
+from handrail.model.workflow import CommandCheck, GitCheck, Step
 from tests.helpers.wire import wire_next
 from tests.test_bundled_workflows import workflow
 

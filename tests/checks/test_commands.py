@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from handrail.checks import CheckConfig, evaluate_checks
-from handrail.processes import environment, run
+from handrail.checks.processes import environment, run
 from tests.checks.workspaces import compiled_checks
 
 ALLOWED = CheckConfig(allow_commands=True)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from handrail.checks import Baseline, CheckConfig, evaluate_checks, git_baseline
-from handrail.processes import git_environment
+from handrail.checks.processes import git_environment
 from tests.checks.workspaces import compiled_checks, git, write
 
 pytestmark = pytest.mark.slow

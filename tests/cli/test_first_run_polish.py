@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from handrail import __version__
 from handrail.catalog import load_catalog
 from handrail.cli import main
 from handrail.gate.hook import HARNESSES
+from handrail.model.version import __version__
 from handrail.runs.approvers import CHANNELS, default_channels
 from handrail.service.core import Service
 from tests.conftest import BUNDLED

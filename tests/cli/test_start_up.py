@@ -24,20 +24,23 @@ START_UP = {
     "top level": {
         "",
         "_resources",
-        "budget",
-        "codec",
         "entry",
-        "errors",
         "home",
         "internals",  # the command line reads argparse's tree of parsers through it
-        "limits",
-        "observe",
-        "processes",
+        "lazy",
         "settings",
-        "wide_integers",
     },
-    "cli": {"cli", "cli.notify_options", "cli.oidc_options", "cli.options", "cli.serve"},
-    "transport": {"transport", "transport.stdio"},
+    "cli": {
+        "cli",
+        "cli.notify_options",
+        "cli.oidc_options",
+        "cli.options",
+        "cli.serve",
+    },
+    "transport": {
+        "transport",
+        "transport.stdio",
+    },
     "protocol": {
         "protocol",
         "protocol.client_requests",
@@ -66,10 +69,25 @@ START_UP = {
         "service.run_definitions",
         "service.tool_table",
     },
-    "runs": {"runs", "runs.approvals", "runs.request"},
-    "notify": {"notify", "notify.targets"},
-    "checks": {"checks", "checks.config"},
-    "store": {"store", "store.open", "store.urls"},
+    "runs": {
+        "runs",
+        "runs.approvals",
+        "runs.request",
+    },
+    "notify": {
+        "notify",
+        "notify.targets",
+    },
+    "checks": {
+        "checks",
+        "checks.config",
+        "checks.processes",
+    },
+    "store": {
+        "store",
+        "store.open",
+        "store.urls",
+    },
     "catalog": {
         "catalog",
         "catalog.files",
@@ -80,7 +98,23 @@ START_UP = {
         "catalog.sources",
         "catalog.suggest",
     },
-    "patterns": {"patterns", "patterns.caching"},
+    "patterns": {
+        "patterns",
+        "patterns.caching",
+    },
+    "model": {
+        "model",
+        "model.budget",
+        "model.codec",
+        "model.errors",
+        "model.limits",
+        "model.version",
+        "model.wide_integers",
+    },
+    "observe": {
+        "observe",
+        "observe.observer",
+    },
 }
 
 PINNED = {("handrail." + name).rstrip(".") for names in START_UP.values() for name in names}
@@ -97,7 +131,7 @@ NOT_LOADED = (
     "handrail.runs.core",
     "handrail.store.rows",
     "handrail.compiler",
-    "handrail.model",
+    "handrail.model.workflow",
     "handrail.engine.next",
     "handrail.expr",
     "handrail.expr.ast",

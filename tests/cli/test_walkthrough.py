@@ -20,7 +20,7 @@ from handrail.cli.walk import Walkthrough, parse_value, set_path, walk
 from handrail.compiler import compile_text
 from handrail.engine import NextResult
 from handrail.engine.result_json import next_json
-from handrail.model import Workflow
+from handrail.model.workflow import Workflow
 from tests.conftest import bundled_files
 
 CATALOG = load_catalog()

@@ -11,7 +11,7 @@ import pytest
 from handrail.compiler import compile_path
 from handrail.engine.derived import derived
 from handrail.engine.guidance import render_view
-from handrail.model import Step, Workflow
+from handrail.model.workflow import Step, Workflow
 from tests.conftest import bundled_files
 
 

@@ -28,7 +28,7 @@ from handrail.compiler.graph import (
     to_mermaid,
     wrap,
 )
-from handrail.model import Loop, Step, Workflow
+from handrail.model.workflow import Loop, Step, Workflow
 from tests.conftest import BUNDLED, CORPUS, bundled_files, corpus_accepted
 
 LOOPS = CORPUS / "workflows" / "examples" / "loops"

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from handrail.compiler import Compiled, compile_path, compile_text
 from handrail.compiler.codes import CODES
-from handrail.model import Loop, Step
+from handrail.model.workflow import Loop, Step
 from tests.conftest import CORPUS, corpus_files
 
 pytestmark = pytest.mark.slow

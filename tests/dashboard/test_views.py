@@ -8,9 +8,9 @@ import pytest
 from handrail.compiler import compile_text
 from handrail.dashboard.insights import check_labels
 from handrail.dashboard.views import NOTES, duration, grouped, note_code
-from handrail.errors import InvalidParams, RunNotActive, RunNotFound
+from handrail.model.errors import InvalidParams, RunNotActive, RunNotFound
+from handrail.model.runs import RunRecord, RunStatus
 from handrail.runs.refusals import NotAllowedToDecide
-from handrail.store.base import RunRecord, RunStatus
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,7 @@ import pytest
 
 from handrail.drive import codex, gemini
 from handrail.drive.usage import Usage
-from handrail.errors import HandrailError
+from handrail.model.errors import HandrailError
 
 SERVER = ["/v/bin/handrail", "start", "--database", "sqlite:///x"]
 STOP = {

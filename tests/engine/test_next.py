@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from handrail.compiler import compile_path, compile_text
-from handrail.errors import HandrailError, InvalidParams, StateError, StepNotFound
-from handrail.model import Loop, Step, Workflow
+from handrail.model.errors import HandrailError, InvalidParams, StateError, StepNotFound
+from handrail.model.workflow import Loop, Step, Workflow
 from tests.conftest import corpus_accepted
 from tests.helpers.wire import wire_next
 

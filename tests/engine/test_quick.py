@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from handrail.compiler import compile_path
 from handrail.engine import next_step
 from handrail.engine.walk import Walk, first_step
-from handrail.errors import HandrailError, StateError
-from handrail.model import Condition, Workflow
+from handrail.model.errors import HandrailError, StateError
+from handrail.model.workflow import Condition, Workflow
 from tests.conftest import CORPUS_MISSING, bundled_files, corpus_accepted
 
 pytestmark = pytest.mark.slow

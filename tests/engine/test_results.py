@@ -20,7 +20,7 @@ from handrail.engine import (
     validate_output,
 )
 from handrail.engine.result_json import next_json, verdict_json
-from handrail.errors import StateError
+from handrail.model.errors import StateError
 from tests.engine.test_next import build, loop, step
 from tests.helpers.wire import wire_next
 

@@ -18,8 +18,8 @@ import pytest
 
 from handrail.catalog import Entry, Snapshot, Source
 from handrail.compiler import compile_text
-from handrail.errors import HandrailError
-from handrail.model import Workflow
+from handrail.model.errors import HandrailError
+from handrail.model.workflow import Workflow
 from handrail.service.core import Service
 from tests.conftest import SPEC
 

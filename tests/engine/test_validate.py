@@ -10,8 +10,8 @@ import pytest
 
 from handrail.compiler import compile_text
 from handrail.engine.validate import GENERIC_SUGGESTION
-from handrail.errors import InvalidParams, StepNotFound
-from handrail.model import Rule, Step, Workflow
+from handrail.model.errors import InvalidParams, StepNotFound
+from handrail.model.workflow import Rule, Step, Workflow
 from tests.helpers.wire import wire_validate
 
 

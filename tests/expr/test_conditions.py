@@ -13,11 +13,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from handrail.errors import IGNORE, Finding, Reporter
 from handrail.expr import compile_condition
 from handrail.expr.inline import MAX_NODES, inline_predicate
 from handrail.expr.parse import parse_condition
 from handrail.expr.semantics import compile_node
+from handrail.model.errors import IGNORE, Finding, Reporter
 from tests.helpers.cases import case_files, load_cases
 
 CONDITION_CASES = load_cases("conditions")

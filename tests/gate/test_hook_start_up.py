@@ -27,7 +27,7 @@ from tests.gate.runs import GateWorld, claude_input
 # modules)
 NOT_LOADED = (
     "handrail.cli",
-    "handrail.model",
+    "handrail.model.workflow",
     "handrail.notify",
     "handrail.runs.approvers",
     "shutil",
@@ -53,7 +53,7 @@ NOT_LOADED = (
     "handrail.store.claims",
     "handrail.store.passkeys",
     "handrail.store.sessions",
-    "handrail.budget",
+    "handrail.model.budget",
 )
 
 # what a hook that writes nothing (an allowed call of a bound run) does not load either: the statistics'
@@ -63,7 +63,7 @@ NOT_LOADED_BY_A_READ = (
     "handrail.store.summary",
     "handrail.store.stats",
     "handrail.runs.ledger",
-    "handrail.limits",
+    "handrail.model.limits",
     "dataclasses",
     "inspect",
 )

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from handrail.errors import StorageError
+from handrail.model.errors import StorageError
 from handrail.runs.request import LOCAL
 from tests.gate.runs import GateWorld
 from tests.gate.shortcuts import CART, PLAN, Shop, files, hooks_folder

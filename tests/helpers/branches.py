@@ -9,10 +9,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from handrail.engine import next_step
-from handrail.model import Workflow
+from handrail.model.runs import EventType, NewEvent, RunRecord, RunStatus
+from handrail.model.workflow import Workflow
 from handrail.runs.ledger import new_run_id
 from handrail.runs.position import Position
-from handrail.store.base import EventType, NewEvent, RunRecord, RunStatus, RunStore
+from handrail.store.base import RunStore
 from handrail.store.rows import now
 
 

@@ -40,7 +40,7 @@ _EOF = object()
 # misbehaves for ids starting with `fault-`, so the tests can reach error paths
 # no real workflow can (every error class, an unexpected crash, a stray print).
 FAULTS = """
-from handrail import errors
+from handrail.model import errors
 from handrail.service.core import Service
 
 _original = Service.workflow_get

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from handrail.model import Loop, Workflow
+from handrail.model.workflow import Loop, Workflow
 
 NextCall = Callable[[dict[str, Any]], dict[str, Any]]
 

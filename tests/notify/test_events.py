@@ -3,9 +3,9 @@ the same check failing N times in a row is reported once, at the Nth failure."""
 
 from __future__ import annotations
 
+from handrail.model.runs import Event, EventType, NewEvent
 from handrail.notify.events import notices
 from handrail.notify.targets import NotifyConfig, Target, parse_duration, shown
-from handrail.store.base import Event, EventType, NewEvent
 from tests.store.test_store import record
 
 CONFIG = NotifyConfig(

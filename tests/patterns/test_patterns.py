@@ -20,8 +20,9 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from handrail import budget, patterns
+from handrail import patterns
 from handrail.compiler import compile_text
+from handrail.model import budget
 from handrail.patterns import PatternError, RegexTimeout, charsets, compile_pattern
 from handrail.patterns.compiled import SHORT_TEXT, short_and_plain
 from tests.conftest import CORPUS, ROOT

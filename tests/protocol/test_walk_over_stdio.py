@@ -19,7 +19,7 @@ from jsonschema.validators import validator_for
 from referencing import Registry
 
 from handrail.compiler import compile_path
-from handrail.model import Loop, Workflow
+from handrail.model.workflow import Loop, Workflow
 from tests.conftest import CORPUS
 from tests.helpers.server import Server
 from tests.helpers.walker import Walk, engine_call, walk

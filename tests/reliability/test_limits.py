@@ -1,4 +1,4 @@
-"""Limits on what a client sends (handrail.limits): each is configurable, and a request
+"""Limits on what a client sends (handrail.model.limits): each is configurable, and a request
 over one is refused with -32602 naming the limit and its value, through a real
 `handrail start` and in-process. Also: errors put no traceback, no path outside the
 workflow sources and no environment data on the wire.
@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from handrail.catalog import load_catalog
-from handrail.errors import InvalidParams
-from handrail.limits import MAX_LINE_BYTES, Limits
+from handrail.model.errors import InvalidParams
+from handrail.model.limits import MAX_LINE_BYTES, Limits
 from handrail.protocol.core import Protocol
 from handrail.service.core import Service
 from tests.conftest import CORPUS

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from handrail.compiler import compile_text
-from handrail.model import Output
+from handrail.model.workflow import Output
 from handrail.rules.closures import compile_criteria, run_rules
 from tests.expr.test_conditions import Diagnostics, compared
 from tests.helpers.cases import case_files, load_cases

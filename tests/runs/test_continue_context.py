@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from handrail.catalog import load_catalog
-from handrail.errors import HandrailError
+from handrail.model.errors import HandrailError
 from handrail.runs.position import merge_context
 from handrail.service.core import Service, later_runs
 from tests.runs.workflows import write

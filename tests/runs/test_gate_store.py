@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
+from handrail.model.runs import EventType, NewEvent, RunUpdate
 from handrail.runs import gate_store
 from handrail.runs.gate import RunFacts
-from handrail.store.base import EventType, NewEvent, RunUpdate
 from handrail.store.sqlite import SqliteStore
 from tests.gate.runs import GateWorld
 

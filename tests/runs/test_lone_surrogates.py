@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from handrail.model.runs import NewEvent, RunUpdate
 from handrail.runs import gate_digest
 from handrail.runs.pinning import Pins
 from handrail.runs.position import Position
-from handrail.store import NewEvent, RunUpdate
 from handrail.store.sqlite import SqliteStore
 from tests.helpers.http import HttpServer
 from tests.helpers.server import Server, clean_env

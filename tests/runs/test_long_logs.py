@@ -15,11 +15,10 @@ import pytest
 
 from handrail.catalog import load_catalog
 from handrail.cli import main
+from handrail.model.runs import EventType, NewEvent, RunUpdate
 from handrail.runs import Runs
 from handrail.runs.ledger import RunSettings
 from handrail.service.core import LaterRuns, Service
-from handrail.store import NewEvent, RunUpdate
-from handrail.store.base import EventType
 from handrail.store.sqlite import SqliteStore
 from handrail.store.urls import sqlite_url
 from tests.runs.workflows import WORKFLOW_ID, build_feature, write

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from handrail.model.runs import EventType, RunStatus
 from handrail.runs import machine
-from handrail.store.base import EventType, RunStatus
 
 SPEC = Path(__file__).resolve().parents[2] / "spec" / "runs.md"
 

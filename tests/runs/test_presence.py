@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from handrail.compiler import compile_text
-from handrail.model import Step
+from handrail.model.workflow import Step
 from handrail.runs import Runs
 from handrail.runs.ledger import RunSettings
 from handrail.runs.presence import PresenceNeeded

@@ -79,7 +79,7 @@ def test_two_people_asking_at_once_from_two_threads_each_see_only_their_own_runs
 
 
 def test_no_module_keeps_who_asks_in_a_context_variable() -> None:
-    """Only the budget (budget.py says why) and whether a compile keeps its patterns
+    """Only the budget (model/budget.py says why) and whether a compile keeps its patterns
     (patterns/caching.py) live in context variables: neither says who asks."""
     holders = sorted(
         str(path.relative_to(SRC))
@@ -90,7 +90,7 @@ def test_no_module_keeps_who_asks_in_a_context_variable() -> None:
             for node in ast.walk(ast.parse(path.read_text("utf-8")))
         )
     )
-    assert holders == ["budget.py", "patterns/caching.py"]
+    assert holders == ["model/budget.py", "patterns/caching.py"]
 
 
 def test_the_run_operations_hold_no_mcp_wire_shapes() -> None:

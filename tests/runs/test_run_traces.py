@@ -26,8 +26,8 @@ import pytest
 from handrail.catalog import Entry, Snapshot, Source
 from handrail.checks import check_config
 from handrail.compiler import compile_text
-from handrail.errors import HandrailError
-from handrail.model import Workflow
+from handrail.model.errors import HandrailError
+from handrail.model.workflow import Workflow
 from handrail.runs.ledger import RunSettings
 from handrail.runs.request import LOCAL, Request
 from handrail.service.core import Service, later_runs

@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 
 from handrail.catalog import load_catalog
-from handrail.errors import HandrailError
+from handrail.model.errors import HandrailError
 from handrail.service.core import Service
 from tests.runs.workflows import WORKFLOW_ID, build_feature, write
 
 
 def test_a_run_context_grown_past_the_limit_by_merges_is_refused(tmp_path: Path) -> None:
-    from handrail.limits import Limits
+    from handrail.model.limits import Limits
 
     write(tmp_path / "flows", build_feature())
     service = Service(load_catalog(tmp_path / "flows", bundled=False), Limits(max_context_bytes=200))

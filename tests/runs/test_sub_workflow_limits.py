@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from handrail.catalog import load_catalog
-from handrail.limits import Limits
+from handrail.model.limits import Limits
 from handrail.service.core import Service
 from tests.runs.workflows import code_review, review_each, write
 

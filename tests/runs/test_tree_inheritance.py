@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from handrail.catalog import load_catalog
-from handrail.errors import HandrailError
+from handrail.model.errors import HandrailError
 from handrail.runs import Runs
 from handrail.runs.ledger import RunSettings
 from handrail.runs.request import LOCAL

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from handrail.errors import HandrailError
+from handrail.model.errors import HandrailError
 from handrail.runs.request import Request
 from handrail.runs.tree_writes import TreeWrites
 from tests.runs.test_tree import FILES, _finish, _service, _waiting_parent

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from handrail.errors import InvalidParams
-from handrail.limits import Limits
+from handrail.model.errors import InvalidParams
+from handrail.model.limits import Limits
 from handrail.service.argument_check import Bounds, quick_check
 from handrail.service.argument_limits import admission, check_limits
 from handrail.service.definitions import tools

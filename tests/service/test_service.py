@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from handrail.catalog import load_catalog
-from handrail.limits import Limits
+from handrail.model.limits import Limits
 from handrail.protocol.core import Protocol
 from handrail.service.core import Service
 

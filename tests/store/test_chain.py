@@ -18,10 +18,10 @@ from hypothesis import strategies as st
 
 from handrail.catalog import load_catalog
 from handrail.cli import main
+from handrail.model.runs import NewEvent, RunUpdate
 from handrail.runs.record import export
 from handrail.runs.record import verify as verify_record
 from handrail.service.core import Service, default_runs, later_runs
-from handrail.store import NewEvent, RunUpdate
 from handrail.store.chain import first_break
 from handrail.store.sqlite import SqliteStore
 from tests.runs.workflows import WORKFLOW_ID, build_feature, write

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from handrail.store import NewEvent, RunRecord, RunStore, RunUpdate, open_store
+from handrail.model.runs import NewEvent, RunRecord, RunUpdate
+from handrail.store import RunStore, open_store
 from handrail.store.base import ClaimFilter
 from handrail.store.chain import check_run
 from handrail.store.rows import later

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from handrail.store import NewEvent, RunStore, RunUpdate
+from handrail.model.runs import NewEvent, RunUpdate
+from handrail.store import RunStore
 from tests.store.test_store import record, store, store_url  # noqa: F401  # the fixtures, on both stores
 
 pytestmark = pytest.mark.slow

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from handrail.store import NewEvent, RunStore, RunUpdate, open_store
-from handrail.store.base import EventType
+from handrail.model.runs import EventType, NewEvent, RunUpdate
+from handrail.store import RunStore, open_store
 from handrail.store.gate_query import BINDINGS_READ, gate_events_query, gate_events_values
 from handrail.store.schema import MIGRATIONS, MIGRATIONS_TABLE, migrations, statements
 from handrail.store.urls import sqlite_url

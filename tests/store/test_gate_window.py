@@ -6,8 +6,8 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from handrail.store import NewEvent, RunStore, RunUpdate, open_store
-from handrail.store.base import Event, EventType
+from handrail.model.runs import Event, EventType, NewEvent, RunUpdate
+from handrail.store import RunStore, open_store
 from handrail.store.gate_query import BINDINGS_READ
 from handrail.store.gate_window import GateWindows
 from handrail.store.urls import sqlite_url

@@ -9,7 +9,7 @@ from collections import Counter
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from handrail.store.base import RunStatus
+from handrail.model.runs import RunStatus
 from handrail.store.gauges import oldest_waiting_seconds, runs_by_status
 from handrail.store.open import open_store
 from handrail.store.schema import MIGRATIONS_TABLE, migrations, statements

@@ -13,8 +13,9 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from handrail.store import Conflict, NewEvent, RunStore, RunUpdate, open_store
-from handrail.store.base import EventType, NewNotification, Notification, Outcome
+from handrail.model.runs import EventType, NewEvent, RunUpdate
+from handrail.store import Conflict, RunStore, open_store
+from handrail.store.base import NewNotification, Notification, Outcome
 from handrail.store.rows import later
 from handrail.store.schema import migrations
 from tests.store.test_store import STORES, record

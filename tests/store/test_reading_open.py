@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from handrail.errors import StorageError
-from handrail.store import NewEvent, RunUpdate, open_store
-from handrail.store.base import EventType
+from handrail.model.errors import StorageError
+from handrail.model.runs import EventType, NewEvent, RunUpdate
+from handrail.store import open_store
 from handrail.store.urls import sqlite_url
 from tests.helpers.damage import damage_table
 from tests.helpers.event_log import fill_case

@@ -14,8 +14,8 @@ import pytest
 
 from handrail.catalog import load_catalog
 from handrail.cli import main
-from handrail.errors import StorageError
 from handrail.home import database_file
+from handrail.model.errors import StorageError
 from handrail.service.core import Service
 from tests.runs.workflows import WORKFLOW_ID, build_feature, write
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from handrail.store import NewEvent, RunStore, RunUpdate, open_store
-from handrail.store.base import EventType
+from handrail.model.runs import EventType, NewEvent, RunUpdate
+from handrail.store import RunStore, open_store
 from handrail.store.shown_query import shown_events_query, shown_events_values
 from handrail.store.urls import sqlite_url
 from tests.store.test_store import record

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from handrail.errors import StorageError
-from handrail.store import Conflict, NewEvent, RunRecord, RunStore, RunUpdate, open_store
+from handrail.model.errors import StorageError
+from handrail.model.runs import NewEvent, RunRecord, RunUpdate
+from handrail.store import Conflict, RunStore, open_store
 from handrail.store.chain import check_run
 from handrail.store.sqlite import MIGRATIONS, SqliteStore
 from tests.postgres import PASSWORD, Cluster

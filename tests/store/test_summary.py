@@ -15,9 +15,10 @@ import psycopg
 import pytest
 
 from handrail.cli import main
-from handrail.errors import StorageError
+from handrail.model.errors import StorageError
+from handrail.model.runs import NewEvent, RunRecord, RunUpdate
 from handrail.runs import gate_store
-from handrail.store import NewEvent, RunRecord, RunStore, RunUpdate, open_store
+from handrail.store import RunStore, open_store
 from handrail.store.schema import (
     MIGRATIONS,
     MIGRATIONS_TABLE,

@@ -10,11 +10,12 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from handrail.catalog import load_catalog
+from handrail.model.runs import EventType, NewEvent, RunUpdate
 from handrail.runs import Runs
 from handrail.runs.ledger import RunSettings
 from handrail.service.core import Service
 from handrail.store import open_store
-from handrail.store.base import Conflict, EventType, NewEvent, RunUpdate
+from handrail.store.base import Conflict
 from handrail.transport.metrics import Metrics
 from tests.gate.runs import GateWorld
 

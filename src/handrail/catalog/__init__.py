@@ -18,7 +18,7 @@ from handrail.catalog.files import Listed
 from handrail.catalog.live import Catalog
 from handrail.catalog.snapshot import BrokenWorkflow, Entry, Problem, Snapshot
 from handrail.catalog.sources import Source, default_sources, discover
-from handrail.limits import MAX_FILE_BYTES as DEFAULT_MAX_BYTES
+from handrail.model.limits import MAX_FILE_BYTES as DEFAULT_MAX_BYTES
 
 __all__ = [
     "BrokenWorkflow",

@@ -13,12 +13,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from handrail.catalog import folders
-from handrail.codec import loads, source_revision
-from handrail.errors import Diagnostic
+from handrail.model.codec import loads, source_revision
+from handrail.model.errors import Diagnostic
 
 if TYPE_CHECKING:  # the compiler is loaded on first compile, after `initialize` is answered
     from handrail.compiler import Compiled
-    from handrail.model import Workflow
+    from handrail.model.workflow import Workflow
 
 log = logging.getLogger("handrail.catalog")
 

@@ -14,8 +14,8 @@ import os
 import stat
 from pathlib import Path
 
-from handrail.errors import Diagnostic
-from handrail.limits import MAX_FOLDER_DEPTH
+from handrail.model.errors import Diagnostic
+from handrail.model.limits import MAX_FOLDER_DEPTH
 
 
 def display_path(path: str | os.PathLike[str]) -> str:

@@ -3,7 +3,7 @@
 Also `git+file://`, `git+ssh://` and `git+http://`, and WorkRail's WORKFLOW_GIT_REPOS
 (comma-separated repository URLs, `git+` optional). The repository is fetched with
 the `git` program (an argument list, no shell, a timeout, no prompts, no hooks, the environment of
-processes.py) into
+checks/processes.py) into
 `$HANDRAIL_HOME/git/<hash of url and ref>/` (HANDRAIL_HOME defaults to ~/.handrail):
 the objects in `repo.git`, the files in `tree`, which the catalog reads as it reads
 any folder. A server fetches again every `refresh` seconds and checks the new commit
@@ -27,9 +27,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from handrail.errors import Diagnostic
+from handrail.checks.processes import NETWORK_VARIABLES, SSH_VARIABLES, git_argv, git_environment, run
 from handrail.home import git_checkouts
-from handrail.processes import NETWORK_VARIABLES, SSH_VARIABLES, git_argv, git_environment, run
+from handrail.model.errors import Diagnostic
 
 log = logging.getLogger("handrail.git")
 
@@ -244,7 +244,7 @@ class GitError(Exception):
 
 
 def _environment() -> dict[str, str]:
-    """The environment every git checks and sources share (processes.py), with the
+    """The environment every git checks and sources share (checks/processes.py), with the
     transports a source may use and what ssh and a proxy need from the operator's."""
     env = git_environment(ALLOWED_PROTOCOLS, passed=SSH_VARIABLES + NETWORK_VARIABLES)
     env.setdefault("GIT_SSH_COMMAND", "ssh -o BatchMode=yes")  # a server has nobody to ask

@@ -26,14 +26,14 @@ from handrail.catalog import suggest
 from handrail.catalog.files import Listed, Read, Stamp, compile_file, listed, of_workflow, read, stamp
 from handrail.catalog.snapshot import Entry, Problem, Snapshot
 from handrail.catalog.sources import Source, discover
-from handrail.errors import Diagnostic
-from handrail.limits import MAX_COMPILED_WORKFLOWS, RELOAD_INTERVAL_S
-from handrail.limits import MAX_FILE_BYTES as DEFAULT_MAX_BYTES
+from handrail.model.errors import Diagnostic
+from handrail.model.limits import MAX_COMPILED_WORKFLOWS, RELOAD_INTERVAL_S
+from handrail.model.limits import MAX_FILE_BYTES as DEFAULT_MAX_BYTES
 from handrail.patterns.caching import BoundedCache
 
 if TYPE_CHECKING:
     from handrail.compiler import Compiled
-    from handrail.model import Workflow
+    from handrail.model.workflow import Workflow
 
 log = logging.getLogger("handrail.catalog")
 

@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from handrail.catalog.files import Listed
 from handrail.catalog.sources import Source
-from handrail.errors import Diagnostic
+from handrail.model.errors import Diagnostic
 
 if TYPE_CHECKING:
     from handrail.compiler import Compiled
-    from handrail.model import Workflow
+    from handrail.model.workflow import Workflow
 
 Problem: TypeAlias = "Diagnostic | Compiled"  # a broken file's diagnostics are located on first look
 

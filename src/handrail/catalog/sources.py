@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 
 from handrail._resources import resource
 from handrail.catalog import folders
-from handrail.errors import Diagnostic
 from handrail.home import workflows_folder
+from handrail.model.errors import Diagnostic
 from handrail.settings import Settings
 
 if TYPE_CHECKING:

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from handrail.catalog.suggest import close_matches
 from handrail.compiler.source import SourceMap
-from handrail.errors import Diagnostic
-from handrail.model import Step, Workflow
+from handrail.model.errors import Diagnostic
+from handrail.model.workflow import Step, Workflow
 
 
 def subworkflow_problems(

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from handrail import lazy_attributes
+from handrail.lazy import lazy_attributes
 
 _PUBLIC = {
     "CheckConfig": "handrail.checks.config",

@@ -9,9 +9,9 @@ from collections.abc import Sequence
 from handrail.checks.config import CheckConfig
 from handrail.checks.files import check_files
 from handrail.checks.git import Baseline, check_git
+from handrail.checks.processes import decode_tail, environment, run
 from handrail.checks.result import CheckResult, result
-from handrail.model import CommandCheck, Context, FileCheck, StepCheck, WorkflowOrigin
-from handrail.processes import decode_tail, environment, run
+from handrail.model.workflow import CommandCheck, Context, FileCheck, StepCheck, WorkflowOrigin
 
 ALLOW_HINT = "start the server with --allow-commands (or set HANDRAIL_ALLOW_COMMANDS=1)"
 

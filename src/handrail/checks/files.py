@@ -12,7 +12,7 @@ import stat
 from dataclasses import dataclass
 from typing import Any
 
-from handrail.model import FileCheck
+from handrail.model.workflow import FileCheck
 
 
 @dataclass(frozen=True, slots=True)

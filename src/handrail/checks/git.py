@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from handrail.checks.git_view import GitError, Repository, locate, run_git, sealed
-from handrail.model import GitCheck, Glob
-from handrail.processes import Finished
+from handrail.checks.processes import Finished
+from handrail.model.workflow import GitCheck, Glob
 
 BaselineState = Literal["commit", "no-commits", "not-a-repository", "unavailable"]
 

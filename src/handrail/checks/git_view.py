@@ -25,7 +25,7 @@ import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from handrail.processes import Finished, git_argv, git_environment, run
+from handrail.checks.processes import Finished, git_argv, git_environment, run
 
 # the repository's settings that decide whether a working file differs from the index
 KEPT = r"^core\.(filemode|symlinks|ignorecase|precomposeunicode|autocrlf|eol|checkstat|trustctime)$"

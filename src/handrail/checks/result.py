@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from handrail.model import StepCheck
+from handrail.model.workflow import StepCheck
 
 
 @dataclass(frozen=True, slots=True)

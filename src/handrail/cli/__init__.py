@@ -12,9 +12,9 @@ from collections.abc import Callable, Sequence
 from importlib import import_module
 from typing import Any, NamedTuple, NoReturn
 
-from handrail import __version__
 from handrail.cli.options import EXIT_ERRORS, EXIT_OK, EXIT_USAGE
 from handrail.internals import subcommands, widen_help
+from handrail.model.version import __version__
 
 __all__ = ["COMMANDS", "EXIT_ERRORS", "EXIT_OK", "EXIT_USAGE", "Command", "build_parser", "main"]
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from handrail.cli.options import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, add_database_option, missing_database
 from handrail.cli.stats import moment
-from handrail.errors import HandrailError
+from handrail.model.errors import HandrailError
 from handrail.store.open import open_store
 
 

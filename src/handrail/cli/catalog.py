@@ -10,9 +10,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from handrail import __version__
 from handrail.cli import options
 from handrail.cli.options import EXIT_ERRORS, EXIT_OK, EXIT_USAGE
+from handrail.model.version import __version__
 
 
 def add_check(check: argparse.ArgumentParser) -> None:

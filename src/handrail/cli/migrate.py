@@ -11,13 +11,13 @@ from typing import TYPE_CHECKING, Any
 
 from handrail.cli import options
 from handrail.cli.options import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, add_database_option, missing_database
-from handrail.errors import HandrailError, InvalidParams, RunNotFound
-from handrail.store.base import ACTIVE_STATUSES
+from handrail.model.errors import HandrailError, InvalidParams, RunNotFound
+from handrail.model.runs import ACTIVE_STATUSES
 
 if TYPE_CHECKING:
-    from handrail.model import Workflow
+    from handrail.model.runs import RunRecord
+    from handrail.model.workflow import Workflow
     from handrail.runs import Runs
-    from handrail.store import RunRecord
 
 EVERY_RUN = 1_000_000_000  # a listing's limit that leaves no open run out
 

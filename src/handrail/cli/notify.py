@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING
 
 from handrail.cli.notify_options import add_secret_option
 from handrail.cli.options import EXIT_ERRORS, EXIT_OK, EXIT_USAGE
+from handrail.model.runs import RunRecord, RunStatus
 from handrail.notify.events import TEST, approval_link, payload
 from handrail.notify.send import post
 from handrail.notify.targets import NotifyConfig, Target, TargetError, shown
 from handrail.settings import settings
-from handrail.store.base import RunRecord, RunStatus
 from handrail.store.outbox import new_id
 from handrail.store.rows import now
 

@@ -45,7 +45,7 @@ def positive_int(text: str) -> int:
 
 
 def add_file_size_option(parser: argparse.ArgumentParser) -> None:
-    from handrail.limits import MAX_FILE_BYTES  # lazy: loaded when the command runs
+    from handrail.model.limits import MAX_FILE_BYTES  # lazy: loaded when the command runs
 
     parser.add_argument(
         "--max-file-size",
@@ -57,8 +57,8 @@ def add_file_size_option(parser: argparse.ArgumentParser) -> None:
 
 
 def add_limit_options(parser: argparse.ArgumentParser) -> None:
-    """What a server refuses (see handrail.limits); over a limit is -32602 naming it."""
-    from handrail import limits  # lazy: loaded when the command runs
+    """What a server refuses (see handrail.model.limits); over a limit is -32602 naming it."""
+    from handrail.model import limits  # lazy: loaded when the command runs
 
     def positive(text: str) -> int:
         value = int(text)
@@ -123,7 +123,7 @@ def port_number(text: str) -> int:
 
 def add_serving_options(parser: argparse.ArgumentParser) -> None:
     """What every serving command takes: its log level and how it reloads changed files."""
-    from handrail.limits import RELOAD_INTERVAL_S  # lazy: loaded when the command runs
+    from handrail.model.limits import RELOAD_INTERVAL_S  # lazy: loaded when the command runs
 
     levels = ["debug", "info", "warning", "error"]
     parser.add_argument(
@@ -176,8 +176,8 @@ def check_config_of(args: argparse.Namespace, command: str) -> Any:
 
 
 def add_transport_options(parser: argparse.ArgumentParser, *, http: bool) -> None:
-    """What a transport bounds (see handrail.limits.TransportLimits and SECURITY.md)."""
-    from handrail import limits  # lazy: loaded when the command runs
+    """What a transport bounds (see handrail.model.limits.TransportLimits and SECURITY.md)."""
+    from handrail.model import limits  # lazy: loaded when the command runs
 
     def positive(kind: type[int] | type[float], zero: bool = False) -> Any:
         def parse(text: str) -> int | float:
@@ -244,7 +244,7 @@ def add_transport_options(parser: argparse.ArgumentParser, *, http: bool) -> Non
 
 
 def transport_limits(args: argparse.Namespace) -> Any:
-    from handrail.limits import TransportLimits  # lazy: loaded when the command runs
+    from handrail.model.limits import TransportLimits  # lazy: loaded when the command runs
 
     given = {name: getattr(args, name) for name in TransportLimits._fields}
     given["workers"] = given["workers"] or 0  # None: a default for this machine
@@ -253,7 +253,7 @@ def transport_limits(args: argparse.Namespace) -> Any:
 
 def limits_of(args: argparse.Namespace) -> Any:
     """The Limits of a server's options: add_limit_options names each after its field."""
-    from handrail.limits import MAX_LINE_BYTES, Limits  # lazy: loaded when the command runs
+    from handrail.model.limits import MAX_LINE_BYTES, Limits  # lazy: loaded when the command runs
 
     given = {name: getattr(args, name) for name in Limits._fields if hasattr(args, name)}
     return Limits(
@@ -286,7 +286,7 @@ def add_runs_only_option(parser: argparse.ArgumentParser) -> None:
 def missing_database(database: str | None) -> str | None:
     """The path of the SQLite database `database` names when it does not exist yet: no
     command here creates one (folders included), since it would hold no run."""
-    from handrail.errors import StorageError  # lazy: loaded when the command runs
+    from handrail.model.errors import StorageError  # lazy: loaded when the command runs
     from handrail.store.open import default_url  # lazy: loaded when the command runs
     from handrail.store.urls import sqlite_path  # lazy: loaded when the command runs
 
@@ -357,7 +357,7 @@ def catalog_of(args: argparse.Namespace, *, quiet: bool = False) -> Any:
     except GitSpecError as exc:
         print(f"handrail {args.command}: {exc}", file=sys.stderr)
         raise SystemExit(EXIT_USAGE) from None
-    from handrail.limits import MAX_COMPILED_WORKFLOWS  # lazy: loaded when the command runs
+    from handrail.model.limits import MAX_COMPILED_WORKFLOWS  # lazy: loaded when the command runs
 
     kept = getattr(args, "max_compiled_workflows", MAX_COMPILED_WORKFLOWS)  # a server's option
     return Catalog(sources, max_bytes=args.max_file_size, max_compiled=kept, quiet=quiet)

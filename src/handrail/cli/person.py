@@ -8,7 +8,7 @@ import argparse
 import sys
 
 from handrail.cli.options import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, add_database_option
-from handrail.errors import StorageError
+from handrail.model.errors import StorageError
 from handrail.store.base import LOCAL_OWNER
 
 DASHBOARD = "http://localhost:8766"  # `handrail dashboard`: WebAuthn needs a host name, not 127.0.0.1

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from handrail.cli.options import EXIT_ERRORS, EXIT_OK, EXIT_USAGE
-from handrail.errors import StorageError
+from handrail.model.errors import StorageError
 from handrail.settings import settings
 from handrail.store.chain import check_run
 from handrail.store.open import default_url, open_store

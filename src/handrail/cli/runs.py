@@ -16,15 +16,15 @@ from handrail.cli.notify_options import queued_from_environment
 from handrail.cli.options import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, add_database_option, missing_database
 from handrail.cli.record import add_record_verbs, record_command
 from handrail.cli.runs_show import as_owner, run_dict, say, show, tree_lines
-from handrail.errors import HandrailError, InvalidParams, RunNotActive, RunNotFound
+from handrail.model.errors import HandrailError, InvalidParams, RunNotActive, RunNotFound
+from handrail.model.runs import ACTIVE_STATUSES, STATUSES, RunStatus
 from handrail.settings import settings
-from handrail.store import ACTIVE_STATUSES
-from handrail.store.base import LOCAL_OWNER, STATUSES, RunStatus
+from handrail.store.base import LOCAL_OWNER
 
 if TYPE_CHECKING:
+    from handrail.model.runs import RunRecord
     from handrail.runs import Runs
     from handrail.runs.ledger import RunSettings
-    from handrail.store import RunRecord
 
 RUN_HELP = "the run's id, run_... (`handrail runs list` shows them)"
 READING_VERBS = ("list", "show")  # the file is not checked whole for them (store/sqlite.py)

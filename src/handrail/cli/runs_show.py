@@ -9,14 +9,15 @@ import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
 from handrail.cli.options import EXIT_ERRORS, EXIT_OK
-from handrail.errors import StorageError
+from handrail.model.errors import StorageError
+from handrail.model.runs import EventType
 from handrail.notify.targets import shown as shown_receiver
-from handrail.store.base import EventType, Notification
+from handrail.store.base import Notification
 
 if TYPE_CHECKING:
+    from handrail.model.runs import Event, RunRecord
     from handrail.runs import Runs
     from handrail.runs.request import Request  # lazy: the run modules load only for `handrail runs`
-    from handrail.store import Event, RunRecord
     from handrail.store.chain import Break
 
 

@@ -17,7 +17,7 @@ from handrail.settings import settings
 
 
 def add_start(start: argparse.ArgumentParser) -> None:
-    from handrail import limits  # lazy: loaded when the command runs
+    from handrail.model import limits  # lazy: loaded when the command runs
 
     options.add_source_options(start)
     options.add_serving_options(start)
@@ -249,7 +249,7 @@ def serve_command(args: argparse.Namespace) -> int:
     people = people_of(args)
     if people is False:
         return EXIT_USAGE
-    from handrail.forwarded import parse_proxies  # lazy: loaded when the command runs
+    from handrail.dashboard.forwarded import parse_proxies  # lazy: loaded when the command runs
 
     try:
         proxies = parse_proxies(args.trust_proxy)

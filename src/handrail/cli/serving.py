@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 
 from handrail.cli import notify_options, options
 from handrail.cli.options import EXIT_USAGE
-from handrail.errors import StorageError
+from handrail.model.errors import StorageError
 from handrail.settings import settings
 
 
@@ -153,7 +153,7 @@ def traced(transport: str, shutdown_timeout: float) -> Any:
     if not exporter:
         return None
     try:
-        from handrail.tracing import tracer  # OpenTelemetry: loaded only when asked for
+        from handrail.observe.tracing import tracer  # OpenTelemetry: loaded only when asked for
     except ImportError:
         print(
             "handrail: OTEL_* ask for traces, but OpenTelemetry is not installed: pip install -e '.[otel]'",

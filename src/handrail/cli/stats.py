@@ -10,7 +10,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from handrail.cli.options import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, add_database_option, missing_database
-from handrail.errors import HandrailError
+from handrail.model.errors import HandrailError
 from handrail.store.open import open_store
 from handrail.store.stats import StatsFilter, workflow_stats
 

@@ -21,8 +21,8 @@ from typing import Any, TextIO
 
 from handrail.engine import Guidance, LoopPosition, LoopView, NextResult, next_step, validate_output
 from handrail.engine.next import loop_need
-from handrail.errors import HandrailError
-from handrail.model import Loop, Workflow
+from handrail.model.errors import HandrailError
+from handrail.model.workflow import Loop, Workflow
 
 END_OF_OUTPUT = "."
 QUIT_WORDS = {":q", ":quit"}

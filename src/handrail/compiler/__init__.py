@@ -12,18 +12,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from handrail.codec import source_revision
 from handrail.compiler.build import build_workflow
 from handrail.compiler.checks import Commands
 from handrail.compiler.derive import derive
 from handrail.compiler.readable import not_said_already, readable_checks
 from handrail.compiler.schema_errors import schema_diagnostics
 from handrail.compiler.source import SourceMap, parse_json
-from handrail.errors import Diagnostic, Finding, Findings
-from handrail.limits import MAX_FILE_BYTES
-from handrail.model import Workflow, WorkflowOrigin
+from handrail.model.codec import source_revision
+from handrail.model.errors import Diagnostic, Finding, Findings
+from handrail.model.limits import MAX_FILE_BYTES
+from handrail.model.wide_integers import may_hold_wide_integers
+from handrail.model.workflow import Workflow, WorkflowOrigin
 from handrail.rules.schemas import check_workflow
-from handrail.wide_integers import may_hold_wide_integers
 
 DEFAULT_MAX_BYTES = MAX_FILE_BYTES
 

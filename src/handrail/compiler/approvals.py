@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from handrail.errors import Reporter
-from handrail.model import ANYONE, ApprovalRule
+from handrail.model.errors import Reporter
+from handrail.model.workflow import ANYONE, ApprovalRule
 
 FIELDS = ("approvers", "approvals", "separateApprover", "remindAfter", "escalateAfter", "approval")
 SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}

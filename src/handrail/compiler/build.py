@@ -14,8 +14,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from handrail import budget
-from handrail.codec import encode_document
 from handrail.compiler.approvals import compile_approval
 from handrail.compiler.checks import Commands, compile_checks
 from handrail.compiler.loops import compile_loop
@@ -23,10 +21,21 @@ from handrail.compiler.names import Names
 from handrail.compiler.source import KEY
 from handrail.compiler.steps import Entry, Steps, function_names
 from handrail.expr import ParsedConditions, Reporter, compile_condition, did_you_mean
-from handrail.model import AnyStep, Condition, Rule, Step, StepCheck, SubWorkflow, Workflow, WorkflowOrigin
+from handrail.model import budget
+from handrail.model.codec import encode_document
+from handrail.model.step_policy import Policy
+from handrail.model.workflow import (
+    AnyStep,
+    Condition,
+    Rule,
+    Step,
+    StepCheck,
+    SubWorkflow,
+    Workflow,
+    WorkflowOrigin,
+)
 from handrail.rules.closures import compile_criteria, criteria_text
 from handrail.rules.policy import compile_defaults, step_policy
-from handrail.step_policy import Policy
 
 # WorkRail convention: metaGuidance may define a function as a line "name(): what it does"
 GUIDANCE_FUNCTION = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\(\)")

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from handrail.expr import ParsedConditions, Reporter, compile_condition
-from handrail.model import CommandCheck, FileCheck, GitCheck, Glob, StepCheck
+from handrail.model.workflow import CommandCheck, FileCheck, GitCheck, Glob, StepCheck
 from handrail.patterns import PatternError, compile_pattern
 from handrail.patterns.globs import GlobError, compile_glob
 from handrail.rules.closures import BACKTRACKING_HINT, backtracking_message

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import dataclasses
 
-from handrail.codec import Encoded
 from handrail.engine.derived import Derived, PlanEntry
 from handrail.engine.guidance import compose, render_view, same_in_every_context
 from handrail.engine.result_json import wire
 from handrail.engine.results import Shown
-from handrail.model import Step, Workflow
+from handrail.model.codec import Encoded
+from handrail.model.workflow import Step, Workflow
 
 
 def derive(workflow: Workflow) -> Workflow:

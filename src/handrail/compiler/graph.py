@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from handrail.model import Condition, Loop, Step, Workflow
+from handrail.model.workflow import Condition, Loop, Step, Workflow
 
 Format = Literal["mermaid", "dot"]
 WRAP = 40  # label lines are wrapped at this many characters

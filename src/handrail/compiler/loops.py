@@ -8,8 +8,8 @@ from typing import Any, Protocol
 
 from handrail.compiler.names import LOOP_DEFAULTS
 from handrail.compiler.steps import Entry, Steps
-from handrail.errors import Reporter
-from handrail.model import Condition, Loop, Parallel
+from handrail.model.errors import Reporter
+from handrail.model.workflow import Condition, Loop, Parallel
 
 MAX_ITERATIONS = 1000
 

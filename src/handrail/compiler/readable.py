@@ -17,7 +17,7 @@ from typing import Any
 
 from handrail.compiler.build import build_workflow
 from handrail.compiler.checks import CHECK_FIELDS, COMMON_FIELDS
-from handrail.errors import Finding, Reporter
+from handrail.model.errors import Finding, Reporter
 
 _LOOP_KINDS = ("while", "until", "for", "forEach")
 

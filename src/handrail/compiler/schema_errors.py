@@ -13,8 +13,8 @@ from typing import Any
 
 from handrail._resources import resource
 from handrail.compiler.source import KEY
-from handrail.errors import Finding, json_kind
 from handrail.expr import did_you_mean
+from handrail.model.errors import Finding, json_kind
 
 DURATION = "^[1-9][0-9]{0,5}[smhd]$"  # spec/workflow.schema.json's duration and approver
 APPROVER = "^(role:)?[A-Za-z0-9][A-Za-z0-9._@+-]{0,63}$"

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from handrail.codec import decode_exact
+from handrail.model.codec import decode_exact
 
 KEY = -1  # an `offset` that asks for the position of the object key, not its value
 

@@ -14,7 +14,7 @@ from handrail.dashboard import views
 from handrail.dashboard.pages import Pages, filters
 from handrail.dashboard.sessions import Session
 from handrail.dashboard.site import AGENT_REFUSED, MAX_FORM, Site, TextJSONResponse, bearer_of
-from handrail.errors import HandrailError, RunNotFound
+from handrail.model.errors import HandrailError, RunNotFound
 from handrail.runs.presence import PresenceNeeded
 from handrail.runs.refusals import NotAllowedToDecide
 from handrail.runs.request import Request as Asking

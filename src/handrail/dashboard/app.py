@@ -12,13 +12,13 @@ from typing import Any
 from starlette.routing import BaseRoute, Route
 
 from handrail.dashboard.api import Api
+from handrail.dashboard.forwarded import Network
 from handrail.dashboard.link_pages import link_routes
 from handrail.dashboard.pages import Pages
 from handrail.dashboard.passkey_pages import Kit, passkey_routes
 from handrail.dashboard.sessions import Identifies
 from handrail.dashboard.signin import SignIn, static
 from handrail.dashboard.site import Refuse, Site, form
-from handrail.forwarded import Network
 from handrail.service.identity_provider import Provider
 
 

@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING, Any
 
 from markupsafe import Markup, escape
 
-from handrail.model import Step
+from handrail.model.workflow import Step
 
 if TYPE_CHECKING:
-    from handrail.model import Workflow
+    from handrail.model.workflow import Workflow
 
 BOX_W, BOX_H, GAP = 150, 54, 36  # a step's box in the graph, and the arrow between two
 BAR_H, LABEL_W, BAR_W = 22, 150, 420  # the funnel's rows

@@ -14,7 +14,7 @@ from starlette.routing import BaseRoute, Route
 
 from handrail.dashboard.passkey_pages import FORBIDDEN, Kit
 from handrail.dashboard.sessions import Session
-from handrail.errors import HandrailError
+from handrail.model.errors import HandrailError
 from handrail.runs.request import Request as Asking
 
 

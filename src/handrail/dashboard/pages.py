@@ -15,10 +15,10 @@ from handrail.dashboard import insights, views
 from handrail.dashboard.passkey_pages import presence_of, sign_page_url
 from handrail.dashboard.sessions import Session
 from handrail.dashboard.site import LISTED, SECURITY_HEADERS, Site, form
-from handrail.errors import HandrailError
+from handrail.model.errors import HandrailError
+from handrail.model.runs import ACTIVE_STATUSES, STATUSES, EventType
 from handrail.notify.targets import shown
 from handrail.runs.presence import PresenceNeeded
-from handrail.runs.records import ACTIVE_STATUSES, STATUSES, EventType
 from handrail.runs.request import Request as Asking
 
 

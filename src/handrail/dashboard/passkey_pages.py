@@ -24,9 +24,9 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from handrail.dashboard.forwarded import Public
 from handrail.dashboard.sessions import Session
-from handrail.errors import HandrailError
-from handrail.forwarded import Public
+from handrail.model.errors import HandrailError
 from handrail.runs.passkeys import credential_of
 from handrail.runs.presence import Presence, challenge, new_nonce
 from handrail.runs.request import Request as Asking

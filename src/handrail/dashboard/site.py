@@ -21,12 +21,11 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
-from handrail import forwarded
-from handrail.dashboard import views
+from handrail.dashboard import forwarded, views
+from handrail.dashboard.forwarded import Network
 from handrail.dashboard.passkey_pages import Challenges
 from handrail.dashboard.sessions import COOKIE, Identifies, Session, Sessions
-from handrail.errors import HandrailError
-from handrail.forwarded import Network
+from handrail.model.errors import HandrailError
 from handrail.runs.request import Request as Asking
 from handrail.service.people import AGENT, PERSON, bearer
 

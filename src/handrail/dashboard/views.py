@@ -12,17 +12,17 @@ from markdown_it import MarkdownIt
 from markupsafe import Markup
 
 from handrail.compiler.graph import Cluster, DiagramNode, build, to_mermaid
-from handrail.errors import HandrailError, RunNotActive, RunNotFound, StateError
-from handrail.model import Step
+from handrail.model.errors import HandrailError, RunNotActive, RunNotFound, StateError
+from handrail.model.runs import ACTIVE_STATUSES, EventType
+from handrail.model.workflow import Step
 from handrail.runs.migration import summary as migration_summary
-from handrail.runs.records import ACTIVE_STATUSES, EventType
 from handrail.runs.refusals import NotAllowedToDecide
 from handrail.runs.shapes import shaped
 
 if TYPE_CHECKING:
     from handrail.catalog import Snapshot
-    from handrail.model import Workflow
-    from handrail.runs.records import Event, RunRecord
+    from handrail.model.runs import Event, RunRecord
+    from handrail.model.workflow import Workflow
 
 FOLD_CHARS = 1500  # outputs longer than this (or FOLD_LINES lines) start folded
 FOLD_LINES = 25

@@ -23,7 +23,7 @@ from typing import Any
 
 from handrail.drive.gemini import bound  # Codex's hooks have Gemini CLI's shape: groups per event
 from handrail.drive.usage import Usage, count
-from handrail.errors import HandrailError
+from handrail.model.errors import HandrailError
 
 NAME = "codex"
 PROGRAM = "codex"

@@ -16,14 +16,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from handrail import processes
+from handrail.checks import processes
 from handrail.drive import parallel
 from handrail.drive.agents import AGENTS, Attempt
 from handrail.drive.usage import Price, Usage
-from handrail.errors import HandrailError
+from handrail.model.errors import HandrailError
+from handrail.model.runs import EventType, NewEvent, RunRecord, RunStatus, RunUpdate
 from handrail.runs import machine
 from handrail.runs.request import Request
-from handrail.store.base import Conflict, EventType, NewEvent, RunRecord, RunStatus, RunUpdate
+from handrail.store.base import Conflict
 
 EXIT_COMPLETED, EXIT_NOT_COMPLETED, EXIT_USAGE, EXIT_WAITING = 0, 1, 2, 3
 KEEP_BYTES = 8 << 20  # Claude Code's JSON result carries the agent's last message whole

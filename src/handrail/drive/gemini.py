@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from handrail.drive.usage import Usage, count
-from handrail.errors import HandrailError
+from handrail.model.errors import HandrailError
 
 NAME = "gemini"
 PROGRAM = "gemini"

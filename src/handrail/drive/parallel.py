@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from handrail.store.base import RunRecord, RunStatus
+from handrail.model.runs import RunRecord, RunStatus
 from handrail.store.rows import now
 
 POLL_SECONDS = 0.2

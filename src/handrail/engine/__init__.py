@@ -10,7 +10,7 @@ conditions it evaluates, so that `handrail start` answers `initialize` without t
 
 from typing import TYPE_CHECKING
 
-from handrail import lazy_attributes
+from handrail.lazy import lazy_attributes
 
 if TYPE_CHECKING:  # the same names for type checkers, each re-exported as itself
     from handrail.engine.next import next_step as next_step

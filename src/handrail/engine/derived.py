@@ -19,9 +19,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from handrail.codec import Encoded
 from handrail.engine.results import Shown
-from handrail.model import Condition, Context, Step, Workflow
+from handrail.model.codec import Encoded
+from handrail.model.workflow import Condition, Context, Step, Workflow
 
 # (id, the step or None for a loop, its runCondition's test, that runCondition)
 PlanEntry = tuple[str, Step | None, Callable[[Context], bool] | None, Condition | None]

@@ -11,7 +11,7 @@ from handrail.engine.derived import Derived
 from handrail.engine.results import Guidance, Shown, StepView
 from handrail.engine.state import Frame
 from handrail.engine.templates import render
-from handrail.model import Condition, Context, Step, Workflow
+from handrail.model.workflow import Condition, Context, Step, Workflow
 
 
 def confirmation(value: bool | Condition, scope: Context) -> bool:

@@ -17,8 +17,8 @@ from handrail.engine.guidance import compose, confirmation, step_view
 from handrail.engine.results import Guidance, LoopNeed, LoopPosition, LoopView, MissingContext, NextResult
 from handrail.engine.state import Frame, read_state
 from handrail.engine.walk import Walk, first_step
-from handrail.errors import InvalidParams, StepNotFound
-from handrail.model import Context, Step, Workflow
+from handrail.model.errors import InvalidParams, StepNotFound
+from handrail.model.workflow import Context, Step, Workflow
 
 
 def check_completed(workflow: Workflow, completed: Sequence[str]) -> None:

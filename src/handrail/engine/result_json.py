@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from handrail.codec import Encoded, encode
 from handrail.engine.results import PASSED, Guidance, NextResult, Shown, StepView, Verdict, Wire
+from handrail.model.codec import Encoded, encode
 
 
 def next_json(result: NextResult, *, spliced: bool = False) -> dict[str, Any]:

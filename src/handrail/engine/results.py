@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, Literal, NamedTuple, TypeVar
 
-from handrail.codec import Encoded
+from handrail.model.codec import Encoded
 
 LoopNeed = Literal["number", "list"]
 T = TypeVar("T")

@@ -12,9 +12,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from handrail.errors import StateError
 from handrail.expr import lookup
-from handrail.model import Context, Loop, Workflow
+from handrail.model.errors import StateError
+from handrail.model.workflow import Context, Loop, Workflow
 
 
 @dataclass(slots=True)

@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
-from handrail import budget
 from handrail.expr import MISSING, lookup
+from handrail.model import budget
 
 _TEMPLATE = re.compile(r"\{\{\s*([A-Za-z_$][A-Za-z0-9_$]*(?:\.[A-Za-z0-9_$]+)*)\s*\}\}")
 

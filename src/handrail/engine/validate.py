@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from handrail.engine.results import PASSED, Verdict
-from handrail.errors import InvalidParams, StepNotFound
-from handrail.model import Output, Step, Workflow
+from handrail.model.errors import InvalidParams, StepNotFound
+from handrail.model.workflow import Output, Step, Workflow
 from handrail.rules.closures import run_rules
 
 GENERIC_SUGGESTION = "Review the step's validation criteria and revise the output."

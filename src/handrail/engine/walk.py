@@ -18,14 +18,14 @@ from collections.abc import Sequence, Set
 from dataclasses import dataclass, field
 from typing import Any
 
-from handrail import budget
 from handrail.engine.derived import PlanEntry, derived
 from handrail.engine.results import LoopNeed
 from handrail.engine.state import Frame
-from handrail.errors import json_kind
 from handrail.expr import MISSING, lookup
 from handrail.expr.semantics import is_number
-from handrail.model import Condition, Context, Loop, Step, Workflow
+from handrail.model import budget
+from handrail.model.errors import json_kind
+from handrail.model.workflow import Condition, Context, Loop, Step, Workflow
 
 
 def scan(

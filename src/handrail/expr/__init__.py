@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from handrail.errors import IGNORE, Finding, Findings, Reporter
 from handrail.expr.ast import Const, Expr, literals_by_variable, to_text, variables
 from handrail.expr.fold import fold
 from handrail.expr.inline import inline_predicate
 from handrail.expr.parse import did_you_mean, parse_condition
 from handrail.expr.semantics import MISSING, compile_node, lenient_equals, lookup, truthy
 from handrail.expr.unknowns import compile_unknowns
-from handrail.model import Condition
+from handrail.model.errors import IGNORE, Finding, Findings, Reporter
+from handrail.model.workflow import Condition
 
 __all__ = [
     "MISSING",

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from handrail.errors import Reporter, json_kind
 from handrail.expr.ast import NUMERIC, Compare, Const, Expr, freeze
+from handrail.model.errors import Reporter, json_kind
 from handrail.patterns import PatternError, compile_pattern
 
 

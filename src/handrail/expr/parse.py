@@ -12,7 +12,6 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from handrail._resources import resource
-from handrail.errors import Reporter
 from handrail.expr.ast import (
     COMPARISONS,
     All,
@@ -23,6 +22,7 @@ from handrail.expr.ast import (
     Truthy,
 )
 from handrail.expr.comparison import comparison
+from handrail.model.errors import Reporter
 
 if TYPE_CHECKING:
     from lark import Lark

@@ -8,9 +8,9 @@ from typing import Any
 
 from lark import Transformer
 
-from handrail.errors import Reporter
 from handrail.expr.ast import TEXT_OPERATORS, All, Any_, Const, Expr, Not, Truthy
 from handrail.expr.comparison import comparison
+from handrail.model.errors import Reporter
 
 
 class ToCondition(Transformer[Any, Expr]):

@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from handrail.expr.ast import All, Any_, Compare, Const, Expr, Not, Truthy
 from handrail.expr.semantics import MISSING, compile_node, getter
-from handrail.model import Context
+from handrail.model.workflow import Context
 
 # (True/False when decided, None when unknown; the unset variables that could decide it)
 Verdict = tuple[bool | None, tuple[str, ...]]

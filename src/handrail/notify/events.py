@@ -7,8 +7,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from handrail.model.runs import Event, EventType, NewEvent, RunRecord
 from handrail.notify.targets import NotifyConfig
-from handrail.store.base import Event, EventType, NewEvent, NewNotification, RunRecord
+from handrail.store.base import NewNotification
 
 # the run events that notify, and the payload's `type`
 NOTIFYING: dict[str, str] = {

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from handrail.codec import encode
+from handrail.model.codec import encode
 from handrail.notify.targets import Format
 
 HEADLINES = {

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from handrail import lazy_attributes
+from handrail.lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from handrail.patterns.charsets import MAX_CODE_POINT, Ranges, category

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any, Literal
 
-from handrail import budget
-from handrail.errors import ValidationEngineError
+from handrail.model import budget
+from handrail.model.errors import ValidationEngineError
 from handrail.patterns.caching import BoundedCache
 from handrail.patterns.translate import (
     ANY_NON_ASCII,
@@ -80,7 +80,7 @@ def flag_bits(flags: str) -> int:
 
 def timeout_ms() -> int:
     """The time limit of one search on the backtracking engine: the running request's
-    (`regexTimeoutMs` of its service, see budget.py), else `limits.REGEX_TIMEOUT_MS`."""
+    (`regexTimeoutMs` of its service, see model/budget.py), else `limits.REGEX_TIMEOUT_MS`."""
     return budget.regex_ms()
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from handrail.model import Glob
+from handrail.model.workflow import Glob
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from handrail.codec import decode, encode
+from handrail.model.codec import decode, encode
 
 log = logging.getLogger("handrail.protocol.client_requests")
 

@@ -29,8 +29,8 @@ from dataclasses import replace
 from functools import partial
 from typing import Any
 
-from handrail.codec import Encoded, decode, encode
-from handrail.errors import (
+from handrail.model.codec import Encoded, decode, encode
+from handrail.model.errors import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
@@ -40,8 +40,8 @@ from handrail.errors import (
     RpcError,
     error_response,
 )
-from handrail.limits import Limits
-from handrail.observe import Observer, Span, Tracer
+from handrail.model.limits import Limits
+from handrail.observe.observer import Observer, Span, Tracer
 from handrail.protocol.envelope import enveloped, stamped
 from handrail.protocol.revisions import (
     KNOWN_VERSIONS,

@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from handrail.codec import Encoded, encode
-from handrail.errors import INVALID_PARAMS, UNSUPPORTED_PROTOCOL_VERSION, RpcError
+from handrail.model.codec import Encoded, encode
+from handrail.model.errors import INVALID_PARAMS, UNSUPPORTED_PROTOCOL_VERSION, RpcError
 from handrail.protocol.revisions import (
     CLIENT_CAPABILITIES_KEY,
     CLIENT_INFO_KEY,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from handrail import __version__
+from handrail.model.version import __version__
 
 KNOWN_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")  # the handshake era
 LATEST = KNOWN_VERSIONS[-1]

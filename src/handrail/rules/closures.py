@@ -11,11 +11,11 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from handrail import budget
-from handrail.errors import ValidationEngineError
 from handrail.expr import ParsedConditions, Reporter, compile_condition
 from handrail.internals import regex_patterns, validator_globals
-from handrail.model import Check, Condition, Context, Output, Rule
+from handrail.model import budget
+from handrail.model.errors import ValidationEngineError
+from handrail.model.workflow import Check, Condition, Context, Output, Rule
 from handrail.patterns import PatternError, compile_pattern, flag_bits, harden
 from handrail.patterns.caching import BoundedCache
 

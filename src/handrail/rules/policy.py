@@ -12,13 +12,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING
 
-from handrail.shell_line import glob_matches
-from handrail.step_policy import GateRule, Policy
+from handrail.model.step_policy import GateRule, Policy
+from handrail.rules.shell_line import glob_matches
 
 if TYPE_CHECKING:
     from typing import Any
 
-    from handrail.errors import Reporter
+    from handrail.model.errors import Reporter
 
 
 class _Silent:

@@ -8,9 +8,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from handrail.errors import SecurityError
+from handrail.model.errors import SecurityError
+from handrail.model.runs import RunRecord
 from handrail.runs.request import Request
-from handrail.store.base import RunRecord, RunStore
+from handrail.store.base import RunStore
 
 
 def by_whom(request: Request) -> dict[str, Any]:

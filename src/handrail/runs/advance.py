@@ -7,7 +7,8 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from handrail.errors import BranchHeld, InvalidParams, RunNotActive, StateError, StepNotCurrent
+from handrail.model.errors import BranchHeld, InvalidParams, RunNotActive, StateError, StepNotCurrent
+from handrail.model.runs import EventType, NewEvent, RunRecord, RunStatus, RunUpdate
 from handrail.runs import machine
 from handrail.runs.claims import admitted
 from handrail.runs.decisions import Decisions
@@ -16,12 +17,12 @@ from handrail.runs.position import Position, merge_context
 from handrail.runs.refusals import not_active, not_current
 from handrail.runs.shapes import view
 from handrail.runs.tree import Tree
-from handrail.store.base import Conflict, EventType, NewEvent, RunRecord, RunStatus, RunUpdate
+from handrail.store.base import Conflict
 
 if TYPE_CHECKING:
     from handrail.catalog import Snapshot
     from handrail.checks import Baseline, CheckResult
-    from handrail.model import Workflow
+    from handrail.model.workflow import Workflow
     from handrail.runs.approvals import InputRequired
     from handrail.runs.request import Request
 

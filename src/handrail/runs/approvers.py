@@ -9,8 +9,8 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from handrail.model import ANYONE, ApprovalRule
-from handrail.store.base import Event, EventType
+from handrail.model.runs import Event, EventType
+from handrail.model.workflow import ANYONE, ApprovalRule
 
 # where an approval can come from, as `--approval-channels` names them
 CHANNELS = ("dashboard", "cli", "elicitation", "api")

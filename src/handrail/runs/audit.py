@@ -13,7 +13,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from handrail.store.base import Event, RunStore
+from handrail.model.runs import Event
+from handrail.store.base import RunStore
 from handrail.store.chain_form import canonical
 
 log = logging.getLogger(__name__)

@@ -17,13 +17,14 @@ from __future__ import annotations
 import secrets
 from typing import Any
 
-from handrail.errors import BranchHeld
+from handrail.model.errors import BranchHeld
+from handrail.model.runs import RunRecord, RunStatus
 from handrail.runs.holders import holder_with_lease, session_of, token_matches
 from handrail.runs.ledger import Ledger
 from handrail.runs.request import Request
 from handrail.runs.shapes import shaped, view
 from handrail.runs.tree import Tree
-from handrail.store.base import ClaimFilter, RunRecord, RunStatus
+from handrail.store.base import ClaimFilter
 from handrail.store.claims import branch_counts
 from handrail.store.rows import later, now
 

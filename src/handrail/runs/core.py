@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from handrail.model.runs import ACTIVE_STATUSES, Event, EventType, NewEvent, RunRecord, RunStatus, RunUpdate
 from handrail.runs import abandons, machine
 from handrail.runs.advance import Advance
 from handrail.runs.approvers import CHANNELS, reminders_due
@@ -35,22 +36,13 @@ from handrail.runs.replay import replay_break
 from handrail.runs.shapes import recap, shaped, summary, view
 from handrail.runs.sign_ins import SignIns
 from handrail.runs.tree import Tree
-from handrail.store.base import (
-    ACTIVE_STATUSES,
-    Event,
-    EventType,
-    NewEvent,
-    Notification,
-    RunRecord,
-    RunStatus,
-    RunUpdate,
-)
+from handrail.store.base import Notification
 from handrail.store.chain import Break, check_run
 from handrail.store.stats import StatsFilter, workflow_stats
 
 if TYPE_CHECKING:
     from handrail.catalog import Snapshot
-    from handrail.model import Workflow
+    from handrail.model.workflow import Workflow
     from handrail.runs.approvers import Pending
     from handrail.runs.presence import Presence
     from handrail.runs.request import Request

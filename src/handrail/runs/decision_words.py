@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from handrail.errors import InvalidParams
+from handrail.model.errors import InvalidParams
+from handrail.model.runs import RunRecord, RunStatus
 from handrail.runs.position import Position
-from handrail.store.base import RunRecord, RunStatus
 
 
 def decision_data(data: Mapping[str, Any]) -> dict[str, Any]:

@@ -8,8 +8,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from handrail.errors import HandrailError, InvalidParams, RunNotActive, RunNotFound, StateError
-from handrail.model import ApprovalRule, Step
+from handrail.model.errors import HandrailError, InvalidParams, RunNotActive, RunNotFound, StateError
+from handrail.model.runs import Event, EventType, NewEvent, RunRecord, RunStatus, RunUpdate
+from handrail.model.workflow import ApprovalRule, Step
 from handrail.notify.targets import shown
 from handrail.runs import machine
 from handrail.runs.approvers import Pending, pending
@@ -29,7 +30,6 @@ from handrail.runs.presence import (
 )
 from handrail.runs.refusals import answer_refused, not_allowed, not_current
 from handrail.runs.shapes import view
-from handrail.store.base import Event, EventType, NewEvent, RunRecord, RunStatus, RunUpdate
 
 if TYPE_CHECKING:
     from handrail.runs.approvals import Answer, Decision, InputRequired, Question

@@ -10,13 +10,13 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
+from handrail.rules.shell_line import commands, git_options, glob_matches
 from handrail.runs.gate_protected import HARNESS_FILES, PROTECTED_COMMANDS
-from handrail.shell_line import commands, git_options, glob_matches
 
 if TYPE_CHECKING:
     from typing import Any, Literal
 
-    from handrail.step_policy import GateRule, Policy
+    from handrail.model.step_policy import GateRule, Policy
 
     EventKind = Literal["session", "prompt", "before-tool", "after-tool", "stop", "config", "compact"]
     Verdict = Literal["allow", "deny", "block", "context"]

@@ -15,8 +15,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
+from handrail.model.step_policy import Policy
 from handrail.rules.policy import compile_rules, iter_steps
-from handrail.step_policy import Policy
 
 FORM = 1  # the digest's own version: another is not read, the source is compiled instead
 

@@ -29,8 +29,9 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
     from typing import Any
 
+    from handrail.model.runs import Event, RunRecord
     from handrail.runs.gate import Decision, GateEvent, Options, Protected
-    from handrail.store.base import Event, RunRecord, RunStore
+    from handrail.store.base import RunStore
 
 OPEN_RUNS_READ = 200
 # a waiting run's open children read to find the one a session works: a parallel loop
@@ -410,8 +411,8 @@ def record(
     """Append one `gate` event to the run, through the compare-and-set retry every run
     write uses (runs/ledger.py)."""
     durable = not without_fsync(data)
+    from handrail.model.runs import EventType, NewEvent, RunUpdate  # lazy: as above
     from handrail.runs.ledger import Ledger  # lazy: only a hook that writes needs it
-    from handrail.store.base import EventType, NewEvent, RunUpdate  # lazy: as above
 
     listed: list[RunRecord] = [run]
 

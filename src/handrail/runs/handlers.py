@@ -8,11 +8,11 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from handrail.errors import InvalidParams, SecurityError
+from handrail.model.errors import InvalidParams, SecurityError
 
 if TYPE_CHECKING:
     from handrail.catalog import Snapshot
-    from handrail.model import Workflow
+    from handrail.model.workflow import Workflow
     from handrail.runs.core import Runs
     from handrail.runs.request import Request
 

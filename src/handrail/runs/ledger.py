@@ -11,30 +11,22 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
-from handrail.codec import json_size
-from handrail.errors import InvalidParams, RunNotFound, StateError, StorageError
-from handrail.limits import MAX_CONTEXT_BYTES
-from handrail.observe import NULL_OBSERVER, NULL_TRACER
+from handrail.model.codec import json_size
+from handrail.model.errors import InvalidParams, RunNotFound, StateError, StorageError
+from handrail.model.limits import MAX_CONTEXT_BYTES
+from handrail.model.runs import Event, NewEvent, RunRecord, RunUpdate
+from handrail.observe.observer import NULL_OBSERVER, NULL_TRACER
 from handrail.runs import gate_digest, machine
 from handrail.runs.pinning import Pins
-from handrail.store.base import (
-    LOCAL_OWNER,
-    Conflict,
-    Event,
-    NewEvent,
-    NewNotification,
-    RunRecord,
-    RunUpdate,
-    written,
-)
+from handrail.store.base import LOCAL_OWNER, Conflict, NewNotification, written
 from handrail.store.rows import now
 
 if TYPE_CHECKING:
     from handrail.catalog import Snapshot
     from handrail.checks import CheckConfig
-    from handrail.model import Workflow
+    from handrail.model.workflow import Workflow
     from handrail.notify.targets import NotifyConfig
-    from handrail.observe import Observer, Tracer
+    from handrail.observe.observer import Observer, Tracer
     from handrail.runs.approvers import Roles
     from handrail.runs.request import Request
     from handrail.store import RunStore
@@ -92,7 +84,7 @@ class RunSettings(NamedTuple):
     roles: Roles = _nobody_s  # each person's roles, from the tokens file (spec/runs.md)
     lease_seconds: float = LEASE_SECONDS  # how long a claim holds a branch (--lease-seconds)
     observer: Observer = NULL_OBSERVER  # `handrail serve --metrics` counts writes
-    tracer: Tracer = NULL_TRACER  # traces (handrail/tracing.py): a span per write
+    tracer: Tracer = NULL_TRACER  # traces (handrail/observe/tracing.py): a span per write
     queued: Callable[[], None] = _nothing  # told when a write queued notifications
     on_close: Callable[[], None] = _nothing  # stops what uses the store, before it closes
 
@@ -337,7 +329,7 @@ class off_the_clock:
         self.start = time.monotonic()
 
     def __exit__(self, *exc: object) -> None:
-        from handrail import budget  # lazy: a gate hook's write runs no budget
+        from handrail.model import budget  # lazy: a gate hook's write runs no budget
 
         spent = budget.current()
         if spent is not None:

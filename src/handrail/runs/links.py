@@ -19,11 +19,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from handrail.errors import RunNotActive
+from handrail.model.errors import RunNotActive
+from handrail.model.runs import Event, EventType, NewEvent, RunRecord, RunStatus, RunUpdate
 from handrail.runs.ledger import Ledger
 from handrail.runs.refusals import NotAllowedToDecide
 from handrail.runs.request import Request
-from handrail.store.base import Event, EventType, NewEvent, RunRecord, RunStatus, RunUpdate
 from handrail.store.rows import later, now
 
 VIA = "link"  # the `via` of a decision made by opening a link

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from types import MappingProxyType
 
-from handrail.store.base import EventType, RunStatus
+from handrail.model.runs import EventType, RunStatus
 
 _E, _S = EventType, RunStatus
 

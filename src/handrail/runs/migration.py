@@ -13,14 +13,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from handrail.errors import HandrailError, InvalidParams, StateError
-from handrail.model import Loop, Step
+from handrail.model.errors import HandrailError, InvalidParams, StateError
+from handrail.model.runs import ACTIVE_STATUSES, EventType, NewEvent, RunRecord, RunStatus, RunUpdate
+from handrail.model.workflow import Loop, Step
 from handrail.runs.position import Position
-from handrail.store.base import ACTIVE_STATUSES, EventType, NewEvent, RunRecord, RunStatus, RunUpdate
 
 if TYPE_CHECKING:
     from handrail.engine.results import LoopPosition
-    from handrail.model import Workflow
+    from handrail.model.workflow import Workflow
     from handrail.runs.ledger import Ledger
     from handrail.runs.request import Request
 

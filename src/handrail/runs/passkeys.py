@@ -9,10 +9,10 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from handrail.errors import InvalidParams
+from handrail.model.errors import InvalidParams
+from handrail.model.runs import ACTIVE_STATUSES
 from handrail.runs.ledger import Ledger
 from handrail.runs.presence import b64url, gate_watches, unb64url
-from handrail.store.base import ACTIVE_STATUSES
 from handrail.store.passkeys import Passkey
 from handrail.store.rows import now
 

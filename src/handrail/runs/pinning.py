@@ -12,10 +12,10 @@ import threading
 from collections import OrderedDict
 from typing import TYPE_CHECKING
 
-from handrail.errors import StorageError
+from handrail.model.errors import StorageError
 
 if TYPE_CHECKING:
-    from handrail.model import Workflow
+    from handrail.model.workflow import Workflow
     from handrail.store import RunStore
 
 PINNED_CACHE_SIZE = 32

@@ -9,12 +9,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from handrail.errors import StateError
-from handrail.model import Loop, Step, SubWorkflow
+from handrail.model.errors import StateError
+from handrail.model.workflow import Loop, Step, SubWorkflow
 
 if TYPE_CHECKING:
     from handrail.engine.results import LoopPosition, NextResult
-    from handrail.model import Workflow
+    from handrail.model.workflow import Workflow
 
 
 @dataclass(frozen=True, slots=True)

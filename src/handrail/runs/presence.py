@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from handrail.model.runs import Event, EventType
 from handrail.runs.refusals import NotAllowedToDecide
-from handrail.store.base import Event, EventType
 from handrail.store.chain import Break
 from handrail.store.chain_form import event_hash, hashed_form
 from handrail.store.passkeys import Passkey

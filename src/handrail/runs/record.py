@@ -16,9 +16,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from handrail.model.runs import Event, EventType, RunRecord
 from handrail.runs import machine
 from handrail.runs.signing import PublicKey, SigningKey, fingerprint
-from handrail.store.base import Event, EventType, RunRecord
 from handrail.store.chain import Break, first_break
 from handrail.store.chain_form import canonical
 

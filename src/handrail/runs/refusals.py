@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from handrail.errors import InvalidParams, RunNotActive, SecurityError, StepNotCurrent
+from handrail.model.errors import InvalidParams, RunNotActive, SecurityError, StepNotCurrent
+from handrail.model.runs import RunRecord, RunStatus
 from handrail.runs.position import Position
-from handrail.store.base import RunRecord, RunStatus
 
 
 def not_active(run: RunRecord) -> RunNotActive:

@@ -21,16 +21,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from handrail.errors import HandrailError
+from handrail.model.errors import HandrailError
+from handrail.model.runs import Event, EventType, RunRecord, RunStatus
 from handrail.runs import gate_digest, machine
 from handrail.runs.pinning import Pins
 from handrail.runs.position import Position, merge_context
 from handrail.runs.tree_writes import ACTOR as TREE_ACTOR  # a parent moved on by its children
-from handrail.store.base import Event, EventType, RunRecord, RunStatus
 from handrail.store.chain import Break
 
 if TYPE_CHECKING:
-    from handrail.model import Workflow
+    from handrail.model.workflow import Workflow
     from handrail.store.base import RunStore
 
 # the events that change the context the engine is asked with (a rejected output's

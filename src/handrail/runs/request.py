@@ -7,7 +7,7 @@ the MCP surface adds the approver for a `workflow_continue`, and the service and
 run operations read it as an argument. Nothing about who asks lives in a global.
 
 The request's budget (deadline, reply size, regex time) is not here: the service
-opens it from its own limits when the request reaches it (see budget.py for why the
+opens it from its own limits when the request reaches it (see model/budget.py for why the
 code deep inside a compiled workflow reads it from a context variable).
 """
 

@@ -8,12 +8,12 @@ from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from handrail.model.runs import EventType
 from handrail.runs.position import Position
-from handrail.store.base import EventType
 
 if TYPE_CHECKING:
-    from handrail.model import Workflow
-    from handrail.store.base import Event, RunRecord
+    from handrail.model.runs import Event, RunRecord
+    from handrail.model.workflow import Workflow
 
 RECAP_CHARS = 300  # how much of each accepted output a resumed run's recap shows
 

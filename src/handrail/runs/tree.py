@@ -19,18 +19,18 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from handrail.codec import json_size
-from handrail.model import Loop
+from handrail.model.codec import json_size
+from handrail.model.runs import ACTIVE_STATUSES, EventType, RunRecord, RunStatus
+from handrail.model.workflow import Loop
 from handrail.runs.ledger import Ledger
 from handrail.runs.position import Position
 from handrail.runs.shapes import recap, view
 from handrail.runs.tree_results import FINISHED, RECAP_STEPS, branch_results, fitted
 from handrail.runs.tree_rows import branch_id, branch_row, derived_id
 from handrail.runs.tree_writes import CHILDREN_READ, TreeWrites
-from handrail.store.base import ACTIVE_STATUSES, EventType, RunRecord, RunStatus
 
 if TYPE_CHECKING:
-    from handrail.model import Workflow
+    from handrail.model.workflow import Workflow
 
 MAX_DEPTH = 8  # sub-workflows nested this deep at most: a run's ancestors, counted up
 LISTED_BRANCHES = 100  # a waiting run's answer lists its first branches, at most

@@ -7,13 +7,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from handrail.codec import json_size
+from handrail.model.codec import json_size
+from handrail.model.runs import RunRecord, RunStatus
 from handrail.runs.ledger import Ledger
 from handrail.runs.shapes import recap
-from handrail.store.base import RunRecord, RunStatus
 
 if TYPE_CHECKING:
-    from handrail.model import Loop, Workflow
+    from handrail.model.workflow import Loop, Workflow
 
 RECAP_STEPS = 10  # a branch's result keeps the recap of its last accepted steps, at most
 FINISHED = (RunStatus.COMPLETED, RunStatus.ABANDONED)

@@ -8,8 +8,8 @@ import hashlib
 from collections.abc import Mapping
 from typing import Any
 
+from handrail.model.runs import RunRecord
 from handrail.runs.holders import shown_holder
-from handrail.store.base import RunRecord
 
 
 def branch_id(parent: RunRecord, waiting: Mapping[str, Any], index: int) -> str:

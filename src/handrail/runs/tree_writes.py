@@ -9,14 +9,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from handrail.model.runs import ACTIVE_STATUSES, EventType, NewEvent, RunRecord, RunStatus, RunUpdate
 from handrail.runs import machine
 from handrail.runs.ledger import Ledger
 from handrail.runs.position import Position, merge_context
-from handrail.store.base import ACTIVE_STATUSES, EventType, NewEvent, RunRecord, RunStatus, RunUpdate
 from handrail.store.rows import now
 
 if TYPE_CHECKING:
-    from handrail.model import Workflow
+    from handrail.model.workflow import Workflow
 
 ACTOR = "handrail"  # the actor of the events the tree itself writes
 CHILDREN_READ = 5000  # a parent's children read at once, at most

@@ -1,4 +1,4 @@
-"""A tool's arguments admitted, or refused with the reason: over a limit (limits.py),
+"""A tool's arguments admitted, or refused with the reason: over a limit (model/limits.py),
 each refusal naming its limit and the value it had, before anything else looks at
 them; then against the tool's input schema.
 
@@ -12,9 +12,9 @@ import math
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from handrail.codec import json_size, loads
-from handrail.errors import InvalidParams
-from handrail.limits import Limits
+from handrail.model.codec import json_size, loads
+from handrail.model.errors import InvalidParams
+from handrail.model.limits import Limits
 from handrail.service.argument_check import Accept, Bounds, quick_check, schema_error_details
 
 Admit = Callable[[dict[str, Any]], None]  # returns, or raises InvalidParams naming the problem
@@ -86,7 +86,7 @@ class _FullCheck:
 
 
 def check_limits(limits: Limits, name: str, arguments: dict[str, Any]) -> None:
-    """Refuse what is over a limit before anything else looks at it (see limits.py)."""
+    """Refuse what is over a limit before anything else looks at it (see model/limits.py)."""
     if _deeper_than(arguments, limits.max_depth):
         raise _over("maxDepth", limits.max_depth, f"the arguments nest deeper than {limits.max_depth} levels")
     if name in _LONGEST:

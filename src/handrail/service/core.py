@@ -14,13 +14,13 @@ from collections.abc import Callable
 from functools import cache
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from handrail import budget
 from handrail.catalog import Catalog, Snapshot
 from handrail.catalog.suggest import close_matches
-from handrail.codec import Encoded as Encoded
-from handrail.codec import dumps, encode_sized
-from handrail.errors import InvalidParams, WorkflowNotFound
-from handrail.limits import Limits
+from handrail.model import budget
+from handrail.model.codec import Encoded as Encoded
+from handrail.model.codec import dumps, encode_sized
+from handrail.model.errors import InvalidParams, WorkflowNotFound
+from handrail.model.limits import Limits
 from handrail.runs.approvals import InputRequired
 from handrail.runs.request import LOCAL, Request
 from handrail.service.argument_check import Accept
@@ -30,7 +30,7 @@ from handrail.service.definitions import RUNS_ONLY_TOOLS, TABLE, tool_names, too
 if TYPE_CHECKING:
     from handrail.checks.config import CheckConfig
     from handrail.engine.results import NextResult, Verdict
-    from handrail.model import Workflow
+    from handrail.model.workflow import Workflow
     from handrail.runs import Runs
     from handrail.runs.ledger import RunSettings
 
@@ -151,7 +151,7 @@ class Service:
         quick, thorough, handler, asks = plan
         limits = self.limits
         snapshot = self.catalog.snapshot()  # a reload of changed files is not the request's cost
-        # the request's budget, opened here from this service's limits (see budget.py)
+        # the request's budget, opened here from this service's limits (see model/budget.py)
         token = budget.begin(limits.max_request_seconds, limits.max_reply_bytes, limits.regex_timeout_ms)
         try:
             if quick is None or not quick(arguments):
@@ -184,7 +184,7 @@ class Service:
     def interrupt(self) -> None:
         """The server is stopping: kill the processes of the checks running now (each
         check then ends as killed)."""
-        from handrail.processes import kill_running  # here: only a stopping server needs it
+        from handrail.checks.processes import kill_running  # here: only a stopping server needs it
 
         kill_running()
 

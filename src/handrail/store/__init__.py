@@ -15,27 +15,19 @@ if TYPE_CHECKING:
     from typing import Any
 
     from handrail.home import handrail_home
-    from handrail.store.base import (
-        ACTIVE_STATUSES,
-        STATUSES,
-        Conflict,
-        Event,
-        NewEvent,
-        RunRecord,
-        RunStore,
-        RunUpdate,
-    )
+    from handrail.model.runs import ACTIVE_STATUSES, STATUSES, Event, NewEvent, RunRecord, RunUpdate
+    from handrail.store.base import Conflict, RunStore
     from handrail.store.open import default_url, open_store
 
 _PUBLIC = {
-    "ACTIVE_STATUSES": "handrail.store.base",
-    "STATUSES": "handrail.store.base",
+    "ACTIVE_STATUSES": "handrail.model.runs",
+    "STATUSES": "handrail.model.runs",
     "Conflict": "handrail.store.base",
-    "Event": "handrail.store.base",
-    "NewEvent": "handrail.store.base",
-    "RunRecord": "handrail.store.base",
+    "Event": "handrail.model.runs",
+    "NewEvent": "handrail.model.runs",
+    "RunRecord": "handrail.model.runs",
     "RunStore": "handrail.store.base",
-    "RunUpdate": "handrail.store.base",
+    "RunUpdate": "handrail.model.runs",
     "default_url": "handrail.store.open",
     "handrail_home": "handrail.home",
     "open_store": "handrail.store.open",

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from handrail.codec import decode_stored, encode_stored
+from handrail.model.codec import decode_stored, encode_stored
 from handrail.store.chain_form import event_hash, hashed_form
 
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from handrail.store.base import ClaimFilter, EventType, NewEvent, RunRecord
+from handrail.model.runs import EventType, NewEvent, RunRecord
+from handrail.store.base import ClaimFilter
 from handrail.store.chain import EventRow, chained_rows, new_head
 from handrail.store.rows import RUN_COLUMNS, sealed
 

@@ -18,7 +18,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
-from handrail.store.base import Event
+from handrail.model.runs import Event
 from handrail.store.gate_query import BINDINGS_READ
 from handrail.store.rows import read_events
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from handrail.store.base import RunStatus, RunStore
+from handrail.model.runs import RunStatus
+from handrail.store.base import RunStore
 from handrail.store.stats_sql import DIALECT
 
 

@@ -15,7 +15,8 @@ from handrail.store.rows import EVENTS_SINCE_QUERY, RUN_COLUMNS, read_events, re
 from handrail.store.shown_query import shown_events_query, shown_events_values
 
 if TYPE_CHECKING:  # loaded when a session is kept, never by a gate hook's read
-    from handrail.store.base import Event, Notification, RunRecord
+    from handrail.model.runs import Event, RunRecord
+    from handrail.store.base import Notification
     from handrail.store.passkeys import Passkey
     from handrail.store.sessions import KeptSession
 

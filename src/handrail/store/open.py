@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from handrail.errors import StorageError
 from handrail.home import database_file
+from handrail.model.errors import StorageError
 from handrail.settings import Settings
 from handrail.store.urls import postgres_url, sqlite_path, sqlite_url
 

@@ -8,8 +8,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from handrail.codec import decode_stored, encode_stored
-from handrail.store.base import ACTIVE_STATUSES, STUCK_PART, NewNotification, Notification, Outcome
+from handrail.model.codec import decode_stored, encode_stored
+from handrail.model.runs import ACTIVE_STATUSES
+from handrail.store.base import STUCK_PART, NewNotification, Notification, Outcome
 
 PENDING, DELIVERED, FAILED = "pending", "delivered", "failed"
 

@@ -25,19 +25,16 @@ from urllib.parse import urlsplit, urlunsplit
 import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from handrail.errors import StorageError
+from handrail.model.errors import StorageError
+from handrail.model.runs import Event, NewEvent, RunRecord, RunUpdate
 from handrail.store import claims, outbox, summary
 from handrail.store.base import (
     LIST_LIMIT,
     STUCK_PART,
     ClaimFilter,
     Conflict,
-    Event,
-    NewEvent,
     NewNotification,
     RunFilter,
-    RunRecord,
-    RunUpdate,
     Send,
     written,
 )

@@ -11,9 +11,10 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from handrail.codec import decode_stored, encode_stored
+from handrail.model.codec import decode_stored, encode_stored
+from handrail.model.runs import Event, NewEvent, RunRecord, RunStatus, RunUpdate
 from handrail.store import state_seal
-from handrail.store.base import Event, NewEvent, RunFilter, RunRecord, RunStatus, RunUpdate, written
+from handrail.store.base import RunFilter, written
 from handrail.store.chain import EVENT_COLUMNS, EventRow, chained_rows, new_head
 
 if TYPE_CHECKING:  # a write plans the statistics' summary; a hook's read loads none of it

@@ -30,19 +30,16 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Unpack
 
-from handrail.errors import StorageError
+from handrail.model.errors import StorageError
+from handrail.model.runs import Event, NewEvent, RunRecord, RunUpdate
 from handrail.store import outbox
 from handrail.store.base import (
     LIST_LIMIT,
     STUCK_PART,
     ClaimFilter,
     Conflict,
-    Event,
-    NewEvent,
     NewNotification,
     RunFilter,
-    RunRecord,
-    RunUpdate,
     Send,
     written,
 )
@@ -85,8 +82,8 @@ def _last_line(text: str | None) -> str | None:
 
 def _time_left() -> float | None:
     """Seconds left to the running request's budget. No budget runs in a process that
-    never loaded handrail.budget (a gate hook), which then need not load it."""
-    running = sys.modules.get("handrail.budget")
+    never loaded handrail.model.budget (a gate hook), which then need not load it."""
+    running = sys.modules.get("handrail.model.budget")
     left: float | None = None if running is None else running.remaining()
     return left
 

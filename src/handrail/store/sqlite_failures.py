@@ -8,7 +8,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from handrail.errors import StorageError
+from handrail.model.errors import StorageError
 
 DAMAGED = ("SQLITE_CORRUPT", "SQLITE_NOTADB")  # sqlite3 error names, and their extended forms
 UNWRITABLE = ("SQLITE_FULL", "SQLITE_IOERR", "SQLITE_CANTOPEN", "SQLITE_READONLY")

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from urllib.parse import unquote, urlparse, urlsplit
 
-from handrail.errors import StorageError
+from handrail.model.errors import StorageError
 
 
 def sqlite_url(path: Path) -> str:

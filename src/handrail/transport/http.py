@@ -37,9 +37,9 @@ from typing import TYPE_CHECKING, Any
 
 from starlette.applications import Starlette
 
-from handrail.forwarded import Network
-from handrail.limits import TransportLimits
-from handrail.observe import Tracer
+from handrail.dashboard.forwarded import Network
+from handrail.model.limits import TransportLimits
+from handrail.observe.observer import Tracer
 from handrail.service.core import Service
 from handrail.service.identity_provider import Provider
 from handrail.service.people import People

@@ -16,17 +16,17 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from handrail import __version__
-from handrail.codec import decode, encode
-from handrail.errors import (
+from handrail.dashboard.forwarded import Network
+from handrail.model.codec import decode, encode
+from handrail.model.errors import (
     HEADER_MISMATCH,
     INVALID_PARAMS,
     INVALID_REQUEST,
     SERVER_ERROR,
 )
-from handrail.forwarded import Network
-from handrail.limits import TransportLimits
-from handrail.observe import Tracer
+from handrail.model.limits import TransportLimits
+from handrail.model.version import __version__
+from handrail.observe.observer import Tracer
 from handrail.protocol.core import Protocol, parse_error, valid_id
 from handrail.protocol.revisions import (
     ALL_VERSIONS,
@@ -72,7 +72,7 @@ class HttpSettings:
     public_key: dict[str, Any] | None = None  # --signing-key's public half, as published
     metrics: Metrics | None = None  # --metrics: /metrics in the Prometheus text format
     metrics_token: str | None = None  # --metrics-token: the one token /metrics asks for, if set
-    tracer: Tracer | None = None  # OpenTelemetry (handrail/tracing.py): a span per request
+    tracer: Tracer | None = None  # OpenTelemetry (handrail/observe/tracing.py): a span per request
     trusted_proxies: frozenset[Network] = frozenset()  # --trust-proxy: their forwarded origin counts
     provider: Provider | None = None  # --oidc-issuer: the team's OpenID provider
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from starlette.datastructures import Headers
 
-from handrail.errors import (
+from handrail.model.errors import (
     HEADER_MISMATCH,
     INVALID_PARAMS,
     INVALID_REQUEST,

@@ -1,7 +1,7 @@
 """`handrail serve --metrics`: the server's figures in the Prometheus text format, at
 /metrics, through the prometheus_client library.
 
-`Metrics` is the `Observer` (handrail/observe.py) the protocol and the run ledger are
+`Metrics` is the `Observer` (handrail/observe/observer.py) the protocol and the run ledger are
 given as they are built (the command line makes it first): it counts requests, checks
 and store retries as they happen. What a database or the catalog already knows (runs
 by status, approvals waiting, workflows and broken files) is read at scrape time by

@@ -11,8 +11,8 @@ from urllib.parse import urlsplit
 
 from starlette.datastructures import Headers
 
-from handrail.errors import SERVER_ERROR, RpcError
-from handrail.forwarded import Network, public, same_origin, trusted
+from handrail.dashboard.forwarded import Network, public, same_origin, trusted
+from handrail.model.errors import SERVER_ERROR, RpcError
 from handrail.service.identity_provider import WithProvider
 from handrail.service.people import PERSON, People, bearer
 
@@ -83,7 +83,7 @@ class Guard:
         """The person asking (None when no token is asked for, or not `authenticate`);
         raises Refused for a Host, Origin or token the server does not accept. `peer`: the
         address the connection comes from; a proxy of `proxies` may say the origin the
-        browser used (forwarded.py), and an Origin that names it is allowed."""
+        browser used (dashboard/forwarded.py), and an Origin that names it is allowed."""
         hosts = headers.getlist("host")
         if len(hosts) != 1:  # a second Host could be the one a proxy or the app reads
             raise Refused(

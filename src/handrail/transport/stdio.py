@@ -29,9 +29,9 @@ from collections.abc import Callable, Sized
 from types import FrameType
 from typing import BinaryIO, cast
 
-from handrail.codec import encode
-from handrail.errors import INTERNAL_ERROR, INVALID_REQUEST, error_response
-from handrail.limits import SHUTDOWN_TIMEOUT_S
+from handrail.model.codec import encode
+from handrail.model.errors import INTERNAL_ERROR, INVALID_REQUEST, error_response
+from handrail.model.limits import SHUTDOWN_TIMEOUT_S
 from handrail.protocol.core import Protocol
 
 CHUNK = 1 << 16

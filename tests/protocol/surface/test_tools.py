@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from handrail.codec import Encoded, encode
+from handrail.model.codec import Encoded, encode
 from handrail.protocol.surface.tool_methods import tool_result
 from tests.helpers.server import Server
 

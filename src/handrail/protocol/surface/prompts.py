@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from handrail.catalog.suggest import close_matches
-from handrail.errors import INVALID_PARAMS, RpcError
+from handrail.model.errors import INVALID_PARAMS, RpcError
 from handrail.protocol.surface.texts import prompt_text
 from handrail.service.core import Service
 

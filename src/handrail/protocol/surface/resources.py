@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from handrail.codec import encode
-from handrail.errors import INVALID_PARAMS, RESOURCE_NOT_FOUND, RpcError
+from handrail.model.codec import encode
+from handrail.model.errors import INVALID_PARAMS, RESOURCE_NOT_FOUND, RpcError
 from handrail.protocol.surface.completion import TEMPLATES
 from handrail.protocol.surface.subscriptions import PREFIX, SCHEMA_URI
 from handrail.service.core import Service

@@ -17,8 +17,8 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from handrail.codec import encode
-from handrail.errors import INVALID_PARAMS, METHOD_NOT_FOUND, RESOURCE_NOT_FOUND, RpcError
+from handrail.model.codec import encode
+from handrail.model.errors import INVALID_PARAMS, METHOD_NOT_FOUND, RESOURCE_NOT_FOUND, RpcError
 from handrail.protocol.session import Session
 from handrail.protocol.surface.completion import CompletionError, complete
 from handrail.protocol.surface.logging_bridge import LEVELS, LogBridge

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from handrail.codec import encode
-from handrail.errors import HandrailError
+from handrail.model.codec import encode
+from handrail.model.errors import HandrailError
 
 NO_DESCRIPTION = "No description provided"
 ESSENTIALS = 2000  # Claude Code keeps the first 2,048 characters of a server's instructions

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from handrail.codec import Encoded, encode
-from handrail.errors import INVALID_PARAMS, HandrailError, RpcError
+from handrail.model.codec import Encoded, encode
+from handrail.model.errors import INVALID_PARAMS, HandrailError, RpcError
 from handrail.protocol.session import Session
 from handrail.protocol.surface.approvals import Ask, Opened, approver_for, completed, input_required
 from handrail.protocol.surface.texts import fix_text

@@ -4,7 +4,7 @@ The run layer always holds an `Observer` and a `Tracer`: `NULL_OBSERVER` and
 `NULL_TRACER` when nothing watches, so its write path calls them without asking whether
 they are on. The protocol wraps its handler table only when an observer or tracer is
 given, so the request path of a server without them is left as it is.
-transport/metrics.py is the one observer, handrail/tracing.py the one tracer.
+transport/metrics.py is the one observer, handrail/observe/tracing.py the one tracer.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ class Span(Protocol):
 
 
 class Tracer(Protocol):
-    """Spans of the work a request does (handrail/tracing.py: OpenTelemetry)."""
+    """Spans of the work a request does (handrail/observe/tracing.py: OpenTelemetry)."""
 
     def request(
         self,

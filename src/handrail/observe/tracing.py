@@ -28,8 +28,8 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExport
 from opentelemetry.trace import Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
-from handrail import __version__
-from handrail.observe import Span, Tracer
+from handrail.model.version import __version__
+from handrail.observe.observer import Span, Tracer
 
 
 class OtelTracer:

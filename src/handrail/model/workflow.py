@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal
 
-from handrail.codec import loads
-from handrail.step_policy import Policy
+from handrail.model.codec import loads
+from handrail.model.step_policy import Policy
 
 Context = Mapping[str, Any]
 LoopKind = Literal["while", "until", "for", "forEach"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from starlette.datastructures import Headers
 
-from handrail.forwarded import Public, parse_proxies, public, same_origin
+from handrail.dashboard.forwarded import Public, parse_proxies, public, same_origin
 
 PROXY = parse_proxies(["10.0.0.5", "172.28.0.0/24"])
 

@@ -14,7 +14,7 @@ import pytest
 from handrail.catalog.git_sources import GitSource
 from handrail.checks.git import git_baseline
 from handrail.checks.git_view import GitError, run_git
-from handrail.processes import environment, git_environment, run
+from handrail.checks.processes import environment, git_environment, run
 
 needs_proc = pytest.mark.skipif(
     not Path("/proc/self/stat").exists(), reason="reads process states from /proc"
@@ -138,7 +138,7 @@ def test_a_program_asked_to_die_with_its_parent_dies_when_the_parent_is_killed(
         [
             sys.executable,
             "-c",
-            "import sys; from handrail.processes import run; "
+            "import sys; from handrail.checks.processes import run; "
             "run(['/bin/sh', '-c', 'echo $$ > \"$0\"; exec /bin/sleep 60', sys.argv[1]], None, 60, 100, "
             "env={'PATH': sys.argv[2]}, die_with_parent=True)",
             str(pid_file),

@@ -19,7 +19,7 @@ MAX_CONTEXT_BYTES = 1024 * 1024  # a context, as JSON
 MAX_DEPTH = 64  # how deeply the arguments of a tool call may nest
 MAX_COMPLETED_STEPS = 10_000  # entries of completedSteps
 REGEX_TIMEOUT_MS = 100  # one search on the backtracking regex engine (see handrail.patterns)
-# A request's time budget (handrail.budget). Answers take well under a millisecond and
+# A request's time budget (handrail.model.budget). Answers take well under a millisecond and
 # compiling the largest workflow workflow_validate_json takes (1 MB) about a second;
 # 5 s leaves room for a loaded machine and still ends a hostile request soon.
 MAX_REQUEST_SECONDS = 5

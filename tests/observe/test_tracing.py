@@ -299,7 +299,7 @@ def _memory_tracer(transport: str) -> tuple[Any, Any]:
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-    from handrail.tracing import OtelTracer
+    from handrail.observe.tracing import OtelTracer
 
     exporter = InMemorySpanExporter()
     provider = TracerProvider()

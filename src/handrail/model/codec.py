@@ -13,7 +13,7 @@ import hashlib
 import json
 from typing import Any
 
-from handrail.wide_integers import may_hold_wide_integers
+from handrail.model.wide_integers import may_hold_wide_integers
 
 
 class Encoded:

@@ -29,8 +29,8 @@ from contextlib import contextmanager
 from contextvars import ContextVar, Token
 from dataclasses import dataclass
 
-from handrail.errors import HandrailError
-from handrail.limits import REGEX_TIMEOUT_MS
+from handrail.model.errors import HandrailError
+from handrail.model.limits import REGEX_TIMEOUT_MS
 
 
 class OverBudget(HandrailError, code=-32000, title="Request over its budget"):
