@@ -532,9 +532,7 @@ REACHES_LEFT: dict[str, int] = {
     "handrail.engine.results": 1,
     "handrail.engine.walk": 3,
     "handrail.internals": 1,
-    "handrail.protocol.surface.logging_bridge": 2,
     "handrail.runs.record": 6,
-    "handrail.store.sqlite": 1,
     "handrail.store.summary": 5,
 }
 

@@ -94,6 +94,15 @@ BUSY_TIMEOUT_S = 5.0  # how long a write waits for another process's write lock
 MIGRATIONS = migrations("sqlite")
 
 
+class _Reader(threading.local):
+    """This thread's reading connection, once opened."""
+
+    db: sqlite3.Connection | None = None
+
+    def keep(self, db: sqlite3.Connection) -> None:
+        self.db = db
+
+
 class SqliteStore(KeptRows):
     dialect = "sqlite"
     _mark = "?"
@@ -111,7 +120,7 @@ class SqliteStore(KeptRows):
         self.busy_timeout = busy_timeout
         self._damaged: StorageError | None = None
         self._readers: list[sqlite3.Connection] = []
-        self._reader = threading.local()
+        self._reader = _Reader()
         self._lock = threading.Lock()  # the one writing connection, shared by the HTTP threads
         self._opened = threading.Lock()  # the list of readers (never the writer's lock: it waits)
         self._windows = GateWindows()
@@ -219,14 +228,14 @@ class SqliteStore(KeptRows):
         """This thread's reading connection: a WAL reader sees the last commit and never
         waits for a writer, here or in another process."""
         self._usable()
-        db: sqlite3.Connection | None = getattr(self._reader, "db", None)
+        db = self._reader.db
         try:
             if db is None:
                 db = self._connect()
                 db.execute("PRAGMA query_only = ON")
                 with self._opened:
                     self._readers.append(db)
-                self._reader.db = db
+                self._reader.keep(db)
             yield db
         except sqlite3.Error as exc:
             raise self._failed(exc) from None

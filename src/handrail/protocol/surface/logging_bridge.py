@@ -42,6 +42,22 @@ def python_level(name: str) -> int:
     return _PYTHON_LEVEL[name]
 
 
+class _Sending(threading.local):
+    """Whether this thread is sending a record already."""
+
+    busy = False
+
+    def begin(self) -> bool:
+        """Mark this thread as sending; False when it was already."""
+        if self.busy:
+            return False
+        self.busy = True
+        return True
+
+    def end(self) -> None:
+        self.busy = False
+
+
 class LogBridge(logging.Handler):
     """One client's log stream: installed on the `handrail` logger when the client first
     sets a level, removed with `close()`. `send(params)` delivers one notification."""
@@ -49,7 +65,7 @@ class LogBridge(logging.Handler):
     def __init__(self, send: Callable[[dict[str, Any]], None]) -> None:
         super().__init__(logging.NOTSET)
         self._send = send
-        self._local = threading.local()  # a record logged while sending one is not sent
+        self._local = _Sending()  # a record logged while sending one is not sent
         self._installed = False
 
     def set_level(self, name: str) -> None:
@@ -64,9 +80,8 @@ class LogBridge(logging.Handler):
             logger.setLevel(threshold)  # let the records be made; stderr's handlers keep their level
 
     def emit(self, record: logging.LogRecord) -> None:
-        if getattr(self._local, "busy", False):
+        if not self._local.begin():
             return
-        self._local.busy = True
         try:
             self._send(
                 {"level": mcp_level(record.levelno), "logger": record.name, "data": record.getMessage()}
@@ -74,7 +89,7 @@ class LogBridge(logging.Handler):
         except Exception:  # a closed pipe, a bad format string: never the caller's problem
             pass
         finally:
-            self._local.busy = False
+            self._local.end()
 
     def close(self) -> None:
         if self._installed:
