@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from handrail.errors import StorageError
+from handrail.gate import baseline
 from handrail.runs.request import LOCAL
 from tests.gate.runs import GateWorld
 from tests.gate.shortcuts import CART, PLAN, Shop, files, hooks_folder
@@ -384,3 +385,18 @@ def test_a_gate_digest_loosened_with_sqlite3_is_detected_and_nothing_gets_throug
     with pytest.raises(StorageError) as raised:  # and the run layer serves nothing of it
         shop.world.runs.resume(LOCAL, shop.world.snapshot(), shop.world.run_id, None)
     assert raised.value.code == -32006 and "gate is not as sealed" in str(raised.value)
+
+
+@pytest.mark.xfail(strict=True, reason="issue 34: the baseline files are not yet anchored in the run row")
+def test_a_forbidden_change_hidden_by_a_rewritten_baseline_file_is_still_found(shop: Shop) -> None:
+    run = shop.world.start("plan")
+    shop.prompt()
+    # the agent runs the gate's own code, as it can: the forbidden change, then a baseline to match
+    shop.bash("ls > src/cart.py")  # the forbidden change, by a command the hooks did not see
+    home, workspace = str(shop.world.handrail_home), str(shop.path)
+    folder = baseline.gate_folder(home, run)
+    repo = baseline.find_repo(workspace)
+    baseline.save(folder, baseline.take(workspace, folder, repo, (home,)), repo, "plan")  # made to match
+    tried = shop.shell("ls")
+    assert tried.refused_before or tried.undone
+    assert (shop.path / "src" / "cart.py").read_text() == CART
