@@ -120,6 +120,26 @@ def test_a_commit_made_with_gits_hooks_switched_off_is_undone_and_recorded(shop:
     assert shop.git("rev-parse", next(r for r in kept if r.endswith("/refs/heads/main"))).strip() == landed
 
 
+def test_a_refused_cherry_pick_leaves_nothing_of_itself_staged_or_in_progress(shop: Shop) -> None:
+    shop.world.start("plan")
+    shop.prompt()
+    staged = shop.git("write-tree").strip()  # the index at the baseline: as the last commit left it
+    # run by a script the shell reading never saw: git's reference-transaction refuses the commit
+    picked = shop.bash("git cherry-pick feature")
+    assert picked.returncode != 0 and (shop.path / "src" / "discount.py").exists()
+    tried = shop.shell("ls")
+    assert tried.refused_before and not (shop.path / "src" / "discount.py").exists()
+    assert shop.bash("git diff --cached --quiet").returncode == 0  # nothing of the pick staged
+    assert shop.git("write-tree").strip() == staged  # what a later plain commit would hold
+    assert not (shop.path / ".git" / "CHERRY_PICK_HEAD").exists()
+    assert not (shop.path / ".git" / "sequencer").exists()
+    # the next such command starts, and is refused by git's hooks, not by what the pick left
+    reverted = shop.bash("git revert --no-edit HEAD")
+    assert reverted.returncode != 0 and "local changes" not in reverted.stderr, reverted.stderr
+    assert shop.shell("ls").refused_before and shop.git("write-tree").strip() == staged
+    assert shop.bash("git status --porcelain").stdout == ""
+
+
 def test_a_file_written_by_a_redirection_the_step_allows_is_put_back(shop: Shop) -> None:
     # row 13: `ls > src/cart.py` under `allow: shell:ls*`
     shop.world.start("plan")

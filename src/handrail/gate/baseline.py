@@ -34,6 +34,18 @@ SETTINGS_FILES = (
 HOOK_KEYS = r"^(core\.hookspath|core\.fsmonitor|hook\..*)$"
 ABSENT = ""  # a protected file that does not exist
 GIT_TIMEOUT = 120
+# what git keeps in its folder of a command in progress, which a refused one leaves behind
+IN_PROGRESS = (
+    "CHERRY_PICK_HEAD",
+    "REVERT_HEAD",
+    "MERGE_HEAD",
+    "MERGE_MSG",
+    "MERGE_MODE",
+    "AUTO_MERGE",
+    "sequencer",
+    "rebase-apply",
+    "rebase-merge",
+)
 
 
 class Repo(NamedTuple):
@@ -50,9 +62,18 @@ class Snapshot(NamedTuple):
     refs: dict[str, str]  # refname -> object; "HEAD" -> "ref: refs/heads/x" or an object
     config: list[list[str]]  # git's hook keys, [key, value] as git reads them
     files: dict[str, str]  # protected file (absolute) -> "sha256 mode", or ABSENT
+    staged: str | None = None  # the repository's own index as a tree (None: none, or unmerged)
+    in_progress: tuple[str, ...] = ()  # the names of IN_PROGRESS present in the git folder
 
     def as_json(self) -> dict[str, Any]:
-        return {"tree": self.tree, "refs": self.refs, "config": self.config, "files": self.files}
+        return {
+            "tree": self.tree,
+            "refs": self.refs,
+            "config": self.config,
+            "files": self.files,
+            "staged": self.staged,
+            "in_progress": list(self.in_progress),
+        }
 
 
 class GateFolder(NamedTuple):
@@ -234,7 +255,40 @@ def take(workspace: str, folder: GateFolder, repo: Repo | None, leave_out: tuple
         refs["HEAD"] = _head(repo)
         config = _keys(configured)
     files = {path: file_state(path, folder) for path in protected_files(repo, workspace)}
-    return Snapshot(tree, refs, config, files)
+    if repo is None:
+        return Snapshot(tree, refs, config, files)
+    pending = tuple(name for name in IN_PROGRESS if os.path.lexists(os.path.join(repo.git_dir, name)))
+    return Snapshot(tree, refs, config, files, real_index(repo, folder), pending)
+
+
+def real_index(repo: Repo, folder: GateFolder) -> str | None:
+    """The repository's own index as a tree, written from a copy (the real one is never
+    locked by the gate), and remembered by the index file's size, time and inode so that
+    an index no command touched costs one stat."""
+    import shutil  # lazy: only an index that changed is copied
+
+    path = os.path.join(repo.git_dir, "index")
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    key = f"{found.st_size} {found.st_mtime_ns} {found.st_ino}"
+    remembered = os.path.join(folder.path, "real-index")
+    try:
+        with open(remembered, encoding="utf-8") as opened:
+            known, _, tree = opened.read().rpartition(" ")
+        if known == key:
+            return tree or None
+    except OSError:
+        pass
+    copy = os.path.join(folder.path, "real-index.copy")
+    shutil.copyfile(path, copy)
+    done = git(repo.top, "write-tree", index=copy, check=False)  # fails on unmerged entries
+    tree = done.stdout.decode().strip() if done.returncode == 0 else ""
+    with open(remembered + ".tmp", "w", encoding="utf-8") as written:
+        written.write(f"{key} {tree}")
+    os.replace(remembered + ".tmp", remembered)
+    return tree or None
 
 
 class Locked:
@@ -315,7 +369,12 @@ def load(folder: GateFolder) -> tuple[Snapshot, Repo | None] | None:
             body = json.loads(opened.read())
         raw = body["snapshot"]
         snapshot = Snapshot(
-            raw["tree"], dict(raw["refs"]), [list(p) for p in raw["config"]], dict(raw["files"])
+            raw["tree"],
+            dict(raw["refs"]),
+            [list(p) for p in raw["config"]],
+            dict(raw["files"]),
+            raw.get("staged"),
+            tuple(raw.get("in_progress", ())),
         )
         repo = Repo(*body["repo"]) if body.get("repo") else None
     except (OSError, ValueError, KeyError, TypeError):

@@ -115,12 +115,11 @@ SHORTCUTS = [
     ("\\git commit -qam x", [BY_GIT]),
     ("echo | xargs git commit -qam x", [BY_GIT]),
     ("git -c alias.ci=commit ci -qam x", [BY_GIT]),
-    # refused by reference-transaction; the file it wrote beside the commit is undone
-    ("git cherry-pick feature", [BY_GIT, UNDONE, "src/discount.py (added: removed)"]),
-    ("git reset -q", []),  # the index as the refused cherry-pick left it (no part of what is undone)
+    # refused by reference-transaction; the file it wrote beside the commit is undone, and
+    # what it staged and left in progress too, so that the revert below can start
+    ("git cherry-pick feature", [BY_GIT, UNDONE, "src/discount.py (added: removed)", "the index"]),
     # HEAD is the commit that installed the gate: reverting it deletes the settings
     ("git revert --no-edit HEAD", [BY_GIT, UNDONE, ".claude/settings.json (deleted: put back)"]),
-    ("git reset -q", []),
     (f"{HANDRAIL} gate uninstall claude-code", [REFUSED, "must stay installed"]),
     ("sed -i s/gate/xx/ .claude/settings.json", [REFUSED, ".claude/settings.json"]),
     ("echo '{\"disableAllHooks\": true}' > .claude/settings.local.json", [REFUSED, "must stay installed"]),
@@ -138,7 +137,7 @@ EXPECTED = [
     ("violation", "Bash", "discount.py"),
     ("gate", "git reference-transaction", "shell:git commit"),
     ("violation", "Bash", "settings.json"),
-    *[(*BY_HOOK, f"shell:{command}") for command, _ in SHORTCUTS[9:12]],
+    *[(*BY_HOOK, f"shell:{command}") for command, _ in SHORTCUTS[7:10]],
     ("violation", "Bash", "pre-commit"),
     ("violation", "Bash", "cart.py"),
     ("gate", "Write", "edit:docs/plan.md"),
