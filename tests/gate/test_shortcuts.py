@@ -5,6 +5,7 @@ the gate's installation are byte for byte as the step's rules require."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sqlite3
@@ -347,15 +348,35 @@ def test_a_damaged_private_index_is_made_anew(shop: Shop) -> None:
 def test_a_check_that_cannot_be_made_refuses(shop: Shop) -> None:
     run = shop.world.start("plan")
     shop.prompt()
-    kept = shop.world.handrail_home / "gate" / run / "baseline.json"
-    body = json.loads(kept.read_text())
-    body["snapshot"]["tree"] = "1" * 40  # a tree git does not have: nothing can be compared with it
-    kept.write_text(json.dumps(body))
+    tree = json.loads((shop.world.handrail_home / "gate" / run / "baseline.json").read_text())["snapshot"][
+        "tree"
+    ]
+    # the baseline's tree gone from git's objects: nothing can be compared with it
+    (shop.path / ".git" / "objects" / tree[:2] / tree[2:]).unlink()
     (shop.path / "docs" / "plan.md").write_text("changed\n")
     tried = shop.shell("ls")
     assert tried.refused_before
     reason = json.loads(tried.pre.stdout)["hookSpecificOutput"]["permissionDecisionReason"]
     assert "could not check what the last tool call changed" in reason
+
+
+def test_a_rewritten_baseline_whose_anchored_copy_is_gone_refuses_and_is_recorded(shop: Shop) -> None:
+    run = shop.world.start("plan")
+    shop.prompt()
+    folder = shop.world.handrail_home / "gate" / run
+    shop.bash("ls > src/cart.py")  # a change by a command the hooks did not see
+    body = json.loads((folder / "baseline.json").read_text())
+    body["snapshot"]["tree"] = shop.bash("git add -A && git write-tree").stdout.strip()  # made to match
+    (folder / "baseline.json").write_text(json.dumps(body))
+    for kept in (folder / "anchored").iterdir():
+        kept.unlink()
+    for _ in range(2):  # and it stays refused: nothing is taken in from the rewritten file
+        tried = shop.shell("ls")
+        assert tried.refused_before
+        reason = json.loads(tried.pre.stdout)["hookSpecificOutput"]["permissionDecisionReason"]
+        assert "could not check" in reason and "baseline" in reason and "rewritten" in reason
+    rewrites = [v for v in shop.violations() if v["changes"][0]["what"] == "baseline"]
+    assert len(rewrites) == 2 and rewrites[0]["changes"][0]["target"] == str(folder / "baseline.json")
 
 
 def test_a_session_started_from_the_agents_shell_takes_no_change_in(shop: Shop) -> None:
@@ -407,7 +428,6 @@ def test_a_gate_digest_loosened_with_sqlite3_is_detected_and_nothing_gets_throug
     assert raised.value.code == -32006 and "gate is not as sealed" in str(raised.value)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 34: the baseline files are not yet anchored in the run row")
 def test_a_forbidden_change_hidden_by_a_rewritten_baseline_file_is_still_found(shop: Shop) -> None:
     run = shop.world.start("plan")
     shop.prompt()
@@ -420,3 +440,27 @@ def test_a_forbidden_change_hidden_by_a_rewritten_baseline_file_is_still_found(s
     tried = shop.shell("ls")
     assert tried.refused_before or tried.undone
     assert (shop.path / "src" / "cart.py").read_text() == CART
+    (violation,) = shop.violations()
+    assert [c["what"] for c in violation["changes"]] == ["baseline", "file"]
+    assert "baseline.json (rewritten outside the gate: not trusted, replaced)" in violation["undone"]
+    assert (Path(violation["kept"][0]) / "baseline.json").exists()  # the rewritten file, kept for the person
+    assert not shop.shell("ls").refused_before  # the baseline written anew is the anchored one
+
+
+def test_an_honest_run_with_anchored_baselines_still_verifies(shop: Shop) -> None:
+    run = shop.world.start("plan")
+    shop.prompt()
+    assert shop.write("docs/plan.md", PLAN + "more\n").ran is not None  # an allowed change: a new anchor
+    shop.shell("ls > src/cart.py")  # a violation: its anchor in the same write
+    with sqlite3.connect(shop.world.database) as db:
+        (text,) = db.execute("SELECT gate FROM runs WHERE id = ?", (run,)).fetchone()
+    db.close()
+    sha = json.loads(text)["baseline"]
+    assert (
+        sha
+        == hashlib.sha256(
+            (shop.world.handrail_home / "gate" / run / "baseline.json").read_bytes()
+        ).hexdigest()
+    )
+    verified = shop.bash(f"{sys.executable} -m handrail runs verify {run}")
+    assert verified.returncode == 0, verified.stdout + verified.stderr

@@ -351,22 +351,55 @@ def _head(repo: Repo) -> str:
         return ""
 
 
-def save(folder: GateFolder, snapshot: Snapshot, repo: Repo | None, step: str | None = None) -> None:
-    """`step`: the run's step the baseline was taken at."""
+BASELINE = "baseline.json"
+ANCHORED = "anchored"  # the baselines by the hash the run row keeps (gate/anchor.py)
+
+
+def save(folder: GateFolder, snapshot: Snapshot, repo: Repo | None, step: str | None = None) -> str:
+    """`step`: the run's step the baseline was taken at. Returns the sha256 of the bytes
+    written, which are kept under that name too, for gate/anchor.py to find by it."""
+    data = encoded(snapshot, repo, step)
+    sha = keep(folder, data)
+    write(folder, BASELINE, data)
+    return sha
+
+
+def encoded(snapshot: Snapshot, repo: Repo | None, step: str | None) -> bytes:
     body = {"snapshot": snapshot.as_json(), "repo": list(repo) if repo is not None else None, "step": step}
+    return json.dumps(body).encode()
+
+
+def keep(folder: GateFolder, data: bytes) -> str:
+    """A baseline's bytes kept by their sha256, which is returned."""
+    sha = hashlib.sha256(data).hexdigest()
+    if not os.path.exists(os.path.join(folder.path, ANCHORED, sha)):
+        os.makedirs(os.path.join(folder.path, ANCHORED), exist_ok=True)
+        write(folder, os.path.join(ANCHORED, sha), data)
+    return sha
+
+
+def write(folder: GateFolder, name: str, data: bytes) -> None:
+    path = os.path.join(folder.path, name)
     os.makedirs(folder.path, exist_ok=True)
-    temporary = os.path.join(folder.path, "baseline.json.tmp")
-    with open(temporary, "w", encoding="utf-8") as written:
-        written.write(json.dumps(body))
-    os.replace(temporary, os.path.join(folder.path, "baseline.json"))
+    with open(path + ".tmp", "wb") as written:
+        written.write(data)
+    os.replace(path + ".tmp", path)
 
 
 def load(folder: GateFolder) -> tuple[Snapshot, Repo | None] | None:
     """The last baseline kept, with the repository as it was found then; None if none
     (or one that cannot be read: a new one is taken)."""
     try:
-        with open(os.path.join(folder.path, "baseline.json"), encoding="utf-8") as opened:
-            body = json.loads(opened.read())
+        with open(os.path.join(folder.path, BASELINE), "rb") as opened:
+            return parse(opened.read())
+    except OSError:
+        return None
+
+
+def parse(data: bytes) -> tuple[Snapshot, Repo | None] | None:
+    """A baseline file's bytes read back; None if they are not one."""
+    try:
+        body = json.loads(data)
         raw = body["snapshot"]
         snapshot = Snapshot(
             raw["tree"],
@@ -377,7 +410,7 @@ def load(folder: GateFolder) -> tuple[Snapshot, Repo | None] | None:
             tuple(raw.get("in_progress", ())),
         )
         repo = Repo(*body["repo"]) if body.get("repo") else None
-    except (OSError, ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
         return None
     return snapshot, repo
 
@@ -385,7 +418,7 @@ def load(folder: GateFolder) -> tuple[Snapshot, Repo | None] | None:
 def step_of(folder: GateFolder) -> str | None:
     """The step the last baseline was taken at (None: none, or not known)."""
     try:
-        with open(os.path.join(folder.path, "baseline.json"), encoding="utf-8") as opened:
+        with open(os.path.join(folder.path, BASELINE), encoding="utf-8") as opened:
             step = json.loads(opened.read()).get("step")
     except (OSError, ValueError, AttributeError):
         return None
