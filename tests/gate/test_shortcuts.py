@@ -5,6 +5,7 @@ the gate's installation are byte for byte as the step's rules require."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sqlite3
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from handrail.gate import baseline
 from handrail.model.errors import StorageError
 from handrail.runs.request import LOCAL
 from tests.gate.runs import GateWorld
@@ -117,6 +119,26 @@ def test_a_commit_made_with_gits_hooks_switched_off_is_undone_and_recorded(shop:
     assert any(ref.endswith("/refs/heads/main") for ref in kept)
     landed = violation["changes"][0]["new"]
     assert shop.git("rev-parse", next(r for r in kept if r.endswith("/refs/heads/main"))).strip() == landed
+
+
+def test_a_refused_cherry_pick_leaves_nothing_of_itself_staged_or_in_progress(shop: Shop) -> None:
+    shop.world.start("plan")
+    shop.prompt()
+    staged = shop.git("write-tree").strip()  # the index at the baseline: as the last commit left it
+    # run by a script the shell reading never saw: git's reference-transaction refuses the commit
+    picked = shop.bash("git cherry-pick feature")
+    assert picked.returncode != 0 and (shop.path / "src" / "discount.py").exists()
+    tried = shop.shell("ls")
+    assert tried.refused_before and not (shop.path / "src" / "discount.py").exists()
+    assert shop.bash("git diff --cached --quiet").returncode == 0  # nothing of the pick staged
+    assert shop.git("write-tree").strip() == staged  # what a later plain commit would hold
+    assert not (shop.path / ".git" / "CHERRY_PICK_HEAD").exists()
+    assert not (shop.path / ".git" / "sequencer").exists()
+    # the next such command starts, and is refused by git's hooks, not by what the pick left
+    reverted = shop.bash("git revert --no-edit HEAD")
+    assert reverted.returncode != 0 and "local changes" not in reverted.stderr, reverted.stderr
+    assert shop.shell("ls").refused_before and shop.git("write-tree").strip() == staged
+    assert shop.bash("git status --porcelain").stdout == ""
 
 
 def test_a_file_written_by_a_redirection_the_step_allows_is_put_back(shop: Shop) -> None:
@@ -326,15 +348,35 @@ def test_a_damaged_private_index_is_made_anew(shop: Shop) -> None:
 def test_a_check_that_cannot_be_made_refuses(shop: Shop) -> None:
     run = shop.world.start("plan")
     shop.prompt()
-    kept = shop.world.handrail_home / "gate" / run / "baseline.json"
-    body = json.loads(kept.read_text())
-    body["snapshot"]["tree"] = "1" * 40  # a tree git does not have: nothing can be compared with it
-    kept.write_text(json.dumps(body))
+    tree = json.loads((shop.world.handrail_home / "gate" / run / "baseline.json").read_text())["snapshot"][
+        "tree"
+    ]
+    # the baseline's tree gone from git's objects: nothing can be compared with it
+    (shop.path / ".git" / "objects" / tree[:2] / tree[2:]).unlink()
     (shop.path / "docs" / "plan.md").write_text("changed\n")
     tried = shop.shell("ls")
     assert tried.refused_before
     reason = json.loads(tried.pre.stdout)["hookSpecificOutput"]["permissionDecisionReason"]
     assert "could not check what the last tool call changed" in reason
+
+
+def test_a_rewritten_baseline_whose_anchored_copy_is_gone_refuses_and_is_recorded(shop: Shop) -> None:
+    run = shop.world.start("plan")
+    shop.prompt()
+    folder = shop.world.handrail_home / "gate" / run
+    shop.bash("ls > src/cart.py")  # a change by a command the hooks did not see
+    body = json.loads((folder / "baseline.json").read_text())
+    body["snapshot"]["tree"] = shop.bash("git add -A && git write-tree").stdout.strip()  # made to match
+    (folder / "baseline.json").write_text(json.dumps(body))
+    for kept in (folder / "anchored").iterdir():
+        kept.unlink()
+    for _ in range(2):  # and it stays refused: nothing is taken in from the rewritten file
+        tried = shop.shell("ls")
+        assert tried.refused_before
+        reason = json.loads(tried.pre.stdout)["hookSpecificOutput"]["permissionDecisionReason"]
+        assert "could not check" in reason and "baseline" in reason and "rewritten" in reason
+    rewrites = [v for v in shop.violations() if v["changes"][0]["what"] == "baseline"]
+    assert len(rewrites) == 2 and rewrites[0]["changes"][0]["target"] == str(folder / "baseline.json")
 
 
 def test_a_session_started_from_the_agents_shell_takes_no_change_in(shop: Shop) -> None:
@@ -384,3 +426,41 @@ def test_a_gate_digest_loosened_with_sqlite3_is_detected_and_nothing_gets_throug
     with pytest.raises(StorageError) as raised:  # and the run layer serves nothing of it
         shop.world.runs.resume(LOCAL, shop.world.snapshot(), shop.world.run_id, None)
     assert raised.value.code == -32006 and "gate is not as sealed" in str(raised.value)
+
+
+def test_a_forbidden_change_hidden_by_a_rewritten_baseline_file_is_still_found(shop: Shop) -> None:
+    run = shop.world.start("plan")
+    shop.prompt()
+    # the agent runs the gate's own code, as it can: the forbidden change, then a baseline to match
+    shop.bash("ls > src/cart.py")  # the forbidden change, by a command the hooks did not see
+    home, workspace = str(shop.world.handrail_home), str(shop.path)
+    folder = baseline.gate_folder(home, run)
+    repo = baseline.find_repo(workspace)
+    baseline.save(folder, baseline.take(workspace, folder, repo, (home,)), repo, "plan")  # made to match
+    tried = shop.shell("ls")
+    assert tried.refused_before or tried.undone
+    assert (shop.path / "src" / "cart.py").read_text() == CART
+    (violation,) = shop.violations()
+    assert [c["what"] for c in violation["changes"]] == ["baseline", "file"]
+    assert "baseline.json (rewritten outside the gate: not trusted, replaced)" in violation["undone"]
+    assert (Path(violation["kept"][0]) / "baseline.json").exists()  # the rewritten file, kept for the person
+    assert not shop.shell("ls").refused_before  # the baseline written anew is the anchored one
+
+
+def test_an_honest_run_with_anchored_baselines_still_verifies(shop: Shop) -> None:
+    run = shop.world.start("plan")
+    shop.prompt()
+    assert shop.write("docs/plan.md", PLAN + "more\n").ran is not None  # an allowed change: a new anchor
+    shop.shell("ls > src/cart.py")  # a violation: its anchor in the same write
+    with sqlite3.connect(shop.world.database) as db:
+        (text,) = db.execute("SELECT gate FROM runs WHERE id = ?", (run,)).fetchone()
+    db.close()
+    sha = json.loads(text)["baseline"]
+    assert (
+        sha
+        == hashlib.sha256(
+            (shop.world.handrail_home / "gate" / run / "baseline.json").read_bytes()
+        ).hexdigest()
+    )
+    verified = shop.bash(f"{sys.executable} -m handrail runs verify {run}")
+    assert verified.returncode == 0, verified.stdout + verified.stderr

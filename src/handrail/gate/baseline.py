@@ -34,6 +34,18 @@ SETTINGS_FILES = (
 HOOK_KEYS = r"^(core\.hookspath|core\.fsmonitor|hook\..*)$"
 ABSENT = ""  # a protected file that does not exist
 GIT_TIMEOUT = 120
+# what git keeps in its folder of a command in progress, which a refused one leaves behind
+IN_PROGRESS = (
+    "CHERRY_PICK_HEAD",
+    "REVERT_HEAD",
+    "MERGE_HEAD",
+    "MERGE_MSG",
+    "MERGE_MODE",
+    "AUTO_MERGE",
+    "sequencer",
+    "rebase-apply",
+    "rebase-merge",
+)
 
 
 class Repo(NamedTuple):
@@ -50,9 +62,18 @@ class Snapshot(NamedTuple):
     refs: dict[str, str]  # refname -> object; "HEAD" -> "ref: refs/heads/x" or an object
     config: list[list[str]]  # git's hook keys, [key, value] as git reads them
     files: dict[str, str]  # protected file (absolute) -> "sha256 mode", or ABSENT
+    staged: str | None = None  # the repository's own index as a tree (None: none, or unmerged)
+    in_progress: tuple[str, ...] = ()  # the names of IN_PROGRESS present in the git folder
 
     def as_json(self) -> dict[str, Any]:
-        return {"tree": self.tree, "refs": self.refs, "config": self.config, "files": self.files}
+        return {
+            "tree": self.tree,
+            "refs": self.refs,
+            "config": self.config,
+            "files": self.files,
+            "staged": self.staged,
+            "in_progress": list(self.in_progress),
+        }
 
 
 class GateFolder(NamedTuple):
@@ -234,7 +255,40 @@ def take(workspace: str, folder: GateFolder, repo: Repo | None, leave_out: tuple
         refs["HEAD"] = _head(repo)
         config = _keys(configured)
     files = {path: file_state(path, folder) for path in protected_files(repo, workspace)}
-    return Snapshot(tree, refs, config, files)
+    if repo is None:
+        return Snapshot(tree, refs, config, files)
+    pending = tuple(name for name in IN_PROGRESS if os.path.lexists(os.path.join(repo.git_dir, name)))
+    return Snapshot(tree, refs, config, files, real_index(repo, folder), pending)
+
+
+def real_index(repo: Repo, folder: GateFolder) -> str | None:
+    """The repository's own index as a tree, written from a copy (the real one is never
+    locked by the gate), and remembered by the index file's size, time and inode so that
+    an index no command touched costs one stat."""
+    import shutil  # lazy: only an index that changed is copied
+
+    path = os.path.join(repo.git_dir, "index")
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    key = f"{found.st_size} {found.st_mtime_ns} {found.st_ino}"
+    remembered = os.path.join(folder.path, "real-index")
+    try:
+        with open(remembered, encoding="utf-8") as opened:
+            known, _, tree = opened.read().rpartition(" ")
+        if known == key:
+            return tree or None
+    except OSError:
+        pass
+    copy = os.path.join(folder.path, "real-index.copy")
+    shutil.copyfile(path, copy)
+    done = git(repo.top, "write-tree", index=copy, check=False)  # fails on unmerged entries
+    tree = done.stdout.decode().strip() if done.returncode == 0 else ""
+    with open(remembered + ".tmp", "w", encoding="utf-8") as written:
+        written.write(f"{key} {tree}")
+    os.replace(remembered + ".tmp", remembered)
+    return tree or None
 
 
 class Locked:
@@ -297,28 +351,66 @@ def _head(repo: Repo) -> str:
         return ""
 
 
-def save(folder: GateFolder, snapshot: Snapshot, repo: Repo | None, step: str | None = None) -> None:
-    """`step`: the run's step the baseline was taken at."""
+BASELINE = "baseline.json"
+ANCHORED = "anchored"  # the baselines by the hash the run row keeps (gate/anchor.py)
+
+
+def save(folder: GateFolder, snapshot: Snapshot, repo: Repo | None, step: str | None = None) -> str:
+    """`step`: the run's step the baseline was taken at. Returns the sha256 of the bytes
+    written, which are kept under that name too, for gate/anchor.py to find by it."""
+    data = encoded(snapshot, repo, step)
+    sha = keep(folder, data)
+    write(folder, BASELINE, data)
+    return sha
+
+
+def encoded(snapshot: Snapshot, repo: Repo | None, step: str | None) -> bytes:
     body = {"snapshot": snapshot.as_json(), "repo": list(repo) if repo is not None else None, "step": step}
+    return json.dumps(body).encode()
+
+
+def keep(folder: GateFolder, data: bytes) -> str:
+    """A baseline's bytes kept by their sha256, which is returned."""
+    sha = hashlib.sha256(data).hexdigest()
+    if not os.path.exists(os.path.join(folder.path, ANCHORED, sha)):
+        os.makedirs(os.path.join(folder.path, ANCHORED), exist_ok=True)
+        write(folder, os.path.join(ANCHORED, sha), data)
+    return sha
+
+
+def write(folder: GateFolder, name: str, data: bytes) -> None:
+    path = os.path.join(folder.path, name)
     os.makedirs(folder.path, exist_ok=True)
-    temporary = os.path.join(folder.path, "baseline.json.tmp")
-    with open(temporary, "w", encoding="utf-8") as written:
-        written.write(json.dumps(body))
-    os.replace(temporary, os.path.join(folder.path, "baseline.json"))
+    with open(path + ".tmp", "wb") as written:
+        written.write(data)
+    os.replace(path + ".tmp", path)
 
 
 def load(folder: GateFolder) -> tuple[Snapshot, Repo | None] | None:
     """The last baseline kept, with the repository as it was found then; None if none
     (or one that cannot be read: a new one is taken)."""
     try:
-        with open(os.path.join(folder.path, "baseline.json"), encoding="utf-8") as opened:
-            body = json.loads(opened.read())
+        with open(os.path.join(folder.path, BASELINE), "rb") as opened:
+            return parse(opened.read())
+    except OSError:
+        return None
+
+
+def parse(data: bytes) -> tuple[Snapshot, Repo | None] | None:
+    """A baseline file's bytes read back; None if they are not one."""
+    try:
+        body = json.loads(data)
         raw = body["snapshot"]
         snapshot = Snapshot(
-            raw["tree"], dict(raw["refs"]), [list(p) for p in raw["config"]], dict(raw["files"])
+            raw["tree"],
+            dict(raw["refs"]),
+            [list(p) for p in raw["config"]],
+            dict(raw["files"]),
+            raw.get("staged"),
+            tuple(raw.get("in_progress", ())),
         )
         repo = Repo(*body["repo"]) if body.get("repo") else None
-    except (OSError, ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
         return None
     return snapshot, repo
 
@@ -326,7 +418,7 @@ def load(folder: GateFolder) -> tuple[Snapshot, Repo | None] | None:
 def step_of(folder: GateFolder) -> str | None:
     """The step the last baseline was taken at (None: none, or not known)."""
     try:
-        with open(os.path.join(folder.path, "baseline.json"), encoding="utf-8") as opened:
+        with open(os.path.join(folder.path, BASELINE), encoding="utf-8") as opened:
             step = json.loads(opened.read()).get("step")
     except (OSError, ValueError, AttributeError):
         return None

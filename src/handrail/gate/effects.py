@@ -40,7 +40,7 @@ def follow(
     kind = event.kind
     if kind in ("session", "prompt"):
         if facts.bound is None or event.session is None or facts.bound == event.session:
-            rebase(facts, home)  # the person's turn: what changed since is theirs
+            rebase(store, run, facts, home, kind)  # the person's turn: what changed since is theirs
             return decision
         # another session (a harness started from the agent's own shell, say): its start
         # or prompt is no turn of the person's, so what changed is checked, not taken in
@@ -49,8 +49,13 @@ def follow(
             return decision
         before = decision.text + "\n\n" if decision.verdict == "context" and decision.text else ""
         return Decision("context", before + told)
-    if kind == "after-tool" and action is not None and own_tool(action.target) and _step_moved(facts, home):
-        rebase(facts, home)  # a new step: its baseline starts here
+    if (
+        kind == "after-tool"
+        and action is not None
+        and own_tool(action.target)
+        and _step_moved(run, facts, home)
+    ):
+        rebase(store, run, facts, home, kind)  # a new step: its baseline starts here
         return decision
     if kind == "before-tool":
         if decision.verdict != "allow" or action is None or action.kind in QUIET_KINDS:
@@ -85,10 +90,13 @@ def _checked(
         )
 
 
-def _step_moved(facts: RunFacts, home: str) -> bool:
-    from handrail.gate import baseline  # lazy: only a call that may change things takes a snapshot
+def _step_moved(run: Any, facts: RunFacts, home: str) -> bool:
+    """Whether the baseline was taken at another step; never by a file the row does not
+    anchor (then the check finds the rewrite)."""
+    from handrail.gate import anchor, baseline  # lazy: only a call that may change things takes a snapshot
 
-    return baseline.step_of(_folder(facts, home)) != facts.step_id
+    folder = _folder(facts, home)
+    return anchor.matches(folder, run) and baseline.step_of(folder) != facts.step_id
 
 
 def _folder(facts: RunFacts, home: str) -> GateFolder:
@@ -97,15 +105,21 @@ def _folder(facts: RunFacts, home: str) -> GateFolder:
     return baseline.gate_folder(home, facts.run_id)
 
 
-def rebase(facts: RunFacts, home: str) -> None:
-    """A new baseline, nothing judged."""
-    from handrail.gate import baseline  # lazy: only a call that may change things takes a snapshot
+def rebase(store: Any, run: Any, facts: RunFacts, home: str, kind: str) -> None:
+    """A new baseline, nothing judged; the repository as the anchored one found it."""
+    from handrail.gate import anchor, baseline  # lazy: only a call that may change things takes a snapshot
 
     folder = _folder(facts, home)
     with baseline.Locked(folder):
-        kept = baseline.load(folder)
-        repo = kept[1] if kept is not None and kept[1] is not None else baseline.find_repo(facts.workspace)
-        baseline.save(folder, baseline.take(facts.workspace, folder, repo, (home,)), repo, facts.step_id)
+        try:
+            kept = anchor.loaded(folder, store, run, facts, kind)
+        except anchor.Untrusted:  # recorded; the repository is found afresh
+            kept = None
+        repo = (
+            kept.repo if kept is not None and kept.repo is not None else baseline.find_repo(facts.workspace)
+        )
+        now = baseline.take(facts.workspace, folder, repo, (home,))
+        anchor.save(store, run, folder, now, repo, facts.step_id, kept.anchor if kept is not None else None)
 
 
 def check(
@@ -133,29 +147,32 @@ def _check(
     protected: Protected,
     home: str,
 ) -> str | None:
-    from handrail.gate import baseline, undo  # lazy: only a call that may change things needs them
-    from handrail.runs import gate_store, violations  # lazy: as above
+    from handrail.gate import anchor, baseline, undo  # lazy: only a call that may change things needs them
+    from handrail.runs import violations  # lazy: as above
 
     folder = _folder(facts, home)
     leave_out = (home,)
-    kept = baseline.load(folder)
-    repo = kept[1] if kept is not None and kept[1] is not None else baseline.find_repo(facts.workspace)
+    kept = anchor.loaded(folder, store, run, facts, event.kind)
+    repo = kept.repo if kept is not None and kept.repo is not None else baseline.find_repo(facts.workspace)
     now = baseline.take(facts.workspace, folder, repo, leave_out)
     if kept is None:
-        baseline.save(folder, now, repo, facts.step_id)
+        anchor.save(store, run, folder, now, repo, facts.step_id, None)
         return None
-    before = kept[0]
-    if now == before:
+    before = kept.snapshot
+    if now == before and kept.rewritten is None:
         if baseline.step_of(folder) != facts.step_id:
-            baseline.save(folder, now, repo, facts.step_id)
+            anchor.save(store, run, folder, now, repo, facts.step_id, kept.anchor)
         return None
     found = violations.forbidden(facts, undo.changes(repo, before, now), options, protected, event.session)
-    if not found:
-        baseline.save(folder, now, repo, facts.step_id)
+    if not found and kept.rewritten is None:
+        anchor.save(store, run, folder, now, repo, facts.step_id, kept.anchor)
         return None
     undone = undo.undo(repo, folder, facts.run_id, before, now, found)
-    baseline.save(folder, baseline.take(facts.workspace, folder, repo, leave_out), repo, facts.step_id)
+    lines = anchor.set_aside(kept, undone.kept[0]) + undone.lines
+    if kept.rewritten is not None:
+        found = [anchor.forbidden(folder, facts), *found]
     tool = event.action.tool if event.action is not None else None
-    data = violations.event_data(event.kind, found, undone.lines, undone.kept, event.session, tool)
-    gate_store.record(store, run, facts.step_id, data, kind=violations.VIOLATION)
-    return violations.message(facts, found, undone.lines, undone.kept)
+    data = violations.event_data(event.kind, found, lines, undone.kept, event.session, tool)
+    after = baseline.take(facts.workspace, folder, repo, leave_out)
+    anchor.save(store, run, folder, after, repo, facts.step_id, kept.anchor, data)
+    return violations.message(facts, found, lines, undone.kept)

@@ -125,7 +125,29 @@ def undo(
             kept.append(f"{prefix}/{change.target}")
     if installed:
         lines += _undo_installation(repo, folder, before, installed, keep_folder)
+    if repo is not None:
+        lines += _undo_index(repo, before, after)
     return Undone(lines, kept)
+
+
+def _undo_index(repo: Repo, before: Snapshot, after: Snapshot) -> list[str]:
+    """The repository's own index as the baseline had it, and what a refused command left
+    of itself in progress removed, as its `--abort` would: else a later allowed commit
+    would take what it staged, and the next such command would refuse to start."""
+    lines: list[str] = []
+    for name in after.in_progress:
+        if name in before.in_progress:
+            continue
+        path = os.path.join(repo.git_dir, name)
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+        elif os.path.lexists(path):
+            os.remove(path)
+        lines.append(f"{name} (left by a command in progress: removed)")
+    if before.staged and after.staged != before.staged:
+        git(repo.top, "read-tree", "--reset", before.staged)  # --reset: keeps the stat cache, drops conflicts
+        lines.append("the index (what was staged since: put back)")
+    return lines
 
 
 def _next_number(folder: GateFolder) -> int:

@@ -19,6 +19,9 @@ from handrail.model.step_policy import Policy
 from handrail.rules.policy import compile_rules, iter_steps
 
 FORM = 1  # the digest's own version: another is not read, the source is compiled instead
+# the sha256 of the gate's baseline file (gate/anchor.py): written by the hook, carried
+# over by the run layer when the step changes, and no part of what the events decide
+ANCHOR = "baseline"
 
 
 class Digest(NamedTuple):
@@ -86,6 +89,48 @@ def read(text: str | None) -> Digest | None:
 def folders_of(text: str | None) -> tuple[str, ...]:
     found = read(text)
     return found.folders if found is not None else ()
+
+
+def anchor_of(text: str | None) -> str | None:
+    """The baseline's hash the row keeps, if any."""
+    body = _body(text)
+    found = body.get(ANCHOR) if body is not None else None
+    return found if isinstance(found, str) else None
+
+
+def anchored(text: str | None, sha: str | None) -> str | None:
+    """The digest `text` keeping `sha` as the baseline's hash; None when there is no
+    digest to keep it in."""
+    body = _body(text)
+    if body is None:
+        return None
+    if sha is None:
+        body.pop(ANCHOR, None)
+    else:
+        body[ANCHOR] = sha
+    return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def unanchored(text: str | None) -> str | None:
+    """The digest as the step gives it: what `runs verify` replays."""
+    return anchored(text, None) if anchor_of(text) is not None else text
+
+
+def carried(old: str | None, new: str) -> str:
+    """A new step's digest keeping the baseline's hash of the old one: the file is the
+    same until the hook takes the new step's baseline."""
+    sha = anchor_of(old)
+    return new if sha is None else anchored(new, sha) or new
+
+
+def _body(text: str | None) -> dict[str, Any] | None:
+    if not text:
+        return None
+    try:
+        body = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    return body if isinstance(body, dict) else None
 
 
 class _Silent:

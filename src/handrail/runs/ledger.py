@@ -227,8 +227,11 @@ class Ledger:
             change = change._replace(status=status)
         if change.position is not None or change.source_hash is not None:  # the step may have moved
             position = run.position if change.position is None else change.position
-            digest = self.digest(
-                change.source_hash or run.source_hash, position, gate_digest.folders_of(run.gate)
+            digest = gate_digest.carried(
+                run.gate,
+                self.digest(
+                    change.source_hash or run.source_hash, position, gate_digest.folders_of(run.gate)
+                ),
             )
             if digest != run.gate:
                 change = change._replace(gate=digest)

@@ -197,7 +197,7 @@ def _digest_differences(
         return ["its pinned workflow source cannot be read to check the gate digest"]
     given = started.data.get("workflowFolders")
     folders = given if isinstance(given, list) else gate_digest.folders_of(run.gate)
-    if gate_digest.compiled(document, position, folders) == run.gate:
+    if gate_digest.compiled(document, position, folders) == gate_digest.unanchored(run.gate):
         return []
     return ["the gate digest (the step's rules a hook decides by) is not what its events give"]
 
