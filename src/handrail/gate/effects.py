@@ -5,7 +5,8 @@ a stop, the gate compares what the step protects with the baseline it last took
 (gate/undo.py), recorded as a `violation` event, and told to the agent in the
 harness's blocking form. A prompt, a session's start and a step's end (a run tool's
 call) take a new baseline without judging: what changed between turns is the
-person's.
+person's. The baseline is read and written through gate/anchor.py, which checks the
+file against the hash the run row keeps.
 """
 
 from __future__ import annotations
