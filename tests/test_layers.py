@@ -57,7 +57,7 @@ SIZE_DEBT: dict[str, int] = {
     "module handrail.runs.decisions": 645,
     "module handrail.runs.gate": 520,
     "module handrail.runs.tree": 622,
-    "module handrail.store.sqlite": 509,
+    "module handrail.store.sqlite": 493,
 }
 
 

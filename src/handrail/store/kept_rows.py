@@ -1,14 +1,16 @@
-"""The dashboard's sessions (store/sessions.py) and passkey challenges
-(store/challenges.py), written and read the same way by both stores: the same SQL with
-the driver's placeholder, one transaction a call. A store names its placeholder and
-the transaction it writes in; the rest is here once."""
+"""The dashboard's sessions (store/sessions.py), passkey challenges
+(store/challenges.py) and the people's passkeys (store/passkeys.py), written and read
+the same way by both stores: the same SQL with the driver's placeholder, one
+transaction a call. A store names its placeholder and the transaction it writes in;
+the rest is here once."""
 
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:  # loaded when a session is kept, never by a gate hook's read
+if TYPE_CHECKING:  # loaded when a session or a passkey is kept, never by a gate hook's read
+    from handrail.store.passkeys import Passkey
     from handrail.store.sessions import KeptSession
 
 
@@ -53,3 +55,31 @@ class KeptRows:
         with self._kept() as db:  # the DELETE that returns it is its one use, on any server
             rows = db.execute(challenges.take(self._mark), (challenges.key_of(key), now)).fetchall()
         return str(rows[0][0]) if rows else None
+
+    # -- passkeys (store/passkeys.py) ---------------------------------------------------
+    def passkeys(self, person: str | None = None) -> list[Passkey]:
+        from handrail.store import passkeys  # lazy: what a hook never calls
+
+        with self._kept(write=False) as db:
+            rows = db.execute(
+                passkeys.select(self._mark, person), () if person is None else (person,)
+            ).fetchall()
+        return [passkeys.passkey(r) for r in rows]
+
+    def add_passkey(self, key: Passkey) -> None:
+        from handrail.store import passkeys  # lazy: what a hook never calls
+
+        with self._kept() as db:
+            db.execute(passkeys.insert(self._mark), key.values())
+
+    def passkey_used(self, credential_id: str, sign_count: int) -> None:
+        from handrail.store import passkeys  # lazy: what a hook never calls
+
+        with self._kept() as db:
+            db.execute(passkeys.count_used(self._mark), (sign_count, credential_id))
+
+    def remove_passkey(self, person: str, credential_id: str) -> bool:
+        from handrail.store import passkeys  # lazy: what a hook never calls
+
+        with self._kept() as db:
+            return bool(db.execute(passkeys.delete(self._mark), (person, credential_id)).rowcount > 0)

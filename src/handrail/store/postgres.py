@@ -26,7 +26,7 @@ import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from handrail.errors import StorageError
-from handrail.store import claims, outbox, passkeys, summary
+from handrail.store import claims, outbox, summary
 from handrail.store.base import (
     LIST_LIMIT,
     STUCK_PART,
@@ -45,7 +45,6 @@ from handrail.store.base import (
 from handrail.store.chain import EVENT_COLUMNS, backfill, chained_rows, new_head
 from handrail.store.gate_query import gate_events_query, gate_events_values
 from handrail.store.kept_rows import KeptRows
-from handrail.store.passkeys import Passkey
 from handrail.store.rows import (
     EVENTS_QUERY,
     EVENTS_SINCE_QUERY,
@@ -348,24 +347,6 @@ class PostgresStore(KeptRows):
         with self._connection() as db:
             rows = db.execute(outbox.listing("%s"), (run_id,)).fetchall()
         return [outbox.notification(r) for r in rows]
-
-    # -- passkeys (store/passkeys.py) ---------------------------------------------------
-    def passkeys(self, person: str | None = None) -> list[Passkey]:
-        with self._connection() as db:
-            rows = db.execute(passkeys.select("%s", person), () if person is None else (person,)).fetchall()
-        return [passkeys.passkey(r) for r in rows]
-
-    def add_passkey(self, key: Passkey) -> None:
-        with self._connection() as db:
-            db.execute(passkeys.insert("%s"), key.values())
-
-    def passkey_used(self, credential_id: str, sign_count: int) -> None:
-        with self._connection() as db:
-            db.execute(passkeys.count_used("%s"), (sign_count, credential_id))
-
-    def remove_passkey(self, person: str, credential_id: str) -> bool:
-        with self._connection() as db:
-            return db.execute(passkeys.delete("%s"), (person, credential_id)).rowcount > 0
 
     def _kept(self, write: bool = True) -> AbstractContextManager[psycopg.Connection[Any]]:
         return self._connection()
