@@ -198,16 +198,67 @@ def encode_stored(value: Any) -> str:
     """A value as the text of a store's JSON column. What orjson refuses (integers past 64
     bits, lone surrogates) the standard library writes in ASCII escapes, so that no value
     can make the row unwritable, after a space (still JSON) that tells `decode_stored`
-    to read it back the same way: orjson would turn such integers into floats."""
+    to read it back the same way: orjson would turn such integers into floats. A process
+    that has not loaded orjson (a gate hook recording a refusal: the import costs more
+    than its write) writes with the standard library the text that reads back the same."""
+    if _orjson is None:
+        try:
+            text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        except (TypeError, ValueError):  # a type only orjson writes (a datetime), NaN: orjson says
+            pass
+        else:
+            if text.isascii() or _utf8(text):
+                return " " + _ascii(value) if _holds_wide_integer(value) else text
+            return " " + _ascii(value)
     orjson = _orjson or _load()
     try:
         return orjson.dumps(value).decode()  # type: ignore[no-any-return]
     except TypeError:
-        return " " + json.dumps(value, ensure_ascii=True, separators=(",", ":"))
+        return " " + _ascii(value)
+
+
+def _ascii(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=True, separators=(",", ":"))
+
+
+def _utf8(text: str) -> bool:
+    """Whether `text` holds no lone surrogate (which orjson refuses, and UTF-8 cannot hold)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+_INT64 = (-(2**63), 2**64 - 1)  # the integers orjson writes and reads exactly
+
+
+def _holds_wide_integer(value: Any) -> bool:
+    """Whether `value` holds an integer orjson refuses to write."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is dict:
+            stack.extend(item.values())
+        elif kind is list or kind is tuple:
+            stack.extend(item)
+        elif isinstance(item, int) and not _INT64[0] <= item <= _INT64[1]:
+            return True
+    return False
+
+
+BIG_STORED = 32 * 1024  # past this, orjson's faster reading pays back its import
 
 
 def decode_stored(text: str) -> Any:
-    return json.loads(text) if text.startswith(" ") else (_orjson or _load()).loads(text)
+    """A store's JSON column read back. The text is orjson's own (or, after a space,
+    json's escaped form), which json reads to the same value; so a process that has not
+    loaded orjson (a gate hook: its import costs more than the hook's whole reading)
+    reads a small column with json."""
+    if text.startswith(" ") or (_orjson is None and len(text) <= BIG_STORED):
+        return json.loads(text)
+    return (_orjson or _load()).loads(text)
 
 
 def decode_exact(text: str) -> Any:

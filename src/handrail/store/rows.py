@@ -5,8 +5,6 @@ listing. `mark` is the driver's placeholder (`?` for sqlite3, `%s` for psycopg).
 
 from __future__ import annotations
 
-import json
-import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -19,18 +17,6 @@ from handrail.store.chain import EVENT_COLUMNS, EventRow, chained_rows, new_head
 
 if TYPE_CHECKING:  # a write plans the statistics' summary; a hook's read loads none of it
     from handrail.store.summary import Summary
-
-BIG_COLUMN = 32 * 1024  # past this, orjson's faster reading pays back its import
-
-
-def decode_column(text: str) -> Any:
-    """A JSON column read back, to the value `codec.decode_stored` reads. The text is
-    orjson's own (or, after a space, json's escaped form), which json reads to the same
-    value; so a process that has not loaded orjson (a gate hook: its import costs more
-    than the hook's whole reading) reads a small column with json."""
-    if "orjson" in sys.modules or len(text) > BIG_COLUMN:
-        return decode_stored(text)
-    return json.loads(text)
 
 
 def now() -> str:
@@ -53,7 +39,7 @@ RUN_COLUMNS = (
 def run_record(row: Sequence[Any]) -> RunRecord:
     """A runs row, checked against its seal; `RUN_COLUMNS` lists RunRecord's fields in their order."""
     values = list(row[:24])
-    values[7:10] = RunStatus(row[7]), decode_column(row[8]), decode_column(row[9])
+    values[7:10] = RunStatus(row[7]), decode_stored(row[8]), decode_stored(row[9])
     run = RunRecord(*values)
     problems = state_seal.differs(run, run.seal)
     return run._replace(tampered=tuple(problems)) if problems else run
@@ -124,7 +110,7 @@ def insert_events(db: Any, rows: Sequence[EventRow], mark: str) -> None:
 def read_events(found: Sequence[Sequence[Any]]) -> list[Event]:
     """Events from rows of `EVENTS_QUERY`."""
     return [
-        Event(seq, kind, at, actor, step, decode_column(data), link)
+        Event(seq, kind, at, actor, step, decode_stored(data), link)
         for seq, kind, at, actor, step, data, link in found
     ]
 

@@ -11,10 +11,10 @@ the lock. Reads run on connections of their own, one per thread: WAL readers
 never wait for a writer. The schema is versioned (store/schema.py, shared with
 PostgreSQL), each version applied recorded in `schema_migrations`.
 
-A damaged file is never written to: it is checked when opened (`PRAGMA
-quick_check`; a caller that only reads a current file skips it, and meets damage in the
-pages it reads), and a call that finds damage later marks the store unusable. Every
-failure is a StorageError naming the file and what to do.
+A damaged file is never written to: it is checked when opened (`PRAGMA quick_check`;
+a reader of a current file opens no writing connection and checks nothing until it
+writes, and meets damage in the pages it reads); a call that finds damage later marks
+the store unusable. Every failure is a StorageError naming the file and what to do.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Unpack
+from typing import Any, Unpack
 
 from handrail.model.errors import StorageError
 from handrail.model.runs import Event, NewEvent, RunRecord, RunUpdate
@@ -62,14 +62,11 @@ from handrail.store.rows import (
     seal_backfill,
 )
 from handrail.store.schema import MIGRATIONS_TABLE, SEAL_MIGRATION, migrations, newer_than_known, statements
-from handrail.store.sqlite_failures import DAMAGED, damaged, failed, locked
+from handrail.store.sqlite_failures import DAMAGED, damaged, failed, locked, uncreated
 from handrail.store.urls import sqlite_url
 
 # what only a server's calls need (claims, passkeys, dashboard sessions, statistics) is
 # imported where it is used, so that a gate hook, which reads one run, does not load it
-if TYPE_CHECKING:
-    pass
-
 __all__ = ["MIGRATIONS", "SqliteStore", "now"]
 
 
@@ -90,6 +87,7 @@ def _time_left() -> float | None:
 
 CLAIM_S = 30.0  # how long claimed notifications are another process's (a batch of sends takes less)
 BUSY_TIMEOUT_S = 5.0  # how long a write waits for another process's write lock
+WRITER_PRAGMAS = ("PRAGMA journal_mode = WAL", "PRAGMA synchronous = FULL", "PRAGMA foreign_keys = ON")
 
 MIGRATIONS = migrations("sqlite")
 
@@ -131,20 +129,16 @@ class SqliteStore(KeptRows):
             path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             os.close(os.open(path, os.O_CREAT | os.O_RDWR, 0o600))
         except OSError as exc:
-            raise StorageError(
-                f"cannot create the run database {path}: {exc}", {"database": str(path)}
-            ) from None
+            raise uncreated(path, exc) from None
+        self._db: sqlite3.Connection | None = None  # the writing connection, opened by `_writer`
         try:
-            self._db = self._connect()
-            self._db.execute("PRAGMA journal_mode = WAL")
-            self._db.execute("PRAGMA synchronous = FULL")
-            self._db.execute("PRAGMA foreign_keys = ON")
             # a whole-file check guards what is written; a reader at the current schema writes
             # nothing, and SQLite refuses the damaged pages it reads (0.5 s saved per 200 MB):
-            # its check waits for a first write, should it make one after all
-            if not (reading and self._current()):
+            # its check, and its writing connection, wait for a first write, should it make one
+            if not (reading and self._current(self._reader_db())):
+                self._writer()
                 self._check()
-            self._migrate()
+                self._migrate()
         except StorageError:
             self.close()
             raise
@@ -160,9 +154,18 @@ class SqliteStore(KeptRows):
         db.create_function("last_line", 1, _last_line, deterministic=True)  # stats and their migration
         return db
 
+    def _writer(self) -> sqlite3.Connection:
+        """The writing connection, opened on first use: a reader of a current file may never."""
+        if self._db is None:
+            db = self._connect()
+            for pragma in WRITER_PRAGMAS:
+                db.execute(pragma)
+            self._db = db
+        return self._db
+
     def _check(self) -> None:
         """Refuse a damaged file before anything is written to it (about 2 ms per MB)."""
-        found = [row[0] for row in self._db.execute("PRAGMA quick_check(3)").fetchall()]
+        found = [row[0] for row in self._writer().execute("PRAGMA quick_check(3)").fetchall()]
         if found != ["ok"]:
             raise self._damage("; ".join(str(f) for f in found))
         self._checked = True
@@ -180,17 +183,14 @@ class SqliteStore(KeptRows):
             return self._damage(str(exc))
         return failed(self.path, exc, doing, self.busy_timeout)
 
-    def _locked(self) -> StorageError:
-        return locked(self.path, self.busy_timeout)
-
     def _usable(self) -> None:
         if self._damaged is not None:
             raise self._damaged
 
     # -- schema --------------------------------------------------------------------
-    def _current(self) -> bool:
+    def _current(self, db: sqlite3.Connection) -> bool:
         try:
-            version = self._db.execute("SELECT MAX(version) FROM schema_migrations").fetchone()[0]
+            version = db.execute("SELECT MAX(version) FROM schema_migrations").fetchone()[0]
         except sqlite3.OperationalError as exc:
             if "no such table" not in str(exc):
                 raise
@@ -198,7 +198,8 @@ class SqliteStore(KeptRows):
         return bool(version == len(MIGRATIONS))
 
     def _migrate(self) -> None:
-        if self._current():  # the usual case, a current schema, needs no write (and no fsync) at all
+        # the usual case, a current schema, needs no write (and no fsync) at all
+        if self._current(self._writer()):
             return
         with self._write() as db:
             db.execute(MIGRATIONS_TABLE)
@@ -228,17 +229,20 @@ class SqliteStore(KeptRows):
         """This thread's reading connection: a WAL reader sees the last commit and never
         waits for a writer, here or in another process."""
         self._usable()
-        db = self._reader.db
         try:
-            if db is None:
-                db = self._connect()
-                db.execute("PRAGMA query_only = ON")
-                with self._opened:
-                    self._readers.append(db)
-                self._reader.keep(db)
-            yield db
+            yield self._reader_db()
         except sqlite3.Error as exc:
             raise self._failed(exc) from None
+
+    def _reader_db(self) -> sqlite3.Connection:
+        db = self._reader.db
+        if db is None:
+            db = self._connect()
+            db.execute("PRAGMA query_only = ON")
+            with self._opened:
+                self._readers.append(db)
+            self._reader.keep(db)
+        return db
 
     @contextmanager
     def _write(self, durable: bool = True) -> Iterator[sqlite3.Connection]:
@@ -252,10 +256,10 @@ class SqliteStore(KeptRows):
             wait = min(wait, max(0.0, left - 0.25))  # answer within the request's budget
         deadline = time.monotonic() + wait
         if not self._lock.acquire(timeout=wait):
-            raise self._locked()
+            raise locked(self.path, self.busy_timeout)
         try:
-            db = self._db
             try:
+                db = self._writer()
                 if not self._checked:  # opened for reading, and writing after all
                     self._check()
                 db.execute(f"PRAGMA busy_timeout = {int(max(0.0, deadline - time.monotonic()) * 1000)}")
@@ -265,16 +269,17 @@ class SqliteStore(KeptRows):
                 yield db
                 db.execute("COMMIT")
             except BaseException as exc:
-                if db.in_transaction:  # SQLite may have rolled back already (a full disk does)
+                opened = self._db  # None when the writing connection could not be opened
+                if opened is not None and opened.in_transaction:  # SQLite may have rolled back already
                     with contextlib.suppress(sqlite3.Error):
-                        db.execute("ROLLBACK")
+                        opened.execute("ROLLBACK")
                 if isinstance(exc, sqlite3.Error):
                     raise self._failed(exc, "the run database refused the write") from None
                 raise
             finally:
-                if not durable:
+                if not durable and self._db is not None:
                     with contextlib.suppress(sqlite3.Error):
-                        db.execute("PRAGMA synchronous = FULL")
+                        self._db.execute("PRAGMA synchronous = FULL")
         finally:
             self._lock.release()
 

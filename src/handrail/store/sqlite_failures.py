@@ -1,6 +1,6 @@
 """What a failing SQLite call says (store/sqlite.py): a damaged file, a disk that
-cannot be written, a lock held too long; each a StorageError naming the file and what
-to do about it."""
+cannot be written, a lock held too long, a file that cannot be made; each a
+StorageError naming the file and what to do about it."""
 
 from __future__ import annotations
 
@@ -47,3 +47,7 @@ def locked(path: Path, busy_timeout: float) -> StorageError:
         f"waits; nothing was written, try again (`fuser {path}` shows who has it open)",
         {"database": str(path), "problem": "locked", "lock": "write"},
     )
+
+
+def uncreated(path: Path, exc: OSError) -> StorageError:
+    return StorageError(f"cannot create the run database {path}: {exc}", {"database": str(path)})
