@@ -28,14 +28,18 @@ def world(tmp_path: Path) -> Iterator[GateWorld]:
     found.close()
 
 
+def serving(world: GateWorld, people: str = f"ana {ANA}\n", env: dict[str, str] | None = None) -> HttpServer:
+    """`handrail serve` on the world's store and workflows, with these people's tokens."""
+    tokens = world.root / "tokens"
+    tokens.write_text(people, "utf-8")
+    args = ("--no-bundled", "--workflows", str(world.workflows), "--database", world.url)
+    env = {"HANDRAIL_HOME": str(world.handrail_home), **(env or {})}
+    return HttpServer(*args, "--tokens", str(tokens), env=env)
+
+
 @pytest.fixture
 def server(world: GateWorld) -> Iterator[HttpServer]:
-    tokens = world.root / "tokens"
-    tokens.write_text(f"ana {ANA}\nbob {BOB}\n", "utf-8")
-    args = ("--no-bundled", "--workflows", str(world.workflows), "--database", world.url)
-    with HttpServer(
-        *args, "--tokens", str(tokens), env={"HANDRAIL_HOME": str(world.handrail_home)}
-    ) as started:
+    with serving(world, f"ana {ANA}\nbob {BOB}\n") as started:
         yield started
 
 

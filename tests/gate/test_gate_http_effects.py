@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.gate.runs import GateWorld, claude_input
-from tests.gate.test_gate_http import ANA, call, hook
+from tests.gate.test_gate_http import call, hook, serving
 from tests.helpers.http import HttpServer
 
 CART = "def total(items):\n    return sum(items)\n"
@@ -44,12 +44,7 @@ def world(tmp_path: Path) -> Iterator[GateWorld]:
 
 @pytest.fixture
 def server(world: GateWorld) -> Iterator[HttpServer]:
-    tokens = world.root / "tokens"
-    tokens.write_text(f"ana {ANA}\n", "utf-8")
-    args = ("--no-bundled", "--workflows", str(world.workflows), "--database", world.url)
-    with HttpServer(
-        *args, "--tokens", str(tokens), env={"HANDRAIL_HOME": str(world.handrail_home)}
-    ) as started:
+    with serving(world) as started:
         yield started
 
 

@@ -16,7 +16,7 @@ import pytest
 
 from tests.gate.runs import ROOT, GateWorld, claude_input, gate_command
 from tests.gate.test_gate_fail_closed import CRASH
-from tests.gate.test_gate_http import ANA, call, hook
+from tests.gate.test_gate_http import ANA, call, hook, serving
 from tests.helpers.http import HttpServer
 
 DEEP = b'{"hook_event_name": "PreToolUse", "a": ' + b"[" * 1000 + b"]" * 1000 + b"}"
@@ -33,14 +33,6 @@ def world(tmp_path: Path) -> Iterator[GateWorld]:
     found = GateWorld(tmp_path)
     yield found
     found.close()
-
-
-def serving(world: GateWorld, env: dict[str, str] | None = None) -> HttpServer:
-    tokens = world.root / "tokens"
-    tokens.write_text(f"ana {ANA}\n", "utf-8")
-    args = ("--no-bundled", "--workflows", str(world.workflows), "--database", world.url)
-    env = {"HANDRAIL_HOME": str(world.handrail_home), **(env or {})}
-    return HttpServer(*args, "--tokens", str(tokens), env=env)
 
 
 @pytest.fixture
@@ -113,7 +105,7 @@ def test_a_bug_planted_in_the_servers_judging_refuses_while_a_run_is_active(
     planted.mkdir()
     (planted / "sitecustomize.py").write_text(CRASH)
     path = os.pathsep.join([str(planted), str(ROOT / "src")])
-    with serving(world, {"PYTHONPATH": path}) as server:
+    with serving(world, env={"PYTHONPATH": path}) as server:
         read = claude_input(world, "PreToolUse", tool_name="Read", tool_input={"file_path": "src/cart.py"})
         quiet = hook(server, read)
         assert quiet.status_code == 200 and b"deny" not in quiet.content  # no run: a warning only
