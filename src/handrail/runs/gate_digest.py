@@ -65,13 +65,8 @@ def rules_of(document: Mapping[str, Any], step: Mapping[str, Any]) -> dict[str, 
 def read(text: str | None) -> Digest | None:
     """The digest in a row's `gate` column; None when there is none or it is not one
     this handrail writes (the caller then compiles the pinned source)."""
-    if not text:
-        return None
-    try:
-        body = json.loads(text)
-    except (ValueError, RecursionError):
-        return None
-    if not isinstance(body, dict) or body.get("form") != FORM:
+    body = _body(text)
+    if body is None or body.get("form") != FORM:
         return None
     step, number, count = body.get("step"), body.get("number"), body.get("count")
     rules, folders = body.get("rules"), body.get("folders")
