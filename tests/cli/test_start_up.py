@@ -36,6 +36,7 @@ START_UP = {
         "cli.oidc_options",
         "cli.options",
         "cli.serve",
+        "cli.serving",
     },
     "transport": {
         "transport",
@@ -45,6 +46,7 @@ START_UP = {
         "protocol",
         "protocol.client_requests",
         "protocol.core",
+        "protocol.envelope",
         "protocol.revisions",
         "protocol.session",
         "protocol.surface",
