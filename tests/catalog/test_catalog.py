@@ -297,6 +297,39 @@ def test_a_break_keeps_the_last_good_version_in_service(
     assert fixed.problems == ()
 
 
+def test_a_request_while_the_first_change_is_listed_still_gets_the_version_it_was_listed_at(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server lists its first files without compiling them. When one changes, the lister
+    first compiles the version it had listed (it may be the last good one); a request for
+    that version in the meantime still gets it, never "not found" (a CI run once saw that)."""
+    path = write(tmp_path / "a.json", "alpha", version="1.0.0")
+    catalog = Catalog([Source("cli", tmp_path)], interval=0.01, lazy=True)
+    listed = catalog.snapshot()  # listed only: nothing compiled yet
+    write(path, "alpha", version="2.0.0", title="A longer title than before")
+
+    compiling, release = threading.Event(), threading.Event()
+    real = catalog_module.compile_file
+
+    def held(file: Path, data: Any) -> Any:
+        if threading.current_thread().name == "lister":  # hold the lister mid-compile
+            compiling.set()
+            release.wait(10)
+        return real(file, data)
+
+    monkeypatch.setattr(catalog_module, "compile_file", held)
+    lister = threading.Thread(target=catalog.reload, name="lister", daemon=True)
+    lister.start()
+    try:
+        assert compiling.wait(10), "the lister compiled nothing"
+        got = listed.get("alpha")
+    finally:
+        release.set()
+        lister.join(10)
+    assert got is not None and got.version == "1.0.0"
+    assert catalog.snapshot().get("alpha").version == "2.0.0"  # type: ignore[union-attr]
+
+
 def test_a_schema_break_also_keeps_the_last_good_version(tmp_path: Path) -> None:
     path = write(tmp_path / "a.json", "alpha")
     catalog = catalog_of(tmp_path)

@@ -63,9 +63,9 @@ class Catalog:
     _digests: dict[Path, str | None] = field(default_factory=dict)  # revision of the bytes last read
     _verdicts: dict[Path, Verdict] = field(default_factory=dict)
     _last_good: dict[Path, tuple[Listed, bytes]] = field(default_factory=dict)  # and its zlib'd bytes
-    _unchecked: dict[Path, bytes] = field(
-        default_factory=dict
-    )  # zlib'd bytes of a listed file not compiled yet
+    # (revision, zlib'd bytes) of a listed file not compiled yet; they leave only once
+    # their verdict (and last good version) is recorded, so a request always finds one
+    _unchecked: dict[Path, tuple[str, bytes]] = field(default_factory=dict)
     _last_origin: dict[Path, Mapping[str, Any]] = field(default_factory=dict)  # of a git file's last good
     _cache: BoundedCache[tuple[Path, str], Workflow] = field(init=False)
     # the listed file last loaded and its workflow: the one a session asks for again and
@@ -183,7 +183,7 @@ class Catalog:
                     if not isinstance(item, Listed) or self._verdict(path, item.revision) is not None:
                         continue
                     kept = self._unchecked.get(path)
-                    data = zlib.decompress(kept) if kept is not None else read(path, self.max_bytes)
+                    data = zlib.decompress(kept[1]) if kept is not None else read(path, self.max_bytes)
                     got = Read.of(data) if isinstance(data, bytes) else None
                     if got is not None and got.revision == item.revision:
                         broken = self._verify(path, got, keep=False).workflow is None
@@ -296,7 +296,7 @@ class Catalog:
                 if check:
                     self._verify(path, data, keep=True)
                 else:  # kept until checked: should an edit break the file, this may be its last good
-                    self._unchecked[path] = zlib.compress(data.data, 1)
+                    self._unchecked[path] = (data.revision, zlib.compress(data.data, 1))
                 return item
         compiled = compile_file(path, data)  # the compiler says what is wrong (or that nothing is)
         if compiled.workflow is None:
@@ -309,9 +309,9 @@ class Catalog:
         """The file changed before its listed version was checked: check that version now,
         so that it can be the last good one."""
         with self._state:  # so that a check that took these bytes first has recorded its verdict
-            previous = self._unchecked.pop(path, None)
-        if previous is not None:
-            self._verify(path, Read.of(zlib.decompress(previous)), keep=False)
+            previous = self._unchecked.get(path)
+        if previous is not None:  # left in place while compiled: a request may still need them
+            self._verify(path, Read(zlib.decompress(previous[1]), previous[0]), keep=False)
 
     def _verdict(self, path: Path, rev: str) -> Verdict | None:
         found = self._verdicts.get(path)
@@ -322,8 +322,9 @@ class Catalog:
         good version (and, with `keep`, goes into the cache of compiled workflows)."""
         compiled = compiled or compile_file(path, data)
         workflow, rev = compiled.workflow, data.revision
-        # One critical section: bytes leave `_unchecked` only as their verdict and last
-        # good version are recorded, so whoever finds them gone finds those (_check_previous).
+        # One critical section: bytes leave `_unchecked` only after their verdict and last
+        # good version are recorded, so whoever finds them gone finds those (_check_previous,
+        # _load, which reads `_unchecked` before `_last_good` and takes no lock).
         with self._state:
             if self._digests.get(path) != rev:
                 # replaced while it was checked (by the checker, or by _check_previous): it
@@ -333,19 +334,26 @@ class Catalog:
                         of_workflow(path, workflow, self._load),
                         zlib.compress(data.data, 1),
                     )
+                self._drop_unchecked(path, rev)
                 return compiled
-            self._unchecked.pop(path, None)
             if workflow is None:
                 self._verdicts[path] = (rev, compiled)
+                self._drop_unchecked(path, rev)
                 return compiled
             self._verdicts[path] = (rev, None)
             item = self._listed.get(path)
             if not isinstance(item, Listed) or item.revision != rev:
                 item = of_workflow(path, workflow, self._load)
             self._last_good[path] = (item, zlib.compress(data.data, 1))
+            self._drop_unchecked(path, rev)
         if keep:
             self._cache.put((path, rev), workflow)
         return compiled
+
+    def _drop_unchecked(self, path: Path, rev: str) -> None:
+        kept = self._unchecked.get(path)
+        if kept is not None and kept[0] == rev:
+            del self._unchecked[path]
 
     def _load(self, item: Listed) -> Workflow | None:
         """The compiled workflow of a listed file: from the cache, else compiled from its
@@ -361,13 +369,12 @@ class Catalog:
         verdict = self._verdict(item.path, item.revision)
         if verdict is not None and verdict[1] is not None:
             return None  # known broken
+        unchecked = self._unchecked.get(item.path)  # first: gone only once the last good is recorded
         last = self._last_good.get(item.path)
         if last is not None and last[0].revision == item.revision:
             data = Read(zlib.decompress(last[1]), item.revision)
-        elif (unchecked := self._unchecked.get(item.path)) is not None and self._digests.get(
-            item.path
-        ) == item.revision:
-            data = Read(zlib.decompress(unchecked), item.revision)
+        elif unchecked is not None and unchecked[0] == item.revision:
+            data = Read(zlib.decompress(unchecked[1]), item.revision)
         else:
             fresh = read(item.path, self.max_bytes)
             data = Read.of(fresh) if isinstance(fresh, bytes) else Read(b"", "")
