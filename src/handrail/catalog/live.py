@@ -19,12 +19,11 @@ import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from handrail.catalog import suggest
 from handrail.catalog.files import Listed, Read, Stamp, compile_file, listed, of_workflow, read, stamp
-from handrail.catalog.snapshot import Entry, Problem, Snapshot
+from handrail.catalog.snapshot import Snapshot, assemble
 from handrail.catalog.sources import Source, discover
 from handrail.model.errors import Diagnostic
 from handrail.model.limits import MAX_COMPILED_WORKFLOWS, RELOAD_INTERVAL_S
@@ -67,6 +66,9 @@ class Catalog:
     # their verdict (and last good version) is recorded, so a request always finds one
     _unchecked: dict[Path, tuple[str, bytes]] = field(default_factory=dict)
     _last_origin: dict[Path, Mapping[str, Any]] = field(default_factory=dict)  # of a git file's last good
+    # what a server's first listing could not list without the compiler (not JSON, fields
+    # missing): compiled by the checker or the first request after `initialize` (_settle)
+    _pending: dict[Path, Read | Diagnostic] = field(default_factory=dict)
     _cache: BoundedCache[tuple[Path, str], Workflow] = field(init=False)
     # the listed file last loaded and its workflow: the one a session asks for again and
     # again, told by identity, without the cache's lock and key (one more workflow kept)
@@ -116,7 +118,7 @@ class Catalog:
         """The workflows as `initialize` lists them: the first snapshot, listed without
         compiling anything (the files are checked in the background once serving)."""
         self.lazy = True
-        return self.snapshot().workflows
+        return self._current().workflows
 
     def on_change(self, listener: Callable[[Snapshot], None]) -> None:
         """Call `listener(snapshot)` (from the watcher thread) whenever a new snapshot appears."""
@@ -176,6 +178,8 @@ class Catalog:
             self._wake_checker.clear()
             if self._snapshot is None:  # listed by `summaries` already, or soon by the watcher
                 self._ready.wait()
+            if self._pending:
+                self._look(settle=True)
             try:
                 for path, item in list(self._listed.items()):
                     if self._stop.is_set():
@@ -195,11 +199,13 @@ class Catalog:
             except Exception:  # the checker must outlive any one bad file
                 log.exception("checking workflow files failed")
 
-    def _look(self) -> None:
+    def _look(self, *, settle: bool = False) -> None:
         """Reload what changed and tell the listeners about a new snapshot."""
         try:
             before = self._snapshot
             with self._lock:
+                if settle:
+                    self._settle()
                 self._refresh()
                 self._checked_at = time.monotonic()
             self._log_problems()
@@ -214,7 +220,19 @@ class Catalog:
             self._ready.set()  # nobody waits for a first listing that failed
 
     def snapshot(self) -> Snapshot:
-        """The current snapshot; looks for changed files when `interval` has passed."""
+        """The current snapshot, every file listed; looks for changed files when `interval`
+        has passed."""
+        current = self._current()
+        if not self._pending:
+            return current
+        with self._lock:
+            self._settle()
+            self._refresh()
+        assert self._snapshot is not None
+        return self._snapshot
+
+    def _current(self) -> Snapshot:
+        """The current snapshot, which may leave out files still pending (see _list)."""
         if self._watcher is not None:
             if self._snapshot is None:
                 self._ready.wait()  # the watcher's first listing
@@ -260,9 +278,10 @@ class Catalog:
             return  # nothing changed: nothing read, no new snapshot
         changed = {p for p, s in stamps.items() if self._stamps.get(p) != s}
         dirty = self._snapshot is None or refused_key != self._refused or stamps.keys() != self._stamps.keys()
-        for path in set(self._listed) - set(stamps):
+        for path in (self._listed.keys() | self._pending.keys()) - stamps.keys():
             for state in (
                 self._listed,
+                self._pending,
                 self._digests,
                 self._verdicts,
                 self._last_good,
@@ -281,15 +300,31 @@ class Catalog:
                 continue  # a touch, or a second look at a file still settling: same bytes
             self._digests[path] = digest
             self._check_previous(path)
-            self._listed[path] = self._list(path, got, check_now)
+            item = self._list(path, got, check_now)
+            if item is None:  # pending: out of the listing until compiled
+                self._listed.pop(path, None)
+            else:
+                self._listed[path] = item
             dirty = True
         self._refused = refused_key
         self._stamps = {p: _UNSETTLED if now - max(s[0], s[3]) < RACY_NS else s for p, s in stamps.items()}
         if dirty or self._reassemble:  # a touch that changed nothing makes no new snapshot
             self._reassemble = False
-            self._snapshot = self._assemble(listing, refused)
+            self._generation += 1
+            self._snapshot = assemble(
+                listing,
+                refused,
+                self._listed,
+                self._verdict,
+                self._last_good,
+                self._last_origin,
+                self._generation,
+            )
 
-    def _list(self, path: Path, data: Read | Diagnostic, check: bool) -> Listed | Compiled:
+    def _list(self, path: Path, data: Read | Diagnostic, check: bool) -> Listed | Compiled | None:
+        """What the listing holds of the file; None: left pending, because telling what it
+        is takes the compiler, which the first answer of a server does not wait for."""
+        self._pending.pop(path, None)
         if isinstance(data, Read):
             item = listed(path, data, self._load)
             if item is not None:
@@ -298,12 +333,23 @@ class Catalog:
                 else:  # kept until checked: should an edit break the file, this may be its last good
                     self._unchecked[path] = (data.revision, zlib.compress(data.data, 1))
                 return item
+        if not check:
+            self._pending[path] = data
+            return None
         compiled = compile_file(path, data)  # the compiler says what is wrong (or that nothing is)
         if compiled.workflow is None:
             return compiled
         assert isinstance(data, Read)
         self._verify(path, data, keep=True, compiled=compiled)
         return self._last_good[path][0]
+
+    def _settle(self) -> None:
+        """Compile and list the pending files; the caller holds `_lock` and refreshes next."""
+        for path, data in list(self._pending.items()):
+            item = self._list(path, data, True)
+            if item is not None:
+                self._listed[path] = item
+        self._reassemble = True
 
     def _check_previous(self, path: Path) -> None:
         """The file changed before its listed version was checked: check that version now,
@@ -391,59 +437,3 @@ class Catalog:
         else:
             self._last_loaded = (item, workflow)
         return workflow
-
-    def _assemble(self, listing: list[tuple[Source, list[Path]]], refused: list[Diagnostic]) -> Snapshot:
-        entries: dict[str, Entry] = {}
-        problems: list[Problem] = list(refused)
-        overrides: list[tuple[str, Source, Source]] = []
-        per_source: dict[Source, int] = {}
-        for source, files in listing:
-            count = 0
-            origin: Mapping[str, Any] | None = source.git.describe() if source.git else None
-            for path in files:
-                found = self._listed.get(path)
-                if found is None:
-                    continue
-                item, stale, served_origin = found, False, origin
-                broken = found if not isinstance(found, Listed) else None
-                if isinstance(found, Listed):
-                    verdict = self._verdict(path, found.revision)
-                    broken = verdict[1] if verdict is not None else None
-                if broken is not None:
-                    problems.append(broken)
-                    last = self._last_good.get(path)
-                    if last is None:
-                        continue
-                    item, stale, served_origin = last[0], True, self._last_origin.get(path, origin)
-                elif origin is not None:
-                    self._last_origin[path] = origin
-                assert isinstance(item, Listed)
-                count += 1
-                previous = entries.get(item.id)
-                if previous is not None:
-                    if previous.source == source:
-                        problems.append(
-                            Diagnostic(
-                                "H210",
-                                "warning",
-                                f"workflow id `{item.id}` is also defined in {previous.item.file}; "
-                                "this file wins",
-                                "/id",
-                                1,
-                                1,
-                                None,
-                                str(path),
-                            )
-                        )
-                    else:
-                        overrides.append((item.id, source, previous.source))
-                entries[item.id] = Entry(item, source, stale, served_origin)
-            per_source[source] = count
-        self._generation += 1
-        return Snapshot(
-            MappingProxyType(dict(sorted(entries.items()))),
-            tuple(problems),
-            tuple(overrides),
-            MappingProxyType(per_source),
-            self._generation,
-        )

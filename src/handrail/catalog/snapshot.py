@@ -1,11 +1,13 @@
 """The catalog as a request sees it: an immutable Snapshot, swapped whole, so that a
 request never sees half a reload. Its entries are listed cheaply (handrail.catalog.files.
-Listed) and compiled on first use."""
+Listed) and compiled on first use; `assemble` makes one from a listing."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from handrail.catalog.files import Listed
@@ -98,3 +100,71 @@ class Snapshot:
             if problem.severity == "error" and name == f"{workflow_id}.json":
                 return problem
         return None
+
+
+def assemble(
+    listing: list[tuple[Source, list[Path]]],
+    refused: list[Diagnostic],
+    listed: Mapping[Path, Listed | Compiled],
+    verdict: Callable[[Path, str], tuple[str, Compiled | None] | None],
+    last_good: Mapping[Path, tuple[Listed, bytes]],
+    last_origin: dict[Path, Mapping[str, Any]],
+    generation: int,
+) -> Snapshot:
+    """The snapshot of a listing, in source order (a later source's workflow overrides an
+    earlier one's): a broken file serves its last good version, marked stale, and is
+    reported. `last_origin` is where a git file's last good origin is kept (updated here)."""
+    entries: dict[str, Entry] = {}
+    problems: list[Problem] = list(refused)
+    overrides: list[tuple[str, Source, Source]] = []
+    per_source: dict[Source, int] = {}
+    for source, files in listing:
+        count = 0
+        origin: Mapping[str, Any] | None = source.git.describe() if source.git else None
+        for path in files:
+            found = listed.get(path)
+            if found is None:
+                continue
+            item, stale, served_origin = found, False, origin
+            broken = found if not isinstance(found, Listed) else None
+            if isinstance(found, Listed):
+                judged = verdict(path, found.revision)
+                broken = judged[1] if judged is not None else None
+            if broken is not None:
+                problems.append(broken)
+                last = last_good.get(path)
+                if last is None:
+                    continue
+                item, stale, served_origin = last[0], True, last_origin.get(path, origin)
+            elif origin is not None:
+                last_origin[path] = origin
+            assert isinstance(item, Listed)
+            count += 1
+            previous = entries.get(item.id)
+            if previous is not None:
+                if previous.source == source:
+                    problems.append(_also_defined(item, previous, path))
+                else:
+                    overrides.append((item.id, source, previous.source))
+            entries[item.id] = Entry(item, source, stale, served_origin)
+        per_source[source] = count
+    return Snapshot(
+        MappingProxyType(dict(sorted(entries.items()))),
+        tuple(problems),
+        tuple(overrides),
+        MappingProxyType(per_source),
+        generation,
+    )
+
+
+def _also_defined(item: Listed, previous: Entry, path: Path) -> Diagnostic:
+    return Diagnostic(
+        "H210",
+        "warning",
+        f"workflow id `{item.id}` is also defined in {previous.item.file}; this file wins",
+        "/id",
+        1,
+        1,
+        None,
+        str(path),
+    )
