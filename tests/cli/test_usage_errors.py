@@ -69,6 +69,7 @@ def test_a_host_that_cannot_be_found_is_named_with_the_option_to_fix(tmp_path: P
     ("args", "named"),
     [
         (["serve", "--workers", "many"], "--workers"),
+        (["serve", "--notify-after-failures", "0"], "--notify-after-failures: 0 is not a positive integer"),
         (["check"], "PATH"),
         (["walk"], "ID"),
         (["list", "--format", "yaml"], "--format"),

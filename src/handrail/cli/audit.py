@@ -6,12 +6,13 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from handrail.cli.options import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, add_database_option, missing_database
+from handrail.cli.options import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, add_database_option, reading_store
 from handrail.cli.stats import moment
-from handrail.model.errors import HandrailError
-from handrail.store.open import open_store
+
+if TYPE_CHECKING:
+    from handrail.store import RunStore
 
 
 def add_audit(audit: argparse.ArgumentParser) -> None:
@@ -33,27 +34,18 @@ def audit_command(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"handrail audit: --since: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    missing = missing_database(args.database)
-    if missing is not None:
-        print(f"handrail audit: no run database at {missing} yet", file=sys.stderr)
-        return EXIT_ERRORS
     from handrail.runs import audit  # lazy: loaded when the command runs
 
-    try:
-        store = open_store(args.database, reading=True)
-        try:
-            if args.verify is not None:
-                return _verify(store, Path(args.verify), audit)
-            out = sys.stdout.buffer
-            for text in audit.since(store, since):
-                out.write(text)
-            out.flush()
-        finally:
-            store.close()
-    except HandrailError as exc:
-        print(f"handrail audit: {exc.message}", file=sys.stderr)
-        return EXIT_ERRORS
-    return EXIT_OK
+    def read(store: RunStore) -> int:
+        if args.verify is not None:
+            return _verify(store, Path(args.verify), audit)
+        out = sys.stdout.buffer
+        for text in audit.since(store, since):
+            out.write(text)
+        out.flush()
+        return EXIT_OK
+
+    return reading_store("audit", args.database, read)
 
 
 def _verify(store: Any, path: Path, audit: Any) -> int:

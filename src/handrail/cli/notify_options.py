@@ -9,7 +9,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from handrail.cli.options import EXIT_USAGE
+from handrail.cli.options import EXIT_USAGE, positive_int
 from handrail.notify.targets import FAILURES_IN_A_ROW, STUCK_AFTER_S, NotifyConfig, Target, parse_duration
 from handrail.settings import settings
 
@@ -22,16 +22,6 @@ def _duration(text: str) -> float:
         return parse_duration(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive whole number")
-    return value
 
 
 def add_secret_option(parser: argparse.ArgumentParser) -> None:
@@ -69,7 +59,7 @@ def add_notify_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--notify-after-failures",
-        type=_count,
+        type=positive_int,
         default=FAILURES_IN_A_ROW,
         metavar="N",
         help=f"notify when the same check fails N times in a row (default {FAILURES_IN_A_ROW})",

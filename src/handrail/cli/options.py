@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from handrail.settings import settings
+
+if TYPE_CHECKING:
+    from handrail.store import RunStore
 
 EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
 
@@ -281,6 +285,28 @@ def add_runs_only_option(parser: argparse.ArgumentParser) -> None:
         help="offer workflow_list and the run tools only; workflow_get/next/validate are refused "
         "(also HANDRAIL_RUNS_ONLY=1)",
     )
+
+
+def reading_store(command: str, database: str | None, read: Callable[[RunStore], int]) -> int:
+    """`read`'s exit status, given the store `database` names opened for reading (and
+    closed after). A SQLite file not made yet, or a store that fails, is said on stderr
+    (EXIT_ERRORS): a command that only reads creates no database."""
+    from handrail.model.errors import HandrailError  # lazy: loaded when the command runs
+    from handrail.store.open import open_store  # lazy: loaded when the command runs
+
+    missing = missing_database(database)
+    if missing is not None:
+        print(f"handrail {command}: no run database at {missing} yet", file=sys.stderr)
+        return EXIT_ERRORS
+    try:
+        store = open_store(database, reading=True)
+        try:
+            return read(store)
+        finally:
+            store.close()
+    except HandrailError as exc:
+        print(f"handrail {command}: {exc.message}", file=sys.stderr)
+        return EXIT_ERRORS
 
 
 def missing_database(database: str | None) -> str | None:

@@ -180,12 +180,17 @@ def is_terminal(stream: Any) -> bool:
         return False
 
 
-def start(args: argparse.Namespace) -> int:
+def _log_to_stderr(args: argparse.Namespace) -> None:
+    """A server's log at --log-level, on stderr: stdout may carry the protocol."""
     logging.basicConfig(
         stream=sys.stderr,
         level=args.log_level.upper(),
         format="handrail %(levelname)s %(name)s: %(message)s",
     )
+
+
+def start(args: argparse.Namespace) -> int:
+    _log_to_stderr(args)
     from handrail.protocol.core import Protocol  # lazy: loaded when the command runs
     from handrail.transport.stdio import serve  # lazy: loaded when the command runs
 
@@ -235,11 +240,7 @@ def _bound(args: argparse.Namespace) -> Any:
 
 
 def serve_command(args: argparse.Namespace) -> int:
-    logging.basicConfig(
-        stream=sys.stderr,
-        level=args.log_level.upper(),
-        format="handrail %(levelname)s %(name)s: %(message)s",
-    )
+    _log_to_stderr(args)
     from handrail.cli.record import signing_key_of  # lazy: `start` signs nothing
     from handrail.transport.http import serve  # lazy: loaded when the command runs
 

@@ -7,12 +7,13 @@ import argparse
 import json
 import sys
 from datetime import UTC, date, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from handrail.cli.options import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, add_database_option, missing_database
-from handrail.model.errors import HandrailError
-from handrail.store.open import open_store
+from handrail.cli.options import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, add_database_option, reading_store
 from handrail.store.stats import StatsFilter, workflow_stats
+
+if TYPE_CHECKING:
+    from handrail.store import RunStore
 
 
 def add_stats(stats: argparse.ArgumentParser) -> None:
@@ -55,30 +56,22 @@ def stats_command(args: argparse.Namespace) -> int:
             print(f"handrail stats: --{option}: {exc}", file=sys.stderr)
             return EXIT_USAGE
     where = StatsFilter(args.workflow, times["since"], times["until"], args.person)
-    missing = missing_database(args.database)
-    if missing is not None:
-        print(f"handrail stats: no run database at {missing} yet", file=sys.stderr)
-        return EXIT_ERRORS
-    try:
-        store = open_store(args.database, reading=True)
-        try:
-            found = workflow_stats(store, where)
-            unknown = _unknown(args.workflow, store) if args.workflow is not None and not found else None
-        finally:
-            store.close()
-    except HandrailError as exc:
-        print(f"handrail stats: {exc.message}", file=sys.stderr)
-        return EXIT_ERRORS
-    if unknown is not None:
-        print(f"handrail stats: {unknown}", file=sys.stderr)
-        return EXIT_ERRORS
-    if args.format == "json":
-        sys.stdout.write(json.dumps({"workflows": found}, indent=2, ensure_ascii=False) + "\n")
-    else:
-        sys.stdout.write(render(found, markdown=args.format == "md"))
-    if not found:
-        print("handrail stats: no run matches", file=sys.stderr)
-    return EXIT_OK
+
+    def read(store: RunStore) -> int:
+        found = workflow_stats(store, where)
+        unknown = _unknown(args.workflow, store) if args.workflow is not None and not found else None
+        if unknown is not None:
+            print(f"handrail stats: {unknown}", file=sys.stderr)
+            return EXIT_ERRORS
+        if args.format == "json":
+            sys.stdout.write(json.dumps({"workflows": found}, indent=2, ensure_ascii=False) + "\n")
+        else:
+            sys.stdout.write(render(found, markdown=args.format == "md"))
+        if not found:
+            print("handrail stats: no run matches", file=sys.stderr)
+        return EXIT_OK
+
+    return reading_store("stats", args.database, read)
 
 
 def _unknown(workflow: str, store: Any) -> str | None:

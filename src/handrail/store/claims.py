@@ -19,6 +19,21 @@ from handrail.store.chain import EventRow, chained_rows, new_head
 from handrail.store.rows import RUN_COLUMNS, sealed
 
 
+def _narrowed(where: ClaimFilter, mark: str) -> tuple[list[str], list[Any]]:
+    """The clauses that keep the branches `where` lets a claim see (the owner's, and the
+    parent, workflow and workspace when given), and their values."""
+    clauses, values = [f"owner = {mark}"], [where.owner]
+    for column, value in (
+        ("parent_id", where.parent_id),
+        ("workflow_id", where.workflow_id),
+        ("workspace", where.workspace),
+    ):
+        if value is not None:
+            clauses.append(f"{column} = {mark}")
+            values.append(value)
+    return clauses, values
+
+
 def free_branch(where: ClaimFilter, at: str, mark: str, lock: str = "") -> tuple[str, list[Any]]:
     """The SELECT of the first free branch in item order, each candidate row locked with
     `lock` (PostgreSQL: FOR UPDATE SKIP LOCKED), and its values.
@@ -27,16 +42,8 @@ def free_branch(where: ClaimFilter, at: str, mark: str, lock: str = "") -> tuple
     branch nobody ever held (a partial index holds only those, so a claim does not walk
     past the branches already held, however many) and a held one whose lease ran out
     (found by its lease's end, a range of the held ones' index)."""
-    common = ["parent_id IS NOT NULL", "branch IS NOT NULL", "status = 'active'", f"owner = {mark}"]
-    values: list[Any] = [where.owner]
-    for column, value in (
-        ("parent_id", where.parent_id),
-        ("workflow_id", where.workflow_id),
-        ("workspace", where.workspace),
-    ):
-        if value is not None:
-            common.append(f"{column} = {mark}")
-            values.append(value)
+    narrowed, values = _narrowed(where, mark)
+    common = ["parent_id IS NOT NULL", "branch IS NOT NULL", "status = 'active'", *narrowed]
     unheld = " AND ".join([*common, "holder IS NULL"])
     lapsed = " AND ".join([*common, "holder IS NOT NULL", f"lease_until < {mark}"])
     pick = f"SELECT {RUN_COLUMNS} FROM runs WHERE {{}} ORDER BY parent_id, branch LIMIT 1 {lock}"
@@ -86,16 +93,9 @@ def claim_write(
 def branch_counts(where: ClaimFilter, at: str, mark: str) -> tuple[str, list[Any]]:
     """How many of the branches a claim could see are open and held, open and free,
     or ended: why a claim found nothing. Rows: (status, held, count)."""
-    clauses = ["parent_id IS NOT NULL", "branch IS NOT NULL", f"owner = {mark}"]
-    values: list[Any] = [at, where.owner]
-    for column, value in (
-        ("parent_id", where.parent_id),
-        ("workflow_id", where.workflow_id),
-        ("workspace", where.workspace),
-    ):
-        if value is not None:
-            clauses.append(f"{column} = {mark}")
-            values.append(value)
+    narrowed, narrowing = _narrowed(where, mark)
+    clauses = ["parent_id IS NOT NULL", "branch IS NOT NULL", *narrowed]
+    values: list[Any] = [at, *narrowing]
     held = f"CASE WHEN holder IS NOT NULL AND lease_until >= {mark} THEN 1 ELSE 0 END"
     query = f"SELECT status, {held}, COUNT(*) FROM runs WHERE {' AND '.join(clauses)} GROUP BY 1, 2"
     return query, values

@@ -1,17 +1,28 @@
-"""The dashboard's sessions (store/sessions.py), passkey challenges
-(store/challenges.py), the people's passkeys (store/passkeys.py) and a run's
-notifications (store/outbox.py), the events a recap shows, the audit trail's and the
-idle runs, written and read the same way by both stores: the same SQL with
-the driver's placeholder, one transaction a call. A store names its placeholder and
-the transaction it writes in; the rest is here once."""
+"""A run and its events as read, the workflow sources kept, the dashboard's sessions
+(store/sessions.py), passkey challenges (store/challenges.py), the people's passkeys
+(store/passkeys.py) and a run's notifications (store/outbox.py), the events a recap
+shows, the audit trail's and the idle runs, written and read the same way by both
+stores: the same SQL with the driver's placeholder, one transaction a call. A store
+names its placeholder, the order of its newest runs and the transaction it writes in;
+the rest is here once."""
 
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 from handrail.store import outbox
-from handrail.store.rows import EVENTS_SINCE_QUERY, RUN_COLUMNS, read_events, read_linked, run_record
+from handrail.store.base import LIST_LIMIT, RunFilter
+from handrail.store.rows import (
+    EVENTS_QUERY,
+    EVENTS_SINCE_QUERY,
+    RUN_COLUMNS,
+    list_filter,
+    list_order,
+    read_events,
+    read_linked,
+    run_record,
+)
 from handrail.store.shown_query import shown_events_query, shown_events_values
 
 if TYPE_CHECKING:  # loaded when a session is kept, never by a gate hook's read
@@ -23,10 +34,34 @@ if TYPE_CHECKING:  # loaded when a session is kept, never by a gate hook's read
 
 class KeptRows:
     _mark: str  # `?` for sqlite3, `%s` for psycopg
+    _newest_first: str  # the ORDER BY of `list_runs` when the filters ask for none
 
     def _kept(self, write: bool = True) -> AbstractContextManager[Any]:
         """One transaction on the store's database: a write, or a read that takes no lock."""
         raise NotImplementedError
+
+    def get_source(self, source_hash: str) -> bytes | None:
+        with self._kept(write=False) as db:
+            query = f"SELECT document FROM workflow_sources WHERE hash = {self._mark}"
+            row = db.execute(query, (source_hash,)).fetchone()
+        return bytes(row[0]) if row else None
+
+    def get(self, run_id: str) -> RunRecord | None:
+        with self._kept(write=False) as db:
+            row = db.execute(f"SELECT {RUN_COLUMNS} FROM runs WHERE id = {self._mark}", (run_id,)).fetchone()
+        return run_record(row) if row else None
+
+    def list_runs(self, **filters: Unpack[RunFilter]) -> list[RunRecord]:
+        clause, values = list_filter(filters, self._mark)
+        order = list_order(filters, self._newest_first)
+        query = f"SELECT {RUN_COLUMNS} FROM runs {clause} {order} LIMIT {self._mark}"
+        with self._kept(write=False) as db:
+            rows = db.execute(query, (*values, filters.get("limit", LIST_LIMIT))).fetchall()
+        return [run_record(r) for r in rows]
+
+    def events(self, run_id: str) -> list[Event]:
+        with self._kept(write=False) as db:
+            return read_events(db.execute(EVENTS_QUERY.format(mark=self._mark), (run_id,)).fetchall())
 
     def keep_session(self, session_id: str, kept: KeptSession, now: float) -> None:
         from handrail.store import sessions  # lazy: what a hook never calls

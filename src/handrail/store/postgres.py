@@ -19,7 +19,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from typing import Any, Unpack
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
@@ -29,12 +29,10 @@ from handrail.model.errors import StorageError
 from handrail.model.runs import Event, NewEvent, RunRecord, RunUpdate
 from handrail.store import claims, outbox, summary
 from handrail.store.base import (
-    LIST_LIMIT,
     STUCK_PART,
     ClaimFilter,
     Conflict,
     NewNotification,
-    RunFilter,
     Send,
     written,
 )
@@ -42,12 +40,8 @@ from handrail.store.chain import EVENT_COLUMNS, backfill, chained_rows, new_head
 from handrail.store.gate_query import gate_events_query, gate_events_values
 from handrail.store.kept_rows import KeptRows
 from handrail.store.rows import (
-    EVENTS_QUERY,
-    RUN_COLUMNS,
     insert_events,
     insert_run,
-    list_filter,
-    list_order,
     move,
     now,
     read_events,
@@ -91,6 +85,8 @@ def _scrub(message: str, url: str) -> str:
 class PostgresStore(KeptRows):
     dialect = "postgresql"
     _mark = "%s"
+    # no rowid here: ties in the update time (same millisecond) go to the newer start
+    _newest_first = "updated_at DESC, created_at DESC, id DESC"
     replicated = True  # several servers write to it: the run layer reads before each write
 
     def __init__(self, url: str, *, pool_max: int = POOL_MAX) -> None:
@@ -179,13 +175,6 @@ class PostgresStore(KeptRows):
                 (source_hash, workflow_id, document, now()),
             )
 
-    def get_source(self, source_hash: str) -> bytes | None:
-        with self._connection() as db:
-            row = db.execute(
-                "SELECT document FROM workflow_sources WHERE hash = %s", (source_hash,)
-            ).fetchone()
-        return bytes(row[0]) if row else None
-
     # -- runs ----------------------------------------------------------------------
     def create(
         self, run: RunRecord, events: Sequence[NewEvent], notifications: Sequence[NewNotification] = ()
@@ -250,20 +239,6 @@ class PostgresStore(KeptRows):
             raise Conflict(run.id)
         return written(run, change, at, len(events), head, stats)
 
-    def get(self, run_id: str) -> RunRecord | None:
-        with self._connection() as db:
-            row = db.execute(f"SELECT {RUN_COLUMNS} FROM runs WHERE id = %s", (run_id,)).fetchone()
-        return run_record(row) if row else None
-
-    def list_runs(self, **filters: Unpack[RunFilter]) -> list[RunRecord]:
-        clause, values = list_filter(filters, "%s")
-        # no rowid here: ties in the update time (same millisecond) go to the newer start
-        order = list_order(filters, "updated_at DESC, created_at DESC, id DESC")
-        query = f"SELECT {RUN_COLUMNS} FROM runs {clause} {order} LIMIT %s"
-        with self._connection() as db:
-            rows = db.execute(query, (*values, filters.get("limit", LIST_LIMIT))).fetchall()
-        return [run_record(r) for r in rows]
-
     def claim(self, where: ClaimFilter, holder: str, until: str) -> RunRecord | None:
         """The picked row stays locked until the write commits; a claim racing this one,
         on this replica or another, skips it (SKIP LOCKED) and takes the next free branch."""
@@ -282,10 +257,6 @@ class PostgresStore(KeptRows):
         query, values = claims.renewal(run_id, holder, until, now(), "%s")
         with self._connection() as db:
             return bool(db.execute(query.encode(), values).rowcount)
-
-    def events(self, run_id: str) -> list[Event]:
-        with self._connection() as db:
-            return read_events(db.execute(EVENTS_QUERY.format(mark="%s"), (run_id,)).fetchall())
 
     def gate_events(self, run_id: str, recent: int) -> list[Event]:
         with self._connection() as db:

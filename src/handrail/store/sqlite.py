@@ -28,18 +28,16 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Unpack
+from typing import Any
 
 from handrail.model.errors import StorageError
 from handrail.model.runs import Event, NewEvent, RunRecord, RunUpdate
 from handrail.store import outbox
 from handrail.store.base import (
-    LIST_LIMIT,
     STUCK_PART,
     ClaimFilter,
     Conflict,
     NewNotification,
-    RunFilter,
     Send,
     written,
 )
@@ -48,13 +46,9 @@ from handrail.store.gate_query import gate_events_query, gate_events_values
 from handrail.store.gate_window import NEWER_QUERY, GateWindows
 from handrail.store.kept_rows import KeptRows
 from handrail.store.rows import (
-    EVENTS_QUERY,
-    RUN_COLUMNS,
     insert_events,
     insert_run,
     later,
-    list_filter,
-    list_order,
     move,
     now,
     read_events,
@@ -104,6 +98,7 @@ class _Reader(threading.local):
 class SqliteStore(KeptRows):
     dialect = "sqlite"
     _mark = "?"
+    _newest_first = "updated_at DESC, rowid DESC"
 
     def __init__(
         self,
@@ -291,12 +286,6 @@ class SqliteStore(KeptRows):
                 (source_hash, workflow_id, document, now()),
             )
 
-    def get_source(self, source_hash: str) -> bytes | None:
-        with self._read() as db:
-            found = db.execute("SELECT document FROM workflow_sources WHERE hash = ?", (source_hash,))
-            row = found.fetchone()
-        return bytes(row[0]) if row else None
-
     # -- runs ----------------------------------------------------------------------
     def create(
         self, run: RunRecord, events: Sequence[NewEvent], notifications: Sequence[NewNotification] = ()
@@ -341,19 +330,6 @@ class SqliteStore(KeptRows):
                 db.executemany(outbox.insert("?"), outbox.rows(run.id, run.version + 1, notifications, at))
         return written(run, change, at, len(events), head, stats)
 
-    def get(self, run_id: str) -> RunRecord | None:
-        with self._read() as db:
-            row = db.execute(f"SELECT {RUN_COLUMNS} FROM runs WHERE id = ?", (run_id,)).fetchone()
-        return run_record(row) if row else None
-
-    def list_runs(self, **filters: Unpack[RunFilter]) -> list[RunRecord]:
-        clause, values = list_filter(filters, "?")
-        order = list_order(filters, "updated_at DESC, rowid DESC")
-        query = f"SELECT {RUN_COLUMNS} FROM runs {clause} {order} LIMIT ?"
-        with self._read() as db:
-            rows = db.execute(query, (*values, filters.get("limit", LIST_LIMIT))).fetchall()
-        return [run_record(r) for r in rows]
-
     def claim(self, where: ClaimFilter, holder: str, until: str) -> RunRecord | None:
         """Inside the write transaction: no other claim, here or in another process, runs
         between the pick and the write."""
@@ -376,10 +352,6 @@ class SqliteStore(KeptRows):
         query, values = claims.renewal(run_id, holder, until, now(), "?")
         with self._write() as db:
             return bool(db.execute(query, values).rowcount)
-
-    def events(self, run_id: str) -> list[Event]:
-        with self._read() as db:
-            return read_events(db.execute(EVENTS_QUERY.format(mark="?"), (run_id,)).fetchall())
 
     def gate_events(self, run_id: str, recent: int) -> list[Event]:
         """As `RunStore.gate_events`; a run read before is read on from its newest event
