@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from handrail.gate.baseline import GateFolder
     from handrail.runs.gate import GateEvent, Options, Protected, RunFacts
     from handrail.runs.gate_store import Judged
+    from handrail.runs.violations import Change, Forbidden
 
 QUIET_KINDS = ("read", "web")  # actions that change nothing: no snapshot before or after them
 
@@ -165,6 +166,8 @@ def _check(
             anchor.save(store, run, folder, now, repo, facts.step_id, kept.anchor)
         return None
     found = violations.forbidden(facts, undo.changes(repo, before, now), options, protected, event.session)
+    staged = undo.staged_changes(repo, before, now)
+    found += staged_forbidden(facts, staged, options, protected, event.session)
     if not found and kept.rewritten is None:
         anchor.save(store, run, folder, now, repo, facts.step_id, kept.anchor)
         return None
@@ -177,3 +180,17 @@ def _check(
     after = baseline.take(facts.workspace, folder, repo, leave_out)
     anchor.save(store, run, folder, after, repo, facts.step_id, kept.anchor, data)
     return violations.message(facts, found, lines, undone.kept)
+
+
+def staged_forbidden(
+    facts: RunFacts, staged: list[Change], options: Options, protected: Protected, session: str | None
+) -> list[Forbidden]:
+    """The staged changes the step forbids: each judged as the same change to the work
+    tree's file would be, and kept as what it is, an entry of the index."""
+    from handrail.runs import violations  # lazy: only a changed index needs it
+
+    as_files = [change._replace(what="file") for change in staged]
+    return [
+        found._replace(change=found.change._replace(what="staged"))
+        for found in violations.forbidden(facts, as_files, options, protected, session)
+    ]
