@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from handrail.gate.hook import locate
+from handrail.gate.hook_store import locate
 from handrail.home import database_file, handrail_home
 from handrail.store.open import default_url
 from handrail.store.schema import MIGRATIONS
