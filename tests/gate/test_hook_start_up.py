@@ -54,6 +54,8 @@ NOT_LOADED = (
     "handrail.store.passkeys",
     "handrail.store.sessions",
     "handrail.model.budget",
+    # what answers a hook that cannot judge: loaded only when one cannot
+    "handrail.gate.hook_failures",
     # orjson, and what it imports to encode them: a refusal's record is written with json
     # (codec.encode_stored), and the store's records are NamedTuples, not dataclasses
     "orjson",
