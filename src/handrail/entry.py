@@ -13,9 +13,9 @@ from typing import NoReturn
 def main() -> int:
     argv = sys.argv[1:]
     if len(argv) >= 2 and argv[0] == "gate" and not {"-h", "--help"} & set(argv):
-        from handrail.gate import hook  # lazy: a hook's start-up
+        from handrail.gate import hook_options  # lazy: a hook's start-up
 
-        if argv[1] in hook.HOOK_EVENTS:
+        if argv[1] in hook_options.HOOK_EVENTS:
             import gc  # lazy: a hook's start-up
 
             # a hook is a short process that ends with os._exit: collecting cycles while
@@ -28,11 +28,13 @@ def main() -> int:
             parser = argparse.ArgumentParser(
                 prog="handrail gate", formatter_class=lambda prog: argparse.HelpFormatter(prog, width=100)
             )
-            hook.add_arguments(parser)
+            hook_options.add_arguments(parser)
             try:
                 args = parser.parse_args(argv[1:])
             except SystemExit as exc:
                 return 0 if exc.code in (0, None) else 2
+            from handrail.gate import hook  # lazy: a hook's start-up
+
             exit_now(hook.run_hook(args))
     from handrail.cli import main as command  # lazy: a hook's start-up
 

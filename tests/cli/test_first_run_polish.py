@@ -12,7 +12,7 @@ import pytest
 
 from handrail.catalog import load_catalog
 from handrail.cli import main
-from handrail.gate.hook import HARNESSES
+from handrail.gate.hook_options import HARNESSES
 from handrail.model.version import __version__
 from handrail.runs.approvers import CHANNELS, default_channels
 from handrail.service.core import Service

@@ -125,9 +125,9 @@ def test_cursor_gemini_and_codex_cases_give_the_documented_answer(world: GateWor
 
 @pytest.mark.parametrize("harness", JSON_HARNESSES)
 def test_every_event_of_each_harness_has_a_case_and_a_command(harness: str) -> None:
-    from handrail.gate import hook
+    from handrail.gate import hook_options
 
     adapter = importlib.import_module(f"handrail.gate.{harness}")
     covered = {json.loads(p.read_text("utf-8"))["event"] for p in (CASES / harness).glob("*.json")}
     assert covered == set(adapter.EVENTS)
-    assert set(adapter.EVENTS) <= set(hook.HOOK_EVENTS)
+    assert set(adapter.EVENTS) <= set(hook_options.HOOK_EVENTS)

@@ -204,12 +204,12 @@ gate.decide = crash
 CRASH_TWICE = (
     CRASH
     + """
-import handrail.gate.hook as hook
+import handrail.gate.hook_failures as failures
 
 def also(*args, **kwargs):
     raise MemoryError("and a bug in the refusal")
 
-hook.store_failed = also
+failures.store_failed = also
 """
 )
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from handrail.gate.hook import locate
+from handrail.gate.hook_store import locate
 from handrail.home import database_file, handrail_home
 from handrail.store.open import default_url
 from handrail.store.schema import MIGRATIONS
@@ -54,6 +54,8 @@ NOT_LOADED = (
     "handrail.store.passkeys",
     "handrail.store.sessions",
     "handrail.model.budget",
+    # what answers a hook that cannot judge: loaded only when one cannot
+    "handrail.gate.hook_failures",
     # orjson, and what it imports to encode them: a refusal's record is written with json
     # (codec.encode_stored), and the store's records are NamedTuples, not dataclasses
     "orjson",

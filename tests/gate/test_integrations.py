@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 import handrail
-from handrail.gate import claude_code, hook, install, json_settings
+from handrail.gate import claude_code, hook_options, install, json_settings
 from handrail.runs.gate import own_tool
 from tests.gate.runs import ROOT, GateWorld, as_the_harness_runs
 
@@ -39,7 +39,7 @@ def world(tmp_path: Path) -> Iterator[GateWorld]:
 def test_the_claude_code_plugin_holds_the_hooks_gate_install_writes(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(install, "_program", lambda: ["handrail"])  # the plugin finds handrail on PATH
     parser = argparse.ArgumentParser()
-    hook.add_arguments(parser)
+    hook_options.add_arguments(parser)
     entries = install.claude_entries(parser.parse_args(["install", "claude-code"]))
     assert read(PLUGIN / "hooks" / "hooks.json")["hooks"] == {
         name: [group] for name, group in entries.items()

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import argparse
 
-from handrail.gate.hook import MANAGE, add_arguments, run_hook
+from handrail.gate.hook import run_hook
+from handrail.gate.hook_options import MANAGE, add_arguments
 
 
 def add_gate(gate: argparse.ArgumentParser) -> None:

@@ -6,10 +6,10 @@ never written. Its one JSON result says what the process spent."""
 from __future__ import annotations
 
 import json
-import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from handrail.drive.gemini import bound as bound_groups  # the one binding of hooks to a step
 from handrail.drive.usage import Usage
 
 __all__ = ["Usage", "bound", "command", "usage"]
@@ -52,21 +52,11 @@ def command(
 
 
 def bound(hooks: Mapping[str, Any], driven_from: int, driven_run: str = "") -> dict[str, Any]:
-    """Claude Code's `hooks` setting (each event a list of matcher groups), `--driven-from
-    N` on each command: the session is bound to its step. A stop before the step is
-    accepted is refused once (`--stop-limit 1`): the driver, not the gate, tries again."""
-    run = ["--driven-run", driven_run] if driven_run else []
-    given = shlex.join(["--driven-from", str(driven_from), *run, "--stop-limit", "1"])
-
-    def handler(h: Any) -> Any:
-        if isinstance(h, dict) and h.get("type") == "command":
-            return {**h, "command": f"{h['command']} {given}"}
-        return h
-
-    return {
-        event: [{**group, "hooks": [handler(h) for h in group.get("hooks", [])]}]
-        for event, group in hooks.items()
-    }
+    """Claude Code's `hooks` setting (each event a list of matcher groups) from the gate's
+    one group an event, each command given `--driven-from N` as Gemini CLI's are: the
+    session is bound to its step. A stop before the step is accepted is refused once
+    (`--stop-limit 1`): the driver, not the gate, tries again."""
+    return bound_groups({event: [group] for event, group in hooks.items()}, driven_from, driven_run)
 
 
 def usage(stdout: str) -> Usage:

@@ -183,7 +183,7 @@ def _json_state(harness: json_settings.Harness, scope: str) -> str:
 
 def _test_event(args: argparse.Namespace) -> str:
     """Whether a session-start event reaches the store, and what it finds here."""
-    from handrail.gate.hook import open_store  # lazy: a hook's start-up
+    from handrail.gate.hook_store import open_store  # lazy: a hook's start-up
     from handrail.runs import gate_store  # lazy: a hook's start-up
 
     try:

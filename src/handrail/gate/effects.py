@@ -11,18 +11,29 @@ file against the hash the run row keeps.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from handrail.runs.gate import ACTIVE, Decision, own_tool
 
 if TYPE_CHECKING:
-    from typing import Any
-
     from handrail.gate.baseline import GateFolder
     from handrail.runs.gate import GateEvent, Options, Protected, RunFacts
     from handrail.runs.gate_store import Judged
+    from handrail.runs.violations import Change, Forbidden
 
 QUIET_KINDS = ("read", "web")  # actions that change nothing: no snapshot before or after them
+
+
+class Call(NamedTuple):
+    """An event at an active run, with what judging what it changed takes."""
+
+    store: Any
+    run: Any  # the run's row
+    facts: RunFacts
+    event: GateEvent
+    options: Options
+    protected: Protected
+    home: str  # handrail's home, where the gate keeps its folders
 
 
 def follow(
@@ -39,13 +50,14 @@ def follow(
         return decision
     action = event.action
     kind = event.kind
+    call = Call(store, run, facts, event, options, protected, home)
     if kind in ("session", "prompt"):
         if facts.bound is None or event.session is None or facts.bound == event.session:
             rebase(store, run, facts, home, kind)  # the person's turn: what changed since is theirs
             return decision
         # another session (a harness started from the agent's own shell, say): its start
         # or prompt is no turn of the person's, so what changed is checked, not taken in
-        told = _checked(store, run, facts, event, options, protected, home)
+        told = _checked(call)
         if told is None:
             return decision
         before = decision.text + "\n\n" if decision.verdict == "context" and decision.text else ""
@@ -66,28 +78,20 @@ def follow(
             return decision
     elif kind != "stop" or event.internal:
         return decision
-    told = _checked(store, run, facts, event, options, protected, home)
+    told = _checked(call)
     if told is None:
         return decision
     return Decision("deny" if kind == "before-tool" else "block", told)
 
 
-def _checked(
-    store: Any,
-    run: Any,
-    facts: RunFacts,
-    event: GateEvent,
-    options: Options,
-    protected: Protected,
-    home: str,
-) -> str | None:
+def _checked(call: Call) -> str | None:
     try:
-        return check(store, run, facts, event, options, protected, home)
+        return check(call)
     except Exception as exc:  # what the call did cannot be judged: refused, never let by
         reason = " ".join(str(exc).split())[:300] or type(exc).__name__
         return (
             f"handrail: the gate could not check what the last tool call changed ({reason}); "
-            f"run {facts.run_id} is active, so this is refused until it can."
+            f"run {call.facts.run_id} is active, so this is refused until it can."
         )
 
 
@@ -123,36 +127,21 @@ def rebase(store: Any, run: Any, facts: RunFacts, home: str, kind: str) -> None:
         anchor.save(store, run, folder, now, repo, facts.step_id, kept.anchor if kept is not None else None)
 
 
-def check(
-    store: Any,
-    run: Any,
-    facts: RunFacts,
-    event: GateEvent,
-    options: Options,
-    protected: Protected,
-    home: str,
-) -> str | None:
+def check(call: Call) -> str | None:
     """Compare, undo, record; the agent's message when something was undone."""
     from handrail.gate import baseline  # lazy: only a call that may change things needs it
 
-    with baseline.Locked(_folder(facts, home)):
-        return _check(store, run, facts, event, options, protected, home)
+    with baseline.Locked(_folder(call.facts, call.home)):
+        return _check(call)
 
 
-def _check(
-    store: Any,
-    run: Any,
-    facts: RunFacts,
-    event: GateEvent,
-    options: Options,
-    protected: Protected,
-    home: str,
-) -> str | None:
+def _check(call: Call) -> str | None:
     from handrail.gate import anchor, baseline, undo  # lazy: only a call that may change things needs them
     from handrail.runs import violations  # lazy: as above
 
-    folder = _folder(facts, home)
-    leave_out = (home,)
+    store, run, facts, event = call.store, call.run, call.facts, call.event
+    folder = _folder(facts, call.home)
+    leave_out = (call.home,)
     kept = anchor.loaded(folder, store, run, facts, event.kind)
     repo = kept.repo if kept is not None and kept.repo is not None else baseline.find_repo(facts.workspace)
     now = baseline.take(facts.workspace, folder, repo, leave_out)
@@ -164,7 +153,10 @@ def _check(
         if baseline.step_of(folder) != facts.step_id:
             anchor.save(store, run, folder, now, repo, facts.step_id, kept.anchor)
         return None
-    found = violations.forbidden(facts, undo.changes(repo, before, now), options, protected, event.session)
+    found = violations.forbidden(
+        facts, undo.changes(repo, before, now), call.options, call.protected, event.session
+    )
+    found += staged_forbidden(call, undo.staged_changes(repo, before, now))
     if not found and kept.rewritten is None:
         anchor.save(store, run, folder, now, repo, facts.step_id, kept.anchor)
         return None
@@ -177,3 +169,17 @@ def _check(
     after = baseline.take(facts.workspace, folder, repo, leave_out)
     anchor.save(store, run, folder, after, repo, facts.step_id, kept.anchor, data)
     return violations.message(facts, found, lines, undone.kept)
+
+
+def staged_forbidden(call: Call, staged: list[Change]) -> list[Forbidden]:
+    """The staged changes the step forbids: each judged as the same change to the work
+    tree's file would be, and kept as what it is, an entry of the index."""
+    from handrail.runs import violations  # lazy: only a changed index needs it
+
+    as_files = [change._replace(what="file") for change in staged]
+    return [
+        found._replace(change=found.change._replace(what="staged"))
+        for found in violations.forbidden(
+            call.facts, as_files, call.options, call.protected, call.event.session
+        )
+    ]

@@ -44,7 +44,9 @@ from handrail.gate import (
     http_refusals,
     outages,
 )
-from handrail.gate.hook import protected_paths, replay_outages, store_failed
+from handrail.gate.hook import replay_outages
+from handrail.gate.hook_failures import store_failed
+from handrail.gate.hook_store import protected_paths
 from handrail.gate.http_refusals import RUN_HEADER
 from handrail.home import handrail_home
 from handrail.runs import gate_store

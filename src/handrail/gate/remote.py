@@ -37,8 +37,9 @@ def ask(args: Args, harness: str, event: GateEvent, data: bytes, warnings: list[
     """The server's answer to one hook event; Unreachable when there is none to give and
     no run is known to be active here (a refusal, exit 2, when one is)."""
     from handrail.gate import active_marks  # lazy: a hook's start-up
+    from handrail.gate.hook_store import locate  # lazy: loaded already by the hook that asks
 
-    home = _home()
+    home = locate(None).home
     try:
         status, reply, active = post(args, harness, event, data)
         if status == 400:  # input the server could not read, and it holds no run of ours
@@ -128,21 +129,6 @@ def _error_of(reply: bytes) -> str:
     if isinstance(said, dict):
         said = said.get("message")
     return " ".join(str(said).split())[:300] if said else ""
-
-
-def _home() -> str:
-    """handrail's home, as gate/hook.py's `locate` finds it (which this module cannot
-    import: hook imports it)."""
-    import os  # lazy: a hook's start-up
-
-    from handrail.settings import Settings  # lazy: a hook's start-up
-
-    home = Settings.from_environment().home
-    return (
-        os.path.abspath(os.path.expanduser(home))
-        if home
-        else os.path.join(os.path.expanduser("~"), ".handrail")
-    )
 
 
 def _environment_token() -> str:

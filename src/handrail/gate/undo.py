@@ -31,16 +31,7 @@ def changes(repo: Repo | None, before: Snapshot, after: Snapshot) -> list[Change
     """Everything that differs between two snapshots that a rule can judge."""
     found: list[Change] = []
     if repo is not None and before.tree and after.tree and before.tree != after.tree:
-        listed = git(
-            repo.top, "diff-tree", "-r", "-z", "--no-renames", "--name-status", before.tree, after.tree
-        ).stdout.decode(errors="surrogateescape")
-        fields = listed.split("\0")
-        for status, path in zip(fields[0::2], fields[1::2], strict=False):
-            if path:
-                word = {"A": "added", "D": "deleted", "M": "modified", "T": "modified"}.get(
-                    status[:1], "modified"
-                )
-                found.append(Change("file", os.path.join(repo.top, path), word))
+        found += [Change("file", path, word) for path, word in _tree_diff(repo, before.tree, after.tree)]
     if repo is not None:
         found += _ref_changes(repo, before, after)
     config_file = os.path.join(repo.common_dir, "config") if repo is not None else None
@@ -57,6 +48,27 @@ def changes(repo: Repo | None, before: Snapshot, after: Snapshot) -> list[Change
             if [p for p in before.config if p[0] == key] != [p for p in after.config if p[0] == key]:
                 found.append(Change("installation", f"git config {key}", "modified"))
     return found
+
+
+def staged_changes(repo: Repo | None, before: Snapshot, after: Snapshot) -> list[Change]:
+    """What the repository's own index stages that the baseline's did not, path by path
+    (`what` "staged"): judged as an edit of that path, whatever the work tree holds. An
+    index git cannot write as a tree (unmerged entries) names no path."""
+    if repo is None or not before.staged or not after.staged or before.staged == after.staged:
+        return []
+    return [Change("staged", path, word) for path, word in _tree_diff(repo, before.staged, after.staged)]
+
+
+def _tree_diff(repo: Repo, old: str, new: str) -> list[tuple[str, str]]:
+    """Each path (absolute) that differs between two trees, and how: added, deleted,
+    modified (its content, its mode or its type)."""
+    listed = git(repo.top, "diff-tree", "-r", "-z", "--no-renames", "--name-status", old, new).stdout
+    fields = listed.decode(errors="surrogateescape").split("\0")
+    return [
+        (os.path.join(repo.top, path), {"A": "added", "D": "deleted"}.get(status[:1], "modified"))
+        for status, path in zip(fields[0::2], fields[1::2], strict=False)
+        if path
+    ]
 
 
 def _ref_changes(repo: Repo, before: Snapshot, after: Snapshot) -> list[Change]:
@@ -113,9 +125,10 @@ def undo(
     files = [f.change for f in found if f.change.what == "file"]
     refs = [f.change for f in found if f.change.what == "ref"]
     installed = [f.change for f in found if f.change.what == "installation"]
+    staged = [f.change for f in found if f.change.what == "staged"]
     os.makedirs(keep_folder, exist_ok=True)
     if files and repo is not None and before.tree and after.tree:
-        kept.append(_keep_tree(repo, after, prefix))
+        kept.append(_keep_tree(repo, after, after.tree, f"{prefix}/tree"))
         lines += _undo_files(repo, folder, before.tree, files, keep_folder)
     for change in refs:
         assert repo is not None
@@ -125,15 +138,19 @@ def undo(
             kept.append(f"{prefix}/{change.target}")
     if installed:
         lines += _undo_installation(repo, folder, before, installed, keep_folder)
+    if staged and repo is not None and after.staged:
+        kept.append(_keep_tree(repo, after, after.staged, f"{prefix}/index"))
     if repo is not None:
-        lines += _undo_index(repo, before, after)
+        lines += _undo_index(repo, before, after, staged)
     return Undone(lines, kept)
 
 
-def _undo_index(repo: Repo, before: Snapshot, after: Snapshot) -> list[str]:
-    """The repository's own index as the baseline had it, and what a refused command left
-    of itself in progress removed, as its `--abort` would: else a later allowed commit
-    would take what it staged, and the next such command would refuse to start."""
+def _undo_index(repo: Repo, before: Snapshot, after: Snapshot, staged: Sequence[Change]) -> list[str]:
+    """The forbidden entries of the repository's own index as the baseline had them (what
+    the step allows stays staged), and what a refused command left of itself in progress
+    removed, as its `--abort` would: else a later allowed commit would take what it
+    staged, and the next such command would refuse to start. An index no tree can be
+    written of (a conflict left) is put back whole."""
     lines: list[str] = []
     for name in after.in_progress:
         if name in before.in_progress:
@@ -144,9 +161,25 @@ def _undo_index(repo: Repo, before: Snapshot, after: Snapshot) -> list[str]:
         elif os.path.lexists(path):
             os.remove(path)
         lines.append(f"{name} (left by a command in progress: removed)")
-    if before.staged and after.staged != before.staged:
+    if before.staged and after.staged is None:
         git(repo.top, "read-tree", "--reset", before.staged)  # --reset: keeps the stat cache, drops conflicts
         lines.append("the index (what was staged since: put back)")
+    elif before.staged and staged:
+        paths = [os.path.relpath(change.target, repo.top) for change in staged]
+        # each path's entry as the baseline's tree has it, or none where it had none
+        git(
+            repo.top,
+            "reset",
+            "-q",
+            before.staged,
+            "--pathspec-from-file=-",
+            "--pathspec-file-nul",
+            stdin="\0".join(paths).encode(errors="surrogateescape"),
+            env_more={"GIT_LITERAL_PATHSPECS": "1"},
+        )
+        for path, change in zip(paths, staged, strict=True):
+            done = "taken out of the index" if change.change == "added" else "the index's entry put back"
+            lines.append(f"{path} (staged, {change.change}: {done})")
     return lines
 
 
@@ -158,8 +191,8 @@ def _next_number(folder: GateFolder) -> int:
     return max(taken, default=0) + 1
 
 
-def _keep_tree(repo: Repo, after: Snapshot, prefix: str) -> str:
-    assert after.tree is not None
+def _keep_tree(repo: Repo, after: Snapshot, tree: str, name: str) -> str:
+    """`tree` kept as a commit on what HEAD held, under the ref `name`."""
     head = after.refs.get("HEAD", "")
     parents: list[str] = []
     if head.startswith("ref:"):
@@ -170,15 +203,15 @@ def _keep_tree(repo: Repo, after: Snapshot, prefix: str) -> str:
     done = git(
         repo.top,
         "commit-tree",
-        after.tree,
+        tree,
         *parents,
         "-m",
         "handrail: changes the gate undid",
         env_more=IDENTITY,
     )
     commit = done.stdout.decode().strip()
-    git(repo.top, "update-ref", "-m", "handrail: kept", f"{prefix}/tree", commit)
-    return f"{prefix}/tree"
+    git(repo.top, "update-ref", "-m", "handrail: kept", name, commit)
+    return name
 
 
 def _undo_files(
