@@ -74,7 +74,6 @@ START_UP = {
     "runs": {
         "runs",
         "runs.approvals",
-        "runs.request",
     },
     "notify": {
         "notify",
@@ -110,6 +109,7 @@ START_UP = {
         "model.codec",
         "model.errors",
         "model.limits",
+        "model.request",
         "model.version",
         "model.wide_integers",
     },

@@ -47,9 +47,9 @@ from handrail.gate import (
 from handrail.gate.hook import protected_paths, replay_outages, store_failed
 from handrail.gate.http_refusals import RUN_HEADER
 from handrail.home import handrail_home
+from handrail.model.request import Request
 from handrail.runs import gate_store
 from handrail.runs.gate import Decision, Options
-from handrail.runs.request import Request
 
 if TYPE_CHECKING:
     from handrail.runs import Runs

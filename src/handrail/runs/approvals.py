@@ -2,7 +2,7 @@
 
 A run whose current step's `requireConfirmation` holds waits, after the step's rules
 and checks pass, in status `awaiting_approval` until a person decides. The request
-(handrail.runs.request) carries how this client can be asked, its `approver`:
+(handrail.model.request) carries how this client can be asked, its `approver`:
 - one that asks at once and waits for the answer (stdio's `elicitation/create`);
 - one that carries an answer on the client's retry of the same call, and otherwise
   returns `InputRequired`: a result, which the protocol sends as the client's

@@ -42,10 +42,10 @@ from handrail.store.stats import StatsFilter, workflow_stats
 
 if TYPE_CHECKING:
     from handrail.catalog import Snapshot
+    from handrail.model.request import Request
     from handrail.model.workflow import Workflow
     from handrail.runs.approvers import Pending
     from handrail.runs.presence import Presence
-    from handrail.runs.request import Request
     from handrail.store import RunStore
 
 __all__ = ["Runs", "merge_context", "new_run_id", "summary"]

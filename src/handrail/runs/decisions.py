@@ -32,8 +32,8 @@ from handrail.runs.refusals import answer_refused, not_allowed, not_current
 from handrail.runs.shapes import view
 
 if TYPE_CHECKING:
+    from handrail.model.request import Request
     from handrail.runs.approvals import Answer, Decision, InputRequired, Question
-    from handrail.runs.request import Request
 
 
 AGENT_REFUSED = "scope: an agent's token (scope `agent`) cannot approve or decline; a person's can"
