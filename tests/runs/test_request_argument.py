@@ -10,9 +10,9 @@ import threading
 from pathlib import Path
 
 from handrail.catalog import load_catalog
+from handrail.model.approvals import InputRequired
 from handrail.model.request import Request
 from handrail.protocol.surface.approvals import AnsweredOnRetry, input_required
-from handrail.runs.approvals import InputRequired
 from handrail.service.core import Service, later_runs
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "handrail"

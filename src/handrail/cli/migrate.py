@@ -73,8 +73,8 @@ def add_against_runs_options(check: argparse.ArgumentParser) -> None:
 
 
 def migrate_runs(runs: Runs, args: argparse.Namespace) -> int:
+    from handrail.model.approvals import local_person  # lazy: as above
     from handrail.model.request import Request  # lazy: as above
-    from handrail.runs.approvals import local_person  # lazy: as every run module of `handrail runs`
     from handrail.runs.migration import parse_map  # lazy: every command builds the parser of this module
 
     if (args.run_id is None) == (args.workflow_id is None):

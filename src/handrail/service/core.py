@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from handrail.catalog import Catalog, Snapshot
 from handrail.catalog.suggest import close_matches
 from handrail.model import budget
+from handrail.model.approvals import InputRequired
 from handrail.model.codec import Encoded as Encoded
 from handrail.model.codec import dumps, encode_sized
 from handrail.model.errors import InvalidParams, WorkflowNotFound
 from handrail.model.limits import Limits
 from handrail.model.request import LOCAL, Request
-from handrail.runs.approvals import InputRequired
 from handrail.service.argument_check import Accept
 from handrail.service.argument_limits import Admit, admit_arguments
 from handrail.service.definitions import RUNS_ONLY_TOOLS, TABLE, tool_names, tools, workflow_schema
