@@ -28,9 +28,9 @@ from benchmarks.timing import per_call_ns
 from handrail.catalog import load_catalog
 from handrail.cli import main as cli
 from handrail.cli.runs import SHOWN_EVENTS
+from handrail.model.request import Request
 from handrail.model.runs import NewEvent, RunUpdate
 from handrail.runs import Runs
-from handrail.runs.request import Request
 from handrail.runs.shapes import recap
 from handrail.service.core import Service, later_runs
 from handrail.store.urls import sqlite_url

@@ -22,7 +22,7 @@ import pytest
 
 from handrail.catalog import load_catalog
 from handrail.checks import CheckConfig
-from handrail.runs.request import LOCAL
+from handrail.model.request import LOCAL
 from handrail.service.core import Service
 from tests.checks.workspaces import git
 from tests.conftest import BUNDLED

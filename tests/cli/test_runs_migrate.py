@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from handrail.cli import main
+from handrail.model.request import Request
 from handrail.runs.migration import MigrationRefused
-from handrail.runs.request import Request
 from handrail.service.core import default_runs
 from tests.conftest import SPEC
 from tests.helpers.server import Server

@@ -19,7 +19,8 @@ pytestmark = pytest.mark.slow
 # Every handrail module loaded when the first answer goes out, by package. A change that
 # adds one here says why `initialize` needs it; one it no longer loads leaves the list.
 # The run operations (runs.core and what it loads, the store's rows) are made on first
-# use: with no run database, `initialize` has no run to tell of.
+# use: with no run database, `initialize` has no run to tell of, so nothing of runs/ is
+# loaded (the request and the approval values it carries are the kernel's).
 START_UP = {
     "top level": {
         "",
@@ -71,11 +72,6 @@ START_UP = {
         "service.run_definitions",
         "service.tool_table",
     },
-    "runs": {
-        "runs",
-        "runs.approvals",
-        "runs.request",
-    },
     "notify": {
         "notify",
         "notify.targets",
@@ -106,10 +102,12 @@ START_UP = {
     },
     "model": {
         "model",
+        "model.approvals",
         "model.budget",
         "model.codec",
         "model.errors",
         "model.limits",
+        "model.request",
         "model.version",
         "model.wide_integers",
     },

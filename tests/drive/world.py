@@ -12,8 +12,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from handrail.model.request import Request
 from handrail.runs import Runs
-from handrail.runs.request import Request
 from handrail.store import open_store
 from tests.gate.real_harness.anthropic_model import MODEL, ScriptedModel
 from tests.gate.real_harness.claude_code_world import CLAUDE, HANDRAIL, World

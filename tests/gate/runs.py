@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from handrail.catalog import load_catalog
+from handrail.model.request import LOCAL, Request
 from handrail.runs import Runs
-from handrail.runs.request import LOCAL, Request
 from handrail.store import open_store
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from handrail.runs.request import LOCAL
+from handrail.model.request import LOCAL
 from tests.gate.runs import GateWorld, claude_input
 
 FLOW = {

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from handrail.runs.request import LOCAL, Request
+from handrail.model.request import LOCAL, Request
 from tests.gate.runs import GateWorld, claude_input
 from tests.gate.test_gate_tree import FLOW
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from handrail.gate import outages
-from handrail.runs.request import LOCAL
+from handrail.model.request import LOCAL
 from tests.gate.runs import GateWorld, claude_input, gate_command
 
 

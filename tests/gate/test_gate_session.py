@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from handrail.runs.request import LOCAL
+from handrail.model.request import LOCAL
 from tests.gate.runs import GateWorld, claude_input, started_over_mcp
 from tests.helpers.server import Server
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from handrail.runs.request import LOCAL
+from handrail.model.request import LOCAL
 from tests.gate.runs import GateWorld, claude_input
 
 FLOW: dict[str, Any] = {

@@ -17,7 +17,7 @@ import pytest
 
 from handrail.gate import baseline
 from handrail.model.errors import StorageError
-from handrail.runs.request import LOCAL
+from handrail.model.request import LOCAL
 from tests.gate.runs import GateWorld
 from tests.gate.shortcuts import CART, PLAN, Shop, files, hooks_folder
 

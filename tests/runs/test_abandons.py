@@ -12,7 +12,7 @@ import pytest
 from handrail.catalog import load_catalog
 from handrail.cli import main
 from handrail.model.errors import SecurityError
-from handrail.runs.request import Request
+from handrail.model.request import Request
 from handrail.service.core import Service
 from tests.runs.workflows import WORKFLOW_ID, build_feature, write
 

@@ -456,7 +456,7 @@ def test_a_flood_of_other_waiting_runs_hides_no_run_from_its_approver_nor_from_t
     tmp_path: Path,
 ) -> None:
     from handrail.catalog import load_catalog
-    from handrail.runs.request import Request
+    from handrail.model.request import Request
     from handrail.service.core import Service, later_runs
 
     args = serve_args(tmp_path)

@@ -15,10 +15,10 @@ import pytest
 
 from handrail.catalog import load_catalog
 from handrail.model.errors import HandrailError
+from handrail.model.request import Request
 from handrail.model.runs import RunRecord
 from handrail.runs.holders import session_of, token_digest
 from handrail.runs.ledger import LEASE_SECONDS, RunSettings
-from handrail.runs.request import Request
 from handrail.service.core import Service, later_runs
 from tests.helpers.branches import write_branches
 from tests.runs.workflows import WORKFLOW_ID, build_feature, write

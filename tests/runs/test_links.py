@@ -17,9 +17,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from handrail.model.request import LOCAL
 from handrail.notify.signing import signature
 from handrail.runs.links import LinkRefused
-from handrail.runs.request import LOCAL
 from tests.dashboard.test_passkeys_browser import handrail, status, waiting_watched_run
 from tests.gate.runs import GateWorld
 from tests.helpers.http import HttpServer

@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 
 from handrail.compiler import compile_text
+from handrail.model.request import LOCAL, Request
 from handrail.model.workflow import Step
 from handrail.runs import Runs
 from handrail.runs.ledger import RunSettings
 from handrail.runs.presence import PresenceNeeded
-from handrail.runs.request import LOCAL, Request
 from handrail.store import open_store
 from tests.gate.runs import GateWorld, claude_input
 

@@ -1,5 +1,5 @@
 """Who asks is an argument: the service and the run operations read the request they
-are given (handrail.runs.request), never a context variable, and a call whose client must
+are given (handrail.model.request), never a context variable, and a call whose client must
 first ask its person returns that question as a result."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import threading
 from pathlib import Path
 
 from handrail.catalog import load_catalog
+from handrail.model.approvals import InputRequired
+from handrail.model.request import Request
 from handrail.protocol.surface.approvals import AnsweredOnRetry, input_required
-from handrail.runs.approvals import InputRequired
-from handrail.runs.request import Request
 from handrail.service.core import Service, later_runs
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "handrail"

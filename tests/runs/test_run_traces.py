@@ -27,9 +27,9 @@ from handrail.catalog import Entry, Snapshot, Source
 from handrail.checks import check_config
 from handrail.compiler import compile_text
 from handrail.model.errors import HandrailError
+from handrail.model.request import LOCAL, Request
 from handrail.model.workflow import Workflow
 from handrail.runs.ledger import RunSettings
-from handrail.runs.request import LOCAL, Request
 from handrail.service.core import Service, later_runs
 from tests.checks.workspaces import write as write_files
 from tests.conftest import SPEC

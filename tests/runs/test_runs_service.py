@@ -36,7 +36,7 @@ def test_a_run_context_grown_past_the_limit_by_merges_is_refused(tmp_path: Path)
 
 
 def test_another_persons_run_is_not_found(tmp_path: Path) -> None:
-    from handrail.runs.request import Request
+    from handrail.model.request import Request
 
     write(tmp_path / "flows", build_feature())
     service = Service(load_catalog(tmp_path / "flows", bundled=False))

@@ -398,7 +398,7 @@ def test_a_sub_workflow_step_runs_its_workflow_as_a_child_and_takes_its_result_u
 
 
 def test_a_person_declining_a_child_runs_step_fails_the_parents_step_with_their_words(tmp_path: Path) -> None:
-    from handrail.runs.request import LOCAL
+    from handrail.model.request import LOCAL
     from tests.runs.workflows import code_review, review_each
 
     write(tmp_path / "flows", code_review(confirm=True))
@@ -426,7 +426,7 @@ def test_a_person_declining_a_child_runs_step_fails_the_parents_step_with_their_
 def test_a_person_declining_a_branchs_step_ends_the_branch_and_too_many_declined_fail_the_loop(
     tmp_path: Path,
 ) -> None:
-    from handrail.runs.request import LOCAL
+    from handrail.model.request import LOCAL
 
     service = _service(tmp_path, review_files(max_parallel=3, at_least=2, confirm=True))
     try:

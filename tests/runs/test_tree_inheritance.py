@@ -10,9 +10,9 @@ import pytest
 
 from handrail.catalog import load_catalog
 from handrail.model.errors import HandrailError
+from handrail.model.request import LOCAL
 from handrail.runs import Runs
 from handrail.runs.ledger import RunSettings
-from handrail.runs.request import LOCAL
 from handrail.store import open_store
 from tests.runs.workflows import review_files, write
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from handrail.model.errors import HandrailError
-from handrail.runs.request import Request
+from handrail.model.request import Request
 from handrail.runs.tree_writes import TreeWrites
 from tests.runs.test_tree import FILES, _finish, _service, _waiting_parent
 from tests.runs.workflows import review_files

@@ -73,9 +73,9 @@ def add_against_runs_options(check: argparse.ArgumentParser) -> None:
 
 
 def migrate_runs(runs: Runs, args: argparse.Namespace) -> int:
-    from handrail.runs.approvals import local_person  # lazy: as every run module of `handrail runs`
+    from handrail.model.approvals import local_person  # lazy: as above
+    from handrail.model.request import Request  # lazy: as above
     from handrail.runs.migration import parse_map  # lazy: every command builds the parser of this module
-    from handrail.runs.request import Request  # lazy: as above
 
     if (args.run_id is None) == (args.workflow_id is None):
         print("handrail runs migrate: give one RUN or --workflow ID", file=sys.stderr)

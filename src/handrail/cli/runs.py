@@ -318,8 +318,11 @@ def _link_sent(runs: Runs, args: argparse.Namespace, person: str) -> bool:
 
 
 def _decide(runs: Runs, args: argparse.Namespace) -> int:
-    from handrail.runs.approvals import local_person  # lazy: the run modules load only for `handrail runs`
-    from handrail.runs.presence import GATE_WATCHES, PresenceNeeded  # as local_person
+    from handrail.model.approvals import local_person  # lazy: loaded only when the command runs
+    from handrail.runs.presence import (  # lazy: the run modules load only for `handrail runs`
+        GATE_WATCHES,
+        PresenceNeeded,
+    )
 
     person = args.person or local_person()
     decide = runs.approve if args.runs_command == "approve" else runs.decline

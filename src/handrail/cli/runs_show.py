@@ -15,9 +15,9 @@ from handrail.notify.targets import shown as shown_receiver
 from handrail.store.base import Notification
 
 if TYPE_CHECKING:
+    from handrail.model.request import Request  # lazy: the run modules load only for `handrail runs`
     from handrail.model.runs import Event, RunRecord
     from handrail.runs import Runs
-    from handrail.runs.request import Request  # lazy: the run modules load only for `handrail runs`
     from handrail.store.chain import Break
 
 
@@ -81,7 +81,7 @@ def run_dict(r: RunRecord) -> dict[str, Any]:
 
 def as_owner(runs: Runs, run_id: str) -> Request:
     """Whoever can open the database may read and end anyone's run: act as its owner."""
-    from handrail.runs.request import Request  # lazy: loaded when the command runs
+    from handrail.model.request import Request  # lazy: loaded when the command runs
 
     found = runs.store.get(run_id)
     return Request(owner=found.owner if found is not None else None)

@@ -15,9 +15,9 @@ from handrail.dashboard.pages import Pages, filters
 from handrail.dashboard.sessions import Session
 from handrail.dashboard.site import AGENT_REFUSED, MAX_FORM, Site, TextJSONResponse, bearer_of
 from handrail.model.errors import HandrailError, RunNotFound
+from handrail.model.request import Request as Asking
 from handrail.runs.presence import PresenceNeeded
 from handrail.runs.refusals import NotAllowedToDecide
-from handrail.runs.request import Request as Asking
 from handrail.service.people import PERSON
 
 

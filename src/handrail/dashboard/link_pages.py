@@ -15,7 +15,7 @@ from starlette.routing import BaseRoute, Route
 from handrail.dashboard.passkey_pages import FORBIDDEN, Kit
 from handrail.dashboard.sessions import Session
 from handrail.model.errors import HandrailError
-from handrail.runs.request import Request as Asking
+from handrail.model.request import Request as Asking
 
 
 def link_routes(kit: Kit) -> list[BaseRoute]:

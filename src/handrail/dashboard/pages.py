@@ -16,10 +16,10 @@ from handrail.dashboard.passkey_pages import presence_of, sign_page_url
 from handrail.dashboard.sessions import Session
 from handrail.dashboard.site import LISTED, SECURITY_HEADERS, Site, form
 from handrail.model.errors import HandrailError
+from handrail.model.request import Request as Asking
 from handrail.model.runs import ACTIVE_STATUSES, STATUSES, EventType
 from handrail.notify.targets import shown
 from handrail.runs.presence import PresenceNeeded
-from handrail.runs.request import Request as Asking
 
 
 def filters(request: Request) -> tuple[str | None, str | None, str | None]:

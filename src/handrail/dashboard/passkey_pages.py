@@ -27,9 +27,9 @@ from starlette.routing import BaseRoute, Route
 from handrail.dashboard.forwarded import Public
 from handrail.dashboard.sessions import Session
 from handrail.model.errors import HandrailError
+from handrail.model.request import Request as Asking
 from handrail.runs.passkeys import credential_of
 from handrail.runs.presence import Presence, challenge, new_nonce
-from handrail.runs.request import Request as Asking
 
 CHALLENGE_SECONDS = 600.0  # a ceremony not finished in ten minutes asks again
 FORBIDDEN = {"Content-Security-Policy": "default-src 'none'", "Cache-Control": "no-store"}

@@ -26,7 +26,7 @@ from handrail.dashboard.forwarded import Network
 from handrail.dashboard.passkey_pages import Challenges
 from handrail.dashboard.sessions import COOKIE, Identifies, Session, Sessions
 from handrail.model.errors import HandrailError
-from handrail.runs.request import Request as Asking
+from handrail.model.request import Request as Asking
 from handrail.service.people import AGENT, PERSON, bearer
 
 if TYPE_CHECKING:

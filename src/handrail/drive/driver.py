@@ -21,9 +21,9 @@ from handrail.drive import parallel
 from handrail.drive.agents import AGENTS, Attempt
 from handrail.drive.usage import Price, Usage
 from handrail.model.errors import HandrailError
+from handrail.model.request import Request
 from handrail.model.runs import EventType, NewEvent, RunRecord, RunStatus, RunUpdate
 from handrail.runs import machine
-from handrail.runs.request import Request
 from handrail.store.base import Conflict
 
 EXIT_COMPLETED, EXIT_NOT_COMPLETED, EXIT_USAGE, EXIT_WAITING = 0, 1, 2, 3

@@ -49,9 +49,9 @@ from handrail.gate.hook_failures import store_failed
 from handrail.gate.hook_store import protected_paths
 from handrail.gate.http_refusals import RUN_HEADER
 from handrail.home import handrail_home
+from handrail.model.request import Request
 from handrail.runs import gate_store
 from handrail.runs.gate import Decision, Options
-from handrail.runs.request import Request
 
 if TYPE_CHECKING:
     from handrail.runs import Runs

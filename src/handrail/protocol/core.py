@@ -4,7 +4,7 @@ the lifecycle (tools, resources, prompts, logging, completion, subscriptions) is
 registered by handrail.protocol.surface into the one handler table here.
 
 Every message takes one path: checked as JSON-RPC, then handed with its request
-(handrail.runs.request: who asks, the revision, the client's capabilities) to the handler
+(handrail.model.request: who asks, the revision, the client's capabilities) to the handler
 its method names, in the style of the MCP SDK's low-level server. A result the
 service already encoded is spliced into the reply as bytes, never decoded again.
 
@@ -41,6 +41,7 @@ from handrail.model.errors import (
     error_response,
 )
 from handrail.model.limits import Limits
+from handrail.model.request import Request
 from handrail.observe.observer import Observer, Span, Tracer
 from handrail.protocol.envelope import enveloped, stamped
 from handrail.protocol.revisions import (
@@ -52,7 +53,6 @@ from handrail.protocol.revisions import (
 )
 from handrail.protocol.session import Session
 from handrail.protocol.surface.surface import SESSION_METHODS, Handler, Surface
-from handrail.runs.request import Request
 from handrail.service.core import Service
 from handrail.service.definitions import tool_names
 

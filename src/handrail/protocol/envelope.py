@@ -9,6 +9,7 @@ from typing import Any
 
 from handrail.model.codec import Encoded, encode
 from handrail.model.errors import INVALID_PARAMS, UNSUPPORTED_PROTOCOL_VERSION, RpcError
+from handrail.model.request import Request
 from handrail.protocol.revisions import (
     CLIENT_CAPABILITIES_KEY,
     CLIENT_INFO_KEY,
@@ -17,7 +18,6 @@ from handrail.protocol.revisions import (
     SERVER_INFO,
     SERVER_INFO_KEY,
 )
-from handrail.runs.request import Request
 
 # How long (ms) a 2026-07-28 client may reuse a result, and whether shared caches may.
 # The tool list changes only with the server's version; what the workflow catalog

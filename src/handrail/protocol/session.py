@@ -9,8 +9,8 @@ import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from handrail.model.request import Request
 from handrail.protocol.client_requests import ClientRequests
-from handrail.runs.request import Request
 
 
 @dataclass(slots=True)

@@ -9,8 +9,8 @@ import json
 from typing import Any
 
 from handrail.model.errors import SecurityError
+from handrail.model.request import Request
 from handrail.model.runs import RunRecord
-from handrail.runs.request import Request
 from handrail.store.base import RunStore
 
 

@@ -22,9 +22,9 @@ from handrail.store.base import Conflict
 if TYPE_CHECKING:
     from handrail.catalog import Snapshot
     from handrail.checks import Baseline, CheckResult
+    from handrail.model.approvals import InputRequired
+    from handrail.model.request import Request
     from handrail.model.workflow import Workflow
-    from handrail.runs.approvals import InputRequired
-    from handrail.runs.request import Request
 
 
 class Call(NamedTuple):

@@ -1,14 +1,5 @@
-"""Approvals: what a person is asked when a step needs them, and how the answer comes.
-
-A run whose current step's `requireConfirmation` holds waits, after the step's rules
-and checks pass, in status `awaiting_approval` until a person decides. The request
-(handrail.runs.request) carries how this client can be asked, its `approver`:
-- one that asks at once and waits for the answer (stdio's `elicitation/create`);
-- one that carries an answer on the client's retry of the same call, and otherwise
-  returns `InputRequired`: a result, which the protocol sends as the client's
-  question (2026-07-28 `input_required`);
-- none: nobody is asked here; a person runs `handrail runs approve RUN`.
-How those look on the wire is the protocol's business (protocol/surface/approvals.py).
+"""The run's side of asking a person through the client: each question's nonce, and an
+answer's `request_state` read back and held to the question it claims to answer.
 
 A client's answer counts only for a question the server put for the approval the run
 waits on: each question is an `approval_asked` event, and an answer is used only while
@@ -18,68 +9,15 @@ another run, step or iteration). The client carries the question back in
 A client that takes URL-mode elicitation, asked by a server that knows the dashboard's
 address, is sent to the run's page instead: the person decides there, signed in as
 themself, and the client's answer to that question decides nothing.
-See spec/runs.md, "Approvals".
+The values asked and answered are the kernel's (model/approvals.py); see spec/runs.md,
+"Approvals".
 """
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import hmac
-import os
 import secrets
-from dataclasses import dataclass
-from typing import Protocol
-
-
-@dataclass(frozen=True, slots=True)
-class Decision:
-    approve: bool  # accept; decline and cancel are both "no"
-    person: str
-    comment: str | None = None
-    action: str = "accept"
-
-
-@dataclass(frozen=True, slots=True)
-class Question:
-    run_id: str
-    step_id: str
-    title: str
-    output: str
-    workflow_id: str
-    asked: int = 0  # the seq of its `approval_asked` event
-    nonce: str = ""  # what the client must bring back (2026: in requestState)
-    # URL mode: the run's dashboard page, where the person decides; the client's answer
-    # then only says whether they opened it. None: a form the client's answer decides
-    page: str | None = None
-
-    @property
-    def request_state(self) -> str:
-        return f"{self.run_id}:{self.asked}:{self.nonce}"
-
-
-class Approver(Protocol):
-    person: str
-    via: str  # what an approval through it records as where it came from (`elicitation`, ...)
-    url: bool  # the client can send the person to a page (URL-mode elicitation)
-    form: bool  # the client can show the person a form (form-mode elicitation)
-
-    def given(self) -> Answer | None:
-        """An answer this call already carries (2026: on a retry), before anything is asked."""
-
-    def ask(self, question: Question) -> Decision | InputRequired | None:
-        """The person's decision; `InputRequired` when the client is to ask them and call
-        again; None when they could not be asked or did not answer in time (the run then
-        waits for `handrail runs approve`)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Answer:
-    """A client's answer as the call carries it: the decision and the question it claims
-    to answer (`request_state`, None when the call names none)."""
-
-    decision: Decision
-    request_state: str | None
 
 
 def new_nonce() -> tuple[str, str]:
@@ -102,30 +40,3 @@ def parse_request_state(state: str) -> tuple[str, int, str] | None:
     if len(parts) != 3 or not parts[1].isdigit() or len(parts[1]) > 12 or not parts[2]:
         return None
     return parts[0], int(parts[1]), parts[2]
-
-
-@dataclass(frozen=True, slots=True)
-class InputRequired:
-    """The answer to a call whose client is to ask the person `question`, then call again
-    with the answer: a result handed up to the protocol, not an error."""
-
-    question: Question
-
-
-def local_person() -> str:
-    """The person at this machine: the OS user name. The environment is read each time
-    (as getpass does); the password database only once, as it is asked on every call."""
-    for name in ("LOGNAME", "USER", "LNAME", "USERNAME"):
-        if user := os.environ.get(name):
-            return user
-    return _account_name()
-
-
-@functools.cache
-def _account_name() -> str:
-    try:
-        import pwd  # lazy: only naming the local person needs it
-
-        return pwd.getpwuid(os.getuid()).pw_name
-    except (ImportError, KeyError, OSError):
-        return "local"

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from handrail.model.runs import Event, EventType
 from handrail.model.workflow import ANYONE, ApprovalRule
@@ -15,6 +16,7 @@ from handrail.model.workflow import ANYONE, ApprovalRule
 # where an approval can come from, as `--approval-channels` names them
 CHANNELS = ("dashboard", "cli", "elicitation", "api")
 OPTION = "--approval-channels"
+KEPT = "approvalChannels"  # the started event's record of them, which `pending` reads back
 
 Roles = Callable[[str], frozenset[str]]
 
@@ -39,6 +41,12 @@ def parse_channels(text: str) -> frozenset[str]:
             f"{OPTION}: `{', '.join(unknown) or text}` is not a channel; choose from {', '.join(CHANNELS)}"
         )
     return frozenset(names)
+
+
+def recorded_channels(kept: frozenset[str] | None) -> dict[str, Any]:
+    """What a run's started event records of its server's channels: nothing when it
+    takes approvals from all of them."""
+    return {} if kept is None or kept >= set(CHANNELS) else {KEPT: sorted(kept)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,7 +142,7 @@ def pending(
     since = events[at].at
     escalated = any(e.type == EventType.ESCALATED for e in later) or _due(since, rule.escalate_after, now)
     started = next((e for e in events if e.type == EventType.STARTED), None)
-    kept = started.data.get("approvalChannels") if started is not None else None
+    kept = started.data.get(KEPT) if started is not None else None
     channels = frozenset(str(c) for c in kept) if isinstance(kept, list) else None
     return Pending(str(events[at].step_id), rule, owner, since, escalated, given, channels)
 

@@ -18,10 +18,10 @@ import secrets
 from typing import Any
 
 from handrail.model.errors import BranchHeld
+from handrail.model.request import Request
 from handrail.model.runs import RunRecord, RunStatus
 from handrail.runs.holders import holder_with_lease, session_of, token_matches
 from handrail.runs.ledger import Ledger
-from handrail.runs.request import Request
 from handrail.runs.shapes import shaped, view
 from handrail.runs.tree import Tree
 from handrail.store.base import ClaimFilter

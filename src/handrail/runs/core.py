@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from handrail.model.runs import ACTIVE_STATUSES, Event, EventType, NewEvent, RunRecord, RunStatus, RunUpdate
 from handrail.runs import abandons, machine
 from handrail.runs.advance import Advance
-from handrail.runs.approvers import CHANNELS, reminders_due
+from handrail.runs.approvers import recorded_channels, reminders_due
 from handrail.runs.claims import Claims, admitted, renewed
 from handrail.runs.decisions import Decisions
 from handrail.runs.ledger import Ledger, RunSettings, new_run_id
@@ -42,10 +42,10 @@ from handrail.store.stats import StatsFilter, workflow_stats
 
 if TYPE_CHECKING:
     from handrail.catalog import Snapshot
+    from handrail.model.request import Request
     from handrail.model.workflow import Workflow
     from handrail.runs.approvers import Pending
     from handrail.runs.presence import Presence
-    from handrail.runs.request import Request
     from handrail.store import RunStore
 
 __all__ = ["Runs", "merge_context", "new_run_id", "summary"]
@@ -291,7 +291,7 @@ class Runs:
                     "context": context,
                     **({"baseline": baseline} if baseline is not None else {}),
                     **({"workflowFolders": list(workflow_folders)} if workflow_folders else {}),
-                    **_channels(self.ledger.settings.approval_channels),
+                    **recorded_channels(self.ledger.settings.approval_channels),
                 },
             )
         ]
@@ -405,12 +405,6 @@ class Runs:
             return shaped(written, ("runId", "status", "workflowId"))
 
         return self.ledger.retrying(run_id, once)
-
-
-def _channels(kept: frozenset[str] | None) -> dict[str, Any]:
-    """What the started event records of the server's --approval-channels: nothing when
-    it takes approvals from all of them."""
-    return {} if kept is None or kept >= set(CHANNELS) else {"approvalChannels": sorted(kept)}
 
 
 def _baseline(workflow: Workflow, folder: str) -> dict[str, Any] | None:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from handrail.model.approvals import Answer, Decision, InputRequired, Question
 from handrail.model.errors import HandrailError, InvalidParams, RunNotActive, RunNotFound, StateError
 from handrail.model.runs import Event, EventType, NewEvent, RunRecord, RunStatus, RunUpdate
 from handrail.model.workflow import ApprovalRule, Step
@@ -32,8 +33,7 @@ from handrail.runs.refusals import answer_refused, not_allowed, not_current
 from handrail.runs.shapes import view
 
 if TYPE_CHECKING:
-    from handrail.runs.approvals import Answer, Decision, InputRequired, Question
-    from handrail.runs.request import Request
+    from handrail.model.request import Request
 
 
 AGENT_REFUSED = "scope: an agent's token (scope `agent`) cannot approve or decline; a person's can"
@@ -64,8 +64,6 @@ class Decisions:
         act. An answer the call already carries counts only for a question asked before.
         A client that takes URL mode is sent to the run's page when there is one: it is
         asked even where its answer would not count, since its answer never decides."""
-        from handrail.runs.approvals import Decision  # lazy: loaded only when a person is asked
-
         approver = request.approver
         if approver is None:
             return self._waiting_answer(run)
@@ -116,7 +114,7 @@ class Decisions:
         """A question put to the client for the approval the run waits on, recorded as an
         `approval_asked` event that keeps the digest of its nonce, and the page it sends
         the person to (URL mode; no answer to such a question decides)."""
-        from handrail.runs.approvals import Question, new_nonce  # lazy: loaded only when a person is asked
+        from handrail.runs.approvals import new_nonce  # lazy: loaded only when a person is asked
 
         nonce, kept = new_nonce()
         step_id = str(step["id"])

@@ -12,9 +12,9 @@ from handrail.model.errors import InvalidParams, SecurityError
 
 if TYPE_CHECKING:
     from handrail.catalog import Snapshot
+    from handrail.model.request import Request
     from handrail.model.workflow import Workflow
     from handrail.runs.core import Runs
-    from handrail.runs.request import Request
 
 log = logging.getLogger("handrail.runs")
 

@@ -24,11 +24,11 @@ from handrail.store.rows import now
 if TYPE_CHECKING:
     from handrail.catalog import Snapshot
     from handrail.checks import CheckConfig
+    from handrail.model.request import Request
     from handrail.model.workflow import Workflow
     from handrail.notify.targets import NotifyConfig
     from handrail.observe.observer import Observer, Tracer
     from handrail.runs.approvers import Roles
-    from handrail.runs.request import Request
     from handrail.store import RunStore
 
 MAX_RETRIES = 8  # compare-and-set retries when another writer touched the run meanwhile

@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from handrail.model.errors import RunNotActive
+from handrail.model.request import Request
 from handrail.model.runs import Event, EventType, NewEvent, RunRecord, RunStatus, RunUpdate
 from handrail.runs.ledger import Ledger
 from handrail.runs.refusals import NotAllowedToDecide
-from handrail.runs.request import Request
 from handrail.store.rows import later, now
 
 VIA = "link"  # the `via` of a decision made by opening a link

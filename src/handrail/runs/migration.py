@@ -20,9 +20,9 @@ from handrail.runs.position import Position
 
 if TYPE_CHECKING:
     from handrail.engine.results import LoopPosition
+    from handrail.model.request import Request
     from handrail.model.workflow import Workflow
     from handrail.runs.ledger import Ledger
-    from handrail.runs.request import Request
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,7 @@
 """The tools' meaning: argument checking, calling the engine, shaping results.
 
 Every way in (MCP tools/call, the seed's direct methods, the library) comes through
-`Service._run` with the request (handrail.runs.request) as an argument, so they cannot
+`Service._run` with the request (handrail.model.request) as an argument, so they cannot
 drift apart. Errors are raised as HandrailError; a call whose client must first ask
 its person (an approval, 2026-07-28) returns `InputRequired`.
 """
@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from handrail.catalog import Catalog, Snapshot
 from handrail.catalog.suggest import close_matches
 from handrail.model import budget
+from handrail.model.approvals import InputRequired
 from handrail.model.codec import Encoded as Encoded
 from handrail.model.codec import dumps, encode_sized
 from handrail.model.errors import InvalidParams, WorkflowNotFound
 from handrail.model.limits import Limits
-from handrail.runs.approvals import InputRequired
-from handrail.runs.request import LOCAL, Request
+from handrail.model.request import LOCAL, Request
 from handrail.service.argument_check import Accept
 from handrail.service.argument_limits import Admit, admit_arguments
 from handrail.service.definitions import RUNS_ONLY_TOOLS, TABLE, tool_names, tools, workflow_schema

@@ -8,7 +8,7 @@ request alike; this module adds only what HTTP needs:
 
 - Host and Origin are checked against allow-lists (DNS rebinding): 403; a bearer
   token is required when HANDRAIL_TOKEN or a tokens file is set: 401; the token names
-  the person asking (handrail.service.people), the owner of the request (handrail.runs.request)
+  the person asking (handrail.service.people), the owner of the request (handrail.model.request)
   each POST is answered as (both checks:
   transport/security.py; a refusal is an RpcError sent through the one builder);
 - POST /hooks/<harness> hands a harness's hook input to the gate's answer (`hooks`,

@@ -17,6 +17,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from handrail.dashboard.forwarded import Network
+from handrail.model import request as asking_request
 from handrail.model.codec import decode, encode
 from handrail.model.errors import (
     HEADER_MISMATCH,
@@ -36,7 +37,6 @@ from handrail.protocol.revisions import (
     PROTOCOL_VERSION_KEY,
     envelope,
 )
-from handrail.runs import request as asking_request
 from handrail.service.core import Service
 from handrail.service.identity_provider import Provider, WithProvider
 from handrail.service.people import People

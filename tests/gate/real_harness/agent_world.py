@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
+from handrail.model.request import Request
 from handrail.runs import Runs
-from handrail.runs.request import Request
 from handrail.store import open_store
 from tests.gate.runs import FIXTURE
 

@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from handrail.runs.approvals import Answer, Decision, InputRequired, Question, local_person
-from handrail.runs.request import Request
+from handrail.model.approvals import Answer, Decision, InputRequired, Question, local_person
+from handrail.model.request import Request
 
 OUTPUT_START = 400  # how much of the output the question quotes
 APPROVAL_KEY = "approval"  # the key of our request in an input_required result

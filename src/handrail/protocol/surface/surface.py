@@ -2,7 +2,7 @@
 logging, completion, subscriptions and the requests the server sends the client
 (roots/list here; elicitation/create for approvals, in approvals.py), as a method ->
 handler table the protocol merges into its own (`handlers`): each handler takes the
-request (handrail.runs.request) and the params. This is the one place a new tool family,
+request (handrail.model.request) and the params. This is the one place a new tool family,
 resource or server-to-client request is registered; the protocol keeps framing,
 lifecycle and version negotiation.
 
@@ -19,6 +19,7 @@ from typing import Any
 
 from handrail.model.codec import encode
 from handrail.model.errors import INVALID_PARAMS, METHOD_NOT_FOUND, RESOURCE_NOT_FOUND, RpcError
+from handrail.model.request import Request
 from handrail.protocol.session import Session
 from handrail.protocol.surface.completion import CompletionError, complete
 from handrail.protocol.surface.logging_bridge import LEVELS, LogBridge
@@ -27,7 +28,6 @@ from handrail.protocol.surface.resources import resources_list, resources_read, 
 from handrail.protocol.surface.subscriptions import Subscriptions
 from handrail.protocol.surface.texts import GUIDE_URI, essentials, instructions, with_runs
 from handrail.protocol.surface.tool_methods import tools_call, tools_list
-from handrail.runs.request import Request
 from handrail.service.core import Service
 
 Handler = Callable[[Request, dict[str, Any]], Any]

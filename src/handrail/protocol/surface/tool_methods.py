@@ -10,13 +10,13 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from handrail.model.approvals import InputRequired
 from handrail.model.codec import Encoded, encode
 from handrail.model.errors import INVALID_PARAMS, HandrailError, RpcError
+from handrail.model.request import Request
 from handrail.protocol.session import Session
 from handrail.protocol.surface.approvals import Ask, Opened, approver_for, completed, input_required
 from handrail.protocol.surface.texts import fix_text
-from handrail.runs.approvals import InputRequired
-from handrail.runs.request import Request
 from handrail.service.core import Service
 
 _MISSING = object()

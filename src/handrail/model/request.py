@@ -19,7 +19,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from handrail.runs.approvals import Approver
+    from handrail.model.approvals import Approver
 
 NO_CAPABILITIES: Mapping[str, Any] = MappingProxyType({})
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from handrail.runs import approvals
-from handrail.runs.approvals import local_person
+from handrail.model import approvals
+from handrail.model.approvals import local_person
 
 NAME_VARIABLES = ("LOGNAME", "USER", "LNAME", "USERNAME")
 
