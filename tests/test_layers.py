@@ -531,7 +531,6 @@ REACHES_LEFT: dict[str, int] = {
     "handrail.engine.results": 1,
     "handrail.engine.walk": 3,
     "handrail.internals": 1,
-    "handrail.store.summary": 5,
 }
 
 
