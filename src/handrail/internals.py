@@ -13,8 +13,11 @@
   `parser._actions`; its subcommands are the `argparse._SubParsersAction` among them,
   whose `choices` map each name to its parser and whose `_choices_actions` carry their
   help; a `HelpFormatter` lines help up at `_action_max_length`, indented by
-  `_current_indent`. The command line (cli/) reads its own tree through these, for each
-  command's --help, the subcommand a command line chose, and the shell completion.
+  `_current_indent`, which `WideSubcommandHelp`, a part of the command line's formatter,
+  widens through its own fields. The command line (cli/) reads its own tree through
+  these, for each command's --help, the subcommand a command line chose, and the shell
+  completion, and makes its subcommands with `described_subcommands()`, a subclass of
+  `argparse._SubParsersAction`.
 - watchfiles' notifier, `watchfiles._rust_notify.RustNotify` (1.x): catalog/watch.py
   waits on it directly, as `watchfiles.watch` does less its filtering.
 
@@ -28,10 +31,15 @@ from __future__ import annotations
 import importlib
 import sys
 from collections.abc import Callable, Iterator, MutableMapping
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import argparse
+
+    _HelpFormatter = argparse.HelpFormatter
+else:
+    _HelpFormatter = object  # argparse is not loaded for the mixin: the hook's start-up
 
 sre_parse: Any = importlib.import_module("re._parser")  # no stubs: private
 sre_constants: Any = importlib.import_module("re._constants")
@@ -123,13 +131,35 @@ def subcommands(parser: argparse.ArgumentParser) -> Iterator[tuple[str, str, arg
                 yield action.dest, name, child, helps.get(name, "")
 
 
-def widen_help(formatter: argparse.HelpFormatter, action: argparse.Action) -> None:
-    """Line a formatter's help up past a subcommands action's longest name: argparse
-    measures the names one indent short, so the longest lost its line."""
-    if is_subcommands(action):
-        longest = max(map(len, action.choices or ()), default=0)
-        width = longest + formatter._current_indent + 2
-        formatter._action_max_length = max(formatter._action_max_length, width)
+class WideSubcommandHelp(_HelpFormatter):
+    """A `HelpFormatter` part (named before argparse's class among a formatter's bases)
+    that lines help up past a subcommands action's longest name: argparse measures the
+    names one indent short, so the longest lost its line."""
+
+    def add_argument(self, action: argparse.Action) -> None:
+        super().add_argument(action)
+        if is_subcommands(action):
+            longest = max(map(len, action.choices or ()), default=0)
+            self._action_max_length = max(self._action_max_length, longest + self._current_indent + 2)
+
+
+@cache
+def described_subcommands() -> type[argparse.Action]:
+    """The action class of a parser's subcommands (`add_subparsers(action=...)`) whose
+    each command's parser opens its --help with the command's help line, made a
+    sentence, unless it is given a description of its own."""
+    # argparse is loaded already wherever a parser is made: the command line only
+    import argparse
+
+    class DescribedSubcommands(argparse._SubParsersAction):  # type: ignore[type-arg]
+        def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
+            said = kwargs.get("help")
+            if kwargs.get("description") is None and said:
+                kwargs["description"] = said[0].upper() + said[1:] + "."
+            made: argparse.ArgumentParser = super().add_parser(name, **kwargs)
+            return made
+
+    return DescribedSubcommands
 
 
 def rust_notify() -> Any:
@@ -177,13 +207,14 @@ def check() -> list[str]:
 def _argparse_problems(python: str) -> list[str]:
     import argparse  # lazy: read only when the internals are checked
 
-    parser = argparse.ArgumentParser(prog="p")
-    parser.add_subparsers(dest="command").add_parser("sub", help="a sub")
+    class Formatter(WideSubcommandHelp, argparse.HelpFormatter):
+        pass
+
+    parser = argparse.ArgumentParser(prog="p", formatter_class=Formatter)
+    parser.add_subparsers(dest="command", action=described_subcommands()).add_parser("sub", help="a sub")
     try:
         found = [(dest, name, help_) for dest, name, _, help_ in subcommands(parser)]
-        formatter = parser._get_formatter()
-        for action in parser_actions(parser):
-            widen_help(formatter, action)
+        parser.format_help()  # the formatter's widening reads and sets its fields
     except (AttributeError, TypeError) as exc:
         return [f"{python}: argparse's parser tree is not as written against ({exc!r})"]
     if found != [("command", "sub", "a sub")]:

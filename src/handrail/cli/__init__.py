@@ -13,19 +13,15 @@ from importlib import import_module
 from typing import Any, NamedTuple, NoReturn
 
 from handrail.cli.options import EXIT_ERRORS, EXIT_OK, EXIT_USAGE
-from handrail.internals import subcommands, widen_help
+from handrail.internals import WideSubcommandHelp, described_subcommands, subcommands
 from handrail.model.version import __version__
 
 __all__ = ["COMMANDS", "EXIT_ERRORS", "EXIT_OK", "EXIT_USAGE", "Command", "build_parser", "main"]
 
 
-class _Formatter(argparse.HelpFormatter):
+class _Formatter(WideSubcommandHelp, argparse.HelpFormatter):  # else `dashboard` loses its line
     def __init__(self, prog: str) -> None:
         super().__init__(prog, max_help_position=30)
-
-    def add_argument(self, action: argparse.Action) -> None:
-        super().add_argument(action)
-        widen_help(self, action)  # else `dashboard` loses its line
 
 
 class _Parser(argparse.ArgumentParser):
@@ -37,16 +33,13 @@ class _Parser(argparse.ArgumentParser):
         kwargs.setdefault("formatter_class", _Formatter)
         super().__init__(*args, **kwargs)
 
+    def add_subparsers(self, **kwargs: Any) -> Any:
+        # each command's --help opens with what it does: its line of the command list
+        kwargs.setdefault("action", described_subcommands())
+        return super().add_subparsers(**kwargs)
+
     def error(self, message: str) -> NoReturn:
         self.exit(EXIT_USAGE, f"{self.prog}: {message} (see `{self.prog} --help`)\n")
-
-
-def _describe(parser: argparse.ArgumentParser) -> None:
-    """Each command's --help opens with what it does: its line of the command list."""
-    for _, _, command, help_line in subcommands(parser):
-        if command.description is None and help_line:
-            command.description = help_line[0].upper() + help_line[1:] + "."
-        _describe(command)
 
 
 class Command(NamedTuple):
@@ -161,7 +154,6 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         made = sub.add_parser(name, help=command.help, epilog=command.epilog)
         if only is None or only == name:
             _function(command, command.add)(made)
-    _describe(parser)
     return parser
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -19,6 +20,7 @@ from handrail.store.rows import now
 from handrail.store.urls import sqlite_path
 
 if TYPE_CHECKING:
+    from handrail.runs.record import Verdict
     from handrail.runs.signing import PublicKey, SigningKey
     from handrail.store.base import RunStore
 
@@ -230,14 +232,14 @@ def _verify_file(args: argparse.Namespace) -> int:
         return EXIT_ERRORS
     verdict = verify(data, key)
     if verdict.problem is None:
-        passkey_verdict(args, data, verdict)
+        verdict = passkey_verdict(args, data, verdict)
     said: dict[str, Any] = {
         "file": args.file,
         "runId": verdict.run_id,
         "events": verdict.events,
         "verified": verdict.problem is None,
         "signedBy": verdict.signed_by,
-        "notes": verdict.notes,
+        "notes": list(verdict.notes),
     }
     if verdict.problem is not None:
         said["problem"] = verdict.problem
@@ -279,27 +281,24 @@ def passkey_break(store: RunStore, run_id: str, events: Any) -> Any:
     return signature_break(store, run_id, events)
 
 
-def passkey_verdict(args: argparse.Namespace, data: bytes, verdict: Any) -> None:
-    """An exported record's passkey signatures, checked against the keys registered in
-    the store `--database` names (none there: said in a note, nothing checked)."""
+def passkey_verdict(args: argparse.Namespace, data: bytes, verdict: Verdict) -> Verdict:
+    """The verdict on an exported record, its passkey signatures checked against the
+    keys registered in the store `--database` names (none there: said in a note,
+    nothing checked)."""
     from handrail.runs.presence import record_signatures  # lazy: as the record modules
 
     if b'"presence"' not in data:
-        return
+        return verdict
     try:
         store = _open(args)
     except StorageError:
-        verdict.notes.append(
-            "no run store to read registered passkeys from: its passkey signatures are unchecked"
-        )
-        return
+        note = "no run store to read registered passkeys from: its passkey signatures are unchecked"
+        return replace(verdict, notes=(*verdict.notes, note))
     try:
         held, problem = record_signatures(data, store.passkeys())
     finally:
         store.close()
     if problem is not None:
-        verdict.problem = f"a passkey signature does not hold: {problem}"
-    else:
-        verdict.notes.append(
-            f"{held} passkey signature{'' if held == 1 else 's'} checked against the registered keys"
-        )
+        return replace(verdict, problem=f"a passkey signature does not hold: {problem}")
+    note = f"{held} passkey signature{'' if held == 1 else 's'} checked against the registered keys"
+    return replace(verdict, notes=(*verdict.notes, note))

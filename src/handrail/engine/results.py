@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import MISSING, dataclass, field, fields
+from types import FunctionType
 from typing import Any, Literal, NamedTuple, TypeVar
 
 from handrail.model.codec import Encoded
@@ -33,9 +34,11 @@ def _quick_init(cls: type[T]) -> type[T]:
             params.append(f"{f.name}=_default_{f.name}")
         namespace[f"_set_{f.name}"] = vars(cls)[f.name].__set__
     body = "".join(f"    _set_{n}(self, {n})\n" for n in names)
-    exec(f"def __init__(self, {', '.join(params)}) -> None:\n{body}", namespace)
-    init = namespace["__init__"]
-    init.__qualname__ = f"{cls.__qualname__}.__init__"
+    exec(f"def __init__(self, {', '.join(params)}):\n{body}", namespace)
+    made = namespace["__init__"]
+    # made again from its code with the class's name in it, as tracebacks and reprs show it
+    code = made.__code__.replace(co_qualname=f"{cls.__qualname__}.__init__")
+    init = FunctionType(code, namespace, made.__name__, made.__defaults__)
     setattr(cls, "__init__", init)  # noqa: B010  (mypy refuses assigning a method)
     return cls
 

@@ -22,6 +22,21 @@ class Frame:
     loop: Loop
     iteration: int  # 1-based
 
+    def advance(self) -> int:
+        """Move on to the next iteration, and say which it is."""
+        self.iteration += 1
+        return self.iteration
+
+    def back(self) -> None:
+        """Stay on the iteration before: the next one waits on the context."""
+        self.iteration -= 1
+
+    def skip_to(self, last: int) -> None:
+        """Go straight to iteration `last`, when it is ahead (the iterations between
+        would change nothing)."""
+        if last > self.iteration:
+            self.iteration = last
+
     def variables(self, context: Context) -> dict[str, Any]:
         """The loop variables this frame sets, given the context its loop reads `items` from."""
         loop = self.loop

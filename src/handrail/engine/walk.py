@@ -252,18 +252,17 @@ class Walk:
                 if fresh and self.body_ignores_iteration(loop):
                     skip_body = True
                     if self.test_ignores_iteration(loop):
-                        frame.iteration = max(frame.iteration, self.last_iteration(depth))
+                        frame.skip_to(self.last_iteration(depth))
                 fresh = True  # the next iteration starts with its body not done
             del self.frames[depth + 1 :]
-            frame.iteration += 1
-            if frame.iteration > loop.max_iterations:
+            if frame.advance() > loop.max_iterations:
                 if self.may_iterate(depth, record=False):
                     self.note(f"Loop `{loop.id}` stopped at its limit of {loop.max_iterations} iterations.")
                 self.end(loop)
                 return None
             verdict = self.may_iterate(depth)
             if verdict is None:  # the next iteration waits on the context: stay on this one
-                frame.iteration -= 1
+                frame.back()
                 self.stalled = True
                 return None
             self.forget_body(loop)

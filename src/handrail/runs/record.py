@@ -13,7 +13,7 @@ import base64
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from handrail.model.runs import Event, EventType, RunRecord
@@ -113,7 +113,7 @@ def export(
     return canonical(record) + b"\n"
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Verdict:
     """What `verify` found: `problem` is the first thing that does not hold (None: the
     record is intact), `broken` the chain's first broken link when that is the problem."""
@@ -124,48 +124,76 @@ class Verdict:
     broken: Break | None = None
     signed_by: str | None = None  # the fingerprint of the key whose signature holds
     embedded_key: bool = False  # that key was the record's own, not one the caller gave
-    notes: list[str] = field(default_factory=list)
+    notes: tuple[str, ...] = ()
+
+
+NO_SOURCE = "the record holds no workflow source (the store had lost it)"
 
 
 def verify(data: bytes, key: PublicKey | None = None) -> Verdict:
     """Check a record's exact bytes: canonical form, digest, workflow source, chain,
     the checks and approvals against the events, then the signature. With `key`, the
     record must be signed by it."""
-    verdict = Verdict()
     try:
         text = data.decode("ascii")
         record = json.loads(text, parse_constant=_no_constant)
     except UnicodeDecodeError as exc:
-        return _failed(verdict, f"byte {exc.start} is not ASCII: a record holds ASCII only")
+        return Verdict(problem=f"byte {exc.start} is not ASCII: a record holds ASCII only")
     except (ValueError, RecursionError) as exc:
-        return _failed(verdict, f"it is not JSON ({exc})")
+        return Verdict(problem=f"it is not JSON ({exc})")
     if not isinstance(record, dict):
-        return _failed(verdict, "it is not a JSON object")
+        return Verdict(problem="it is not a JSON object")
     try:
         again = canonical(record) + b"\n"
     except (TypeError, ValueError) as exc:
-        return _failed(verdict, f"it cannot be written canonically ({exc})")
+        return Verdict(problem=f"it cannot be written canonically ({exc})")
     if again != data:
         at = next(
             (i for i, (a, b) in enumerate(zip(again, data, strict=False)) if a != b),
             min(len(again), len(data)),
         )
-        return _failed(
-            verdict, f"it is not in canonical form: it differs from its canonical bytes at byte {at}"
+        return Verdict(
+            problem=f"it is not in canonical form: it differs from its canonical bytes at byte {at}"
         )
     if record.get("format") != FORMAT:
-        return _failed(verdict, f"its format is {record.get('format')!r}, not {FORMAT!r}")
+        return Verdict(problem=f"its format is {record.get('format')!r}, not {FORMAT!r}")
+    return _verify(record, key)
+
+
+def _verify(record: dict[str, Any], key: PublicKey | None) -> Verdict:
+    """The checks of a canonical record's content, in order, each run only while the
+    ones before it held; the verdict is made once, of what they found."""
+    run_id: str | None = None
+    events: list[Event] = []
+    broken: Break | None = None
+    notes: tuple[str, ...] = ()
+    signed_by: str | None = None
     try:
-        return _verify(verdict, record, key)
+        run = record["run"]
+        run_id = str(run["runId"])
+        problem = _source_problem(record)
+        if problem is None and not ("source" in record["workflow"] or "sourceBase64" in record["workflow"]):
+            notes = (NO_SOURCE,)
+        if problem is None:
+            events = [
+                Event(e["seq"], e["type"], e["at"], e["actor"], e["stepId"], e["data"], e["hash"])
+                for e in record["events"]
+            ]
+            broken = first_break(run_id, events, run["head"], run["events"])
+            problem = f"event {broken.seq}: {broken.problem}" if broken else _log_problem(record, events)
+        if problem is None:
+            signed_by, problem = _signature(record, key)
     except (KeyError, TypeError, AttributeError, ValueError) as exc:
-        return _failed(verdict, f"it is not shaped as a record ({type(exc).__name__}: {exc})")
+        problem = f"it is not shaped as a record ({type(exc).__name__}: {exc})"
+    embedded = signed_by is not None and key is None
+    return Verdict(run_id, len(events), problem, broken, signed_by, embedded, notes)
 
 
-def _verify(verdict: Verdict, record: dict[str, Any], key: PublicKey | None) -> Verdict:
-    run = record["run"]
-    verdict.run_id = str(run["runId"])
+def _source_problem(record: Mapping[str, Any]) -> str | None:
+    """Whether the record is the one its digest was made of, and its workflow's source
+    (when it holds one) the one its hash names."""
     if record.get("digest") != _digest(record):
-        return _failed(verdict, "its digest does not match its content: it was changed after it was written")
+        return "its digest does not match its content: it was changed after it was written"
     workflow = record["workflow"]
     source_hash = workflow["sourceHash"]
     if "source" in workflow or "sourceBase64" in workflow:
@@ -175,36 +203,32 @@ def _verify(verdict: Verdict, record: dict[str, Any], key: PublicKey | None) -> 
             else base64.b64decode(workflow["sourceBase64"], validate=True)
         )
         if hashlib.sha256(source).hexdigest() != source_hash:
-            return _failed(verdict, "the workflow's source does not match its hash")
-    else:
-        verdict.notes.append("the record holds no workflow source (the store had lost it)")
-    events = [
-        Event(e["seq"], e["type"], e["at"], e["actor"], e["stepId"], e["data"], e["hash"])
-        for e in record["events"]
-    ]
-    verdict.events = len(events)
-    broken = first_break(verdict.run_id, events, run["head"], run["events"])
-    if broken is not None:
-        verdict.broken = broken
-        return _failed(verdict, f"event {broken.seq}: {broken.problem}")
+            return "the workflow's source does not match its hash"
+    return None
+
+
+def _log_problem(record: Mapping[str, Any], events: Sequence[Event]) -> str | None:
+    """What of the record its unbroken chain of events does not bear out: the links,
+    the workflow followed, the run header, the checks and the approvals."""
     for e, prev in zip(record["events"], [None, *(e.hash for e in events)], strict=False):
         if e["prev"] != prev:
-            return _failed(verdict, f"event {e['seq']}: its prev is not the hash of the event before it")
+            return f"event {e['seq']}: its prev is not the hash of the event before it"
+    source_hash = record["workflow"]["sourceHash"]
     followed = events[0].data.get("sourceHash", source_hash) if events else source_hash
     for e in events:  # a migrated run follows the source it last moved to
         moved = e.data.get("to") if e.type == "migrated" else None
         if isinstance(moved, dict) and isinstance(moved.get("sourceHash"), str):
             followed = moved["sourceHash"]
     if followed != source_hash:
-        return _failed(verdict, "the workflow's hash is not the one the run started on (or last migrated to)")
-    told = _header_problem(run, events)
+        return "the workflow's hash is not the one the run started on (or last migrated to)"
+    told = _header_problem(record["run"], events)
     if told is not None:
-        return _failed(verdict, told)
+        return told
     if record["checks"] != checks_of(events):
-        return _failed(verdict, "its check results are not the ones its events hold")
+        return "its check results are not the ones its events hold"
     if record["approvals"] != approvals_of(events):
-        return _failed(verdict, "its approvals are not the ones its events hold")
-    return _signature(verdict, record, key)
+        return "its approvals are not the ones its events hold"
+    return None
 
 
 def _header_problem(run: Mapping[str, Any], events: Sequence[Event]) -> str | None:
@@ -240,31 +264,22 @@ def _header_problem(run: Mapping[str, Any], events: Sequence[Event]) -> str | No
     return None
 
 
-def _signature(verdict: Verdict, record: dict[str, Any], key: PublicKey | None) -> Verdict:
+def _signature(record: dict[str, Any], key: PublicKey | None) -> tuple[str | None, str | None]:
+    """The fingerprint of the key whose signature holds (None: unsigned), and what does
+    not hold of the signature (None: nothing)."""
     signature = record.get("signature")
     if signature is None:
-        if key is not None:
-            return _failed(verdict, "it is not signed, and --key asks for a signature")
-        return verdict
+        return None, ("it is not signed, and --key asks for a signature" if key is not None else None)
     raw = base64.b64decode(signature["publicKey"], validate=True)
     if signature.get("algorithm") != "Ed25519" or signature.get("fingerprint") != fingerprint(raw):
-        return _failed(verdict, "its signature's key fingerprint does not match the key it embeds")
+        return None, "its signature's key fingerprint does not match the key it embeds"
     signer = PublicKey(raw)
     if key is not None and key.raw != signer.raw:
-        return _failed(
-            verdict, f"it is signed by key {signer.fingerprint}, not by the key given ({key.fingerprint})"
-        )
+        return None, f"it is signed by key {signer.fingerprint}, not by the key given ({key.fingerprint})"
     signed = canonical({k: v for k, v in record.items() if k != "signature"})
     if not signer.verifies(base64.b64decode(signature["value"], validate=True), signed):
-        return _failed(verdict, "its signature does not hold")
-    verdict.signed_by = signer.fingerprint
-    verdict.embedded_key = key is None
-    return verdict
-
-
-def _failed(verdict: Verdict, problem: str) -> Verdict:
-    verdict.problem = problem
-    return verdict
+        return None, "its signature does not hold"
+    return signer.fingerprint, None
 
 
 def _no_constant(name: str) -> Any:

@@ -47,36 +47,16 @@ class RunKeys(NamedTuple):
         return (self.workflow_id, self.version, self.owner, self.created_at)
 
 
-class Marks:
-    """Where a run's summary stands: changed in place as its events are folded."""
+class Marks(NamedTuple):
+    """Where a run's summary stands, as its `stats` column keeps it (a JSON array in
+    this order): read before a write, made anew by `fold` after it."""
 
-    __slots__ = ("asked_ms", "check_idx", "check_seq", "since_ms", "since_seq", "steps")
-
-    def __init__(
-        self,
-        since_seq: int = 0,  # the run's last `started` or `accepted` (0: none yet)
-        since_ms: int | None = None,
-        asked_ms: int | None = None,  # the latest `awaiting_approval`
-        check_seq: int = 0,  # the last check event, and its place among its submission's checks
-        check_idx: int = 0,
-        steps: dict[str, int] | None = None,  # step -> 1 once accepted, else 0
-    ) -> None:
-        self.since_seq = since_seq
-        self.since_ms = since_ms
-        self.asked_ms = asked_ms
-        self.check_seq = check_seq
-        self.check_idx = check_idx
-        self.steps: dict[str, int] = {} if steps is None else steps
-
-    def values(self) -> tuple[Any, ...]:
-        return (
-            self.since_seq,
-            self.since_ms,
-            self.asked_ms,
-            self.check_seq,
-            self.check_idx,
-            json.dumps(self.steps, ensure_ascii=False, sort_keys=True),
-        )
+    since_seq: int  # the run's last `started` or `accepted` (0: none yet)
+    since_ms: int | None
+    asked_ms: int | None  # the latest `awaiting_approval`
+    check_seq: int  # the last check event, and its place among its submission's checks
+    check_idx: int
+    steps: dict[str, int]  # step -> 1 once accepted, else 0 (fold changes a copy)
 
 
 def ms(at: str) -> int:
@@ -98,38 +78,42 @@ def _number(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
-class Summary:
+class Summary(NamedTuple):
     """The summary rows a write adds, by table, and the run's marks after them."""
 
-    __slots__ = ("checks", "gates", "issues", "marks", "visits", "waits")
-
-    def __init__(self, marks: Marks) -> None:
-        self.marks = marks
-        self.visits: dict[tuple[int, str], list[Any]] = {}
-        self.waits: list[tuple[Any, ...]] = []
-        self.checks: list[tuple[Any, ...]] = []
-        self.issues: list[tuple[Any, ...]] = []
-        self.gates: list[tuple[Any, ...]] = []
+    marks: Marks
+    visits: dict[tuple[int, str], list[Any]]  # (since_seq, step) -> the visit's figures
+    waits: list[tuple[Any, ...]]
+    checks: list[tuple[Any, ...]]
+    issues: list[tuple[Any, ...]]
+    gates: list[tuple[Any, ...]]
 
 
 def fold(marks: Marks, rows: Sequence[EventRow]) -> Summary:
-    """The summary rows `rows` add to a run whose marks were `marks` (changed in place)."""
-    out = Summary(marks)
+    """The summary rows `rows` add to a run whose marks were `marks`, and its marks after
+    them (kept in locals while the rows are folded, the new Marks made once at the end)."""
+    since_seq, since_ms, asked_ms, check_seq, check_idx, _ = marks
+    steps = dict(marks.steps)
+    visits: dict[tuple[int, str], list[Any]] = {}
+    waits: list[tuple[Any, ...]] = []
+    checks: list[tuple[Any, ...]] = []
+    issues: list[tuple[Any, ...]] = []
+    gates: list[tuple[Any, ...]] = []
     for row in rows:
         kind, step = row.type, row.step_id
         if kind == "check":
             data = _data(row.data)
-            marks.check_idx = marks.check_idx + 1 if row.seq == marks.check_seq + 1 else 0
-            marks.check_seq = row.seq
+            check_idx = check_idx + 1 if row.seq == check_seq + 1 else 0
+            check_seq = row.seq
             passed = 1 if data is not None and data.get("passed") is True else 0
             output = data.get("output") if data is not None else None
             if step is None:
                 continue  # a figure is per step
-            out.checks.append(
+            checks.append(
                 (
                     row.seq,
                     step,
-                    marks.check_idx,
+                    check_idx,
                     data.get("check") if data is not None and isinstance(data.get("check"), str) else None,
                     passed,
                     1 if data is not None and data.get("timedOut") is True else 0,
@@ -142,44 +126,45 @@ def fold(marks: Marks, rows: Sequence[EventRow]) -> Summary:
             data = _data(row.data)
             decision = data.get("decision") if data is not None else None
             if step is not None and decision in GATE_DECISIONS:
-                out.gates.append((row.seq, step, decision))
+                gates.append((row.seq, step, decision))
             continue
         if kind not in STEP_EVENTS:
             continue
         at = ms(row.at)
-        if kind in ("approved", "declined") and marks.asked_ms is not None and step is not None:
-            out.waits.append((row.seq, step, at - marks.asked_ms))
+        if kind in ("approved", "declined") and asked_ms is not None and step is not None:
+            waits.append((row.seq, step, at - asked_ms))
         if kind == "rejected" and step is not None:
             data = _data(row.data)
-            issues = data.get("issues") if data is not None else None
-            for n, message in enumerate(issues if isinstance(issues, list) else []):
+            listed = data.get("issues") if data is not None else None
+            for n, message in enumerate(listed if isinstance(listed, list) else []):
                 if message is None:
                     continue
                 text = message if isinstance(message, str) else json.dumps(message, separators=(",", ":"))
-                out.issues.append((row.seq, n, step, text))
+                issues.append((row.seq, n, step, text))
         if step is not None:
-            visit = out.visits.get((marks.since_seq, step))
+            visit = visits.get((since_seq, step))
             if visit is None:
                 # counts of each COUNTED type, spent, attempts, first reach, first acceptance
-                visit = out.visits[(marks.since_seq, step)] = [0, 0, 0, 0, 0, None, 1, 0, 0]
-                if step not in marks.steps:
-                    marks.steps[step] = 0
+                visit = visits[(since_seq, step)] = [0, 0, 0, 0, 0, None, 1, 0, 0]
+                if step not in steps:
+                    steps[step] = 0
                     visit[7] = 1
             if kind in COUNTED:
                 visit[COUNTED.index(kind)] += 1
             if kind in ("rejected", "declined"):
                 visit[6] += 1
             if kind == "accepted":
-                visit[5] = None if marks.since_ms is None else at - marks.since_ms
-                if marks.steps.get(step) == 0:
-                    marks.steps[step] = 1
+                visit[5] = None if since_ms is None else at - since_ms
+                if steps.get(step) == 0:
+                    steps[step] = 1
                     visit[8] = 1
         if kind in ("started", "accepted"):
-            marks.since_seq = max(marks.since_seq, row.seq)
-            marks.since_ms = at if marks.since_ms is None else max(marks.since_ms, at)
+            since_seq = max(since_seq, row.seq)
+            since_ms = at if since_ms is None else max(since_ms, at)
         elif kind == "awaiting_approval":
-            marks.asked_ms = at if marks.asked_ms is None else max(marks.asked_ms, at)
-    return out
+            asked_ms = at if asked_ms is None else max(asked_ms, at)
+    marks = Marks(since_seq, since_ms, asked_ms, check_seq, check_idx, steps)
+    return Summary(marks, visits, waits, checks, issues, gates)
 
 
 KEYS = "run_id, workflow_id, workflow_version, owner, created_at"
@@ -217,7 +202,7 @@ def keys_of(run: Any) -> RunKeys:
 def read_marks(text: str | None) -> Marks:
     """The marks a run's `stats` column holds (NULL: none yet)."""
     if text is None:
-        return Marks()
+        return Marks(0, None, None, 0, 0, {})
     since_seq, since_ms, asked_ms, check_seq, check_idx, steps = json.loads(text)
     return Marks(since_seq, since_ms, asked_ms, check_seq, check_idx, steps)
 
@@ -228,9 +213,7 @@ def plan(stats: str | None, rows: Sequence[EventRow]) -> tuple[Summary | None, s
     if not any(row.type in SUMMARISED for row in rows):
         return None, None
     summary = fold(read_marks(stats), rows)
-    m = summary.marks
-    marks = [m.since_seq, m.since_ms, m.asked_ms, m.check_seq, m.check_idx, m.steps]
-    return summary, json.dumps(marks, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+    return summary, json.dumps(summary.marks, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
 
 
 def _rows(keys: RunKeys, summary: Summary) -> list[tuple[str, str, list[tuple[Any, ...]]]]:
