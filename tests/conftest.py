@@ -14,6 +14,7 @@ except under CI (`CI=true`), where they fail.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
@@ -21,6 +22,12 @@ import pytest
 
 from tests.helpers.environment import CALLER
 from tests.postgres import Cluster, reap_orphans, unavailable
+
+# Where PYTHONDONTWRITEBYTECODE is set (as on the shared machine), every xdist worker would
+# rewrite the asserts of every test module and compile it again on every run, some ten
+# seconds of a core each: pytest keeps what it rewrote in __pycache__ (git ignores it).
+# Only this process: the programs the tests start get the variable as it is.
+sys.dont_write_bytecode = False
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC = ROOT / "spec"

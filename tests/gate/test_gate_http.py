@@ -43,6 +43,16 @@ def server(world: GateWorld) -> Iterator[HttpServer]:
         yield started
 
 
+@pytest.fixture(scope="module")
+def idle_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServer]:
+    """One server shared by the module's tests that start no run: with no run on it, no
+    answer of one test can hang on another, and a server start is a second or two."""
+    idle = GateWorld(tmp_path_factory.mktemp("idle"))
+    with serving(idle, f"ana {ANA}\nbob {BOB}\n") as started:
+        yield started
+    idle.close()
+
+
 def hook(server: HttpServer, body: str | bytes, token: str | None = ANA, query: str = "") -> httpx.Response:
     headers = {"Content-Type": "application/json"}
     if token is not None:
@@ -196,30 +206,32 @@ def test_a_persons_token_finds_only_that_persons_runs(world: GateWorld, server: 
     ],
 )
 def test_input_the_gate_cannot_read_is_a_400_naming_the_problem(
-    server: HttpServer, body: bytes, said: str
+    idle_server: HttpServer, body: bytes, said: str
 ) -> None:
-    answered = hook(server, body)
+    answered = hook(idle_server, body)
     assert answered.status_code == 400  # no run is active: Claude Code goes on, nothing to protect
     assert answered.headers["content-type"] == "application/json"
     assert said in answered.json()["error"]
 
 
-def test_a_body_over_the_hook_limit_is_refused_before_it_is_read(server: HttpServer) -> None:
-    answered = hook(server, b'{"x": "' + b"a" * (1 << 20) + b'"}')
+def test_a_body_over_the_hook_limit_is_refused_before_it_is_read(idle_server: HttpServer) -> None:
+    answered = hook(idle_server, b'{"x": "' + b"a" * (1 << 20) + b'"}')
     assert answered.status_code == 400  # no run: nothing to protect (with one, the blocking form)
     assert "hook input is larger than" in answered.json()["error"]
 
 
-def test_unknown_harnesses_options_and_methods_are_named(world: GateWorld, server: HttpServer) -> None:
+def test_unknown_harnesses_options_and_methods_are_named(world: GateWorld, idle_server: HttpServer) -> None:
     body = claude_input(world, "Stop", stop_hook_active=False)
-    other = server.client.post(
-        f"{server.base}/hooks/windsurf", content=body, headers={"Authorization": f"Bearer {ANA}"}
+    other = idle_server.client.post(
+        f"{idle_server.base}/hooks/windsurf", content=body, headers={"Authorization": f"Bearer {ANA}"}
     )
     assert other.status_code == 404 and "/hooks/claude-code" in other.json()["error"]
-    typo = hook(server, body, query="?stop-limt=2")
+    typo = hook(idle_server, body, query="?stop-limt=2")
     assert typo.status_code == 400 and "unknown query parameter 'stop-limt'" in typo.json()["error"]
-    assert hook(server, body, query="?stop-limit=9").status_code == 400
-    got = server.client.get(f"{server.base}/hooks/claude-code", headers={"Authorization": f"Bearer {ANA}"})
+    assert hook(idle_server, body, query="?stop-limit=9").status_code == 400
+    got = idle_server.client.get(
+        f"{idle_server.base}/hooks/claude-code", headers={"Authorization": f"Bearer {ANA}"}
+    )
     assert got.status_code == 405
 
 
@@ -263,11 +275,11 @@ def test_an_unreachable_server_lets_the_action_through_with_a_warning(world: Gat
 
 
 def test_doctor_says_whether_the_servers_hooks_answer_with_the_token(
-    world: GateWorld, server: HttpServer
+    world: GateWorld, idle_server: HttpServer
 ) -> None:
     def doctor(token: str, exit_code: int) -> str:
         done = subprocess.run(
-            [*gate_command("doctor"), "--server", server.base],
+            [*gate_command("doctor"), "--server", idle_server.base],
             capture_output=True,
             text=True,
             cwd=world.workspace,
@@ -277,7 +289,7 @@ def test_doctor_says_whether_the_servers_hooks_answer_with_the_token(
         assert done.returncode == exit_code, done.stderr
         return done.stdout + done.stderr
 
-    assert f"run store: the server {server.base}" in doctor(ANA, 0)
+    assert f"run store: the server {idle_server.base}" in doctor(ANA, 0)
     assert "test event: the server's hooks answer, and take the token" in doctor(ANA, 0)
     # a server that refuses the token is a hook that will not answer: exit 1, naming why
     assert "answered 401: Unauthorized" in doctor("nobody-has-this-token-0123456789", 1)

@@ -41,6 +41,15 @@ def server(world: GateWorld) -> Iterator[HttpServer]:
         yield started
 
 
+@pytest.fixture(scope="module")
+def idle_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServer]:
+    """One server for the tests that start no run on it (each start is a second or two)."""
+    idle = GateWorld(tmp_path_factory.mktemp("idle"))
+    with serving(idle) as started:
+        yield started
+    idle.close()
+
+
 def start(world: GateWorld, server: HttpServer) -> str:
     arguments = {"workflowId": "gate-fixture", "goal": "Add a discount", "workspace": str(world.workspace)}
     return str(call(server, "workflow_start", arguments)["runId"])
@@ -70,9 +79,11 @@ def test_a_body_the_gate_cannot_read_is_refused_while_a_run_is_active(
 
 
 @pytest.mark.parametrize("name", list(UNREADABLE))
-def test_a_body_the_gate_cannot_read_with_no_run_is_a_400_naming_it(server: HttpServer, name: str) -> None:
+def test_a_body_the_gate_cannot_read_with_no_run_is_a_400_naming_it(
+    idle_server: HttpServer, name: str
+) -> None:
     body, said, _ = UNREADABLE[name]
-    answered = hook(server, body)
+    answered = hook(idle_server, body)
     assert answered.status_code == 400
     assert said in answered.json()["error"]
 

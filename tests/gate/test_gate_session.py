@@ -52,6 +52,7 @@ def head(world: GateWorld) -> str:
     return git(world, "rev-parse", "HEAD").stdout.strip()
 
 
+@pytest.mark.slow  # a real server, a process per hook; the quick loop keeps the claude-code and git cases
 def test_a_session_played_as_claude_code_and_git_is_held_to_the_run(world: GateWorld) -> None:
     remote = world.root / "remote.git"
     subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)

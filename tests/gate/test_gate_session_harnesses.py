@@ -73,6 +73,7 @@ def install(world: GateWorld, harness: str) -> None:
     assert installed.returncode == 0, installed.stderr
 
 
+@pytest.mark.slow  # a real server, a process per hook; the quick loop keeps each gemini case
 def test_a_session_played_as_gemini_cli_is_held_to_the_run(world: GateWorld) -> None:
     install(world, "gemini")
     gemini = Harness(
@@ -169,6 +170,7 @@ def patch(*paths: str) -> dict[str, str]:
     return {"command": f"*** Begin Patch\n{body}*** End Patch\n"}
 
 
+@pytest.mark.slow  # a real server, a process per hook; the quick loop keeps each codex case
 def test_a_session_played_as_codex_is_held_to_the_run(world: GateWorld) -> None:
     install(world, "codex")
     codex = Harness(world, ".codex/hooks.json", session_id="019a-c0de", model="gpt-5-codex", turn_id="t-1")
