@@ -27,7 +27,7 @@ from handrail.runs.approvers import CHANNELS, reminders_due
 from handrail.runs.awaiting import Awaiting
 from handrail.runs.claims import Claims, admitted, renewed
 from handrail.runs.decisions import Decisions
-from handrail.runs.ledger import Ledger, RunSettings, new_run_id
+from handrail.runs.ledger import Ledger, RunSettings, new_run, new_run_id
 from handrail.runs.links import VIA, Link, Links
 from handrail.runs.migration import Migrations
 from handrail.runs.passkeys import Passkeys
@@ -233,49 +233,21 @@ class Runs:
     ) -> dict[str, Any]:
         """`workflow_folders`: the sources the server was given, kept in the `started` event
         for the gate, which protects them while the run is active."""
-        from handrail.store.sqlite import now  # lazy: loaded with the first run started
-
         folder = self.workspace(request, workspace)
         context = dict(context or {})
         baseline = _baseline(workflow, folder)
         position, _ = Position((), (), None, None, False).advanced(workflow, context)
         source_hash = workflow.content_hash
         self.store.put_source(source_hash, workflow.id, workflow.document)
-        at = now()
-        run = RunRecord(
-            id=new_run_id(),
-            owner=self.owner(request),
-            workspace=folder,
-            workflow_id=workflow.id,
-            workflow_version=workflow.version,
-            source_hash=source_hash,
-            goal=goal,
-            status=RunStatus.ACTIVE,  # until its events say otherwise (Ledger.create)
-            context=context,
-            position=position.to_stored(),
-            accepted=0,
-            created_at=at,
-            updated_at=at,
-            version=1,
+        more = {
+            **({"baseline": baseline} if baseline is not None else {}),
+            **({"workflowFolders": list(workflow_folders)} if workflow_folders else {}),
+            **_channels(self.ledger.settings.approval_channels),
+        }
+        pinned = (workflow.id, workflow.version, source_hash)
+        run, events = new_run(
+            new_run_id(), self.owner(request), folder, pinned, goal, context, position, more
         )
-        events = [
-            NewEvent(
-                EventType.STARTED,
-                data={
-                    "workflowId": workflow.id,
-                    "workflowVersion": workflow.version,
-                    "sourceHash": source_hash,
-                    "goal": goal,
-                    "workspace": folder,
-                    "context": context,
-                    **({"baseline": baseline} if baseline is not None else {}),
-                    **({"workflowFolders": list(workflow_folders)} if workflow_folders else {}),
-                    **_channels(self.ledger.settings.approval_channels),
-                },
-            )
-        ]
-        if position.is_complete:
-            events.append(NewEvent(EventType.COMPLETED))
         run = self.tree.after(self.ledger.create(run, events))
         fields = ("runId", "status", "workflowId", "workflowVersion", "goal")
         return {**shaped(run, fields), **view(run), **self.tree.shown(run)}
