@@ -32,6 +32,8 @@ class Questions:
     def while_waiting(
         self, request: Request, run: RunRecord, step_id: str | None, changes: Mapping[str, Any] | None
     ) -> dict[str, Any] | InputRequired:
+        """workflow_continue on a run waiting for a person: they are asked through the
+        client where it can ask, else the answer says where they decide."""
         pending, output = self.awaiting.step(run)
         if step_id is not None and step_id != pending:
             raise not_current(step_id, run)
