@@ -353,7 +353,7 @@ def test_a_bundled_workflow_walks_to_its_end_by_doing_what_its_prompts_say(
                 sent["context"] = do.context
             answer = service.call("workflow_continue", sent)
             if answer["status"] == "awaiting_approval":  # a person approves, as the prompt expects
-                answer = service.runs.approve(LOCAL, run_id, person="local")
+                answer = service.runs.decide(LOCAL, run_id, "approve", person="local")
             assert answer["accepted"] is True, (
                 f"{sid}: what its prompt asks is refused: {answer.get('issues')}"
             )

@@ -92,6 +92,8 @@ class DriveWorld(World):
         try:
             run = runs.ledger.store.get(run_id)
             assert run is not None
-            runs.approve(Request(owner=run.owner, scope="person"), run_id, person="ana", via="dashboard")
+            runs.decide(
+                Request(owner=run.owner, scope="person"), run_id, "approve", person="ana", via="dashboard"
+            )
         finally:
             runs.close()

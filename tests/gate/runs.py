@@ -74,7 +74,7 @@ class GateWorld:
 
     def approve(self) -> None:
         assert self.run_id is not None
-        self.runs.approve(LOCAL, self.run_id, person="ana", comment=None)
+        self.runs.decide(LOCAL, self.run_id, "approve", person="ana", comment=None)
 
     def approve_as_person(self, run_id: str, person: str = "ana") -> None:
         """A person's approval through a channel the agent does not share (the dashboard
@@ -82,7 +82,9 @@ class GateWorld:
         their passkey (spec/runs.md, "Presence")."""
         run = self.runs.ledger.store.get(run_id)
         assert run is not None
-        self.runs.approve(Request(owner=run.owner, scope="person"), run_id, person=person, via="dashboard")
+        self.runs.decide(
+            Request(owner=run.owner, scope="person"), run_id, "approve", person=person, via="dashboard"
+        )
 
     def events(self) -> list[dict[str, Any]]:
         assert self.run_id is not None

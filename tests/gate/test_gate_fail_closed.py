@@ -194,12 +194,12 @@ def test_a_run_row_moved_on_with_sqlite3_does_not_move_the_gate_on(world: GateWo
 
 
 CRASH = """
-import handrail.runs.gate as gate
+import handrail.runs.gate_decision as gate_decision
 
 def crash(*args, **kwargs):
     raise RuntimeError("a bug in the decision")
 
-gate.decide = crash
+gate_decision.decide = crash
 """
 CRASH_TWICE = (
     CRASH

@@ -154,7 +154,7 @@ def test_a_link_decides_once_as_its_person_and_a_decision_made_elsewhere_ends_it
     row = runs.store.get(second)
     assert row is not None
     token, _ = runs.links.issue(row, "ana", False, None, ["http://127.0.0.1"])
-    runs.approve(LOCAL, second, person="ana")  # decided on another channel first
+    runs.decide(LOCAL, second, "approve", person="ana")  # decided on another channel first
     with pytest.raises(LinkRefused, match=r"the run moved on since it was sent \(approved\)"):
         runs.by_link(second, token)
     assert token not in json.dumps([e.as_dict() for e in runs.store.events(second)])

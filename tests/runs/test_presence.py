@@ -97,7 +97,7 @@ def test_a_workflow_asking_for_presence_refuses_every_channel_without_a_passkey(
     run = waiting(world)
     for via in ("cli", "dashboard", "api"):
         with pytest.raises(PresenceNeeded) as refused:
-            world.runs.approve(PERSON, run, person="local", via=via)
+            world.runs.decide(PERSON, run, "approve", person="local", via=via)
         assert '"approval": {"presence": "passkey"}' in refused.value.message
         assert refused.value.data["rule"] == "presence"
     assert world.events()[-1]["type"] == "awaiting_approval"
@@ -109,10 +109,10 @@ def test_a_server_requiring_presence_refuses_a_persons_token_and_the_cli(world: 
     try:
         for via in ("api", "cli"):
             with pytest.raises(PresenceNeeded, match="--require-presence"):
-                requiring.decline(PERSON, run, person="local", comment="no", via=via)
+                requiring.decide(PERSON, run, "decline", person="local", comment="no", via=via)
     finally:
         requiring.close()
-    answer = world.runs.approve(LOCAL, run, person="local", via="api")
+    answer = world.runs.decide(LOCAL, run, "approve", person="local", via="api")
     assert answer["accepted"] is True
 
 

@@ -117,11 +117,14 @@ def run_trace(trace: dict[str, Any], folder: Path) -> list[str]:
                 time.sleep(params["seconds"])
                 outcome = {"waited": params["seconds"]}
             elif call["tool"] in ("approve", "decline"):  # what `handrail runs approve|decline` does
-                decide = service.runs.approve if call["tool"] == "approve" else service.runs.decline
                 named = params.get("runId", run_id or "")  # "$branch:N", "$child" too
                 try:
-                    outcome = decide(
-                        LOCAL, tree.get(named, named), person=params["person"], comment=params.get("comment")
+                    outcome = service.runs.decide(
+                        LOCAL,
+                        tree.get(named, named),
+                        "approve" if call["tool"] == "approve" else "decline",
+                        person=params["person"],
+                        comment=params.get("comment"),
                     )
                 except HandrailError as exc:
                     outcome = {"error": {"code": exc.code, "message": exc.message, "data": exc.data}}

@@ -410,7 +410,7 @@ def test_a_person_declining_a_child_runs_step_fails_the_parents_step_with_their_
         service.call("workflow_continue", {"runId": child, "stepId": "read", "output": "Read it"})
         waiting = service.call("workflow_continue", {"runId": child, "stepId": "judge", "output": "Fine"})
         assert waiting["status"] == "awaiting_approval"
-        service.runs.decline(LOCAL, child, person="maria", comment="Not thorough enough")
+        service.runs.decide(LOCAL, child, "decline", person="maria", comment="Not thorough enough")
         parent = service.call("workflow_resume", {"runId": started["runId"]})
         assert parent["waitingOn"]["failed"] == (
             f"its child run {child} of workflow `code-review` was declined: "
@@ -437,7 +437,7 @@ def test_a_person_declining_a_branchs_step_ends_the_branch_and_too_many_declined
                 "workflow_continue", {"runId": run_id, "stepId": "review", "output": "Reviewed"}
             )
             assert asked["status"] == "awaiting_approval"
-        declined = service.runs.decline(LOCAL, ids[0], person="maria", comment="Missed the tests")
+        declined = service.runs.decide(LOCAL, ids[0], "decline", person="maria", comment="Missed the tests")
         assert declined["status"] == "abandoned"
         events = service.runs.events(service.runs.store.get(ids[0]))  # type: ignore[arg-type]
         assert events[-1].type == "abandoned"
@@ -445,7 +445,7 @@ def test_a_person_declining_a_branchs_step_ends_the_branch_and_too_many_declined
         parent = service.call("workflow_resume", {"runId": waiting["runId"]})
         assert "failed" not in parent["waitingOn"]  # two of three can still complete
         assert [b["status"] for b in parent["branches"]] == ["abandoned", "awaiting_approval", "active"]
-        service.runs.decline(LOCAL, ids[1], person="maria", comment="Same again")
+        service.runs.decide(LOCAL, ids[1], "decline", person="maria", comment="Same again")
         failed = service.call("workflow_resume", {"runId": waiting["runId"]})
         assert failed["waitingOn"]["failed"].startswith("2 of loop `each-file`'s 3 branches were abandoned")
         assert [b["status"] for b in failed["branches"]] == ["abandoned", "abandoned", "abandoned"]

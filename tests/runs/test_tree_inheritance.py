@@ -33,7 +33,7 @@ def test_a_branch_keeps_the_approval_channels_of_the_server_that_started_its_run
         cli_only.continue_(LOCAL, snap, branch, "note", "Noted", None)
         assert cli_only.store.get(branch).status.value == "awaiting_approval"  # type: ignore[union-attr]
         with pytest.raises(HandrailError) as refused:
-            every_channel.approve(LOCAL, branch, person="local", via="dashboard")
+            every_channel.decide(LOCAL, branch, "approve", person="local", via="dashboard")
         assert "dashboard" in str(refused.value)
         started = next(e for e in every_channel.store.events(branch) if e.type == "started")
         assert started.data["approvalChannels"] == ["cli"]

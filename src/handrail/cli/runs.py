@@ -325,12 +325,16 @@ def _decide(runs: Runs, args: argparse.Namespace) -> int:
     )
 
     person = args.person or local_person()
-    decide = runs.approve if args.runs_command == "approve" else runs.decline
     try:
         # a served run is its owner's; the person decides
         # the command line is always a channel the agent shares: it runs as the same user
-        result = decide(
-            as_owner(runs, args.run_id), args.run_id, person=person, comment=args.comment, shared=True
+        result = runs.decide(
+            as_owner(runs, args.run_id),
+            args.run_id,
+            "approve" if args.runs_command == "approve" else "decline",
+            person=person,
+            comment=args.comment,
+            shared=True,
         )
     except PresenceNeeded as exc:
         # only the shared channel's reason lets a link do: the workflow's or the server's asks for the passkey

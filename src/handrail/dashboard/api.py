@@ -78,13 +78,18 @@ class Api:
         if isinstance(comment, Response):
             return comment
         run_id = request.path_params["run_id"]
-        method = runs.approve if verb == "approve" else runs.decline
         asking = Asking(owner=person, scope=PERSON)
         try:
             result = await run_in_threadpool(
                 # without tokens, anyone on this machine is "local": the agent shares the channel
-                lambda: method(
-                    asking, run_id, person=person, comment=comment, via="api", shared=people is None
+                lambda: runs.decide(
+                    asking,
+                    run_id,
+                    "approve" if verb == "approve" else "decline",
+                    person=person,
+                    comment=comment,
+                    via="api",
+                    shared=people is None,
                 )
             )
         except PresenceNeeded as exc:

@@ -146,7 +146,6 @@ class Pages:
         if not hmac.compare_digest(fields.get("csrf", "").encode(), session.csrf.encode()):
             return HTMLResponse("Forbidden: the form's token does not match", 403, headers=SECURITY_HEADERS)
         comment = fields.get("comment", "").strip() or None
-        method = runs.approve if verb == "approve" else runs.decline
         # a passkey's signed answer, to the challenge this session was given (passkey_pages.py)
         presence = (
             await presence_of(self.site.challenges, session, run_id, verb, fields["assertion"])
@@ -158,9 +157,10 @@ class Pages:
         try:
             await self.site.as_person(
                 session,
-                lambda asking: method(
+                lambda asking: runs.decide(
                     asking,
                     run_id,
+                    "approve" if verb == "approve" else "decline",
                     person=session.person,
                     comment=comment,
                     via="dashboard",

@@ -2,7 +2,7 @@
 turning that harness's documented hook input into a `runs.gate.GateEvent` and a
 `runs.gate.Decision` into the exact answer that harness reads (stdout, stderr,
 exit code), plus writing its settings (`install`). The decisions themselves are
-harness-neutral and live in runs/gate.py; the command is cli/gate.py.
+harness-neutral and live in runs/gate_decision.py; the command is cli/gate.py.
 
 A folder of its own, rather than more modules in cli/: each harness has its own
 contract (field names, exit codes, settings files), more harnesses follow the

@@ -142,7 +142,7 @@ def _json_hook(args: Args, harness: str, data: bytes) -> Answer:
 
 
 def _decide(args: Args, event: GateEvent, harness: str, more: list[GateEvent] | None = None) -> Decision:
-    from handrail.runs.gate import Options, decide  # lazy: a hook's start-up
+    from handrail.runs.gate import Options  # lazy: a hook's start-up
 
     options = Options(
         require_run=args.require_run,
@@ -156,9 +156,7 @@ def _decide(args: Args, event: GateEvent, harness: str, more: list[GateEvent] | 
     if store is None:
         from handrail.runs.gate_store import first_refusal  # lazy: a hook's start-up
 
-        return first_refusal(
-            decide(None, each, options, protected_at(place)) for each in [event, *(more or [])]
-        )
+        return first_refusal(None, [event, *(more or [])], options, protected_at(place))
     from handrail.gate import active_marks  # lazy: a hook's start-up
     from handrail.runs import gate_store  # lazy: a hook's start-up
 

@@ -1,5 +1,5 @@
 """`handrail serve`'s HTTP hooks: `POST /hooks/<harness>` answers the same events as
-the command hook, decided by the same function (`runs.gate_store.judge`) against the
+the command hook, decided by the same function (`runs.gate_store.judged`) against the
 server's own run store, as the person the request's token names.
 
 Claude Code posts its hook JSON (the command hook's stdin) and reads the answer the

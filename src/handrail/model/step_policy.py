@@ -7,6 +7,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import NamedTuple
 
+# handrail's own run tools: always allowed, so a rule that denies them never applies
+OWN_SERVER = "handrail"
+OWN_TOOLS = (
+    "workflow_start",
+    "workflow_continue",
+    "workflow_resume",
+    "workflow_abandon",
+    "workflow_list",
+    "workflow_claim",
+)
+
 
 class GateRule(NamedTuple):
     """One rule of a step's policy, compiled: `matches(kind, target)` says whether it

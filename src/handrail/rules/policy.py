@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING
 
-from handrail.model.step_policy import GateRule, Policy
+from handrail.model.step_policy import OWN_SERVER, OWN_TOOLS, GateRule, Policy
 from handrail.rules.shell_line import glob_matches
 
 if TYPE_CHECKING:
@@ -32,16 +32,6 @@ class _Silent:
 
 
 KINDS = ("edit", "read", "shell", "mcp", "web", "tool")
-# handrail's own run tools: always allowed, so a rule that denies them never applies
-OWN_SERVER = "handrail"
-OWN_TOOLS = (
-    "workflow_start",
-    "workflow_continue",
-    "workflow_resume",
-    "workflow_abandon",
-    "workflow_list",
-    "workflow_claim",
-)
 
 
 def compile_rule(raw: Any, at: str, report: Reporter) -> GateRule | None:

@@ -10,10 +10,11 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from handrail.model.errors import BranchHeld, InvalidParams, RunNotActive, StateError, StepNotCurrent
 from handrail.model.runs import EventType, NewEvent, RunRecord, RunStatus, RunUpdate
 from handrail.runs import machine
+from handrail.runs.awaiting import Awaiting
 from handrail.runs.claims import admitted
-from handrail.runs.decisions import Decisions
 from handrail.runs.ledger import Ledger, off_the_clock
 from handrail.runs.position import Position, merge_context
+from handrail.runs.questions import Questions
 from handrail.runs.refusals import not_active, not_current
 from handrail.runs.shapes import view
 from handrail.runs.tree import Tree
@@ -50,11 +51,13 @@ class Submitted(NamedTuple):
 
 
 class Advance:
-    """workflow_continue; a step may wait for a person (`decisions`)."""
+    """workflow_continue; a step may wait for a person (`awaiting`), who may be asked
+    through the client (`questions`)."""
 
-    def __init__(self, ledger: Ledger, decisions: Decisions, tree: Tree) -> None:
+    def __init__(self, ledger: Ledger, questions: Questions, awaiting: Awaiting, tree: Tree) -> None:
         self.ledger = ledger
-        self.decisions = decisions
+        self.questions = questions
+        self.awaiting = awaiting
         self.tree = tree
 
     def continue_(
@@ -107,17 +110,16 @@ class Advance:
 
     def _continue_once(self, call: Call, run: RunRecord) -> dict[str, Any] | InputRequired:
         request, snapshot, step_id, output, changes = call
-        decisions = self.decisions
         if run.status == RunStatus.AWAITING_APPROVAL:  # a person approves (or declines) the step first
-            return decisions.while_waiting(request, run, step_id, changes)
+            return self.questions.while_waiting(request, run, step_id, changes)
         if step_id is not None and output is None:
-            return decisions.after_decision(run, step_id)
+            return self.awaiting.after_decision(run, step_id)
         submitting = step_id is not None and output is not None
         if not machine.allows(run.status, EventType.ACCEPTED if submitting else EventType.CONTEXT):
             if run.status == RunStatus.COMPLETED and output is None and not changes:
                 last = self._last_approved(run)  # a person's approval ended it: say so
                 if last is not None:
-                    return decisions.after_decision(run, last)
+                    return self.awaiting.after_decision(run, last)
             raise not_active(run)
         workflow = self.ledger.pinned(snapshot, run)
         position = Position.stored(run.position)
@@ -181,7 +183,7 @@ class Advance:
             # the context goes with the output; the step stays current until a person decides
             update = RunUpdate(context=context if changed else None)
             written = ledger.write(run, update, [*checked, waiting], ledger.owner(call.request))
-            return self.decisions.ask(call.request, written, step.current, output)
+            return self.questions.ask(call.request, written, step.current, output)
         after, _ = step.position.advanced(step.workflow, context, done=step_id)
         events = [*checked, NewEvent(EventType.ACCEPTED, step_id, {"output": output, **title, **change_data})]
         if after.is_complete:

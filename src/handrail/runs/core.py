@@ -6,8 +6,9 @@ done. Every answer is built from what the store has committed: nothing is
 acknowledged before it is durable.
 
 `Runs` is composed of small parts, each in a module named for what it holds: the
-store and who asks (ledger.py), the transition table (machine.py), a person's
-decisions (decisions.py), workflow_continue (advance.py), the output shapes
+store and who asks (ledger.py), the transition table (machine.py), a run waiting for
+a person (awaiting.py), their decisions (decisions.py) and the questions put through
+the client (questions.py), workflow_continue (advance.py), the output shapes
 (shapes.py). This module holds the run's lifecycle: start, the open runs and a
 run's recap (resume), abandon.
 """
@@ -23,14 +24,16 @@ from handrail.model.runs import ACTIVE_STATUSES, Event, EventType, NewEvent, Run
 from handrail.runs import abandons, machine
 from handrail.runs.advance import Advance
 from handrail.runs.approvers import recorded_channels, reminders_due
+from handrail.runs.awaiting import Awaiting
 from handrail.runs.claims import Claims, admitted, renewed
 from handrail.runs.decisions import Decisions
-from handrail.runs.ledger import Ledger, RunSettings, new_run_id
+from handrail.runs.ledger import Ledger, RunSettings, new_run, new_run_id
 from handrail.runs.links import VIA, Link, Links
 from handrail.runs.migration import Migrations
 from handrail.runs.passkeys import Passkeys
 from handrail.runs.position import Position, merge_context
 from handrail.runs.presence import signature_break
+from handrail.runs.questions import Questions
 from handrail.runs.refusals import not_active
 from handrail.runs.replay import replay_break
 from handrail.runs.shapes import recap, shaped, summary, view
@@ -41,11 +44,13 @@ from handrail.store.chain import Break, check_run
 from handrail.store.stats import StatsFilter, workflow_stats
 
 if TYPE_CHECKING:
+    from typing import Unpack
+
     from handrail.catalog import Snapshot
     from handrail.model.request import Request
     from handrail.model.workflow import Workflow
     from handrail.runs.approvers import Pending
-    from handrail.runs.presence import Presence
+    from handrail.runs.decisions import How, Verdict
     from handrail.store import RunStore
 
 __all__ = ["Runs", "merge_context", "new_run_id", "summary"]
@@ -64,12 +69,14 @@ class Runs:
     def __init__(self, store_factory: Callable[[], RunStore], settings: RunSettings | None = None) -> None:
         """`settings`: the server's for its runs, made once (runs/ledger.py); None: the defaults."""
         self.ledger = Ledger(store_factory, settings)
-        self.decisions = Decisions(self.ledger)
+        self.awaiting = Awaiting(self.ledger)  # a run waiting for a person
+        self.decisions = Decisions(self.ledger, self.awaiting)
         self.tree = Tree(self.ledger)
         self.passkeys = Passkeys(self.ledger)
         self.links = Links(self.ledger)
         self.sign_ins = SignIns(self.ledger)  # the dashboard's sessions, shared by its servers
-        self.advance = Advance(self.ledger, self.decisions, self.tree)
+        questions = Questions(self.ledger, self.awaiting, self.decisions)  # asked through the client
+        self.advance = Advance(self.ledger, questions, self.awaiting, self.tree)
         # workflow_continue is the advance's own: its signature is written once, there
         self.continue_ = self.advance.continue_
         # `handrail runs migrate`: a run moved to a newer version of its workflow
@@ -114,24 +121,13 @@ class Runs:
 
     # -- a person's decisions ----------------------------------------------------------
 
-    def approve(
-        self,
-        request: Request,
-        run_id: str,
-        *,
-        person: str,
-        comment: str | None = None,
-        via: str = "cli",
-        presence: Presence | None = None,
-        shared: bool = False,
+    def decide(
+        self, request: Request, run_id: str, verdict: Verdict, *, person: str, **how: Unpack[How]
     ) -> dict[str, Any]:
-        """A person approves the step the run waits on: it is accepted and the run goes on.
-        `request`: whose run it is; `via`: where the person decided (`cli`, `dashboard`),
-        recorded on the event; `presence`, `shared`: see `Decisions.approve`."""
-        answer = self.decisions.approve(
-            request, run_id, person=person, comment=comment, via=via, presence=presence, shared=shared
-        )
-        return self.tree.answered(answer)  # an accepted step may reach a parallel loop
+        """A person approves or declines the step the run waits on (`Decisions.decide`);
+        then what that means for its tree: an accepted step may reach a parallel loop, and
+        a child run's decline fails its parent's step."""
+        return self.tree.answered(self.decisions.decide(request, run_id, verdict, person=person, **how))
 
     def by_link(self, run_id: str, token: str, person: str | None = None) -> tuple[Link, dict[str, Any]]:
         """The decision a one-time link (runs/links.py) was sent for, made as its person,
@@ -139,33 +135,16 @@ class Runs:
         link = self.links.usable(run_id, token)
         if person is not None and person != link.person:
             raise self.links.refused(run_id, f"it was sent for {link.person}, not for {person}")
-        decide = self.approve if link.approve else self.decline
         owner = self.links.owner_request(run_id)
-        return link, decide(owner, run_id, person=link.person, comment=link.comment, via=VIA)
-
-    def decline(
-        self,
-        request: Request,
-        run_id: str,
-        *,
-        person: str,
-        comment: str | None = None,
-        via: str = "cli",
-        presence: Presence | None = None,
-        shared: bool = False,
-    ) -> dict[str, Any]:
-        """A person declines it: the run stays on the step, and the comment is an issue."""
-        answer = self.decisions.decline(
-            request, run_id, person=person, comment=comment, via=via, presence=presence, shared=shared
-        )
-        return self.tree.answered(answer)  # a child run's decline fails its parent's step
+        answer = self.decide(owner, run_id, link.decision, person=link.person, comment=link.comment, via=VIA)
+        return link, answer
 
     def pending_approval(self, run: RunRecord) -> dict[str, Any] | None:
-        return self.decisions.pending_approval(run)
+        return self.awaiting.pending_approval(run)
 
     def waiting(self, run: RunRecord) -> Pending | None:
         """The approval the run waits on, with its rule (who may decide); None without one."""
-        return self.decisions.waiting(run)
+        return self.awaiting.approval(run)
 
     def readable(self, request: Request, run_id: str, person: str) -> RunRecord:
         """The run, when it is `person`'s own or waits for an approval they may give."""
@@ -177,7 +156,7 @@ class Runs:
     def may_decide(self, request: Request, run: RunRecord, person: str, via: str) -> str | None:
         """Why `person` may not decide on the run's pending approval through `via` (None:
         they may). A run that waits for none: the refusal says so."""
-        found = self.decisions.waiting(run)
+        found = self.awaiting.approval(run)
         if found is None:
             return f"the run is {run.status}, not waiting for a person's approval"
         return self.decisions.refusal(request, found, person, via, approve=False)
@@ -207,7 +186,7 @@ class Runs:
                 if run is None:
                     return 0
                 events = self.ledger.events(run.id)
-                found = self.decisions.waiting(run, events)
+                found = self.awaiting.approval(run, events)
                 if found is None:
                     return 0
                 due: list[NewEvent] = []
@@ -233,7 +212,7 @@ class Runs:
 
         def theirs() -> Iterator[RunRecord]:
             for run in self.awaiting_approval():
-                waiting = self.decisions.waiting(run)
+                waiting = self.awaiting.approval(run)
                 if waiting is None or waiting.refusal(person, roles) is not None:
                     continue
                 if run.owner == person or waiting.may_see(person, roles):
@@ -254,49 +233,21 @@ class Runs:
     ) -> dict[str, Any]:
         """`workflow_folders`: the sources the server was given, kept in the `started` event
         for the gate, which protects them while the run is active."""
-        from handrail.store.sqlite import now  # lazy: loaded with the first run started
-
         folder = self.workspace(request, workspace)
         context = dict(context or {})
         baseline = _baseline(workflow, folder)
         position, _ = Position((), (), None, None, False).advanced(workflow, context)
         source_hash = workflow.content_hash
         self.store.put_source(source_hash, workflow.id, workflow.document)
-        at = now()
-        run = RunRecord(
-            id=new_run_id(),
-            owner=self.owner(request),
-            workspace=folder,
-            workflow_id=workflow.id,
-            workflow_version=workflow.version,
-            source_hash=source_hash,
-            goal=goal,
-            status=RunStatus.ACTIVE,  # until its events say otherwise (Ledger.create)
-            context=context,
-            position=position.to_stored(),
-            accepted=0,
-            created_at=at,
-            updated_at=at,
-            version=1,
+        more = {
+            **({"baseline": baseline} if baseline is not None else {}),
+            **({"workflowFolders": list(workflow_folders)} if workflow_folders else {}),
+            **recorded_channels(self.ledger.settings.approval_channels),
+        }
+        pinned = (workflow.id, workflow.version, source_hash)
+        run, events = new_run(
+            new_run_id(), self.owner(request), folder, pinned, goal, context, position, more
         )
-        events = [
-            NewEvent(
-                EventType.STARTED,
-                data={
-                    "workflowId": workflow.id,
-                    "workflowVersion": workflow.version,
-                    "sourceHash": source_hash,
-                    "goal": goal,
-                    "workspace": folder,
-                    "context": context,
-                    **({"baseline": baseline} if baseline is not None else {}),
-                    **({"workflowFolders": list(workflow_folders)} if workflow_folders else {}),
-                    **recorded_channels(self.ledger.settings.approval_channels),
-                },
-            )
-        ]
-        if position.is_complete:
-            events.append(NewEvent(EventType.COMPLETED))
         run = self.tree.after(self.ledger.create(run, events))
         fields = ("runId", "status", "workflowId", "workflowVersion", "goal")
         return {**shaped(run, fields), **view(run), **self.tree.shown(run)}

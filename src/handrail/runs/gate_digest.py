@@ -2,7 +2,7 @@
 the run layer when the step changes (start, advance, a loop's move, a branch) and
 kept in the run row's `gate` column, under the row's seal (store/state_seal.py).
 
-A hook then reads the row and decides (runs/gate.py); it never parses the pinned
+A hook then reads the row and decides (runs/gate_decision.py); it never parses the pinned
 workflow. The digest holds the step's id, its place among the workflow's steps, its
 `allow` and `deny` lists as written (the workflow's own where the step gives none),
 and the workflow folders its baseline and protected paths take in (the folders the

@@ -15,15 +15,8 @@ import os
 from typing import TYPE_CHECKING, NamedTuple
 
 from handrail.runs import gate_digest
-from handrail.runs.gate import (
-    ACTIVE,
-    RunFacts,
-    bound_session,
-    compacted_since_prompt,
-    decide,
-    inside,
-    stop_refusals,
-)
+from handrail.runs.gate import ACTIVE, RunFacts, bound_session, compacted_since_prompt, inside, stop_refusals
+from handrail.runs.gate_decision import decide
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
@@ -45,26 +38,6 @@ ACTOR = "gate"
 GATE = "gate"  # EventType.GATE, whose module the hook does not load
 
 
-def judge(
-    store: RunStore,
-    event: GateEvent,
-    options: Options,
-    protected: Protected,
-    folders: Sequence[str],
-    owner: str | None = None,
-    more: Sequence[GateEvent] = (),
-    seen: list[str] | None = None,
-) -> Decision:
-    """One hook event decided against the store, and its `gate` event written: the one
-    path of the command hook and of `handrail serve`'s HTTP hooks. `owner`: only that
-    person's runs are found (a server's token); None: every run of the store. `more`:
-    further actions of the same tool call (a patch naming several files), decided in
-    order; the first one not allowed is the decision, and the one event written.
-    `seen` gets the workspace of the run found, if any. A decision whose event cannot
-    be written is raised as `Unrecorded`, carrying both: it stands all the same."""
-    return judged(store, event, options, protected, folders, owner, more, seen).decision
-
-
 class Judged(NamedTuple):
     decision: Decision
     run: RunRecord | None  # the run the decision was written against
@@ -81,7 +54,14 @@ def judged(
     more: Sequence[GateEvent] = (),
     seen: list[str] | None = None,
 ) -> Judged:
-    """As `judge`, with the run and facts the decision was made on."""
+    """One hook event decided against the store, and its `gate` event written: the one
+    path of the command hook and of `handrail serve`'s HTTP hooks. `owner`: only that
+    person's runs are found (a server's token); None: every run of the store. `more`:
+    further actions of the same tool call (a patch naming several files), decided in
+    order; the first one not allowed is the decision, and the one event written.
+    `seen` gets the workspace of the run found, if any. A decision whose event cannot
+    be written is raised as `Unrecorded`, carrying both: it stands all the same. Returned
+    with the run and facts the decision was made on."""
     event, more = resolved(event), [resolved(each) for each in more]
     held = strictest(store, folders, owner, event)
     if held is not None:
@@ -92,7 +72,7 @@ def judged(
     if found is not None and seen is not None:
         seen.append(found[0].workspace)
     facts_ = None if found is None else facts(store, found[0], found[1])
-    decision = first_refusal(decide(facts_, each, options, protected) for each in (event, *more))
+    decision = first_refusal(facts_, (event, *more), options, protected)
     if found is None or facts_ is None:
         return Judged(decision, None, None)
     run = found[0]
@@ -182,9 +162,7 @@ def held_to_all(
     judgements = []
     for run, events in held:
         facts_ = facts(store, run, events)
-        judgements.append(
-            (run, facts_, first_refusal(decide(facts_, each, options, protected) for each in (event, *more)))
-        )
+        judgements.append((run, facts_, first_refusal(facts_, (event, *more), options, protected)))
     run, facts_, decision = next(
         (j for j in judgements if j[2].verdict in ("deny", "block")),
         next((j for j in judgements if j[2].verdict != "allow"), judgements[0]),
@@ -214,10 +192,14 @@ class Unrecorded(Exception):
         self.decision, self.run_id, self.step_id, self.data = decision, run_id, step_id, data
 
 
-def first_refusal(decisions: Iterable[Decision]) -> Decision:
-    """The first decision that is not a plain allow, else the last."""
+def first_refusal(
+    facts_: RunFacts | None, events: Iterable[GateEvent], options: Options, protected: Protected
+) -> Decision:
+    """The first decision on `events` (the actions of one tool call) that is not a plain
+    allow, else the last."""
     last: Decision | None = None
-    for last in decisions:
+    for each in events:
+        last = decide(facts_, each, options, protected)
         if last.verdict != "allow":
             return last
     assert last is not None, "at least one decision"
@@ -269,7 +251,7 @@ def descend(store: RunStore, found: Found, session: str | None, named: str | Non
     (a run tool called with its runId), else one bound to `session`, else one bound to
     no session, else the most recently updated; followed down while that one waits too.
     A waiting run with no such child is returned as it is: its facts say it waits, and
-    the gate refuses edits and commands there (runs/gate.py)."""
+    the gate refuses edits and commands there (runs/gate_decision.py)."""
     for _ in range(TREE_DEPTH):
         run = found[0]
         if "waitingOn" not in run.position:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 from handrail.model.codec import json_size
 from handrail.model.errors import InvalidParams, RunNotFound, StateError, StorageError
 from handrail.model.limits import MAX_CONTEXT_BYTES
-from handrail.model.runs import Event, NewEvent, RunRecord, RunUpdate
+from handrail.model.runs import Event, EventType, NewEvent, RunRecord, RunStatus, RunUpdate
 from handrail.observe.observer import NULL_OBSERVER, NULL_TRACER
 from handrail.runs import gate_digest, machine
 from handrail.runs.pinning import Pins
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from handrail.notify.targets import NotifyConfig
     from handrail.observe.observer import Observer, Tracer
     from handrail.runs.approvers import Roles
+    from handrail.runs.position import Position
     from handrail.store import RunStore
 
 MAX_RETRIES = 8  # compare-and-set retries when another writer touched the run meanwhile
@@ -43,6 +44,62 @@ def new_run_id() -> str:
     import secrets  # lazy: a gate hook writes through the ledger and starts no run
 
     return "run_" + secrets.token_hex(16)  # 128 random bits
+
+
+def new_run(
+    run_id: str,
+    owner: str,
+    workspace: str,
+    pinned: tuple[str, str, str],
+    goal: str,
+    context: Mapping[str, Any],
+    position: Position,
+    more: Mapping[str, Any],
+    below: tuple[str, str, int | None] | None = None,
+) -> tuple[RunRecord, list[NewEvent]]:
+    """A run's row as it is made, now, on the workflow `pinned` (id, version, source hash),
+    active until its events say otherwise (`Ledger.create`); `below`: its parent, the
+    parent's step and the branch, for a run made in a tree. With its first events: the
+    `started` event (`more` after what every run keeps), and `completed` when its
+    position is already past its last step."""
+    workflow_id, version, source_hash = pinned
+    parent_id, parent_step, branch = below or (None, None, None)
+    at = now()
+    run = RunRecord(
+        id=run_id,
+        owner=owner,
+        workspace=workspace,
+        workflow_id=workflow_id,
+        workflow_version=version,
+        source_hash=source_hash,
+        goal=goal,
+        status=RunStatus.ACTIVE,
+        context=context,
+        position=position.to_stored(),
+        accepted=0,
+        created_at=at,
+        updated_at=at,
+        version=1,
+        parent_id=parent_id,
+        parent_step=parent_step,
+        branch=branch,
+    )
+    started: dict[str, Any] = {
+        "workflowId": workflow_id,
+        "workflowVersion": version,
+        "sourceHash": source_hash,
+        "goal": goal,
+        "workspace": workspace,
+        "context": context,
+    }
+    if below is not None:
+        started.update(parentId=parent_id, parentStep=parent_step)
+        if branch is not None:
+            started["branch"] = branch
+    events = [NewEvent(EventType.STARTED, data={**started, **more})]
+    if position.is_complete:
+        events.append(NewEvent(EventType.COMPLETED))
+    return run, events
 
 
 def recordable(path: str) -> bool:

@@ -17,7 +17,7 @@ import hmac
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from handrail.model.errors import RunNotActive
 from handrail.model.request import Request
@@ -62,7 +62,7 @@ class Link:
     sent_to: tuple[str, ...]
 
     @property
-    def decision(self) -> str:
+    def decision(self) -> Literal["approve", "decline"]:
         return "approve" if self.approve else "decline"
 
 

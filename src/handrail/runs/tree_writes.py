@@ -11,9 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 from handrail.model.runs import ACTIVE_STATUSES, EventType, NewEvent, RunRecord, RunStatus, RunUpdate
 from handrail.runs import machine
-from handrail.runs.ledger import Ledger
+from handrail.runs.ledger import Ledger, new_run
 from handrail.runs.position import Position, merge_context
-from handrail.store.rows import now
 
 if TYPE_CHECKING:
     from handrail.model.workflow import Workflow
@@ -63,43 +62,11 @@ class TreeWrites:
         """Make run `run_id` below `parent` at its `step`, now, on the workflow `pinned`
         (id, version, source hash), with its `started` event (and `completed` when its
         position is already past its last step)."""
-        workflow_id, version, source_hash = pinned
-        at = now()
-        run = RunRecord(
-            id=run_id,
-            owner=parent.owner,
-            workspace=parent.workspace,
-            workflow_id=workflow_id,
-            workflow_version=version,
-            source_hash=source_hash,
-            goal=goal,
-            status=RunStatus.ACTIVE,
-            context=context,
-            position=position.to_stored(),
-            accepted=0,
-            created_at=at,
-            updated_at=at,
-            version=1,
-            parent_id=parent.id,
-            parent_step=step,
-            branch=branch,
+        more = {**(more or {}), **self.inherited(parent)}
+        below = (parent.id, step, branch)
+        run, events = new_run(
+            run_id, parent.owner, parent.workspace, pinned, goal, context, position, more, below
         )
-        started = {
-            "workflowId": workflow_id,
-            "workflowVersion": version,
-            "sourceHash": source_hash,
-            "goal": goal,
-            "workspace": parent.workspace,
-            "context": context,
-            "parentId": parent.id,
-            "parentStep": step,
-            **({} if branch is None else {"branch": branch}),
-            **(more or {}),
-            **self.inherited(parent),
-        }
-        events = [NewEvent(EventType.STARTED, data=started)]
-        if position.is_complete:
-            events.append(NewEvent(EventType.COMPLETED))
         return self.create(run, events)
 
     def accept(

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, NamedTuple
 if TYPE_CHECKING:
     from typing import Any
 
-from handrail.runs.gate import ACTIVE, Action, GateEvent, Options, Protected, RunFacts, decide
+from handrail.runs.gate import ACTIVE, Action, GateEvent, Options, Protected, RunFacts
+from handrail.runs.gate_decision import decide
 
 VIOLATION = "violation"  # EventType.VIOLATION, whose module the hook does not load
 SHOWN_CHANGES = 20  # how many changes an event and the agent's message name one by one

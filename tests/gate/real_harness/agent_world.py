@@ -140,7 +140,9 @@ class AgentWorld:
         runs = Runs(lambda: open_store(self.url))
         run = runs.ledger.store.get(run_id)
         assert run is not None
-        runs.approve(Request(owner=run.owner, scope="person"), run_id, person="ana", via="dashboard")
+        runs.decide(
+            Request(owner=run.owner, scope="person"), run_id, "approve", person="ana", via="dashboard"
+        )
 
     def record(self, run_id: str) -> dict[str, Any]:
         shown = self.handrail("runs", "show", run_id, "--database", self.url, "--format", "json")

@@ -111,7 +111,7 @@ def _say_completed(service: Service, session: Session) -> None:
     if not session.url_questions or session.sink is None:
         return
     for elicitation, (run_id, seq) in list(session.url_questions.items()):
-        if service.runs.decisions.settled(run_id, seq):
+        if service.runs.awaiting.settled(run_id, seq):
             del session.url_questions[elicitation]
             session.sink(encode(completed(elicitation)))
 
