@@ -330,6 +330,43 @@ def test_a_request_while_the_first_change_is_listed_still_gets_the_version_it_wa
     assert catalog.snapshot().get("alpha").version == "2.0.0"  # type: ignore[union-attr]
 
 
+def test_a_request_while_a_pending_file_is_compiled_waits_for_its_verdict(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server answers `initialize` without compiling a file its quick listing cannot
+    read (it is pending); its threads compile it right after. A request meanwhile waits
+    for that verdict: it never gets a listing that leaves the file out unreported."""
+    write(tmp_path / "a.json", "alpha")
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"id": "broken", "steps": [', encoding="utf-8")
+    compiling, release = threading.Event(), threading.Event()
+    real = catalog_module.compile_file
+
+    def held(file: Path, data: Any) -> Any:
+        if threading.current_thread().name.startswith("handrail-") and file == broken:
+            compiling.set()  # the watcher or the checker, mid-compile, holding the catalog's lock
+            release.wait(10)
+        return real(file, data)
+
+    monkeypatch.setattr(catalog_module, "compile_file", held)
+    catalog = Catalog([Source("cli", tmp_path)], interval=0.01)
+    assert [w.id for w in catalog.summaries()] == ["alpha"]  # what `initialize` is told: no compile
+    catalog.watch()
+    asked: list[Snapshot] = []
+    try:
+        assert compiling.wait(10), "nothing compiled the pending file"
+        asker = threading.Thread(target=lambda: asked.append(catalog.snapshot()), daemon=True)
+        asker.start()
+        asker.join(0.2)
+        release.set()
+        asker.join(10)
+    finally:
+        release.set()
+        catalog.close()
+    assert [problem.file for problem in asked[0].problems] == [str(broken)]
+    assert sorted(asked[0].entries) == ["alpha"]
+
+
 def test_a_schema_break_also_keeps_the_last_good_version(tmp_path: Path) -> None:
     path = write(tmp_path / "a.json", "alpha")
     catalog = catalog_of(tmp_path)

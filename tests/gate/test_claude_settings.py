@@ -8,20 +8,9 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Iterator
-from pathlib import Path
-
-import pytest
 
 from tests.gate.runs import GateWorld, as_the_harness_runs, claude_input
 from tests.gate.test_gate_install import handrail
-
-
-@pytest.fixture
-def world(tmp_path: Path) -> Iterator[GateWorld]:
-    found = GateWorld(tmp_path)
-    yield found
-    found.close()
 
 
 def config_change(world: GateWorld, source: str = "project_settings") -> str:

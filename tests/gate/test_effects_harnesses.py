@@ -5,21 +5,10 @@ PostToolUse `decision: block` (Claude Code's: tests/gate/test_shortcuts.py)."""
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Iterator
-from pathlib import Path
-
-import pytest
 
 from tests.gate.runs import GateWorld
 from tests.gate.shortcuts import CART, IDENTITY
 from tests.gate.test_gate_session_harnesses import Harness, install
-
-
-@pytest.fixture
-def world(tmp_path: Path) -> Iterator[GateWorld]:
-    found = GateWorld(tmp_path)
-    yield found
-    found.close()
 
 
 def shop(world: GateWorld) -> None:

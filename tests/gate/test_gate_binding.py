@@ -5,20 +5,8 @@ refusals, until it carries the run on itself with the run tools. Played through 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
-import pytest
-
 from handrail.model.request import LOCAL
 from tests.gate.runs import GateWorld, claude_input
-
-
-@pytest.fixture
-def world(tmp_path: Path) -> Iterator[GateWorld]:
-    found = GateWorld(tmp_path)
-    yield found
-    found.close()
 
 
 def stop(world: GateWorld, session: str) -> str:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import importlib
 import json
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,13 +21,6 @@ CLAUDE = sorted((CASES / "claude-code").glob("*.json"))
 GIT = sorted((CASES / "git").glob("*.json"))
 JSON_HARNESSES = ("cursor", "gemini", "codex")
 OTHERS = [path for harness in JSON_HARNESSES for path in sorted((CASES / harness).glob("*.json"))]
-
-
-@pytest.fixture
-def world(tmp_path: Path) -> Iterator[GateWorld]:
-    found = GateWorld(tmp_path)
-    yield found
-    found.close()
 
 
 def put_run(world: GateWorld, state: str, refusals: int) -> None:

@@ -22,13 +22,6 @@ from tests.gate.runs import GateWorld, claude_input, gate_command
 
 
 @pytest.fixture
-def world(tmp_path: Path) -> Iterator[GateWorld]:
-    found = GateWorld(tmp_path)
-    yield found
-    found.close()
-
-
-@pytest.fixture
 def disk(tmp_path: Path) -> Iterator[Path]:
     """A real file system of 1 MiB (tmpfs), taken away after the test."""
     folder = tmp_path / "disk"

@@ -21,13 +21,6 @@ ANA = "ana-token-0123456789abcdef0123456789"
 BOB = "bob-token-0123456789abcdef0123456789"
 
 
-@pytest.fixture
-def world(tmp_path: Path) -> Iterator[GateWorld]:
-    found = GateWorld(tmp_path)
-    yield found
-    found.close()
-
-
 def serving(world: GateWorld, people: str = f"ana {ANA}\n", env: dict[str, str] | None = None) -> HttpServer:
     """`handrail serve` on the world's store and workflows, with these people's tokens."""
     tokens = world.root / "tokens"

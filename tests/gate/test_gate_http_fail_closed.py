@@ -29,13 +29,6 @@ UNREADABLE = {
 
 
 @pytest.fixture
-def world(tmp_path: Path) -> Iterator[GateWorld]:
-    found = GateWorld(tmp_path)
-    yield found
-    found.close()
-
-
-@pytest.fixture
 def server(world: GateWorld) -> Iterator[HttpServer]:
     with serving(world) as started:
         yield started

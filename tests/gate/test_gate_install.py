@@ -9,10 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from tests.gate.runs import GateWorld, claude_input
 
@@ -49,13 +46,6 @@ OTHER_SETTINGS = (
     '  "model": "opus"\n'
     "}\n"
 )
-
-
-@pytest.fixture
-def world(tmp_path: Path) -> Iterator[GateWorld]:
-    found = GateWorld(tmp_path)
-    yield found
-    found.close()
 
 
 def handrail(world: GateWorld, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:

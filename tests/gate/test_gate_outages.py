@@ -5,20 +5,10 @@ in HANDRAIL_HOME; the first hook that reaches the store again records the outage
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from handrail.gate import outages
 from tests.gate.runs import GateWorld, claude_input
-
-
-@pytest.fixture
-def world(tmp_path: Path) -> Iterator[GateWorld]:
-    found = GateWorld(tmp_path)
-    yield found
-    found.close()
 
 
 def test_an_outage_is_allowed_with_a_warning_and_recorded_once_the_store_answers(world: GateWorld) -> None:

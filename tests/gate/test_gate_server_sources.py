@@ -7,20 +7,10 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from tests.gate.runs import GateWorld, claude_input
 from tests.helpers.server import Server
-
-
-@pytest.fixture
-def world(tmp_path: Path) -> Iterator[GateWorld]:
-    found = GateWorld(tmp_path)
-    yield found
-    found.close()
 
 
 def started_by_a_server(world: GateWorld, *options: str) -> Server:

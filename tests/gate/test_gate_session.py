@@ -9,21 +9,12 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from handrail.model.request import LOCAL
 from tests.gate.runs import GateWorld, claude_input, started_over_mcp
 from tests.helpers.server import Server
-
-
-@pytest.fixture
-def world(tmp_path: Path) -> Iterator[GateWorld]:
-    found = GateWorld(tmp_path)
-    yield found
-    found.close()
 
 
 def git(world: GateWorld, *args: str) -> subprocess.CompletedProcess[str]:

@@ -9,8 +9,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,13 +16,6 @@ import pytest
 from tests.gate.runs import GateWorld, started_over_mcp
 from tests.gate.test_gate_session import handrail
 from tests.helpers.server import Server
-
-
-@pytest.fixture
-def world(tmp_path: Path) -> Iterator[GateWorld]:
-    found = GateWorld(tmp_path)
-    yield found
-    found.close()
 
 
 class Harness:

@@ -9,8 +9,6 @@ under a line the shell reading lets by, as a script the agent wrote would."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -20,13 +18,6 @@ from tests.gate.shortcuts import CART, Shop, Tried
 pytestmark = pytest.mark.slow
 
 SECRET = "TOKEN = 'forged'\n"
-
-
-@pytest.fixture
-def world(tmp_path: Path) -> Iterator[GateWorld]:
-    found = GateWorld(tmp_path)
-    yield found
-    found.close()
 
 
 @pytest.fixture

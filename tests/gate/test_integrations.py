@@ -9,7 +9,6 @@ import json
 import os
 import shlex
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,13 +26,6 @@ SERVER = {"command": "handrail", "args": ["start"]}
 
 def read(path: Path) -> Any:
     return json.loads(path.read_text("utf-8"))
-
-
-@pytest.fixture
-def world(tmp_path: Path) -> Iterator[GateWorld]:
-    found = GateWorld(tmp_path)
-    yield found
-    found.close()
 
 
 def test_the_claude_code_plugin_holds_the_hooks_gate_install_writes(monkeypatch: pytest.MonkeyPatch) -> None:

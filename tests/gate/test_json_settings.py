@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import shlex
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -100,13 +99,6 @@ EVENTS = {
     "gemini": {"SessionStart", "BeforeAgent", "BeforeTool", "AfterTool", "AfterAgent", "PreCompress"},
     "codex": {"SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop"},
 }
-
-
-@pytest.fixture
-def world(tmp_path: Path) -> Iterator[GateWorld]:
-    found = GateWorld(tmp_path)
-    yield found
-    found.close()
 
 
 def handlers(harness: str, entries: list[dict[str, object]]) -> list[dict[str, object]]:

@@ -10,7 +10,6 @@ import json
 import os
 import sqlite3
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -49,13 +48,6 @@ UNHOOKED = (
     "GIT_CONFIG_KEY_0='core.hooks' + 'Path', GIT_CONFIG_VALUE_0='/dev/null'); "
     "subprocess.run(['git', 'commit', '-qam', 'x'], check=True)\""
 )
-
-
-@pytest.fixture
-def world(tmp_path: Path) -> Iterator[GateWorld]:
-    found = GateWorld(tmp_path)
-    yield found
-    found.close()
 
 
 @pytest.fixture

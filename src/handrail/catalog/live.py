@@ -69,6 +69,7 @@ class Catalog:
     # what a server's first listing could not list without the compiler (not JSON, fields
     # missing): compiled by the checker or the first request after `initialize` (_settle)
     _pending: dict[Path, Read | Diagnostic] = field(default_factory=dict)
+    _unsettled: bool = False  # files are pending; False only once a snapshot lists them all
     _cache: BoundedCache[tuple[Path, str], Workflow] = field(init=False)
     # the listed file last loaded and its workflow: the one a session asks for again and
     # again, told by identity, without the cache's lock and key (one more workflow kept)
@@ -178,7 +179,7 @@ class Catalog:
             self._wake_checker.clear()
             if self._snapshot is None:  # listed by `summaries` already, or soon by the watcher
                 self._ready.wait()
-            if self._pending:
+            if self._unsettled:
                 self._look(settle=True)
             try:
                 for path, item in list(self._listed.items()):
@@ -207,6 +208,7 @@ class Catalog:
                 if settle:
                     self._settle()
                 self._refresh()
+                self._unsettled = bool(self._pending)
                 self._checked_at = time.monotonic()
             self._log_problems()
             if self._snapshot is not before and self._snapshot is not None:
@@ -223,11 +225,12 @@ class Catalog:
         """The current snapshot, every file listed; looks for changed files when `interval`
         has passed."""
         current = self._current()
-        if not self._pending:
+        if not self._unsettled:
             return current
-        with self._lock:
+        with self._lock:  # waits for a settling the checker began
             self._settle()
             self._refresh()
+            self._unsettled = bool(self._pending)
         assert self._snapshot is not None
         return self._snapshot
 
@@ -335,6 +338,7 @@ class Catalog:
                 return item
         if not check:
             self._pending[path] = data
+            self._unsettled = True
             return None
         compiled = compile_file(path, data)  # the compiler says what is wrong (or that nothing is)
         if compiled.workflow is None:
