@@ -100,7 +100,9 @@ def test_http_hooks_count_only_when_they_post_to_the_server_the_gate_was_install
     assert handrail(world, "gate", "install", "claude-code").returncode == 0
     command = installed_command(world)  # the ConfigChange command stays: it never asks a server
     server = "http://127.0.0.1:8765"
-    assert handrail(world, "gate", "install", "claude-code", "--server", server).returncode == 0
+    assert (
+        handrail(world, "gate", "install", "claude-code", "--server", server, "--http-hooks").returncode == 0
+    )
     program = os.path.dirname(sys.executable)
     world.start("plan")
     settings = world.workspace / ".claude" / "settings.json"

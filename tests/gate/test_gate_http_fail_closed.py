@@ -6,6 +6,7 @@ the server gives no answer while a run is known to be active."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from collections.abc import Iterator
@@ -158,3 +159,58 @@ def test_the_relay_lets_the_action_through_when_the_server_is_down_and_no_run_wa
     home.mkdir()
     down = relay(world, "http://127.0.0.1:9", home)
     assert down.returncode == 0 and b"allowing" in down.stderr
+
+
+def test_gate_install_with_a_server_writes_command_hooks_that_refuse_when_the_server_goes_down(
+    world: GateWorld, tmp_path: Path
+) -> None:
+    """Claude Code goes on when an HTTP hook cannot reach the server, so `--server` alone
+    installs command hooks that ask it, and those refuse then where a run was seen."""
+    home = tmp_path / "agent-home"
+    home.mkdir()
+    env = world.env() | {"HANDRAIL_TOKEN": ANA, "HANDRAIL_HOME": str(home)}
+    settings = world.workspace / ".claude" / "settings.json"
+    read = claude_input(world, "PreToolUse", tool_name="Read", tool_input={"file_path": "src/cart.py"})
+    with serving(world) as server:
+        install = [*gate_command("install", "claude-code"), "--server", server.base]
+        done = subprocess.run(
+            install, capture_output=True, text=True, cwd=world.workspace, env=env, timeout=60
+        )
+        assert done.returncode == 0, done.stderr
+        hooks = json.loads(settings.read_text())["hooks"]
+        handlers = [group["hooks"][0] for groups in hooks.values() for group in groups]
+        assert {handler["type"] for handler in handlers} == {"command"}
+        command = hooks["PreToolUse"][0]["hooks"][0]["command"]
+        assert f"gate pre-tool-use --harness claude-code --server {server.base}" in command
+
+        def as_claude_code_runs_it() -> subprocess.CompletedProcess[str]:
+            return subprocess.run(
+                ["sh", "-c", command],
+                input=read,
+                capture_output=True,
+                text=True,
+                cwd=world.workspace,
+                env=env,
+            )
+
+        start(world, server)
+        assert as_claude_code_runs_it().returncode == 0  # a read the step allows; the run is seen
+    down = as_claude_code_runs_it()
+    assert down.returncode == 2, down.stderr
+    assert "cannot reach" in down.stderr and "refusing" in down.stderr
+
+
+def test_http_hooks_are_only_for_claude_code_with_a_server(world: GateWorld) -> None:
+    for given in (
+        ["claude-code", "--http-hooks"],
+        ["codex", "--server", "http://127.0.0.1:9", "--http-hooks"],
+    ):
+        done = subprocess.run(
+            [*gate_command("install"), *given],
+            capture_output=True,
+            text=True,
+            cwd=world.workspace,
+            env=world.env(),
+        )
+        assert done.returncode == 1 and "--http-hooks is for claude-code with --server" in done.stderr
+        assert not (world.workspace / ".claude" / "settings.json").exists()

@@ -163,14 +163,15 @@ def test_doctor_says_what_is_installed_and_whether_the_store_answers(world: Gate
     assert f"active run {world.run_id} (gate-fixture) holds this folder" in done.stdout
 
 
-def test_install_with_a_server_writes_http_hooks_and_keeps_every_other_byte(world: GateWorld) -> None:
+def test_install_with_a_server_and_http_hooks_writes_http_hooks_and_keeps_every_other_byte(
+    world: GateWorld,
+) -> None:
     settings = world.workspace / ".claude" / "settings.json"
     settings.parent.mkdir()
     settings.write_text(OTHER_SETTINGS)
     server = "http://127.0.0.1:8765"
-    done = handrail(
-        world, "gate", "install", "claude-code", "--server", server, "--require-run", "gate-fixture"
-    )
+    http = ("--server", server, "--http-hooks", "--require-run", "gate-fixture")
+    done = handrail(world, "gate", "install", "claude-code", *http)
     assert done.returncode == 0, done.stderr
     installed = json.loads(settings.read_text())
     assert installed["hooks"]["PreToolUse"][0] == json.loads(OTHER_SETTINGS)["hooks"]["PreToolUse"][0]
@@ -190,21 +191,18 @@ def test_install_with_a_server_writes_http_hooks_and_keeps_every_other_byte(worl
     # Claude Code runs SessionStart only as a command: that one asks the server
     start = installed["hooks"]["SessionStart"][0]["hooks"][0]
     assert start["type"] == "command" and f"--server {server}" in start["command"]
-    assert (
-        "nothing to change"
-        in handrail(
-            world, "gate", "install", "claude-code", "--server", server, "--require-run", "gate-fixture"
-        ).stdout
-    )
+    assert "nothing to change" in handrail(world, "gate", "install", "claude-code", *http).stdout
     assert "installed" in handrail(world, "gate", "doctor").stdout
     removed = handrail(world, "gate", "uninstall", "claude-code")
     assert removed.returncode == 0 and "removed Stop: http://" in removed.stdout
     assert settings.read_text() == OTHER_SETTINGS
 
 
-def test_installing_with_a_server_over_command_hooks_replaces_them(world: GateWorld) -> None:
+def test_installing_http_hooks_over_command_hooks_replaces_them(world: GateWorld) -> None:
     handrail(world, "gate", "install", "claude-code")
-    done = handrail(world, "gate", "install", "claude-code", "--server", "http://127.0.0.1:8765")
+    done = handrail(
+        world, "gate", "install", "claude-code", "--server", "http://127.0.0.1:8765", "--http-hooks"
+    )
     assert "replaced PreToolUse: http://127.0.0.1:8765/hooks/claude-code" in done.stdout
     hooks = json.loads((world.workspace / ".claude" / "settings.json").read_text())["hooks"]
     assert all(len(groups) == 1 for groups in hooks.values())

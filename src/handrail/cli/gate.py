@@ -13,6 +13,13 @@ from handrail.gate.hook_options import MANAGE, add_arguments
 def add_gate(gate: argparse.ArgumentParser) -> None:
     add_arguments(gate)
     gate.add_argument("--json", action="store_true", help="doctor: the findings as JSON")
+    gate.add_argument(
+        "--http-hooks",
+        action="store_true",
+        help="install claude-code with --server: Claude Code's own HTTP hooks (no process a tool call, "
+        "but Claude Code goes on when the server cannot be reached) instead of command hooks that "
+        "refuse then",
+    )
 
 
 def gate_command(args: argparse.Namespace) -> int:

@@ -8,8 +8,11 @@ its key order, its indentation and its final newline; a file already written tha
 way keeps every byte outside handrail's entries (another layout is normalized, and
 the command says so). A handrail entry is a command hook whose command runs
 `handrail gate ... --harness claude-code`, or (with `--server URL`) an HTTP hook
-posting to `URL/hooks/claude-code`: every event but SessionStart, which Claude Code
-runs only as a command (that one asks the server with `--server`).
+posting to `URL/hooks/claude-code` with `--http-hooks`: every event but SessionStart,
+which Claude Code runs only as a command (that one asks the server with `--server`).
+Without `--http-hooks`, `--server` writes command hooks that ask the server: Claude Code
+goes on when an HTTP hook cannot reach it, while the command refuses then where a run
+was seen (spec/gate.md, "When the gate cannot judge").
 
 git: a marked block in `pre-commit`, `commit-msg` and `pre-push` of the repository's
 hooks folder (`git rev-parse --git-path hooks`, so `core.hooksPath` is honoured); an
@@ -52,6 +55,8 @@ def manage(args: argparse.Namespace) -> int:
             raise InstallError("--token is not written into hooks; set HANDRAIL_TOKEN where the harness runs")
         if args.server and args.database:
             raise InstallError("give --server or --database, not both: the hooks ask one of them")
+        if getattr(args, "http_hooks", False) and not (args.server and harness == "claude-code"):
+            raise InstallError("--http-hooks is for claude-code with --server: the hooks Claude Code posts")
         if harness in json_settings.HARNESSES:
             lines = _json_settings(args, json_settings.HARNESSES[harness], install=args.event == "install")
         elif harness == "git":
@@ -107,7 +112,7 @@ def claude_entries(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
         handler: dict[str, Any]
         if args.server and name in LOCAL_ONLY:
             continue
-        if args.server and name not in COMMAND_ONLY:
+        if args.server and getattr(args, "http_hooks", False) and name not in COMMAND_ONLY:
             handler = http_hook(args)
         else:
             words = [*running, "gate", event, "--harness", "claude-code", *_options(args)]
