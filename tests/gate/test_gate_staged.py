@@ -105,3 +105,29 @@ def test_an_executable_bit_staged_on_a_protected_file_is_put_back(shop: Shop) ->
         {"what": "staged", "target": str(shop.path / ".claude" / "settings.json"), "change": "modified"}
     ]
     assert violation["undone"] == [".claude/settings.json (staged, modified: the index's entry put back)"]
+
+
+def test_a_first_staging_in_a_repository_with_no_index_yet_is_judged_as_any_other(shop: Shop) -> None:
+    """A repository where nothing was ever staged has no index file: the baseline's index
+    is then the empty tree, so the first `git add` of a forbidden file is taken out."""
+    (shop.path / ".git" / "index").unlink()  # as after `git init`, before any `git add`
+    shop.world.start("plan")
+    shop.prompt()
+    tried = unseen(shop, "git add src/cart.py")
+    assert tried.ran is not None and tried.ran.returncode == 0, tried.ran.stderr
+    assert tried.undone
+    assert staged(shop) == ""  # nothing staged, as before the call
+    (violation,) = shop.violations()
+    assert violation["changes"] == [
+        {"what": "staged", "target": str(shop.path / "src" / "cart.py"), "change": "added"}
+    ]
+    assert violation["undone"] == ["src/cart.py (staged, added: taken out of the index)"]
+
+
+def test_a_first_allowed_staging_in_a_repository_with_no_index_yet_stays_staged(shop: Shop) -> None:
+    (shop.path / ".git" / "index").unlink()
+    shop.world.start("plan")
+    shop.prompt()
+    tried = unseen(shop, "git add docs/plan.md")
+    assert not tried.undone and shop.violations() == []
+    assert shop.git("ls-files") == "docs/plan.md\n"

@@ -265,15 +265,20 @@ def real_index(repo: Repo, folder: GateFolder) -> str | None:
     """The repository's own index as a tree, written from a copy (the real one is never
     locked by the gate), and remembered by the index file's size, time and inode so that
     an index no command touched costs one stat."""
+    import contextlib  # lazy: only an index that changed is copied
     import shutil  # lazy: only an index that changed is copied
 
     path = os.path.join(repo.git_dir, "index")
+    remembered = os.path.join(folder.path, "real-index")
     try:
         found = os.stat(path)
+    except FileNotFoundError:
+        # nothing was ever staged: the empty tree, so that a first `git add` is judged too
+        key = "none"
     except OSError:
         return None
-    key = f"{found.st_size} {found.st_mtime_ns} {found.st_ino}"
-    remembered = os.path.join(folder.path, "real-index")
+    else:
+        key = f"{found.st_size} {found.st_mtime_ns} {found.st_ino}"
     try:
         with open(remembered, encoding="utf-8") as opened:
             known, _, tree = opened.read().rpartition(" ")
@@ -282,7 +287,11 @@ def real_index(repo: Repo, folder: GateFolder) -> str | None:
     except OSError:
         pass
     copy = os.path.join(folder.path, "real-index.copy")
-    shutil.copyfile(path, copy)
+    if key == "none":
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(copy)  # git reads an index file that is not there as no entries
+    else:
+        shutil.copyfile(path, copy)
     done = git(repo.top, "write-tree", index=copy, check=False)  # fails on unmerged entries
     tree = done.stdout.decode().strip() if done.returncode == 0 else ""
     with open(remembered + ".tmp", "w", encoding="utf-8") as written:
