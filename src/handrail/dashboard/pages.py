@@ -184,11 +184,20 @@ class Pages:
     async def abandon(
         self, session: Session, run_id: str, reason: str | None, presence: Presence | None
     ) -> Response:
-        """The person ends a run its workflow leaves to a person (runs/abandons.py)."""
+        """The person ends a run its workflow leaves to a person (runs/abandons.py); any
+        other run is no page's to end here (404), as before."""
         by = ByPerson(session.person, "dashboard", presence, shared=self.site.people is None)
         said = reason or "abandoned on the dashboard"
+
+        def abandoned(asking: Asking) -> bool:
+            if not self.runs.person_abandons(self.runs.run(asking, run_id)):
+                return False
+            self.runs.abandon(asking, run_id, said, by)
+            return True
+
         try:
-            await self.site.as_person(session, lambda asking: self.runs.abandon(asking, run_id, said, by))
+            if not await self.site.as_person(session, abandoned):
+                return Response(status_code=404)
             note = "abandoned"
         except PresenceNeeded as exc:
             return RedirectResponse(sign_page_url(run_id, "abandon", reason, str(exc.data["details"])), 303)
