@@ -2,7 +2,8 @@
 WebAuthn domain): a person registers one, approves a run the gate watches with it,
 and the approval's signature over the chain head is what `runs verify` checks. The
 agent's ways to the same approval, the command line and a bare HTTP client on the
-tokenless dashboard, are refused."""
+tokenless dashboard, are refused. A run whose workflow leaves ending it to a person is
+abandoned the same way, with the person's passkey on its page."""
 
 from __future__ import annotations
 
@@ -100,16 +101,16 @@ def handrail(
     )
 
 
-def bare_post(base: str, run: str) -> httpx.Response:
+def bare_post(base: str, run: str, verb: str = "appr%6Fve") -> httpx.Response:
     """What an agent's curl does on the tokenless dashboard: sign in with an empty token,
-    scrape the form's CSRF value, post the approval with the path spelled encoded."""
+    scrape the form's CSRF value, post the approval (or `verb`) with the path spelled encoded."""
     with httpx.Client(base_url=base, timeout=15) as client:
         client.post("/signin", data={"token": ""}, headers={"Origin": base})
         page = client.get(f"/runs/{run}").text
         csrf = re.search(r'name="csrf" value="([^"]+)"', page)
         assert csrf is not None, page
         return client.post(
-            f"/runs/{run}/appr%6Fve",
+            f"/runs/{run}/{verb}",
             data={"csrf": csrf.group(1), "comment": "lgtm"},
             headers={"Origin": base},
             follow_redirects=False,
@@ -231,4 +232,80 @@ def test_a_run_the_gate_watches_is_approved_only_with_the_persons_passkey_whose_
     broken = handrail(world, "runs", "verify", run, "--database", world.url)
     assert broken.returncode == 1
     assert f"BROKEN at event {approved['seq']}" in broken.stdout
+    assert "the log before it was rewritten" in broken.stdout
+
+
+def watched_run_only_a_person_ends(world: GateWorld, server: HttpServer) -> str:
+    """A run of the gate fixture (whose workflow says `"abandon": "person"`) at its
+    `implement` step, a Claude Code session of the agent bound to it by the gate."""
+    args = {"workflowId": "gate-fixture", "goal": "Add a discount", "workspace": str(world.workspace)}
+    started = server.rpc("tools/call", {"name": "workflow_start", "arguments": args})
+    run: str = started["result"]["structuredContent"]["runId"]
+    world.run_id = run
+    arguments = {"runId": run, "stepId": "plan", "output": "plan done"}
+    assert "error" not in server.rpc("tools/call", {"name": "workflow_continue", "arguments": arguments})
+    read = {"file_path": str(world.workspace / "README.md")}
+    hook = claude_input(world, "PreToolUse", tool_name="Read", tool_input=read)
+    assert server.client.post(f"{server.base}/hooks/claude-code", content=hook).status_code == 200
+    assert any(e["type"] == "gate" for e in world.events()), "the gate did not see the run"
+    return run
+
+
+def test_a_run_only_a_person_ends_is_abandoned_with_the_persons_passkey_whose_signature_verify_checks(
+    world: GateWorld, page: Any
+) -> None:
+    fixture = world.workflows / "gate-fixture.json"
+    fixture.write_text(json.dumps({**json.loads(fixture.read_text("utf-8")), "abandon": "person"}), "utf-8")
+    args = ("--no-bundled", "--workflows", str(world.workflows), "--database", world.url)
+    with HttpServer(*args, env={"HANDRAIL_HOME": str(world.handrail_home)}) as server:
+        local = f"http://localhost:{server.port}"
+        cdp = page.context.new_cdp_session(page)
+        cdp.send("WebAuthn.enable")
+        cdp.send("WebAuthn.addVirtualAuthenticator", {"options": AUTHENTICATOR})
+        page.goto(f"{local}/passkeys")
+        page.fill("#passkey-name", "laptop")
+        page.click("#add-passkey")
+        assert page.locator("#note").inner_text() == "Passkey registered."
+
+        run = watched_run_only_a_person_ends(world, server)
+        # the agent's shell: refused, naming the page where the person signs it
+        refused = handrail(world, "runs", "abandon", run, "--database", world.url)
+        assert refused.returncode == 1, refused.stdout
+        assert "abandon it with your passkey" in refused.stderr and f"/runs/{run}" in refused.stderr
+        stop = claude_input(world, "Stop", stop_hook_active=False)
+        held = server.client.post(f"{server.base}/hooks/claude-code", content=stop)
+        assert held.json()["decision"] == "block"  # the run goes on, and so does the gate
+        posted = bare_post(server.base, run, "aband%6Fn")  # the agent's curl on the tokenless dashboard
+        assert posted.status_code == 303 and f"/runs/{run}/sign?verb=abandon" in posted.headers["location"]
+        assert status(world, run) == "active"
+
+        # the person, on the run's page, with the passkey
+        page.goto(f"{local}/runs/{run}")
+        page.fill("#abandon-reason", "Not needed after all")
+        page.click("#abandon-run")
+        page.locator("#sign").wait_for()
+        assert 'its workflow says "abandon": "person"' in page.locator("#presence").inner_text()
+        page.click("#sign")
+        assert page.locator(".note").inner_text() == "Abandoned."
+        assert page.errors == []
+
+    assert status(world, run) == "abandoned"
+    abandoned = next(e for e in world.events() if e["type"] == "abandoned")
+    assert abandoned["reason"] == "Not needed after all"
+    assert (abandoned["by"], abandoned["person"], abandoned["via"]) == ("person", "local", "dashboard")
+    assert abandoned["presence"]["method"] == "passkey"
+    db = sqlite3.connect(world.database)
+    try:
+        seq = abandoned["seq"] - 1
+        head = db.execute("SELECT hash FROM run_events WHERE run_id = ? AND seq = ?", (run, seq)).fetchone()
+    finally:
+        db.close()
+    assert abandoned["presence"]["head"] == head[0]  # the chain's head when the person signed
+
+    verified = handrail(world, "runs", "verify", run, "--database", world.url)
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    rewrite_from_the_start(world, run)
+    broken = handrail(world, "runs", "verify", run, "--database", world.url)
+    assert broken.returncode == 1
+    assert f"BROKEN at event {abandoned['seq']}" in broken.stdout
     assert "the log before it was rewritten" in broken.stdout

@@ -55,7 +55,7 @@ def test_each_failed_decision_has_a_code_and_every_code_its_fixed_words() -> Non
     ]
     codes = [note_code(exc) for exc in raised]
     assert codes == ["not-allowed", "not-waiting", "not-found", "refused"]
-    assert set(codes) | {"approved", "declined"} == set(NOTES)
+    assert set(codes) | {"approved", "declined", "abandoned"} == set(NOTES)
     assert all("planted" not in text for text in NOTES.values())
 
 

@@ -1,9 +1,14 @@
 """An agent's `workflow_abandon` is recorded as the agent's, apart from a person's
 `handrail runs abandon`; a workflow that says `"abandon": "person"` is ended by a
-person only. Real service, real SQLite store."""
+person only, and while the gate watches such a run, the command line the agent shares
+ends it only with the person's passkey. Real service, real SQLite store, real
+`handrail gate` and `handrail runs abandon` processes."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +19,7 @@ from handrail.cli import main
 from handrail.model.errors import SecurityError
 from handrail.model.request import Request
 from handrail.service.core import Service
+from tests.gate.runs import GateWorld, claude_input
 from tests.runs.workflows import WORKFLOW_ID, build_feature, write
 
 AGENT = Request(session="mcp-session-7")
@@ -75,3 +81,81 @@ def test_check_knows_the_abandon_field_and_names_a_wrong_value(
     capsys.readouterr()
     assert main(["check", str(tmp_path / "bad")]) != 0
     assert "abandon" in capsys.readouterr().out
+
+
+def only_a_person_ends(world: GateWorld) -> None:
+    """The gate fixture's workflow, saying `"abandon": "person"`."""
+    path = world.workflows / "gate-fixture.json"
+    path.write_text(json.dumps({**json.loads(path.read_text("utf-8")), "abandon": "person"}), "utf-8")
+
+
+def watched(world: GateWorld) -> str:
+    """A run of the fixture that the gate has seen a tool call of."""
+    run = world.start(at="implement")
+    read = {"file_path": str(world.workspace / "README.md")}
+    world.gate("pre-tool-use", claude_input(world, "PreToolUse", tool_name="Read", tool_input=read))
+    assert world.gate_events(), "the gate did not see the run"
+    return run
+
+
+def abandon_in_the_shell(world: GateWorld, run: str) -> subprocess.CompletedProcess[str]:
+    """`handrail runs abandon RUN` as the agent runs it in its shell: a process of its own."""
+    return subprocess.run(
+        [sys.executable, "-m", "handrail", "runs", "abandon", run, "--database", world.url],
+        capture_output=True,
+        text=True,
+        env=world.env(),
+        cwd=world.workspace,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def test_the_agents_shell_cannot_abandon_a_run_only_a_person_ends_while_the_gate_watches_it(
+    tmp_path: Path,
+) -> None:
+    world = GateWorld(tmp_path)
+    try:
+        only_a_person_ends(world)
+        run = watched(world)
+        refused = abandon_in_the_shell(world, run)
+        assert refused.returncode == 1 and refused.stdout == ""
+        assert 'the gate watches this run, its workflow says "abandon": "person"' in refused.stderr
+        assert "abandon it with your passkey" in refused.stderr
+        assert f"http://localhost:8766/runs/{run}" in refused.stderr
+        assert world.runs.ledger.store.get(run).status == "active"  # type: ignore[union-attr]
+        assert "abandoned" not in [e["type"] for e in world.events()]
+        stop = world.gate("stop", claude_input(world, "Stop", stop_hook_active=False))
+        assert stop.json()["decision"] == "block"  # the gate goes on holding the agent to the run
+    finally:
+        world.close()
+
+
+def test_the_command_line_still_abandons_a_run_the_gate_watches_when_its_workflow_leaves_it_to_the_agent(
+    tmp_path: Path,
+) -> None:
+    world = GateWorld(tmp_path)
+    try:
+        run = watched(world)
+        assert main(["runs", "abandon", run, "--database", world.url]) == 0
+        assert abandoned_event(world) == {"reason": "abandoned from the command line", "by": "person"}
+    finally:
+        world.close()
+
+
+def test_the_command_line_still_abandons_a_run_only_a_person_ends_where_no_gate_watches_it(
+    tmp_path: Path,
+) -> None:
+    world = GateWorld(tmp_path)
+    try:
+        only_a_person_ends(world)
+        world.start(at="implement")
+        assert main(["runs", "abandon", str(world.run_id), "--database", world.url]) == 0
+        assert abandoned_event(world) == {"reason": "abandoned from the command line", "by": "person"}
+    finally:
+        world.close()
+
+
+def abandoned_event(world: GateWorld) -> dict[str, Any]:
+    [event] = [e for e in world.events() if e["type"] == "abandoned"]
+    return {k: v for k, v in event.items() if k in ("reason", "by", "person", "via", "presence")}

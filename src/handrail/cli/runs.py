@@ -266,8 +266,15 @@ def _list_tree(runs: Runs, found: list[RunRecord], args: argparse.Namespace) -> 
 
 
 def _abandon(runs: Runs, args: argparse.Namespace) -> int:
+    from handrail.runs.abandons import ByPerson  # lazy: the run modules load only for `handrail runs`
+    from handrail.runs.presence import PresenceNeeded  # lazy: as the line above
+
     try:
-        result = runs.abandon(as_owner(runs, args.run_id), args.run_id, args.reason)
+        # the command line is a channel the agent shares: a run only a person may end,
+        # watched by the gate, is ended with the person's passkey on the dashboard
+        result = runs.abandon(as_owner(runs, args.run_id), args.run_id, args.reason, ByPerson(shared=True))
+    except PresenceNeeded as exc:
+        return _needs_presence(args, exc)
     except RunNotActive as exc:  # its advice (start a new run) is for an agent
         status = exc.data.get("status")
         raise RunNotActive(data={**exc.data, "details": f"the run is already {status}"}) from None

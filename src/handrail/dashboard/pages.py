@@ -1,5 +1,6 @@
 """The dashboard's pages: the runs, one run, the workflows, the insights, and the
-approve and decline forms of a run's page."""
+approve and decline forms of a run's page, and its abandon form where only a person may
+end the run."""
 
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ from handrail.model.errors import HandrailError
 from handrail.model.request import Request as Asking
 from handrail.model.runs import ACTIVE_STATUSES, STATUSES, EventType
 from handrail.notify.targets import shown
-from handrail.runs.presence import PresenceNeeded
+from handrail.runs.abandons import ByPerson
+from handrail.runs.presence import Presence, PresenceNeeded
 
 
 def filters(request: Request) -> tuple[str | None, str | None, str | None]:
@@ -79,6 +81,8 @@ class Pages:
             "waiting": runs.waiting(run),
             "refused": refused,
             "decides": EventType.APPROVED in runs.offers(run) and refused is None,  # the buttons
+            # a run only a person may end: the person's button (with a passkey where it needs one)
+            "abandons": EventType.ABANDONED in runs.offers(run) and runs.person_abandons(run),
             "events": events,
             "blocks": views.timeline(events, workflow),
             "graph": views.run_graph(workflow, run, events) if workflow is not None else None,
@@ -138,7 +142,7 @@ class Pages:
         runs, people = self.runs, self.site.people
         run_id = request.path_params["run_id"]
         verb = request.path_params["verb"]
-        if verb not in ("approve", "decline"):
+        if verb not in ("approve", "decline", "abandon"):
             return Response(status_code=404)
         fields = await form(request)
         if fields is None or not self.site.same_origin(request):
@@ -154,6 +158,8 @@ class Pages:
         )
         if isinstance(presence, str):
             return RedirectResponse(f"/runs/{quote(run_id)}?note={quote(presence)}", 303)
+        if verb == "abandon":
+            return await self.abandon(session, run_id, comment, presence)
         try:
             await self.site.as_person(
                 session,
@@ -173,4 +179,28 @@ class Pages:
             return RedirectResponse(sign_page_url(run_id, verb, comment, str(exc.data["details"])), 303)
         except HandrailError as exc:
             note = views.note_code(exc)  # a code: the page says the fixed text it names
+        return RedirectResponse(f"/runs/{quote(run_id)}?note={note}", 303)
+
+    async def abandon(
+        self, session: Session, run_id: str, reason: str | None, presence: Presence | None
+    ) -> Response:
+        """The person ends a run its workflow leaves to a person (runs/abandons.py); any
+        other run is no page's to end here (404), as before."""
+        by = ByPerson(session.person, "dashboard", presence, shared=self.site.people is None)
+        said = reason or "abandoned on the dashboard"
+
+        def abandoned(asking: Asking) -> bool:
+            if not self.runs.person_abandons(self.runs.run(asking, run_id)):
+                return False
+            self.runs.abandon(asking, run_id, said, by)
+            return True
+
+        try:
+            if not await self.site.as_person(session, abandoned):
+                return Response(status_code=404)
+            note = "abandoned"
+        except PresenceNeeded as exc:
+            return RedirectResponse(sign_page_url(run_id, "abandon", reason, str(exc.data["details"])), 303)
+        except HandrailError as exc:
+            note = views.note_code(exc)
         return RedirectResponse(f"/runs/{quote(run_id)}?note={note}", 303)

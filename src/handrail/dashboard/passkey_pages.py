@@ -1,6 +1,7 @@
 """The dashboard's passkey pages: registering a person's passkeys (/passkeys), and the
-page where a decision that needs the person is signed (/runs/RUN/sign), with the
-challenges both ceremonies sign (spec/runs.md, "Presence").
+page where a decision that needs the person is signed (/runs/RUN/sign: an approval, a
+decline, or the abandon of a run only a person may end), with the challenges both
+ceremonies sign (spec/runs.md, "Presence").
 
 A challenge is made for one session and used once: it is kept server side, in the
 store every server shares (runs/sign_ins.py), so that the answer may come back through
@@ -28,10 +29,13 @@ from handrail.dashboard.forwarded import Public
 from handrail.dashboard.sessions import Session
 from handrail.model.errors import HandrailError
 from handrail.model.request import Request as Asking
+from handrail.model.runs import EventType
 from handrail.runs.passkeys import credential_of
 from handrail.runs.presence import Presence, challenge, new_nonce
 
 CHALLENGE_SECONDS = 600.0  # a ceremony not finished in ten minutes asks again
+# what a passkey signs here: a decision on an approval, or ending a run only a person may end
+SIGNED = {"approve": "Approve", "decline": "Decline", "abandon": "Abandon"}
 FORBIDDEN = {"Content-Security-Policy": "default-src 'none'", "Cache-Control": "no-store"}
 
 
@@ -222,12 +226,20 @@ class PasskeyPages:
     def decision_challenge(
         self, asking: Asking, person: str, run_id: str, verb: str, rp_id: str
     ) -> tuple[Any, str]:
+        nonce = new_nonce()
+        if verb == "abandon":  # the run, whatever its step (runs/abandons.py)
+            run = self.runs.run(asking, run_id)
+            if EventType.ABANDONED not in self.runs.offers(run):
+                raise ValueError(f"the run is {run.status}: it cannot be abandoned")
+            raw = challenge(run.id, None, "abandon", run.head, nonce)
+            return (run.head, nonce), self.runs.passkeys.assertion_options(person, rp_id, raw)
         run = self.runs.readable(asking, run_id, person)
         pending = self.runs.pending_approval(run)
         if pending is None:
             raise ValueError(f"the run is {run.status}: it waits for no approval")
-        nonce = new_nonce()
-        raw = challenge(run.id, str(pending["stepId"]), verb == "approve", run.head, nonce)
+        raw = challenge(
+            run.id, str(pending["stepId"]), "approve" if verb == "approve" else "decline", run.head, nonce
+        )
         return (run.head, nonce), self.runs.passkeys.assertion_options(person, rp_id, raw)
 
     async def sign_challenge(self, request: Request, session: Session) -> Response:
@@ -235,7 +247,7 @@ class PasskeyPages:
         if isinstance(fields, Response):
             return fields
         run_id, verb = request.path_params["run_id"], request.path_params["verb"]
-        if verb not in ("approve", "decline"):
+        if verb not in SIGNED:
             return JSONResponse({"error": f"no such decision `{verb[:40]}`"}, 404)
         rp_id, origin = relying_party(request, self.kit.where)
         if is_ip(rp_id):
@@ -257,7 +269,7 @@ class PasskeyPages:
     async def sign_page(self, request: Request, session: Session) -> Response:
         run_id = request.path_params["run_id"]
         verb = request.query_params.get("verb", "approve")
-        verb = verb if verb in ("approve", "decline") else "approve"
+        verb = verb if verb in SIGNED else "approve"
         keys = await self.kit.as_person(session, lambda _asking: self.runs.passkeys.of(session.person))
         rp_id, _ = relying_party(request, self.kit.where)
         return self.kit.page(
@@ -266,6 +278,7 @@ class PasskeyPages:
             session,
             run_id=run_id,
             verb=verb,
+            label=SIGNED[verb],
             comment=request.query_params.get("comment"),
             reason=request.query_params.get("reason", ""),
             keys=[k for k in keys if k.rp_id == rp_id],

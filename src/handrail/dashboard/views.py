@@ -284,6 +284,7 @@ def _by_file(diagnostics: list[dict[str, Any]]) -> list[dict[str, Any]]:
 NOTES = {
     "approved": "Approved.",
     "declined": "Declined.",
+    "abandoned": "Abandoned.",
     "not-allowed": "Nothing was decided: you may not decide this step.",
     "not-waiting": (
         "Nothing was decided: the run no longer waits for an approval (it may have been decided already)."

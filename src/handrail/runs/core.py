@@ -120,6 +120,9 @@ class Runs:
         self.ledger.close()
 
     # -- a person's decisions ----------------------------------------------------------
+    def person_abandons(self, run: RunRecord) -> bool:
+        """Whether only a person may end the run (its workflow's `"abandon": "person"`)."""
+        return abandons.only_a_person(self.store, run)
 
     def decide(
         self, request: Request, run_id: str, verdict: Verdict, *, person: str, **how: Unpack[How]
@@ -343,7 +346,12 @@ class Runs:
         return result
 
     # -- workflow_abandon ------------------------------------------------------------
-    def abandon(self, request: Request, run_id: str, reason: str) -> dict[str, Any]:
+    def abandon(
+        self, request: Request, run_id: str, reason: str, by: abandons.ByPerson = abandons.BY_PERSON
+    ) -> dict[str, Any]:
+        """`by`: how a person abandons (who, where, their passkey, whether the channel is one
+        the agent shares: runs/abandons.py); an agent's request is its own."""
+
         def once() -> dict[str, Any]:
             run = self.run(request, run_id)
             if not machine.allows(run.status, EventType.ABANDONED):
@@ -351,7 +359,11 @@ class Runs:
             if request.session is not None or request.lease is not None:  # an agent: what it holds
                 run = admitted(self.ledger, request, run)
             abandons.check_allowed(self.store, run, request)
-            event = NewEvent(EventType.ABANDONED, data={"reason": reason, **abandons.by_whom(request)})
+            data = {"reason": reason, **abandons.by_whom(request)}
+            if request.session is None:
+                watched, page = self.decisions.gate_watches, self.awaiting.page(run.id)
+                data.update(abandons.persons(self.store, run, by, watched, page))
+            event = NewEvent(EventType.ABANDONED, data=data)
             written = self.tree.after(self.ledger.write(run, RunUpdate(), [event], self.owner(request)))
             return shaped(written, ("runId", "status", "workflowId"))
 

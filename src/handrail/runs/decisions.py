@@ -20,12 +20,12 @@ from handrail.runs.position import Position
 from handrail.runs.presence import (
     GATE_WATCHES,
     TREE_DEPTH,
+    Decision,
     Presence,
     PresenceError,
-    check,
+    accepted,
     gate_watches,
     presence_needed,
-    signable_heads,
 )
 from handrail.runs.refusals import answer_refused, not_allowed
 from handrail.runs.shapes import view
@@ -260,14 +260,13 @@ class Decisions:
             if reason is not None:
                 raise presence_needed(run.id, reason, self.awaiting.page(run.id))
             return
-        if presence.head not in signable_heads(self.ledger.events(run.id)):
-            raise not_allowed(run, "presence: the run changed since the passkey signed; sign again")
+        store = self.ledger.store
+        decision: Decision = "approve" if approve else "decline"
+        signed_for = (run.id, step_id, decision)
         try:
-            count = check(presence, run.id, step_id, approve, self.ledger.store.passkeys(person), person)
+            decided["presence"] = accepted(store, store.events(run.id), presence, signed_for, person)
         except PresenceError as exc:
-            raise not_allowed(run, f"presence: the passkey's assertion does not hold: {exc}") from None
-        self.ledger.store.passkey_used(presence.credential_id, count)
-        decided["presence"] = presence.recorded()
+            raise not_allowed(run, f"presence: {exc}") from None
 
     def presence_reason(
         self, run: RunRecord, found: Pending, person: str, channel: str, shared: bool

@@ -1,8 +1,9 @@
 """An approval that needs the person: when a passkey's signature is asked for, the
 challenge it signs, and checking a signed assertion (spec/runs.md, "Presence").
 
-The challenge is the SHA-256 of the run, the step, the decision, the run's chain head
-at that moment and a nonce of the server's: the signature binds the decision to
+The challenge is the SHA-256 of the run, the step, the decision (approve, decline, or
+abandon, which a workflow's `"abandon": "person"` may ask a passkey for: runs/abandons.py),
+the run's chain head at that moment and a nonce of the server's: the signature binds the decision to
 everything the log held before it. The agent runs as the same OS user, with the same
 files, tokens and shell, but it cannot touch the authenticator, so it cannot sign.
 
@@ -18,7 +19,7 @@ import json
 import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
 from handrail.model.runs import Event, EventType
@@ -31,7 +32,9 @@ if TYPE_CHECKING:
     from handrail.store.base import RunStore
 
 PASSKEY = "passkey"
-DECISIONS = (EventType.APPROVED, EventType.DECLINED, EventType.APPROVAL_GIVEN)
+# the events a passkey may sign: a person's decisions, and a person's abandon
+DECISIONS = (EventType.APPROVED, EventType.DECLINED, EventType.APPROVAL_GIVEN, EventType.ABANDONED)
+Decision = Literal["approve", "decline", "abandon"]
 # the reason a shared channel's decision needs the person: the one a link may do instead of
 # the passkey (runs/links.py)
 GATE_WATCHES = "the gate watches this run"
@@ -50,12 +53,22 @@ class PresenceNeeded(NotAllowedToDecide):
     title = "This approval needs the person's passkey"
 
 
-def presence_needed(run_id: str, reason: str, page: str | None) -> PresenceNeeded:
+class AbandonNeedsPresence(PresenceNeeded):
+    """Abandoning this run needs the person's passkey, and none came with it: the run
+    goes on. `data.page`: the run's page, where the person can sign it."""
+
+    title = "Abandoning this run needs the person's passkey"
+
+
+def presence_needed(run_id: str, reason: str, page: str | None, abandon: bool = False) -> PresenceNeeded:
     where = f" on the run's page {page}" if page else " on the run's page of the dashboard"
-    details = f"presence: {reason}; approve or decline it with your passkey{where}"
+    what = "abandon it" if abandon else "approve or decline it"
+    details = f"presence: {reason}; {what} with your passkey{where}"
     data: dict[str, Any] = {"runId": run_id, "rule": "presence", "details": details}
     if page:
         data["page"] = page
+    if abandon:
+        return AbandonNeedsPresence(f"Not allowed to abandon this run: {details}", data=data)
     return PresenceNeeded(f"Not allowed to decide this approval: {details}", data=data)
 
 
@@ -71,12 +84,13 @@ def new_nonce() -> str:
     return secrets.token_urlsafe(24)
 
 
-def challenge(run_id: str, step_id: str, approve: bool, head: str | None, nonce: str) -> bytes:
-    """What the passkey signs for this decision on this run at this head."""
+def challenge(run_id: str, step_id: str | None, decision: Decision, head: str | None, nonce: str) -> bytes:
+    """What the passkey signs for this decision on this run at this head (`step_id`: the
+    step decided on; None for an abandon, which ends the run whatever its step)."""
     form = {
         "runId": run_id,
         "stepId": step_id,
-        "decision": "approve" if approve else "decline",
+        "decision": decision,
         "head": head,
         "nonce": nonce,
     }
@@ -138,7 +152,12 @@ def _client_origin(credential: Mapping[str, Any]) -> str:
 
 
 def check(
-    presence: Presence, run_id: str, step_id: str, approve: bool, keys: Sequence[Passkey], person: str
+    presence: Presence,
+    run_id: str,
+    step_id: str | None,
+    decision: Decision,
+    keys: Sequence[Passkey],
+    person: str,
 ) -> int:
     """Check `presence` for this decision against `person`'s registered `keys`; the
     assertion's signature counter. Raises PresenceError naming what does not hold."""
@@ -151,7 +170,7 @@ def check(
         raise PresenceError(f"its passkey was made for `{key.rp_id}`, the assertion for `{presence.rp_id}`")
     if urlsplit(presence.origin).hostname != presence.rp_id:
         raise PresenceError(f"it was made on `{presence.origin}`, not on `{presence.rp_id}`")
-    expected = challenge(run_id, step_id, approve, presence.head, presence.nonce)
+    expected = challenge(run_id, step_id, decision, presence.head, presence.nonce)
     from webauthn import verify_authentication_response  # lazy: only when a passkey is used
     from webauthn.helpers.exceptions import InvalidAuthenticationResponse  # lazy: as above
 
@@ -168,6 +187,35 @@ def check(
     except (InvalidAuthenticationResponse, ValueError, KeyError, TypeError) as exc:
         raise PresenceError(f"its signature does not hold: {exc}") from None
     return int(verified.new_sign_count)
+
+
+def accepted(
+    store: RunStore,
+    events: Sequence[Event],
+    presence: Presence,
+    signed: tuple[str, str | None, Decision],
+    person: str,
+) -> dict[str, Any]:
+    """Check `presence` for `person`'s decision `signed` (run, step, decision) on the run
+    whose log is `events`, as the store holds it now; the assertion as the decision's event
+    keeps it, the key's counter moved on. Raises PresenceError, its words to follow
+    "presence: "."""
+    if presence.head not in signable_heads(events):
+        raise PresenceError("the run changed since the passkey signed; sign again")
+    run_id, step_id, decision = signed
+    try:
+        count = check(presence, run_id, step_id, decision, store.passkeys(person), person)
+    except PresenceError as exc:
+        raise PresenceError(f"the passkey's assertion does not hold: {exc}") from None
+    store.passkey_used(presence.credential_id, count)
+    return presence.recorded()
+
+
+def decision_of(e: Event) -> tuple[str | None, Decision]:
+    """The step and decision a signed event's challenge was made of."""
+    if e.type == EventType.ABANDONED:
+        return None, "abandon"
+    return str(e.step_id), "decline" if e.type == EventType.DECLINED else "approve"
 
 
 def gate_watches(events: Sequence[Event]) -> bool:
@@ -228,7 +276,8 @@ def _one(
                 f"its passkey signed the chain head {str(presence.head)[:16]}..., but the events before "
                 f"it hash to {str(heads[-1])[:16]}...: the log before it was rewritten"
             )
-        check(presence, run_id, str(e.step_id), e.type != EventType.DECLINED, keys, str(e.data.get("person")))
+        step_id, decision = decision_of(e)
+        check(presence, run_id, step_id, decision, keys, str(e.data.get("person")))
     except PresenceError as exc:
         return str(exc)
     return None
