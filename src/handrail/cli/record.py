@@ -136,16 +136,13 @@ def with_existing(args: argparse.Namespace, command: str, work: Callable[[RunSto
     no run), closed after; a store that fails is said on stderr as `command`'s error."""
     try:
         store = _open(args)
+        try:
+            return work(store)
+        finally:
+            store.close()
     except StorageError as exc:
         print(f"handrail {command}: {exc.message}", file=sys.stderr)
         return EXIT_ERRORS
-    try:
-        return work(store)
-    except StorageError as exc:
-        print(f"handrail {command}: {exc.message}", file=sys.stderr)
-        return EXIT_ERRORS
-    finally:
-        store.close()
 
 
 def _open(args: argparse.Namespace) -> RunStore:

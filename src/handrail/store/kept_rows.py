@@ -23,6 +23,7 @@ from handrail.store.rows import (
     insert_run,
     list_filter,
     list_order,
+    now,
     read_events,
     read_linked,
     run_record,
@@ -63,6 +64,14 @@ class KeptRows:
             if notifications:
                 outbox.queue(db, run.id, run.version, notifications, run.created_at, self._mark)
         return run._replace(events=len(events), head=head, stats=stats)
+
+    def put_source(self, source_hash: str, workflow_id: str, document: bytes) -> None:
+        marks = ", ".join([self._mark] * 4)
+        with self._kept() as db:
+            db.execute(
+                f"INSERT INTO workflow_sources VALUES ({marks}) ON CONFLICT (hash) DO NOTHING",
+                (source_hash, workflow_id, document, now()),
+            )
 
     def get_source(self, source_hash: str) -> bytes | None:
         with self._kept(write=False) as db:

@@ -166,14 +166,6 @@ class PostgresStore(KeptRows):
         except psycopg.Error as exc:
             raise self._error("the run database refused the call", exc) from None
 
-    # -- sources -------------------------------------------------------------------
-    def put_source(self, source_hash: str, workflow_id: str, document: bytes) -> None:
-        with self._connection() as db:
-            db.execute(
-                "INSERT INTO workflow_sources VALUES (%s, %s, %s, %s) ON CONFLICT (hash) DO NOTHING",
-                (source_hash, workflow_id, document, now()),
-            )
-
     # -- runs ----------------------------------------------------------------------
     def update(
         self,

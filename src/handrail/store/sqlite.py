@@ -277,14 +277,6 @@ class SqliteStore(KeptRows):
         finally:
             self._lock.release()
 
-    # -- sources -------------------------------------------------------------------
-    def put_source(self, source_hash: str, workflow_id: str, document: bytes) -> None:
-        with self._write() as db:
-            db.execute(
-                "INSERT OR IGNORE INTO workflow_sources VALUES (?, ?, ?, ?)",
-                (source_hash, workflow_id, document, now()),
-            )
-
     # -- runs ----------------------------------------------------------------------
     def update(
         self,
