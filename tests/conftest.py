@@ -17,11 +17,15 @@ import os
 import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from tests.helpers.environment import CALLER
 from tests.postgres import Cluster, reap_orphans, unavailable
+
+if TYPE_CHECKING:
+    from tests.gate.runs import GateWorld
 
 # Where PYTHONDONTWRITEBYTECODE is set (as on the shared machine), every xdist worker would
 # rewrite the asserts of every test module and compile it again on every run, some ten
@@ -151,6 +155,17 @@ def postgres_cluster() -> Iterator[Cluster]:
     cluster = Cluster(fsync=False)  # nothing here survives the cluster: spare the disk
     yield cluster
     cluster.stop()
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> Iterator[GateWorld]:
+    """The gate's world, for the gate's, the run layer's and the dashboard's tests: a home,
+    HANDRAIL_HOME, a workspace and the run store, all in the test's folder, closed after it."""
+    from tests.gate.runs import GateWorld  # lazy: only the tests that ask for one load the run layer
+
+    found = GateWorld(tmp_path)
+    yield found
+    found.close()
 
 
 @pytest.fixture

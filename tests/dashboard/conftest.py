@@ -1,11 +1,29 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.dashboard.browser import chromium
+from tests.helpers.http import HttpServer
+from tests.runs.workflows import build_feature, write
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[tuple[HttpServer, Path]]:
+    """A dashboard's server of the feature workflow, and the SQLite file of its runs."""
+    write(tmp_path / "flows", build_feature())
+    database = tmp_path / "runs.db"
+    args = ("--no-bundled", "--workflows", str(tmp_path / "flows"), "--database", f"sqlite:///{database}")
+    with HttpServer(*args) as http:
+        yield http, database
+
+
+@pytest.fixture
+def server(served: tuple[HttpServer, Path]) -> HttpServer:
+    return served[0]
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,14 +17,6 @@ from tests.runs.workflows import WORKFLOW_ID, build_feature, write
 pytestmark = pytest.mark.slow
 
 TOKEN = "s3cret-token-for-the-dashboard"
-
-
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[HttpServer]:
-    write(tmp_path / "flows", build_feature())
-    database = f"sqlite:///{tmp_path / 'runs.db'}"
-    with HttpServer("--no-bundled", "--workflows", str(tmp_path / "flows"), "--database", database) as http:
-        yield http
 
 
 def start(http: HttpServer, goal: str, **headers: str) -> str:

@@ -4,8 +4,6 @@ the gate denied, refused and recorded, under the step it happened in."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,13 +12,6 @@ from tests.gate.runs import GateWorld, claude_input
 from tests.helpers.http import HttpServer
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def world(tmp_path: Path) -> Iterator[GateWorld]:
-    found = GateWorld(tmp_path)
-    yield found
-    found.close()
 
 
 def test_the_run_page_shows_the_gates_decisions_under_their_step(world: GateWorld, page: Any) -> None:

@@ -4,7 +4,6 @@ and names the first broken link once a row is edited behind the server's back.""
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -12,18 +11,8 @@ import pytest
 
 from tests.dashboard.test_dashboard_browser import start, submit
 from tests.helpers.http import HttpServer
-from tests.runs.workflows import build_feature, write
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def served(tmp_path: Path) -> Iterator[tuple[HttpServer, Path]]:
-    write(tmp_path / "flows", build_feature())
-    database = tmp_path / "runs.db"
-    args = ("--no-bundled", "--workflows", str(tmp_path / "flows"), "--database", f"sqlite:///{database}")
-    with HttpServer(*args) as http:
-        yield http, database
 
 
 def test_the_run_page_says_verified_then_names_the_event_an_edit_broke(

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,18 +19,8 @@ from handrail.store.open import open_store
 from handrail.store.rows import sealed
 from tests.dashboard.test_dashboard_browser import start, submit
 from tests.helpers.http import HttpServer
-from tests.runs.workflows import build_feature, write
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def served(tmp_path: Path) -> Iterator[tuple[HttpServer, Path]]:
-    write(tmp_path / "flows", build_feature())
-    database = tmp_path / "runs.db"
-    args = ("--no-bundled", "--workflows", str(tmp_path / "flows"), "--database", f"sqlite:///{database}")
-    with HttpServer(*args) as http:
-        yield http, database
 
 
 def moved_ahead(database: Path, run_id: str) -> None:

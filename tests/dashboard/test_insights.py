@@ -5,7 +5,6 @@ step table, the top issues linking to a run that shows them; readable without Ja
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,17 +14,9 @@ from handrail.dashboard.insights import rate_colour
 from tests.dashboard.browser import picture
 from tests.dashboard.test_dashboard_browser import start, submit
 from tests.helpers.http import HttpServer
-from tests.runs.workflows import WORKFLOW_ID, build_feature, write
+from tests.runs.workflows import WORKFLOW_ID
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[HttpServer]:
-    write(tmp_path / "flows", build_feature())
-    database = f"sqlite:///{tmp_path / 'runs.db'}"
-    with HttpServer("--no-bundled", "--workflows", str(tmp_path / "flows"), "--database", database) as http:
-        yield http
 
 
 def three_runs(http: HttpServer) -> str:

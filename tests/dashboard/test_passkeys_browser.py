@@ -12,7 +12,6 @@ import re
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,13 +32,6 @@ AUTHENTICATOR = {
     "hasUserVerification": True,
     "isUserVerified": True,
 }
-
-
-@pytest.fixture
-def world(tmp_path: Path) -> Iterator[GateWorld]:
-    found = GateWorld(tmp_path)
-    yield found
-    found.close()
 
 
 def waiting_watched_run(world: GateWorld, server: HttpServer) -> str:

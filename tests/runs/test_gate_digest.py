@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -16,13 +14,6 @@ from handrail.runs import gate_digest
 from tests.gate.runs import FIXTURE, STEPS, GateWorld
 
 DOCUMENT = json.loads(FIXTURE.read_text())
-
-
-@pytest.fixture
-def world(tmp_path: Path) -> Iterator[GateWorld]:
-    found = GateWorld(tmp_path)
-    yield found
-    found.close()
 
 
 def digest_and_step(world: GateWorld) -> tuple[object, object]:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,11 +19,12 @@ from tests.gate.runs import GateWorld
 
 
 @pytest.fixture
-def world(tmp_path: Path) -> Iterator[GateWorld]:
-    found = GateWorld(tmp_path)
-    found.start("implement")
-    found.close()
-    yield found
+def world(world: GateWorld) -> GateWorld:
+    """The shared world, its run started at `implement`, its own store closed: each test
+    writes as other processes would."""
+    world.start("implement")
+    world.close()
+    return world
 
 
 def test_a_gate_event_lands_after_another_writer_moved_the_run(world: GateWorld) -> None:

@@ -12,7 +12,6 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import pytest
@@ -37,13 +36,6 @@ def receivers() -> Iterator[tuple[Receiver, Receiver]]:
 
 def of_type(receiver: Receiver, kind: str) -> list[Received]:
     return [r for r in receiver.received if r.json.get("type") == kind]
-
-
-@pytest.fixture
-def world(tmp_path: Path) -> Iterator[GateWorld]:
-    found = GateWorld(tmp_path)
-    yield found
-    found.close()
 
 
 def stored_bytes(world: GateWorld) -> bytes:

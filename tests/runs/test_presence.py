@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,13 +22,6 @@ from handrail.store import open_store
 from tests.gate.runs import GateWorld, claude_input
 
 PERSON = Request(owner="local", scope="person")
-
-
-@pytest.fixture
-def world(tmp_path: Path) -> Iterator[GateWorld]:
-    found = GateWorld(tmp_path)
-    yield found
-    found.close()
 
 
 def waiting(world: GateWorld) -> str:

@@ -73,7 +73,7 @@ def config_of(args: argparse.Namespace) -> NotifyConfig | None:
     if not given.notify:
         return None
     try:
-        targets = tuple(dict.fromkeys(Target.parse(spec) for spec in given.notify))
+        targets = Target.parse_all(given.notify)
     except ValueError as exc:
         print(f"handrail {args.command}: --notify: {exc}", file=sys.stderr)
         raise SystemExit(EXIT_USAGE) from None
@@ -114,7 +114,7 @@ def queued_from_environment(command: str) -> NotifyConfig | None:
     if not given.notify:
         return None
     try:
-        targets = tuple(dict.fromkeys(Target.parse(spec) for spec in given.notify))
+        targets = Target.parse_all(given.notify)
     except ValueError as exc:
         print(f"handrail {command}: HANDRAIL_NOTIFY: {exc}; no notifications are queued", file=sys.stderr)
         return None

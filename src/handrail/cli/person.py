@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from handrail.cli.options import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, add_database_option
-from handrail.model.errors import StorageError
 from handrail.store.base import LOCAL_OWNER
+
+if TYPE_CHECKING:
+    from handrail.store.base import RunStore
 
 DASHBOARD = "http://localhost:8766"  # `handrail dashboard`: WebAuthn needs a host name, not 127.0.0.1
 
@@ -53,31 +56,25 @@ def person_command(args: argparse.Namespace) -> int:
 
             webbrowser.open(page)
         return EXIT_OK
-    from handrail.cli.record import open_existing  # lazy: the store loads only when asked
+    from handrail.cli.record import with_existing  # lazy: the store loads only when asked
 
-    try:
-        store = open_existing(args)
-    except StorageError as exc:
-        print(f"handrail person passkey {verb}: {exc.message}", file=sys.stderr)
-        return EXIT_ERRORS
-    try:
-        if verb == "list":
-            keys = store.passkeys(args.person)
-            for key in keys:
-                print(f"{key.credential_id}  {key.name}  for {key.rp_id}  since {key.created_at}")
-            print(f"{len(keys)} passkey{'' if len(keys) == 1 else 's'} of {args.person}")
-            return EXIT_OK
-        if store.remove_passkey(args.person, args.credential):
-            print(f"removed passkey {args.credential} of {args.person}")
-            return EXIT_OK
-        print(
-            f"handrail person passkey remove: {args.person} has no passkey `{args.credential}` "
-            "(`handrail person passkey list` shows them)",
-            file=sys.stderr,
-        )
-        return EXIT_ERRORS
-    except StorageError as exc:
-        print(f"handrail person passkey {verb}: {exc.message}", file=sys.stderr)
-        return EXIT_ERRORS
-    finally:
-        store.close()
+    return with_existing(args, f"person passkey {verb}", lambda store: _passkeys(store, args, verb))
+
+
+def _passkeys(store: RunStore, args: argparse.Namespace, verb: str) -> int:
+    """`list` or `remove` on the open store."""
+    if verb == "list":
+        keys = store.passkeys(args.person)
+        for key in keys:
+            print(f"{key.credential_id}  {key.name}  for {key.rp_id}  since {key.created_at}")
+        print(f"{len(keys)} passkey{'' if len(keys) == 1 else 's'} of {args.person}")
+        return EXIT_OK
+    if store.remove_passkey(args.person, args.credential):
+        print(f"removed passkey {args.credential} of {args.person}")
+        return EXIT_OK
+    print(
+        f"handrail person passkey remove: {args.person} has no passkey `{args.credential}` "
+        "(`handrail person passkey list` shows them)",
+        file=sys.stderr,
+    )
+    return EXIT_ERRORS

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -123,24 +124,25 @@ def record_command(args: argparse.Namespace) -> int:
         if found is False:
             return EXIT_USAGE
         key = found
+    return with_existing(
+        args,
+        f"runs {verb}",
+        lambda store: _export(store, args, key) if verb == "export" else _verify_store(store, args),
+    )
 
+
+def with_existing(args: argparse.Namespace, command: str, work: Callable[[RunStore], int]) -> int:
+    """`work`'s exit status on the store, never created here (a missing SQLite file holds
+    no run), closed after; a store that fails is said on stderr as `command`'s error."""
     try:
         store = _open(args)
+        try:
+            return work(store)
+        finally:
+            store.close()
     except StorageError as exc:
-        print(f"handrail runs {verb}: {exc.message}", file=sys.stderr)
+        print(f"handrail {command}: {exc.message}", file=sys.stderr)
         return EXIT_ERRORS
-    try:
-        return _export(store, args, key) if verb == "export" else _verify_store(store, args)
-    except StorageError as exc:
-        print(f"handrail runs {verb}: {exc.message}", file=sys.stderr)
-        return EXIT_ERRORS
-    finally:
-        store.close()
-
-
-def open_existing(args: argparse.Namespace) -> RunStore:
-    """The store, never created here: a missing SQLite file holds no run."""
-    return _open(args)
 
 
 def _open(args: argparse.Namespace) -> RunStore:

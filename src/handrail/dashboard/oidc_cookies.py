@@ -12,9 +12,10 @@ import hmac
 import json
 import secrets
 import time
-from typing import Any
+from typing import Any, Literal
 
 from starlette.requests import Request
+from starlette.responses import Response
 
 from handrail.service.identity_provider import Provider
 
@@ -32,6 +33,24 @@ class OidcCookies:
         body = base64.urlsafe_b64encode(json.dumps(values).encode()).decode()
         mac = hmac.new(self.key, body.encode(), hashlib.sha256).hexdigest()
         return f"{body}.{mac}"
+
+    def leave(
+        self,
+        response: Response,
+        request: Request,
+        name: str,
+        values: dict[str, Any],
+        *,
+        max_age: int,
+        samesite: Literal["lax", "strict"],
+        path: str,
+    ) -> None:
+        """Set cookie `name` to `values` sealed, for the browser only (httponly), sent back
+        over https alone when the request came that way."""
+        secure = request.url.scheme == "https"
+        response.set_cookie(
+            name, self.seal(values), max_age, httponly=True, samesite=samesite, secure=secure, path=path
+        )
 
     def unseal(self, sealed: str | None) -> dict[str, Any] | None:
         body, _, mac = (sealed or "").rpartition(".")

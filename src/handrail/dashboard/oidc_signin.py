@@ -87,14 +87,8 @@ class OidcSignIn:
         )
         response = RedirectResponse(target, 303)
         # Lax: the provider's redirect back is a top-level navigation from its site
-        response.set_cookie(
-            FLOW_COOKIE,
-            self.cookies.seal(flow),
-            max_age=FLOW_SECONDS,
-            httponly=True,
-            samesite="lax",
-            secure=request.url.scheme == "https",
-            path="/signin/oidc",
+        self.cookies.leave(
+            response, request, FLOW_COOKIE, flow, max_age=FLOW_SECONDS, samesite="lax", path="/signin/oidc"
         )
         return response
 
@@ -122,14 +116,8 @@ class OidcSignIn:
         )
         page.delete_cookie(FLOW_COOKIE, path="/signin/oidc")
         held = {"person": person, "roles": sorted(self.provider.roles_of(person)), "until": session_end()}
-        page.set_cookie(
-            ROLES_COOKIE,
-            self.cookies.seal(held),
-            max_age=SESSION_SECONDS,
-            httponly=True,
-            samesite="strict",
-            secure=request.url.scheme == "https",
-            path="/",
+        self.cookies.leave(
+            page, request, ROLES_COOKIE, held, max_age=SESSION_SECONDS, samesite="strict", path="/"
         )
         return self.site.with_cookie(page, request, session)
 

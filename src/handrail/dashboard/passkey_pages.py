@@ -158,18 +158,33 @@ class PasskeyPages:
             return self.forbidden("the form's token does not match")
         return fields
 
-    async def passkeys_page(self, request: Request, session: Session) -> Response:
+    async def keys_page(
+        self,
+        template: str,
+        request: Request,
+        session: Session,
+        here_only: bool,
+        query: str = "",
+        **shown: Any,
+    ) -> Response:
+        """A page over the person's passkeys (`here_only`: those made for this host), with
+        its address at localhost (and `query`) for a host, an IP address, that can hold none."""
         keys = await self.kit.as_person(session, lambda _asking: self.runs.passkeys.of(session.person))
         rp_id, _ = relying_party(request, self.kit.where)
         return self.kit.page(
-            "passkeys.html",
+            template,
             request,
             session,
-            keys=keys,
-            note=request.query_params.get("note"),
+            keys=[k for k in keys if k.rp_id == rp_id] if here_only else keys,
+            rp_id=rp_id,
             ip_host=is_ip(rp_id),
-            localhost=localhost(request),
+            localhost=localhost(request) + query,
+            **shown,
         )
+
+    async def passkeys_page(self, request: Request, session: Session) -> Response:
+        note = request.query_params.get("note")
+        return await self.keys_page("passkeys.html", request, session, False, note=note)
 
     async def registration_options(self, request: Request, session: Session) -> Response:
         fields = await self.checked(request, session)
@@ -270,21 +285,17 @@ class PasskeyPages:
         run_id = request.path_params["run_id"]
         verb = request.query_params.get("verb", "approve")
         verb = verb if verb in SIGNED else "approve"
-        keys = await self.kit.as_person(session, lambda _asking: self.runs.passkeys.of(session.person))
-        rp_id, _ = relying_party(request, self.kit.where)
-        return self.kit.page(
+        return await self.keys_page(
             "sign.html",
             request,
             session,
+            True,
+            f"?verb={verb}",
             run_id=run_id,
             verb=verb,
             label=SIGNED[verb],
             comment=request.query_params.get("comment"),
             reason=request.query_params.get("reason", ""),
-            keys=[k for k in keys if k.rp_id == rp_id],
-            rp_id=rp_id,
-            ip_host=is_ip(rp_id),
-            localhost=localhost(request) + f"?verb={verb}",
         )
 
 

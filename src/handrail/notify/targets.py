@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 from urllib.parse import urlsplit
@@ -42,6 +43,11 @@ class Target:
                 f"{spec!r} is not an http(s) URL; write https://host/path, slack:https://... or teams:https://..."
             )
         return cls(text, kind, url)
+
+    @classmethod
+    def parse_all(cls, specs: Iterable[str]) -> tuple[Target, ...]:
+        """The receivers `specs` name, each once, in the order first given."""
+        return tuple(dict.fromkeys(cls.parse(spec) for spec in specs))
 
 
 def shown(spec: str) -> str:

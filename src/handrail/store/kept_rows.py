@@ -3,22 +3,27 @@
 (store/passkeys.py) and a run's notifications (store/outbox.py), the events a recap
 shows, the audit trail's and the idle runs, written and read the same way by both
 stores: the same SQL with the driver's placeholder, one transaction a call. A store
-names its placeholder, the order of its newest runs and the transaction it writes in;
-the rest is here once."""
+names its placeholder, the order of its newest runs, the transaction it writes in and
+the one several statements share (a new run's); the rest is here once."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Unpack
 
 from handrail.store import outbox
 from handrail.store.base import LIST_LIMIT, RunFilter
+from handrail.store.chain import chained_rows, new_head
 from handrail.store.rows import (
     EVENTS_QUERY,
     EVENTS_SINCE_QUERY,
     RUN_COLUMNS,
+    insert_events,
+    insert_run,
     list_filter,
     list_order,
+    now,
     read_events,
     read_linked,
     run_record,
@@ -26,8 +31,8 @@ from handrail.store.rows import (
 from handrail.store.shown_query import shown_events_query, shown_events_values
 
 if TYPE_CHECKING:  # loaded when a session is kept, never by a gate hook's read
-    from handrail.model.runs import Event, RunRecord
-    from handrail.store.base import Notification
+    from handrail.model.runs import Event, NewEvent, RunRecord
+    from handrail.store.base import NewNotification, Notification
     from handrail.store.passkeys import Passkey
     from handrail.store.sessions import KeptSession
 
@@ -39,6 +44,34 @@ class KeptRows:
     def _kept(self, write: bool = True) -> AbstractContextManager[Any]:
         """One transaction on the store's database: a write, or a read that takes no lock."""
         raise NotImplementedError
+
+    def _together(self) -> AbstractContextManager[Any]:
+        """One transaction of several statements, committed whole or not at all."""
+        raise NotImplementedError
+
+    def create(
+        self, run: RunRecord, events: Sequence[NewEvent], notifications: Sequence[NewNotification] = ()
+    ) -> RunRecord:
+        from handrail.store import summary  # lazy: a hook's read writes no statistics
+
+        rows = chained_rows(run.id, 0, None, events, run.owner, run.created_at)
+        head = new_head(rows, None)
+        found, stats = summary.plan(None, rows)
+        with self._together() as db:
+            db.execute(*insert_run(run, len(events), head, self._mark, stats))
+            insert_events(db, rows, self._mark)
+            summary.insert(db, summary.keys_of(run), found, self._mark)
+            if notifications:
+                outbox.queue(db, run.id, run.version, notifications, run.created_at, self._mark)
+        return run._replace(events=len(events), head=head, stats=stats)
+
+    def put_source(self, source_hash: str, workflow_id: str, document: bytes) -> None:
+        marks = ", ".join([self._mark] * 4)
+        with self._kept() as db:
+            db.execute(
+                f"INSERT INTO workflow_sources VALUES ({marks}) ON CONFLICT (hash) DO NOTHING",
+                (source_hash, workflow_id, document, now()),
+            )
 
     def get_source(self, source_hash: str) -> bytes | None:
         with self._kept(write=False) as db:

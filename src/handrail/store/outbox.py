@@ -6,6 +6,7 @@ run's notifications reach a receiver in order), and what an attempt records.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import closing
 from typing import Any
 
 from handrail.model.codec import decode_stored, encode_stored
@@ -43,6 +44,15 @@ def rows(
         (new_id(), run_id, version, part, n.target, n.event, encode_stored(n.payload), at, PENDING, 0, at)
         for part, n in enumerate(notifications, first)
     ]
+
+
+def queue(
+    db: Any, run_id: str, version: int, notifications: Sequence[NewNotification], at: str, mark: str
+) -> None:
+    """Write the rows of `notifications` on `db` (a sqlite3 or psycopg connection), in the
+    transaction of the write that leaves the run at `version`."""
+    with closing(db.cursor()) as cursor:  # psycopg runs executemany on a cursor only
+        cursor.executemany(insert(mark), rows(run_id, version, notifications, at))
 
 
 def due(mark: str) -> str:

@@ -36,12 +36,11 @@ from handrail.store.base import (
     Send,
     written,
 )
-from handrail.store.chain import EVENT_COLUMNS, backfill, chained_rows, new_head
+from handrail.store.chain import EVENT_COLUMNS, backfill
 from handrail.store.gate_query import gate_events_query, gate_events_values
 from handrail.store.kept_rows import KeptRows
 from handrail.store.rows import (
     insert_events,
-    insert_run,
     move,
     now,
     read_events,
@@ -167,32 +166,7 @@ class PostgresStore(KeptRows):
         except psycopg.Error as exc:
             raise self._error("the run database refused the call", exc) from None
 
-    # -- sources -------------------------------------------------------------------
-    def put_source(self, source_hash: str, workflow_id: str, document: bytes) -> None:
-        with self._connection() as db:
-            db.execute(
-                "INSERT INTO workflow_sources VALUES (%s, %s, %s, %s) ON CONFLICT (hash) DO NOTHING",
-                (source_hash, workflow_id, document, now()),
-            )
-
     # -- runs ----------------------------------------------------------------------
-    def create(
-        self, run: RunRecord, events: Sequence[NewEvent], notifications: Sequence[NewNotification] = ()
-    ) -> RunRecord:
-        rows = chained_rows(run.id, 0, None, events, run.owner, run.created_at)
-        head = new_head(rows, None)
-        found, stats = summary.plan(None, rows)
-        with self._connection() as db, db.transaction():
-            db.execute(*insert_run(run, len(events), head, "%s", stats))
-            insert_events(db, rows, "%s")
-            summary.insert(db, summary.keys_of(run), found, "%s")
-            if notifications:
-                with db.cursor() as cursor:
-                    cursor.executemany(
-                        outbox.insert("%s"), outbox.rows(run.id, run.version, notifications, run.created_at)
-                    )
-        return run._replace(events=len(events), head=head, stats=stats)
-
     def update(
         self,
         run: RunRecord,
@@ -228,10 +202,7 @@ class PostgresStore(KeptRows):
                 if moved != (len(rows) or 1):
                     raise Conflict(run.id)
                 if notifications:
-                    with db.cursor() as cursor:
-                        cursor.executemany(
-                            outbox.insert("%s"), outbox.rows(run.id, run.version + 1, notifications, at)
-                        )
+                    outbox.queue(db, run.id, run.version + 1, notifications, at, "%s")
             return written(run, change, at, len(events), head, stats)
         with self._connection() as db:
             moved = db.execute(query.encode(), values).rowcount
@@ -294,6 +265,11 @@ class PostgresStore(KeptRows):
 
     def _kept(self, write: bool = True) -> AbstractContextManager[psycopg.Connection[Any]]:
         return self._connection()
+
+    @contextmanager
+    def _together(self) -> Iterator[psycopg.Connection[Any]]:
+        with self._connection() as db, db.transaction():
+            yield db
 
     def close(self) -> None:
         if not self._closed.is_set():

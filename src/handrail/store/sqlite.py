@@ -41,13 +41,12 @@ from handrail.store.base import (
     Send,
     written,
 )
-from handrail.store.chain import backfill, chained_rows, new_head
+from handrail.store.chain import backfill
 from handrail.store.gate_query import gate_events_query, gate_events_values
 from handrail.store.gate_window import NEWER_QUERY, GateWindows
 from handrail.store.kept_rows import KeptRows
 from handrail.store.rows import (
     insert_events,
-    insert_run,
     later,
     move,
     now,
@@ -278,33 +277,7 @@ class SqliteStore(KeptRows):
         finally:
             self._lock.release()
 
-    # -- sources -------------------------------------------------------------------
-    def put_source(self, source_hash: str, workflow_id: str, document: bytes) -> None:
-        with self._write() as db:
-            db.execute(
-                "INSERT OR IGNORE INTO workflow_sources VALUES (?, ?, ?, ?)",
-                (source_hash, workflow_id, document, now()),
-            )
-
     # -- runs ----------------------------------------------------------------------
-    def create(
-        self, run: RunRecord, events: Sequence[NewEvent], notifications: Sequence[NewNotification] = ()
-    ) -> RunRecord:
-        rows = chained_rows(run.id, 0, None, events, run.owner, run.created_at)
-        head = new_head(rows, None)
-        from handrail.store import summary  # lazy: a hook's read writes no statistics
-
-        found, stats = summary.plan(None, rows)
-        with self._write() as db:
-            db.execute(*insert_run(run, len(events), head, "?", stats))
-            insert_events(db, rows, "?")
-            summary.insert(db, summary.keys_of(run), found, "?")
-            if notifications:
-                db.executemany(
-                    outbox.insert("?"), outbox.rows(run.id, run.version, notifications, run.created_at)
-                )
-        return run._replace(events=len(events), head=head, stats=stats)
-
     def update(
         self,
         run: RunRecord,
@@ -327,7 +300,7 @@ class SqliteStore(KeptRows):
             insert_events(db, rows, "?")
             summary.insert(db, summary.keys_of(run), found, "?")
             if notifications:
-                db.executemany(outbox.insert("?"), outbox.rows(run.id, run.version + 1, notifications, at))
+                outbox.queue(db, run.id, run.version + 1, notifications, at, "?")
         return written(run, change, at, len(events), head, stats)
 
     def claim(self, where: ClaimFilter, holder: str, until: str) -> RunRecord | None:
@@ -411,6 +384,9 @@ class SqliteStore(KeptRows):
 
     def _kept(self, write: bool = True) -> contextlib.AbstractContextManager[sqlite3.Connection]:
         return self._write() if write else self._read()
+
+    def _together(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
+        return self._write()
 
     def close(self) -> None:
         with self._lock, self._opened:
