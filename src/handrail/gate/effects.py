@@ -218,23 +218,25 @@ def _check(call: Call) -> str | None:
     kept = anchor.loaded(folder, store, run, facts, event.kind)
     repo = kept.repo if kept is not None and kept.repo is not None else baseline.find_repo(facts.workspace)
     now = baseline.take(facts.workspace, folder, repo, leave_out)
-    remember = (call.fingerprints, facts, folder, repo, call.home, since)
     if kept is None:
-        _remember(*remember, anchor.save(store, run, folder, now, repo, facts.step_id, None))
+        anchor.save(store, run, folder, now, repo, facts.step_id, None)
         return None
     before = kept.snapshot
     if now == before and kept.rewritten is None:
         sha = kept.anchor
         if baseline.step_of(folder) != facts.step_id:
             sha = anchor.save(store, run, folder, now, repo, facts.step_id, kept.anchor)
-        _remember(*remember, sha)
+        # a fingerprint only where nothing changed: after a change, the next call often changes
+        # more, and what just changed is too new to vouch for (its cost, on a large tree, is
+        # about a `git status`'s)
+        _remember(call.fingerprints, facts, folder, repo, call.home, since, sha)
         return None
     found = violations.forbidden(
         facts, undo.changes(repo, before, now), call.options, call.protected, event.session
     )
     found += staged_forbidden(call, undo.staged_changes(repo, before, now))
     if not found and kept.rewritten is None:
-        _remember(*remember, anchor.save(store, run, folder, now, repo, facts.step_id, kept.anchor))
+        anchor.save(store, run, folder, now, repo, facts.step_id, kept.anchor)
         return None
     undone = undo.undo(repo, folder, facts.run_id, before, now, found)
     lines = anchor.set_aside(kept, undone.kept[0]) + undone.lines

@@ -209,7 +209,10 @@ def _git_paths(repo: Repo) -> list[str]:
     """What git reads of the repository beside the work tree: HEAD, the index, every ref,
     the info folder (excludes, attributes), what a command in progress leaves, the hooks."""
     git_dir, common = repo.git_dir, repo.common_dir
-    found = [os.path.join(repo.top, ".git"), os.path.join(git_dir, "HEAD")]
+    found = [os.path.join(git_dir, "HEAD")]
+    dot_git = os.path.join(repo.top, ".git")
+    if not os.path.isdir(dot_git) or os.path.islink(dot_git):
+        found.append(dot_git)  # a file naming the git folder (a worktree's); a folder is its entries
     found += [os.path.join(git_dir, name) for name in ("index", "commondir", "config.worktree")]
     found += [os.path.join(common, name) for name in ("packed-refs", "config.worktree")]
     found += [os.path.join(git_dir, name) for name in IN_PROGRESS]
