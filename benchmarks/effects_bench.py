@@ -6,7 +6,10 @@ Reported as the ratio of the medians; budget: at most `BUDGET` (exits 1 when mis
 The check is what the PostToolUse hook does beyond its decision when nothing changed:
 the baseline read, a snapshot taken (the private index refreshed and written as a
 tree, the refs, git's hook keys, the installation's files hashed) and compared. The
-whole PostToolUse hook, a process of its own, is reported beside it.
+whole PostToolUse hook, a process of its own, is reported beside it; so are a server's
+checks (gate/fingerprint.py): its stat fingerprint compared when nothing changed (no
+git), and the full check with the fingerprint taken after it, what a call that changed
+something costs.
 
     python -m benchmarks.effects_bench [--rounds 30] [--files 10000]
 """
@@ -52,7 +55,7 @@ def main() -> int:
     parser.add_argument("--files", type=int, default=10_000)
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
-    from handrail.gate import baseline, undo
+    from handrail.gate import baseline, fingerprint, undo
     from tests.gate.runs import GateWorld, claude_input
     from tests.gate.shortcuts import PROGRAMS
 
@@ -75,6 +78,26 @@ def main() -> int:
             git_status = ["git", "status", "--porcelain"]
             subprocess.run(git_status, cwd=world.workspace, capture_output=True, check=True)
 
+        home = (str(world.handrail_home),)
+        sha = baseline.save(gate, baseline.take(str(world.workspace), gate, repo, home), repo)
+        status()  # its first run refreshes the repository's index, which the fingerprint covers
+        time.sleep(fingerprint.COARSE_MARGIN_NS / 1e9)  # the files older than the racy margin
+        assert repo is not None
+
+        def taken() -> fingerprint.Fingerprint | None:
+            since = fingerprint.clock(gate)
+            check()
+            return fingerprint.take(repo, str(world.workspace), gate.index_file, home, since, sha, None)
+
+        kept = taken()
+        assert kept is not None, "no fingerprint: an entry is racy"
+
+        def fast() -> None:
+            assert fingerprint.unchanged(kept)
+
+        def full() -> None:
+            assert taken() is not None
+
         env = world.env()
         env["PATH"] = PROGRAMS + os.pathsep + env.get("PATH", "")
         post = claude_input(
@@ -91,13 +114,13 @@ def main() -> int:
                 check=True,
             )
 
-        for warm in (status, check, hook):
+        runs = {"status": status, "check": check, "hook": hook, "fast": fast, "full": full}
+        for warm in runs.values():
             warm()
-        times: dict[str, list[float]] = {"status": [], "check": [], "hook": []}
+        times: dict[str, list[float]] = {name: [] for name in runs}
         for _ in range(args.rounds):
-            times["status"].append(timed(status))
-            times["check"].append(timed(check))
-            times["hook"].append(timed(hook))
+            for name, run in runs.items():
+                times[name].append(timed(run))
         medians = {name: statistics.median(values) * 1000 for name, values in times.items()}
         ratio = medians["check"] / medians["status"]
         print(
@@ -111,6 +134,10 @@ def main() -> int:
                     "budget": BUDGET,
                     "within_budget": ratio <= BUDGET,
                     "post_tool_use_hook_ms": round(medians["hook"], 2),
+                    "server_fingerprint_compared_ms": round(medians["fast"], 2),
+                    "fingerprint_over_status": round(medians["fast"] / medians["status"], 2),
+                    "server_full_check_and_fingerprint_ms": round(medians["full"], 2),
+                    "load": [round(x, 2) for x in os.getloadavg()],
                 },
                 indent=2,
             )

@@ -132,10 +132,10 @@ def save(
     step: str | None,
     anchor: str | None,
     violation: Mapping[str, Any] | None = None,
-) -> None:
+) -> str:
     """The baseline written and its hash anchored in the row, with `violation` (a
     `violation` event's data) in the same write. A baseline the row already anchors,
-    with nothing to record, writes nothing to the store."""
+    with nothing to record, writes nothing to the store. Returns the hash."""
     data = baseline.encoded(snapshot, repo, step)
     sha = baseline.keep(folder, data)
     if sha != anchor or violation is not None:  # the row first: a failed write leaves the file as anchored
@@ -143,6 +143,7 @@ def save(
     baseline.write(folder, baseline.BASELINE, data)
     if sha != anchor:
         _prune(folder, sha)
+    return sha
 
 
 def record(

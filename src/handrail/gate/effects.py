@@ -6,17 +6,22 @@ a stop, the gate compares what the step protects with the baseline it last took
 harness's blocking form. A prompt, a session's start and a step's end (a run tool's
 call) take a new baseline without judging: what changed between turns is the
 person's. The baseline is read and written through gate/anchor.py, which checks the
-file against the hash the run row keeps.
+file against the hash the run row keeps. A server keeps, beside each run's baseline, a
+stat fingerprint of what it covers (gate/fingerprint.py): a check that finds every
+entry as it was answers "nothing changed" without running git.
 """
 
 from __future__ import annotations
 
+import os
+import subprocess
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from handrail.runs.gate import ACTIVE, Decision, own_tool
 
 if TYPE_CHECKING:
-    from handrail.gate.baseline import GateFolder
+    from handrail.gate.baseline import GateFolder, Repo
+    from handrail.gate.fingerprint import Fingerprints
     from handrail.runs.gate import GateEvent, Options, Protected, RunFacts
     from handrail.runs.gate_store import Judged
     from handrail.runs.violations import Change, Forbidden
@@ -34,6 +39,7 @@ class Call(NamedTuple):
     options: Options
     protected: Protected
     home: str  # handrail's home, where the gate keeps its folders
+    fingerprints: Fingerprints | None = None  # a server's, kept between its hooks
 
 
 def follow(
@@ -43,17 +49,20 @@ def follow(
     options: Options,
     protected: Protected,
     home: str,
+    fingerprints: Fingerprints | None = None,
 ) -> Decision:
-    """The decision, or a refusal naming what was undone."""
+    """The decision, or a refusal naming what was undone. `fingerprints`: a server's, to
+    answer a check that finds nothing changed without git."""
     decision, run, facts = judged
     if run is None or facts is None or facts.status not in ACTIVE:
         return decision
     action = event.action
     kind = event.kind
-    call = Call(store, run, facts, event, options, protected, home)
+    call = Call(store, run, facts, event, options, protected, home, fingerprints)
     if kind in ("session", "prompt"):
         if facts.bound is None or event.session is None or facts.bound == event.session:
-            rebase(store, run, facts, home, kind)  # the person's turn: what changed since is theirs
+            # the person's turn: what changed since is theirs
+            rebase(store, run, facts, home, kind, fingerprints)
             return decision
         # another session (a harness started from the agent's own shell, say): its start
         # or prompt is no turn of the person's, so what changed is checked, not taken in
@@ -68,7 +77,7 @@ def follow(
         and own_tool(action.target)
         and _step_moved(run, facts, home)
     ):
-        rebase(store, run, facts, home, kind)  # a new step: its baseline starts here
+        rebase(store, run, facts, home, kind, fingerprints)  # a new step: its baseline starts here
         return decision
     if kind == "before-tool":
         if decision.verdict != "allow" or action is None or action.kind in QUIET_KINDS:
@@ -110,12 +119,15 @@ def _folder(facts: RunFacts, home: str) -> GateFolder:
     return baseline.gate_folder(home, facts.run_id)
 
 
-def rebase(store: Any, run: Any, facts: RunFacts, home: str, kind: str) -> None:
+def rebase(
+    store: Any, run: Any, facts: RunFacts, home: str, kind: str, fingerprints: Fingerprints | None = None
+) -> None:
     """A new baseline, nothing judged; the repository as the anchored one found it."""
     from handrail.gate import anchor, baseline  # lazy: only a call that may change things takes a snapshot
 
     folder = _folder(facts, home)
     with baseline.Locked(folder):
+        since = _clock(fingerprints, facts, folder)
         try:
             kept = anchor.loaded(folder, store, run, facts, kind)
         except anchor.Untrusted:  # recorded; the repository is found afresh
@@ -124,15 +136,75 @@ def rebase(store: Any, run: Any, facts: RunFacts, home: str, kind: str) -> None:
             kept.repo if kept is not None and kept.repo is not None else baseline.find_repo(facts.workspace)
         )
         now = baseline.take(facts.workspace, folder, repo, (home,))
-        anchor.save(store, run, folder, now, repo, facts.step_id, kept.anchor if kept is not None else None)
+        was = kept.anchor if kept is not None else None
+        sha = anchor.save(store, run, folder, now, repo, facts.step_id, was)
+        _remember(fingerprints, facts, folder, repo, home, since, sha)
 
 
 def check(call: Call) -> str | None:
     """Compare, undo, record; the agent's message when something was undone."""
     from handrail.gate import baseline  # lazy: only a call that may change things needs it
 
-    with baseline.Locked(_folder(call.facts, call.home)):
+    folder = _folder(call.facts, call.home)
+    with baseline.Locked(folder):
+        if _still(call, folder):
+            return None
         return _check(call)
+
+
+def _still(call: Call, folder: GateFolder) -> bool:
+    """Whether the server's fingerprint of this run's baseline vouches that nothing it
+    covers changed: the baseline the row anchors, at this step, every entry as it was."""
+    import hashlib  # lazy: only a server keeps fingerprints
+
+    from handrail.gate import baseline, fingerprint  # lazy: as above
+    from handrail.runs import gate_digest  # lazy: as above
+
+    kept = call.fingerprints.get(call.facts.run_id) if call.fingerprints is not None else None
+    if kept is None or kept.step != call.facts.step_id or kept.workspace != call.facts.workspace:
+        return False
+    if gate_digest.anchor_of(call.run.gate) != kept.anchor:
+        return False
+    try:
+        with open(os.path.join(folder.path, baseline.BASELINE), "rb") as opened:
+            if hashlib.sha256(opened.read()).hexdigest() != kept.anchor:
+                return False  # rewritten since: the full check finds it
+    except OSError:
+        return False
+    return fingerprint.unchanged(kept)
+
+
+def _clock(fingerprints: Fingerprints | None, facts: RunFacts, folder: GateFolder) -> int | None:
+    """The run's fingerprint dropped (the full check runs), and the filesystem's clock
+    read before the snapshot, for the next one; None without fingerprints."""
+    from handrail.gate import fingerprint  # lazy: only a server keeps fingerprints
+
+    if fingerprints is None:
+        return None
+    fingerprints.put(facts.run_id, None)
+    return fingerprint.clock(folder)
+
+
+def _remember(
+    fingerprints: Fingerprints | None,
+    facts: RunFacts,
+    folder: GateFolder,
+    repo: Repo | None,
+    home: str,
+    since: int | None,
+    sha: str | None,
+) -> None:
+    """The fingerprint of the baseline anchored as `sha`, which is the repository as it
+    is, taken after it with the clock read before it; none where it cannot vouch."""
+    from handrail.gate import fingerprint  # lazy: only a server keeps fingerprints
+
+    if fingerprints is None or since is None or repo is None or sha is None:
+        return
+    try:
+        found = fingerprint.take(repo, facts.workspace, folder.index_file, (home,), since, sha, facts.step_id)
+    except (OSError, subprocess.SubprocessError, ValueError):  # none: the full check runs next time
+        found = None
+    fingerprints.put(facts.run_id, found)
 
 
 def _check(call: Call) -> str | None:
@@ -142,6 +214,7 @@ def _check(call: Call) -> str | None:
     store, run, facts, event = call.store, call.run, call.facts, call.event
     folder = _folder(facts, call.home)
     leave_out = (call.home,)
+    since = _clock(call.fingerprints, facts, folder)
     kept = anchor.loaded(folder, store, run, facts, event.kind)
     repo = kept.repo if kept is not None and kept.repo is not None else baseline.find_repo(facts.workspace)
     now = baseline.take(facts.workspace, folder, repo, leave_out)
@@ -150,8 +223,13 @@ def _check(call: Call) -> str | None:
         return None
     before = kept.snapshot
     if now == before and kept.rewritten is None:
+        sha = kept.anchor
         if baseline.step_of(folder) != facts.step_id:
-            anchor.save(store, run, folder, now, repo, facts.step_id, kept.anchor)
+            sha = anchor.save(store, run, folder, now, repo, facts.step_id, kept.anchor)
+        # a fingerprint only where nothing changed: after a change, the next call often changes
+        # more, and what just changed is too new to vouch for (its cost, on a large tree, is
+        # about a `git status`'s)
+        _remember(call.fingerprints, facts, folder, repo, call.home, since, sha)
         return None
     found = violations.forbidden(
         facts, undo.changes(repo, before, now), call.options, call.protected, event.session

@@ -44,6 +44,7 @@ from handrail.gate import (
     http_refusals,
     outages,
 )
+from handrail.gate.fingerprint import Fingerprints
 from handrail.gate.hook import replay_outages
 from handrail.gate.hook_failures import store_failed
 from handrail.gate.hook_store import protected_paths
@@ -85,6 +86,7 @@ class HookServer:
         self.runs = runs
         self.protected = protected_paths(database, tuple(workflow_folders))
         self.home = str(handrail_home())  # a server's environment does not change: found once
+        self.fingerprints = Fingerprints()  # the after-tool check's "nothing changed" without git
 
     def answer(
         self, harness: str, body: bytes | None, query: Mapping[str, str], person: str | None
@@ -193,7 +195,9 @@ class HookServer:
         active_marks.note(self.home, seen, [event.cwd], forget=False)
         decision = judged.decision
         if harness != "git":  # git's hooks refuse ref updates; what a tool call did is checked around it
-            decision = effects.follow(store, event, judged, options, self.protected, self.home)
+            decision = effects.follow(
+                store, event, judged, options, self.protected, self.home, self.fingerprints
+            )
         replay_outages(store, [event.cwd], owner, self.home)
         return decision
 
