@@ -38,6 +38,16 @@ def test_a_row_larger_than_the_bound_is_digested_afresh_and_never_kept() -> None
     assert first == again and state_seal.kept_digests.cache_info().currsize == 0
 
 
+def test_a_value_equal_to_another_of_another_type_is_never_answered_from_the_kept_digests() -> None:
+    state_seal.kept_digests.cache_clear()
+    whole, counted = list(fields(0)), list(fields(0))
+    whole[state_seal.SEALED_NAMES.index("accepted")] = 1
+    counted[state_seal.SEALED_NAMES.index("accepted")] = 1.0  # equal as a key, not as a digest
+    state_seal.stored_digests(tuple(whole))
+    assert state_seal.stored_digests(tuple(counted)) != state_seal.stored_digests(tuple(whole))
+    assert state_seal.kept_digests.cache_info().currsize == 1
+
+
 def test_the_seals_and_policies_kept_are_bounded_in_number() -> None:
     state_seal.read_seal.cache_clear()
     gate_digest.policy_of.cache_clear()

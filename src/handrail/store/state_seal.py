@@ -62,10 +62,16 @@ def digests(run: Any) -> dict[str, str]:
 
 def stored_digests(stored: tuple[Any, ...]) -> Mapping[str, str]:
     """`digests` of a row given as its sealed fields' stored values (`stored_fields`):
-    from the memo when the row is small. The mapping is shared: read it, never change it."""
-    if sum(len(value) for value in stored if type(value) is str) > KEPT_BYTES:
-        return _stored_digests(stored)
-    return kept_digests(stored)
+    from the memo when the row is small and plain. The mapping is shared: read it, never
+    change it."""
+    size = 0
+    for value in stored:
+        kind = type(value)
+        if kind is str:
+            size += len(value)
+        elif kind is not int and value is not None:  # 1.0 == 1 and True == 1 as keys: not kept
+            return _stored_digests(stored)
+    return _stored_digests(stored) if size > KEPT_BYTES else kept_digests(stored)
 
 
 def stored_fields(run: Any, context: str, position: str) -> tuple[Any, ...]:
