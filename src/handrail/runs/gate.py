@@ -157,7 +157,16 @@ def stop_refusals(
     `session` (the bound one), the gate's records of other sessions are passed over.
     The agent's own stops and its helpers' (`helpers`) are counted apart, so that a
     helper refused to the limit does not let the agent's own next stop through."""
-    count = 0
+    return stop_counts(events, step_id, session)[1 if helpers else 0]
+
+
+def stop_counts(
+    events: Sequence[tuple[str, str | None, Mapping[str, Any]]],
+    step_id: str | None,
+    session: str | None = None,
+) -> tuple[int, int]:
+    """`stop_refusals` of the agent's own stops and of its helpers', in one reading."""
+    counts = [0, 0]
     for type_, event_step, data in reversed(events):
         if type_ == "gate" and session is not None and data.get("session", session) != session:
             continue
@@ -166,9 +175,9 @@ def stop_refusals(
         kind = data.get("event")
         if kind == "prompt":
             break
-        if kind == "stop" and data.get("decision") == "block" and bool(data.get("agent")) == helpers:
-            count += 1
-    return count
+        if kind == "stop" and data.get("decision") == "block":
+            counts[bool(data.get("agent"))] += 1
+    return counts[0], counts[1]
 
 
 def compacted_since_prompt(

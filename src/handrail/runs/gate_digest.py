@@ -13,11 +13,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from functools import lru_cache
 from typing import Any, NamedTuple
 
 from handrail.model.step_policy import Policy
 from handrail.rules.policy import compile_rules, iter_steps
 
+# the policies compiled, by the digest text they come from: a server's hooks read the same
+# few rows again and again; a text names its rules exactly, so a step moved or a digest
+# rewritten is another key, never a stale answer
+POLICIES_KEPT = 64
 FORM = 1  # the digest's own version: another is not read, the source is compiled instead
 # the sha256 of the gate's baseline file (gate/anchor.py): written by the hook, carried
 # over by the run layer when the step changes, and no part of what the events decide
@@ -136,6 +141,14 @@ class _Silent:
 
     def warning(self, *args: Any, **kwargs: Any) -> None:
         pass
+
+
+@lru_cache(maxsize=POLICIES_KEPT)
+def policy_of(text: str) -> Policy | None:
+    """The compiled policy of the digest `text` (one `read` gives): compiled once a text.
+    Policy and its rules are immutable, so one answer may serve every caller."""
+    digest = read(text)
+    return None if digest is None else policy(digest)
 
 
 def policy(digest: Digest) -> Policy | None:

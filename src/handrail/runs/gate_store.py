@@ -15,7 +15,7 @@ import os
 from typing import TYPE_CHECKING, NamedTuple
 
 from handrail.runs import gate_digest
-from handrail.runs.gate import ACTIVE, RunFacts, bound_session, compacted_since_prompt, inside, stop_refusals
+from handrail.runs.gate import ACTIVE, RunFacts, bound_session, compacted_since_prompt, inside, stop_counts
 from handrail.runs.gate_decision import decide
 
 if TYPE_CHECKING:
@@ -63,12 +63,13 @@ def judged(
     be written is raised as `Unrecorded`, carrying both: it stands all the same. Returned
     with the run and facts the decision was made on."""
     event, more = resolved(event), [resolved(each) for each in more]
-    held = strictest(store, folders, owner, event)
+    runs = holding(store, folders, owner)  # read once: both questions below are asked of the same rows
+    held = strictest(store, folders, owner, event, runs)
     if held is not None:
         if seen is not None:
             seen.extend(run.workspace for run, _ in held)
         return held_to_all(store, held, event, options, protected, more)
-    found = session_run(store, folders, owner, event.session, event.run_id)
+    found = session_run(store, folders, owner, event.session, event.run_id, runs)
     if found is not None and seen is not None:
         seen.append(found[0].workspace)
     facts_ = None if found is None else facts(store, found[0], found[1])
@@ -127,14 +128,19 @@ def resolved(event: GateEvent) -> GateEvent:
 
 
 def strictest(
-    store: RunStore, folders: Sequence[str], owner: str | None, event: GateEvent
+    store: RunStore,
+    folders: Sequence[str],
+    owner: str | None,
+    event: GateEvent,
+    runs: Sequence[RunRecord] | None = None,
 ) -> list[Found] | None:
     """The open runs a session is held to all at once: several open runs (not below
     one another) hold the workspace, and the session is bound to none of them and names
-    none of them in a run tool call. None otherwise: the session's one run decides."""
+    none of them in a run tool call. None otherwise: the session's one run decides.
+    `runs`: `holding`'s answer, when the caller read it already."""
     if event.session is None:
         return None
-    runs = holding(store, folders, owner)
+    runs = holding(store, folders, owner) if runs is None else runs
     ids = {run.id for run in runs}
     tops = [run for run in runs if run.parent_id is None or run.parent_id not in ids]
     if len(tops) < 2 or (event.run_id is not None and event.run_id in ids):
@@ -215,13 +221,14 @@ def session_run(
     owner: str | None,
     session: str | None,
     named: str | None = None,
+    runs: Sequence[RunRecord] | None = None,
 ) -> Found | None:
     """The open run of `folders` for a harness session, with its events: the one bound
     to `session`, else one bound to no session yet, else the most recently updated
     (bound to another session: its policy still holds the workspace). A run that waits
     on its branches or child has no step of its own: the session is followed into its
-    tree (`descend`)."""
-    runs = holding(store, folders, owner)
+    tree (`descend`). `runs`: `holding`'s answer, when the caller read it already."""
+    runs = holding(store, folders, owner) if runs is None else runs
     if not runs:
         return None
     for run in runs:  # a run tool called with a run's id: that run
@@ -319,14 +326,20 @@ def facts(
     step = run.position.get("step")
     step = step if isinstance(step, dict) else {}
     step_id = step.get("id") if isinstance(step.get("id"), str) else None
-    digest = gate_digest.read(run.gate)
-    if digest is None or digest.step_id != step_id:  # written before digests, or past the ledger
-        digest = gate_digest.read(pinned_digest(store, run))
+    text = run.gate
+    digest = gate_digest.read(text)
+    if text is None or digest is None or digest.step_id != step_id:  # before digests, or past the ledger
+        text = pinned_digest(store, run)
+        digest = gate_digest.read(text)
     assert digest is not None, "a digest just compiled reads back"
     if events is None:
         events = store.gate_events(run.id, RECENT_EVENTS_READ)
-    bound = bound_session([(e.type, e.data) for e in events])
-    recent = [e for e in events if e.seq > events[-1].seq - RECENT_EVENTS_READ] if events else []
+    pairs = [(e.type, e.data) for e in events]  # each scan below reads them: made once
+    bound = bound_session(pairs)
+    start = events[-1].seq - RECENT_EVENTS_READ if events else 0
+    recent = events if not events or events[0].seq > start else [e for e in events if e.seq > start]
+    recent_pairs = pairs if recent is events else [(e.type, e.data) for e in recent]
+    stops = stop_counts([(str(e.type), e.step_id, e.data) for e in recent], step_id, bound)
     accepted = tuple(e.step_id for e in events if e.type == "accepted" and e.step_id is not None)
     folders = list(digest.folders) or started_with(store, run, events)
     waiting = run.position.get("waitingOn")
@@ -344,17 +357,15 @@ def facts(
         step_count=digest.steps,
         accepted=accepted,
         accepted_count=run.accepted,
-        policy=gate_digest.policy(digest),
-        stop_refusals=stop_refusals([(str(e.type), e.step_id, e.data) for e in recent], step_id, bound),
+        policy=gate_digest.policy_of(text),
+        stop_refusals=stops[0],
         workflow_folders=tuple(f for f in folders if isinstance(f, str) and f)
         if isinstance(folders, list)
         else (),
         bound=bound,
-        compacted=compacted_since_prompt([(e.type, e.data) for e in recent], bound),
+        compacted=compacted_since_prompt(recent_pairs, bound),
         waiting=f"{waiting.get('kind')}:{waiting.get('stepId')}" if waiting is not None else None,
-        helper_stop_refusals=stop_refusals(
-            [(str(e.type), e.step_id, e.data) for e in recent], step_id, bound, helpers=True
-        ),
+        helper_stop_refusals=stops[1],
     )
 
 

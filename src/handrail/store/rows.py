@@ -41,20 +41,16 @@ def run_record(row: Sequence[Any]) -> RunRecord:
     values = list(row[:24])
     values[7:10] = RunStatus(row[7]), decode_stored(row[8]), decode_stored(row[9])
     run = RunRecord(*values)
-    problems = state_seal.differs(run, run.seal)
+    stored = state_seal.stored_fields(run, row[8], row[9])
+    problems = state_seal.differs(run, run.seal, state_seal.stored_digests(stored))
     return run._replace(tampered=tuple(problems)) if problems else run
 
 
-def read_back(run: RunRecord) -> RunRecord:
-    """`run` with its JSON fields as the store reads them back: what a seal is taken over."""
-    return run._replace(
-        context=decode_stored(encode_stored(run.context)),
-        position=decode_stored(encode_stored(run.position)),
-    )
-
-
 def sealed(run: RunRecord, head: str | None, events: int) -> str:
-    return state_seal.seal(state_seal.digests(read_back(run)), head, events)
+    """The `seal` of `run` written at `head` after `events`: its fields digested as the row
+    will read them back."""
+    stored = state_seal.stored_fields(run, encode_stored(run.context), encode_stored(run.position))
+    return state_seal.seal(state_seal.stored_digests(stored), head, events)
 
 
 def run_row(run: RunRecord, events: int, head: str | None, stats: str | None = None) -> tuple[Any, ...]:
