@@ -2,18 +2,14 @@
 error that names what is wrong with it, and writing an answer as compact JSON; and
 what the contracts that follow Claude Code's (Codex, Gemini CLI) share beyond that."""
 
-from __future__ import annotations
-
 import json
 from collections.abc import Collection, Mapping
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from handrail.gate import Answer, HookInputError
 from handrail.runs.gate import Action, Decision, GateEvent
 
 if TYPE_CHECKING:
-    from typing import Any
-
     from handrail.runs.gate import EventKind
 
 MAX_INPUT = 1 << 20
@@ -47,12 +43,12 @@ class Opened(NamedTuple):
 
     body: dict[str, Any]
     name: str  # the harness's hook_event_name
-    kind: EventKind
+    kind: "EventKind"
     cwd: str
     session: str | None
 
 
-def opened(body: dict[str, Any], event: tuple[str, EventKind]) -> Opened:
+def opened(body: dict[str, Any], event: "tuple[str, EventKind]") -> Opened:
     """`body`: what `parse` read; `event`: the harness's name of the event the hook was
     installed for and the gate's kind of it."""
     name, kind = event
@@ -88,7 +84,7 @@ class ToolCall(NamedTuple):
     tool_input: Mapping[str, Any]
 
 
-def tool_call(data: bytes, event: tuple[str, EventKind]) -> ToolCall | list[GateEvent]:
+def tool_call(data: bytes, event: "tuple[str, EventKind]") -> ToolCall | list[GateEvent]:
     """A tool's call, or the events of any other hook as Codex and Gemini CLI send them
     (see `events_without_tool`)."""
     read = opened(parse(data), event)

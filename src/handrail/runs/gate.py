@@ -5,18 +5,14 @@ harness adapters (handrail/gate/) turn a harness's hook input into a `GateEvent`
 `Decision` into its answer; the command (cli/gate.py) reads and writes the store.
 """
 
-from __future__ import annotations
-
 import os
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from handrail.model.step_policy import OWN_SERVER, OWN_TOOLS
+from handrail.model.step_policy import OWN_SERVER, OWN_TOOLS, Policy
 
 if TYPE_CHECKING:
-    from typing import Any, Literal
-
-    from handrail.model.step_policy import Policy
+    from typing import Literal
 
     EventKind = Literal["session", "prompt", "before-tool", "after-tool", "stop", "config", "compact"]
     Verdict = Literal["allow", "deny", "block", "context"]
@@ -50,7 +46,7 @@ class Action(NamedTuple):
 
 
 class GateEvent(NamedTuple):
-    kind: EventKind
+    kind: "EventKind"
     cwd: str
     session: str | None = None
     source: str | None = None  # session: startup, resume, clear, compact; compact: manual, auto
@@ -107,7 +103,7 @@ class Options(NamedTuple):
 
 
 class Decision(NamedTuple):
-    verdict: Verdict
+    verdict: "Verdict"
     text: str = ""  # the reason of a deny or block, or the context added
     record: Mapping[str, Any] | None = None  # the gate event to write, if any
 

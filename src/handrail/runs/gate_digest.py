@@ -9,8 +9,6 @@ and the workflow folders its baseline and protected paths take in (the folders t
 run's tree was started with). JSON, keys sorted, so the same step gives the same text.
 """
 
-from __future__ import annotations
-
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple

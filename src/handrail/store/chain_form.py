@@ -42,7 +42,7 @@ def hashed_form(
 
 
 def event_hash(form: Mapping[str, Any]) -> str:
-    return sha256(canonical(form)).hexdigest()
+    return str(sha256(canonical(form)).hexdigest())
 
 
 def digest(data: bytes) -> str:

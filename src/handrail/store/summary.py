@@ -16,8 +16,6 @@ writes event rows straight into the tables) derives the same rows from the event
 alone, in SQL.
 """
 
-from __future__ import annotations
-
 import json
 from collections.abc import Sequence
 from datetime import datetime
