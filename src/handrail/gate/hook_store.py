@@ -56,14 +56,11 @@ def open_store(database: str | None, place: Place | None = None) -> RunStore | N
     if place.sqlite_file is not None and not os.path.exists(place.sqlite_file):
         return None
     from handrail.store import open as opening  # lazy: a hook's start-up
-    from handrail.store.urls import sqlite_url  # lazy: a hook's start-up
 
     if place.url:
         return opening.open_store(place.url, reading=True)
-    from pathlib import Path  # lazy: a hook's start-up
-
     assert place.sqlite_file is not None
-    return opening.open_store(sqlite_url(Path(place.sqlite_file)), reading=True)
+    return opening.open_sqlite(place.sqlite_file, reading=True)
 
 
 def protected_paths(database: str | None, more: tuple[str, ...] = ()) -> Any:

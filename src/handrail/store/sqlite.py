@@ -27,8 +27,7 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from handrail.model.errors import StorageError
 from handrail.model.runs import Event, NewEvent, RunRecord, RunUpdate
@@ -58,6 +57,9 @@ from handrail.store.rows import (
 from handrail.store.schema import MIGRATIONS_TABLE, SEAL_MIGRATION, migrations, newer_than_known, statements
 from handrail.store.sqlite_failures import DAMAGED, damaged, failed, locked, uncreated
 from handrail.store.urls import sqlite_url
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 # what only a server's calls need (claims, passkeys, dashboard sessions, statistics) is
 # imported where it is used, so that a gate hook, which reads one run, does not load it
@@ -102,14 +104,14 @@ class SqliteStore(KeptRows):
 
     def __init__(
         self,
-        path: Path,
+        path: Path | str,
         *,
         url: str | None = None,
         busy_timeout: float = BUSY_TIMEOUT_S,
         reading: bool = False,
     ) -> None:
         self.url = url or sqlite_url(path)
-        self.path = path
+        self.path = str(path)
         self.busy_timeout = busy_timeout
         self._damaged: StorageError | None = None
         self._readers: list[sqlite3.Connection] = []
@@ -121,10 +123,10 @@ class SqliteStore(KeptRows):
         try:
             # runs hold what agents wrote: readable by their owner only (SQLite gives its
             # -wal and -shm files the database file's permissions)
-            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            os.close(os.open(path, os.O_CREAT | os.O_RDWR, 0o600))
+            os.makedirs(os.path.dirname(self.path) or ".", mode=0o700, exist_ok=True)
+            os.close(os.open(self.path, os.O_CREAT | os.O_RDWR, 0o600))
         except OSError as exc:
-            raise uncreated(path, exc) from None
+            raise uncreated(self.path, exc) from None
         self._db: sqlite3.Connection | None = None  # the writing connection, opened by `_writer`
         try:
             # a whole-file check guards what is written; a reader at the current schema writes
