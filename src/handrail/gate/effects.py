@@ -9,15 +9,12 @@ person's. The baseline is read and written through gate/anchor.py, which checks 
 file against the hash the run row keeps.
 """
 
-from __future__ import annotations
-
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from handrail.runs.gate import ACTIVE, Decision, own_tool
+from handrail.runs.gate import ACTIVE, Decision, GateEvent, Options, Protected, RunFacts, own_tool
 
 if TYPE_CHECKING:
     from handrail.gate.baseline import GateFolder
-    from handrail.runs.gate import GateEvent, Options, Protected, RunFacts
     from handrail.runs.gate_store import Judged
     from handrail.runs.violations import Change, Forbidden
 
@@ -39,7 +36,7 @@ class Call(NamedTuple):
 def follow(
     store: Any,
     event: GateEvent,
-    judged: Judged,
+    judged: "Judged",
     options: Options,
     protected: Protected,
     home: str,
@@ -104,7 +101,7 @@ def _step_moved(run: Any, facts: RunFacts, home: str) -> bool:
     return anchor.matches(folder, run) and baseline.step_of(folder) != facts.step_id
 
 
-def _folder(facts: RunFacts, home: str) -> GateFolder:
+def _folder(facts: RunFacts, home: str) -> "GateFolder":
     from handrail.gate import baseline  # lazy: only a call that may change things takes a snapshot
 
     return baseline.gate_folder(home, facts.run_id)
@@ -171,7 +168,7 @@ def _check(call: Call) -> str | None:
     return violations.message(facts, found, lines, undone.kept)
 
 
-def staged_forbidden(call: Call, staged: list[Change]) -> list[Forbidden]:
+def staged_forbidden(call: Call, staged: "list[Change]") -> "list[Forbidden]":
     """The staged changes the step forbids: each judged as the same change to the work
     tree's file would be, and kept as what it is, an entry of the index."""
     from handrail.runs import violations  # lazy: only a changed index needs it

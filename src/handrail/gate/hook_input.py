@@ -4,13 +4,10 @@ what the contracts that follow Claude Code's (Codex, Gemini CLI) share beyond th
 
 import json
 from collections.abc import Collection, Mapping
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 from handrail.gate import Answer, HookInputError
-from handrail.runs.gate import Action, Decision, GateEvent
-
-if TYPE_CHECKING:
-    from handrail.runs.gate import EventKind
+from handrail.runs.gate import Action, Decision, EventKind, GateEvent
 
 MAX_INPUT = 1 << 20
 
@@ -43,12 +40,12 @@ class Opened(NamedTuple):
 
     body: dict[str, Any]
     name: str  # the harness's hook_event_name
-    kind: "EventKind"
+    kind: EventKind
     cwd: str
     session: str | None
 
 
-def opened(body: dict[str, Any], event: "tuple[str, EventKind]") -> Opened:
+def opened(body: dict[str, Any], event: tuple[str, EventKind]) -> Opened:
     """`body`: what `parse` read; `event`: the harness's name of the event the hook was
     installed for and the gate's kind of it."""
     name, kind = event

@@ -3,14 +3,10 @@ loading pathlib or urllib for the default SQLite file; the store opened as a rea
 the paths no agent may touch while a run is active.
 """
 
-from __future__ import annotations
-
 import os
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
-    from typing import Any
-
     from handrail.store.base import RunStore
 
 
@@ -46,7 +42,7 @@ def locate(database: str | None) -> Place:
     return Place(url, sqlite_file, home, tuple(path for _, path in settings.workflow_paths))
 
 
-def open_store(database: str | None, place: Place | None = None) -> RunStore | None:
+def open_store(database: str | None, place: Place | None = None) -> "RunStore | None":
     """The run store, or None when its SQLite file does not exist (no run was ever
     started there, and the gate creates no database). The one store: it upgrades an
     older schema and refuses a newer one, naming it. Opened as a reader: a hook appends

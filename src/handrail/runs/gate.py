@@ -7,15 +7,14 @@ harness adapters (handrail/gate/) turn a harness's hook input into a `GateEvent`
 
 import os
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from handrail.model.step_policy import OWN_SERVER, OWN_TOOLS, Policy
 
-if TYPE_CHECKING:
-    from typing import Literal
-
-    EventKind = Literal["session", "prompt", "before-tool", "after-tool", "stop", "config", "compact"]
-    Verdict = Literal["allow", "deny", "block", "context"]
+# made at run time, not only for type checkers: the NamedTuples below name them, and a
+# name typing cannot resolve costs a hook a compile() (the first one, about 2 ms)
+EventKind = Literal["session", "prompt", "before-tool", "after-tool", "stop", "config", "compact"]
+Verdict = Literal["allow", "deny", "block", "context"]
 
 DEFAULT_STOP_LIMIT = 3
 ACTIVE = ("active", "awaiting_approval")
@@ -46,7 +45,7 @@ class Action(NamedTuple):
 
 
 class GateEvent(NamedTuple):
-    kind: "EventKind"
+    kind: EventKind
     cwd: str
     session: str | None = None
     source: str | None = None  # session: startup, resume, clear, compact; compact: manual, auto
@@ -103,7 +102,7 @@ class Options(NamedTuple):
 
 
 class Decision(NamedTuple):
-    verdict: "Verdict"
+    verdict: Verdict
     text: str = ""  # the reason of a deny or block, or the context added
     record: Mapping[str, Any] | None = None  # the gate event to write, if any
 
