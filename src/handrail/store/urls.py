@@ -20,9 +20,8 @@ def sqlite_url(path: Path | str) -> str:
 
 
 def sqlite_path(url: str) -> Path:
-    # lazy: pathlib and urllib, for a URL given; a gate hook's default file needs neither
-    from pathlib import Path
-    from urllib.parse import unquote, urlparse
+    from pathlib import Path  # lazy: a gate hook's default file, named by no URL, needs neither
+    from urllib.parse import unquote, urlparse  # lazy: as pathlib
 
     parsed = urlparse(url)
     if parsed.netloc not in ("", "localhost"):
