@@ -63,6 +63,12 @@ NOT_LOADED = (
     "platform",
     "dataclasses",
     "inspect",
+    # pathlib (and urllib.parse, which it loads): the default store is a file named by
+    # handrail's home, opened as a path; OpenSSL's hashlib: the seal's SHA-256 is Python's own
+    "pathlib",
+    "urllib.parse",
+    "hashlib",
+    "_hashlib",
 )
 
 # what a hook that writes nothing (an allowed call of a bound run) does not load either: the statistics'
@@ -92,6 +98,31 @@ from handrail.entry import main
 noted(main())
 """
 
+# the same, counting what typing compiles: a NamedTuple's or TypedDict's annotation it
+# cannot take as it is (a string), each a compile(), the first of which alone costs about
+# 10M instructions (Python's AST types made)
+COUNTING = """
+import builtins, os, sys
+sys.argv = ["handrail", *sys.argv[1:]]
+end, real = os._exit, builtins.compile
+compiled = []
+
+def counted(source, filename, *args, **kwargs):
+    if filename == "<string>":
+        compiled.append(source)
+    return real(source, filename, *args, **kwargs)
+
+def noted(code):
+    with open(OUT, "w") as out:
+        out.write("\\n".join(map(str, compiled)))
+    end(code)
+
+builtins.compile = counted
+os._exit = noted
+from handrail.entry import main
+noted(main())
+"""
+
 
 @pytest.fixture
 def world(tmp_path: Path) -> Iterator[GateWorld]:
@@ -116,6 +147,31 @@ def loaded(
         timeout=60,
     )
     return done, set(out.read_text().split("\n"))
+
+
+def compiled(world: GateWorld, args: list[str], stdin: str) -> list[str]:
+    """What typing compiled while the hook ran to its answer."""
+    out = world.root / "compiled.txt"
+    subprocess.run(
+        [sys.executable, "-c", COUNTING.replace("OUT", repr(str(out))), *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        cwd=world.workspace,
+        env=world.env(),
+        timeout=60,
+    )
+    return [line for line in out.read_text().split("\n") if line]
+
+
+def test_a_hook_s_value_types_make_typing_compile_nothing_as_it_reads_or_writes(world: GateWorld) -> None:
+    read = claude_input(world, "PreToolUse", tool_name="Read", tool_input={"file_path": "src/cart.py"})
+    edit = claude_input(world, "PreToolUse", tool_name="Edit", tool_input={"file_path": "src/cart.py"})
+    claude = ["gate", "pre-tool-use", "--harness", "claude-code"]
+    assert compiled(world, claude, read) == []
+    assert compiled(world, claude, edit) == []  # a refusal, recorded through the ledger
+    assert compiled(world, ["gate", "pre-commit", "--harness", "git"], "") == []
+    assert world.gate_events()[-1]["decision"] == "deny"
 
 
 def test_a_denied_edit_is_decided_and_recorded_loading_no_layer_a_hook_does_not_use(world: GateWorld) -> None:
