@@ -69,6 +69,8 @@ NOT_LOADED = (
     "urllib.parse",
     "hashlib",
     "_hashlib",
+    # threading: a hook starts no thread; the stores' locks are _thread's (handrail.internals)
+    "threading",
 )
 
 # what a hook that writes nothing (an allowed call of a bound run) does not load either: the statistics'

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from handrail.internals import Lock  # threading's, without loading threading
 from handrail.model.codec import json_size
 from handrail.model.errors import InvalidParams, RunNotFound, StateError, StorageError
 from handrail.model.limits import MAX_CONTEXT_BYTES
@@ -204,7 +204,7 @@ class Ledger:
         self._store: RunStore | None = None
         self.pins = Pins()
         self.recent: dict[str, RunRecord] = {}  # runs as this process last wrote them
-        self._opening = threading.Lock()
+        self._opening = Lock()
         self._sources: dict[str, Mapping[str, Any]] = {}  # source hash -> its document, parsed
 
     @property

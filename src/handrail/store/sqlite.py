@@ -23,12 +23,12 @@ import contextlib
 import os
 import sqlite3
 import sys
-import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from handrail.internals import Lock, local  # threading's, without loading threading
 from handrail.model.errors import StorageError
 from handrail.model.runs import Event, NewEvent, RunRecord, RunUpdate
 from handrail.store import outbox
@@ -88,7 +88,7 @@ WRITER_PRAGMAS = ("PRAGMA journal_mode = WAL", "PRAGMA synchronous = FULL", "PRA
 MIGRATIONS = migrations("sqlite")
 
 
-class _Reader(threading.local):
+class _Reader(local):
     """This thread's reading connection, once opened."""
 
     db: sqlite3.Connection | None = None
@@ -116,8 +116,8 @@ class SqliteStore(KeptRows):
         self._damaged: StorageError | None = None
         self._readers: list[sqlite3.Connection] = []
         self._reader = _Reader()
-        self._lock = threading.Lock()  # the one writing connection, shared by the HTTP threads
-        self._opened = threading.Lock()  # the list of readers (never the writer's lock: it waits)
+        self._lock = Lock()  # the one writing connection, shared by the HTTP threads
+        self._opened = Lock()  # the list of readers (never the writer's lock: it waits)
         self._windows = GateWindows()
         self._checked = False  # whether the whole file was checked: before the first write
         try:
