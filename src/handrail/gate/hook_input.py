@@ -4,7 +4,7 @@ what the contracts that follow Claude Code's (Codex, Gemini CLI) share beyond th
 
 import json
 from collections.abc import Collection, Mapping
-from typing import Any, NamedTuple
+from typing import Any
 
 from handrail.gate import Answer, HookInputError
 from handrail.runs.gate import Action, Decision, EventKind, GateEvent
@@ -113,14 +113,29 @@ def tool_call(data: bytes, event: "tuple[str, EventKind]") -> ToolCall | list[Ga
     return ToolCall(read, tool_name(read.body, read.name), mapping(read.body.get("tool_input")))
 
 
-class Tools(NamedTuple):
+class Tools:
     """A harness's tools that act on the workspace, each with the input fields that
-    name what it acts on: the first of them present counts."""
+    name what it acts on: the first of them present counts.
+    Slotted, not a NamedTuple: every hook process makes this class, at a tenth of the cost."""
 
-    edit: Mapping[str, tuple[str, ...]]
-    read: Mapping[str, tuple[str, ...]]
-    shell: Collection[str]  # each names its command line in `command`
-    web: Mapping[str, str]
+    __slots__ = (
+        "edit",
+        "read",
+        "shell",
+        "web",
+    )
+
+    def __init__(
+        self,
+        edit: Mapping[str, tuple[str, ...]],
+        read: Mapping[str, tuple[str, ...]],
+        shell: Collection[str],
+        web: Mapping[str, str],
+    ) -> None:
+        self.edit = edit
+        self.read = read
+        self.shell = shell  # each names its command line in `command`
+        self.web = web
 
 
 def workspace_action(tool: str, tool_input: Mapping[str, Any], cwd: str, tools: Tools) -> Action | None:
