@@ -18,6 +18,14 @@
   these, for each command's --help, the subcommand a command line chose, and the shell
   completion, and makes its subcommands with `described_subcommands()`, a subclass of
   `argparse._SubParsersAction`.
+- CPython's own SHA-256, `_sha256` (Python 3.11) or `_sha2` (3.12 and later), which
+  hashlib falls back to without OpenSSL: `sha256` below. The same digests as
+  `hashlib.sha256`, without loading libcrypto (about 5 ms), which a gate hook, hashing
+  a run row's few short fields on every tool call, would otherwise spend each time.
+- CPython's `_thread`, the C module under `threading`: its lock and its thread-local
+  data, which are `threading.Lock` and `threading.local` themselves (`Lock` and
+  `local` below). The stores take them from here, so that a gate hook, which starts no
+  thread, does not load `threading` (about 4M instructions of its start).
 - watchfiles' notifier, `watchfiles._rust_notify.RustNotify` (1.x): catalog/watch.py
   waits on it directly, as `watchfiles.watch` does less its filtering.
 
@@ -28,6 +36,8 @@ there instead of quietly mistranslating patterns.
 
 from __future__ import annotations
 
+import _thread
+import contextlib
 import importlib
 import sys
 from collections.abc import Callable, Iterator, MutableMapping
@@ -43,6 +53,21 @@ else:
 
 sre_parse: Any = importlib.import_module("re._parser")  # no stubs: private
 sre_constants: Any = importlib.import_module("re._constants")
+
+
+def _own_sha256() -> Callable[..., Any]:
+    for name in ("_sha256", "_sha2"):
+        with contextlib.suppress(ImportError):
+            found: Callable[..., Any] = importlib.import_module(name).sha256
+            return found
+    import hashlib  # lazy: only a Python built without its own SHA-256 needs OpenSSL's
+
+    return hashlib.sha256
+
+
+sha256 = _own_sha256()
+Lock = _thread.allocate_lock  # threading.Lock
+local = _thread._local  # threading.local
 
 SRE_NAMES = (
     "ANY",
@@ -196,6 +221,14 @@ def check() -> list[str]:
             )
     except InternalsChanged as exc:
         problems.append(str(exc))
+    import hashlib  # lazy: read only when the internals are checked
+    import threading  # lazy: read only when the internals are checked
+
+    if threading.Lock is not Lock or threading.local is not local:
+        problems.append(f"{python}: threading's Lock and local are no longer _thread's")
+
+    if sha256(b"abc").hexdigest() != hashlib.sha256(b"abc").hexdigest():
+        problems.append(f"{python}: its own SHA-256 ({sha256.__module__}) differs from hashlib's")
     problems += _argparse_problems(python)
     try:
         rust_notify()

@@ -8,14 +8,9 @@ variables take one set of words, in any case, spaces around ignored: `YES_WORDS`
 `NO_WORDS`; an empty or unknown word leaves the default.
 """
 
-from __future__ import annotations
-
 import os
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, NamedTuple
-
-if TYPE_CHECKING:
-    from typing import Any
+from typing import Any, NamedTuple
 
 YES_WORDS = frozenset({"1", "true", "yes", "on"})
 NO_WORDS = frozenset({"0", "false", "no", "off"})
@@ -87,7 +82,7 @@ class Settings(NamedTuple):  # not a dataclass: the gate's hook reads it and loa
     oidc_roles: tuple[str, ...] = ()  # ROLE=GROUP items (identity_provider.parse_roles)
 
     @classmethod
-    def from_environment(cls, environ: Mapping[str, str] | None = None) -> Settings:
+    def from_environment(cls, environ: Mapping[str, str] | None = None) -> "Settings":
         """The settings the environment gives (default os.environ) over the defaults."""
         env = os.environ if environ is None else environ
         default = cls()
@@ -121,7 +116,7 @@ class Settings(NamedTuple):  # not a dataclass: the gate's hook reads it and loa
             oidc_roles=tuple(env.get("HANDRAIL_OIDC_ROLES", "").split()),
         )
 
-    def with_options(self, args: Any) -> Settings:
+    def with_options(self, args: Any) -> "Settings":
         """These settings with what the command line (an argparse namespace) gave on top:
         an option a command does not have, or that was not given, leaves them as they are."""
         given: dict[str, Any] = {}
@@ -175,7 +170,7 @@ def _traces(env: Mapping[str, str]) -> str:
     return "otlp" if endpoint.strip() else ""
 
 
-def settings(args: Any = None, environ: Mapping[str, str] | None = None) -> Settings:
+def settings(args: Any = None, environ: Mapping[str, str] | None = None) -> "Settings":
     """The settings of the command line `args` (if any) over the environment's."""
     read = Settings.from_environment(environ)
     return read if args is None else read.with_options(args)

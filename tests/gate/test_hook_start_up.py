@@ -63,6 +63,14 @@ NOT_LOADED = (
     "platform",
     "dataclasses",
     "inspect",
+    # pathlib (and urllib.parse, which it loads): the default store is a file named by
+    # handrail's home, opened as a path; OpenSSL's hashlib: the seal's SHA-256 is Python's own
+    "pathlib",
+    "urllib.parse",
+    "hashlib",
+    "_hashlib",
+    # threading: a hook starts no thread; the stores' locks are _thread's (handrail.internals)
+    "threading",
 )
 
 # what a hook that writes nothing (an allowed call of a bound run) does not load either: the statistics'
@@ -73,6 +81,10 @@ NOT_LOADED_BY_A_READ = (
     "handrail.runs.ledger",
     "handrail.model.limits",
 )
+
+# what a hook that writes (a refusal's record) does not load either: the statistics'
+# queries (the summary a write plans needs them only for a failed check's output)
+NOT_LOADED_BY_A_WRITE = ("handrail.store.stats", "handrail.store.stats_sql")
 
 
 # the hook ends its process with os._exit once it has answered: the probe notes the
@@ -87,6 +99,31 @@ def noted(code):
         out.write("\\n".join(sorted(sys.modules)))
     end(code)
 
+os._exit = noted
+from handrail.entry import main
+noted(main())
+"""
+
+# the same, counting what typing compiles: a NamedTuple's or TypedDict's annotation it
+# cannot take as it is (a string), each a compile(), the first of which alone costs about
+# 10M instructions (Python's AST types made)
+COUNTING = """
+import builtins, os, sys
+sys.argv = ["handrail", *sys.argv[1:]]
+end, real = os._exit, builtins.compile
+compiled = []
+
+def counted(source, filename, *args, **kwargs):
+    if filename == "<string>":
+        compiled.append(source)
+    return real(source, filename, *args, **kwargs)
+
+def noted(code):
+    with open(OUT, "w") as out:
+        out.write("\\n".join(map(str, compiled)))
+    end(code)
+
+builtins.compile = counted
 os._exit = noted
 from handrail.entry import main
 noted(main())
@@ -118,11 +155,36 @@ def loaded(
     return done, set(out.read_text().split("\n"))
 
 
+def compiled(world: GateWorld, args: list[str], stdin: str) -> list[str]:
+    """What typing compiled while the hook ran to its answer."""
+    out = world.root / "compiled.txt"
+    subprocess.run(
+        [sys.executable, "-c", COUNTING.replace("OUT", repr(str(out))), *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        cwd=world.workspace,
+        env=world.env(),
+        timeout=60,
+    )
+    return [line for line in out.read_text().split("\n") if line]
+
+
+def test_a_hook_s_value_types_make_typing_compile_nothing_as_it_reads_or_writes(world: GateWorld) -> None:
+    read = claude_input(world, "PreToolUse", tool_name="Read", tool_input={"file_path": "src/cart.py"})
+    edit = claude_input(world, "PreToolUse", tool_name="Edit", tool_input={"file_path": "src/cart.py"})
+    claude = ["gate", "pre-tool-use", "--harness", "claude-code"]
+    assert compiled(world, claude, read) == []
+    assert compiled(world, claude, edit) == []  # a refusal, recorded through the ledger
+    assert compiled(world, ["gate", "pre-commit", "--harness", "git"], "") == []
+    assert world.gate_events()[-1]["decision"] == "deny"
+
+
 def test_a_denied_edit_is_decided_and_recorded_loading_no_layer_a_hook_does_not_use(world: GateWorld) -> None:
     edit = claude_input(world, "PreToolUse", tool_name="Edit", tool_input={"file_path": "src/cart.py"})
     done, modules = loaded(world, ["gate", "pre-tool-use", "--harness", "claude-code"], edit)
     assert json.loads(done.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny", done.stderr
-    assert modules & set(NOT_LOADED) == set()
+    assert modules & {*NOT_LOADED, *NOT_LOADED_BY_A_WRITE} == set()
     assert world.gate_events()[-1]["decision"] == "deny"
 
 

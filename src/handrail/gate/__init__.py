@@ -10,8 +10,6 @@ same shape, and the HTTP hooks of `handrail serve` will answer with the same
 adapters without going through the command line.
 """
 
-from __future__ import annotations
-
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:

@@ -9,7 +9,6 @@ bits, lone surrogates), held to the same rules (UTF-8 only, no NaN or Infinity).
 
 from __future__ import annotations
 
-import hashlib
 import json
 from typing import Any
 
@@ -277,4 +276,6 @@ def source_revision(body: bytes) -> str:
     """`Workflow.revision` of a workflow file's bytes, a UTF-8 BOM left out: hashed once
     per file read, by the catalog (or by the compiler when nobody has). Here, not with
     the workflow model, so that the catalog lists files without loading the model."""
+    import hashlib  # lazy: a gate hook's read revises no workflow file, and loads no OpenSSL
+
     return hashlib.sha256(body).hexdigest()[:16]

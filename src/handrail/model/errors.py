@@ -4,8 +4,6 @@ Every request-time error carries its JSON-RPC code and a `data` object, so the
 protocol layer maps it to the wire without knowing what went wrong.
 """
 
-from __future__ import annotations
-
 from typing import Any, Literal, NamedTuple
 
 Severity = Literal["error", "warning"]
@@ -211,7 +209,7 @@ class Reporter:
     ) -> None:
         self.add(Finding(code, "warning", message, at, hint, offset))
 
-    def watch(self) -> Watch:
+    def watch(self) -> "Watch":
         """A reporter that passes everything on to this one and remembers whether an
         error went by (a stage then knows its own output is unusable)."""
         return Watch(self)

@@ -8,9 +8,7 @@
 (Invalid Request), id null, and the same `limit` and `value`.
 """
 
-from __future__ import annotations
-
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Self
 
 MAX_FILE_BYTES = 1_000_000  # a workflow file larger than this is refused
 MAX_LINE_BYTES = 4 * 1024 * 1024  # one JSON-RPC message on stdio or over HTTP
@@ -53,7 +51,7 @@ class Limits(_Limits):
 
     __slots__ = ()
 
-    def __new__(cls, *args: Any, **kwargs: Any) -> Limits:
+    def __new__(cls, *args: Any, **kwargs: Any) -> Self:
         made = super().__new__(cls, *args, **kwargs)
         for name, value in zip(made._fields, made, strict=True):
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:

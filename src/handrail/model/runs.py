@@ -2,8 +2,6 @@
 and sent as the same words), its record and its events. The store persists them
 (store/base.py); the run layer and the dashboard read them from here."""
 
-from __future__ import annotations
-
 from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any, NamedTuple

@@ -2,8 +2,6 @@
 in a module that imports nothing of handrail, so the hook loads neither the workflow
 model nor dataclasses to compile one step's policy (rules/policy.py)."""
 
-from __future__ import annotations
-
 from collections.abc import Callable
 from typing import NamedTuple
 

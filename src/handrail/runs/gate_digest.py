@@ -9,12 +9,10 @@ and the workflow folders its baseline and protected paths take in (the folders t
 run's tree was started with). JSON, keys sorted, so the same step gives the same text.
 """
 
-from __future__ import annotations
-
 import json
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
-from typing import Any, NamedTuple
+from typing import Any
 
 from handrail.model.step_policy import Policy
 from handrail.rules.policy import compile_rules, iter_steps
@@ -29,14 +27,31 @@ FORM = 1  # the digest's own version: another is not read, the source is compile
 ANCHOR = "baseline"
 
 
-class Digest(NamedTuple):
-    """A gate digest as read back."""
+class Digest:
+    """A gate digest as read back.
+    Slotted, not a NamedTuple: every hook process makes this class, at a tenth of the cost."""
 
-    step_id: str | None
-    number: int | None  # 1-based place of the step among the workflow's steps
-    steps: int  # how many steps the workflow has
-    rules: Mapping[str, Any] | None  # {"allow": [...] or None, "deny": [...]}; None: no rules at all
-    folders: tuple[str, ...]
+    __slots__ = (
+        "folders",
+        "number",
+        "rules",
+        "step_id",
+        "steps",
+    )
+
+    def __init__(
+        self,
+        step_id: str | None,
+        number: int | None,
+        steps: int,
+        rules: Mapping[str, Any] | None,
+        folders: tuple[str, ...],
+    ) -> None:
+        self.step_id = step_id
+        self.number = number  # 1-based place of the step among the workflow's steps
+        self.steps = steps  # how many steps the workflow has
+        self.rules = rules  # {"allow": [...] or None, "deny": [...]}; None: no rules at all
+        self.folders = folders
 
 
 def compiled(document: Mapping[str, Any], position: Mapping[str, Any], folders: Sequence[str]) -> str:

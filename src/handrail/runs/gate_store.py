@@ -8,23 +8,27 @@ run started before the digest existed) has its step's policy compiled from its
 pinned source. Every event is written through the ledger's compare-and-set retry.
 """
 
-from __future__ import annotations
-
 import json
 import os
-from typing import TYPE_CHECKING, NamedTuple
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, NamedTuple
 
+from handrail.model.runs import Event, RunRecord
 from handrail.runs import gate_digest
-from handrail.runs.gate import ACTIVE, RunFacts, bound_session, compacted_since_prompt, inside, stop_counts
+from handrail.runs.gate import (
+    ACTIVE,
+    Decision,
+    GateEvent,
+    Options,
+    Protected,
+    RunFacts,
+    bound_session,
+    compacted_since_prompt,
+    inside,
+    stop_counts,
+)
 from handrail.runs.gate_decision import decide
-
-if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping, Sequence
-    from typing import Any
-
-    from handrail.model.runs import Event, RunRecord
-    from handrail.runs.gate import Decision, GateEvent, Options, Protected
-    from handrail.store.base import RunStore
+from handrail.store.base import RunStore
 
 OPEN_RUNS_READ = 200
 # a waiting run's open children read to find the one a session works: a parallel loop
@@ -36,6 +40,7 @@ TREE_DEPTH = 8  # how deep the gate follows a session into runs that wait on run
 RECENT_EVENTS_READ = 200
 ACTOR = "gate"
 GATE = "gate"  # EventType.GATE, whose module the hook does not load
+Found = tuple[RunRecord, Sequence[Event]]  # a run and the events of it read
 
 
 class Judged(NamedTuple):
@@ -210,9 +215,6 @@ def first_refusal(
             return last
     assert last is not None, "at least one decision"
     return last
-
-
-Found = tuple["RunRecord", "Sequence[Event]"]
 
 
 def session_run(

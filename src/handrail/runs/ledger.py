@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
+from handrail.internals import Lock  # threading's, without loading threading
 from handrail.model.codec import json_size
 from handrail.model.errors import InvalidParams, RunNotFound, StateError, StorageError
 from handrail.model.limits import MAX_CONTEXT_BYTES
@@ -119,31 +119,74 @@ def _nothing() -> None:
     pass
 
 
-class RunSettings(NamedTuple):
+class RunSettings:
     """A server's settings for its runs, made once by whoever builds the runs (the command
     line, the service) and given to the ledger at construction; nothing changes them
-    after. A NamedTuple: the gate's hook loads this module on a write, and a dataclass
-    would cost its start-up the inspect module."""
+    after. A class of slots, neither a dataclass (the inspect module) nor a NamedTuple:
+    the gate's hook loads this module on a write, and typing would compile the
+    annotations of the fields that name layers a hook never loads (its first compile()
+    alone costs the hook about 2 ms)."""
 
-    owner: str = LOCAL_OWNER  # whose runs are the ones no request names a person for
-    # the SQLite file, when there is one; a server looks for it before listing open runs
-    # at start-up, so that it never creates a database nobody uses
-    database_file: str | None = None
-    max_context_bytes: int = MAX_CONTEXT_BYTES  # the service's limit (maxContextBytes)
-    check_config: CheckConfig | None = None  # what checks may run; None: nothing allowed
-    # where a person approves in a browser, when this server serves the dashboard
-    dashboard_url: str | None = None
-    catalog: Callable[[], Snapshot] | None = None  # where a sub-workflow's child finds its workflow
-    notify: NotifyConfig | None = None  # where the server sends notifications (None: nowhere)
-    # the channels this server takes approvals from (--approval-channels); None: all
-    approval_channels: frozenset[str] | None = None
-    require_presence: bool = False  # every approval needs the person's passkey
-    roles: Roles = _nobody_s  # each person's roles, from the tokens file (spec/runs.md)
-    lease_seconds: float = LEASE_SECONDS  # how long a claim holds a branch (--lease-seconds)
-    observer: Observer = NULL_OBSERVER  # `handrail serve --metrics` counts writes
-    tracer: Tracer = NULL_TRACER  # traces (handrail/observe/tracing.py): a span per write
-    queued: Callable[[], None] = _nothing  # told when a write queued notifications
-    on_close: Callable[[], None] = _nothing  # stops what uses the store, before it closes
+    __slots__ = (
+        "approval_channels",
+        "catalog",
+        "check_config",
+        "dashboard_url",
+        "database_file",
+        "lease_seconds",
+        "max_context_bytes",
+        "notify",
+        "observer",
+        "on_close",
+        "owner",
+        "queued",
+        "require_presence",
+        "roles",
+        "tracer",
+    )
+
+    def __init__(
+        self,
+        *,
+        owner: str = LOCAL_OWNER,  # whose runs are the ones no request names a person for
+        # the SQLite file, when there is one; a server looks for it before listing open runs
+        # at start-up, so that it never creates a database nobody uses
+        database_file: str | None = None,
+        max_context_bytes: int = MAX_CONTEXT_BYTES,  # the service's limit (maxContextBytes)
+        check_config: CheckConfig | None = None,  # what checks may run; None: nothing allowed
+        # where a person approves in a browser, when this server serves the dashboard
+        dashboard_url: str | None = None,
+        catalog: Callable[[], Snapshot] | None = None,  # where a sub-workflow's child finds its workflow
+        notify: NotifyConfig | None = None,  # where the server sends notifications (None: nowhere)
+        # the channels this server takes approvals from (--approval-channels); None: all
+        approval_channels: frozenset[str] | None = None,
+        require_presence: bool = False,  # every approval needs the person's passkey
+        roles: Roles = _nobody_s,  # each person's roles, from the tokens file (spec/runs.md)
+        lease_seconds: float = LEASE_SECONDS,  # how long a claim holds a branch (--lease-seconds)
+        observer: Observer = NULL_OBSERVER,  # `handrail serve --metrics` counts writes
+        tracer: Tracer = NULL_TRACER,  # traces (handrail/observe/tracing.py): a span per write
+        queued: Callable[[], None] = _nothing,  # told when a write queued notifications
+        on_close: Callable[[], None] = _nothing,  # stops what uses the store, before it closes
+    ) -> None:
+        self.owner = owner
+        self.database_file = database_file
+        self.max_context_bytes = max_context_bytes
+        self.check_config = check_config
+        self.dashboard_url = dashboard_url
+        self.catalog = catalog
+        self.notify = notify
+        self.approval_channels = approval_channels
+        self.require_presence = require_presence
+        self.roles = roles
+        self.lease_seconds = lease_seconds
+        self.observer = observer
+        self.tracer = tracer
+        self.queued = queued
+        self.on_close = on_close
+
+    def _replace(self, **changes: Any) -> RunSettings:
+        """These settings with `changes`, as a NamedTuple's `_replace` makes them."""
+        return RunSettings(**{name: getattr(self, name) for name in self.__slots__} | changes)
 
 
 DEFAULTS = RunSettings()
@@ -161,7 +204,7 @@ class Ledger:
         self._store: RunStore | None = None
         self.pins = Pins()
         self.recent: dict[str, RunRecord] = {}  # runs as this process last wrote them
-        self._opening = threading.Lock()
+        self._opening = Lock()
         self._sources: dict[str, Mapping[str, Any]] = {}  # source hash -> its document, parsed
 
     @property

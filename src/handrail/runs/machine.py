@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 from handrail.model.runs import EventType, RunStatus
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 _E, _S = EventType, RunStatus
 
@@ -146,5 +149,7 @@ def write(spec: Path) -> bool:
 
 
 if __name__ == "__main__":
+    from pathlib import Path  # lazy: a gate hook that writes loads the table, never pathlib
+
     target = Path(sys.argv[1]) if len(sys.argv) > 1 else Path("spec/runs.md")
     print(f"{target}: {'updated' if write(target) else 'already up to date'}")

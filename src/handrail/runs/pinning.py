@@ -8,10 +8,10 @@ and kept in a small LRU cache.
 
 from __future__ import annotations
 
-import threading
 from collections import OrderedDict
 from typing import TYPE_CHECKING
 
+from handrail.internals import Lock  # threading's, without loading threading
 from handrail.model.errors import StorageError
 
 if TYPE_CHECKING:
@@ -25,7 +25,7 @@ class Pins:
     def __init__(self, size: int = PINNED_CACHE_SIZE) -> None:
         self._size = size
         self._compiled: OrderedDict[str, Workflow] = OrderedDict()  # content hash -> its workflow
-        self._lock = threading.Lock()
+        self._lock = Lock()
 
     def workflow(self, source_hash: str, current: Workflow | None, store: RunStore) -> Workflow:
         """The run's pinned workflow: `current` (the catalog's) when it is the same source."""

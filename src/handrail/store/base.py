@@ -6,8 +6,6 @@ the store applies it only if the run is still at that version (compare-and-set),
 so two writers racing on one run cannot both move it.
 """
 
-from __future__ import annotations
-
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypedDict, Unpack
 
@@ -219,10 +217,10 @@ class RunStore(Protocol):
     def notifications(self, run_id: str) -> list[Notification]:
         """A run's notifications, in the order they are delivered."""
 
-    def passkeys(self, person: str | None = None) -> list[Passkey]:
+    def passkeys(self, person: str | None = None) -> "list[Passkey]":
         """The registered passkeys, of `person` or everyone's, oldest first."""
 
-    def add_passkey(self, key: Passkey) -> None: ...
+    def add_passkey(self, key: "Passkey") -> None: ...
 
     def passkey_used(self, credential_id: str, sign_count: int) -> None:
         """Keep the signature counter an approval's assertion carried."""
@@ -233,11 +231,11 @@ class RunStore(Protocol):
         """Up to `limit` events of every run whose time is `at` or later, oldest first,
         each as (run id, event, the hash of the event before it in its run)."""
 
-    def keep_session(self, session_id: str, kept: KeptSession, now: float) -> None:
+    def keep_session(self, session_id: str, kept: "KeptSession", now: float) -> None:
         """A dashboard session, kept for every server on the store (its id hashed); the
         expired ones, and the person's beyond their newest hundred, are dropped."""
 
-    def kept_session(self, session_id: str, now: float) -> KeptSession | None:
+    def kept_session(self, session_id: str, now: float) -> "KeptSession | None":
         """The session, unless it has expired by `now` or was ended."""
 
     def end_session(self, session_id: str) -> None: ...

@@ -9,8 +9,6 @@ whole log and the run row alike can recompute every hash: only a signed export
 (`runs/record.py`) kept elsewhere proves what the log held then.
 """
 
-from __future__ import annotations
-
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 

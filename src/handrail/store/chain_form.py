@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from hashlib import sha256
 from typing import Any
+
+from handrail.internals import sha256  # the digests of hashlib's, without OpenSSL
 
 
 def canonical(value: Any) -> bytes:
@@ -41,9 +42,9 @@ def hashed_form(
 
 
 def event_hash(form: Mapping[str, Any]) -> str:
-    return sha256(canonical(form)).hexdigest()
+    return str(sha256(canonical(form)).hexdigest())
 
 
 def digest(data: bytes) -> str:
-    """The SHA-256 of `data` in hex, with the SHA-256 this module loads."""
+    """The SHA-256 of `data` in hex, with the SHA-256 this module loads (not OpenSSL's)."""
     return str(sha256(data).hexdigest())

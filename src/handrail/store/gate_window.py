@@ -13,11 +13,11 @@ than `recent` were written since, the whole query is read again.
 
 from __future__ import annotations
 
-import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
+from handrail.internals import Lock  # threading's, without loading threading
 from handrail.model.runs import Event
 from handrail.store.gate_query import BINDINGS_READ
 from handrail.store.rows import read_events
@@ -44,7 +44,7 @@ class GateWindows:
     def __init__(self, runs: int = RUNS_KEPT) -> None:
         self._runs = runs
         self._kept: OrderedDict[tuple[str, int], Kept] = OrderedDict()
-        self._lock = threading.Lock()  # the HTTP worker threads share the store
+        self._lock = Lock()  # the HTTP worker threads share the store
 
     def last(self, run_id: str, recent: int) -> Event | None:
         """The newest event of the run's kept window, None when none is kept."""

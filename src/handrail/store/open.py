@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from handrail.home import database_file
 from handrail.model.errors import StorageError
 from handrail.settings import Settings
 from handrail.store.urls import postgres_url, sqlite_path, sqlite_url
@@ -16,6 +15,8 @@ if TYPE_CHECKING:
 
 def default_url(environ: Mapping[str, str] | None = None) -> str:
     """`$HANDRAIL_DATABASE_URL`, else SQLite at `<handrail home>/handrail.db`."""
+    from handrail.home import database_file  # lazy: pathlib, which a gate hook does not load
+
     return Settings.from_environment(environ).database_url or sqlite_url(database_file(environ))
 
 
@@ -48,3 +49,11 @@ def open_store(url: str | None = None, *, reading: bool = False) -> RunStore:
     from handrail.store.sqlite import SqliteStore  # lazy: a store's module loads only when it is opened
 
     return SqliteStore(sqlite_path(url), url=url, reading=reading)
+
+
+def open_sqlite(path: str, *, reading: bool = False) -> RunStore:
+    """The SQLite store in the file `path`, as `open_store` opens it for its URL, with no
+    URL to parse: a gate hook's default file, opened without pathlib or urllib."""
+    from handrail.store.sqlite import SqliteStore  # lazy: as in open_store
+
+    return SqliteStore(path, url=sqlite_url(path), reading=reading)

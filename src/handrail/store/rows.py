@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from handrail.model.codec import decode_stored, encode_stored
 from handrail.model.runs import Event, NewEvent, RunRecord, RunStatus, RunUpdate
@@ -17,6 +17,13 @@ from handrail.store.chain import EVENT_COLUMNS, EventRow, chained_rows, new_head
 
 if TYPE_CHECKING:  # a write plans the statistics' summary; a hook's read loads none of it
     from handrail.store.summary import Summary
+
+    # an update worked out before it is written: its time, the log rows it appends, the
+    # log's new head, the runs row's `SET ...` with its values, and the statistics'
+    # summary of the rows (store/summary.py) with the run's new `stats`. A tuple, not a
+    # NamedTuple: a hook's read loads this module, and typing would compile the field
+    # annotations that name the summary it does not load
+    Move = tuple[str, list[EventRow], str | None, str, list[Any], Summary | None, str | None]
 
 
 def now() -> str:
@@ -132,20 +139,6 @@ def read_linked(found: Sequence[Sequence[Any]]) -> list[tuple[str, Event, str | 
     ]
 
 
-class Move(NamedTuple):
-    """An update worked out before it is written: its time, the log rows it appends,
-    the log's new head, the runs row's `SET ...` with its values, and the statistics'
-    summary of the rows (store/summary.py) with the run's new `stats`."""
-
-    at: str
-    rows: list[EventRow]
-    head: str | None
-    sets: str
-    values: list[Any]
-    summary: Summary | None
-    stats: str | None
-
-
 def move(run: RunRecord, change: RunUpdate, events: Sequence[NewEvent], actor: str, mark: str) -> Move:
     """The write is applied only if the run is still at `run.version`: that makes
     `run.events`, `run.head` and `run.stats` the log's as committed."""
@@ -162,7 +155,7 @@ def move(run: RunRecord, change: RunUpdate, events: Sequence[NewEvent], actor: s
     if run.holder is not None:  # a held branch: its lease as the holder's call renewed it
         sets += f", lease_until = {mark}"
         values.append(run.lease_until)
-    return Move(at, rows, head, sets, values, summary, stats)
+    return at, rows, head, sets, values, summary, stats
 
 
 def update_sets(

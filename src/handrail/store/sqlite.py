@@ -23,13 +23,12 @@ import contextlib
 import os
 import sqlite3
 import sys
-import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from handrail.internals import Lock, local  # threading's, without loading threading
 from handrail.model.errors import StorageError
 from handrail.model.runs import Event, NewEvent, RunRecord, RunUpdate
 from handrail.store import outbox
@@ -58,6 +57,9 @@ from handrail.store.schema import MIGRATIONS_TABLE, SEAL_MIGRATION, migrations, 
 from handrail.store.sqlite_failures import DAMAGED, damaged, failed, locked, uncreated
 from handrail.store.urls import sqlite_url
 
+if TYPE_CHECKING:
+    from pathlib import Path
+
 # what only a server's calls need (claims, passkeys, dashboard sessions, statistics) is
 # imported where it is used, so that a gate hook, which reads one run, does not load it
 __all__ = ["MIGRATIONS", "SqliteStore", "now"]
@@ -85,7 +87,7 @@ WRITER_PRAGMAS = ("PRAGMA journal_mode = WAL", "PRAGMA synchronous = FULL", "PRA
 MIGRATIONS = migrations("sqlite")
 
 
-class _Reader(threading.local):
+class _Reader(local):
     """This thread's reading connection, once opened."""
 
     db: sqlite3.Connection | None = None
@@ -101,29 +103,29 @@ class SqliteStore(KeptRows):
 
     def __init__(
         self,
-        path: Path,
+        path: Path | str,
         *,
         url: str | None = None,
         busy_timeout: float = BUSY_TIMEOUT_S,
         reading: bool = False,
     ) -> None:
         self.url = url or sqlite_url(path)
-        self.path = path
+        self.path = str(path)
         self.busy_timeout = busy_timeout
         self._damaged: StorageError | None = None
         self._readers: list[sqlite3.Connection] = []
         self._reader = _Reader()
-        self._lock = threading.Lock()  # the one writing connection, shared by the HTTP threads
-        self._opened = threading.Lock()  # the list of readers (never the writer's lock: it waits)
+        self._lock = Lock()  # the one writing connection, shared by the HTTP threads
+        self._opened = Lock()  # the list of readers (never the writer's lock: it waits)
         self._windows = GateWindows()
         self._checked = False  # whether the whole file was checked: before the first write
         try:
             # runs hold what agents wrote: readable by their owner only (SQLite gives its
             # -wal and -shm files the database file's permissions)
-            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            os.close(os.open(path, os.O_CREAT | os.O_RDWR, 0o600))
+            os.makedirs(os.path.dirname(self.path) or ".", mode=0o700, exist_ok=True)
+            os.close(os.open(self.path, os.O_CREAT | os.O_RDWR, 0o600))
         except OSError as exc:
-            raise uncreated(path, exc) from None
+            raise uncreated(self.path, exc) from None
         self._db: sqlite3.Connection | None = None  # the writing connection, opened by `_writer`
         try:
             # a whole-file check guards what is written; a reader at the current schema writes

@@ -5,7 +5,6 @@ StorageError naming the file and what to do about it."""
 from __future__ import annotations
 
 import sqlite3
-from pathlib import Path
 from typing import Any
 
 from handrail.model.errors import StorageError
@@ -15,7 +14,7 @@ UNWRITABLE = ("SQLITE_FULL", "SQLITE_IOERR", "SQLITE_CANTOPEN", "SQLITE_READONLY
 LOCKED = ("SQLITE_BUSY", "SQLITE_LOCKED")
 
 
-def damaged(path: Path, what: str) -> StorageError:
+def damaged(path: str, what: str) -> StorageError:
     return StorageError(
         f"the run database {path} is damaged ({' '.join(what.split())[:200]}); handrail "
         f"will neither read nor write it: restore it from a backup, or save what it still holds "
@@ -24,7 +23,7 @@ def damaged(path: Path, what: str) -> StorageError:
     )
 
 
-def failed(path: Path, exc: sqlite3.Error, doing: str, busy_timeout: float) -> StorageError:
+def failed(path: str, exc: sqlite3.Error, doing: str, busy_timeout: float) -> StorageError:
     """A call's failure other than damage, which the store keeps as its answer."""
     name = getattr(exc, "sqlite_errorname", "") or ""
     data: dict[str, Any] = {"database": str(path)}
@@ -40,7 +39,7 @@ def failed(path: Path, exc: sqlite3.Error, doing: str, busy_timeout: float) -> S
     return StorageError(f"{doing} {path}: {exc}", data)
 
 
-def locked(path: Path, busy_timeout: float) -> StorageError:
+def locked(path: str, busy_timeout: float) -> StorageError:
     return StorageError(
         f"the run database {path} is locked: its write lock stayed taken (by another "
         f"process, or by writes queued before this one) for the {busy_timeout:g} s a write "
@@ -49,5 +48,5 @@ def locked(path: Path, busy_timeout: float) -> StorageError:
     )
 
 
-def uncreated(path: Path, exc: OSError) -> StorageError:
+def uncreated(path: str, exc: OSError) -> StorageError:
     return StorageError(f"cannot create the run database {path}: {exc}", {"database": str(path)})

@@ -2,8 +2,6 @@
 aggregate queries over them and the summary tables, in the SQL SQLite and PostgreSQL
 share, with `DIALECT` snippets where they spell a thing differently."""
 
-from __future__ import annotations
-
 import json
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, Protocol

@@ -16,15 +16,12 @@ writes event rows straight into the tables) derives the same rows from the event
 alone, in SQL.
 """
 
-from __future__ import annotations
-
 import json
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
 from handrail.store.chain import EventRow
-from handrail.store.stats import last_line
 
 STEP_EVENTS = ("started", "rejected", "awaiting_approval", "approved", "declined", "accepted")
 COUNTED = ("rejected", "awaiting_approval", "approved", "declined", "accepted")
@@ -74,6 +71,13 @@ def _data(text: str) -> dict[str, Any] | None:
     return found if isinstance(found, dict) else {}
 
 
+def _last_line(text: str) -> str | None:
+    """A failed check's output as the statistics keep it (its last line)."""
+    from handrail.store.stats import last_line  # lazy: a gate hook's write needs no statistics' queries
+
+    return last_line(text)
+
+
 def _number(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
@@ -118,7 +122,7 @@ def fold(marks: Marks, rows: Sequence[EventRow]) -> Summary:
                     passed,
                     1 if data is not None and data.get("timedOut") is True else 0,
                     _number(data.get("durationMs")) if data is not None else None,
-                    last_line(output) if not passed and isinstance(output, str) else None,
+                    _last_line(output) if not passed and isinstance(output, str) else None,
                 )
             )
             continue

@@ -4,18 +4,25 @@ and the stores themselves, which read their URL back."""
 
 from __future__ import annotations
 
-from pathlib import Path
-from urllib.parse import unquote, urlparse, urlsplit
+import os
+from typing import TYPE_CHECKING
 
 from handrail.model.errors import StorageError
 
+if TYPE_CHECKING:
+    from pathlib import Path
 
-def sqlite_url(path: Path) -> str:
+
+def sqlite_url(path: Path | str) -> str:
     """`sqlite:///` and the absolute path, its leading slash not doubled."""
-    return "sqlite:///" + str(path.absolute()).lstrip("/")
+    absolute = os.path.abspath(path) if isinstance(path, str) else str(path.absolute())
+    return "sqlite:///" + absolute.lstrip("/")
 
 
 def sqlite_path(url: str) -> Path:
+    from pathlib import Path  # lazy: a gate hook's default file, named by no URL, needs neither
+    from urllib.parse import unquote, urlparse  # lazy: as pathlib
+
     parsed = urlparse(url)
     if parsed.netloc not in ("", "localhost"):
         raise StorageError(
@@ -33,6 +40,8 @@ def sqlite_path(url: str) -> Path:
 def postgres_url(url: str) -> None:
     """A StorageError unless `url` is a PostgreSQL URL this handrail can use; never
     repeats the URL's password."""
+    from urllib.parse import urlsplit  # lazy: only a PostgreSQL URL needs it
+
     shown = {"database": url.split(":", 1)[0] + "://..."}
     try:
         parts = urlsplit(url)
