@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from handrail.catalog import suggest
 from handrail.catalog.files import Listed, Read, Stamp, compile_file, listed, of_workflow, read, stamp
 from handrail.catalog.snapshot import Snapshot, assemble
 from handrail.catalog.sources import Source, discover
@@ -215,6 +214,8 @@ class Catalog:
                 log.info("workflows reloaded: %d in service", len(self._snapshot.entries))
                 for listener in self._listeners:
                     listener(self._snapshot)
+                from handrail.catalog import suggest  # lazy: difflib, for the first unknown id
+
                 suggest.prepare(self._snapshot.entries)
         except Exception:  # the watcher must outlive any one bad refresh
             log.exception("reloading workflows failed; keeping the previous catalog")

@@ -5,7 +5,7 @@ back to it. The protocol keeps one; the MCP surface reads and updates it."""
 
 from __future__ import annotations
 
-import secrets
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -20,7 +20,9 @@ class Session:
     # the request every message of this session starts from (stdio): rebuilt by
     # `initialize` and when the client's roots arrive; HTTP passes one per POST instead
     # (each session names itself: the branches it claims are its own, spec/runs.md)
-    request: Request = field(default_factory=lambda: Request(session="stdio:" + secrets.token_hex(8)))
+    # (os.urandom, as secrets.token_hex reads it: the secrets module brings base64, hmac
+    # and random, which the first answer has no use for)
+    request: Request = field(default_factory=lambda: Request(session="stdio:" + os.urandom(8).hex()))
     client_ready: bool = False  # set by notifications/initialized
     client_requests: ClientRequests = field(default_factory=ClientRequests)
     # server-to-client messages sent outside a reply (log records): the transport sets
