@@ -48,15 +48,18 @@ def stamp(path: Path) -> Stamp:
     return (st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns)
 
 
-@dataclass(slots=True)
 class Read:
     """A file's bytes as read, with their revision (hashed once) and, once a listing has
     parsed them, their JSON: what the compiler is handed, so that it does neither again.
-    Held only while the file is listed and checked, never kept."""
+    Held only while the file is listed and checked, never kept. (Slotted by hand, not a
+    dataclass: a server makes the class before its first answer.)"""
 
-    data: bytes
-    revision: str
-    document: dict[str, Any] | None = None  # orjson's parse of `data`
+    __slots__ = ("data", "document", "revision")
+
+    def __init__(self, data: bytes, revision: str, document: dict[str, Any] | None = None) -> None:
+        self.data = data
+        self.revision = revision
+        self.document = document  # orjson's parse of `data`
 
     def parsed(self, document: dict[str, Any]) -> None:
         """The listing's parse of `data`, kept for the compiler."""

@@ -17,7 +17,6 @@ import threading
 import time
 import zlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -43,52 +42,54 @@ WATCH_ATTEMPTS = 3  # failures to watch the folders (e.g. out of inotify watches
 Verdict = tuple[str, "Compiled | None"]  # (revision, None if it compiled, else the broken compile)
 
 
-@dataclass
 class Catalog:
     """Lists the sources, and lists again what changed at most every `interval` seconds.
     `lazy`: leave checking every file to a background pass (set by `watch` and `summaries`,
-    i.e. by a server); otherwise each file is compiled as it is listed."""
+    i.e. by a server); otherwise each file is compiled as it is listed. (A plain class,
+    not a dataclass: its generated methods cost a server's start-up, and a catalog is
+    never compared nor copied.)"""
 
-    sources: list[Source]
-    max_bytes: int = DEFAULT_MAX_BYTES
-    interval: float = RELOAD_INTERVAL_S
-    max_compiled: int = MAX_COMPILED_WORKFLOWS
-    lazy: bool = False
-    quiet: bool = False  # log no problems: the command prints them itself (`handrail list`)
-    _snapshot: Snapshot | None = None
-    _stamps: dict[Path, Stamp] = field(default_factory=dict)
-    _listed: dict[Path, Listed | Compiled] = field(default_factory=dict)  # Compiled: broken at reading
-    _digests: dict[Path, str | None] = field(default_factory=dict)  # revision of the bytes last read
-    _verdicts: dict[Path, Verdict] = field(default_factory=dict)
-    _last_good: dict[Path, tuple[Listed, bytes]] = field(default_factory=dict)  # and its zlib'd bytes
-    # (revision, zlib'd bytes) of a listed file not compiled yet; they leave only once
-    # their verdict (and last good version) is recorded, so a request always finds one
-    _unchecked: dict[Path, tuple[str, bytes]] = field(default_factory=dict)
-    _last_origin: dict[Path, Mapping[str, Any]] = field(default_factory=dict)  # of a git file's last good
-    # what a server's first listing could not list without the compiler (not JSON, fields
-    # missing): compiled by the checker or the first request after `initialize` (_settle)
-    _pending: dict[Path, Read | Diagnostic] = field(default_factory=dict)
-    _unsettled: bool = False  # files are pending; False only once a snapshot lists them all
-    _cache: BoundedCache[tuple[Path, str], Workflow] = field(init=False)
-    # the listed file last loaded and its workflow: the one a session asks for again and
-    # again, told by identity, without the cache's lock and key (one more workflow kept)
-    _last_loaded: tuple[Listed, Workflow] | None = None
-    _checked_at: float = 0.0
-    _lock: threading.Lock = field(default_factory=threading.Lock)  # one refresh at a time
-    _state: threading.Lock = field(default_factory=threading.Lock)  # verdicts, from any thread
-    _reassemble: bool = False  # a verdict changed what the snapshot reports
-    _generation: int = 0
-    _refused: tuple[tuple[str, str], ...] = ()
-    _watcher: threading.Thread | None = None
-    _logged: int = -1
-    _deferred: bool = False  # serving: problems are logged by the watcher, not on the start-up path
-    _stop: threading.Event = field(default_factory=threading.Event)
-    _ready: threading.Event = field(default_factory=threading.Event)
-    _wake_checker: threading.Event = field(default_factory=threading.Event)
-    _listeners: list[Callable[[Snapshot], None]] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        self._cache = BoundedCache(self.max_compiled)
+    def __init__(
+        self,
+        sources: list[Source],
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        interval: float = RELOAD_INTERVAL_S,
+        max_compiled: int = MAX_COMPILED_WORKFLOWS,
+        lazy: bool = False,
+        quiet: bool = False,  # log no problems: the command prints them itself (`handrail list`)
+    ) -> None:
+        self.sources, self.max_bytes = sources, max_bytes
+        self.interval, self.max_compiled = interval, max_compiled
+        self.lazy, self.quiet = lazy, quiet
+        self._snapshot: Snapshot | None = None
+        self._stamps: dict[Path, Stamp] = {}
+        self._listed: dict[Path, Listed | Compiled] = {}  # Compiled: broken at reading
+        self._digests: dict[Path, str | None] = {}  # revision of the bytes last read
+        self._verdicts: dict[Path, Verdict] = {}
+        self._last_good: dict[Path, tuple[Listed, bytes]] = {}  # and its zlib'd bytes
+        # (revision, zlib'd bytes) of a listed file not compiled yet; they leave only once
+        # their verdict (and last good version) is recorded, so a request always finds one
+        self._unchecked: dict[Path, tuple[str, bytes]] = {}
+        self._last_origin: dict[Path, Mapping[str, Any]] = {}  # of a git file's last good
+        # what a server's first listing could not list without the compiler (not JSON, fields
+        # missing): compiled by the checker or the first request after `initialize` (_settle)
+        self._pending: dict[Path, Read | Diagnostic] = {}
+        self._unsettled = False  # files are pending; False only once a snapshot lists them all
+        self._cache: BoundedCache[tuple[Path, str], Workflow] = BoundedCache(max_compiled)
+        # the listed file last loaded and its workflow: the one a session asks for again and
+        # again, told by identity, without the cache's lock and key (one more workflow kept)
+        self._last_loaded: tuple[Listed, Workflow] | None = None
+        self._checked_at = 0.0
+        self._lock = threading.Lock()  # one refresh at a time
+        self._state = threading.Lock()  # verdicts, from any thread
+        self._reassemble = False  # a verdict changed what the snapshot reports
+        self._generation = 0
+        self._refused: tuple[tuple[str, str], ...] = ()
+        self._watcher: threading.Thread | None = None
+        self._logged = -1
+        self._deferred = False  # serving: problems are logged by the watcher, not on the start-up path
+        self._stop, self._ready, self._wake_checker = threading.Event(), threading.Event(), threading.Event()
+        self._listeners: list[Callable[[Snapshot], None]] = []
 
     def watch(self, interval: float | None = None) -> None:
         """List the sources, then keep them current, on a daemon thread woken by the file
