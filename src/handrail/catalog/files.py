@@ -7,10 +7,11 @@ from __future__ import annotations
 import logging
 import os
 import stat
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from handrail.catalog import folders
 from handrail.model.codec import loads, source_revision
@@ -68,6 +69,27 @@ class Read:
     @classmethod
     def of(cls, data: bytes) -> Read:
         return cls(data, source_revision(data.removeprefix(BOM)))
+
+
+class Kept(NamedTuple):
+    """A listed file's bytes, kept until it is checked (they may become its last good
+    version): zlib compressed, or as read while a server's first listing has room for
+    them (catalog/live.py), so that its first answer does not wait for zlib."""
+
+    revision: str
+    data: bytes
+    packed: bool  # compressed
+
+    @classmethod
+    def of(cls, data: Read, raw: bool) -> Kept:
+        return (
+            cls(data.revision, data.data, False)
+            if raw
+            else cls(data.revision, zlib.compress(data.data, 1), True)
+        )
+
+    def unpacked(self) -> bytes:
+        return zlib.decompress(self.data) if self.packed else self.data
 
 
 def read(path: Path, max_bytes: int) -> bytes | Diagnostic:

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from handrail.catalog.files import Listed, Read, Stamp, compile_file, listed, of_workflow, read, stamp
+from handrail.catalog.files import Kept, Listed, Read, Stamp, compile_file, listed, of_workflow, read, stamp
 from handrail.catalog.snapshot import Snapshot, assemble
 from handrail.catalog.sources import Source, discover
 from handrail.model.errors import Diagnostic
@@ -38,6 +38,7 @@ log = logging.getLogger("handrail.catalog")
 # are coarse); its stamp is not trusted, so it is read again at the next look.
 RACY_NS = 2_000_000_000
 _UNSETTLED = (-1, -1, -1, -1)
+RAW_KEPT_BYTES = 4 << 20  # of a server's first listing, kept uncompressed until checked (Kept)
 WATCH_ATTEMPTS = 3  # failures to watch the folders (e.g. out of inotify watches) before polling them
 Verdict = tuple[str, "Compiled | None"]  # (revision, None if it compiled, else the broken compile)
 
@@ -67,9 +68,10 @@ class Catalog:
         self._digests: dict[Path, str | None] = {}  # revision of the bytes last read
         self._verdicts: dict[Path, Verdict] = {}
         self._last_good: dict[Path, tuple[Listed, bytes]] = {}  # and its zlib'd bytes
-        # (revision, zlib'd bytes) of a listed file not compiled yet; they leave only once
-        # their verdict (and last good version) is recorded, so a request always finds one
-        self._unchecked: dict[Path, tuple[str, bytes]] = {}
+        # the bytes of a listed file not compiled yet (Kept); they leave only once their
+        # verdict (and last good version) is recorded, so a request always finds one
+        self._unchecked: dict[Path, Kept] = {}
+        self._raw_left = RAW_KEPT_BYTES  # what the first listing may still keep uncompressed
         self._last_origin: dict[Path, Mapping[str, Any]] = {}  # of a git file's last good
         # what a server's first listing could not list without the compiler (not JSON, fields
         # missing): compiled by the checker or the first request after `initialize` (_settle)
@@ -187,8 +189,8 @@ class Catalog:
                         return
                     if not isinstance(item, Listed) or self._verdict(path, item.revision) is not None:
                         continue
-                    kept = self._unchecked.get(path)
-                    data = zlib.decompress(kept[1]) if kept is not None else read(path, self.max_bytes)
+                    held = self._unchecked.get(path)
+                    data = held.unpacked() if held is not None else read(path, self.max_bytes)
                     got = Read.of(data) if isinstance(data, bytes) else None
                     if got is not None and got.revision == item.revision:
                         broken = self._verify(path, got, keep=False).workflow is None
@@ -336,7 +338,9 @@ class Catalog:
                 if check:
                     self._verify(path, data, keep=True)
                 else:  # kept until checked: should an edit break the file, this may be its last good
-                    self._unchecked[path] = (data.revision, zlib.compress(data.data, 1))
+                    raw = len(data.data) <= self._raw_left
+                    self._raw_left -= len(data.data) if raw else 0
+                    self._unchecked[path] = Kept.of(data, raw)
                 return item
         if not check:
             self._pending[path] = data
@@ -363,7 +367,7 @@ class Catalog:
         with self._state:  # so that a check that took these bytes first has recorded its verdict
             previous = self._unchecked.get(path)
         if previous is not None:  # left in place while compiled: a request may still need them
-            self._verify(path, Read(zlib.decompress(previous[1]), previous[0]), keep=False)
+            self._verify(path, Read(previous.unpacked(), previous.revision), keep=False)
 
     def _verdict(self, path: Path, rev: str) -> Verdict | None:
         found = self._verdicts.get(path)
@@ -426,7 +430,7 @@ class Catalog:
         if last is not None and last[0].revision == item.revision:
             data = Read(zlib.decompress(last[1]), item.revision)
         elif unchecked is not None and unchecked[0] == item.revision:
-            data = Read(zlib.decompress(unchecked[1]), item.revision)
+            data = Read(unchecked.unpacked(), item.revision)
         else:
             fresh = read(item.path, self.max_bytes)
             data = Read.of(fresh) if isinstance(fresh, bytes) else Read(b"", "")
