@@ -9,12 +9,18 @@ very bytes handrail answered (recorded first): a Python stdio server that reads,
 and writes as much, and loads nothing else.
 
     python -m benchmarks.stdio_start_up --against a1a3104 --pairs 15
+    python -m benchmarks.stdio_start_up --against a1a3104 --instructions
+
+`--instructions` counts instead (valgrind's cachegrind), from the interpreter's start to
+the first answer, a figure the load of the machine cannot move: handrail's process ends
+as soon as that answer is out (`python -c`, not `-m handrail`: runpy's import is left out).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -78,6 +84,78 @@ def summary(label: str, measured: list[tuple[float, float]]) -> str:
     return f"| {label} | {ratio:.2f}x | {this:.0f} ms | {other:.0f} ms |"
 
 
+# handrail's command line, ended with os._exit as soon as its first answer is written
+FIRST_ANSWER_ONLY = """
+import os, sys
+sys.argv = ["handrail", "start", *sys.argv[1:]]
+try:
+    import handrail.transport.stdio as stdio
+except ImportError:  # an older tree (a1a3104): stdio at the top, no entry module
+    import handrail.stdio as stdio
+serving = stdio.serve
+def first_only(*args, after_first_reply=None, **options):
+    return serving(*args, after_first_reply=lambda: (sys.stdout.flush(), os._exit(0)), **options)
+stdio.serve = first_only
+try:
+    from handrail.entry import main
+except ImportError:
+    from handrail.cli import main
+main()
+"""
+
+
+def instructions(command: list[str], pythonpath: str | None = None) -> int:
+    """Instructions valgrind counts from `command`'s start to its end (its first answer)."""
+    env = _env() | ({"PYTHONPATH": pythonpath} if pythonpath else {})
+    done = subprocess.run(
+        ["valgrind", "--tool=cachegrind", "--cache-sim=no", f"--cachegrind-out-file={os.devnull}", *command],
+        input=INIT_LINE,
+        capture_output=True,
+        env=env,
+        cwd=ROOT,
+        check=True,
+    )
+    refs = [line for line in done.stderr.decode().splitlines() if "I" in line and "refs:" in line]
+    return int(refs[-1].rsplit(":", 1)[1].replace(",", "").strip())
+
+
+def count_instructions(commit: str, *, bundled_only: bool = False) -> str:
+    """The lower of two counts for this tree, `commit` and the same-payload floor."""
+    workflows = [] if bundled_only else handrail_command()[4:]
+    probe = [sys.executable, "-c", FIRST_ANSWER_ONLY, *workflows]
+    with tempfile.TemporaryDirectory(prefix="handrail-start-up-") as folder:
+        base = Path(folder) / "base"
+        subprocess.run(
+            ["git", "worktree", "add", "--detach", str(base), commit],
+            cwd=ROOT,
+            check=True,
+            capture_output=True,
+        )
+        try:
+            answers = Path(folder) / "initialize.json"
+            record_initialize(handrail_command()[:4] + workflows, answers)
+            instructions(probe, str(base / "src"))  # once, uncounted: its bytecode written
+            this = min(instructions(probe) for _ in "ab")
+            other = min(instructions(probe, str(base / "src")) for _ in "ab")
+            floor = min(instructions(replay_command(answers)) for _ in "ab")
+        finally:
+            subprocess.run(["git", "worktree", "remove", "--force", str(base)], cwd=ROOT, capture_output=True)
+    served = "the bundled workflows" if bundled_only else "the bundled workflows and the corpus"
+    return "\n".join(
+        [
+            f"instructions from the interpreter's start to the answer of `initialize` ({served}), "
+            "valgrind, the lower of two runs",
+            "",
+            "| this tree against | ratio | this tree | the other |",
+            "|---|---|---|---|",
+            *(
+                f"| {label} | {this / that:.2f}x | {this / 1e6:.0f} M | {that / 1e6:.0f} M |"
+                for label, that in ((commit, other), ("the same-payload floor (replay_server.py)", floor))
+            ),
+        ]
+    )
+
+
 def compare(commit: str, count: int, *, bundled_only: bool = False) -> str:
     """`bundled_only`: serve the bundled workflows alone, not the corpus too (whose broken
     files are compiled before the first answer, to say whether they are workflows)."""
@@ -119,7 +197,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--bundled-only", action="store_true", help="the bundled workflows only, not the corpus"
     )
+    parser.add_argument(
+        "--instructions", action="store_true", help="count instructions (valgrind) instead of timing"
+    )
     args = parser.parse_args(argv)
+    if args.instructions:
+        print(count_instructions(args.against, bundled_only=args.bundled_only))
+        return 0
     print(compare(args.against, args.pairs, bundled_only=args.bundled_only))
     return 0
 

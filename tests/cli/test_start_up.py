@@ -51,11 +51,6 @@ START_UP = {
         "protocol.revisions",
         "protocol.session",
         "protocol.surface",
-        "protocol.surface.approvals",
-        "protocol.surface.completion",
-        "protocol.surface.logging_bridge",
-        "protocol.surface.prompts",
-        "protocol.surface.resources",
         "protocol.surface.subscriptions",
         "protocol.surface.surface",
         "protocol.surface.texts",
@@ -63,8 +58,6 @@ START_UP = {
     },
     "service": {
         "service",
-        "service.argument_check",
-        "service.argument_limits",
         "service.core",
         "service.definitions",
         "service.identifiers",
@@ -74,12 +67,10 @@ START_UP = {
     },
     "notify": {
         "notify",
-        "notify.targets",
     },
     "checks": {
         "checks",
         "checks.config",
-        "checks.processes",
     },
     "store": {
         "store",
@@ -90,11 +81,9 @@ START_UP = {
         "catalog",
         "catalog.files",
         "catalog.folders",
-        "catalog.git_sources",
         "catalog.live",
         "catalog.snapshot",
         "catalog.sources",
-        "catalog.suggest",
     },
     "patterns": {
         "patterns",
@@ -102,7 +91,6 @@ START_UP = {
     },
     "model": {
         "model",
-        "model.approvals",
         "model.budget",
         "model.codec",
         "model.errors",
@@ -121,8 +109,21 @@ PINNED = {("handrail." + name).rstrip(".") for names in START_UP.values() for na
 
 # what the first answer must never wait for: the other commands, the compiler, the
 # workflow model and the engine (the workflows are compiled right after it), and the heavy standard modules
-# they bring (a webhook's urllib.request alone loaded http.client, email and ssl)
+# they bring (a webhook's urllib.request alone loaded http.client, email and ssl); the
+# approvals' values (with a tool's first call), the git sources' process driver (only
+# for a `git+` source), the webhook receivers (only with --notify), the surface's
+# occasional methods (resources, prompts, completion, logging: with their first call)
 NOT_LOADED = (
+    "handrail.model.approvals",
+    "handrail.catalog.git_sources",
+    "handrail.checks.processes",
+    "handrail.notify.targets",
+    "handrail.protocol.surface.prompts",
+    "handrail.protocol.surface.resources",
+    "handrail.service.argument_limits",
+    "subprocess",
+    "difflib",
+    "secrets",
     "handrail.cli.notify",
     "handrail.cli.runs",
     "handrail.cli.catalog",

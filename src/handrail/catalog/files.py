@@ -7,10 +7,11 @@ from __future__ import annotations
 import logging
 import os
 import stat
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from handrail.catalog import folders
 from handrail.model.codec import loads, source_revision
@@ -48,15 +49,18 @@ def stamp(path: Path) -> Stamp:
     return (st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns)
 
 
-@dataclass(slots=True)
 class Read:
     """A file's bytes as read, with their revision (hashed once) and, once a listing has
     parsed them, their JSON: what the compiler is handed, so that it does neither again.
-    Held only while the file is listed and checked, never kept."""
+    Held only while the file is listed and checked, never kept. (Slotted by hand, not a
+    dataclass: a server makes the class before its first answer.)"""
 
-    data: bytes
-    revision: str
-    document: dict[str, Any] | None = None  # orjson's parse of `data`
+    __slots__ = ("data", "document", "revision")
+
+    def __init__(self, data: bytes, revision: str, document: dict[str, Any] | None = None) -> None:
+        self.data = data
+        self.revision = revision
+        self.document = document  # orjson's parse of `data`
 
     def parsed(self, document: dict[str, Any]) -> None:
         """The listing's parse of `data`, kept for the compiler."""
@@ -65,6 +69,27 @@ class Read:
     @classmethod
     def of(cls, data: bytes) -> Read:
         return cls(data, source_revision(data.removeprefix(BOM)))
+
+
+class Kept(NamedTuple):
+    """A listed file's bytes, kept until it is checked (they may become its last good
+    version): zlib compressed, or as read while a server's first listing has room for
+    them (catalog/live.py), so that its first answer does not wait for zlib."""
+
+    revision: str
+    data: bytes
+    packed: bool  # compressed
+
+    @classmethod
+    def of(cls, data: Read, raw: bool) -> Kept:
+        return (
+            cls(data.revision, data.data, False)
+            if raw
+            else cls(data.revision, zlib.compress(data.data, 1), True)
+        )
+
+    def unpacked(self) -> bytes:
+        return zlib.decompress(self.data) if self.packed else self.data
 
 
 def read(path: Path, max_bytes: int) -> bytes | Diagnostic:

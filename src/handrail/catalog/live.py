@@ -17,12 +17,10 @@ import threading
 import time
 import zlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from handrail.catalog import suggest
-from handrail.catalog.files import Listed, Read, Stamp, compile_file, listed, of_workflow, read, stamp
+from handrail.catalog.files import Kept, Listed, Read, Stamp, compile_file, listed, of_workflow, read, stamp
 from handrail.catalog.snapshot import Snapshot, assemble
 from handrail.catalog.sources import Source, discover
 from handrail.model.errors import Diagnostic
@@ -40,56 +38,60 @@ log = logging.getLogger("handrail.catalog")
 # are coarse); its stamp is not trusted, so it is read again at the next look.
 RACY_NS = 2_000_000_000
 _UNSETTLED = (-1, -1, -1, -1)
+RAW_KEPT_BYTES = 4 << 20  # of a server's first listing, kept uncompressed until checked (Kept)
 WATCH_ATTEMPTS = 3  # failures to watch the folders (e.g. out of inotify watches) before polling them
 Verdict = tuple[str, "Compiled | None"]  # (revision, None if it compiled, else the broken compile)
 
 
-@dataclass
 class Catalog:
     """Lists the sources, and lists again what changed at most every `interval` seconds.
     `lazy`: leave checking every file to a background pass (set by `watch` and `summaries`,
-    i.e. by a server); otherwise each file is compiled as it is listed."""
+    i.e. by a server); otherwise each file is compiled as it is listed. (A plain class,
+    not a dataclass: its generated methods cost a server's start-up, and a catalog is
+    never compared nor copied.)"""
 
-    sources: list[Source]
-    max_bytes: int = DEFAULT_MAX_BYTES
-    interval: float = RELOAD_INTERVAL_S
-    max_compiled: int = MAX_COMPILED_WORKFLOWS
-    lazy: bool = False
-    quiet: bool = False  # log no problems: the command prints them itself (`handrail list`)
-    _snapshot: Snapshot | None = None
-    _stamps: dict[Path, Stamp] = field(default_factory=dict)
-    _listed: dict[Path, Listed | Compiled] = field(default_factory=dict)  # Compiled: broken at reading
-    _digests: dict[Path, str | None] = field(default_factory=dict)  # revision of the bytes last read
-    _verdicts: dict[Path, Verdict] = field(default_factory=dict)
-    _last_good: dict[Path, tuple[Listed, bytes]] = field(default_factory=dict)  # and its zlib'd bytes
-    # (revision, zlib'd bytes) of a listed file not compiled yet; they leave only once
-    # their verdict (and last good version) is recorded, so a request always finds one
-    _unchecked: dict[Path, tuple[str, bytes]] = field(default_factory=dict)
-    _last_origin: dict[Path, Mapping[str, Any]] = field(default_factory=dict)  # of a git file's last good
-    # what a server's first listing could not list without the compiler (not JSON, fields
-    # missing): compiled by the checker or the first request after `initialize` (_settle)
-    _pending: dict[Path, Read | Diagnostic] = field(default_factory=dict)
-    _unsettled: bool = False  # files are pending; False only once a snapshot lists them all
-    _cache: BoundedCache[tuple[Path, str], Workflow] = field(init=False)
-    # the listed file last loaded and its workflow: the one a session asks for again and
-    # again, told by identity, without the cache's lock and key (one more workflow kept)
-    _last_loaded: tuple[Listed, Workflow] | None = None
-    _checked_at: float = 0.0
-    _lock: threading.Lock = field(default_factory=threading.Lock)  # one refresh at a time
-    _state: threading.Lock = field(default_factory=threading.Lock)  # verdicts, from any thread
-    _reassemble: bool = False  # a verdict changed what the snapshot reports
-    _generation: int = 0
-    _refused: tuple[tuple[str, str], ...] = ()
-    _watcher: threading.Thread | None = None
-    _logged: int = -1
-    _deferred: bool = False  # serving: problems are logged by the watcher, not on the start-up path
-    _stop: threading.Event = field(default_factory=threading.Event)
-    _ready: threading.Event = field(default_factory=threading.Event)
-    _wake_checker: threading.Event = field(default_factory=threading.Event)
-    _listeners: list[Callable[[Snapshot], None]] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        self._cache = BoundedCache(self.max_compiled)
+    def __init__(
+        self,
+        sources: list[Source],
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        interval: float = RELOAD_INTERVAL_S,
+        max_compiled: int = MAX_COMPILED_WORKFLOWS,
+        lazy: bool = False,
+        quiet: bool = False,  # log no problems: the command prints them itself (`handrail list`)
+    ) -> None:
+        self.sources, self.max_bytes = sources, max_bytes
+        self.interval, self.max_compiled = interval, max_compiled
+        self.lazy, self.quiet = lazy, quiet
+        self._snapshot: Snapshot | None = None
+        self._stamps: dict[Path, Stamp] = {}
+        self._listed: dict[Path, Listed | Compiled] = {}  # Compiled: broken at reading
+        self._digests: dict[Path, str | None] = {}  # revision of the bytes last read
+        self._verdicts: dict[Path, Verdict] = {}
+        self._last_good: dict[Path, tuple[Listed, bytes]] = {}  # and its zlib'd bytes
+        # the bytes of a listed file not compiled yet (Kept); they leave only once their
+        # verdict (and last good version) is recorded, so a request always finds one
+        self._unchecked: dict[Path, Kept] = {}
+        self._raw_left = RAW_KEPT_BYTES  # what the first listing may still keep uncompressed
+        self._last_origin: dict[Path, Mapping[str, Any]] = {}  # of a git file's last good
+        # what a server's first listing could not list without the compiler (not JSON, fields
+        # missing): compiled by the checker or the first request after `initialize` (_settle)
+        self._pending: dict[Path, Read | Diagnostic] = {}
+        self._unsettled = False  # files are pending; False only once a snapshot lists them all
+        self._cache: BoundedCache[tuple[Path, str], Workflow] = BoundedCache(max_compiled)
+        # the listed file last loaded and its workflow: the one a session asks for again and
+        # again, told by identity, without the cache's lock and key (one more workflow kept)
+        self._last_loaded: tuple[Listed, Workflow] | None = None
+        self._checked_at = 0.0
+        self._lock = threading.Lock()  # one refresh at a time
+        self._state = threading.Lock()  # verdicts, from any thread
+        self._reassemble = False  # a verdict changed what the snapshot reports
+        self._generation = 0
+        self._refused: tuple[tuple[str, str], ...] = ()
+        self._watcher: threading.Thread | None = None
+        self._logged = -1
+        self._deferred = False  # serving: problems are logged by the watcher, not on the start-up path
+        self._stop, self._ready, self._wake_checker = threading.Event(), threading.Event(), threading.Event()
+        self._listeners: list[Callable[[Snapshot], None]] = []
 
     def watch(self, interval: float | None = None) -> None:
         """List the sources, then keep them current, on a daemon thread woken by the file
@@ -187,8 +189,8 @@ class Catalog:
                         return
                     if not isinstance(item, Listed) or self._verdict(path, item.revision) is not None:
                         continue
-                    kept = self._unchecked.get(path)
-                    data = zlib.decompress(kept[1]) if kept is not None else read(path, self.max_bytes)
+                    held = self._unchecked.get(path)
+                    data = held.unpacked() if held is not None else read(path, self.max_bytes)
                     got = Read.of(data) if isinstance(data, bytes) else None
                     if got is not None and got.revision == item.revision:
                         broken = self._verify(path, got, keep=False).workflow is None
@@ -215,6 +217,8 @@ class Catalog:
                 log.info("workflows reloaded: %d in service", len(self._snapshot.entries))
                 for listener in self._listeners:
                     listener(self._snapshot)
+                from handrail.catalog import suggest  # lazy: difflib, for the first unknown id
+
                 suggest.prepare(self._snapshot.entries)
         except Exception:  # the watcher must outlive any one bad refresh
             log.exception("reloading workflows failed; keeping the previous catalog")
@@ -334,7 +338,9 @@ class Catalog:
                 if check:
                     self._verify(path, data, keep=True)
                 else:  # kept until checked: should an edit break the file, this may be its last good
-                    self._unchecked[path] = (data.revision, zlib.compress(data.data, 1))
+                    raw = len(data.data) <= self._raw_left
+                    self._raw_left -= len(data.data) if raw else 0
+                    self._unchecked[path] = Kept.of(data, raw)
                 return item
         if not check:
             self._pending[path] = data
@@ -361,7 +367,7 @@ class Catalog:
         with self._state:  # so that a check that took these bytes first has recorded its verdict
             previous = self._unchecked.get(path)
         if previous is not None:  # left in place while compiled: a request may still need them
-            self._verify(path, Read(zlib.decompress(previous[1]), previous[0]), keep=False)
+            self._verify(path, Read(previous.unpacked(), previous.revision), keep=False)
 
     def _verdict(self, path: Path, rev: str) -> Verdict | None:
         found = self._verdicts.get(path)
@@ -424,7 +430,7 @@ class Catalog:
         if last is not None and last[0].revision == item.revision:
             data = Read(zlib.decompress(last[1]), item.revision)
         elif unchecked is not None and unchecked[0] == item.revision:
-            data = Read(zlib.decompress(unchecked[1]), item.revision)
+            data = Read(unchecked.unpacked(), item.revision)
         else:
             fresh = read(item.path, self.max_bytes)
             data = Read.of(fresh) if isinstance(fresh, bytes) else Read(b"", "")

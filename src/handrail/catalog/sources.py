@@ -53,21 +53,11 @@ def default_sources(
     sources.append(Source("project", cwd / "workflows"))
     for variable, path in given.workflow_paths:
         sources.append(Source(f"env:{variable}", Path(path).expanduser()))
-    # here, not at import time: git sources load the process driver (subprocess), which a
-    # catalog of folders alone never needs
-    from handrail.catalog.git_sources import ENV_VARIABLE, GitSource, is_git
-
-    def of_git(name: str, text: str) -> Source:
-        git = GitSource.of(text, env, refresh=git_refresh)
-        return Source(name, git.path, git)
-
-    for spec in given.git_repos:
-        sources.append(of_git(f"env:{ENV_VARIABLE}", spec))
-    for item in extra:
-        if is_git(item):
-            sources.append(of_git("cli", str(item)))
-            continue
-        sources.append(Source("cli", Path(item).expanduser()))
+    items = list(extra)
+    if given.git_repos or any(isinstance(item, str) and item.startswith("git+") for item in items):
+        sources += _with_git(items, given.git_repos, env, git_refresh)
+    else:
+        sources += [Source("cli", Path(item).expanduser()) for item in items]
     unique: list[Source] = []
     seen: set[Path] = set()
     for source in reversed(sources):  # the same folder twice counts once, at its highest place
@@ -76,6 +66,24 @@ def default_sources(
             seen.add(key)
             unique.append(source)
     return list(reversed(unique))
+
+
+def _with_git(
+    extra: Iterable[str | Path], repos: Iterable[str], env: Mapping[str, str], refresh: float | None
+) -> list[Source]:
+    """The sources of the environment's git repositories, then of every --workflows item."""
+    # here, not at import time, and only when a source is `git+` (git_sources.is_git):
+    # git sources load the process driver (subprocess), which folders alone never need
+    from handrail.catalog.git_sources import ENV_VARIABLE, GitSource, is_git
+
+    def of_git(name: str, text: str) -> Source:
+        git = GitSource.of(text, env, refresh=refresh)
+        return Source(name, git.path, git)
+
+    found = [of_git(f"env:{ENV_VARIABLE}", spec) for spec in repos]
+    for item in extra:
+        found.append(of_git("cli", str(item)) if is_git(item) else Source("cli", Path(item).expanduser()))
+    return found
 
 
 def _resolved(path: Path) -> Path:

@@ -144,13 +144,18 @@ def _function(command: Command, name: str) -> Callable[..., Any]:
     return found
 
 
-def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+def build_parser(only: str | None = None, *, others: bool = True) -> argparse.ArgumentParser:
     """The whole command line's parser; with `only`, every command is listed but only
-    that one's options are added (and its module loaded): what parsing it needs."""
+    that one's options are added (and its module loaded): what parsing it needs.
+    `others=False`: the other commands are not even listed (a parser each is most of the
+    time a server takes to start): for a command line whose first word is `only`, which
+    the top level's --help never sees."""
     parser = _Parser(prog="handrail", description="Step-by-step workflows for AI agents, over MCP.")
     parser.add_argument("-V", "--version", action="version", version=f"handrail {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, command in COMMANDS.items():
+        if not others and name != only:
+            continue
         made = sub.add_parser(name, help=command.help, epilog=command.epilog)
         if only is None or only == name:
             _function(command, command.add)(made)
@@ -175,7 +180,8 @@ def _innermost(parser: argparse.ArgumentParser, args: argparse.Namespace) -> arg
 def main(argv: Sequence[str] | None = None) -> int:
     given = sys.argv[1:] if argv is None else list(argv)
     chosen = _chosen(given)
-    parser = build_parser(only=chosen or "")
+    # the command first: no top-level option (-h, -V) comes before it to list the others
+    parser = build_parser(only=chosen or "", others=not given or given[0] != chosen)
     try:
         args, unknown = parser.parse_known_args(given)
         if unknown:  # named by the command they were given to, which lists its options

@@ -10,14 +10,18 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from handrail.cli.options import EXIT_USAGE, positive_int
-from handrail.notify.targets import FAILURES_IN_A_ROW, STUCK_AFTER_S, NotifyConfig, Target, parse_duration
+from handrail.notify import FAILURES_IN_A_ROW, STUCK_AFTER_S
 from handrail.settings import settings
 
 if TYPE_CHECKING:
+    from handrail.notify.targets import NotifyConfig
     from handrail.store import RunStore
 
 
 def _duration(text: str) -> float:
+    # lazy: the receivers' module loads when one is given, not with every server's options
+    from handrail.notify.targets import parse_duration
+
     try:
         return parse_duration(text)
     except ValueError as exc:
@@ -72,6 +76,8 @@ def config_of(args: argparse.Namespace) -> NotifyConfig | None:
     given = settings(args)
     if not given.notify:
         return None
+    from handrail.notify.targets import NotifyConfig, Target  # lazy: a receiver is given
+
     try:
         targets = Target.parse_all(given.notify)
     except ValueError as exc:
@@ -113,6 +119,8 @@ def queued_from_environment(command: str) -> NotifyConfig | None:
     given = settings()
     if not given.notify:
         return None
+    from handrail.notify.targets import NotifyConfig, Target  # lazy: a receiver is given
+
     try:
         targets = Target.parse_all(given.notify)
     except ValueError as exc:

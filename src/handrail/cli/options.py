@@ -375,12 +375,16 @@ def _channels(text: str) -> frozenset[str]:
 def catalog_of(args: argparse.Namespace, *, quiet: bool = False) -> Any:
     """The catalog the source options name; `quiet`: it logs no problems (the command prints them)."""
     from handrail.catalog import Catalog, default_sources  # lazy: loaded when the command runs
-    from handrail.catalog.git_sources import GitSpecError  # lazy: loaded when the command runs
 
     bundled = False if args.no_bundled else None
     try:
         sources = default_sources(args.workflows, bundled=bundled, git_refresh=args.git_refresh)
-    except GitSpecError as exc:
+    except ValueError as exc:
+        # lazy: only a git source raises it, and folders alone never load git sources
+        from handrail.catalog.git_sources import GitSpecError
+
+        if not isinstance(exc, GitSpecError):
+            raise
         print(f"handrail {args.command}: {exc}", file=sys.stderr)
         raise SystemExit(EXIT_USAGE) from None
     from handrail.model.limits import MAX_COMPILED_WORKFLOWS  # lazy: loaded when the command runs

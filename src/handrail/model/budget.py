@@ -27,7 +27,6 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar, Token
-from dataclasses import dataclass
 
 from handrail.model.errors import HandrailError
 from handrail.model.limits import REGEX_TIMEOUT_MS
@@ -37,13 +36,20 @@ class OverBudget(HandrailError, code=-32000, title="Request over its budget"):
     """A request ran past its time budget, or would have answered more than it may."""
 
 
-@dataclass(slots=True)
 class Budget:
-    deadline: float  # time.monotonic() past which the request is cut off
-    seconds: int
-    reply_bytes: int
-    regex_ms: int = REGEX_TIMEOUT_MS  # one search on the backtracking regex engine
-    rendered: int = 0  # characters templates have produced so far in this request
+    """(Slotted by hand, not a dataclass: every server makes the class at start-up, where
+    a dataclass's generated methods are a measurable part of the time to `initialize`.)"""
+
+    __slots__ = ("deadline", "regex_ms", "rendered", "reply_bytes", "seconds")
+
+    def __init__(
+        self, deadline: float, seconds: int, reply_bytes: int, regex_ms: int = REGEX_TIMEOUT_MS
+    ) -> None:
+        self.deadline = deadline  # time.monotonic() past which the request is cut off
+        self.seconds = seconds
+        self.reply_bytes = reply_bytes
+        self.regex_ms = regex_ms  # one search on the backtracking regex engine
+        self.rendered = 0  # characters templates have produced so far in this request
 
     def render(self, size: int) -> int:
         """`size` more characters rendered: the request's total so far."""

@@ -7,8 +7,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from urllib.parse import urlsplit
 
-STUCK_AFTER_S = 30 * 60.0  # an open run idle this long is reported stuck
-FAILURES_IN_A_ROW = 3  # the same check failing this many times in a row is reported
+from handrail.notify import FAILURES_IN_A_ROW, STUCK_AFTER_S
 
 
 class Format(StrEnum):

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import itertools
 import logging
-import secrets
+import os
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -74,7 +74,7 @@ class ClientRequests:
             done.set()
 
         # a random id: an answer written before the request was seen cannot name it
-        rid = f"handrail-{next(self._ids)}-{secrets.token_hex(8)}"
+        rid = f"handrail-{next(self._ids)}-{os.urandom(8).hex()}"  # as secrets.token_hex(8)
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
         if params is not None:
             message["params"] = params

@@ -15,24 +15,28 @@ from functools import cache
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from handrail.catalog import Catalog, Snapshot
-from handrail.catalog.suggest import close_matches
 from handrail.model import budget
-from handrail.model.approvals import InputRequired
 from handrail.model.codec import Encoded as Encoded
 from handrail.model.codec import dumps, encode_sized
 from handrail.model.errors import InvalidParams, WorkflowNotFound
 from handrail.model.limits import Limits
 from handrail.model.request import LOCAL, Request
-from handrail.service.argument_check import Accept
-from handrail.service.argument_limits import Admit, admit_arguments
 from handrail.service.definitions import RUNS_ONLY_TOOLS, TABLE, tool_names, tools, workflow_schema
 
 if TYPE_CHECKING:
     from handrail.checks.config import CheckConfig
     from handrail.engine.results import NextResult, Verdict
+    from handrail.model.approvals import InputRequired
     from handrail.model.workflow import Workflow
     from handrail.runs import Runs
     from handrail.runs.ledger import RunSettings
+    from handrail.service.argument_check import Accept
+    from handrail.service.argument_limits import Admit
+
+    # how a tool's call is made: the admission of its arguments, quick and thorough; its
+    # handler; for a handler that reads the request (a run tool's), the type of the
+    # question it may return instead of a result, else None
+    Plan = tuple[Accept | None, Admit, Callable[..., Any], type[InputRequired] | None]
 
 Handler = Callable[[Request, Snapshot, dict[str, Any]], Any]
 
@@ -74,9 +78,7 @@ class Service:
         self._runs: Runs | None = None if runs is None or isinstance(runs, LaterRuns) else runs
         self._making = threading.Lock()  # HTTP answers from several threads: the runs are made once
         self.runs_only = runs_only
-        # name -> (the admission of its arguments, quick and thorough; its handler; whether
-        # the handler reads the request)
-        self._plans: dict[str, tuple[Accept | None, Admit, Callable[..., Any], bool]] = {}
+        self._plans: dict[str, Plan] = {}  # name -> how its calls are made
         self._listing: tuple[Snapshot, Encoded] | None = None
         # the catalog's tools answer alike whoever asks; the run tools take the request
         # (each tool's handler is named in its declaration: service/definitions.py)
@@ -144,11 +146,8 @@ class Service:
             refuse_in_runs_only(name)
         plan = self._plans.get(name)
         if plan is None:
-            asks = name in self._run_handlers
-            handler = self._run_handlers[name] if asks else self._handlers[name]
-            quick, thorough = admit_arguments(self.limits, name, _input_schema(name))
-            plan = self._plans[name] = (quick, thorough, handler, asks)
-        quick, thorough, handler, asks = plan
+            plan = self._plans[name] = self._plan(name)
+        quick, thorough, handler, question = plan
         limits = self.limits
         snapshot = self.catalog.snapshot()  # a reload of changed files is not the request's cost
         # the request's budget, opened here from this service's limits (see model/budget.py)
@@ -157,13 +156,23 @@ class Service:
             if quick is None or not quick(arguments):
                 thorough(arguments)
             # a handler called directly: a wrapper per call would cost what this branch saves
-            result = handler(request, snapshot, arguments) if asks else handler(snapshot, arguments)
-            if type(result) is InputRequired:
+            result = handler(request, snapshot, arguments) if question else handler(snapshot, arguments)
+            if type(result) is question:  # None for a catalog tool: never the type of a result
                 return result  # not a reply of this tool: the protocol words the question
             reply = _bounded(result, limits.max_reply_bytes)
         finally:
             budget.end(token)
         return reply if encoded else result
+
+    def _plan(self, name: str) -> Plan:
+        """How a tool's call is made, worked out at its first call."""
+        from handrail.model.approvals import InputRequired  # lazy: with a tool's first call
+        from handrail.service.argument_limits import admit_arguments  # as InputRequired
+
+        asks = name in self._run_handlers
+        handler = self._run_handlers[name] if asks else self._handlers[name]
+        quick, thorough = admit_arguments(self.limits, name, _input_schema(name))
+        return quick, thorough, handler, InputRequired if asks else None
 
     def published_tools(self) -> tuple[dict[str, Any], ...]:
         """What tools/list offers: every tool, or with `runs_only` the listing and the run tools."""
@@ -201,6 +210,8 @@ class Service:
                 data["file"] = broken.file
                 data["details"] = f"`{workflow_id[:100]}` is in a broken file: {broken.render()}"
                 raise WorkflowNotFound(data=data)
+            from handrail.catalog.suggest import close_matches  # lazy: only for an unknown id
+
             close = close_matches(workflow_id, snapshot.entries)
             if close:
                 data["didYouMean"] = close

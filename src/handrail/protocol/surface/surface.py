@@ -15,20 +15,23 @@ import os
 import threading
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from handrail.model.codec import encode
 from handrail.model.errors import INVALID_PARAMS, METHOD_NOT_FOUND, RESOURCE_NOT_FOUND, RpcError
 from handrail.model.request import Request
 from handrail.protocol.session import Session
-from handrail.protocol.surface.completion import CompletionError, complete
-from handrail.protocol.surface.logging_bridge import LEVELS, LogBridge
-from handrail.protocol.surface.prompts import prompts_get, prompts_list
-from handrail.protocol.surface.resources import resources_list, resources_read, subscribable, templates_list
 from handrail.protocol.surface.subscriptions import Subscriptions
 from handrail.protocol.surface.texts import GUIDE_URI, essentials, instructions, with_runs
 from handrail.protocol.surface.tool_methods import tools_call, tools_list
 from handrail.service.core import Service
+
+if TYPE_CHECKING:
+    from handrail.protocol.surface.logging_bridge import LogBridge
+
+# The modules of the methods a client calls now and then (resources, prompts, completion,
+# logging) are imported by their handlers, with their first call: `initialize` needs
+# none of them. tools/call, the one called again and again, is imported here.
 
 Handler = Callable[[Request, dict[str, Any]], Any]
 # the methods only a session of the handshake era has (logging, subscriptions)
@@ -54,11 +57,11 @@ class Surface:
         return {
             "tools/list": lambda request, params: tools_list(service),
             "tools/call": self.tools_call,
-            "resources/list": lambda request, params: resources_list(service),
+            "resources/list": self.resources_list,
             "resources/read": self.read_resource,
-            "resources/templates/list": lambda request, params: templates_list(),
-            "prompts/list": lambda request, params: prompts_list(service),
-            "prompts/get": lambda request, params: prompts_get(service, params),
+            "resources/templates/list": self.templates_list,
+            "prompts/list": self.prompts_list,
+            "prompts/get": self.prompts_get,
             "completion/complete": self.complete,
             "logging/setLevel": self.set_level,
             "resources/subscribe": self.subscribe,
@@ -67,6 +70,26 @@ class Surface:
 
     def tools_call(self, request: Request, params: dict[str, Any]) -> Any:
         return tools_call(self.service, request, params, self.session)
+
+    def resources_list(self, request: Request, params: dict[str, Any]) -> dict[str, Any]:
+        from handrail.protocol.surface.resources import resources_list  # lazy: see above
+
+        return resources_list(self.service)
+
+    def templates_list(self, request: Request, params: dict[str, Any]) -> dict[str, Any]:
+        from handrail.protocol.surface.resources import templates_list  # lazy: see above
+
+        return templates_list()
+
+    def prompts_list(self, request: Request, params: dict[str, Any]) -> dict[str, Any]:
+        from handrail.protocol.surface.prompts import prompts_list  # lazy: see above
+
+        return prompts_list(self.service)
+
+    def prompts_get(self, request: Request, params: dict[str, Any]) -> dict[str, Any]:
+        from handrail.protocol.surface.prompts import prompts_get  # lazy: see above
+
+        return prompts_get(self.service, params)
 
     # -- what the client is told about the workflows ---------------------------------
     def instructions(self, *, told: bool) -> str:
@@ -101,6 +124,8 @@ class Surface:
             note = self.service.open_runs_note(request)
             text = with_runs(self.instructions(told=False), note)
             return {"contents": [{"uri": GUIDE_URI, "mimeType": "text/plain", "text": text}]}
+        from handrail.protocol.surface.resources import resources_read  # lazy: see above
+
         return resources_read(self.service, params, INVALID_PARAMS if request.modern else RESOURCE_NOT_FOUND)
 
     def on_catalog_change(self, listener: Callable[[Any], None]) -> None:
@@ -150,6 +175,8 @@ class Surface:
 
     # -- logging, completion, subscriptions ---------------------------------------------
     def set_level(self, request: Request, params: dict[str, Any]) -> dict[str, Any]:
+        from handrail.protocol.surface.logging_bridge import LEVELS, LogBridge  # lazy: see above
+
         level = params.get("level")
         if level not in LEVELS:
             raise RpcError(
@@ -170,6 +197,8 @@ class Surface:
             sink(encode({"jsonrpc": "2.0", "method": "notifications/message", "params": params}))
 
     def complete(self, request: Request, params: dict[str, Any]) -> dict[str, Any]:
+        from handrail.protocol.surface.completion import CompletionError, complete  # lazy: see above
+
         try:
             return complete(params, list(self.service.catalog.snapshot().entries))
         except CompletionError as exc:
@@ -189,6 +218,8 @@ class Surface:
 
     def subscribe(self, request: Request, params: dict[str, Any]) -> dict[str, Any]:
         uri = self._subscribed_uri("resources/subscribe", params)
+        from handrail.protocol.surface.resources import subscribable  # lazy: see above
+
         self.subscriptions.subscribe(uri, subscribable(self.service, uri))
         return {}
 

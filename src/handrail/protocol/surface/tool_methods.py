@@ -8,16 +8,17 @@ stdio) or on a retry (2026-07-28 `input_required`, a result the run operations r
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from handrail.model.approvals import InputRequired
 from handrail.model.codec import Encoded, encode
 from handrail.model.errors import INVALID_PARAMS, HandrailError, RpcError
 from handrail.model.request import Request
 from handrail.protocol.session import Session
-from handrail.protocol.surface.approvals import Ask, Opened, approver_for, completed, input_required
 from handrail.protocol.surface.texts import fix_text
 from handrail.service.core import Service
+
+if TYPE_CHECKING:
+    from handrail.protocol.surface.approvals import Ask, Opened
 
 _MISSING = object()
 
@@ -51,6 +52,10 @@ def tools_call(service: Service, request: Request, params: dict[str, Any], sessi
     arguments = params.get("arguments", {})
     _say_completed(service, session)
     if name == "workflow_continue":
+        # lazy: the approvals' values load with the first call that may ask for one, not
+        # with `initialize` (a run tool's call costs a store's write: this import is nothing)
+        from handrail.protocol.surface.approvals import approver_for
+
         approver = approver_for(request, params, _ask(session), _opened(session))
         if approver is not None:
             request = replace(request, approver=approver)
@@ -58,9 +63,12 @@ def tools_call(service: Service, request: Request, params: dict[str, Any], sessi
         result = service.answer(name, request, arguments)
     except HandrailError as exc:
         return error_result(name, exc)
-    if isinstance(result, InputRequired):  # the client asks the person, then calls again
-        return input_required(result)
-    return tool_result(result)
+    if isinstance(result, Encoded):
+        return tool_result(result)
+    # else InputRequired: the client asks the person, then calls again
+    from handrail.protocol.surface.approvals import input_required  # lazy: as approver_for
+
+    return input_required(result)
 
 
 def tool_result(result: Any) -> Encoded:
@@ -110,6 +118,8 @@ def _say_completed(service: Service, session: Session) -> None:
     when the client next calls a tool, before that call's answer."""
     if not session.url_questions or session.sink is None:
         return
+    from handrail.protocol.surface.approvals import completed  # lazy: only once a URL was opened
+
     for elicitation, (run_id, seq) in list(session.url_questions.items()):
         if service.runs.awaiting.settled(run_id, seq):
             del session.url_questions[elicitation]
