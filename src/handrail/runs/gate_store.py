@@ -327,9 +327,9 @@ def facts(
     kinds: Collection[str] | None = None,
 ) -> RunFacts:
     """The run's facts for a decision on events of `kinds` (None: any). Only a stop reads
-    the stops refused in a row and only a prompt or a compaction whether the context was
-    compacted (runs/gate_decision.py): for other events those scans of the recent events
-    are not made, and the facts say 0 and False."""
+    the stops refused in a row, only a prompt or a compaction whether the context was
+    compacted (runs/gate_decision.py): for the other events those scans of the recent
+    events are not made, and the facts say 0 and False."""
     step = run.position.get("step")
     step = step if isinstance(step, dict) else {}
     step_id = step.get("id") if isinstance(step.get("id"), str) else None
@@ -343,15 +343,13 @@ def facts(
         events = store.gate_events(run.id, RECENT_EVENTS_READ)
     pairs = [(e.type, e.data) for e in events]  # each scan below reads them: made once
     bound = bound_session(pairs)
-    start = events[-1].seq - RECENT_EVENTS_READ if events else 0
-    recent = events if not events or events[0].seq > start else [e for e in events if e.seq > start]
-    recent_pairs = pairs if recent is events else [(e.type, e.data) for e in recent]
-    stops = (0, 0)
-    if kinds is None or "stop" in kinds:
+    stops, compacted = (0, 0), False
+    if kinds is None or not {"stop", "prompt", "compact"}.isdisjoint(kinds):
+        start = events[-1].seq - RECENT_EVENTS_READ if events else 0
+        recent = events if not events or events[0].seq > start else [e for e in events if e.seq > start]
+        recent_pairs = pairs if recent is events else [(e.type, e.data) for e in recent]
         stops = stop_counts([(str(e.type), e.step_id, e.data) for e in recent], step_id, bound)
-    compacted = (kinds is None or not {"prompt", "compact"}.isdisjoint(kinds)) and compacted_since_prompt(
-        recent_pairs, bound
-    )
+        compacted = compacted_since_prompt(recent_pairs, bound)
     accepted = tuple(e.step_id for e in events if e.type == "accepted" and e.step_id is not None)
     folders = list(digest.folders) or started_with(store, run, events)
     waiting = run.position.get("waitingOn")
