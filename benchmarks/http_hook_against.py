@@ -1,12 +1,14 @@
-"""`handrail serve`'s HTTP pre-tool-use hook, this tree against another commit, in one
-run: two servers (this tree's `src`, and the commit's, exported with `git archive`) on
-the same run store, each asked in turn on its own kept-alive connection (http.client),
-an allowed Read and a denied Edit. Other work on the machine slows both alike, so the
-ratio of the medians is the figure to read.
+"""`handrail serve`'s HTTP hooks, this tree against another commit, in one run: two
+servers (this tree's `src`, and the commit's, exported with `git archive`) on the same
+run store, each asked in turn on its own kept-alive connection (http.client): the
+pre-tool-use of an allowed Read and of a denied Edit, and the post-tool-use of a Bash
+call that changed nothing (each server's stat fingerprint of the one baseline). Other
+work on the machine slows both alike, so the ratio of the medians is the figure to read.
 
     python -m benchmarks.http_hook_against --against 50102a3 [--rounds 300]
 
-The denied rows write a `gate` event each, to the one run both servers judge.
+The denied and post-tool-use rows write a `gate` event each, to the one run both
+servers judge.
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=300)
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
+    from benchmarks.gate_bench import repository
     from tests.gate.runs import GateWorld, claude_input
     from tests.helpers.http import HttpServer
 
@@ -67,9 +70,14 @@ def main() -> int:
         world = GateWorld(folder / "world")
         world.start("plan")
         read = {"file_path": str(world.workspace / "src" / "cart.py")}
+        repository(world.workspace, world.env())
+        shell = {"command": "ls"}
         bodies = {
-            "allowed": claude_input(world, "PreToolUse", tool_name="Read", tool_input=read).encode(),
-            "denied": claude_input(world, "PreToolUse", tool_name="Edit", tool_input=read).encode(),
+            "pre-tool-use, allowed": claude_input(world, "PreToolUse", tool_name="Read", tool_input=read),
+            "pre-tool-use, denied": claude_input(world, "PreToolUse", tool_name="Edit", tool_input=read),
+            "post-tool-use, no change": claude_input(
+                world, "PostToolUse", tool_name="Bash", tool_input=shell, tool_response={}
+            ),
         }
         serve = ("--no-bundled", "--workflows", str(world.workflows), "--database", world.url)
         env = {"HANDRAIL_HOME": str(world.handrail_home)}
@@ -80,14 +88,14 @@ def main() -> int:
                 times: list[list[float]] = [[], []]
                 for _ in range(20):  # warm: each store opened, each policy compiled
                     for connection in alive:
-                        asked(connection, body)
+                        asked(connection, body.encode())
                 for n in range(args.rounds):
                     order = (0, 1) if n % 2 == 0 else (1, 0)
                     for i in order:
-                        times[i].append(asked(alive[i], body))
+                        times[i].append(asked(alive[i], body.encode()))
                 this, other = (statistics.median(each) * 1000 for each in times)
                 print(
-                    f"pre-tool-use, {kind:<8} this tree {this:5.2f} ms   {args.against} {other:5.2f} ms"
+                    f"{kind:<25} this tree {this:5.2f} ms   {args.against} {other:5.2f} ms"
                     f"   ratio {this / other:.2f}"
                 )
         finally:

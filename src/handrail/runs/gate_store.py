@@ -10,7 +10,7 @@ pinned source. Every event is written through the ledger's compare-and-set retry
 
 import json
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from handrail.model.runs import Event, RunRecord
@@ -77,7 +77,8 @@ def judged(
     found = session_run(store, folders, owner, event.session, event.run_id, runs)
     if found is not None and seen is not None:
         seen.append(found[0].workspace)
-    facts_ = None if found is None else facts(store, found[0], found[1])
+    kinds = {each.kind for each in (event, *more)}
+    facts_ = None if found is None else facts(store, found[0], found[1], kinds)
     decision = first_refusal(facts_, (event, *more), options, protected)
     if found is None or facts_ is None:
         return Judged(decision, None, None)
@@ -171,8 +172,9 @@ def held_to_all(
     the run that refused; the session binds to none of them. An allow is written
     against the most recently updated run."""
     judgements = []
+    kinds = {each.kind for each in (event, *more)}
     for run, events in held:
-        facts_ = facts(store, run, events)
+        facts_ = facts(store, run, events, kinds)
         judgements.append((run, facts_, first_refusal(facts_, (event, *more), options, protected)))
     run, facts_, decision = next(
         (j for j in judgements if j[2].verdict in ("deny", "block")),
@@ -324,7 +326,12 @@ def facts(
     store: RunStore,
     run: RunRecord,
     events: Sequence[Event] | None = None,
+    kinds: Collection[str] | None = None,
 ) -> RunFacts:
+    """The run's facts for a decision on events of `kinds` (None: any). Only a stop reads
+    the stops refused in a row, only a prompt or a compaction whether the context was
+    compacted (runs/gate_decision.py): for the other events those scans of the recent
+    events are not made, and the facts say 0 and False."""
     step = run.position.get("step")
     step = step if isinstance(step, dict) else {}
     step_id = step.get("id") if isinstance(step.get("id"), str) else None
@@ -338,10 +345,13 @@ def facts(
         events = store.gate_events(run.id, RECENT_EVENTS_READ)
     pairs = [(e.type, e.data) for e in events]  # each scan below reads them: made once
     bound = bound_session(pairs)
-    start = events[-1].seq - RECENT_EVENTS_READ if events else 0
-    recent = events if not events or events[0].seq > start else [e for e in events if e.seq > start]
-    recent_pairs = pairs if recent is events else [(e.type, e.data) for e in recent]
-    stops = stop_counts([(str(e.type), e.step_id, e.data) for e in recent], step_id, bound)
+    stops, compacted = (0, 0), False
+    if kinds is None or not {"stop", "prompt", "compact"}.isdisjoint(kinds):
+        start = events[-1].seq - RECENT_EVENTS_READ if events else 0
+        recent = events if not events or events[0].seq > start else [e for e in events if e.seq > start]
+        recent_pairs = pairs if recent is events else [(e.type, e.data) for e in recent]
+        stops = stop_counts([(str(e.type), e.step_id, e.data) for e in recent], step_id, bound)
+        compacted = compacted_since_prompt(recent_pairs, bound)
     accepted = tuple(e.step_id for e in events if e.type == "accepted" and e.step_id is not None)
     folders = list(digest.folders) or started_with(store, run, events)
     waiting = run.position.get("waitingOn")
@@ -365,7 +375,7 @@ def facts(
         if isinstance(folders, list)
         else (),
         bound=bound,
-        compacted=compacted_since_prompt(recent_pairs, bound),
+        compacted=compacted,
         waiting=f"{waiting.get('kind')}:{waiting.get('stepId')}" if waiting is not None else None,
         helper_stop_refusals=stops[1],
     )
