@@ -8,7 +8,8 @@ from typing import Any, Self
 
 
 class Slotted:
-    """Fields are the subclass's `__slots__`, in order; its `__init__` takes each by name."""
+    """Fields are the subclass's `__slots__` (sorted, as ruff keeps them); its `__init__`
+    takes each by name."""
 
     __slots__: tuple[str, ...] = ()
 
