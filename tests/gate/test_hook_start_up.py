@@ -131,19 +131,15 @@ noted(main())
 
 
 # the NamedTuples still made on a hook's path (a NamedTuple costs about 700K instructions to
-# make, a class of slots, handrail.model.slotted, about 70K): the run's records, which
-# the store replaces, compares and writes as rows, the compiler's diagnostics, the settings
-# and limits, the summary's marks (kept as a JSON array), the HTTP hook's judgement
+# make, a class of slots, handrail.model.slotted, about 70K): the run's record and the event
+# rows, which the store compares, indexes and writes as rows, the compiler's findings
+# (unpacked), the settings and limits, the summary's marks (kept as a JSON array), the HTTP hook's judgement
 NAMED_TUPLES = {
-    "handrail.model.errors.Diagnostic",
     "handrail.model.errors.Finding",
     "handrail.model.limits._Limits",
     "handrail.model.limits.Limits",
     "handrail.model.limits.TransportLimits",
-    "handrail.model.runs.Event",
-    "handrail.model.runs.NewEvent",
     "handrail.model.runs.RunRecord",
-    "handrail.model.runs.RunUpdate",
     "handrail.runs.gate_store.Judged",
     "handrail.settings.Settings",
     "handrail.store.chain.EventRow",
