@@ -130,6 +130,32 @@ noted(main())
 """
 
 
+# the NamedTuples still made on a hook's path (a NamedTuple costs about 700K instructions to
+# make, a class of slots, handrail.model.slotted, about 70K): the run's record and the event
+# rows, which the store compares, indexes and writes as rows, the compiler's findings
+# (unpacked), the settings and limits, the summary's marks (kept as a JSON array), the HTTP hook's judgement
+NAMED_TUPLES = {
+    "handrail.model.errors.Finding",
+    "handrail.model.limits._Limits",
+    "handrail.model.limits.Limits",
+    "handrail.model.limits.TransportLimits",
+    "handrail.model.runs.RunRecord",
+    "handrail.runs.gate_store.Judged",
+    "handrail.settings.Settings",
+    "handrail.store.chain.EventRow",
+    "handrail.store.summary.Marks",
+}
+
+# the same, noting the NamedTuple classes of handrail's loaded modules
+NAMING = PROBE.replace(
+    'out.write("\\n".join(sorted(sys.modules)))',
+    'out.write("\\n".join(f"{k.__module__}.{k.__qualname__}" for m in list(sys.modules.values())'
+    ' if m.__name__.startswith("handrail") for k in vars(m).values()'
+    ' if isinstance(k, type) and issubclass(k, tuple) and hasattr(k, "_fields")'
+    " and k.__module__ == m.__name__))",
+)
+
+
 @pytest.fixture
 def world(tmp_path: Path) -> Iterator[GateWorld]:
     found = GateWorld(tmp_path)
@@ -153,6 +179,28 @@ def loaded(
         timeout=60,
     )
     return done, set(out.read_text().split("\n"))
+
+
+def test_a_denied_edit_and_a_commit_make_no_named_tuple_but_those_the_store_keeps(world: GateWorld) -> None:
+    edit = claude_input(world, "PreToolUse", tool_name="Edit", tool_input={"file_path": "src/cart.py"})
+    out = world.root / "named.txt"
+    for args, stdin in (
+        (["gate", "pre-tool-use", "--harness", "claude-code"], edit),
+        (["gate", "pre-commit", "--harness", "git"], ""),
+    ):
+        subprocess.run(
+            [sys.executable, "-c", NAMING.replace("OUT", repr(str(out))), *args],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            cwd=world.workspace,
+            env=world.env(),
+            timeout=60,
+        )
+        made = {line for line in out.read_text().split("\n") if line}
+        assert "handrail.model.runs.RunRecord" in made  # the probe sees the NamedTuples made
+        assert made - NAMED_TUPLES == set()
+    assert world.gate_events()[-1]["decision"] == "deny"
 
 
 def compiled(world: GateWorld, args: list[str], stdin: str) -> list[str]:

@@ -10,7 +10,9 @@ same shape, and the HTTP hooks of `handrail serve` will answer with the same
 adapters without going through the command line.
 """
 
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
+
+from handrail.model.slotted import Slotted
 
 if TYPE_CHECKING:
     import argparse
@@ -23,7 +25,15 @@ class HookInputError(Exception):
     """The hook input cannot be read: one line for stderr, never a traceback."""
 
 
-class Answer(NamedTuple):
-    stdout: str
-    stderr: str
-    exit_code: int
+class Answer(Slotted):
+    __slots__ = ("exit_code", "stderr", "stdout")
+
+    def __init__(
+        self,
+        stdout: str,
+        stderr: str,
+        exit_code: int,
+    ) -> None:
+        self.stdout = stdout
+        self.stderr = stderr
+        self.exit_code = exit_code

@@ -6,6 +6,8 @@ protocol layer maps it to the wire without knowing what went wrong.
 
 from typing import Any, Literal, NamedTuple
 
+from handrail.model.slotted import Slotted
+
 Severity = Literal["error", "warning"]
 
 # JSON-RPC error codes: the standard ones, then those of MCP and of its 2026-07-28 revision.
@@ -21,19 +23,32 @@ MISSING_CLIENT_CAPABILITY = -32021  # 2026-07-28
 UNSUPPORTED_PROTOCOL_VERSION = -32022  # 2026-07-28: data {supported, requested}
 
 
-# a NamedTuple, not a dataclass: every gate hook imports this module, and need not load
-# dataclasses (with inspect and dis) for it
-class Diagnostic(NamedTuple):
+# a class of slots, neither a dataclass nor a NamedTuple: every gate hook imports this
+# module, and need not load dataclasses (with inspect and dis) nor pay a NamedTuple's making
+class Diagnostic(Slotted):
     """One problem in a workflow file, located by JSON pointer and by line and column."""
 
-    code: str
-    severity: Severity
-    message: str
-    pointer: str = ""
-    line: int = 1
-    column: int = 1
-    hint: str | None = None
-    file: str = "<memory>"
+    __slots__ = ("code", "column", "file", "hint", "line", "message", "pointer", "severity")
+
+    def __init__(
+        self,
+        code: str,
+        severity: Severity,
+        message: str,
+        pointer: str = "",
+        line: int = 1,
+        column: int = 1,
+        hint: str | None = None,
+        file: str = "<memory>",
+    ) -> None:
+        self.code = code
+        self.severity = severity
+        self.message = message
+        self.pointer = pointer
+        self.line = line
+        self.column = column
+        self.hint = hint
+        self.file = file
 
     def as_dict(self) -> dict[str, Any]:
         return {

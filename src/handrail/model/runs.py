@@ -6,6 +6,8 @@ from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any, NamedTuple
 
+from handrail.model.slotted import Slotted
+
 
 class RunStatus(StrEnum):
     """Where a run stands. The values are what the store keeps and the wire shows."""
@@ -110,20 +112,40 @@ class RunRecord(NamedTuple):
 _COMPARED = RunRecord._fields.index("seal")  # the fields before it are the run's
 
 
-class NewEvent(NamedTuple):
-    type: EventType
-    step_id: str | None = None
-    data: Mapping[str, Any] = {}  # output, issues, contextChanges, reason ... (shared: never changed)
+class NewEvent(Slotted):
+    __slots__ = ("data", "step_id", "type")
+
+    def __init__(
+        self,
+        type: EventType,
+        step_id: str | None = None,
+        data: Mapping[str, Any] = {},  # output, issues, contextChanges, reason ... (shared: never changed)
+    ) -> None:
+        self.type = type
+        self.step_id = step_id
+        self.data = data
 
 
-class Event(NamedTuple):
-    seq: int  # 1, 2, ... within the run
-    type: str  # as stored: one of EventType's values
-    at: str
-    actor: str
-    step_id: str | None
-    data: Mapping[str, Any]
-    hash: str | None = None  # its link in the run's chain (store/chain.py)
+class Event(Slotted):
+    __slots__ = ("actor", "at", "data", "hash", "seq", "step_id", "type")
+
+    def __init__(
+        self,
+        seq: int,  # 1, 2, ... within the run
+        type: str,  # as stored: one of EventType's values
+        at: str,
+        actor: str,
+        step_id: str | None,
+        data: Mapping[str, Any],
+        hash: str | None = None,  # its link in the run's chain (store/chain.py)
+    ) -> None:
+        self.seq = seq
+        self.type = type
+        self.at = at
+        self.actor = actor
+        self.step_id = step_id
+        self.data = data
+        self.hash = hash
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"seq": self.seq, "type": self.type, "at": self.at, "actor": self.actor}
@@ -133,13 +155,25 @@ class Event(NamedTuple):
         return out
 
 
-class RunUpdate(NamedTuple):
+class RunUpdate(Slotted):
     """What one accepted write changes; None leaves a field as it is."""
 
-    status: RunStatus | None = None
-    context: Mapping[str, Any] | None = None
-    position: Mapping[str, Any] | None = None
-    accepted: int | None = None
-    workflow_version: str | None = None  # a migration moves the run to another version
-    source_hash: str | None = None
-    gate: str | None = None  # the new step's gate digest (runs/gate_digest.py)
+    __slots__ = ("accepted", "context", "gate", "position", "source_hash", "status", "workflow_version")
+
+    def __init__(
+        self,
+        status: RunStatus | None = None,
+        context: Mapping[str, Any] | None = None,
+        position: Mapping[str, Any] | None = None,
+        accepted: int | None = None,
+        workflow_version: str | None = None,  # a migration moves the run to another version
+        source_hash: str | None = None,
+        gate: str | None = None,  # the new step's gate digest (runs/gate_digest.py)
+    ) -> None:
+        self.status = status
+        self.context = context
+        self.position = position
+        self.accepted = accepted
+        self.workflow_version = workflow_version
+        self.source_hash = source_hash
+        self.gate = gate

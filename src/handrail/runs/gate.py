@@ -7,12 +7,12 @@ harness adapters (handrail/gate/) turn a harness's hook input into a `GateEvent`
 
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal
 
+from handrail.model.slotted import Slotted
 from handrail.model.step_policy import OWN_SERVER, OWN_TOOLS, Policy
 
-# made at run time, not only for type checkers: the NamedTuples below name them, and a
-# name typing cannot resolve costs a hook a compile() (the first one, about 2 ms)
+# made at run time, not only for type checkers: the classes below name them
 EventKind = Literal["session", "prompt", "before-tool", "after-tool", "stop", "config", "compact"]
 Verdict = Literal["allow", "deny", "block", "context"]
 
@@ -20,17 +20,27 @@ DEFAULT_STOP_LIMIT = 3
 ACTIVE = ("active", "awaiting_approval")
 
 
-# NamedTuples rather than dataclasses: a hook creates these classes on every tool call
-class Action(NamedTuple):
+# classes of slots, neither dataclasses nor NamedTuples: a hook makes these classes on
+# every tool call (model/slotted.py)
+class Action(Slotted):
     """What the agent is about to do (or did), in the gate's words."""
 
-    kind: str  # edit | read | shell | mcp | web | tool
-    target: str  # edit/read: a path (absolute or relative to the working folder); shell:
-    # the command line; mcp: server/tool; web: the address or query; tool: its name
-    tool: str  # the harness's own name for it
-    # edit/read: where the path leads when a link makes it another (os.path.realpath),
-    # set by the gate's store side before deciding; the decision judges both
-    leads_to: str | None = None
+    __slots__ = ("kind", "leads_to", "target", "tool")
+
+    def __init__(
+        self,
+        kind: str,  # edit | read | shell | mcp | web | tool
+        target: str,  # edit/read: a path (absolute or relative to the working folder); shell:
+        # the command line; mcp: server/tool; web: the address or query; tool: its name
+        tool: str,  # the harness's own name for it
+        # edit/read: where the path leads when a link makes it another (os.path.realpath),
+        # set by the gate's store side before deciding; the decision judges both
+        leads_to: str | None = None,
+    ) -> None:
+        self.kind = kind
+        self.target = target
+        self.tool = tool
+        self.leads_to = leads_to
 
     def words(self, workspace: str, cwd: str) -> str:
         target = self.match_target(workspace, cwd)
@@ -44,18 +54,44 @@ class Action(NamedTuple):
         return relative(absolute(self.target, cwd), workspace)
 
 
-class GateEvent(NamedTuple):
-    kind: EventKind
-    cwd: str
-    session: str | None = None
-    source: str | None = None  # session: startup, resume, clear, compact; compact: manual, auto
-    action: Action | None = None
-    outcome: str | None = None  # after-tool: "ok" or "failed: ..."
-    internal: bool = False  # a stop of the harness's own helper agent: never refused
-    agent: str | None = None  # stop: the helper agent that stops (its refusals count apart)
-    run_id: str | None = None  # before-tool: the run a call of handrail's own run tools names
-    # config (a harness's settings changed): the gate's hooks the settings no longer hold
-    missing: tuple[str, ...] = ()
+class GateEvent(Slotted):
+    __slots__ = (
+        "action",
+        "agent",
+        "cwd",
+        "internal",
+        "kind",
+        "missing",
+        "outcome",
+        "run_id",
+        "session",
+        "source",
+    )
+
+    def __init__(
+        self,
+        kind: EventKind,
+        cwd: str,
+        session: str | None = None,
+        source: str | None = None,  # session: startup, resume, clear, compact; compact: manual, auto
+        action: Action | None = None,
+        outcome: str | None = None,  # after-tool: "ok" or "failed: ..."
+        internal: bool = False,  # a stop of the harness's own helper agent: never refused
+        agent: str | None = None,  # stop: the helper agent that stops (its refusals count apart)
+        run_id: str | None = None,  # before-tool: the run a call of handrail's own run tools names
+        # config (a harness's settings changed): the gate's hooks the settings no longer hold
+        missing: tuple[str, ...] = (),
+    ) -> None:
+        self.kind = kind
+        self.cwd = cwd
+        self.session = session
+        self.source = source
+        self.action = action
+        self.outcome = outcome
+        self.internal = internal
+        self.agent = agent
+        self.run_id = run_id
+        self.missing = missing
 
 
 class Protected:
@@ -69,46 +105,108 @@ class Protected:
         self.home = home  # the person's home folder, where harness settings also live
 
 
-class RunFacts(NamedTuple):
+class RunFacts(Slotted):
     """What a decision needs of the active run, read from the store."""
 
-    run_id: str
-    workflow_id: str
-    goal: str
-    status: str
-    workspace: str
-    step_id: str | None
-    step_title: str | None
-    step_prompt: str | None
-    step_number: int  # 1-based place of the current step among the workflow's steps
-    step_count: int
-    accepted: tuple[str, ...]  # ids of the steps accepted so far, in order
-    policy: Policy | None
-    stop_refusals: int  # stops refused in a row at this step (by the bound session)
-    workflow_folders: tuple[str, ...] = ()  # the sources of the server that started the run
-    bound: str | None = None  # the harness session the run is bound to, once one was seen
-    compacted: bool = False  # the bound session's context was compacted since its last prompt
-    # the run waits on its branches (`branches`) or child (`child`) at this step, and no
-    # open run of its tree in its workspace was found for the session: "kind:stepId"
-    waiting: str | None = None
-    helper_stop_refusals: int = 0  # the same, of the session's helper agents' stops
-    accepted_count: int = 0  # steps accepted so far (`accepted` holds the recent events' only)
+    __slots__ = (
+        "accepted",
+        "accepted_count",
+        "bound",
+        "compacted",
+        "goal",
+        "helper_stop_refusals",
+        "policy",
+        "run_id",
+        "status",
+        "step_count",
+        "step_id",
+        "step_number",
+        "step_prompt",
+        "step_title",
+        "stop_refusals",
+        "waiting",
+        "workflow_folders",
+        "workflow_id",
+        "workspace",
+    )
+
+    def __init__(
+        self,
+        run_id: str,
+        workflow_id: str,
+        goal: str,
+        status: str,
+        workspace: str,
+        step_id: str | None,
+        step_title: str | None,
+        step_prompt: str | None,
+        step_number: int,  # 1-based place of the current step among the workflow's steps
+        step_count: int,
+        accepted: tuple[str, ...],  # ids of the steps accepted so far, in order
+        policy: Policy | None,
+        stop_refusals: int,  # stops refused in a row at this step (by the bound session)
+        workflow_folders: tuple[str, ...] = (),  # the sources of the server that started the run
+        bound: str | None = None,  # the harness session the run is bound to, once one was seen
+        compacted: bool = False,  # the bound session's context was compacted since its last prompt
+        # the run waits on its branches (`branches`) or child (`child`) at this step, and no
+        # open run of its tree in its workspace was found for the session: "kind:stepId"
+        waiting: str | None = None,
+        helper_stop_refusals: int = 0,  # the same, of the session's helper agents' stops
+        accepted_count: int = 0,  # steps accepted so far (`accepted` holds the recent events' only)
+    ) -> None:
+        self.run_id = run_id
+        self.workflow_id = workflow_id
+        self.goal = goal
+        self.status = status
+        self.workspace = workspace
+        self.step_id = step_id
+        self.step_title = step_title
+        self.step_prompt = step_prompt
+        self.step_number = step_number
+        self.step_count = step_count
+        self.accepted = accepted
+        self.policy = policy
+        self.stop_refusals = stop_refusals
+        self.workflow_folders = workflow_folders
+        self.bound = bound
+        self.compacted = compacted
+        self.waiting = waiting
+        self.helper_stop_refusals = helper_stop_refusals
+        self.accepted_count = accepted_count
 
 
-class Options(NamedTuple):
-    require_run: str | None = None
-    reminder: bool = True
-    stop_limit: int = DEFAULT_STOP_LIMIT
-    # a session `handrail drive` started for the step after this many accepted ones of run
-    # `driven_run` (a branch it claims holds it as any session): done once that is accepted
-    driven_from: int | None = None
-    driven_run: str | None = None
+class Options(Slotted):
+    __slots__ = ("driven_from", "driven_run", "reminder", "require_run", "stop_limit")
+
+    def __init__(
+        self,
+        require_run: str | None = None,
+        reminder: bool = True,
+        stop_limit: int = DEFAULT_STOP_LIMIT,
+        # a session `handrail drive` started for the step after this many accepted ones of run
+        # `driven_run` (a branch it claims holds it as any session): done once that is accepted
+        driven_from: int | None = None,
+        driven_run: str | None = None,
+    ) -> None:
+        self.require_run = require_run
+        self.reminder = reminder
+        self.stop_limit = stop_limit
+        self.driven_from = driven_from
+        self.driven_run = driven_run
 
 
-class Decision(NamedTuple):
-    verdict: Verdict
-    text: str = ""  # the reason of a deny or block, or the context added
-    record: Mapping[str, Any] | None = None  # the gate event to write, if any
+class Decision(Slotted):
+    __slots__ = ("record", "text", "verdict")
+
+    def __init__(
+        self,
+        verdict: Verdict,
+        text: str = "",  # the reason of a deny or block, or the context added
+        record: Mapping[str, Any] | None = None,  # the gate event to write, if any
+    ) -> None:
+        self.verdict = verdict
+        self.text = text
+        self.record = record
 
 
 def absolute(path: str, cwd: str) -> str:

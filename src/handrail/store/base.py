@@ -7,7 +7,7 @@ so two writers racing on one run cannot both move it.
 """
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypedDict, Unpack
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict, Unpack
 
 from handrail.model.runs import (
     Event,
@@ -15,6 +15,7 @@ from handrail.model.runs import (
     RunRecord,
     RunUpdate,
 )
+from handrail.model.slotted import Slotted
 
 if TYPE_CHECKING:  # only the servers' stores use them: a gate hook loads neither
     from handrail.store.passkeys import Passkey
@@ -31,31 +32,67 @@ class Conflict(Exception):
 STUCK_PART = 100_000  # a stuck run's notifications sort after those of the write that left it idle
 
 
-class NewNotification(NamedTuple):
+class NewNotification(Slotted):
     """A webhook to send, written to the outbox with the run event that causes it: `target`
     is the receiver as configured (`slack:URL`, `teams:URL` or a plain URL), `payload` the
     plain JSON event (spec/notify.md), formatted for the target when it is sent. A write's
     notifications are delivered in the order it gives them, after those of earlier writes."""
 
-    target: str
-    event: str
-    payload: Mapping[str, Any]
+    __slots__ = ("event", "payload", "target")
+
+    def __init__(
+        self,
+        target: str,
+        event: str,
+        payload: Mapping[str, Any],
+    ) -> None:
+        self.target = target
+        self.event = event
+        self.payload = payload
 
 
-class Notification(NamedTuple):
+class Notification(Slotted):
     """One outbox row: `id` is the idempotency key every delivery attempt sends."""
 
-    id: str
-    run_id: str
-    target: str
-    event: str
-    payload: Mapping[str, Any]
-    created_at: str
-    state: str  # pending, delivered, failed (given up)
-    attempts: int
-    next_at: str
-    last_error: str | None
-    delivered_at: str | None
+    __slots__ = (
+        "attempts",
+        "created_at",
+        "delivered_at",
+        "event",
+        "id",
+        "last_error",
+        "next_at",
+        "payload",
+        "run_id",
+        "state",
+        "target",
+    )
+
+    def __init__(
+        self,
+        id: str,
+        run_id: str,
+        target: str,
+        event: str,
+        payload: Mapping[str, Any],
+        created_at: str,
+        state: str,  # pending, delivered, failed (given up)
+        attempts: int,
+        next_at: str,
+        last_error: str | None,
+        delivered_at: str | None,
+    ) -> None:
+        self.id = id
+        self.run_id = run_id
+        self.target = target
+        self.event = event
+        self.payload = payload
+        self.created_at = created_at
+        self.state = state
+        self.attempts = attempts
+        self.next_at = next_at
+        self.last_error = last_error
+        self.delivered_at = delivered_at
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -75,13 +112,21 @@ class Notification(NamedTuple):
         return out
 
 
-class Outcome(NamedTuple):
+class Outcome(Slotted):
     """What one delivery attempt came to: delivered, or the error and when to try again
     (`retry_at` None: given up, the row is marked failed)."""
 
-    delivered: bool
-    error: str | None = None
-    retry_at: str | None = None
+    __slots__ = ("delivered", "error", "retry_at")
+
+    def __init__(
+        self,
+        delivered: bool,
+        error: str | None = None,
+        retry_at: str | None = None,
+    ) -> None:
+        self.delivered = delivered
+        self.error = error
+        self.retry_at = retry_at
 
 
 Send = Callable[[Notification], Outcome]
@@ -105,14 +150,23 @@ class RunFilter(TypedDict, total=False):
 LIST_LIMIT = 100
 
 
-class ClaimFilter(NamedTuple):
+class ClaimFilter(Slotted):
     """Which branches a claim may pick (store/claims.py): `owner`'s, narrowed by the
     parent run, the workflow and the workspace when they are given."""
 
-    owner: str
-    parent_id: str | None = None
-    workflow_id: str | None = None
-    workspace: str | None = None
+    __slots__ = ("owner", "parent_id", "workflow_id", "workspace")
+
+    def __init__(
+        self,
+        owner: str,
+        parent_id: str | None = None,
+        workflow_id: str | None = None,
+        workspace: str | None = None,
+    ) -> None:
+        self.owner = owner
+        self.parent_id = parent_id
+        self.workflow_id = workflow_id
+        self.workspace = workspace
 
 
 def written(

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from handrail.model.codec import decode_stored, encode_stored
+from handrail.model.slotted import Slotted
 from handrail.store.chain_form import event_hash, hashed_form
 
 
@@ -61,13 +62,21 @@ def new_head(rows: Sequence[EventRow], head: str | None) -> str | None:
     return rows[-1].hash if rows else head
 
 
-class Break(NamedTuple):
+class Break(Slotted):
     """The first place a run's chain does not hold: the event (its seq; 0 for the run
     row itself) and what differs, in words."""
 
-    run_id: str
-    seq: int
-    problem: str
+    __slots__ = ("problem", "run_id", "seq")
+
+    def __init__(
+        self,
+        run_id: str,
+        seq: int,
+        problem: str,
+    ) -> None:
+        self.run_id = run_id
+        self.seq = seq
+        self.problem = problem
 
     def as_dict(self) -> dict[str, Any]:
         return {"runId": self.run_id, "seq": self.seq, "problem": self.problem}

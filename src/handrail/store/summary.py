@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
+from handrail.model.slotted import Slotted
 from handrail.store.chain import EventRow
 
 STEP_EVENTS = ("started", "rejected", "awaiting_approval", "approved", "declined", "accepted")
@@ -29,16 +30,27 @@ SUMMARISED = frozenset((*STEP_EVENTS, "check", "gate"))
 GATE_DECISIONS = ("deny", "block")  # the only decisions the figures count
 
 
-# NamedTuples and slotted classes, not dataclasses: a gate hook's write plans a summary,
-# and need not load dataclasses (with inspect and dis) for it
-class RunKeys(NamedTuple):
+# classes of slots (model/slotted.py) and a NamedTuple (Marks, kept as a JSON array), not
+# dataclasses: a gate hook's write plans a summary, and need not load dataclasses (with
+# inspect and dis) for it
+class RunKeys(Slotted):
     """What every summary row of a run repeats, so the figures filter without a join."""
 
-    run_id: str
-    workflow_id: str
-    version: str
-    owner: str
-    created_at: str
+    __slots__ = ("created_at", "owner", "run_id", "version", "workflow_id")
+
+    def __init__(
+        self,
+        run_id: str,
+        workflow_id: str,
+        version: str,
+        owner: str,
+        created_at: str,
+    ) -> None:
+        self.run_id = run_id
+        self.workflow_id = workflow_id
+        self.version = version
+        self.owner = owner
+        self.created_at = created_at
 
     def values(self) -> tuple[str, str, str, str]:
         return (self.workflow_id, self.version, self.owner, self.created_at)
@@ -82,15 +94,26 @@ def _number(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
-class Summary(NamedTuple):
+class Summary(Slotted):
     """The summary rows a write adds, by table, and the run's marks after them."""
 
-    marks: Marks
-    visits: dict[tuple[int, str], list[Any]]  # (since_seq, step) -> the visit's figures
-    waits: list[tuple[Any, ...]]
-    checks: list[tuple[Any, ...]]
-    issues: list[tuple[Any, ...]]
-    gates: list[tuple[Any, ...]]
+    __slots__ = ("checks", "gates", "issues", "marks", "visits", "waits")
+
+    def __init__(
+        self,
+        marks: Marks,
+        visits: dict[tuple[int, str], list[Any]],  # (since_seq, step) -> the visit's figures
+        waits: list[tuple[Any, ...]],
+        checks: list[tuple[Any, ...]],
+        issues: list[tuple[Any, ...]],
+        gates: list[tuple[Any, ...]],
+    ) -> None:
+        self.marks = marks
+        self.visits = visits
+        self.waits = waits
+        self.checks = checks
+        self.issues = issues
+        self.gates = gates
 
 
 def fold(marks: Marks, rows: Sequence[EventRow]) -> Summary:
