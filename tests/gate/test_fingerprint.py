@@ -4,6 +4,7 @@ clock by the margin could still change unseen, so no fingerprint is kept of it."
 from __future__ import annotations
 
 import os
+import subprocess
 import time
 from pathlib import Path
 
@@ -53,9 +54,27 @@ def test_what_is_absent_from_a_folder_the_fingerprint_keeps_is_not_read_again(wo
     found = taken(world, folder, fingerprint.clock(folder))
     assert found is not None
     git = str(world.workspace / ".git")
-    assert git in found.paths  # the git folder vouches for what a command in progress would leave
-    assert os.path.join(git, "MERGE_HEAD") not in found.paths
+    # the git folder's times move with every `git status` (the index's lock): it vouches
+    # for nothing, and what a command in progress would leave in it is looked for again
+    assert git not in found.paths
+    assert os.path.join(git, "MERGE_HEAD") in found.paths
     assert str(world.workspace / ".claude" / "settings.json") not in found.paths
+
+
+def test_a_git_status_leaves_the_fingerprint_as_it_was(world: GateWorld) -> None:
+    repository(world, world.workspace)
+    folder = baseline.gate_folder(str(world.handrail_home), "run-1")
+
+    def status() -> None:
+        subprocess.run(["git", "status", "--porcelain"], cwd=world.workspace, check=True, capture_output=True)
+
+    settle(world.workspace / ".git" / "index")
+    status()  # the first one refreshes the index's stat cache: a change of the index
+    settle(world.workspace / ".git" / "index")
+    found = taken(world, folder, fingerprint.clock(folder))
+    assert found is not None and fingerprint.unchanged(found)
+    status()
+    assert fingerprint.unchanged(found)
 
 
 @pytest.mark.parametrize("made", [".git/MERGE_HEAD", ".claude/settings.json", ".codex/hooks.json"])

@@ -233,9 +233,10 @@ def _git_paths(repo: Repo) -> list[str]:
     """What git reads of the repository beside the work tree: HEAD, the index, every ref,
     the info folder (excludes, attributes), what a command in progress leaves, the hooks."""
     git_dir, common = repo.git_dir, repo.common_dir
-    # the git folders themselves: what is absent in them (a merge's MERGE_HEAD...) stays so
-    # while they are as they were (`checked`)
-    found = [git_dir, common, os.path.join(git_dir, "HEAD")]
+    # not the git folders themselves: every `git status` takes the index's lock in them,
+    # which moves their times though nothing changed; what is absent in them (a merge's
+    # MERGE_HEAD...) is looked for again at each compare
+    found = [os.path.join(git_dir, "HEAD")]
     dot_git = os.path.join(repo.top, ".git")
     if not os.path.isdir(dot_git) or os.path.islink(dot_git):
         found.append(dot_git)  # a file naming the git folder (a worktree's); a folder is its entries
