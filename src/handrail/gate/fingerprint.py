@@ -38,7 +38,9 @@ if TYPE_CHECKING:
 Stat = tuple[int, int, int, int, int, int] | None
 FINE_MARGIN_NS = 200_000_000  # far above a kernel tick, the coarsest clock a fine filesystem stamps with
 COARSE_MARGIN_NS = 3_000_000_000  # a filesystem stamping whole seconds (FAT: two)
-MAX_ENTRIES = 200_000  # a fingerprint is a few hundred bytes an entry: above this, none
+# above this many entries, none: comparing them costs about 5 µs each, and git's own
+# check (a process's start, then C) is as quick by 10,000 (benchmarks/effects_bench.py)
+MAX_ENTRIES = 5_000
 KEPT = 16  # fingerprints a server keeps, one a run, the least recently used dropped
 CLOCK = "clock"  # the file in the gate's folder whose mtime is the filesystem's now
 
