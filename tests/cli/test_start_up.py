@@ -96,6 +96,7 @@ START_UP = {
         "model.errors",
         "model.limits",
         "model.request",
+        "model.slotted",
         "model.version",
         "model.wide_integers",
     },
