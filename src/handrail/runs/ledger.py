@@ -145,6 +145,22 @@ class RunSettings:
         "tracer",
     )
 
+    owner: str
+    database_file: str | None
+    max_context_bytes: int
+    check_config: CheckConfig | None
+    dashboard_url: str | None
+    catalog: Callable[[], Snapshot] | None
+    notify: NotifyConfig | None
+    approval_channels: frozenset[str] | None
+    require_presence: bool
+    roles: Roles
+    lease_seconds: float
+    observer: Observer
+    tracer: Tracer
+    queued: Callable[[], None]
+    on_close: Callable[[], None]
+
     def __init__(
         self,
         *,
@@ -168,21 +184,12 @@ class RunSettings:
         queued: Callable[[], None] = _nothing,  # told when a write queued notifications
         on_close: Callable[[], None] = _nothing,  # stops what uses the store, before it closes
     ) -> None:
-        self.owner = owner
-        self.database_file = database_file
-        self.max_context_bytes = max_context_bytes
-        self.check_config = check_config
-        self.dashboard_url = dashboard_url
-        self.catalog = catalog
-        self.notify = notify
-        self.approval_channels = approval_channels
-        self.require_presence = require_presence
-        self.roles = roles
-        self.lease_seconds = lease_seconds
-        self.observer = observer
-        self.tracer = tracer
-        self.queued = queued
-        self.on_close = on_close
+        given = locals()  # the parameters, one a slot each
+        for name in RunSettings.__slots__:
+            object.__setattr__(self, name, given[name])  # frozen: __setattr__ refuses
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"RunSettings are made once: {name} is given at construction")
 
     def _replace(self, **changes: Any) -> RunSettings:
         """These settings with `changes`, as a NamedTuple's `_replace` makes them."""
