@@ -183,21 +183,11 @@ def loaded(
 
 def test_a_denied_edit_and_a_commit_make_no_named_tuple_but_those_the_store_keeps(world: GateWorld) -> None:
     edit = claude_input(world, "PreToolUse", tool_name="Edit", tool_input={"file_path": "src/cart.py"})
-    out = world.root / "named.txt"
     for args, stdin in (
         (["gate", "pre-tool-use", "--harness", "claude-code"], edit),
         (["gate", "pre-commit", "--harness", "git"], ""),
     ):
-        subprocess.run(
-            [sys.executable, "-c", NAMING.replace("OUT", repr(str(out))), *args],
-            input=stdin,
-            capture_output=True,
-            text=True,
-            cwd=world.workspace,
-            env=world.env(),
-            timeout=60,
-        )
-        made = {line for line in out.read_text().split("\n") if line}
+        made = set(probed(world, NAMING, args, stdin))
         assert "handrail.model.runs.RunRecord" in made  # the probe sees the NamedTuples made
         assert made - NAMED_TUPLES == set()
     assert world.gate_events()[-1]["decision"] == "deny"
@@ -205,9 +195,14 @@ def test_a_denied_edit_and_a_commit_make_no_named_tuple_but_those_the_store_keep
 
 def compiled(world: GateWorld, args: list[str], stdin: str) -> list[str]:
     """What typing compiled while the hook ran to its answer."""
-    out = world.root / "compiled.txt"
+    return probed(world, COUNTING, args, stdin)
+
+
+def probed(world: GateWorld, probe: str, args: list[str], stdin: str) -> list[str]:
+    """The lines a probe (a program writing to OUT as the hook runs) wrote."""
+    out = world.root / "probed.txt"
     subprocess.run(
-        [sys.executable, "-c", COUNTING.replace("OUT", repr(str(out))), *args],
+        [sys.executable, "-c", probe.replace("OUT", repr(str(out))), *args],
         input=stdin,
         capture_output=True,
         text=True,
