@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from handrail.cli.options import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, add_database_option, reading_store
+from handrail.cli.options import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, add_database_option, with_store
 from handrail.cli.stats import moment
 
 if TYPE_CHECKING:
@@ -45,7 +45,7 @@ def audit_command(args: argparse.Namespace) -> int:
         out.flush()
         return EXIT_OK
 
-    return reading_store("audit", args.database, read)
+    return with_store("audit", args.database, read)
 
 
 def _verify(store: Any, path: Path, audit: Any) -> int:

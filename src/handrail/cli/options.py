@@ -287,10 +287,13 @@ def add_runs_only_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def reading_store(command: str, database: str | None, read: Callable[[RunStore], int]) -> int:
-    """`read`'s exit status, given the store `database` names opened for reading (and
-    closed after). A SQLite file not made yet, or a store that fails, is said on stderr
-    (EXIT_ERRORS): a command that only reads creates no database."""
+def with_store(
+    command: str, database: str | None, work: Callable[[RunStore], int], *, reading: bool = True
+) -> int:
+    """`work`'s exit status, given the store `database` names, opened (for reading unless
+    `reading=False`) and closed after. A SQLite file not made yet, or a store that fails,
+    is said on stderr as `command`'s error (EXIT_ERRORS): no command here creates a
+    database, since a new one would hold no run."""
     from handrail.model.errors import HandrailError  # lazy: loaded when the command runs
     from handrail.store.open import open_store  # lazy: loaded when the command runs
 
@@ -299,9 +302,9 @@ def reading_store(command: str, database: str | None, read: Callable[[RunStore],
         print(f"handrail {command}: no run database at {missing} yet", file=sys.stderr)
         return EXIT_ERRORS
     try:
-        store = open_store(database, reading=True)
+        store = open_store(database, reading=reading)
         try:
-            return read(store)
+            return work(store)
         finally:
             store.close()
     except HandrailError as exc:

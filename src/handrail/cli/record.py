@@ -5,6 +5,7 @@ spec/record.md)."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from collections.abc import Callable
@@ -12,13 +13,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from handrail.cli.options import EXIT_ERRORS, EXIT_OK, EXIT_USAGE
+from handrail.cli.options import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, missing_database, with_store
 from handrail.model.errors import StorageError
 from handrail.settings import settings
 from handrail.store.chain import check_run
-from handrail.store.open import default_url, open_store
+from handrail.store.open import open_store
 from handrail.store.rows import now
-from handrail.store.urls import sqlite_path
 
 if TYPE_CHECKING:
     from handrail.runs.record import Verdict
@@ -132,26 +132,8 @@ def record_command(args: argparse.Namespace) -> int:
 
 
 def with_existing(args: argparse.Namespace, command: str, work: Callable[[RunStore], int]) -> int:
-    """`work`'s exit status on the store, never created here (a missing SQLite file holds
-    no run), closed after; a store that fails is said on stderr as `command`'s error."""
-    try:
-        store = _open(args)
-        try:
-            return work(store)
-        finally:
-            store.close()
-    except StorageError as exc:
-        print(f"handrail {command}: {exc.message}", file=sys.stderr)
-        return EXIT_ERRORS
-
-
-def _open(args: argparse.Namespace) -> RunStore:
-    """The store, never created here: a missing SQLite file holds no run."""
-
-    url = settings(args).database_url or default_url()
-    if url.lower().startswith("sqlite:") and not sqlite_path(url).exists():
-        raise StorageError(f"no run database at {sqlite_path(url)}", {"database": url})
-    return open_store(url)
+    """`work`'s exit status on the store, opened for writing, never created here."""
+    return with_store(command, settings(args).database_url, work, reading=False)
 
 
 def _export(store: RunStore, args: argparse.Namespace, key: SigningKey | None) -> int:
@@ -291,9 +273,11 @@ def passkey_verdict(args: argparse.Namespace, data: bytes, verdict: Verdict) -> 
 
     if b'"presence"' not in data:
         return verdict
-    try:
-        store = _open(args)
-    except StorageError:
+    database, store = settings(args).database_url, None
+    if missing_database(database) is None:  # a missing SQLite file is not created here
+        with contextlib.suppress(StorageError):
+            store = open_store(database, reading=True)
+    if store is None:
         note = "no run store to read registered passkeys from: its passkey signatures are unchecked"
         return replace(verdict, notes=(*verdict.notes, note))
     try:

@@ -9,7 +9,7 @@ import sys
 from datetime import UTC, date, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from handrail.cli.options import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, add_database_option, reading_store
+from handrail.cli.options import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, add_database_option, with_store
 from handrail.store.stats import StatsFilter, workflow_stats
 
 if TYPE_CHECKING:
@@ -71,7 +71,7 @@ def stats_command(args: argparse.Namespace) -> int:
             print("handrail stats: no run matches", file=sys.stderr)
         return EXIT_OK
 
-    return reading_store("stats", args.database, read)
+    return with_store("stats", args.database, read)
 
 
 def _unknown(workflow: str, store: Any) -> str | None:
