@@ -143,6 +143,8 @@ NOT_LOADED = (
     "http.client",
     "email",
     "ssl",
+    "hashlib",  # a workflow file's revision is CPython's own SHA-256 (internals.sha256)
+    "_hashlib",
     "jsonschema",
     "fastjsonschema",
     "lark",
