@@ -11,6 +11,7 @@ from unittest.mock import patch
 
 import orjson
 
+from handrail import internals
 from handrail.catalog import load_catalog
 from handrail.service.core import Service
 
@@ -36,17 +37,24 @@ def test_a_files_bytes_are_hashed_once_and_parsed_once_from_loading_to_a_started
     body = text.encode()
     hashed: list[bytes] = []
     parsed: list[bytes] = []
-    sha256, loads = hashlib.sha256, orjson.loads
+    loads = orjson.loads
 
-    def counting_sha256(data: Any = b"", **kwargs: Any) -> Any:
-        hashed.append(bytes(data))
-        return sha256(data, **kwargs)
+    def counting(sha256: Any) -> Any:
+        def counting_sha256(data: Any = b"", **kwargs: Any) -> Any:
+            hashed.append(bytes(data))
+            return sha256(data, **kwargs)
+
+        return counting_sha256
 
     def counting_loads(data: Any) -> Any:
         parsed.append(data.encode() if isinstance(data, str) else bytes(data))
         return loads(data)
 
-    with patch("hashlib.sha256", counting_sha256), patch("orjson.loads", counting_loads):
+    with (  # the revision is CPython's own SHA-256 (internals.sha256), the content hash hashlib's
+        patch("hashlib.sha256", counting(hashlib.sha256)),
+        patch("handrail.internals.sha256", counting(internals.sha256)),
+        patch("orjson.loads", counting_loads),
+    ):
         service = Service(load_catalog(folder, bundled=False))
         try:
             run = service.call(

@@ -102,6 +102,7 @@ START_UP = {
     },
     "observe": {
         "observe",
+        "observe.logs",
         "observe.observer",
     },
 }
@@ -145,6 +146,7 @@ NOT_LOADED = (
     "ssl",
     "hashlib",  # a workflow file's revision is CPython's own SHA-256 (internals.sha256)
     "_hashlib",
+    "logging",  # with the first record, or right after the first answer (observe/logs.py)
     "jsonschema",
     "fastjsonschema",
     "lark",

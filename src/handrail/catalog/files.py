@@ -4,7 +4,6 @@ read are hashed once and parsed once (`Read`): the listing and the compiler shar
 
 from __future__ import annotations
 
-import logging
 import os
 import stat
 import zlib
@@ -16,12 +15,13 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from handrail.catalog import folders
 from handrail.model.codec import loads, source_revision
 from handrail.model.errors import Diagnostic
+from handrail.observe.logs import Log
 
 if TYPE_CHECKING:  # the compiler is loaded on first compile, after `initialize` is answered
     from handrail.compiler import Compiled
     from handrail.model.workflow import Workflow
 
-log = logging.getLogger("handrail.catalog")
+log = Log("handrail.catalog")  # logging loads with the first record
 
 Stamp = tuple[int, int, int, int]  # mtime_ns, size, inode, ctime_ns
 BOM = b"\xef\xbb\xbf"

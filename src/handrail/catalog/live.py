@@ -12,7 +12,6 @@ it can be compiled again), and the break is reported beside it.
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 import zlib
@@ -26,13 +25,14 @@ from handrail.catalog.sources import Source, discover
 from handrail.model.errors import Diagnostic
 from handrail.model.limits import MAX_COMPILED_WORKFLOWS, RELOAD_INTERVAL_S
 from handrail.model.limits import MAX_FILE_BYTES as DEFAULT_MAX_BYTES
+from handrail.observe.logs import Log
 from handrail.patterns.caching import BoundedCache
 
 if TYPE_CHECKING:
     from handrail.compiler import Compiled
     from handrail.model.workflow import Workflow
 
-log = logging.getLogger("handrail.catalog")
+log = Log("handrail.catalog")  # logging loads with the first record
 
 # A file changed this recently may change again without its stamp changing (timestamps
 # are coarse); its stamp is not trusted, so it is read again at the next look.

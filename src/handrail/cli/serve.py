@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -13,6 +12,7 @@ from handrail.cli import notify_options, options
 from handrail.cli.oidc_options import add_oidc_options, provider_of
 from handrail.cli.options import EXIT_USAGE
 from handrail.cli.serving import background, roles_of, service_of, traced, traced_by, watched
+from handrail.observe import logs
 from handrail.settings import settings
 
 
@@ -181,12 +181,24 @@ def is_terminal(stream: Any) -> bool:
 
 
 def _log_to_stderr(args: argparse.Namespace) -> None:
-    """A server's log at --log-level, on stderr: stdout may carry the protocol."""
-    logging.basicConfig(
-        stream=sys.stderr,
-        level=args.log_level.upper(),
-        format="handrail %(levelname)s %(name)s: %(message)s",
-    )
+    """A server's log at --log-level, on stderr: stdout may carry the protocol. Applied
+    with the first record, or once `handrail start` has answered first (observe/logs.py)."""
+    level = args.log_level.upper()
+
+    def apply() -> None:
+        import logging  # lazy: not before the first answer
+
+        form = "handrail %(levelname)s %(name)s: %(message)s"
+        logging.basicConfig(stream=sys.stderr, level=level, format=form)
+
+    logs.configure(apply)
+
+
+def _after_first_answer(catalog: Any, interval: float) -> None:
+    """What `handrail start` does once `initialize` is answered: the log configured, the
+    workflows compiled and watched."""
+    logs.settle()
+    catalog.watch(interval=interval)
 
 
 def start(args: argparse.Namespace) -> int:
@@ -213,7 +225,7 @@ def start(args: argparse.Namespace) -> int:
             return serve(
                 Protocol(served.service, tracer=tracer),
                 max_line=limits.max_line_bytes,
-                after_first_reply=lambda: catalog.watch(interval=args.reload_interval),
+                after_first_reply=lambda: _after_first_answer(catalog, args.reload_interval),
                 shutdown_timeout=args.shutdown_timeout,
             )
     finally:
@@ -241,6 +253,7 @@ def _bound(args: argparse.Namespace) -> Any:
 
 def serve_command(args: argparse.Namespace) -> int:
     _log_to_stderr(args)
+    logs.settle()  # an HTTP server's log is configured before uvicorn's
     from handrail.cli.record import signing_key_of  # lazy: `start` signs nothing
     from handrail.transport.http import serve  # lazy: loaded when the command runs
 

@@ -5,7 +5,6 @@ who may approve; and the threads a server keeps while it serves."""
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 import threading
 from collections.abc import Iterator
@@ -15,6 +14,7 @@ from typing import Any, NamedTuple
 from handrail.cli import notify_options, options
 from handrail.cli.options import EXIT_USAGE
 from handrail.model.errors import StorageError
+from handrail.observe.logs import Log
 from handrail.settings import settings
 
 
@@ -111,7 +111,7 @@ def sweep_approvals(service: Any) -> threading.Event:
     """Record reminders and escalations while the server runs (a daemon thread: it dies
     with the server); set the returned event to stop it."""
     stop = threading.Event()
-    log = logging.getLogger("handrail.approvals")
+    log = Log("handrail.approvals")
 
     def loop() -> None:
         while not stop.wait(SWEEP_SECONDS):

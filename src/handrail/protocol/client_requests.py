@@ -15,15 +15,15 @@ reads on its own thread and, while somebody waits, hands each response line to
 from __future__ import annotations
 
 import itertools
-import logging
 import os
 import threading
 from collections.abc import Callable
 from typing import Any
 
 from handrail.model.codec import decode, encode
+from handrail.observe.logs import Log
 
-log = logging.getLogger("handrail.protocol.client_requests")
+log = Log("handrail.protocol.client_requests")  # logging loads with the first record
 
 Callback = Callable[[Any, "dict[str, Any] | None"], None]  # (result, error)
 MAX_PENDING = 64  # a client that never answers cannot make the server hoard callbacks

@@ -21,7 +21,6 @@ protocol-version key; anything else is answered as it always was.
 
 from __future__ import annotations
 
-import logging
 import os
 import time
 from collections.abc import Callable
@@ -42,6 +41,7 @@ from handrail.model.errors import (
 )
 from handrail.model.limits import Limits
 from handrail.model.request import Request
+from handrail.observe.logs import Log
 from handrail.observe.observer import Observer, Span, Tracer
 from handrail.protocol.envelope import enveloped, stamped
 from handrail.protocol.revisions import (
@@ -56,7 +56,7 @@ from handrail.protocol.surface.surface import SESSION_METHODS, Handler, Surface
 from handrail.service.core import Service
 from handrail.service.definitions import tool_names
 
-log = logging.getLogger("handrail.protocol.core")
+log = Log("handrail.protocol.core")  # logging loads with the first record
 
 _MISSING = object()
 _TOOL_NAMES = frozenset(tool_names())  # a metric's labels name only tools that exist

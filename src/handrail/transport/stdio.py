@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import logging
 import os
 import signal
 import sys
@@ -32,6 +31,7 @@ from typing import BinaryIO, cast
 from handrail.model.codec import encode
 from handrail.model.errors import INTERNAL_ERROR, INVALID_REQUEST, error_response
 from handrail.model.limits import SHUTDOWN_TIMEOUT_S
+from handrail.observe.logs import Log
 from handrail.protocol.core import Protocol
 
 CHUNK = 1 << 16
@@ -44,7 +44,7 @@ HOLD_S = 0.01  # an answer waits at most about this long for those after it in a
 WATCH_S = 0.05  # a request in hand this long gets a reader of its own (end of input, answers);
 # each tick wakes a thread that must take the GIL from the answering one: at 10 ms that
 # cost pipelined requests about a third of their time, at 50 ms it is lost in the noise
-log = logging.getLogger("handrail.transport.stdio")
+log = Log("handrail.transport.stdio")  # logging loads with the first record
 
 
 class _Stop(Exception):

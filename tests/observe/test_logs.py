@@ -1,0 +1,78 @@
+"""observe/logs.py: a logger that loads `logging` with its first record, and the server's
+log configuration applied then, or right after `handrail start` has answered first."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from handrail.observe import logs
+from tests.helpers.environment import child_env
+
+ROOT = Path(__file__).resolve().parents[2]
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 0,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"},
+    },
+}
+
+
+def test_a_record_goes_to_the_logger_of_the_same_name_and_names_its_caller(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    log = logs.Log("handrail.tests.logs")
+    with caplog.at_level("INFO", logger="handrail.tests.logs"):
+        log.info("one %s", "record")
+        log.warning("two")
+    assert [(r.name, r.levelname, r.getMessage()) for r in caplog.records] == [
+        ("handrail.tests.logs", "INFO", "one record"),
+        ("handrail.tests.logs", "WARNING", "two"),
+    ]
+    assert {r.funcName for r in caplog.records} == {
+        "test_a_record_goes_to_the_logger_of_the_same_name_and_names_its_caller"
+    }
+
+
+def test_the_configuration_is_applied_once_before_the_first_record() -> None:
+    applied: list[str] = []
+    logs.configure(lambda: applied.append("configured"))
+    logs.Log("handrail.tests.logs.first").logger()
+    logs.settle()
+    assert applied == ["configured"]
+
+
+def test_an_exception_is_logged_with_its_traceback(caplog: pytest.LogCaptureFixture) -> None:
+    try:
+        raise ValueError("the cause")
+    except ValueError:
+        logs.Log("handrail.tests.logs").exception("failed")
+    assert caplog.records[-1].exc_info is not None and "the cause" in caplog.text
+
+
+def test_a_warning_before_the_first_answer_reaches_stderr_in_the_servers_format(tmp_path: Path) -> None:
+    folder = tmp_path / "flows"
+    folder.mkdir()
+    for name in ("a.json", "b.json"):  # the same id twice: the catalog warns as it lists them
+        shutil.copy(ROOT / "workflows" / "code-review.json", folder / name)
+    done = subprocess.run(
+        [sys.executable, "-m", "handrail", "start", "--workflows", str(folder)],
+        input=json.dumps(INITIALIZE) + "\n",
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=child_env(tmp_path),
+        timeout=60,
+    )
+    assert json.loads(done.stdout.splitlines()[0])["id"] == 0
+    warning = next(line for line in done.stderr.splitlines() if "H210" in line)
+    assert warning.startswith("handrail WARNING handrail.catalog: ") and "this file wins" in warning
