@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.environment import child_env
+from tests.helpers.server import INITIALIZE
 
 pytestmark = pytest.mark.slow
 
@@ -171,17 +172,6 @@ stdio.serve = noting
 from handrail.entry import main
 main()
 """
-
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 0,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "t", "version": "1"},
-    },
-}
 
 
 @pytest.fixture(scope="module")

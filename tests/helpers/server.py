@@ -34,6 +34,17 @@ from tests.helpers.environment import child_env
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT = 10.0
 LATEST = "2025-11-25"
+# a client's first message, as one line on a server's stdin (2025-06-18, as most clients)
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 0,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"},
+    },
+}
 _EOF = object()
 
 # Run before `handrail start` when a Server is made with faults=True: workflow_get

@@ -4,6 +4,7 @@ log configuration applied then, or right after `handrail start` has answered fir
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 import subprocess
 import sys
@@ -13,18 +14,9 @@ import pytest
 
 from handrail.observe import logs
 from tests.helpers.environment import child_env
+from tests.helpers.server import INITIALIZE
 
 ROOT = Path(__file__).resolve().parents[2]
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 0,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "t", "version": "1"},
-    },
-}
 
 
 def test_a_record_goes_to_the_logger_of_the_same_name_and_names_its_caller(
@@ -43,10 +35,23 @@ def test_a_record_goes_to_the_logger_of_the_same_name_and_names_its_caller(
     }
 
 
-def test_the_configuration_is_applied_once_before_the_first_record() -> None:
+def test_the_configuration_waits_for_the_first_record_while_logging_is_not_loaded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    applied: list[str] = []
+    monkeypatch.delitem(sys.modules, "logging")  # as in `handrail start` before its first answer
+    logs.configure(lambda: applied.append("configured"))
+    assert applied == []
+    monkeypatch.setitem(sys.modules, "logging", logging)
+    logs.Log("handrail.tests.logs.first").logger()
+    logs.settle()
+    assert applied == ["configured"]
+
+
+def test_the_configuration_applies_at_once_where_logging_is_loaded_already() -> None:
     applied: list[str] = []
     logs.configure(lambda: applied.append("configured"))
-    logs.Log("handrail.tests.logs.first").logger()
+    assert applied == ["configured"]
     logs.settle()
     assert applied == ["configured"]
 

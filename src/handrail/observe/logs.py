@@ -6,6 +6,7 @@ before its first answer; a server that logs nothing then loads it right after
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -17,7 +18,12 @@ _pending: list[Callable[[], None]] = []  # the configuration not applied yet (at
 
 def configure(apply: Callable[[], None]) -> None:
     """Apply `apply` (which imports `logging` itself) before the first record, or at
-    `settle`, whichever comes first."""
+    `settle`, whichever comes first; at once where `logging` is loaded already (a record
+    made now must find it configured, and waiting saves nothing)."""
+    if "logging" in sys.modules:
+        _pending.clear()
+        apply()
+        return
     _pending[:] = [apply]
 
 
