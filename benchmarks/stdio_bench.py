@@ -22,6 +22,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -339,10 +340,10 @@ def run(n: int, spawns: int, soak: int) -> dict[str, Any]:
         }
 
 
-def compare(commit: str, n: int, rounds: int, *, together: bool | None = True) -> str:
-    """This tree and `commit` (checked out in a temporary worktree) against the replay
-    floor, in one session, each measured `rounds` times in turn: the best of the rounds
-    (the least disturbed by the rest of the machine) for each figure."""
+@contextlib.contextmanager
+def checked_out(commit: str) -> Iterator[Path]:
+    """`commit` checked out in a temporary worktree, removed after: its folder, in a
+    temporary folder of its own where a comparison may keep its files."""
     with tempfile.TemporaryDirectory(prefix="handrail-compare-") as folder:
         base = Path(folder) / "base"
         subprocess.run(
@@ -352,20 +353,28 @@ def compare(commit: str, n: int, rounds: int, *, together: bool | None = True) -
             capture_output=True,
         )
         try:
-            answers = Path(folder) / "answers.json"
-            record(handrail_command(), answers)
-            commands = {
-                "base": ["env", f"PYTHONPATH={base / 'src'}", *handrail_command()],
-                "this": handrail_command(),
-                "engine-free": engine_free_command(),
-                "replay": replay_command(answers),
-            }
-            runs: dict[str, list[dict[str, Any]]] = {label: [] for label in commands}
-            for _ in range(rounds):
-                for label, command in commands.items():
-                    runs[label].append(measure(command, n, 1, 0, together=together)["tools"])
+            yield base
         finally:
             subprocess.run(["git", "worktree", "remove", "--force", str(base)], cwd=ROOT, capture_output=True)
+
+
+def compare(commit: str, n: int, rounds: int, *, together: bool | None = True) -> str:
+    """This tree and `commit` (checked out in a temporary worktree) against the replay
+    floor, in one session, each measured `rounds` times in turn: the best of the rounds
+    (the least disturbed by the rest of the machine) for each figure."""
+    with checked_out(commit) as base:
+        answers = base.parent / "answers.json"
+        record(handrail_command(), answers)
+        commands = {
+            "base": ["env", f"PYTHONPATH={base / 'src'}", *handrail_command()],
+            "this": handrail_command(),
+            "engine-free": engine_free_command(),
+            "replay": replay_command(answers),
+        }
+        runs: dict[str, list[dict[str, Any]]] = {label: [] for label in commands}
+        for _ in range(rounds):
+            for label, command in commands.items():
+                runs[label].append(measure(command, n, 1, 0, together=together)["tools"])
     best = {label: _best(tools) for label, tools in runs.items()}
     lines = [
         f"over stdio, {n} requests per scenario, best of {rounds} rounds; base = {commit}",

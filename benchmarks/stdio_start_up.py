@@ -24,11 +24,10 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.stdio_bench import INIT, ROOT, _env, handrail_command, replay_command
+from benchmarks.stdio_bench import INIT, ROOT, _env, checked_out, handrail_command, replay_command
 
 INIT_LINE = json.dumps(INIT).encode() + b"\n"
 
@@ -123,23 +122,13 @@ def count_instructions(commit: str, *, bundled_only: bool = False) -> str:
     """The lower of two counts for this tree, `commit` and the same-payload floor."""
     workflows = [] if bundled_only else handrail_command()[4:]
     probe = [sys.executable, "-c", FIRST_ANSWER_ONLY, *workflows]
-    with tempfile.TemporaryDirectory(prefix="handrail-start-up-") as folder:
-        base = Path(folder) / "base"
-        subprocess.run(
-            ["git", "worktree", "add", "--detach", str(base), commit],
-            cwd=ROOT,
-            check=True,
-            capture_output=True,
-        )
-        try:
-            answers = Path(folder) / "initialize.json"
-            record_initialize(handrail_command()[:4] + workflows, answers)
-            instructions(probe, str(base / "src"))  # once, uncounted: its bytecode written
-            this = min(instructions(probe) for _ in "ab")
-            other = min(instructions(probe, str(base / "src")) for _ in "ab")
-            floor = min(instructions(replay_command(answers)) for _ in "ab")
-        finally:
-            subprocess.run(["git", "worktree", "remove", "--force", str(base)], cwd=ROOT, capture_output=True)
+    with checked_out(commit) as base:
+        answers = base.parent / "initialize.json"
+        record_initialize(handrail_command()[:4] + workflows, answers)
+        instructions(probe, str(base / "src"))  # once, uncounted: its bytecode written
+        this = min(instructions(probe) for _ in "ab")
+        other = min(instructions(probe, str(base / "src")) for _ in "ab")
+        floor = min(instructions(replay_command(answers)) for _ in "ab")
     served = "the bundled workflows" if bundled_only else "the bundled workflows and the corpus"
     return "\n".join(
         [
@@ -160,22 +149,12 @@ def compare(commit: str, count: int, *, bundled_only: bool = False) -> str:
     """`bundled_only`: serve the bundled workflows alone, not the corpus too (whose broken
     files are compiled before the first answer, to say whether they are workflows)."""
     this = [*handrail_command()[:4]] if bundled_only else handrail_command()
-    with tempfile.TemporaryDirectory(prefix="handrail-start-up-") as folder:
-        base = Path(folder) / "base"
-        subprocess.run(
-            ["git", "worktree", "add", "--detach", str(base), commit],
-            cwd=ROOT,
-            check=True,
-            capture_output=True,
-        )
-        try:
-            answers = Path(folder) / "initialize.json"
-            record_initialize(this, answers)
-            against = ["env", f"PYTHONPATH={base / 'src'}", *this]
-            versus_base = pairs(this, against, count)
-            versus_floor = pairs(this, replay_command(answers), count)
-        finally:
-            subprocess.run(["git", "worktree", "remove", "--force", str(base)], cwd=ROOT, capture_output=True)
+    with checked_out(commit) as base:
+        answers = base.parent / "initialize.json"
+        record_initialize(this, answers)
+        against = ["env", f"PYTHONPATH={base / 'src'}", *this]
+        versus_base = pairs(this, against, count)
+        versus_floor = pairs(this, replay_command(answers), count)
     served = "the bundled workflows" if bundled_only else "the bundled workflows and the corpus"
     return "\n".join(
         [

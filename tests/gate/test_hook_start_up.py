@@ -168,17 +168,8 @@ def loaded(
     world: GateWorld, args: list[str], stdin: str
 ) -> tuple[subprocess.CompletedProcess[str], set[str]]:
     """The hook's answer, and every module its process had loaded when it answered."""
-    out = world.root / "modules.json"
-    done = subprocess.run(
-        [sys.executable, "-c", PROBE.replace("OUT", repr(str(out))), *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        cwd=world.workspace,
-        env=world.env(),
-        timeout=60,
-    )
-    return done, set(out.read_text().split("\n"))
+    done, lines = probe_run(world, PROBE, args, stdin)
+    return done, set(lines)
 
 
 def test_a_denied_edit_and_a_commit_make_no_named_tuple_but_those_the_store_keeps(world: GateWorld) -> None:
@@ -200,8 +191,15 @@ def compiled(world: GateWorld, args: list[str], stdin: str) -> list[str]:
 
 def probed(world: GateWorld, probe: str, args: list[str], stdin: str) -> list[str]:
     """The lines a probe (a program writing to OUT as the hook runs) wrote."""
+    return probe_run(world, probe, args, stdin)[1]
+
+
+def probe_run(
+    world: GateWorld, probe: str, args: list[str], stdin: str
+) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+    """The hook run under `probe`: its answer, and the lines the probe wrote to OUT."""
     out = world.root / "probed.txt"
-    subprocess.run(
+    done = subprocess.run(
         [sys.executable, "-c", probe.replace("OUT", repr(str(out))), *args],
         input=stdin,
         capture_output=True,
@@ -210,7 +208,7 @@ def probed(world: GateWorld, probe: str, args: list[str], stdin: str) -> list[st
         env=world.env(),
         timeout=60,
     )
-    return [line for line in out.read_text().split("\n") if line]
+    return done, [line for line in out.read_text().split("\n") if line]
 
 
 def test_a_hook_s_value_types_make_typing_compile_nothing_as_it_reads_or_writes(world: GateWorld) -> None:
