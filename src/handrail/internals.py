@@ -14,10 +14,11 @@
   whose `choices` map each name to its parser and whose `_choices_actions` carry their
   help; a `HelpFormatter` lines help up at `_action_max_length`, indented by
   `_current_indent`, which `WideSubcommandHelp`, a part of the command line's formatter,
-  widens through its own fields. The command line (cli/) reads its own tree through
-  these, for each command's --help, the subcommand a command line chose, and the shell
-  completion, and makes its subcommands with `described_subcommands()`, a subclass of
-  `argparse._SubParsersAction`.
+  widens through its own fields; it writes to the width `_width`, its help column at most
+  `_max_help_position`, which `WidthWhenWritten` sets when help is written. The command
+  line (cli/) reads its own tree through these, for each command's --help, the
+  subcommand a command line chose, and the shell completion, and makes its subcommands
+  with `described_subcommands()`, a subclass of `argparse._SubParsersAction`.
 - CPython's own SHA-256, `_sha256` (Python 3.11) or `_sha2` (3.12 and later), which
   hashlib falls back to without OpenSSL: `sha256` below. The same digests as
   `hashlib.sha256`, without loading libcrypto (about 5 ms), which a gate hook, hashing
@@ -168,6 +169,28 @@ class WideSubcommandHelp(_HelpFormatter):
             self._action_max_length = max(self._action_max_length, longest + self._current_indent + 2)
 
 
+class WidthWhenWritten(_HelpFormatter):
+    """A `HelpFormatter` part (named before argparse's class among a formatter's bases)
+    that asks the terminal's width only when help is written: argparse makes a formatter
+    for every `add_argument` too, to try its metavar, and the width it asks there loaded
+    shutil (with bz2 and lzma, about 3 ms) before `handrail start` answered. The width
+    and help column are then argparse's own, from a formatter it makes as it would."""
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24) -> None:
+        # a width is given, so none is asked; only text written reads it, and none is yet
+        super().__init__(prog, indent_increment, max_help_position, width=80)
+        self._asked_position = max_help_position
+
+    def format_help(self) -> str:
+        # argparse is loaded already wherever help is written: the command line only
+        import argparse
+
+        measured = argparse.HelpFormatter(self._prog, self._indent_increment, self._asked_position)
+        self._width, self._max_help_position = measured._width, measured._max_help_position
+        written: str = super().format_help()
+        return written
+
+
 @cache
 def described_subcommands() -> type[argparse.Action]:
     """The action class of a parser's subcommands (`add_subparsers(action=...)`) whose
@@ -240,14 +263,14 @@ def check() -> list[str]:
 def _argparse_problems(python: str) -> list[str]:
     import argparse  # lazy: read only when the internals are checked
 
-    class Formatter(WideSubcommandHelp, argparse.HelpFormatter):
+    class Formatter(WideSubcommandHelp, WidthWhenWritten, argparse.HelpFormatter):
         pass
 
     parser = argparse.ArgumentParser(prog="p", formatter_class=Formatter)
     parser.add_subparsers(dest="command", action=described_subcommands()).add_parser("sub", help="a sub")
     try:
         found = [(dest, name, help_) for dest, name, _, help_ in subcommands(parser)]
-        parser.format_help()  # the formatter's widening reads and sets its fields
+        parser.format_help()  # the formatter's widening and its width read and set its fields
     except (AttributeError, TypeError) as exc:
         return [f"{python}: argparse's parser tree is not as written against ({exc!r})"]
     if found != [("command", "sub", "a sub")]:

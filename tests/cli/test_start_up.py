@@ -152,6 +152,7 @@ NOT_LOADED = (
     "fastjsonschema",
     "lark",
     "watchfiles",
+    "shutil",  # with bz2 and lzma: the terminal's width is asked only when help is written
 )
 
 # the server answers its first line, then notes every module it has loaded and ends

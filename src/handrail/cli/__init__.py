@@ -13,13 +13,14 @@ from importlib import import_module
 from typing import Any, NamedTuple, NoReturn
 
 from handrail.cli.options import EXIT_ERRORS, EXIT_OK, EXIT_USAGE
-from handrail.internals import WideSubcommandHelp, described_subcommands, subcommands
+from handrail.internals import WideSubcommandHelp, WidthWhenWritten, described_subcommands, subcommands
 from handrail.model.version import __version__
 
 __all__ = ["COMMANDS", "EXIT_ERRORS", "EXIT_OK", "EXIT_USAGE", "Command", "build_parser", "main"]
 
 
-class _Formatter(WideSubcommandHelp, argparse.HelpFormatter):  # else `dashboard` loses its line
+# wide, else `dashboard` loses its line; the terminal asked only for help written
+class _Formatter(WideSubcommandHelp, WidthWhenWritten, argparse.HelpFormatter):
     def __init__(self, prog: str) -> None:
         super().__init__(prog, max_help_position=30)
 
@@ -152,7 +153,9 @@ def build_parser(only: str | None = None, *, others: bool = True) -> argparse.Ar
     the top level's --help never sees."""
     parser = _Parser(prog="handrail", description="Step-by-step workflows for AI agents, over MCP.")
     parser.add_argument("-V", "--version", action="version", version=f"handrail {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    # the prog the commands' usage opens with, as argparse would write it (no positional
+    # comes before the command): else it writes a usage for it, asking the terminal's width
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", prog=parser.prog)
     for name, command in COMMANDS.items():
         if not others and name != only:
             continue
