@@ -87,14 +87,21 @@ def summary(label: str, measured: list[tuple[float, float]]) -> str:
 FIRST_ANSWER_ONLY = """
 import os, sys
 sys.argv = ["handrail", "start", *sys.argv[1:]]
-try:
-    import handrail.transport.stdio as stdio
-except ImportError:  # an older tree (a1a3104): stdio at the top, no entry module
-    import handrail.stdio as stdio
-serving = stdio.serve
-def first_only(*args, after_first_reply=None, **options):
-    return serving(*args, after_first_reply=lambda: (sys.stdout.flush(), os._exit(0)), **options)
-stdio.serve = first_only
+def first_only(*args, **options):
+    sys.stdout.flush()
+    os._exit(0)
+import handrail.cli.serve as command
+if hasattr(command, "_after_first_answer"):  # this tree: what start does after its first answer
+    command._after_first_answer = first_only
+else:  # an older tree: the first answer told by stdio's serve
+    try:
+        import handrail.transport.stdio as stdio
+    except ImportError:  # a1a3104: stdio at the top, no entry module
+        import handrail.stdio as stdio
+    serving = stdio.serve
+    def told(*args, after_first_reply=None, **options):
+        return serving(*args, after_first_reply=first_only, **options)
+    stdio.serve = told
 try:
     from handrail.entry import main
 except ImportError:

@@ -153,23 +153,23 @@ NOT_LOADED = (
     "lark",
     "watchfiles",
     "shutil",  # with bz2 and lzma: the terminal's width is asked only when help is written
+    "orjson",  # loaded once the first answer is out; that answer is the standard library's
+    "dataclasses",  # with inspect and ast: the start-up path's values are Frozen (model/slotted.py)
+    "inspect",
 )
 
 # the server answers its first line, then notes every module it has loaded and ends
 PROBE = """
 import os, sys
 sys.argv = ["handrail", "start"]
-import handrail.transport.stdio as stdio
-serving = stdio.serve
+import handrail.cli.serve as command
 
-def noting(*args, after_first_reply=None, **options):
-    def noted():
-        with open(OUT, "w") as out:
-            out.write("\\n".join(sorted(sys.modules)))
-        os._exit(0)
-    return serving(*args, after_first_reply=noted, **options)
+def noted(*args):
+    with open(OUT, "w") as out:
+        out.write("\\n".join(sorted(sys.modules)))
+    os._exit(0)
 
-stdio.serve = noting
+command._after_first_answer = noted  # what start does once its first answer is out
 from handrail.entry import main
 main()
 """

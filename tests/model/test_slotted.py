@@ -20,3 +20,24 @@ def test_a_slotted_value_is_replaced_field_by_field_and_left_as_it_was() -> None
 
 def test_a_slotted_value_s_repr_names_its_fields() -> None:
     assert repr(Decision("deny", "no")) == "Decision(record=None, text='no', verdict='deny')"  # as __slots__
+
+
+def test_a_frozen_value_refuses_a_change_and_leaves_its_uncompared_fields_out() -> None:
+    from pathlib import Path
+
+    import pytest
+
+    from handrail.catalog.sources import Source
+    from handrail.model.request import Request
+
+    request = Request(owner="ana")
+    with pytest.raises(AttributeError):
+        request.owner = "bo"  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        del request.owner  # type: ignore[misc]
+    assert request._replace(owner="bo").owner == "bo" and request.owner == "ana"
+    assert request == Request(owner="ana") and request != Request(owner="bo")
+    checkout = object()  # a git source's checkout: not part of what the source is
+    assert Source("cli", Path("/w"), checkout) == Source("cli", Path("/w"))  # type: ignore[arg-type]
+    assert hash(Source("cli", Path("/w"), checkout)) == hash(Source("cli", Path("/w")))  # type: ignore[arg-type]
+    assert repr(Source("cli", Path("/w"))) == "Source(name='cli', path=PosixPath('/w'))"

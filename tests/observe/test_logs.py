@@ -64,10 +64,12 @@ def test_an_exception_is_logged_with_its_traceback(caplog: pytest.LogCaptureFixt
     assert caplog.records[-1].exc_info is not None and "the cause" in caplog.text
 
 
-def test_a_warning_before_the_first_answer_reaches_stderr_in_the_servers_format(tmp_path: Path) -> None:
+def test_a_warning_of_the_first_listing_reaches_stderr_in_the_servers_format_after_the_first_answer(
+    tmp_path: Path,
+) -> None:
     folder = tmp_path / "flows"
     folder.mkdir()
-    for name in ("a.json", "b.json"):  # the same id twice: the catalog warns as it lists them
+    for name in ("a.json", "b.json"):  # the same id twice: warned of once the first answer is out
         shutil.copy(ROOT / "workflows" / "code-review.json", folder / name)
     done = subprocess.run(
         [sys.executable, "-m", "handrail", "start", "--workflows", str(folder)],

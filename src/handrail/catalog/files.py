@@ -8,13 +8,13 @@ import os
 import stat
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from handrail.catalog import folders
 from handrail.model.codec import loads, source_revision
 from handrail.model.errors import Diagnostic
+from handrail.model.slotted import Frozen
 from handrail.observe.logs import Log
 
 if TYPE_CHECKING:  # the compiler is loaded on first compile, after `initialize` is answered
@@ -27,10 +27,24 @@ Stamp = tuple[int, int, int, int]  # mtime_ns, size, inode, ctime_ns
 BOM = b"\xef\xbb\xbf"
 
 
-@dataclass(frozen=True, slots=True)
-class Listed:
+class Listed(Frozen):
     """A workflow file as listings show it, read without compiling it: a few strings.
-    `load` compiles it on demand (the catalog's bounded cache); None if it turns out broken."""
+    `load` compiles it on demand (the catalog's bounded cache); None if it turns out broken.
+    (A Frozen value, not a dataclass: a server lists its files before its first answer.)"""
+
+    __slots__ = (
+        "category",
+        "description",
+        "file",
+        "id",
+        "load",
+        "name",
+        "path",
+        "revision",
+        "step_count",
+        "version",
+    )
+    _uncompared = frozenset({"load"})
 
     id: str
     name: str
@@ -38,10 +52,25 @@ class Listed:
     version: str
     category: str
     step_count: int
-    file: str  # as diagnostics name it
+    file: str
     path: Path
-    revision: str  # as Workflow.revision: a digest of the bytes
-    load: Callable[[Listed], Workflow | None] = field(compare=False, repr=False)
+    revision: str
+    load: Callable[[Listed], Workflow | None]
+
+    def __init__(
+        self,
+        id: str,
+        name: str,
+        description: str,
+        version: str,
+        category: str,
+        step_count: int,
+        file: str,  # as diagnostics name it
+        path: Path,
+        revision: str,  # as Workflow.revision: a digest of the bytes
+        load: Callable[[Listed], Workflow | None],
+    ) -> None:
+        self._fill(locals())
 
 
 def stamp(path: Path) -> Stamp:

@@ -58,6 +58,7 @@ class Catalog:
         max_compiled: int = MAX_COMPILED_WORKFLOWS,
         lazy: bool = False,
         quiet: bool = False,  # log no problems: the command prints them itself (`handrail list`)
+        deferred: bool = False,  # `handrail start`: its first listing's problems are logged by `watch`
     ) -> None:
         self.sources, self.max_bytes = sources, max_bytes
         self.interval, self.max_compiled = interval, max_compiled
@@ -89,21 +90,21 @@ class Catalog:
         self._refused: tuple[tuple[str, str], ...] = ()
         self._watcher: threading.Thread | None = None
         self._logged = -1
-        self._deferred = False  # serving: problems are logged by the watcher, not on the start-up path
+        self._deferred = deferred  # serving: problems are logged by the watcher, not on the start-up path
         self._stop, self._ready, self._wake_checker = threading.Event(), threading.Event(), threading.Event()
         self._listeners: list[Callable[[Snapshot], None]] = []
 
     def watch(self, interval: float | None = None) -> None:
-        """List the sources, then keep them current, on a daemon thread woken by the file
-        system's events (see catalog/watch.py), so that a request only reads the current snapshot:
-        no file system work on the request path; and check every file on a second one.
-        `interval`: how long changes are gathered before a reload. Returns at once;
-        `snapshot()` waits for the first listing."""
+        """List the sources, then keep them current, on a daemon thread woken by the file system's
+        events (catalog/watch.py), so that a request only reads the current snapshot; and check
+        every file on a second one. `interval`: how long changes are gathered before a reload.
+        Returns at once; `snapshot()` waits for the first listing."""
         if self._watcher is not None:
             return
         if interval is not None:
             self.interval = interval
         self._deferred = self.lazy = True
+        self._log_problems()  # of a first listing made already (`deferred`)
         for source in self.sources:
             if source.git is not None:
                 source.git.start(self._stop, on_change=self._look)

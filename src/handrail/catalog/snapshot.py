@@ -5,7 +5,6 @@ Listed) and compiled on first use; `assemble` makes one from a listing."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeAlias
@@ -13,6 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 from handrail.catalog.files import Listed
 from handrail.catalog.sources import Source
 from handrail.model.errors import Diagnostic
+from handrail.model.slotted import Frozen
 
 if TYPE_CHECKING:
     from handrail.compiler import Compiled
@@ -25,12 +25,25 @@ class BrokenWorkflow(LookupError):
     """A listed workflow turned out broken when it was compiled (the catalog reports it)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Entry:
-    item: Workflow | Listed  # compiled, or listed and compiled on first use
+class Entry(Frozen):
+    """(Frozen values, not dataclasses, here: a server makes its first snapshot before its
+    first answer.)"""
+
+    __slots__ = ("item", "origin", "source", "stale")
+
+    item: Workflow | Listed
     source: Source
-    stale: bool = False  # the file broke; this is its last good version
-    origin: Mapping[str, Any] | None = None  # a git source's url and commit (of this version)
+    stale: bool
+    origin: Mapping[str, Any] | None
+
+    def __init__(
+        self,
+        item: Workflow | Listed,  # compiled, or listed and compiled on first use
+        source: Source,
+        stale: bool = False,  # the file broke; this is its last good version
+        origin: Mapping[str, Any] | None = None,  # a git source's url and commit (of this version)
+    ) -> None:
+        self._fill(locals())
 
     @property
     def id(self) -> str:
@@ -49,14 +62,26 @@ class Entry:
         return item.load(item) if isinstance(item, Listed) else item
 
 
-@dataclass(frozen=True, slots=True)
-class Snapshot:
-    entries: Mapping[str, Entry]  # workflow id -> entry
-    found: tuple[Problem, ...]  # broken or refused files
-    overrides: tuple[tuple[str, Source, Source], ...]  # (id, winner, loser)
+class Snapshot(Frozen):
+    __slots__ = ("_problems", "entries", "found", "generation", "overrides", "per_source")
+    _uncompared = frozenset({"_problems"})
+
+    entries: Mapping[str, Entry]
+    found: tuple[Problem, ...]
+    overrides: tuple[tuple[str, Source, Source], ...]
     per_source: Mapping[Source, int]
-    generation: int = 0
-    _problems: tuple[Diagnostic, ...] | None = field(default=None, repr=False, compare=False)
+    generation: int
+    _problems: tuple[Diagnostic, ...] | None  # computed on first use: see `problems`
+
+    def __init__(
+        self,
+        entries: Mapping[str, Entry],  # workflow id -> entry
+        found: tuple[Problem, ...],  # broken or refused files
+        overrides: tuple[tuple[str, Source, Source], ...],  # (id, winner, loser)
+        per_source: Mapping[Source, int],
+        generation: int = 0,
+    ) -> None:
+        self._fill({**locals(), "_problems": None})
 
     @property
     def problems(self) -> tuple[Diagnostic, ...]:

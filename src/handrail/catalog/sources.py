@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -17,17 +16,30 @@ from handrail._resources import resource
 from handrail.catalog import folders
 from handrail.home import workflows_folder
 from handrail.model.errors import Diagnostic
+from handrail.model.slotted import Frozen
 from handrail.settings import Settings
 
 if TYPE_CHECKING:
     from handrail.catalog.git_sources import GitSource
 
 
-@dataclass(frozen=True, slots=True)
-class Source:
-    name: str  # bundled | user | project | env | cli
+class Source(Frozen):
+    """(A Frozen value, not a dataclass: a server lists its sources before its first answer.)"""
+
+    __slots__ = ("git", "name", "path")
+    _uncompared = frozenset({"git"})
+
+    name: str
     path: Path
-    git: GitSource | None = field(default=None, compare=False)  # a git repository's checkout
+    git: GitSource | None
+
+    def __init__(
+        self,
+        name: str,  # bundled | user | project | env | cli
+        path: Path,
+        git: GitSource | None = None,  # a git repository's checkout
+    ) -> None:
+        self._fill(locals())
 
 
 def default_sources(

@@ -9,27 +9,49 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from handrail.model.slotted import Frozen
 from handrail.settings import Settings
 
 COMMAND_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}")
 
 
-@dataclass(frozen=True, slots=True)
-class CheckConfig:
-    allow_commands: bool = False  # command checks run only when the user said so
-    commands: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # name -> argv
-    default_timeout_seconds: float = 600.0  # a command check that gives none
-    max_timeout_seconds: float = 3600.0  # no check's timeoutSeconds goes past this
-    git_timeout_seconds: float = 30.0  # each `git` call of a git check
-    output_tail_bytes: int = 4096  # the end of a command's output that is kept
-    max_read_bytes: int = 1_000_000  # read of each file a `contains` searches
-    max_entries: int = 20_000  # files and folders a file check looks at
+class CheckConfig(Frozen):
+    """(A Frozen value, not a dataclass: a server reads it before its first answer.)"""
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "commands", MappingProxyType(dict(self.commands)))
+    __slots__ = (
+        "allow_commands",
+        "commands",
+        "default_timeout_seconds",
+        "git_timeout_seconds",
+        "max_entries",
+        "max_read_bytes",
+        "max_timeout_seconds",
+        "output_tail_bytes",
+    )
+
+    allow_commands: bool
+    commands: Mapping[str, tuple[str, ...]]
+    default_timeout_seconds: float
+    max_timeout_seconds: float
+    git_timeout_seconds: float
+    output_tail_bytes: int
+    max_read_bytes: int
+    max_entries: int
+
+    def __init__(
+        self,
+        allow_commands: bool = False,  # command checks run only when the user said so
+        commands: Mapping[str, tuple[str, ...]] = MappingProxyType({}),  # name -> argv (copied)
+        default_timeout_seconds: float = 600.0,  # a command check that gives none
+        max_timeout_seconds: float = 3600.0,  # no check's timeoutSeconds goes past this
+        git_timeout_seconds: float = 30.0,  # each `git` call of a git check
+        output_tail_bytes: int = 4096,  # the end of a command's output that is kept
+        max_read_bytes: int = 1_000_000,  # read of each file a `contains` searches
+        max_entries: int = 20_000,  # files and folders a file check looks at
+    ) -> None:
+        self._fill({**locals(), "commands": MappingProxyType(dict(commands))})
 
     @property
     def commands_configured(self) -> bool:

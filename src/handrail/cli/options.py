@@ -375,8 +375,9 @@ def _channels(text: str) -> frozenset[str]:
         raise argparse.ArgumentTypeError(str(exc).removeprefix("--approval-channels: ")) from None
 
 
-def catalog_of(args: argparse.Namespace, *, quiet: bool = False) -> Any:
-    """The catalog the source options name; `quiet`: it logs no problems (the command prints them)."""
+def catalog_of(args: argparse.Namespace, *, quiet: bool = False, deferred: bool = False) -> Any:
+    """The catalog the source options name; `quiet`: it logs no problems (the command
+    prints them); `deferred`: it logs them once it watches (Catalog)."""
     from handrail.catalog import Catalog, default_sources  # lazy: loaded when the command runs
 
     bundled = False if args.no_bundled else None
@@ -393,7 +394,7 @@ def catalog_of(args: argparse.Namespace, *, quiet: bool = False) -> Any:
     from handrail.model.limits import MAX_COMPILED_WORKFLOWS  # lazy: loaded when the command runs
 
     kept = getattr(args, "max_compiled_workflows", MAX_COMPILED_WORKFLOWS)  # a server's option
-    return Catalog(sources, max_bytes=args.max_file_size, max_compiled=kept, quiet=quiet)
+    return Catalog(sources, max_bytes=args.max_file_size, max_compiled=kept, quiet=quiet, deferred=deferred)
 
 
 def warn_missing(args: argparse.Namespace) -> None:

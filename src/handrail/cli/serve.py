@@ -195,14 +195,20 @@ def _log_to_stderr(args: argparse.Namespace) -> None:
 
 
 def _after_first_answer(catalog: Any, interval: float) -> None:
-    """What `handrail start` does once `initialize` is answered: the log configured, the
-    workflows compiled and watched."""
+    """What `handrail start` does once `initialize` is answered: the log configured, orjson
+    loaded, the first listing's problems logged, the workflows compiled and watched."""
+    from handrail.model import codec  # lazy: loaded when the command runs
+
     logs.settle()
+    codec.load_orjson()
     catalog.watch(interval=interval)
 
 
 def start(args: argparse.Namespace) -> int:
+    from handrail.model import codec  # lazy: loaded when the command runs
+
     _log_to_stderr(args)
+    codec.stdlib_first()  # orjson loads after the first answer (model/codec.py)
     from handrail.protocol.core import Protocol  # lazy: loaded when the command runs
     from handrail.transport.stdio import serve  # lazy: loaded when the command runs
 
@@ -214,7 +220,7 @@ def start(args: argparse.Namespace) -> int:
     if checks is None:
         return EXIT_USAGE
     notifying = notify_options.config_of(args)
-    catalog = options.catalog_of(args)
+    catalog = options.catalog_of(args, deferred=True)
     limits = options.limits_of(args)
     try:
         tracer = traced("pipe", args.shutdown_timeout)

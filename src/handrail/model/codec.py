@@ -5,11 +5,15 @@ store's JSON columns, a workflow file read exactly, a workflow file's revision.
 
 orjson does the work; the standard library takes what it refuses (integers past 64
 bits, lone surrogates), held to the same rules (UTF-8 only, no NaN or Infinity).
+A server that answers one message before it loads orjson (`handrail start`:
+`stdlib_first`, then `load_orjson`) reads and writes that message with the standard
+library, held to the same rules; what it cannot take goes to orjson as always.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from handrail.model.wide_integers import may_hold_wide_integers
@@ -48,6 +52,22 @@ class Encoded:
 
 
 _orjson: Any = None  # the module, once `_load` has imported it
+_stdlib_first = False  # `stdlib_first` was called, and orjson is not loaded yet
+
+
+def stdlib_first() -> None:
+    """Read and write with the standard library until `load_orjson`: orjson's import
+    (with dataclasses, inspect, uuid: about 15 ms) would come before a server's first
+    answer, which the standard library writes as fast."""
+    global _stdlib_first
+    _stdlib_first = _orjson is None
+
+
+def load_orjson() -> None:
+    """orjson from now on (a server's first answer is out)."""
+    global _stdlib_first
+    _stdlib_first = False
+    _orjson or _load()
 
 
 def _load() -> Any:
@@ -64,7 +84,52 @@ def _load() -> Any:
 def loads(data: bytes | str) -> Any:
     """orjson's reading alone (ValueError when it refuses): for a quick look, where a
     refusal leaves the answer to a later, exact reading."""
+    if _stdlib_first:
+        return _quick_stdlib(data)
     return (_orjson or _load()).loads(data)
+
+
+# an escaped high surrogate with no low one after it, or a low one with no high one before
+_LONE_SURROGATE = re.compile(
+    rb"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F])|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F]"
+)
+
+
+def _quick_stdlib(data: bytes | str) -> Any:
+    """`loads` by the standard library, refusing what orjson refuses: not UTF-8, NaN
+    and Infinity, a number too large for a float, a lone surrogate (looked for only where
+    the text seems to escape one). An integer past 64 bits is read exactly (orjson: as a
+    float), as the compiler reads it."""
+    text = data.decode("utf-8") if isinstance(data, bytes) else data
+    value = json.loads(text, parse_constant=_no_constant, parse_float=_finite)
+    raw = data if isinstance(data, bytes) else data.encode("utf-8", "surrogatepass")
+    if _LONE_SURROGATE.search(raw) and _holds_lone_surrogate(value):
+        raise ValueError("a lone surrogate in a string")
+    return value
+
+
+def _finite(text: str) -> float:
+    number = float(text)
+    if number in (_INFINITY, -_INFINITY):
+        raise ValueError(f"{text} is too large for a float")
+    return number
+
+
+_INFINITY = float("inf")
+
+
+def _holds_lone_surrogate(value: Any) -> bool:
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, str) and not _utf8(item):
+            return True
+    return False
 
 
 def dumps(value: Any) -> bytes:
@@ -73,6 +138,11 @@ def dumps(value: Any) -> bytes:
 
 
 def encode(message: Any) -> bytes:
+    if _stdlib_first:
+        try:  # what orjson writes (NaN as null, a lone surrogate, a datetime) it writes as ever
+            return json.dumps(message, **_STDLIB_WRITES).encode()
+        except (TypeError, ValueError, RecursionError):
+            pass
     orjson = _orjson or _load()
     try:
         return orjson.dumps(message, default=_spliced)  # type: ignore[no-any-return]
@@ -105,7 +175,24 @@ def _spliced(value: Any) -> Any:
     raise TypeError(f"cannot encode {type(value).__name__}")
 
 
+_STDLIB_WRITES: dict[str, Any] = {"ensure_ascii": False, "separators": (",", ":"), "allow_nan": False}
+
+
+def _parsed(value: Any) -> Any:
+    if isinstance(value, Encoded):
+        return json.loads(value.data)
+    raise TypeError(f"cannot encode {type(value).__name__}")
+
+
+_STDLIB_WRITES["default"] = _parsed
+
+
 def decode(data: bytes | str) -> Any:
+    if _stdlib_first:
+        try:  # what the standard library refuses, orjson reads as ever
+            return _strict_loads(data)
+        except (ValueError, RecursionError):
+            pass
     orjson = _orjson or _load()
     try:
         message = orjson.loads(data)

@@ -24,7 +24,6 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -237,7 +236,7 @@ class Protocol:
         missing id is not recorded: OpenTelemetry's convention)."""
         rid = message.get("id") if type(message) is dict else None
         if rid is not None:
-            request = replace(request, message_id=str(rid)[:MAX_TRACED_ID])
+            request = request._replace(message_id=str(rid)[:MAX_TRACED_ID])
         return Protocol._one(self, message, request)
 
     def _notification(self, message: dict[str, Any]) -> dict[str, Any] | None:
@@ -286,7 +285,7 @@ class Protocol:
         if not self.stateless:  # HTTP: each request stands alone, and carries its own
             # the session's request, for the messages after this one: not this message's id
             request = self.session.asking(
-                replace(request, version=version, capabilities=capabilities, message_id=None)
+                request._replace(version=version, capabilities=capabilities, message_id=None)
             )
         text = self.surface.essentials(self._runs_note(request, capabilities), told=True)
         return {

@@ -4,7 +4,6 @@ of that era carries (`resultType`, the cache hints, serverInfo)."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from handrail.model.codec import Encoded, encode
@@ -56,7 +55,7 @@ def enveloped(request: Request, meta: dict[str, Any]) -> Request:
     info = meta.get(CLIENT_INFO_KEY)
     if info is not None and not isinstance(info, dict):
         raise _bad_envelope(f"_meta {CLIENT_INFO_KEY} must be an object")
-    return replace(request, version=requested, modern=True, capabilities=capabilities)
+    return request._replace(version=requested, modern=True, capabilities=capabilities)
 
 
 def stamped(method: str, result: Any) -> Any:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from handrail.model.errors import InvalidParams, SecurityError
@@ -68,7 +67,7 @@ def run_handlers(runs: Runs, workflow: Callable[[Snapshot, str], Workflow]) -> d
 def _with_lease(request: Request, args: dict[str, Any]) -> Request:
     """The request with the lease token the call presents (workflow_claim gave it)."""
     lease = args.get("lease")
-    return request if lease is None else replace(request, lease=str(lease))
+    return request if lease is None else request._replace(lease=str(lease))
 
 
 def given_sources(snapshot: Snapshot) -> list[str]:

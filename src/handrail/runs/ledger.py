@@ -15,6 +15,7 @@ from handrail.model.codec import json_size
 from handrail.model.errors import InvalidParams, RunNotFound, StateError, StorageError
 from handrail.model.limits import MAX_CONTEXT_BYTES
 from handrail.model.runs import Event, EventType, NewEvent, RunRecord, RunStatus, RunUpdate
+from handrail.model.slotted import Frozen
 from handrail.observe.observer import NULL_OBSERVER, NULL_TRACER
 from handrail.runs import gate_digest, machine
 from handrail.runs.pinning import Pins
@@ -119,10 +120,10 @@ def _nothing() -> None:
     pass
 
 
-class RunSettings:
+class RunSettings(Frozen):
     """A server's settings for its runs, made once by whoever builds the runs (the command
     line, the service) and given to the ledger at construction; nothing changes them
-    after. A class of slots, neither a dataclass (the inspect module) nor a NamedTuple:
+    after. A Frozen class of slots, neither a dataclass (the inspect module) nor a NamedTuple:
     the gate's hook loads this module on a write, and typing would compile the
     annotations of the fields that name layers a hook never loads (its first compile()
     alone costs the hook about 2 ms)."""
@@ -184,16 +185,7 @@ class RunSettings:
         queued: Callable[[], None] = _nothing,  # told when a write queued notifications
         on_close: Callable[[], None] = _nothing,  # stops what uses the store, before it closes
     ) -> None:
-        given = locals()  # the parameters, one a slot each
-        for name in RunSettings.__slots__:
-            object.__setattr__(self, name, given[name])  # frozen: __setattr__ refuses
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"RunSettings are made once: {name} is given at construction")
-
-    def _replace(self, **changes: Any) -> RunSettings:
-        """These settings with `changes`, as a NamedTuple's `_replace` makes them."""
-        return RunSettings(**{name: getattr(self, name) for name in self.__slots__} | changes)
+        self._fill(locals())  # the parameters, one a slot each
 
 
 DEFAULTS = RunSettings()

@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from handrail.model.codec import encode
@@ -171,7 +170,7 @@ class Surface:
         if isinstance(roots, list):
             uris = [r.get("uri") for r in roots if isinstance(r, dict)]
             folder = next((p for p in map(_root_folder, uris) if p is not None), None)
-            self.session.asking(replace(self.session.request, workspace=folder))
+            self.session.asking(self.session.request._replace(workspace=folder))
 
     # -- logging, completion, subscriptions ---------------------------------------------
     def set_level(self, request: Request, params: dict[str, Any]) -> dict[str, Any]:

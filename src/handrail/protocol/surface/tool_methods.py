@@ -7,7 +7,6 @@ stdio) or on a retry (2026-07-28 `input_required`, a result the run operations r
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from handrail.model.codec import Encoded, encode
@@ -58,7 +57,7 @@ def tools_call(service: Service, request: Request, params: dict[str, Any], sessi
 
         approver = approver_for(request, params, _ask(session), _opened(session))
         if approver is not None:
-            request = replace(request, approver=approver)
+            request = request._replace(approver=approver)
     try:
         result = service.answer(name, request, arguments)
     except HandrailError as exc:
