@@ -89,10 +89,23 @@ def loads(data: bytes | str) -> Any:
     return (_orjson or _load()).loads(data)
 
 
-# an escaped high surrogate with no low one after it, or a low one with no high one before
-_LONE_SURROGATE = re.compile(
-    rb"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F])|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F]"
-)
+_SURROGATE = re.compile(rb"\\u[dD]([89abAB]|[c-fC-F])[0-9a-fA-F]{2}")  # an escaped surrogate, high or low
+
+
+def _may_escape_a_lone_surrogate(raw: bytes) -> bool:
+    """Whether the text escapes a high surrogate with no low one after it, or a low one with
+    none before it (an escaped backslash before `ud800` also counts: the parse then tells)."""
+    paired_to = -1  # where the low half of the last high surrogate was
+    for found in _SURROGATE.finditer(raw):
+        at, high = found.start(), found.group(1) in b"89abAB"
+        if high:
+            low = _SURROGATE.match(raw, at + 6)
+            if low is None or low.group(1) in b"89abAB":
+                return True
+            paired_to = at + 6
+        elif at != paired_to:
+            return True
+    return False
 
 
 def _quick_stdlib(data: bytes | str) -> Any:
@@ -103,7 +116,7 @@ def _quick_stdlib(data: bytes | str) -> Any:
     text = data.decode("utf-8") if isinstance(data, bytes) else data
     value = json.loads(text, parse_constant=_no_constant, parse_float=_finite)
     raw = data if isinstance(data, bytes) else data.encode("utf-8", "surrogatepass")
-    if _LONE_SURROGATE.search(raw) and _holds_lone_surrogate(value):
+    if _may_escape_a_lone_surrogate(raw) and _holds_lone_surrogate(value):
         raise ValueError("a lone surrogate in a string")
     return value
 
