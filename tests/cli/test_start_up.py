@@ -215,3 +215,23 @@ def test_handrail_start_loads_neither_the_other_commands_nor_the_compiler_nor_a_
 ) -> None:
     _, modules = first_answer
     assert modules & set(NOT_LOADED) == set()
+
+
+def test_a_start_that_ends_before_its_first_answer_leaves_the_codec_reading_with_orjson(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from handrail.cli import main, serve
+    from handrail.model import codec
+
+    during: list[bool] = []
+
+    def refused(args: object) -> int:
+        during.append(codec._stdlib_first)
+        raise SystemExit(2)  # as a start that refuses its options, or fails, ends
+
+    monkeypatch.setattr(codec, "_orjson", None)  # as in a process that has not loaded it yet
+    monkeypatch.setattr(codec, "_stdlib_first", False)
+    monkeypatch.setattr(serve, "_start", refused)
+    with pytest.raises(SystemExit):
+        main(["start"])
+    assert during == [True] and not codec._stdlib_first

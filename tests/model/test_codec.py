@@ -76,14 +76,16 @@ REFUSED_BY_BOTH: list[bytes] = [
     b'{"n":1e400}',
     b"\xff{}",
     b'{"open":',
+    b"[" * 5_000 + b"]" * 5_000,  # deeper than the stack: orjson's refusal
 ]
 
 
 @pytest.fixture
 def stdlib_first(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(codec, "_orjson", None)
+    monkeypatch.setattr(codec, "_stdlib_first", False)  # recorded first, so undone after the test
     codec.stdlib_first()
-    monkeypatch.setattr(codec, "_stdlib_first", True)  # undone after the test
+    assert codec._stdlib_first
 
 
 @pytest.mark.parametrize("data", FIRST_MESSAGES)

@@ -207,8 +207,15 @@ def _after_first_answer(catalog: Any, interval: float) -> None:
 def start(args: argparse.Namespace) -> int:
     from handrail.model import codec  # lazy: loaded when the command runs
 
-    _log_to_stderr(args)
     codec.stdlib_first()  # orjson loads after the first answer (model/codec.py)
+    try:
+        return _start(args)
+    finally:  # a start that ends before its first answer leaves the codec as it was
+        codec.stdlib_first(False)
+
+
+def _start(args: argparse.Namespace) -> int:
+    _log_to_stderr(args)
     from handrail.protocol.core import Protocol  # lazy: loaded when the command runs
     from handrail.transport.stdio import serve  # lazy: loaded when the command runs
 

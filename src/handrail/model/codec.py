@@ -55,12 +55,12 @@ _orjson: Any = None  # the module, once `_load` has imported it
 _stdlib_first = False  # `stdlib_first` was called, and orjson is not loaded yet
 
 
-def stdlib_first() -> None:
-    """Read and write with the standard library until `load_orjson`: orjson's import
-    (with dataclasses, inspect, uuid: about 15 ms) would come before a server's first
-    answer, which the standard library writes as fast."""
+def stdlib_first(on: bool = True) -> None:
+    """Read and write with the standard library until `load_orjson` (or this, off):
+    orjson's import (with dataclasses, inspect, uuid: about 15 ms) would come before a
+    server's first answer, which the standard library writes as fast."""
     global _stdlib_first
-    _stdlib_first = _orjson is None
+    _stdlib_first = on and _orjson is None
 
 
 def load_orjson() -> None:
@@ -85,7 +85,10 @@ def loads(data: bytes | str) -> Any:
     """orjson's reading alone (ValueError when it refuses): for a quick look, where a
     refusal leaves the answer to a later, exact reading."""
     if _stdlib_first:
-        return _quick_stdlib(data)
+        try:
+            return _quick_stdlib(data)
+        except RecursionError:  # nested deeper than the stack: orjson says, as ever
+            pass
     return (_orjson or _load()).loads(data)
 
 
