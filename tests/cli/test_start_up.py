@@ -235,3 +235,27 @@ def test_a_start_that_ends_before_its_first_answer_leaves_the_codec_reading_with
     with pytest.raises(SystemExit):
         main(["start"])
     assert during == [True] and not codec._stdlib_first
+
+
+def test_a_workflow_file_nested_deeper_than_the_stack_is_refused_before_the_first_answer_not_a_crash(
+    tmp_path: Path,
+) -> None:
+    # the quick look at the sources comes before orjson loads (model/codec.stdlib_first)
+    flows = tmp_path / "flows"
+    flows.mkdir()
+    (flows / "deep.json").write_bytes(b'{"id":"deep","steps":' + b"[" * 5_000 + b"]" * 5_000 + b"}")
+    bundled = Path(__file__).parents[2] / "workflows" / "coding-task.json"
+    (flows / "coding-task.json").write_bytes(bundled.read_bytes())
+    done = subprocess.run(
+        [sys.executable, "-m", "handrail", "start", "--no-bundled", "--workflows", str(flows)],
+        input=json.dumps(INITIALIZE) + "\n",
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=child_env(tmp_path),
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    listed = json.loads(done.stdout.splitlines()[0])["result"]["instructions"]
+    assert "coding-task" in listed and "deep" not in listed
+    assert "RecursionError" not in done.stderr
